@@ -1,0 +1,1 @@
+//! criterion benchmarks of vnfm; see `benches/README.md`.

@@ -1,0 +1,1 @@
+//! Runnable examples of vnfm; see the `examples/` directory.

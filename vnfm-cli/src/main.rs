@@ -1,0 +1,2 @@
+//! The `vnfm` command-line program.
+fn main() {}

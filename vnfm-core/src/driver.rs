@@ -1,0 +1,803 @@
+//! The driver traits: the only way the core talks to the outside world.
+//!
+//! Each trait has one concern and is implemented by [`crate::sim::SimCloud`] (always), by
+//! `vnfm-openstack` (stacks, zones, servers) and by `vnfm-k8s` (cluster). The core passes them
+//! around as `Arc<dyn Trait>`. Required methods take request structs so that a new field does
+//! not break callers.
+//!
+//! All traits share one error vocabulary, [`DriverError`]; adapters keep their detailed errors
+//! as the `source` of [`DriverError::Other`] or map them onto the kinds below.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Debug};
+use std::str::FromStr;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::id::{FlavorId, HostId, NodeName, OpOccId, ServerId, StackId, VnfInstanceId, ZoneId};
+use crate::lcm::{VnfInstance, VnfLcmOpOcc};
+use crate::zone::ComputeZone;
+
+/// The error vocabulary every driver shares.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverError {
+    /// The named object does not exist.
+    #[error("{driver}: not found: {what}")]
+    NotFound {
+        /// Which driver answered.
+        driver: &'static str,
+        /// What was looked for (kind and id).
+        what: String,
+    },
+    /// An object with that name or id exists already.
+    #[error("{driver}: already exists: {what}")]
+    AlreadyExists {
+        /// Which driver answered.
+        driver: &'static str,
+        /// What collided.
+        what: String,
+    },
+    /// A quota of the backend would be exceeded.
+    #[error("{driver}: quota exceeded: {message}")]
+    QuotaExceeded {
+        /// Which driver answered.
+        driver: &'static str,
+        /// The backend's message.
+        message: String,
+    },
+    /// The object is in a state that does not allow the request (e.g. an operation in
+    /// progress, a stale version).
+    #[error("{driver}: conflict: {message}")]
+    Conflict {
+        /// Which driver answered.
+        driver: &'static str,
+        /// The backend's message.
+        message: String,
+    },
+    /// The request was rejected as malformed or invalid by the backend (e.g. a template Heat
+    /// cannot validate).
+    #[error("{driver}: invalid request: {message}")]
+    Invalid {
+        /// Which driver answered.
+        driver: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+    /// No valid credentials.
+    #[error("{driver}: unauthenticated: {message}")]
+    Unauthenticated {
+        /// Which driver answered.
+        driver: &'static str,
+        /// The backend's message.
+        message: String,
+    },
+    /// Credentials are valid but not allowed to do this.
+    #[error("{driver}: permission denied: {message}")]
+    PermissionDenied {
+        /// Which driver answered.
+        driver: &'static str,
+        /// The backend's message.
+        message: String,
+    },
+    /// The backend cannot be reached or is overloaded; retrying later may succeed.
+    #[error("{driver}: unavailable: {message}")]
+    Unavailable {
+        /// Which driver answered.
+        driver: &'static str,
+        /// What failed.
+        message: String,
+    },
+    /// The driver does not implement this operation.
+    #[error("{driver}: {operation} is not implemented")]
+    NotImplemented {
+        /// Which driver answered.
+        driver: &'static str,
+        /// The operation.
+        operation: &'static str,
+    },
+    /// Anything else, with its cause.
+    #[error("{driver}: {message}")]
+    Other {
+        /// Which driver answered.
+        driver: &'static str,
+        /// What was being done.
+        message: String,
+        /// The cause.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
+}
+
+impl DriverError {
+    /// True when retrying the same request later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, DriverError::Unavailable { .. })
+    }
+
+    /// True for [`DriverError::NotFound`].
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, DriverError::NotFound { .. })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stacks
+// ---------------------------------------------------------------------------------------------
+
+/// A HOT template with the files it references, as Heat's stack-create `template` + `files`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TemplateBundle {
+    /// The top-level template (YAML text).
+    pub template: String,
+    /// Nested templates and other files by the name the top template uses (`nested/VDU1.yaml`
+    /// may be referenced as `VDU1.yaml`; Heat resolves by the exact key).
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+}
+
+/// Stack parameters (Heat `parameters`), JSON values by name.
+pub type Parameters = serde_json::Map<String, serde_json::Value>;
+
+/// Request to create a stack.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CreateStack {
+    /// Stack name (unique per project).
+    pub name: String,
+    /// Template and files.
+    pub template: TemplateBundle,
+    /// Parameter values.
+    pub parameters: Parameters,
+    /// Heat `disable_rollback` (vnfm's default: true, so a failure leaves the resources for
+    /// reselection to repair with an update).
+    pub disable_rollback: bool,
+    /// Heat `timeout_mins`.
+    pub timeout_mins: Option<u32>,
+}
+
+impl CreateStack {
+    /// A create request with rollback disabled and no timeout.
+    pub fn new(name: impl Into<String>, template: TemplateBundle, parameters: Parameters) -> Self {
+        Self {
+            name: name.into(),
+            template,
+            parameters,
+            disable_rollback: true,
+            timeout_mins: None,
+        }
+    }
+}
+
+/// Request to update a stack with PATCH semantics (Heat `PATCH`, i.e. `existing: true`):
+/// parameters given here are merged into the stack's current parameters, the template is kept
+/// unless a new one is given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct UpdateStack {
+    /// The stack.
+    pub id: StackId,
+    /// Parameters to merge (top-level keys replace the current values).
+    pub parameters: Parameters,
+    /// A new template, or `None` to keep the current one.
+    pub template: Option<TemplateBundle>,
+}
+
+impl UpdateStack {
+    /// A parameter-only update.
+    pub fn parameters(id: StackId, parameters: Parameters) -> Self {
+        Self {
+            id,
+            parameters,
+            template: None,
+        }
+    }
+}
+
+/// The action part of a Heat status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StackAction {
+    /// `INIT`
+    Init,
+    /// `CREATE`
+    Create,
+    /// `UPDATE`
+    Update,
+    /// `DELETE`
+    Delete,
+    /// `ROLLBACK`
+    Rollback,
+    /// `CHECK`
+    Check,
+    /// `SUSPEND`
+    Suspend,
+    /// `RESUME`
+    Resume,
+    /// `ADOPT`
+    Adopt,
+    /// `SNAPSHOT`
+    Snapshot,
+}
+
+/// The state part of a Heat status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StackState {
+    /// `IN_PROGRESS`
+    InProgress,
+    /// `COMPLETE`
+    Complete,
+    /// `FAILED`
+    Failed,
+}
+
+/// A Heat stack or resource status such as `CREATE_FAILED`; serializes as that string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StackStatus {
+    /// What was being done.
+    pub action: StackAction,
+    /// How it went.
+    pub state: StackState,
+}
+
+impl StackStatus {
+    /// A status from its parts.
+    pub const fn new(action: StackAction, state: StackState) -> Self {
+        Self { action, state }
+    }
+    /// True for `*_FAILED`.
+    pub fn is_failed(&self) -> bool {
+        self.state == StackState::Failed
+    }
+    /// True for `*_COMPLETE`.
+    pub fn is_complete(&self) -> bool {
+        self.state == StackState::Complete
+    }
+    /// True for `*_IN_PROGRESS`.
+    pub fn is_in_progress(&self) -> bool {
+        self.state == StackState::InProgress
+    }
+}
+
+impl StackAction {
+    /// Heat's spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StackAction::Init => "INIT",
+            StackAction::Create => "CREATE",
+            StackAction::Update => "UPDATE",
+            StackAction::Delete => "DELETE",
+            StackAction::Rollback => "ROLLBACK",
+            StackAction::Check => "CHECK",
+            StackAction::Suspend => "SUSPEND",
+            StackAction::Resume => "RESUME",
+            StackAction::Adopt => "ADOPT",
+            StackAction::Snapshot => "SNAPSHOT",
+        }
+    }
+}
+
+impl fmt::Display for StackStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.state {
+            StackState::InProgress => "IN_PROGRESS",
+            StackState::Complete => "COMPLETE",
+            StackState::Failed => "FAILED",
+        };
+        write!(f, "{}_{}", self.action.as_str(), state)
+    }
+}
+
+/// A string that is not a Heat status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a Heat status: {0:?} (expected ACTION_STATE such as CREATE_FAILED)")]
+pub struct ParseStackStatusError(pub String);
+
+impl FromStr for StackStatus {
+    type Err = ParseStackStatusError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || ParseStackStatusError(s.to_owned());
+        let (action, state) = if let Some(a) = s.strip_suffix("_IN_PROGRESS") {
+            (a, StackState::InProgress)
+        } else if let Some(a) = s.strip_suffix("_COMPLETE") {
+            (a, StackState::Complete)
+        } else if let Some(a) = s.strip_suffix("_FAILED") {
+            (a, StackState::Failed)
+        } else {
+            return Err(err());
+        };
+        let action = match action {
+            "INIT" => StackAction::Init,
+            "CREATE" => StackAction::Create,
+            "UPDATE" => StackAction::Update,
+            "DELETE" => StackAction::Delete,
+            "ROLLBACK" => StackAction::Rollback,
+            "CHECK" => StackAction::Check,
+            "SUSPEND" => StackAction::Suspend,
+            "RESUME" => StackAction::Resume,
+            "ADOPT" => StackAction::Adopt,
+            "SNAPSHOT" => StackAction::Snapshot,
+            _ => return Err(err()),
+        };
+        Ok(StackStatus { action, state })
+    }
+}
+
+impl Serialize for StackStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for StackStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A stack output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StackOutput {
+    /// `output_key`
+    pub output_key: String,
+    /// `output_value`
+    pub output_value: serde_json::Value,
+}
+
+/// A stack as Heat's show-stack reports it (the fields vnfm reads).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stack {
+    /// `id`
+    pub id: StackId,
+    /// `stack_name`
+    pub stack_name: String,
+    /// `stack_status`
+    pub stack_status: StackStatus,
+    /// `stack_status_reason`
+    pub stack_status_reason: String,
+    /// `parameters` (Heat reports every value as it was given; vnfm keeps JSON values)
+    pub parameters: Parameters,
+    /// `outputs`
+    #[serde(default)]
+    pub outputs: Vec<StackOutput>,
+}
+
+/// Request to list the resources of a stack.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ListResources {
+    /// The stack.
+    pub id: StackId,
+    /// Heat `nested_depth`: 0 lists the top stack only.
+    pub nested_depth: u32,
+}
+
+impl ListResources {
+    /// List the resources of `id` down to `nested_depth` levels of nested stacks.
+    pub fn new(id: StackId, nested_depth: u32) -> Self {
+        Self { id, nested_depth }
+    }
+}
+
+/// A stack resource as Heat's resource list reports it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StackResource {
+    /// `resource_name` (the name within its own stack: `VDU1`, `0`, `VDU1-0`).
+    pub resource_name: String,
+    /// `physical_resource_id` (empty when not created).
+    pub physical_resource_id: String,
+    /// `resource_type` (`OS::Nova::Server`, or a nested template name).
+    pub resource_type: String,
+    /// `resource_status`
+    pub resource_status: StackStatus,
+    /// `resource_status_reason`
+    pub resource_status_reason: String,
+    /// `parent_resource`: the resource of the parent stack that owns this resource's stack;
+    /// `None` for top-level resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_resource: Option<String>,
+    /// The stack this resource belongs to (Heat's `stack` link).
+    pub stack_id: StackId,
+    /// The nested stack this resource owns, if any (Heat's `nested` link).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested_stack_id: Option<StackId>,
+}
+
+/// Request to mark a resource unhealthy, so that the next update re-creates it (heal).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MarkUnhealthy {
+    /// The stack that directly contains the resource (a nested stack for nested resources).
+    pub stack_id: StackId,
+    /// The resource's name in that stack.
+    pub resource_name: String,
+    /// Heat `resource_status_reason`.
+    pub reason: String,
+}
+
+impl MarkUnhealthy {
+    /// Mark `resource_name` of `stack_id` unhealthy for `reason`.
+    pub fn new(
+        stack_id: StackId,
+        resource_name: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            stack_id,
+            resource_name: resource_name.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Creates, updates, inspects and deletes stacks (Heat).
+///
+/// # Contract
+/// - `create_stack` and `update_stack` return once the backend accepted the request; the stack
+///   then moves through `*_IN_PROGRESS` to `*_COMPLETE` or `*_FAILED`, observed with
+///   [`StackDriver::show_stack`]. Callers poll until the status is not in progress.
+/// - `create_stack` with a name already in use fails with [`DriverError::AlreadyExists`]. A
+///   template the backend cannot validate fails with [`DriverError::Invalid`] and creates
+///   nothing.
+/// - `update_stack` merges parameters (PATCH); a failed update leaves resources that were
+///   created as they are (rollback disabled), so a later update can repair the stack.
+/// - `show_stack`, `update_stack`, `list_resources`, `mark_unhealthy` on an unknown stack fail
+///   with [`DriverError::NotFound`]; `delete_stack` on an unknown stack also fails with
+///   `NotFound`, so a caller that wants idempotence ignores that kind.
+/// - `list_resources` lists the top-level resources first, then nested ones, each nested
+///   resource after its parent.
+#[async_trait]
+pub trait StackDriver: Send + Sync + Debug + 'static {
+    /// Creates a stack.
+    async fn create_stack(&self, req: CreateStack) -> Result<StackId, DriverError>;
+    /// Updates a stack (PATCH semantics).
+    async fn update_stack(&self, req: UpdateStack) -> Result<(), DriverError>;
+    /// Shows a stack.
+    async fn show_stack(&self, id: &StackId) -> Result<Stack, DriverError>;
+    /// Deletes a stack and its resources.
+    async fn delete_stack(&self, id: &StackId) -> Result<(), DriverError>;
+    /// Lists the resources of a stack, nested ones down to the requested depth.
+    async fn list_resources(&self, req: ListResources) -> Result<Vec<StackResource>, DriverError>;
+    /// Marks a resource unhealthy so the next update re-creates it.
+    async fn mark_unhealthy(&self, req: MarkUnhealthy) -> Result<(), DriverError>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Zones and servers
+// ---------------------------------------------------------------------------------------------
+
+/// Options of [`ZoneCatalog::list_zones`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ListZones {}
+
+/// Lists compute availability zones with their hosts (Nova `os-availability-zone/detail`).
+///
+/// # Contract
+/// - Only compute zones are listed: zones whose hosts run no `nova-compute` service (Nova's
+///   `internal`) are left out.
+/// - A zone the backend reports with `hosts: null` is listed with `hosts: None`; it is not a
+///   candidate (see [`ComputeZone::is_candidate`]).
+/// - The order is the backend's; callers must not depend on it.
+#[async_trait]
+pub trait ZoneCatalog: Send + Sync + Debug + 'static {
+    /// Lists the compute zones.
+    async fn list_zones(&self, opts: ListZones) -> Result<Vec<ComputeZone>, DriverError>;
+}
+
+/// Nova's `fault` of a server in ERROR.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerFault {
+    /// `code` (500 for scheduling failures).
+    pub code: u16,
+    /// `message`, e.g. `No valid host was found. There are not enough hosts available.`
+    pub message: String,
+}
+
+/// Where a server runs (Nova server show, admin view).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// Server id.
+    pub id: ServerId,
+    /// Server name.
+    pub name: String,
+    /// Nova `status` (`ACTIVE`, `ERROR`, `BUILD`, ...).
+    pub status: String,
+    /// `OS-EXT-SRV-ATTR:host`; `None` when not scheduled or not visible (non-admin).
+    pub host: Option<HostId>,
+    /// `OS-EXT-AZ:availability_zone`.
+    pub zone: Option<ZoneId>,
+    /// The flavor's name.
+    pub flavor: Option<FlavorId>,
+    /// Server groups the server belongs to.
+    #[serde(default)]
+    pub server_groups: Vec<String>,
+    /// `fault`, for servers in ERROR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<ServerFault>,
+}
+
+/// Answers where a server runs (Nova).
+///
+/// # Contract
+/// - An unknown server id fails with [`DriverError::NotFound`].
+/// - `host` is `None` when the server is not scheduled, or when the credentials do not see
+///   admin-only attributes; callers must handle both.
+#[async_trait]
+pub trait ComputeInventory: Send + Sync + Debug + 'static {
+    /// Shows one server.
+    async fn server(&self, id: &ServerId) -> Result<ServerInfo, DriverError>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster (Kubernetes)
+// ---------------------------------------------------------------------------------------------
+
+/// A cluster node and its labels.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterNode {
+    /// Node name.
+    pub name: NodeName,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Request to set or remove node labels (a JSON merge patch of `metadata.labels`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LabelNode {
+    /// The node.
+    pub node: NodeName,
+    /// Labels to set (`Some`) or remove (`None`).
+    pub labels: BTreeMap<String, Option<String>>,
+}
+
+impl LabelNode {
+    /// Set or remove labels of `node`.
+    pub fn new(node: NodeName, labels: BTreeMap<String, Option<String>>) -> Self {
+        Self { node, labels }
+    }
+}
+
+/// A workload's pod anti-affinity term (required or preferred).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodAntiAffinity {
+    /// The topology key (e.g. `CIS-node`, `kubernetes.io/hostname`).
+    pub topology_key: String,
+    /// True for `requiredDuringSchedulingIgnoredDuringExecution`.
+    pub required: bool,
+}
+
+/// Request to create or replace a workload (a Deployment of `replicas` pods labelled
+/// `app: <name>`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ApplyWorkload {
+    /// Namespace.
+    pub namespace: String,
+    /// Workload name.
+    pub name: String,
+    /// Desired replicas.
+    pub replicas: u32,
+    /// Anti-affinity among the workload's own pods.
+    pub anti_affinity: Option<PodAntiAffinity>,
+}
+
+impl ApplyWorkload {
+    /// A workload without anti-affinity.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>, replicas: u32) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            replicas,
+            anti_affinity: None,
+        }
+    }
+}
+
+/// Request to scale a workload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ScaleWorkload {
+    /// Namespace.
+    pub namespace: String,
+    /// Workload name.
+    pub name: String,
+    /// Desired replicas.
+    pub replicas: u32,
+}
+
+impl ScaleWorkload {
+    /// Scale `namespace/name` to `replicas`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>, replicas: u32) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            replicas,
+        }
+    }
+}
+
+/// A pod of a workload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pod {
+    /// Namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// The workload it belongs to.
+    pub workload: String,
+    /// The node it is bound to; `None` while unschedulable (pending).
+    pub node: Option<NodeName>,
+    /// Pod phase (`Pending`, `Running`, `Failed`).
+    pub phase: String,
+}
+
+/// Request to list the pods of a workload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ListPods {
+    /// Namespace.
+    pub namespace: String,
+    /// Workload name.
+    pub workload: String,
+}
+
+impl ListPods {
+    /// The pods of `namespace/workload`.
+    pub fn new(namespace: impl Into<String>, workload: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            workload: workload.into(),
+        }
+    }
+}
+
+/// Request to delete one pod (heal: its controller re-creates it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct DeletePod {
+    /// Namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+}
+
+impl DeletePod {
+    /// Delete `namespace/name`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+/// Talks to a container cluster (Kubernetes): node labels, workloads, pods.
+///
+/// # Contract
+/// - `label_node` on an unknown node fails with [`DriverError::NotFound`]; setting a label to
+///   the value it has is a no-op; removing an absent label is a no-op.
+/// - `apply_workload` creates or replaces; `scale_workload` and `delete_pod` on an unknown
+///   object fail with `NotFound`.
+/// - Pods that cannot be scheduled (e.g. required anti-affinity with too few topology values)
+///   are listed with `node: None` and phase `Pending`; that is not an error.
+#[async_trait]
+pub trait ClusterDriver: Send + Sync + Debug + 'static {
+    /// Lists the nodes.
+    async fn list_nodes(&self) -> Result<Vec<ClusterNode>, DriverError>;
+    /// Sets or removes node labels.
+    async fn label_node(&self, req: LabelNode) -> Result<(), DriverError>;
+    /// Creates or replaces a workload.
+    async fn apply_workload(&self, req: ApplyWorkload) -> Result<(), DriverError>;
+    /// Scales a workload.
+    async fn scale_workload(&self, req: ScaleWorkload) -> Result<(), DriverError>;
+    /// Lists the pods of a workload.
+    async fn list_pods(&self, req: ListPods) -> Result<Vec<Pod>, DriverError>;
+    /// Deletes a pod.
+    async fn delete_pod(&self, req: DeletePod) -> Result<(), DriverError>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store
+// ---------------------------------------------------------------------------------------------
+
+/// An atomic batch of writes to a [`Store`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StoreBatch {
+    /// Instances to insert or replace.
+    pub put_instances: Vec<VnfInstance>,
+    /// Instances to delete (with their operation occurrences).
+    pub delete_instances: Vec<VnfInstanceId>,
+    /// Operation occurrences to insert or replace.
+    pub put_op_occs: Vec<VnfLcmOpOcc>,
+}
+
+impl StoreBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Adds an instance to insert or replace.
+    pub fn with_instance(mut self, inst: VnfInstance) -> Self {
+        self.put_instances.push(inst);
+        self
+    }
+    /// Adds an operation occurrence to insert or replace.
+    pub fn with_op_occ(mut self, op: VnfLcmOpOcc) -> Self {
+        self.put_op_occs.push(op);
+        self
+    }
+    /// Adds an instance to delete.
+    pub fn with_deleted_instance(mut self, id: VnfInstanceId) -> Self {
+        self.delete_instances.push(id);
+        self
+    }
+}
+
+/// Filter of [`Store::list_op_occs`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OpOccFilter {
+    /// Only the occurrences of this instance.
+    pub vnf_instance_id: Option<VnfInstanceId>,
+}
+
+impl OpOccFilter {
+    /// Every occurrence.
+    pub fn all() -> Self {
+        Self::default()
+    }
+    /// The occurrences of one instance.
+    pub fn instance(id: VnfInstanceId) -> Self {
+        Self {
+            vnf_instance_id: Some(id),
+        }
+    }
+}
+
+/// Persists VNF instances and LCM operation occurrences.
+///
+/// # Contract
+/// - [`Store::commit`] applies a whole [`StoreBatch`] or nothing: a crash never leaves half of
+///   it. Deletes are applied after puts of the same batch.
+/// - Loading an unknown id fails with [`DriverError::NotFound`].
+/// - Lists are ordered: instances by id, operation occurrences by `startTime` then id.
+/// - A stored object is returned exactly as it was written (serde round trip).
+#[async_trait]
+pub trait Store: Send + Sync + Debug + 'static {
+    /// Applies a batch atomically.
+    async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError>;
+    /// Loads one instance.
+    async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError>;
+    /// Lists every instance.
+    async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError>;
+    /// Loads one operation occurrence.
+    async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError>;
+    /// Lists operation occurrences.
+    async fn op_occs(&self, filter: OpOccFilter) -> Result<Vec<VnfLcmOpOcc>, DriverError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stack_status_round_trips() {
+        for s in [
+            "CREATE_FAILED",
+            "UPDATE_COMPLETE",
+            "ROLLBACK_IN_PROGRESS",
+            "INIT_COMPLETE",
+        ] {
+            let st: StackStatus = s.parse().unwrap();
+            assert_eq!(st.to_string(), s);
+            let j = serde_json::to_string(&st).unwrap();
+            assert_eq!(j, format!("\"{s}\""));
+        }
+        let e = "CREATE_BROKEN".parse::<StackStatus>().unwrap_err();
+        assert!(e.to_string().contains("CREATE_BROKEN"));
+    }
+}

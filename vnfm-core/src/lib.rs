@@ -1,0 +1,43 @@
+//! # vnfm-core
+//!
+//! The pure core of vnfm, an NFV placement and VNF lifecycle library. It decides *where* the
+//! virtual resources of a network function go and drives the lifecycle that puts them there,
+//! without doing any IO itself: the outside world is reached only through the small async
+//! [`driver`] traits, and every decision is a function of its inputs (the replies of the
+//! drivers, a seed, and `now`).
+//!
+//! ## Model
+//! - [`grant`], [`lcm`], [`problem`]: ETSI NFV-SOL 003 v3.3.1 / SOL 013 data types with the
+//!   standard's serde names (`GrantRequest`, `Grant`, `PlacementConstraint`, `VnfInstance`,
+//!   `VnfLcmOpOcc`, `ProblemDetails`, ...).
+//! - [`package`]: VNF packages in the layout of Tacker's v2 samples (SOL001 VNFD under
+//!   `Definitions/`, Heat templates under `BaseHOT/<flavour>/`).
+//! - [`zone`]: compute zones, hosts and resource amounts.
+//! - [`driver`]: the traits adapters implement (`StackDriver`, `ZoneCatalog`,
+//!   `ComputeInventory`, `ClusterDriver`, `Store`) and the shared [`driver::DriverError`].
+//! - [`cloud`]: the cloud file (YAML) that describes a simulated cloud.
+//! - [`sim`]: [`sim::SimCloud`], an in-memory cloud that implements every driver trait the way
+//!   Nova and Heat behave, including their failure texts. It is the test double, the engine of
+//!   the examples and the default backend of the `vnfm` CLI.
+//! - [`store`]: an in-memory [`driver::Store`] (the CLI adds an SQLite one).
+//!
+//! ## Adapters
+//! - `vnfm-openstack`: Keystone v3, Nova and Heat over HTTP.
+//! - `vnfm-k8s`: Kubernetes.
+//!
+//! No module here opens a socket, reads a clock or a file, or starts a runtime, with one
+//! exception kept apart: `package::fs` and `cloud::CloudFile::load` read files from disk.
+
+pub mod cloud;
+pub mod driver;
+pub mod error;
+pub mod grant;
+pub mod id;
+pub mod lcm;
+pub mod package;
+pub mod problem;
+pub mod sim;
+pub mod store;
+pub mod zone;
+
+pub use error::{Error, Result};
