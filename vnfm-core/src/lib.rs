@@ -29,15 +29,19 @@
 //! exception kept apart: `package::fs` and `cloud::CloudFile::load` read files from disk.
 
 pub mod cloud;
+pub mod constraint;
 pub mod driver;
 pub mod error;
 pub mod grant;
 pub mod id;
 pub mod lcm;
 pub mod package;
+pub mod placement;
 pub mod problem;
 pub mod sim;
 pub mod store;
+#[cfg(any(test, feature = "vectors"))]
+pub mod vectors;
 pub mod zone;
 
 pub use error::{Error, Result};
