@@ -1,2 +1,31 @@
-//! The `vnfm` command-line program.
-fn main() {}
+//! The `vnfm` command-line program: parse, run, print the error chain, exit.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+mod commands;
+mod config;
+mod error;
+mod exit;
+mod output;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    let out = output::Output::new(args.global.format(), args.global.quiet, args.global.verbose);
+    let code = match commands::run(args, out) {
+        Ok(()) => exit::OK,
+        Err(e) if output::is_broken_pipe(&e) => exit::OK,
+        Err(e) => {
+            eprintln!("error: {e}");
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                eprintln!("  caused by: {s}");
+                source = s.source();
+            }
+            e.exit_code()
+        }
+    };
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The project's test command (the README's second set-up command; .ci/run calls it).
+# Runs, in order: formatting check, clippy with warnings as errors, every test and doctest of
+# the workspace with all features. Reference payloads are read from ../shared/vectors when that
+# folder exists beside the project (tests print "skipping ..." otherwise).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (all targets, all features, -D warnings)"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+
+step "cargo test (workspace, all features, incl. doctests)"
+cargo test --workspace --all-features --locked

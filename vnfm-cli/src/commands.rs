@@ -1,0 +1,50 @@
+//! Runs one command: loads the configuration, builds the drivers, calls the core.
+
+use serde::Serialize;
+
+use crate::cli::{Cli, Command, ConfigCommand};
+use crate::config::Config;
+use crate::error::CliError;
+use crate::output::Output;
+
+/// Runs the parsed command line.
+///
+/// # Errors
+/// Any [`CliError`]; the caller prints it and exits with its code.
+pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
+    let (config, config_file) = Config::load(cli.global.config.as_deref())?;
+    let config = config.with_overrides(&cli.global.overrides());
+    match cli.command {
+        Command::Config(ConfigCommand::Show) => config_show(&config, config_file, out),
+        Command::Demo(_) | Command::Cloud(_) | Command::Package(_) => {
+            Err(CliError::Usage("this command is not available yet".into()))
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ConfigReport<'a> {
+    file: Option<String>,
+    state_path: String,
+    config: &'a Config,
+}
+
+fn config_show(
+    config: &Config,
+    file: Option<std::path::PathBuf>,
+    out: Output,
+) -> Result<(), CliError> {
+    let report = ConfigReport {
+        file: file.as_ref().map(|f| f.display().to_string()),
+        state_path: config.state_path().display().to_string(),
+        config,
+    };
+    let toml = toml::to_string_pretty(config)
+        .map_err(|e| CliError::Output(std::io::Error::other(format!("cannot encode TOML: {e}"))))?;
+    let human = format!(
+        "# configuration file: {}\n# state file: {}\n{toml}",
+        report.file.as_deref().unwrap_or("none (defaults)"),
+        report.state_path
+    );
+    out.data(&human, &report)
+}

@@ -1,0 +1,25 @@
+//! Exit codes of `vnfm`, listed in `--help`.
+
+/// Success.
+pub const OK: i32 = 0;
+/// An unexpected internal failure (a bug, or an IO error writing the output).
+pub const INTERNAL: i32 = 1;
+/// Bad usage, configuration or input (file, field or value), including a corrupt state file.
+pub const USAGE: i32 = 2;
+/// The placement is infeasible: the constraints cannot be met (a valid "no").
+pub const INFEASIBLE: i32 = 3;
+/// Capacity is exhausted: no zone, host or reservation has room.
+pub const CAPACITY: i32 = 4;
+/// The backend is unreachable or rejected the credentials.
+pub const BACKEND: i32 = 5;
+
+/// The EXIT STATUS section of `--help`.
+pub const HELP: &str = "\
+EXIT STATUS:
+  0  success
+  1  internal error (a bug, or the output could not be written)
+  2  usage, configuration or input error (bad flag, file, field or value; corrupt state file)
+  3  infeasible placement: the placement constraints cannot be met
+  4  capacity exhausted: no zone, host or reservation has room
+  5  backend unreachable, or authentication / authorization failed
+  A closed output pipe (e.g. `vnfm ... | head`) exits 0.";

@@ -1,0 +1,103 @@
+//! Where output goes: data to stdout (human text or JSON), diagnostics and progress to stderr.
+//!
+//! Progress lines are shown only when stderr is a terminal and neither `--json` nor `--quiet`
+//! is given. Every JSON document printed carries `"version": 1` (the report format version).
+
+use std::io::{IsTerminal, Write};
+
+use serde::Serialize;
+
+use crate::error::CliError;
+
+/// The report format version carried by every JSON document.
+pub const REPORT_VERSION: u32 = 1;
+
+/// How data is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Human-readable text.
+    #[default]
+    Human,
+    /// One JSON document (or JSON Lines for streams).
+    Json,
+}
+
+/// The output settings of one run.
+#[derive(Clone, Copy, Debug)]
+pub struct Output {
+    /// Data format.
+    pub format: Format,
+    /// `--quiet`: no progress, no diagnostics except errors.
+    pub quiet: bool,
+    /// `-v` count.
+    pub verbose: u8,
+    progress: bool,
+}
+
+impl Output {
+    /// Output settings; progress is enabled only on a terminal in human mode without `--quiet`.
+    pub fn new(format: Format, quiet: bool, verbose: u8) -> Self {
+        let progress = format == Format::Human && !quiet && std::io::stderr().is_terminal();
+        Self {
+            format,
+            quiet,
+            verbose,
+            progress,
+        }
+    }
+
+    /// True when JSON is requested.
+    pub fn is_json(&self) -> bool {
+        self.format == Format::Json
+    }
+
+    /// Prints a progress line on stderr (only on a terminal, see the module docs).
+    pub fn progress(&self, line: &str) {
+        if self.progress {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Prints a diagnostic on stderr unless `--quiet`.
+    pub fn note(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Prints `human` in human mode, or `json` with `"version"` added in JSON mode, on stdout.
+    ///
+    /// # Errors
+    /// [`CliError::Output`] when stdout cannot be written (a closed pipe is not an error: the
+    /// caller exits 0, see [`is_broken_pipe`]).
+    pub fn data<T: Serialize>(&self, human: &str, json: &T) -> Result<(), CliError> {
+        match self.format {
+            Format::Human => write_stdout(human),
+            Format::Json => {
+                let mut v = serde_json::to_value(json).map_err(|e| {
+                    CliError::Output(std::io::Error::other(format!("cannot encode JSON: {e}")))
+                })?;
+                if let serde_json::Value::Object(m) = &mut v {
+                    m.insert("version".into(), REPORT_VERSION.into());
+                }
+                let mut s = serde_json::to_string_pretty(&v).map_err(|e| {
+                    CliError::Output(std::io::Error::other(format!("cannot encode JSON: {e}")))
+                })?;
+                s.push('\n');
+                write_stdout(&s)
+            }
+        }
+    }
+}
+
+fn write_stdout(s: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(s.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(CliError::Output)
+}
+
+/// True when `e` is a write to a closed pipe (then `vnfm` exits 0, as `head` expects).
+pub fn is_broken_pipe(e: &CliError) -> bool {
+    matches!(e, CliError::Output(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+}
