@@ -38,6 +38,7 @@ pub mod lcm;
 pub mod package;
 pub mod placement;
 pub mod problem;
+pub mod reselect;
 pub mod sim;
 pub mod store;
 #[cfg(any(test, feature = "vectors"))]

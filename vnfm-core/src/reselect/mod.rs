@@ -1,0 +1,34 @@
+//! Availability-zone reselection: the sans-IO state machine of the ETSI/Tacker "Enhance
+//! Placement Process".
+//!
+//! When a stack create or update fails because a zone is out of resources, the machine reads
+//! the failure, asks for the stack's resources (to find every failed VNFC, nested ones
+//! included) and for the compute zones (once per operation), excludes the zones that failed,
+//! reselects zones for the affected VNFCs that still honour the zone-scope affinity /
+//! anti-affinity constraints, and asks for the stack to be applied again — until the stack
+//! succeeds, the failure is not a capacity error, no candidate zone is left, or the retry
+//! limit is reached.
+//!
+//! The machine never awaits, sleeps, reads a clock or draws unseeded random numbers. The
+//! caller (the LCM driver loop) takes [`Action`]s from [`Reselection::poll_action`], performs
+//! them through the driver traits and feeds the results back with the `handle_*` methods:
+//!
+//! ```text
+//!   poll_action -> ApplyStack{zones}      caller creates/updates the stack, waits for a terminal state
+//!   handle_stack_succeeded()              -> Done
+//!   handle_stack_failed(reason)           -> ListResources | GiveUp
+//!   handle_resources(resources)           -> ListZones (first round) | ApplyStack | GiveUp
+//!   handle_zones(zones)                   -> ApplyStack | GiveUp
+//! ```
+//!
+//! Units: the machine places *units*, the top-level stack resources that carry one zone each:
+//! one VNFC in Tacker's StandardUserData layout (`VDU1-0`), or one whole VDU under an
+//! `OS::Heat::AutoScalingGroup` (all its VNFCs share the zone, the spec's forced affinity).
+//! Units that exist from before the operation (`movable: false`) never move.
+
+mod failure;
+
+pub use failure::{
+    failed_path_from_reason, failed_top_resources, InsufficientResourcePattern,
+    DEFAULT_INSUFFICIENT_RESOURCE_PATTERN,
+};
