@@ -35,6 +35,7 @@ pub mod error;
 pub mod grant;
 pub mod id;
 pub mod lcm;
+pub mod lifecycle;
 pub mod package;
 pub mod placement;
 pub mod problem;
