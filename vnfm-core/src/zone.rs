@@ -50,7 +50,7 @@ impl Resources {
 
     /// How many copies of `unit` fit into `self` (`u64::MAX` when `unit` is all zero).
     pub fn count_fitting(&self, unit: &Resources) -> u64 {
-        let per = |have: u64, need: u64| if need == 0 { u64::MAX } else { have / need };
+        let per = |have: u64, need: u64| have.checked_div(need).unwrap_or(u64::MAX);
         per(self.vcpus, unit.vcpus)
             .min(per(self.memory_mb, unit.memory_mb))
             .min(per(self.disk_gb, unit.disk_gb))

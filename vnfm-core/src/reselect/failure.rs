@@ -323,6 +323,7 @@ mod tests {
         let cases: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
         assert!(cases.len() >= 9);
         let p = pat();
+        let indexed = Regex::new(r"-[0-9]+$").unwrap();
         for c in &cases {
             let reason = c["stack_status_reason"].as_str().unwrap();
             let tacker_matches = c["default_regex_matches"].as_bool().unwrap();
@@ -342,10 +343,7 @@ mod tests {
                     assert!(p.is_match(reason), "{reason}");
                     let path = path.unwrap();
                     assert_eq!(path.len(), 1, "{reason}");
-                    assert!(
-                        !regex::Regex::new(r"-[0-9]+$").unwrap().is_match(&path[0]),
-                        "{reason}"
-                    );
+                    assert!(!indexed.is_match(&path[0]), "{reason}");
                 }
                 None => {
                     assert!(!p.is_match(reason), "should not match: {reason}");
