@@ -701,6 +701,64 @@ pub trait ClusterDriver: Send + Sync + Debug + 'static {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Clock
+// ---------------------------------------------------------------------------------------------
+
+/// Time as the lifecycle loop sees it: virtual in the simulator and in tests, real in the CLI.
+///
+/// # Contract
+/// - `now` never goes backwards.
+/// - `sleep` returns after `now` has advanced by at least `duration`; a virtual clock advances
+///   itself and returns at once.
+#[async_trait]
+pub trait Clock: Send + Sync + Debug + 'static {
+    /// The current time.
+    fn now(&self) -> chrono::DateTime<chrono::Utc>;
+    /// Waits for `duration`.
+    async fn sleep(&self, duration: std::time::Duration);
+}
+
+/// A virtual clock: starts at a given instant and advances only when slept on or told to.
+/// Clones share the same time.
+#[derive(Clone, Debug)]
+pub struct VirtualClock {
+    now: std::sync::Arc<std::sync::Mutex<chrono::DateTime<chrono::Utc>>>,
+}
+
+impl VirtualClock {
+    /// A clock reading `start`.
+    pub fn new(start: chrono::DateTime<chrono::Utc>) -> Self {
+        Self {
+            now: std::sync::Arc::new(std::sync::Mutex::new(start)),
+        }
+    }
+
+    /// Moves the clock forward by `d`.
+    pub fn advance(&self, d: std::time::Duration) {
+        let delta = chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX);
+        let mut now = self
+            .now
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *now = now.checked_add_signed(delta).unwrap_or(*now);
+    }
+}
+
+#[async_trait]
+impl Clock for VirtualClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        *self
+            .now
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn sleep(&self, duration: std::time::Duration) {
+        self.advance(duration);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Store
 // ---------------------------------------------------------------------------------------------
 
@@ -799,5 +857,16 @@ mod tests {
         }
         let e = "CREATE_BROKEN".parse::<StackStatus>().unwrap_err();
         assert!(e.to_string().contains("CREATE_BROKEN"));
+    }
+
+    #[tokio::test]
+    async fn virtual_clock_advances_when_slept_on() {
+        let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let c = VirtualClock::new(start);
+        let c2 = c.clone();
+        c.sleep(std::time::Duration::from_secs(90)).await;
+        assert_eq!(c2.now(), start + chrono::Duration::seconds(90));
     }
 }
