@@ -5,7 +5,7 @@
 //! The `vnfm` CLI adds a persistent SQLite store (`vnfm_cli::store::SqliteStore`).
 //!
 //! Both implement [`Store`] with the same behaviour, checked by one suite,
-//! [`conformance`] (feature `conformance`):
+//! `conformance` (feature `conformance`):
 //!
 //! - [`Store::commit`] applies puts of instances, then puts of operation occurrences, then
 //!   deletes; all or nothing.
