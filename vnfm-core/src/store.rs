@@ -1,1 +1,626 @@
-//! (in progress)
+//! Stores of VNF instances and LCM operation occurrences.
+//!
+//! [`MemoryStore`] keeps everything in memory; clones share the same state, so one store can be
+//! handed to several tasks. It is the store of tests and of embedders that persist nothing.
+//! The `vnfm` CLI adds a persistent SQLite store (`vnfm_cli::store::SqliteStore`).
+//!
+//! Both implement [`Store`] with the same behaviour, checked by one suite,
+//! `conformance` (feature `conformance`):
+//!
+//! - [`Store::commit`] applies puts of instances, then puts of operation occurrences, then
+//!   deletes; all or nothing.
+//! - Putting an instance that exists replaces it and keeps its operation occurrences.
+//! - An operation occurrence must refer to an instance that exists once the batch's instance
+//!   puts are applied; otherwise the whole batch fails with [`DriverError::Conflict`].
+//! - Deleting an instance deletes its operation occurrences; deleting an unknown instance is a
+//!   no-op.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+
+use crate::driver::{DriverError, OpOccFilter, Store, StoreBatch};
+use crate::id::{OpOccId, VnfInstanceId};
+use crate::lcm::{VnfInstance, VnfLcmOpOcc};
+
+const DRIVER: &str = "memory";
+
+/// An in-memory [`Store`]. Clones share the same state.
+///
+/// ```
+/// use vnfm_core::driver::{Store, StoreBatch};
+/// use vnfm_core::store::MemoryStore;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = MemoryStore::new();
+/// let view = store.clone();
+/// store.commit(StoreBatch::new()).await?;
+/// assert!(view.instances().await?.is_empty());
+/// # Ok::<(), vnfm_core::driver::DriverError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct MemoryStore {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    instances: BTreeMap<VnfInstanceId, VnfInstance>,
+    op_occs: BTreeMap<OpOccId, VnfLcmOpOcc>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The state is only mutated after a batch has been validated, by code that cannot
+        // panic half-way, so a poisoned lock still guards consistent data.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
+        let mut state = self.lock();
+        // Validate everything first, then apply: nothing below can fail.
+        let put_ids: BTreeSet<&VnfInstanceId> = batch.put_instances.iter().map(|i| &i.id).collect();
+        for op in &batch.put_op_occs {
+            let id = &op.vnf_instance_id;
+            if !put_ids.contains(id) && !state.instances.contains_key(id) {
+                return Err(DriverError::Conflict {
+                    driver: DRIVER,
+                    message: unknown_instance_message(&op.id, id),
+                });
+            }
+        }
+        let StoreBatch {
+            put_instances,
+            delete_instances,
+            put_op_occs,
+        } = batch;
+        for inst in put_instances {
+            state.instances.insert(inst.id.clone(), inst);
+        }
+        for op in put_op_occs {
+            state.op_occs.insert(op.id.clone(), op);
+        }
+        let deleted: BTreeSet<VnfInstanceId> = delete_instances.into_iter().collect();
+        if !deleted.is_empty() {
+            state.instances.retain(|id, _| !deleted.contains(id));
+            state
+                .op_occs
+                .retain(|_, op| !deleted.contains(&op.vnf_instance_id));
+        }
+        Ok(())
+    }
+
+    async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
+        self.lock()
+            .instances
+            .get(id)
+            .cloned()
+            .ok_or_else(|| DriverError::NotFound {
+                driver: DRIVER,
+                what: format!("VNF instance {id}"),
+            })
+    }
+
+    async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
+        Ok(self.lock().instances.values().cloned().collect())
+    }
+
+    async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
+        self.lock()
+            .op_occs
+            .get(id)
+            .cloned()
+            .ok_or_else(|| DriverError::NotFound {
+                driver: DRIVER,
+                what: format!("VNF LCM operation occurrence {id}"),
+            })
+    }
+
+    async fn op_occs(&self, filter: OpOccFilter) -> Result<Vec<VnfLcmOpOcc>, DriverError> {
+        let state = self.lock();
+        let mut out: Vec<VnfLcmOpOcc> = state
+            .op_occs
+            .values()
+            .filter(|op| {
+                filter
+                    .vnf_instance_id
+                    .as_ref()
+                    .is_none_or(|id| *id == op.vnf_instance_id)
+            })
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| (a.start_time, &a.id).cmp(&(b.start_time, &b.id)));
+        Ok(out)
+    }
+}
+
+/// The message of the [`DriverError::Conflict`] a store returns for an operation occurrence
+/// whose instance does not exist, shared by the store implementations so that they word it
+/// the same way.
+pub fn unknown_instance_message(op: &OpOccId, instance: &VnfInstanceId) -> String {
+    format!(
+        "operation occurrence {op} refers to VNF instance {instance}, which does not exist \
+         (expected an instance stored before or put in the same batch)"
+    )
+}
+
+/// The behaviour every [`Store`] must have, one `pub async fn` per behaviour.
+///
+/// Each function takes an **empty** store (it asserts so), panics with a message when the
+/// store misbehaves, and returns normally otherwise. A store's tests call every function,
+/// each with a fresh store:
+///
+/// ```
+/// # #[cfg(feature = "conformance")]
+/// # async fn demo() {
+/// use vnfm_core::store::{conformance, MemoryStore};
+/// conformance::round_trip(&MemoryStore::new()).await;
+/// conformance::batch_is_atomic(&MemoryStore::new()).await;
+/// # }
+/// ```
+#[cfg(any(test, feature = "conformance"))]
+#[allow(clippy::unwrap_used, clippy::expect_used)] // a test suite: failing means panicking
+pub mod conformance {
+    use serde_json::json;
+
+    use crate::driver::{DriverError, OpOccFilter, Store, StoreBatch};
+    use crate::id::{OpOccId, VnfInstanceId};
+    use crate::lcm::{VnfInstance, VnfLcmOpOcc};
+
+    /// A `VnfInstance` with every attribute SOL003 makes mandatory, built from its JSON form
+    /// so that fields added to the struct later do not break callers.
+    ///
+    /// # Panics
+    /// When the JSON no longer deserializes (the model changed incompatibly).
+    pub fn instance(id: &str, vnfd_id: &str) -> VnfInstance {
+        serde_json::from_value(json!({
+            "id": id,
+            "vnfInstanceName": format!("vnf-{id}"),
+            "vnfdId": vnfd_id,
+            "vnfProvider": "Company",
+            "vnfProductName": "Sample VNF",
+            "vnfSoftwareVersion": "1.0",
+            "vnfdVersion": "1.0",
+            "instantiationState": "NOT_INSTANTIATED",
+            "_links": {
+                "self": { "href": format!("/vnflcm/v2/vnf_instances/{id}") }
+            }
+        }))
+        .expect("a SOL003 VnfInstance JSON object deserializes")
+    }
+
+    /// A `VnfLcmOpOcc` of `instance` started at `start_time` (RFC 3339), with every attribute
+    /// SOL003 makes mandatory, built from its JSON form.
+    ///
+    /// # Panics
+    /// When `start_time` is not RFC 3339 or the model changed incompatibly.
+    pub fn op_occ(id: &str, instance: &str, start_time: &str) -> VnfLcmOpOcc {
+        serde_json::from_value(json!({
+            "id": id,
+            "operationState": "COMPLETED",
+            "stateEnteredTime": start_time,
+            "startTime": start_time,
+            "vnfInstanceId": instance,
+            "operation": "INSTANTIATE",
+            "isAutomaticInvocation": false,
+            "isCancelPending": false,
+            "_links": {
+                "self": { "href": format!("/vnflcm/v2/vnf_lcm_op_occs/{id}") },
+                "vnfInstance": { "href": format!("/vnflcm/v2/vnf_instances/{instance}") }
+            }
+        }))
+        .expect("a SOL003 VnfLcmOpOcc JSON object deserializes")
+    }
+
+    async fn assert_empty(store: &dyn Store) {
+        assert!(
+            store.instances().await.unwrap().is_empty()
+                && store.op_occs(OpOccFilter::all()).await.unwrap().is_empty(),
+            "conformance functions expect an empty store: {store:?}"
+        );
+    }
+
+    fn op_ids(ops: &[VnfLcmOpOcc]) -> Vec<&str> {
+        ops.iter().map(|o| o.id.as_str()).collect()
+    }
+
+    fn inst_ids(insts: &[VnfInstance]) -> Vec<&str> {
+        insts.iter().map(|i| i.id.as_str()).collect()
+    }
+
+    /// What is written is read back exactly (also as JSON), and a put replaces an object
+    /// without losing the operation occurrences of a replaced instance.
+    pub async fn round_trip(store: &dyn Store) {
+        assert_empty(store).await;
+        let inst = instance("inst-1", "vnfd-a");
+        let op = op_occ("op-1", "inst-1", "2024-05-01T10:20:30.123456789Z");
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(inst.clone())
+                    .with_op_occ(op.clone()),
+            )
+            .await
+            .unwrap();
+        let loaded = store.instance(&VnfInstanceId::new("inst-1")).await.unwrap();
+        assert_eq!(loaded, inst);
+        assert_eq!(
+            serde_json::to_value(&loaded).unwrap(),
+            serde_json::to_value(&inst).unwrap()
+        );
+        let loaded = store.op_occ(&OpOccId::new("op-1")).await.unwrap();
+        assert_eq!(loaded, op);
+        assert_eq!(loaded.start_time, op.start_time, "nanoseconds are kept");
+        assert_eq!(store.instances().await.unwrap(), vec![inst]);
+        assert_eq!(store.op_occs(OpOccFilter::all()).await.unwrap(), vec![op]);
+
+        // Replacing the instance keeps its operation occurrence.
+        let replaced = instance("inst-1", "vnfd-b");
+        store
+            .commit(StoreBatch::new().with_instance(replaced.clone()))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.instance(&VnfInstanceId::new("inst-1")).await.unwrap(),
+            replaced
+        );
+        assert_eq!(
+            op_ids(&store.op_occs(OpOccFilter::all()).await.unwrap()),
+            ["op-1"],
+            "replacing an instance must keep its operation occurrences"
+        );
+
+        // Replacing the operation occurrence (new start time) replaces it, not adds one.
+        let moved = op_occ("op-1", "inst-1", "2024-05-02T00:00:00Z");
+        store
+            .commit(StoreBatch::new().with_op_occ(moved.clone()))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.op_occs(OpOccFilter::all()).await.unwrap(),
+            vec![moved]
+        );
+
+        // An empty batch changes nothing.
+        store.commit(StoreBatch::new()).await.unwrap();
+        assert_eq!(store.instances().await.unwrap(), vec![replaced]);
+    }
+
+    /// Instances are listed by id; operation occurrences by `startTime` (to the nanosecond,
+    /// whatever the precision they were written with), then id; the filter selects one
+    /// instance's occurrences.
+    pub async fn list_ordering(store: &dyn Store) {
+        assert_empty(store).await;
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(instance("b", "vnfd"))
+                    .with_instance(instance("c", "vnfd")),
+            )
+            .await
+            .unwrap();
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(instance("a", "vnfd"))
+                    .with_instance(instance("B", "vnfd")),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            inst_ids(&store.instances().await.unwrap()),
+            ["B", "a", "b", "c"],
+            "instances are ordered by id (byte order)"
+        );
+
+        let batch = StoreBatch::new()
+            .with_op_occ(op_occ("op-late", "a", "2024-01-02T00:00:00Z"))
+            .with_op_occ(op_occ("op-half", "b", "2024-01-01T00:00:00.5Z"))
+            .with_op_occ(op_occ("op-z", "a", "2024-01-01T00:00:00Z"))
+            .with_op_occ(op_occ("op-y", "b", "2024-01-01T00:00:00Z"))
+            .with_op_occ(op_occ("op-early", "c", "2023-12-31T23:59:59.999999999Z"))
+            .with_op_occ(op_occ("op-nano", "a", "2024-01-01T00:00:00.000000001Z"));
+        store.commit(batch).await.unwrap();
+        assert_eq!(
+            op_ids(&store.op_occs(OpOccFilter::all()).await.unwrap()),
+            ["op-early", "op-y", "op-z", "op-nano", "op-half", "op-late"],
+            "operation occurrences are ordered by startTime, then id"
+        );
+        assert_eq!(
+            op_ids(
+                &store
+                    .op_occs(OpOccFilter::instance(VnfInstanceId::new("a")))
+                    .await
+                    .unwrap()
+            ),
+            ["op-z", "op-nano", "op-late"]
+        );
+        assert!(store
+            .op_occs(OpOccFilter::instance(VnfInstanceId::new("B")))
+            .await
+            .unwrap()
+            .is_empty());
+    }
+
+    /// Unknown ids fail with `NotFound`; listing the occurrences of an unknown instance is an
+    /// empty list.
+    pub async fn not_found(store: &dyn Store) {
+        assert_empty(store).await;
+        let err = store
+            .instance(&VnfInstanceId::new("nope"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, DriverError::NotFound { .. }),
+            "loading an unknown instance: {err:?}"
+        );
+        assert!(err.to_string().contains("nope"), "{err}");
+        let err = store.op_occ(&OpOccId::new("nope-op")).await.unwrap_err();
+        assert!(
+            matches!(err, DriverError::NotFound { .. }),
+            "loading an unknown op occ: {err:?}"
+        );
+        assert!(err.to_string().contains("nope-op"), "{err}");
+        assert!(store
+            .op_occs(OpOccFilter::instance(VnfInstanceId::new("nope")))
+            .await
+            .unwrap()
+            .is_empty());
+    }
+
+    /// Deleting an instance deletes its operation occurrences and nothing else; deletes come
+    /// after the puts of the same batch; deleting an unknown instance is a no-op.
+    pub async fn delete_cascades(store: &dyn Store) {
+        assert_empty(store).await;
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(instance("keep", "vnfd"))
+                    .with_instance(instance("gone", "vnfd"))
+                    .with_op_occ(op_occ("op-keep", "keep", "2024-01-01T00:00:00Z"))
+                    .with_op_occ(op_occ("op-gone-1", "gone", "2024-01-01T00:00:01Z"))
+                    .with_op_occ(op_occ("op-gone-2", "gone", "2024-01-01T00:00:02Z")),
+            )
+            .await
+            .unwrap();
+        store
+            .commit(StoreBatch::new().with_deleted_instance(VnfInstanceId::new("gone")))
+            .await
+            .unwrap();
+        assert!(store
+            .instance(&VnfInstanceId::new("gone"))
+            .await
+            .unwrap_err()
+            .is_not_found());
+        for op in ["op-gone-1", "op-gone-2"] {
+            assert!(
+                store
+                    .op_occ(&OpOccId::new(op))
+                    .await
+                    .unwrap_err()
+                    .is_not_found(),
+                "{op} must be deleted with its instance"
+            );
+        }
+        assert!(store
+            .op_occs(OpOccFilter::instance(VnfInstanceId::new("gone")))
+            .await
+            .unwrap()
+            .is_empty());
+        assert_eq!(inst_ids(&store.instances().await.unwrap()), ["keep"]);
+        assert_eq!(
+            op_ids(&store.op_occs(OpOccFilter::all()).await.unwrap()),
+            ["op-keep"]
+        );
+
+        // Put and delete in one batch: the delete wins, occurrence included.
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(instance("brief", "vnfd"))
+                    .with_op_occ(op_occ("op-brief", "brief", "2024-01-03T00:00:00Z"))
+                    .with_deleted_instance(VnfInstanceId::new("brief")),
+            )
+            .await
+            .unwrap();
+        assert!(store
+            .instance(&VnfInstanceId::new("brief"))
+            .await
+            .unwrap_err()
+            .is_not_found());
+        assert!(store
+            .op_occ(&OpOccId::new("op-brief"))
+            .await
+            .unwrap_err()
+            .is_not_found());
+
+        // Deleting an unknown instance changes nothing.
+        store
+            .commit(StoreBatch::new().with_deleted_instance(VnfInstanceId::new("never")))
+            .await
+            .unwrap();
+        assert_eq!(inst_ids(&store.instances().await.unwrap()), ["keep"]);
+    }
+
+    /// A batch whose last part fails (an operation occurrence of an unknown instance) fails
+    /// with `Conflict` naming both ids and leaves the store exactly as it was.
+    pub async fn batch_is_atomic(store: &dyn Store) {
+        assert_empty(store).await;
+        let old = instance("old", "vnfd-1");
+        let old_op = op_occ("op-old", "old", "2024-01-01T00:00:00Z");
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(old.clone())
+                    .with_op_occ(old_op.clone()),
+            )
+            .await
+            .unwrap();
+
+        let bad = StoreBatch::new()
+            .with_instance(instance("new", "vnfd-1"))
+            .with_instance(instance("old", "vnfd-2"))
+            .with_op_occ(op_occ("op-new", "new", "2024-01-02T00:00:00Z"))
+            .with_op_occ(op_occ("op-old", "old", "2024-01-05T00:00:00Z"))
+            .with_op_occ(op_occ("op-orphan", "missing", "2024-01-03T00:00:00Z"))
+            .with_deleted_instance(VnfInstanceId::new("old"));
+        let err = store.commit(bad).await.unwrap_err();
+        assert!(
+            matches!(err, DriverError::Conflict { .. }),
+            "an op occ of an unknown instance is a conflict: {err:?}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("op-orphan") && msg.contains("missing"),
+            "the error names the op occ and the instance: {msg}"
+        );
+
+        assert!(
+            store
+                .instance(&VnfInstanceId::new("new"))
+                .await
+                .unwrap_err()
+                .is_not_found(),
+            "a failed batch must not leave its instances"
+        );
+        assert!(
+            store
+                .op_occ(&OpOccId::new("op-new"))
+                .await
+                .unwrap_err()
+                .is_not_found(),
+            "a failed batch must not leave its operation occurrences"
+        );
+        assert_eq!(store.instances().await.unwrap(), vec![old]);
+        assert_eq!(
+            store.op_occs(OpOccFilter::all()).await.unwrap(),
+            vec![old_op]
+        );
+    }
+
+    /// Data committed through one handle is there, unchanged, in a handle obtained by
+    /// `reopen` after the first one was dropped (for a persistent store: reopening the same
+    /// file; for an in-memory store: a clone).
+    pub async fn survives_reopen<F>(store: Box<dyn Store>, reopen: F)
+    where
+        F: FnOnce() -> Box<dyn Store>,
+    {
+        assert_empty(store.as_ref()).await;
+        let inst = instance("persisted", "vnfd");
+        let op = op_occ(
+            "op-persisted",
+            "persisted",
+            "2024-02-29T12:00:00.000000042Z",
+        );
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(inst.clone())
+                    .with_op_occ(op.clone()),
+            )
+            .await
+            .unwrap();
+        drop(store);
+        let store = reopen();
+        assert_eq!(store.instances().await.unwrap(), vec![inst]);
+        assert_eq!(store.op_occs(OpOccFilter::all()).await.unwrap(), vec![op]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn memory_round_trip() {
+        conformance::round_trip(&MemoryStore::new()).await;
+    }
+
+    #[tokio::test]
+    async fn memory_list_ordering() {
+        conformance::list_ordering(&MemoryStore::new()).await;
+    }
+
+    #[tokio::test]
+    async fn memory_not_found() {
+        conformance::not_found(&MemoryStore::new()).await;
+    }
+
+    #[tokio::test]
+    async fn memory_delete_cascades() {
+        conformance::delete_cascades(&MemoryStore::new()).await;
+    }
+
+    #[tokio::test]
+    async fn memory_batch_is_atomic() {
+        conformance::batch_is_atomic(&MemoryStore::new()).await;
+    }
+
+    #[tokio::test]
+    async fn memory_clones_share_state() {
+        let store = MemoryStore::new();
+        let clone = store.clone();
+        conformance::survives_reopen(Box::new(store), move || Box::new(clone)).await;
+    }
+
+    #[tokio::test]
+    async fn memory_separate_stores_do_not_share() {
+        let a = MemoryStore::new();
+        let b = MemoryStore::new();
+        a.commit(StoreBatch::new().with_instance(conformance::instance("x", "v")))
+            .await
+            .unwrap();
+        assert!(b.instances().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn memory_concurrent_commits_from_tasks() {
+        let store = MemoryStore::new();
+        let mut handles = Vec::new();
+        for t in 0..4 {
+            let store = store.clone();
+            handles.push(std::thread::spawn(move || {
+                for i in 0..25 {
+                    let id = format!("t{t}-{i:02}");
+                    let batch = StoreBatch::new()
+                        .with_instance(conformance::instance(&id, "v"))
+                        .with_op_occ(conformance::op_occ(
+                            &format!("op-{id}"),
+                            &id,
+                            "2024-01-01T00:00:00Z",
+                        ));
+                    block_on(store.commit(batch)).unwrap();
+                }
+            }));
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(store.instances().await.unwrap().len(), 100);
+        assert_eq!(store.op_occs(OpOccFilter::all()).await.unwrap().len(), 100);
+    }
+
+    /// Runs a future that never waits (the memory store's) to completion on this thread.
+    fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(fut)
+    }
+
+    #[test]
+    fn unknown_instance_message_names_both_ids() {
+        let m = unknown_instance_message(&OpOccId::new("op-9"), &VnfInstanceId::new("vnf-7"));
+        assert!(m.contains("op-9") && m.contains("vnf-7"), "{m}");
+    }
+}

@@ -1,0 +1,977 @@
+//! The persistent store: VNF instances and LCM operation occurrences in one SQLite file.
+//!
+//! [`SqliteStore`] implements [`Store`] with the same behaviour as
+//! [`vnfm_core::store::MemoryStore`] (both pass `vnfm_core::store::conformance`).
+//!
+//! ## Schema
+//! Each object is kept as the serde JSON of its SOL003 form in a `body` column, beside the
+//! columns the store queries on:
+//!
+//! ```text
+//! vnf_instances(id TEXT PRIMARY KEY, body TEXT NOT NULL)
+//! vnf_lcm_op_occs(id TEXT PRIMARY KEY,
+//!                 vnf_instance_id TEXT NOT NULL REFERENCES vnf_instances ON DELETE CASCADE,
+//!                 start_time TEXT NOT NULL,   -- RFC 3339, UTC, nanoseconds: sorts as text
+//!                 body TEXT NOT NULL)
+//! ```
+//!
+//! The schema evolves by migrations: a list of SQL scripts applied in order when a file is
+//! opened, each in its own transaction together with the new version number, which is kept
+//! in `PRAGMA user_version` ([`SCHEMA_VERSION`] is the version this build writes). The file is
+//! marked as vnfm's with `PRAGMA application_id`; a file that is neither empty nor marked is
+//! refused, and so is a file whose version is newer than this build knows.
+//!
+//! ## Concurrency
+//! Files are opened in WAL mode with a busy timeout and foreign keys on. Each batch is one
+//! `BEGIN IMMEDIATE` transaction, so several processes (or several [`SqliteStore`]s on one
+//! file) can commit concurrently. The blocking SQLite calls run on tokio's blocking pool
+//! (`spawn_blocking`) when called inside a tokio runtime, and on the calling thread
+//! otherwise.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::SecondsFormat;
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+use vnfm_core::driver::{DriverError, OpOccFilter, Store, StoreBatch};
+use vnfm_core::id::{OpOccId, VnfInstanceId};
+use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
+use vnfm_core::store::unknown_instance_message;
+
+const DRIVER: &str = "sqlite";
+
+/// `PRAGMA application_id` of a vnfm state file (`VNFM` in ASCII).
+const APPLICATION_ID: i32 = 0x564E_464D;
+
+/// How long a writer waits for another writer's transaction before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The migrations, in order: script `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: instances and operation occurrences.
+    "CREATE TABLE vnf_instances (
+        id   TEXT PRIMARY KEY NOT NULL,
+        body TEXT NOT NULL CHECK (json_valid(body))
+    );
+    CREATE TABLE vnf_lcm_op_occs (
+        id              TEXT PRIMARY KEY NOT NULL,
+        vnf_instance_id TEXT NOT NULL REFERENCES vnf_instances (id) ON DELETE CASCADE,
+        start_time      TEXT NOT NULL,
+        body            TEXT NOT NULL CHECK (json_valid(body))
+    );
+    CREATE INDEX vnf_lcm_op_occs_by_instance
+        ON vnf_lcm_op_occs (vnf_instance_id, start_time, id);
+    CREATE INDEX vnf_lcm_op_occs_by_start_time ON vnf_lcm_op_occs (start_time, id);",
+];
+
+/// The schema version this build creates and understands (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// A [`Store`] in an SQLite file (or in memory). Clones share the same connection.
+///
+/// ```
+/// use vnfm_cli::store::{SqliteStore, SCHEMA_VERSION};
+/// use vnfm_core::driver::{Store, StoreBatch};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = SqliteStore::open_in_memory()?;
+/// assert_eq!(store.schema_version(), SCHEMA_VERSION);
+/// store.commit(StoreBatch::new()).await?;
+/// assert!(store.instances().await?.is_empty());
+/// # Ok::<(), vnfm_core::driver::DriverError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    /// The file as shown in messages (`:memory:` for an in-memory database).
+    file: Arc<str>,
+    path: Option<PathBuf>,
+    schema_version: u32,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("file", &self.file)
+            .field("schema_version", &self.schema_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens the state file at `path`, creating it when it does not exist and migrating its
+    /// schema to [`SCHEMA_VERSION`]. This blocks on file IO.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] naming the file when it cannot be opened (missing directory,
+    /// no permission), when it is not a vnfm state database (not SQLite, or another
+    /// program's SQLite file), when its schema version is newer than [`SCHEMA_VERSION`], or
+    /// when a migration fails (the file is then left at the last version that succeeded).
+    /// [`DriverError::Unavailable`] when another writer holds the file longer than the busy
+    /// timeout.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, DriverError> {
+        let path = path.as_ref();
+        let file: Arc<str> = Arc::from(path.display().to_string());
+        let conn = Connection::open(path).map_err(|e| {
+            sql_error(
+                &file,
+                "cannot open the state file (expected a readable and writable file in an \
+                 existing directory)",
+                e,
+            )
+        })?;
+        Self::setup(conn, file, Some(path.to_path_buf()), MIGRATIONS)
+    }
+
+    /// Opens a fresh in-memory database with the current schema; it disappears with the last
+    /// clone of the store.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when SQLite cannot allocate the database or create the schema.
+    pub fn open_in_memory() -> Result<Self, DriverError> {
+        let file: Arc<str> = Arc::from(":memory:");
+        let conn = Connection::open_in_memory()
+            .map_err(|e| sql_error(&file, "cannot open an in-memory database", e))?;
+        Self::setup(conn, file, None, MIGRATIONS)
+    }
+
+    /// The schema version of the open database (after migration: [`SCHEMA_VERSION`]).
+    pub fn schema_version(&self) -> u32 {
+        self.schema_version
+    }
+
+    /// The file, or `None` for an in-memory database.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    fn setup(
+        mut conn: Connection,
+        file: Arc<str>,
+        path: Option<PathBuf>,
+        migrations: &[&str],
+    ) -> Result<Self, DriverError> {
+        let known = version_of(migrations.len());
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| sql_error(&file, "cannot set the busy timeout", e))?;
+        // Identify the file before writing anything to it (WAL mode writes the header).
+        let version = identify(&conn, &file)?;
+        if version > known {
+            return Err(too_new(&file, version, known));
+        }
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
+            .map_err(|e| sql_error(&file, "cannot switch to WAL journal mode", e))?;
+        conn.pragma_update(None, "foreign_keys", true)
+            .map_err(|e| sql_error(&file, "cannot enable foreign keys", e))?;
+        let schema_version = migrate(&mut conn, &file, migrations)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            file,
+            path,
+            schema_version,
+        })
+    }
+
+    /// Runs `f` with the connection: on tokio's blocking pool inside a runtime, on this thread
+    /// otherwise.
+    async fn with_conn<T, F>(&self, f: F) -> Result<T, DriverError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &str) -> Result<T, DriverError> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        let file = Arc::clone(&self.file);
+        let job = move || {
+            // A panic cannot happen half-way through a write that is not rolled back: the
+            // transaction guard rolls back on unwind, so a poisoned lock guards a sound
+            // connection.
+            let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut conn, &file)
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return job();
+        }
+        tokio::task::spawn_blocking(job)
+            .await
+            .map_err(|e| DriverError::Other {
+                driver: DRIVER,
+                message: format!("{}: the store's blocking task failed", self.file),
+                source: Some(Box::new(e)),
+            })?
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
+        self.with_conn(move |conn, file| commit(conn, file, &batch))
+            .await
+    }
+
+    async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
+        let id = id.clone();
+        self.with_conn(move |conn, file| {
+            let body: Option<String> = conn
+                .query_row(
+                    "SELECT body FROM vnf_instances WHERE id = ?1",
+                    [id.as_str()],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| sql_error(file, format!("cannot load VNF instance {id}"), e))?;
+            match body {
+                Some(body) => decode(file, &INSTANCES, id.as_str(), &body),
+                None => Err(DriverError::NotFound {
+                    driver: DRIVER,
+                    what: format!("VNF instance {id}"),
+                }),
+            }
+        })
+        .await
+    }
+
+    async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
+        self.with_conn(|conn, file| {
+            query_bodies(
+                conn,
+                file,
+                &INSTANCES,
+                "SELECT id, body FROM vnf_instances ORDER BY id",
+                &[],
+            )
+        })
+        .await
+    }
+
+    async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
+        let id = id.clone();
+        self.with_conn(move |conn, file| {
+            let body: Option<String> = conn
+                .query_row(
+                    "SELECT body FROM vnf_lcm_op_occs WHERE id = ?1",
+                    [id.as_str()],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(|e| {
+                    sql_error(
+                        file,
+                        format!("cannot load VNF LCM operation occurrence {id}"),
+                        e,
+                    )
+                })?;
+            match body {
+                Some(body) => decode(file, &OP_OCCS, id.as_str(), &body),
+                None => Err(DriverError::NotFound {
+                    driver: DRIVER,
+                    what: format!("VNF LCM operation occurrence {id}"),
+                }),
+            }
+        })
+        .await
+    }
+
+    async fn op_occs(&self, filter: OpOccFilter) -> Result<Vec<VnfLcmOpOcc>, DriverError> {
+        self.with_conn(move |conn, file| match &filter.vnf_instance_id {
+            Some(id) => query_bodies(
+                conn,
+                file,
+                &OP_OCCS,
+                "SELECT id, body FROM vnf_lcm_op_occs WHERE vnf_instance_id = ?1 \
+                 ORDER BY start_time, id",
+                &[id.as_str()],
+            ),
+            None => query_bodies(
+                conn,
+                file,
+                &OP_OCCS,
+                "SELECT id, body FROM vnf_lcm_op_occs ORDER BY start_time, id",
+                &[],
+            ),
+        })
+        .await
+    }
+}
+
+/// A table and the SOL003 type its bodies hold, for messages.
+struct Table {
+    name: &'static str,
+    kind: &'static str,
+}
+
+const INSTANCES: Table = Table {
+    name: "vnf_instances",
+    kind: "VnfInstance",
+};
+
+const OP_OCCS: Table = Table {
+    name: "vnf_lcm_op_occs",
+    kind: "VnfLcmOpOcc",
+};
+
+fn version_of(migrations: usize) -> u32 {
+    u32::try_from(migrations).unwrap_or(u32::MAX)
+}
+
+/// Checks that the file is empty or a vnfm state database and returns its schema version.
+fn identify(conn: &Connection, file: &str) -> Result<u32, DriverError> {
+    let reading = "cannot read the database header";
+    let application_id: i32 = conn
+        .pragma_query_value(None, "application_id", |row| row.get(0))
+        .map_err(|e| sql_error(file, reading, e))?;
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(|e| sql_error(file, reading, e))?;
+    let objects: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+        .map_err(|e| sql_error(file, "cannot read the database schema", e))?;
+    let fresh = application_id == 0 && version == 0 && objects == 0;
+    if application_id != APPLICATION_ID && !fresh {
+        return Err(DriverError::Other {
+            driver: DRIVER,
+            message: format!(
+                "{file}: not a vnfm state database: it is an SQLite database with \
+                 application_id {application_id:#x}, user_version {version} and {objects} \
+                 schema objects (expected an empty file or one with application_id \
+                 {APPLICATION_ID:#x} written by vnfm)"
+            ),
+            source: None,
+        });
+    }
+    u32::try_from(version).map_err(|_| DriverError::Other {
+        driver: DRIVER,
+        message: format!(
+            "{file}: not a vnfm state database: schema version {version} (expected 0 to \
+             {SCHEMA_VERSION})"
+        ),
+        source: None,
+    })
+}
+
+fn too_new(file: &str, version: u32, known: u32) -> DriverError {
+    DriverError::Other {
+        driver: DRIVER,
+        message: format!(
+            "{file}: the state database has schema version {version}, newer than version \
+             {known} that this vnfm knows; use a newer vnfm (or another state file)"
+        ),
+        source: None,
+    }
+}
+
+/// Applies the missing migrations, each in its own `BEGIN IMMEDIATE` transaction together with
+/// its version number, and returns the final version.
+fn migrate(conn: &mut Connection, file: &str, migrations: &[&str]) -> Result<u32, DriverError> {
+    let known = version_of(migrations.len());
+    loop {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql_error(file, "cannot start a schema migration", e))?;
+        // Read the version inside the write transaction: another process may have migrated
+        // the file since it was opened.
+        let version: i64 = tx
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(|e| sql_error(file, "cannot read the schema version", e))?;
+        let version = u32::try_from(version).unwrap_or(u32::MAX);
+        if version > known {
+            return Err(too_new(file, version, known));
+        }
+        let Some(script) = migrations.get(version as usize) else {
+            tx.commit()
+                .map_err(|e| sql_error(file, "cannot end the schema check", e))?;
+            return Ok(version);
+        };
+        let next = version + 1;
+        let doing = format!("cannot migrate the schema from version {version} to {next}");
+        tx.execute_batch(script)
+            .map_err(|e| sql_error(file, &doing, e))?;
+        tx.pragma_update(None, "user_version", next)
+            .map_err(|e| sql_error(file, &doing, e))?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)
+            .map_err(|e| sql_error(file, &doing, e))?;
+        tx.commit().map_err(|e| sql_error(file, &doing, e))?;
+    }
+}
+
+/// The text `start_time` column: RFC 3339 in UTC with nine fraction digits, so that text order
+/// is time order (for years 0 to 9999).
+fn start_time_key(op: &VnfLcmOpOcc) -> String {
+    op.start_time.to_rfc3339_opts(SecondsFormat::Nanos, true)
+}
+
+fn commit(conn: &mut Connection, file: &str, batch: &StoreBatch) -> Result<(), DriverError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| sql_error(file, "cannot start a transaction", e))?;
+    {
+        // An upsert, not `INSERT OR REPLACE`: replacing deletes the row, and the delete would
+        // cascade to the instance's operation occurrences.
+        let mut put_instance = tx
+            .prepare_cached(
+                "INSERT INTO vnf_instances (id, body) VALUES (?1, ?2) \
+                 ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+            )
+            .map_err(|e| sql_error(file, "cannot prepare the instance upsert", e))?;
+        for inst in &batch.put_instances {
+            let body = encode(file, &INSTANCES, inst.id.as_str(), inst)?;
+            put_instance
+                .execute(params![inst.id.as_str(), body])
+                .map_err(|e| sql_error(file, format!("cannot put VNF instance {}", inst.id), e))?;
+        }
+        let mut put_op = tx
+            .prepare_cached(
+                "INSERT INTO vnf_lcm_op_occs (id, vnf_instance_id, start_time, body) \
+                 VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (id) DO UPDATE SET vnf_instance_id = excluded.vnf_instance_id, \
+                 start_time = excluded.start_time, body = excluded.body",
+            )
+            .map_err(|e| sql_error(file, "cannot prepare the operation occurrence upsert", e))?;
+        for op in &batch.put_op_occs {
+            let body = encode(file, &OP_OCCS, op.id.as_str(), op)?;
+            put_op
+                .execute(params![
+                    op.id.as_str(),
+                    op.vnf_instance_id.as_str(),
+                    start_time_key(op),
+                    body
+                ])
+                .map_err(|e| {
+                    if is_foreign_key_violation(&e) {
+                        DriverError::Conflict {
+                            driver: DRIVER,
+                            message: format!(
+                                "{file}: {}",
+                                unknown_instance_message(&op.id, &op.vnf_instance_id)
+                            ),
+                        }
+                    } else {
+                        sql_error(
+                            file,
+                            format!("cannot put VNF LCM operation occurrence {}", op.id),
+                            e,
+                        )
+                    }
+                })?;
+        }
+        let mut delete = tx
+            .prepare_cached("DELETE FROM vnf_instances WHERE id = ?1")
+            .map_err(|e| sql_error(file, "cannot prepare the instance delete", e))?;
+        for id in &batch.delete_instances {
+            delete
+                .execute([id.as_str()])
+                .map_err(|e| sql_error(file, format!("cannot delete VNF instance {id}"), e))?;
+        }
+    }
+    tx.commit()
+        .map_err(|e| sql_error(file, "cannot commit the batch", e))
+}
+
+fn is_foreign_key_violation(e: &rusqlite::Error) -> bool {
+    e.sqlite_error()
+        .is_some_and(|e| e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY)
+}
+
+fn encode<T: serde::Serialize>(
+    file: &str,
+    table: &Table,
+    id: &str,
+    value: &T,
+) -> Result<String, DriverError> {
+    serde_json::to_string(value).map_err(|e| DriverError::Other {
+        driver: DRIVER,
+        message: format!(
+            "{file}: table {}, row id {id:?}: cannot serialize the {} to JSON",
+            table.name, table.kind
+        ),
+        source: Some(Box::new(e)),
+    })
+}
+
+fn decode<T: serde::de::DeserializeOwned>(
+    file: &str,
+    table: &Table,
+    id: &str,
+    body: &str,
+) -> Result<T, DriverError> {
+    serde_json::from_str(body).map_err(|e| DriverError::Other {
+        driver: DRIVER,
+        message: format!(
+            "{file}: table {}, row id {id:?}: the body does not deserialize (expected the JSON \
+             of a SOL003 {})",
+            table.name, table.kind
+        ),
+        source: Some(Box::new(e)),
+    })
+}
+
+fn query_bodies<T: serde::de::DeserializeOwned>(
+    conn: &Connection,
+    file: &str,
+    table: &Table,
+    sql: &str,
+    args: &[&str],
+) -> Result<Vec<T>, DriverError> {
+    let listing = format!("cannot list table {}", table.name);
+    let mut stmt = conn
+        .prepare_cached(sql)
+        .map_err(|e| sql_error(file, &listing, e))?;
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(args), |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })
+        .map_err(|e| sql_error(file, &listing, e))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, body) = row.map_err(|e| sql_error(file, &listing, e))?;
+        out.push(decode(file, table, &id, &body)?);
+    }
+    Ok(out)
+}
+
+/// Maps an SQLite error met while `doing` something to the shared vocabulary.
+fn sql_error(file: &str, doing: impl fmt::Display, e: rusqlite::Error) -> DriverError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::ConstraintViolation) => DriverError::Conflict {
+            driver: DRIVER,
+            message: format!("{file}: {doing}: {e}"),
+        },
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => DriverError::Unavailable {
+            driver: DRIVER,
+            message: format!(
+                "{file}: {doing}: the database stayed locked by another writer for more than \
+                 {BUSY_TIMEOUT:?} ({e})"
+            ),
+        },
+        Some(ErrorCode::NotADatabase) => DriverError::Other {
+            driver: DRIVER,
+            message: format!(
+                "{file}: not a vnfm state database (expected an SQLite file written by vnfm, or \
+                 an empty file): {doing}"
+            ),
+            source: Some(Box::new(e)),
+        },
+        _ => DriverError::Other {
+            driver: DRIVER,
+            message: format!("{file}: {doing}"),
+            source: Some(Box::new(e)),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use vnfm_core::store::conformance;
+
+    use super::*;
+
+    fn file_store(dir: &tempfile::TempDir) -> (PathBuf, SqliteStore) {
+        let path = dir.path().join("state.db");
+        let store = SqliteStore::open(&path).unwrap();
+        (path, store)
+    }
+
+    /// The message of an error and its causes.
+    fn chain(e: &DriverError) -> String {
+        let mut out = e.to_string();
+        let mut cur = e.source();
+        while let Some(c) = cur {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cur = c.source();
+        }
+        out
+    }
+
+    fn raw(path: &Path) -> Connection {
+        Connection::open(path).unwrap()
+    }
+
+    // ---- the shared suite, in memory and in a file ----
+
+    #[tokio::test]
+    async fn conformance_round_trip() {
+        conformance::round_trip(&SqliteStore::open_in_memory().unwrap()).await;
+        let dir = tempfile::tempdir().unwrap();
+        conformance::round_trip(&file_store(&dir).1).await;
+    }
+
+    #[tokio::test]
+    async fn conformance_list_ordering() {
+        conformance::list_ordering(&SqliteStore::open_in_memory().unwrap()).await;
+        let dir = tempfile::tempdir().unwrap();
+        conformance::list_ordering(&file_store(&dir).1).await;
+    }
+
+    #[tokio::test]
+    async fn conformance_not_found() {
+        conformance::not_found(&SqliteStore::open_in_memory().unwrap()).await;
+        let dir = tempfile::tempdir().unwrap();
+        conformance::not_found(&file_store(&dir).1).await;
+    }
+
+    #[tokio::test]
+    async fn conformance_delete_cascades() {
+        conformance::delete_cascades(&SqliteStore::open_in_memory().unwrap()).await;
+        let dir = tempfile::tempdir().unwrap();
+        conformance::delete_cascades(&file_store(&dir).1).await;
+    }
+
+    #[tokio::test]
+    async fn conformance_batch_is_atomic() {
+        conformance::batch_is_atomic(&SqliteStore::open_in_memory().unwrap()).await;
+        let dir = tempfile::tempdir().unwrap();
+        conformance::batch_is_atomic(&file_store(&dir).1).await;
+    }
+
+    #[tokio::test]
+    async fn conformance_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, store) = file_store(&dir);
+        conformance::survives_reopen(Box::new(store), move || {
+            Box::new(SqliteStore::open(&path).unwrap())
+        })
+        .await;
+    }
+
+    // ---- SQLite specifics ----
+
+    #[test]
+    fn works_without_a_tokio_runtime() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let fut = store.commit(StoreBatch::new().with_instance(conformance::instance("i", "v")));
+        // A minimal executor: the future completes on first poll outside a runtime.
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let mut fut = fut;
+        assert!(matches!(
+            fut.as_mut().poll(&mut cx),
+            std::task::Poll::Ready(Ok(()))
+        ));
+    }
+
+    #[test]
+    fn corrupt_file_is_refused_with_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("junk.db");
+        let junk: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
+        std::fs::write(&path, &junk).unwrap();
+        let err = SqliteStore::open(&path).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DriverError::Other {
+                    driver: "sqlite",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let msg = err.to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("not a vnfm state database"), "{msg}");
+        assert!(
+            chain(&err).contains("file is not a database"),
+            "{}",
+            chain(&err)
+        );
+        // The junk was not touched.
+        assert_eq!(std::fs::read(&path).unwrap(), junk);
+    }
+
+    #[test]
+    fn another_programs_database_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("other.db");
+        raw(&path)
+            .execute_batch("CREATE TABLE songs (title TEXT)")
+            .unwrap();
+        let msg = SqliteStore::open(&path).unwrap_err().to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("not a vnfm state database"), "{msg}");
+        // Its schema is left alone.
+        let tables: i64 = raw(&path)
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(tables, 1);
+    }
+
+    #[test]
+    fn unopenable_paths_are_errors_naming_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        for path in [
+            dir.path().join("no-such-dir").join("state.db"),
+            dir.path().to_path_buf(),
+        ] {
+            let err = SqliteStore::open(&path).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    DriverError::Other {
+                        driver: "sqlite",
+                        ..
+                    }
+                ),
+                "{err:?}"
+            );
+            assert!(
+                err.to_string().contains(&path.display().to_string()),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn future_schema_version_is_refused_naming_both_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, store) = file_store(&dir);
+        drop(store);
+        raw(&path)
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 6)
+            .unwrap();
+        let err = SqliteStore::open(&path).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(
+            msg.contains(&format!("schema version {}", SCHEMA_VERSION + 6)),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!("version {SCHEMA_VERSION} that")),
+            "{msg}"
+        );
+    }
+
+    #[tokio::test]
+    async fn migrates_an_empty_file_to_the_current_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.db");
+        std::fs::write(&path, b"").unwrap();
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.schema_version(), SCHEMA_VERSION);
+        assert_eq!(store.path(), Some(path.as_path()));
+        store
+            .commit(StoreBatch::new().with_instance(conformance::instance("i", "v")))
+            .await
+            .unwrap();
+        drop(store);
+
+        let conn = raw(&path);
+        let version: u32 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let app: i32 = conn
+            .pragma_query_value(None, "application_id", |r| r.get(0))
+            .unwrap();
+        assert_eq!(app, APPLICATION_ID);
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let mut names: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "vnf_instances",
+                "vnf_lcm_op_occs",
+                "vnf_lcm_op_occs_by_instance",
+                "vnf_lcm_op_occs_by_start_time"
+            ]
+        );
+        let body: String = conn
+            .query_row("SELECT body FROM vnf_instances WHERE id = 'i'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(json["vnfdId"], "v", "the body is the SOL003 JSON");
+
+        // Reopening a current file migrates nothing and keeps the data.
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.schema_version(), SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn migrations_apply_in_order_and_a_failing_one_rolls_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db");
+        let file = path.display().to_string();
+        let migrations = [
+            "CREATE TABLE a (x INTEGER);",
+            "INSERT INTO a VALUES (1); CREATE TABLE b (y INTEGER);",
+            "INSERT INTO a VALUES (2); CREATE TABLE broken (;",
+        ];
+        let mut conn = raw(&path);
+        assert_eq!(migrate(&mut conn, &file, &migrations[..1]).unwrap(), 1);
+        assert_eq!(migrate(&mut conn, &file, &migrations[..2]).unwrap(), 2);
+        let err = migrate(&mut conn, &file, &migrations).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains(&file), "{msg}");
+        assert!(msg.contains("from version 2 to 3"), "{msg}");
+        let version: u32 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, 2, "the failed migration left the version");
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM a", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1, "the failed migration's insert was rolled back");
+        // Going back to an older binary's list is refused.
+        let err = migrate(&mut conn, &file, &migrations[..1]).unwrap_err();
+        assert!(err.to_string().contains("schema version 2"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn undeserializable_body_names_file_table_and_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, store) = file_store(&dir);
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(conformance::instance("good", "v"))
+                    .with_op_occ(conformance::op_occ("op-1", "good", "2024-01-01T00:00:00Z")),
+            )
+            .await
+            .unwrap();
+        let conn = raw(&path);
+        conn.execute_batch(
+            "INSERT INTO vnf_instances (id, body) VALUES ('bad', '{\"id\": \"bad\"}');
+             UPDATE vnf_lcm_op_occs SET body = '{\"id\": 42}' WHERE id = 'op-1';",
+        )
+        .unwrap();
+        drop(conn);
+
+        let file = path.display().to_string();
+        let err = store
+            .instance(&VnfInstanceId::new("bad"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DriverError::Other {
+                    driver: "sqlite",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.source().is_some(), "the serde error is kept as source");
+        let msg = err.to_string();
+        for part in [
+            file.as_str(),
+            "table vnf_instances",
+            "\"bad\"",
+            "VnfInstance",
+        ] {
+            assert!(msg.contains(part), "{part:?} missing in {msg}");
+        }
+        let msg = store.instances().await.unwrap_err().to_string();
+        assert!(msg.contains("\"bad\""), "{msg}");
+        assert_eq!(
+            store.instance(&VnfInstanceId::new("good")).await.unwrap(),
+            conformance::instance("good", "v")
+        );
+        let msg = store
+            .op_occs(OpOccFilter::all())
+            .await
+            .unwrap_err()
+            .to_string();
+        for part in [
+            file.as_str(),
+            "table vnf_lcm_op_occs",
+            "\"op-1\"",
+            "VnfLcmOpOcc",
+        ] {
+            assert!(msg.contains(part), "{part:?} missing in {msg}");
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_commits_from_several_tasks_and_connections() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, first) = file_store(&dir);
+        let second = SqliteStore::open(&path).unwrap();
+        let mut tasks = tokio::task::JoinSet::new();
+        for t in 0..6 {
+            // Half the tasks share one connection, half the other: the second pair contends
+            // on the file itself (BEGIN IMMEDIATE + busy timeout).
+            let store = if t % 2 == 0 {
+                first.clone()
+            } else {
+                second.clone()
+            };
+            tasks.spawn(async move {
+                for i in 0..15 {
+                    let id = format!("t{t}-{i:02}");
+                    let batch = StoreBatch::new()
+                        .with_instance(conformance::instance(&id, "v"))
+                        .with_op_occ(conformance::op_occ(
+                            &format!("op-{id}"),
+                            &id,
+                            &format!("2024-01-01T00:00:{i:02}Z"),
+                        ));
+                    store.commit(batch).await.unwrap();
+                }
+            });
+        }
+        while let Some(res) = tasks.join_next().await {
+            res.unwrap();
+        }
+        for store in [&first, &second] {
+            let instances = store.instances().await.unwrap();
+            assert_eq!(instances.len(), 90);
+            assert!(instances.windows(2).all(|w| w[0].id < w[1].id));
+            assert_eq!(store.op_occs(OpOccFilter::all()).await.unwrap().len(), 90);
+        }
+    }
+
+    #[tokio::test]
+    async fn upsert_keeps_operation_occurrences_in_the_file() {
+        // The instance put must not be a delete + insert (that would cascade).
+        let dir = tempfile::tempdir().unwrap();
+        let (path, store) = file_store(&dir);
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(conformance::instance("i", "v1"))
+                    .with_op_occ(conformance::op_occ("op", "i", "2024-01-01T00:00:00Z")),
+            )
+            .await
+            .unwrap();
+        store
+            .commit(StoreBatch::new().with_instance(conformance::instance("i", "v2")))
+            .await
+            .unwrap();
+        let n: i64 = raw(&path)
+            .query_row("SELECT count(*) FROM vnf_lcm_op_occs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn start_time_key_sorts_as_time() {
+        let a = conformance::op_occ("a", "i", "2024-01-01T00:00:00Z");
+        let b = conformance::op_occ("b", "i", "2024-01-01T00:00:00.5Z");
+        let c = conformance::op_occ("c", "i", "2024-01-01T01:00:00+02:00");
+        assert_eq!(start_time_key(&a), "2024-01-01T00:00:00.000000000Z");
+        assert!(start_time_key(&a) < start_time_key(&b));
+        assert!(
+            start_time_key(&c) < start_time_key(&a),
+            "offsets are normalised"
+        );
+    }
+}
