@@ -16,7 +16,20 @@
 //! [state]
 //! path = "vnfm.sqlite"      # --state, VNFM_STATE. Default: $XDG_STATE_HOME/vnfm/state.sqlite
 //!                           # (or ~/.local/state/vnfm/state.sqlite)
+//!
+//! [placement]
+//! fallback_best_effort = false   # fallbackBestEffort of every placement constraint
+//! reselect_zones = false         # reselect zones when a stack fails for lack of resources
+//! insufficient_resource_pattern = "..."  # regex on stack_status_reason; default: see below
+//! max_reselections = 3           # stack updates after the first attempt; unset = no limit
+//! selection = "random"           # "random" (the spec) or "capacity-aware"
+//! seed = 0                       # seed of the random choices (also --seed)
 //! ```
+//!
+//! The default `insufficient_resource_pattern` is
+//! [`vnfm_core::reselect::DEFAULT_INSUFFICIENT_RESOURCE_PATTERN`]: it matches create and update
+//! failures whose Nova fault is "No valid host was found" or "Exceeded maximum number of
+//! retries", with nested resource paths. An invalid regex is a configuration error at start.
 
 use std::path::{Path, PathBuf};
 
@@ -68,6 +81,41 @@ pub struct StateConfig {
     pub path: Option<PathBuf>,
 }
 
+/// How a zone is chosen among the compliant ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelectionKind {
+    /// A random compliant zone (seeded), as the spec says.
+    #[default]
+    Random,
+    /// The compliant zone with the most free capacity.
+    CapacityAware,
+}
+
+/// `[placement]`
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlacementConfig {
+    /// `fallback_best_effort` (default false).
+    #[serde(default)]
+    pub fallback_best_effort: bool,
+    /// `reselect_zones` (default false).
+    #[serde(default)]
+    pub reselect_zones: bool,
+    /// `insufficient_resource_pattern`; `None` means the default pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insufficient_resource_pattern: Option<String>,
+    /// `max_reselections`; `None` means no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reselections: Option<u32>,
+    /// `selection` (default random).
+    #[serde(default)]
+    pub selection: SelectionKind,
+    /// `seed` (default 0).
+    #[serde(default)]
+    pub seed: u64,
+}
+
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -81,6 +129,9 @@ pub struct Config {
     /// `[state]`
     #[serde(default)]
     pub state: StateConfig,
+    /// `[placement]`
+    #[serde(default)]
+    pub placement: PlacementConfig,
 }
 
 /// Values given on the command line or in the environment, which override the file.
