@@ -848,7 +848,7 @@ mod tests {
             .unwrap();
         let conn = raw(&path);
         conn.execute_batch(
-            "INSERT INTO vnf_instances (id, body) VALUES ('bad', '{\"id\": \"bad\"}');
+            "INSERT INTO vnf_instances (id, body) VALUES ('bad', '{\"id\": [\"not a string\"]}');
              UPDATE vnf_lcm_op_occs SET body = '{\"id\": 42}' WHERE id = 'op-1';",
         )
         .unwrap();
