@@ -47,7 +47,7 @@
 //! and Cinder volumes. An unknown unit is an error.
 //!
 //! # Errors
-//! Every problem is an [`Error::Invalid`] whose [`Location`](crate::error::Location) names the
+//! Every problem is an [`Error::Invalid`] whose [`Location`] names the
 //! file (below the package's `source` name), the field path (such as
 //! `topology_template.node_templates.VDU1.properties.vdu_profile.min_number_of_instances`) or
 //! the line of a YAML syntax error, the value found and what was expected.
