@@ -1,0 +1,527 @@
+//! Reading a package from disk: the only IO of [`crate::package`].
+//!
+//! [`load`] takes a package directory or a `.zip` (or `.csar`) file (the latter needs the `zip`
+//! feature of vnfm-core), collects its files and hands them to [`VnfPackage::from_files`]. The top-level
+//! `Files/` folder (software images and other large artifacts, which the reader does not use)
+//! is not read. A zip whose entries all sit in one folder, with no `TOSCA-Metadata/` or
+//! `Definitions/` at its root, is read from inside that folder.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::VnfPackage;
+use crate::error::{Error, Location};
+use crate::Result;
+
+/// The top-level folder that is not read.
+const SKIPPED_DIR: &str = "Files";
+
+/// Loads the package at `path`: a directory, or a `.zip` (or `.csar`) file.
+///
+/// # Errors
+/// [`Error::Io`] when a file cannot be read (or the zip archive is corrupt);
+/// [`Error::Invalid`] when `path` is neither a directory nor a `.zip` file, when it is a zip
+/// and vnfm-core was built without the `zip` feature, when a zip entry has an unsafe path, and
+/// for every problem [`VnfPackage::from_files`] reports.
+pub fn load(path: &Path) -> Result<VnfPackage> {
+    let source = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let files = if meta.is_dir() {
+        let mut files = BTreeMap::new();
+        read_dir(path, "", &mut files)?;
+        files
+    } else if is_zip(path) {
+        read_zip(path)?
+    } else {
+        return Err(Error::invalid(
+            Location::file(path),
+            "not a VNF package: expected a package directory or a .zip file",
+        ));
+    };
+    VnfPackage::from_files(&source, files)
+}
+
+fn is_zip(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("zip") || e.eq_ignore_ascii_case("csar"))
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Reads the files below `dir` into `files`, keyed by `/`-joined paths below `prefix`.
+fn read_dir(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| io_err(dir, e))?;
+    let mut list = Vec::new();
+    for entry in entries {
+        list.push(entry.map_err(|e| io_err(dir, e))?);
+    }
+    list.sort_by_key(|e| e.file_name());
+    for entry in list {
+        let path = entry.path();
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            return Err(Error::invalid(
+                Location::file(&path),
+                "file name is not UTF-8: package paths must be text",
+            ));
+        };
+        let rel = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let ft = entry.file_type().map_err(|e| io_err(&path, e))?;
+        if ft.is_dir() {
+            if rel != SKIPPED_DIR {
+                read_dir(&path, &rel, files)?;
+            }
+        } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
+            let bytes = std::fs::read(&path).map_err(|e| io_err(&path, e))?;
+            files.insert(rel, bytes);
+        }
+        // Symbolic links to folders are not followed (no cycles).
+    }
+    Ok(())
+}
+
+#[cfg(feature = "zip")]
+fn read_zip(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
+    use std::io::Read;
+
+    let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+    let zip_err = |e: zip::result::ZipError| io_err(path, std::io::Error::other(e));
+    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zip_err)?;
+    let mut files = BTreeMap::new();
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).map_err(zip_err)?;
+        if entry.is_dir() {
+            continue;
+        }
+        let Some(name) = entry.enclosed_name() else {
+            return Err(Error::invalid(
+                Location::file(path),
+                format!(
+                    "zip entry `{}` has an unsafe path (absolute or leaving the archive)",
+                    entry.name()
+                ),
+            ));
+        };
+        let rel: Vec<String> = name
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let rel = rel.join("/");
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).map_err(|e| io_err(path, e))?;
+        files.insert(rel, bytes);
+    }
+    let files = strip_single_root(files);
+    Ok(files
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with(&format!("{SKIPPED_DIR}/")))
+        .collect())
+}
+
+#[cfg(not(feature = "zip"))]
+fn read_zip(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
+    Err(Error::invalid(
+        Location::file(path),
+        "reading zip packages needs the `zip` feature of vnfm-core (this build has it off); \
+         unpack the archive and load the directory instead",
+    ))
+}
+
+/// Removes a folder that wraps every entry, when the root has no package layout of its own.
+#[cfg_attr(not(feature = "zip"), allow(dead_code))]
+fn strip_single_root(files: BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+    let has_layout = files
+        .keys()
+        .any(|p| p.starts_with("TOSCA-Metadata/") || p.starts_with("Definitions/"));
+    let first = |p: &str| p.split_once('/').map(|(d, _)| d.to_owned());
+    let root = files.keys().next().and_then(|p| first(p));
+    match root {
+        Some(root) if !has_layout && files.keys().all(|p| first(p).as_ref() == Some(&root)) => {
+            files
+                .into_iter()
+                .map(|(p, b)| (p[root.len() + 1..].to_owned(), b))
+                .collect()
+        }
+        _ => files,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_single_wrapping_folder_is_stripped() {
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("pkg/Definitions/a.yaml".to_owned(), vec![]),
+            ("pkg/TOSCA-Metadata/TOSCA.meta".to_owned(), vec![]),
+        ]
+        .into();
+        let out = strip_single_root(files);
+        assert!(out.contains_key("Definitions/a.yaml"));
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("Definitions/a.yaml".to_owned(), vec![]),
+            ("Definitions/b.yaml".to_owned(), vec![]),
+        ]
+        .into();
+        assert!(strip_single_root(files).contains_key("Definitions/a.yaml"));
+    }
+
+    #[test]
+    fn neither_directory_nor_zip_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("pkg.tar");
+        std::fs::write(&p, b"x").unwrap();
+        let e = load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("expected a package directory or a .zip file"),
+            "{e}"
+        );
+        let e = load(&dir.path().join("absent")).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e}");
+    }
+
+    #[cfg(not(feature = "zip"))]
+    #[test]
+    fn zip_without_the_feature_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("pkg.zip");
+        std::fs::write(&p, b"PK").unwrap();
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.contains("needs the `zip` feature"), "{e}");
+    }
+
+    use crate::id::{FlavorId, VduId};
+    use crate::package::{RuleKind, RuleScope};
+    use crate::vectors::shared_vectors;
+
+    fn demo_dir() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/demo-vnf")
+    }
+
+    fn vdu(s: &str) -> VduId {
+        VduId::new(s)
+    }
+
+    #[test]
+    fn the_demo_package_loads() {
+        let p = load(&demo_dir()).unwrap();
+        assert_eq!(p.entry_definitions, "Definitions/demo_top.vnfd.yaml");
+        assert_eq!(p.vnf_type, "vnfm.demo.VNF");
+        assert_eq!(p.descriptor_id, "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d");
+        assert_eq!(p.vnfm_info, vec!["vnfm"]);
+        let f = p.flavour("default").unwrap();
+        assert_eq!(p.flavours.len(), 1);
+
+        let v1 = f.vdu(&vdu("VDU1")).unwrap();
+        assert_eq!(v1.flavor, Some(FlavorId::new("m1.small")));
+        assert_eq!((v1.min_instances, v1.max_instances), (1, 4));
+        assert_eq!(v1.storages, vec!["VDU1-BootVolume"]);
+        assert_eq!(v1.image.as_deref(), Some("demo-frontend-image"));
+        assert_eq!(f.storages["VDU1-BootVolume"].size_gib, 2);
+        assert_eq!(f.initial_instances(&vdu("VDU1")), Some(2));
+        let v2 = f.vdu(&vdu("VDU2")).unwrap();
+        assert_eq!(v2.flavor, Some(FlavorId::new("m1.medium")));
+        assert_eq!((v2.min_instances, v2.max_instances), (1, 2));
+        assert_eq!(
+            v2.virtual_compute.as_ref().unwrap().virtual_mem_size_mib,
+            4096
+        );
+        assert_eq!(f.initial_instances(&vdu("VDU2")), Some(1));
+
+        let zone: Vec<_> = f
+            .rules
+            .iter()
+            .filter(|r| r.scope == RuleScope::Zone)
+            .collect();
+        assert_eq!(zone.len(), 1);
+        assert_eq!(zone[0].kind, RuleKind::AntiAffinity);
+        assert_eq!(zone[0].vdus, vec![vdu("VDU1"), vdu("VDU2")]);
+        let host: Vec<_> = f.rules_for(&vdu("VDU1"));
+        assert_eq!(host.len(), 2);
+        assert_eq!(host[1].scope, RuleScope::NfviNode);
+        assert_eq!(host[1].targets, vec!["VDU1"]);
+        assert_eq!(f.rules_for(&vdu("VDU2")).len(), 1);
+
+        assert_eq!(f.scaling_aspects["VDU1_scale"].max_scale_level, 2);
+        assert_eq!(f.scaling_aspects["VDU2_scale"].max_scale_level, 1);
+        assert_eq!(f.aspect_delta("VDU1_scale", &vdu("VDU1")), Some(1));
+        assert_eq!(f.aspect_delta("VDU2_scale", &vdu("VDU2")), Some(1));
+        let levels = f.instantiation_levels.as_ref().unwrap();
+        assert_eq!(levels.default_level.as_deref(), Some("small"));
+        assert!(f.lcm_operations.contains_key("instantiate_end"));
+
+        let hot = p.base_hot("default").unwrap();
+        assert!(hot.template.contains("type: VDU1.yaml"));
+        assert!(hot
+            .template
+            .contains("[ nfv, VDU, VDU1, locationConstraints ]"));
+        assert!(hot.template.contains("OS::Nova::ServerGroup"));
+        for key in [
+            "VDU1.yaml",
+            "VDU2.yaml",
+            "nested/VDU1.yaml",
+            "nested/VDU2.yaml",
+        ] {
+            assert!(hot.files.contains_key(key), "{key}");
+        }
+        assert!(hot.files["VDU1.yaml"].contains("OS::Cinder::Volume"));
+        assert!(hot.files["VDU2.yaml"].contains("allocate_network: none"));
+    }
+
+    /// The demo package's files as the CLI embeds them (no disk access by the reader).
+    #[test]
+    fn the_demo_package_reads_from_memory() {
+        let mut files = BTreeMap::new();
+        read_dir(&demo_dir(), "", &mut files).unwrap();
+        let p = VnfPackage::from_files("<built-in demo-vnf>", files).unwrap();
+        assert_eq!(p.source, "<built-in demo-vnf>");
+        assert!(p.flavour("default").is_some());
+    }
+
+    fn copy_vector(vectors: &Path, from: &str, root: &Path, to: &str) {
+        let dest = root.join(to);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(vectors.join(from), dest).unwrap();
+    }
+
+    const SAMPLE6_TYPES: &str = r#"
+tosca_definitions_version: tosca_simple_yaml_1_2
+imports:
+  - etsi_nfv_sol001_common_types.yaml
+  - etsi_nfv_sol001_vnfd_types.yaml
+node_types:
+  company.provider.VNF:
+    derived_from: tosca.nodes.nfv.VNF
+    properties:
+      descriptor_id:
+        type: string
+        constraints: [ valid_values: [ 0f3a9c5e-test-4c1e-9d2b-sample6 ] ]
+        default: 0f3a9c5e-test-4c1e-9d2b-sample6
+      provider:
+        type: string
+        default: Company
+      flavour_id:
+        type: string
+        constraints: [ valid_values: [ simple ] ]
+        default: simple
+"#;
+
+    #[test]
+    fn tacker_az_reselection_sample_loads() {
+        let Some(vectors) = shared_vectors(env!("CARGO_MANIFEST_DIR"), "tacker sample6 package")
+        else {
+            return;
+        };
+        let v = vectors.join("tacker/az_reselection");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        copy_vector(
+            &v,
+            "vnfd/v2_sample6_df_simple.yaml",
+            root,
+            "Definitions/v2_sample6_df_simple.yaml",
+        );
+        copy_vector(&v, "hot/sample6.yaml", root, "BaseHOT/simple/sample6.yaml");
+        copy_vector(
+            &v,
+            "hot/nested/VDU1.yaml",
+            root,
+            "BaseHOT/simple/nested/VDU1.yaml",
+        );
+        std::fs::write(
+            root.join("Definitions/v2_sample6_types.yaml"),
+            SAMPLE6_TYPES,
+        )
+        .unwrap();
+
+        let p = load(root).unwrap();
+        assert_eq!(p.entry_definitions, "Definitions/v2_sample6_df_simple.yaml");
+        assert_eq!(p.descriptor_id, "0f3a9c5e-test-4c1e-9d2b-sample6");
+        assert_eq!(p.provider.as_deref(), Some("Company"));
+        let f = p.flavour("simple").unwrap();
+        let v1 = f.vdu(&vdu("VDU1")).unwrap();
+        assert_eq!(v1.flavor, Some(FlavorId::new("sample4G")));
+        assert_eq!((v1.min_instances, v1.max_instances), (1, 5));
+        let vc = v1.virtual_compute.as_ref().unwrap();
+        assert_eq!((vc.num_virtual_cpu, vc.virtual_mem_size_mib), (2, 4096));
+        assert_eq!(vc.virtual_local_storage_gib, vec![4]);
+        assert_eq!(v1.storages, vec!["VDU1-VirtualStorage"]);
+        assert_eq!(f.storages["VDU1-VirtualStorage"].size_gib, 1);
+        assert_eq!(v1.image.as_deref(), Some("VDU1-VirtualStorage-image"));
+
+        let rules = f.rules_for(&vdu("VDU1"));
+        assert_eq!(rules.len(), 1);
+        assert_eq!(rules[0].kind, RuleKind::AntiAffinity);
+        assert_eq!(rules[0].scope, RuleScope::NfviNode);
+        assert_eq!(rules[0].targets, vec!["affinityOrAntiAffinityGroup1"]);
+        assert_eq!(rules[0].vdus, vec![vdu("VDU1")]);
+
+        assert_eq!(f.scaling_aspects["VDU1_scale"].max_scale_level, 4);
+        assert_eq!(f.aspect_delta("VDU1_scale", &vdu("VDU1")), Some(1));
+        assert_eq!(f.initial_instances(&vdu("VDU1")), Some(1));
+        assert_eq!(f.connection_points.len(), 3);
+        assert_eq!(f.virtual_links.len(), 2);
+        assert_eq!(f.external_links["virtual_link_external1_1"], "VDU1_CP1");
+        assert_eq!(f.lcm_operations.len(), 12);
+        assert_eq!(
+            f.lcm_operations["heal_end"].artifact_file.as_deref(),
+            Some("../Scripts/sample_script.py")
+        );
+
+        let hot = p.base_hot("simple").unwrap();
+        assert!(hot.template.contains("nfvi_node_affinity"));
+        assert!(hot.files["VDU1.yaml"].contains("VDU1-VirtualStorage"));
+        assert_eq!(hot.files["VDU1.yaml"], hot.files["nested/VDU1.yaml"]);
+    }
+
+    #[test]
+    fn tacker_pod_affinity_sample_loads() {
+        let Some(vectors) =
+            shared_vectors(env!("CARGO_MANIFEST_DIR"), "tacker podaffinity package")
+        else {
+            return;
+        };
+        let v = vectors.join("tacker/pod_affinity");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        copy_vector(
+            &v,
+            "vnfd/sample_kubernetes_df_podaffinity.yaml",
+            root,
+            "Definitions/sample_kubernetes_df_podaffinity.yaml",
+        );
+        copy_vector(
+            &v,
+            "hot/podaffinity_hot_top.yaml",
+            root,
+            "BaseHOT/podaffinity/podaffinity_hot_top.yaml",
+        );
+        for n in [
+            "podaffinity_nested_master.yaml",
+            "podaffinity_nested_worker.yaml",
+        ] {
+            copy_vector(
+                &v,
+                &format!("hot/nested/{n}"),
+                root,
+                &format!("BaseHOT/podaffinity/nested/{n}"),
+            );
+        }
+        std::fs::write(
+            root.join("Definitions/sample_kubernetes_types.yaml"),
+            SAMPLE6_TYPES.replace("sample6", "k8s"),
+        )
+        .unwrap();
+
+        let p = load(root).unwrap();
+        assert_eq!(p.descriptor_id, "0f3a9c5e-test-4c1e-9d2b-k8s");
+        let f = p.flavour("podaffinity").unwrap();
+        assert_eq!(f.description.as_deref(), Some("A complex flavour"));
+        let master = f.vdu(&vdu("masterNode")).unwrap();
+        assert_eq!((master.min_instances, master.max_instances), (3, 5));
+        assert_eq!(master.flavor, Some(FlavorId::new("m1.medium")));
+        assert_eq!(
+            master.image.as_deref(),
+            Some("Image for masterNode HA kubernetes")
+        );
+        let vc = master.virtual_compute.as_ref().unwrap();
+        assert_eq!(
+            (
+                vc.virtual_mem_size_mib,
+                vc.virtual_local_storage_gib.as_slice()
+            ),
+            (4096, &[45][..])
+        );
+        let worker = f.vdu(&vdu("workerNode")).unwrap();
+        assert_eq!((worker.min_instances, worker.max_instances), (2, 4));
+        // no placement policy in this VNFD: the anti-affinity lives in the HOT server groups
+        assert!(f.rules.is_empty());
+        assert_eq!(f.initial_instances(&vdu("masterNode")), Some(3));
+        assert_eq!(f.initial_instances(&vdu("workerNode")), Some(2));
+        assert_eq!(
+            f.aspect_delta("worker_instance", &vdu("workerNode")),
+            Some(1)
+        );
+        assert_eq!(f.aspect_delta("worker_instance", &vdu("masterNode")), None);
+        assert_eq!(f.scaling_aspects["master_instance"].max_scale_level, 2);
+        assert_eq!(f.vdu_instantiation_levels.len(), 2);
+        assert_eq!(f.lcm_operations.len(), 6);
+
+        let hot = p.base_hot("podaffinity").unwrap();
+        assert!(hot.template.contains("srvgroup_worker"));
+        assert!(hot.files.contains_key("podaffinity_nested_worker.yaml"));
+        assert!(hot
+            .files
+            .contains_key("nested/podaffinity_nested_master.yaml"));
+    }
+
+    #[cfg(feature = "zip")]
+    fn write_zip(path: &Path, entries: &[(String, Vec<u8>)]) {
+        use std::io::Write;
+        let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+        for (name, bytes) in entries {
+            w.start_file(name.as_str(), zip::write::SimpleFileOptions::default())
+                .unwrap();
+            w.write_all(bytes).unwrap();
+        }
+        w.finish().unwrap();
+    }
+
+    #[cfg(feature = "zip")]
+    #[test]
+    fn zip_round_trip() {
+        let mut files = BTreeMap::new();
+        read_dir(&demo_dir(), "", &mut files).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+
+        // at the root, with an image under Files/ that is not read
+        let mut entries: Vec<(String, Vec<u8>)> = files.clone().into_iter().collect();
+        entries.push(("Files/images/big.img".into(), vec![0; 64]));
+        let zip_path = dir.path().join("demo-vnf.zip");
+        write_zip(&zip_path, &entries);
+        let from_zip = load(&zip_path).unwrap();
+        let mut from_dir = load(&demo_dir()).unwrap();
+        assert_eq!(from_zip.source, zip_path.display().to_string());
+        from_dir.source = from_zip.source.clone();
+        assert_eq!(from_zip, from_dir);
+
+        // wrapped in one folder
+        let wrapped: Vec<(String, Vec<u8>)> = files
+            .iter()
+            .map(|(p, b)| (format!("demo-vnf/{p}"), b.clone()))
+            .collect();
+        let wrapped_path = dir.path().join("wrapped.zip");
+        write_zip(&wrapped_path, &wrapped);
+        let p = load(&wrapped_path).unwrap();
+        assert_eq!(p.entry_definitions, "Definitions/demo_top.vnfd.yaml");
+
+        // an entry that escapes the archive
+        let evil_path = dir.path().join("evil.zip");
+        write_zip(&evil_path, &[("../evil.yaml".to_owned(), b"x".to_vec())]);
+        let e = load(&evil_path).unwrap_err().to_string();
+        assert!(
+            e.contains("zip entry `../evil.yaml` has an unsafe path"),
+            "{e}"
+        );
+
+        // not a zip archive at all
+        let bad = dir.path().join("bad.zip");
+        std::fs::write(&bad, b"not a zip").unwrap();
+        let e = load(&bad).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
+    }
+}

@@ -1,0 +1,1292 @@
+//! VNF packages in the layout of Tacker's v2 samples (ETSI SOL004 CSAR with SOL001 VNFDs).
+//!
+//! ```text
+//! TOSCA-Metadata/TOSCA.meta        Entry-Definitions: Definitions/<top>.yaml  (optional)
+//! Definitions/<top>.yaml           top VNFD: imports the types and the flavour files
+//! Definitions/<types>.yaml         node_types: the VNF node type (descriptor_id, provider, ...)
+//! Definitions/<df>.yaml            one deployment flavour: substitution_mappings.flavour_id,
+//!                                  VDUs, storages, CPs, VLs, groups and policies
+//! BaseHOT/<flavourId>/<top>.yaml   Heat template of the flavour
+//! BaseHOT/<flavourId>/nested/*.yaml  nested templates (`type: VDU1.yaml`)
+//! ```
+//!
+//! [`VnfPackage::from_files`] reads a package from an in-memory map of files and does no IO;
+//! [`fs::load`] reads a directory or a `.zip` file from disk and hands it over.
+//!
+//! # How a package is read
+//! - **Entry**: `Entry-Definitions` of `TOSCA-Metadata/TOSCA.meta`; without that file, the one
+//!   `Definitions/*.yaml` file that has a `topology_template` and is imported by no other file
+//!   (several such files are an error listing them).
+//! - **Imports** resolve against the importing file's folder, recursively; each file is read
+//!   once. The standard ETSI SOL001 type files (`etsi_nfv_sol001_common_types.yaml`,
+//!   `etsi_nfv_sol001_vnfd_types.yaml`, also as URLs such as
+//!   `https://forge.etsi.org/rep/nfv/SOL001/raw/v2.6.1/etsi_nfv_sol001_vnfd_types.yaml`) are
+//!   known by name and never read, present or not. Any other import that is not in the package
+//!   is an error naming the importing file and the missing path.
+//! - **Descriptor**: `descriptor_id`, `descriptor_version`, `provider`, `product_name`,
+//!   `software_version` and `vnfm_info` come from the properties of the entry file's VNF node
+//!   template; a property absent there (or given as a function such as `get_input`) comes from
+//!   the VNF node type (and the types it derives from) in the package's types files: its single
+//!   `valid_values` constraint if it has one, else its `default`. Tacker's samples carry the id
+//!   that way.
+//! - **Flavours**: every file reached from the entry whose
+//!   `topology_template.substitution_mappings.properties.flavour_id` is set is one deployment
+//!   flavour. Node templates, groups and policies are classified by type, following
+//!   `derived_from` through the package's `node_types`, `group_types` and `policy_types`.
+//! - **Sizes** (see below): decimal units are read as binary ones (`4096 MB` = 4096 MiB),
+//!   memory is kept in MiB and storage in GiB, rounded up.
+//! - **BaseHOT**: see [`Flavour::base_hot`]. A flavour without a `BaseHOT/<flavourId>/` folder
+//!   is valid (a Kubernetes flavour has none); asking for its HOT with
+//!   [`VnfPackage::base_hot`] is the error. A folder that exists but is broken (no or several
+//!   top-level templates, malformed YAML, a nested template type that is not in the folder) is
+//!   an error when the package is read.
+//!
+//! # Sizes
+//! Units are matched case-insensitively (`B`, `kB`, `KiB`, `MB`, `MiB`, `GB`, `GiB`, `TB`,
+//! `TiB`); `MB` and `MiB` both mean 1024² bytes, as VNFD authors mean them for Nova flavors
+//! and Cinder volumes. An unknown unit is an error.
+//!
+//! # Errors
+//! Every problem is an [`Error::Invalid`] whose [`Location`] names the
+//! file (below the package's `source` name), the field path (such as
+//! `topology_template.node_templates.VDU1.properties.vdu_profile.min_number_of_instances`) or
+//! the line of a YAML syntax error, the value found and what was expected.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::driver::TemplateBundle;
+use crate::error::{Error, Location};
+use crate::id::{FlavorId, VduId};
+use crate::Result;
+
+mod flavour;
+pub mod fs;
+mod hot;
+mod size;
+mod tosca;
+mod yaml;
+
+/// A VNF package: the descriptor's identity and its deployment flavours.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct VnfPackage {
+    /// The name the package was read from (a path, or a name given by the caller).
+    pub source: String,
+    /// The entry VNFD file, relative to the package root (`Definitions/demo_top.vnfd.yaml`).
+    pub entry_definitions: String,
+    /// The VNF node type (`company.provider.VNF`).
+    pub vnf_type: String,
+    /// `descriptor_id` (the VNFD id).
+    pub descriptor_id: String,
+    /// `descriptor_version`.
+    pub descriptor_version: Option<String>,
+    /// `provider`.
+    pub provider: Option<String>,
+    /// `product_name`.
+    pub product_name: Option<String>,
+    /// `software_version`.
+    pub software_version: Option<String>,
+    /// `vnfm_info`.
+    pub vnfm_info: Vec<String>,
+    /// Deployment flavours by `flavour_id`.
+    pub flavours: BTreeMap<String, Flavour>,
+}
+
+/// One deployment flavour (one `Definitions/` file with `substitution_mappings`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Flavour {
+    /// `flavour_id`.
+    pub id: String,
+    /// `flavour_description` of the flavour's VNF node template.
+    pub description: Option<String>,
+    /// The file that defines the flavour, relative to the package root.
+    pub definitions_file: String,
+    /// VDUs (`tosca.nodes.nfv.Vdu.Compute`) by id.
+    pub vdus: BTreeMap<VduId, Vdu>,
+    /// Virtual block storages (`tosca.nodes.nfv.Vdu.VirtualBlockStorage`) by node name.
+    pub storages: BTreeMap<String, VirtualStorage>,
+    /// Connection points (`tosca.nodes.nfv.VduCp`) by node name.
+    pub connection_points: BTreeMap<String, ConnectionPoint>,
+    /// Internal virtual links (`tosca.nodes.nfv.VnfVirtualLink`) by node name.
+    pub virtual_links: BTreeMap<String, VirtualLink>,
+    /// External virtual link requirements of `substitution_mappings`: requirement name
+    /// (`virtual_link_external1_1`) to the connection point that carries it.
+    pub external_links: BTreeMap<String, String>,
+    /// `tosca.groups.nfv.PlacementGroup` groups by name.
+    pub placement_groups: BTreeMap<String, PlacementGroup>,
+    /// Affinity and anti-affinity rules, in document order.
+    pub rules: Vec<PlacementRule>,
+    /// `ScalingAspects` by aspect id.
+    pub scaling_aspects: BTreeMap<String, ScalingAspect>,
+    /// `VduScalingAspectDeltas` policies, in document order.
+    pub aspect_deltas: Vec<VduScalingAspectDeltas>,
+    /// `VduInitialDelta` policies, in document order.
+    pub initial_deltas: Vec<VduInitialDelta>,
+    /// The `InstantiationLevels` policy, when there is one.
+    pub instantiation_levels: Option<InstantiationLevels>,
+    /// `VduInstantiationLevels` policies, in document order.
+    pub vdu_instantiation_levels: Vec<VduInstantiationLevels>,
+    /// Operations of the `Vnflcm` interface of the flavour's VNF node template, by name
+    /// (`instantiate_start`, `scale_end`, ...).
+    pub lcm_operations: BTreeMap<String, LcmOperation>,
+    /// The flavour's `BaseHOT/<flavourId>/`, when the package has it.
+    pub base_hot: Option<TemplateBundle>,
+}
+
+/// A VDU (`tosca.nodes.nfv.Vdu.Compute`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Vdu {
+    /// Node template name (`VDU1`).
+    pub id: VduId,
+    /// `name`.
+    pub name: String,
+    /// `description`.
+    pub description: Option<String>,
+    /// `vdu_profile.min_number_of_instances`.
+    pub min_instances: u32,
+    /// `vdu_profile.max_number_of_instances`.
+    pub max_instances: u32,
+    /// The `virtual_compute` capability, when given.
+    pub virtual_compute: Option<VirtualCompute>,
+    /// The Nova flavor: `requested_additional_capabilities.*.requested_additional_capability_name`.
+    pub flavor: Option<FlavorId>,
+    /// The virtual storages the VDU requires (`requirements: - virtual_storage: ...`), in order;
+    /// the first is the boot storage.
+    pub storages: Vec<String>,
+    /// The software image name: `sw_image_data.name` of the VDU, else of its boot storage.
+    pub image: Option<String>,
+}
+
+/// The `virtual_compute` capability of a VDU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct VirtualCompute {
+    /// `virtual_cpu.num_virtual_cpu`.
+    pub num_virtual_cpu: u32,
+    /// `virtual_memory.virtual_mem_size` in MiB.
+    pub virtual_mem_size_mib: u64,
+    /// `virtual_local_storage[*].size_of_storage` in GiB.
+    pub virtual_local_storage_gib: Vec<u64>,
+}
+
+/// A virtual block storage (`tosca.nodes.nfv.Vdu.VirtualBlockStorage`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct VirtualStorage {
+    /// Node template name (`VDU1-VirtualStorage`).
+    pub id: String,
+    /// `virtual_block_storage_data.size_of_storage` in GiB.
+    pub size_gib: u64,
+    /// `sw_image_data.name`.
+    pub image: Option<String>,
+}
+
+/// A connection point (`tosca.nodes.nfv.VduCp`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ConnectionPoint {
+    /// Node template name (`VDU1_CP1`).
+    pub id: String,
+    /// The VDU it binds to (`virtual_binding`).
+    pub vdu: Option<VduId>,
+    /// The internal virtual link it attaches to (`virtual_link`), if any.
+    pub virtual_link: Option<String>,
+    /// `order`.
+    pub order: Option<u32>,
+    /// `layer_protocols`.
+    pub layer_protocols: Vec<String>,
+}
+
+/// An internal virtual link (`tosca.nodes.nfv.VnfVirtualLink`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct VirtualLink {
+    /// Node template name (`internalVL1`).
+    pub id: String,
+    /// `description`.
+    pub description: Option<String>,
+    /// `connectivity_type.layer_protocols`.
+    pub layer_protocols: Vec<String>,
+}
+
+/// A `tosca.groups.nfv.PlacementGroup`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct PlacementGroup {
+    /// Group name.
+    pub id: String,
+    /// `members` as written (VDUs or virtual links).
+    pub members: Vec<String>,
+}
+
+/// Whether a rule keeps its targets together or apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleKind {
+    /// `tosca.policies.nfv.AffinityRule`.
+    Affinity,
+    /// `tosca.policies.nfv.AntiAffinityRule`.
+    AntiAffinity,
+}
+
+/// The `scope` of an affinity or anti-affinity rule (SOL001 values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleScope {
+    /// `nfvi_node`: compute host.
+    NfviNode,
+    /// `zone`: availability zone.
+    Zone,
+    /// `zone_group`.
+    ZoneGroup,
+    /// `nfvi_pop`.
+    NfviPop,
+    /// `cis_node`: container infrastructure node.
+    CisNode,
+}
+
+impl RuleScope {
+    /// The SOL001 spelling (`nfvi_node`, `zone`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleScope::NfviNode => "nfvi_node",
+            RuleScope::Zone => "zone",
+            RuleScope::ZoneGroup => "zone_group",
+            RuleScope::NfviPop => "nfvi_pop",
+            RuleScope::CisNode => "cis_node",
+        }
+    }
+
+    /// Parses the SOL001 spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            RuleScope::NfviNode,
+            RuleScope::Zone,
+            RuleScope::ZoneGroup,
+            RuleScope::NfviPop,
+            RuleScope::CisNode,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+    }
+}
+
+/// An `AffinityRule` or `AntiAffinityRule` policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct PlacementRule {
+    /// Policy name.
+    pub name: String,
+    /// Affinity or anti-affinity.
+    pub kind: RuleKind,
+    /// `properties.scope`.
+    pub scope: RuleScope,
+    /// `targets` as written (VDUs and placement groups).
+    pub targets: Vec<String>,
+    /// The targets expanded to VDU ids (groups replaced by their VDU members), without
+    /// duplicates, in order of first appearance.
+    pub vdus: Vec<VduId>,
+}
+
+/// One aspect of the `ScalingAspects` policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ScalingAspect {
+    /// Aspect id (`VDU1_scale`).
+    pub id: String,
+    /// `name`.
+    pub name: String,
+    /// `description`.
+    pub description: Option<String>,
+    /// `max_scale_level`.
+    pub max_scale_level: u32,
+    /// `step_deltas` (delta ids, one per step).
+    pub step_deltas: Vec<String>,
+}
+
+/// A `VduScalingAspectDeltas` policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct VduScalingAspectDeltas {
+    /// Policy name.
+    pub name: String,
+    /// `aspect`.
+    pub aspect: String,
+    /// `deltas`: delta id to `number_of_instances`.
+    pub deltas: BTreeMap<String, u32>,
+    /// `targets` (VDUs).
+    pub targets: Vec<VduId>,
+}
+
+/// A `VduInitialDelta` policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct VduInitialDelta {
+    /// Policy name.
+    pub name: String,
+    /// `initial_delta.number_of_instances`.
+    pub number_of_instances: u32,
+    /// `targets` (VDUs).
+    pub targets: Vec<VduId>,
+}
+
+/// The `InstantiationLevels` policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct InstantiationLevels {
+    /// Policy name.
+    pub name: String,
+    /// `levels` by level id.
+    pub levels: BTreeMap<String, InstantiationLevel>,
+    /// `default_level`.
+    pub default_level: Option<String>,
+}
+
+/// One level of [`InstantiationLevels`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct InstantiationLevel {
+    /// `description`.
+    pub description: Option<String>,
+    /// `scale_info`: aspect id to `scale_level`.
+    pub scale_info: BTreeMap<String, u32>,
+}
+
+/// A `VduInstantiationLevels` policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct VduInstantiationLevels {
+    /// Policy name.
+    pub name: String,
+    /// `levels`: level id to `number_of_instances`.
+    pub levels: BTreeMap<String, u32>,
+    /// `targets` (VDUs).
+    pub targets: Vec<VduId>,
+}
+
+/// One operation of the `Vnflcm` interface.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct LcmOperation {
+    /// `implementation`: an artifact name (or a file), when given.
+    pub implementation: Option<String>,
+    /// The `file` of the artifact named by `implementation`, when the node defines it.
+    pub artifact_file: Option<String>,
+}
+
+impl VnfPackage {
+    /// Reads a package from its files: paths relative to the package root, `/`-separated (a
+    /// leading `./` is ignored). `source` names the package in errors: a file `x` of the
+    /// package is shown as `<source>/x`.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the file, field path or line, the value found and what was
+    /// expected, for: a missing or malformed `TOSCA.meta` entry, no or several candidate entry
+    /// files, malformed YAML, a missing import, a value of the wrong shape, an unknown size
+    /// unit, a VDU with `min_number_of_instances > max_number_of_instances`, a policy or rule
+    /// target that is not a VDU (or, for rules, a placement group), an unknown rule scope, a
+    /// missing `descriptor_id`, no flavour at all, and a broken `BaseHOT/<flavourId>/` folder.
+    pub fn from_files(source: &str, files: BTreeMap<String, Vec<u8>>) -> Result<VnfPackage> {
+        let files = normalize_paths(source, files)?;
+        tosca::read_package(source, &files)
+    }
+
+    /// The flavour `id`.
+    pub fn flavour(&self, id: &str) -> Option<&Flavour> {
+        self.flavours.get(id)
+    }
+
+    /// The Heat templates of flavour `id` (see [`Flavour::base_hot`]).
+    ///
+    /// # Errors
+    /// When the package has no flavour `id`, or the flavour has no `BaseHOT/<id>/` folder.
+    pub fn base_hot(&self, id: &str) -> Result<&TemplateBundle> {
+        let flavour = self.flavour(id).ok_or_else(|| {
+            Error::invalid(
+                Location::file(&self.source),
+                format!(
+                    "no deployment flavour `{id}`: the package has {}",
+                    list_or_none(self.flavours.keys())
+                ),
+            )
+        })?;
+        flavour.base_hot.as_ref().ok_or_else(|| {
+            Error::invalid(
+                Location::file(PathBuf::from(&self.source).join(format!("BaseHOT/{id}"))),
+                format!(
+                    "flavour `{id}` has no Heat template: expected a folder BaseHOT/{id}/ with one \
+                     top-level .yaml template"
+                ),
+            )
+        })
+    }
+}
+
+impl Flavour {
+    /// The VDU `id`.
+    pub fn vdu(&self, id: &VduId) -> Option<&Vdu> {
+        self.vdus.get(id)
+    }
+
+    /// The affinity and anti-affinity rules that apply to VDU `id` (directly or through a
+    /// placement group), in document order.
+    pub fn rules_for(&self, id: &VduId) -> Vec<&PlacementRule> {
+        self.rules.iter().filter(|r| r.vdus.contains(id)).collect()
+    }
+
+    /// How many instances of VDU `id` instantiation creates: the `VduInitialDelta` that
+    /// targets it, else its count at the default instantiation level
+    /// (`VduInstantiationLevels`), else `None` when the VNFD says neither.
+    pub fn initial_instances(&self, id: &VduId) -> Option<u32> {
+        if let Some(d) = self.initial_deltas.iter().find(|d| d.targets.contains(id)) {
+            return Some(d.number_of_instances);
+        }
+        let default = self.instantiation_levels.as_ref()?.default_level.as_ref()?;
+        self.vdu_instantiation_levels
+            .iter()
+            .find(|l| l.targets.contains(id))
+            .and_then(|l| l.levels.get(default).copied())
+    }
+
+    /// The number of instances of VDU `vdu` that one step of aspect `aspect` adds or removes.
+    /// Like Tacker, deltas are taken as uniform: the aspect's first step delta is looked up in
+    /// the `VduScalingAspectDeltas` of that aspect that targets the VDU. `None` when the aspect
+    /// does not scale that VDU.
+    pub fn aspect_delta(&self, aspect: &str, vdu: &VduId) -> Option<u32> {
+        let step = self.scaling_aspects.get(aspect)?.step_deltas.first()?;
+        self.aspect_deltas
+            .iter()
+            .filter(|d| d.aspect == aspect && d.targets.contains(vdu))
+            .find_map(|d| d.deltas.get(step).copied())
+    }
+
+    /// The Heat templates of the flavour, when the package has `BaseHOT/<flavourId>/`.
+    ///
+    /// `template` is the one `.yaml`/`.yml` file directly in that folder. `files` holds every
+    /// other file of the folder (text), keyed by its path relative to the folder
+    /// (`nested/VDU1.yaml`); in addition, each file directly in `nested/` is also keyed by its
+    /// bare name (`VDU1.yaml`), since HOT references nested templates that way and Heat
+    /// resolves `files` by exact key. A relative-path key is never replaced by a bare-name one.
+    pub fn base_hot(&self) -> Option<&TemplateBundle> {
+        self.base_hot.as_ref()
+    }
+}
+
+/// `a, b, c` or `none`.
+pub(crate) fn list_or_none<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
+    let v: Vec<&str> = items.into_iter().map(String::as_str).collect();
+    if v.is_empty() {
+        "none".to_owned()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// Strips `./` prefixes and rejects paths that leave the package root.
+fn normalize_paths(
+    source: &str,
+    files: BTreeMap<String, Vec<u8>>,
+) -> Result<BTreeMap<String, Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    for (path, bytes) in files {
+        let norm = tosca::normalize(&path).ok_or_else(|| {
+            Error::invalid(
+                Location::file(source),
+                format!("file path `{path}` leaves the package root or is empty"),
+            )
+        })?;
+        out.insert(norm, bytes);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const META: &str = "TOSCA-Meta-File-Version: 1.0\nEntry-Definitions: Definitions/top.yaml\n";
+
+    const TOP: &str = r#"
+tosca_definitions_version: tosca_simple_yaml_1_2
+imports:
+  - https://forge.etsi.org/rep/nfv/SOL001/raw/v2.6.1/etsi_nfv_sol001_common_types.yaml
+  - etsi_nfv_sol001_vnfd_types.yaml
+  - types.yaml
+  - df.yaml
+topology_template:
+  node_templates:
+    VNF:
+      type: acme.VNF
+      properties:
+        flavour_id: { get_input: selected_flavour }
+        descriptor_id: from-top
+        provider: Acme
+"#;
+
+    const TYPES: &str = r#"
+node_types:
+  acme.BaseVNF:
+    derived_from: tosca.nodes.nfv.VNF
+    properties:
+      software_version:
+        type: string
+        default: '2.0'
+  acme.VNF:
+    derived_from: acme.BaseVNF
+    properties:
+      descriptor_id:
+        type: string
+        constraints: [ valid_values: [ from-types ] ]
+        default: ignored-default
+      descriptor_version:
+        type: string
+        default: 1.5
+      product_name:
+        type: string
+        default: Widget
+      vnfm_info:
+        type: list
+        entry_schema:
+          type: string
+          constraints: [ valid_values: [ Tacker, vnfm ] ]
+  acme.Vdu:
+    derived_from: tosca.nodes.nfv.Vdu.Compute
+"#;
+
+    const DF: &str = r#"
+imports:
+  - etsi_nfv_sol001_vnfd_types.yaml
+  - types.yaml
+topology_template:
+  substitution_mappings:
+    node_type: acme.VNF
+    properties:
+      flavour_id: simple
+    requirements:
+      virtual_link_external1: [ VDU1_CP1, virtual_link ]
+  node_templates:
+    VNF:
+      type: acme.VNF
+      properties:
+        flavour_description: A simple flavour
+      interfaces:
+        Vnflcm:
+          instantiate_start:
+            implementation: script
+          instantiate_end: []
+          scale_end: script
+      artifacts:
+        script:
+          type: tosca.artifacts.Implementation.Python
+          file: ../Scripts/s.py
+    VDU1:
+      type: tosca.nodes.nfv.Vdu.Compute
+      properties:
+        name: VDU1
+        description: first
+        vdu_profile:
+          min_number_of_instances: 1
+          max_number_of_instances: 3
+      capabilities:
+        virtual_compute:
+          properties:
+            requested_additional_capabilities:
+              properties:
+                requested_additional_capability_name: m1.big
+                support_mandatory: true
+            virtual_memory:
+              virtual_mem_size: 4 GB
+            virtual_cpu:
+              num_virtual_cpu: 2
+            virtual_local_storage:
+              - size_of_storage: 10 GB
+      requirements:
+        - virtual_storage: VDU1-Storage
+    VDU1-Storage:
+      type: tosca.nodes.nfv.Vdu.VirtualBlockStorage
+      properties:
+        virtual_block_storage_data:
+          size_of_storage: 3 GB
+        sw_image_data:
+          name: img1
+    VDU2:
+      type: acme.Vdu
+      properties:
+        vdu_profile:
+          min_number_of_instances: 0
+          max_number_of_instances: 2
+        sw_image_data:
+          name: img2
+    VDU1_CP1:
+      type: tosca.nodes.nfv.VduCp
+      properties:
+        layer_protocols: [ ipv4 ]
+        order: 0
+      requirements:
+        - virtual_binding: VDU1
+    VDU2_CP1:
+      type: tosca.nodes.nfv.VduCp
+      requirements:
+        - virtual_binding: VDU2
+        - virtual_link: VL1
+    VL1:
+      type: tosca.nodes.nfv.VnfVirtualLink
+      properties:
+        description: internal
+        connectivity_type:
+          layer_protocols: [ ipv4 ]
+  groups:
+    grp:
+      type: tosca.groups.nfv.PlacementGroup
+      members: [ VDU1, VDU2, VL1 ]
+  policies:
+    - spread:
+        type: tosca.policies.nfv.AntiAffinityRule
+        targets: [ grp, VDU1 ]
+        properties:
+          scope: zone
+    - together:
+        type: tosca.policies.nfv.AffinityRule
+        targets: [ VDU2 ]
+        properties:
+          scope: nfvi_node
+    - aspects:
+        type: tosca.policies.nfv.ScalingAspects
+        properties:
+          aspects:
+            VDU1_scale:
+              max_scale_level: 2
+              step_deltas: [ delta_1 ]
+    - VDU1_delta:
+        type: tosca.policies.nfv.VduScalingAspectDeltas
+        properties:
+          aspect: VDU1_scale
+          deltas:
+            delta_1:
+              number_of_instances: 1
+        targets: [ VDU1 ]
+    - VDU1_initial:
+        type: tosca.policies.nfv.VduInitialDelta
+        properties:
+          initial_delta:
+            number_of_instances: 1
+        targets: [ VDU1 ]
+    - levels:
+        type: tosca.policies.nfv.InstantiationLevels
+        properties:
+          levels:
+            l1:
+              description: small
+              scale_info:
+                VDU1_scale:
+                  scale_level: 0
+            l2:
+              scale_info:
+                VDU1_scale:
+                  scale_level: 2
+          default_level: l1
+    - VDU2_levels:
+        type: tosca.policies.nfv.VduInstantiationLevels
+        properties:
+          levels:
+            l1:
+              number_of_instances: 1
+            l2:
+              number_of_instances: 2
+        targets: [ VDU2 ]
+    - VL1_levels:
+        type: tosca.policies.nfv.VirtualLinkInstantiationLevels
+        properties:
+          levels: {}
+        targets: [ VL1 ]
+"#;
+
+    const HOT_TOP: &str =
+        "heat_template_version: 2013-05-23\nresources:\n  VDU1:\n    type: VDU1.yaml\n";
+    const HOT_VDU1: &str =
+        "heat_template_version: 2013-05-23\nresources:\n  VDU1:\n    type: OS::Nova::Server\n";
+
+    fn files(entries: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
+        entries
+            .iter()
+            .map(|(p, c)| ((*p).to_owned(), c.as_bytes().to_vec()))
+            .collect()
+    }
+
+    fn base() -> BTreeMap<String, Vec<u8>> {
+        files(&[
+            ("TOSCA-Metadata/TOSCA.meta", META),
+            ("Definitions/top.yaml", TOP),
+            ("Definitions/types.yaml", TYPES),
+            ("Definitions/df.yaml", DF),
+            ("BaseHOT/simple/top.yaml", HOT_TOP),
+            ("BaseHOT/simple/nested/VDU1.yaml", HOT_VDU1),
+            ("Scripts/s.py", "print('hi')\n"),
+        ])
+    }
+
+    /// `base()` with `from` replaced by `to` in `file`.
+    fn with(file: &str, from: &str, to: &str) -> BTreeMap<String, Vec<u8>> {
+        let mut f = base();
+        let text = String::from_utf8(f[file].clone()).unwrap();
+        assert!(text.contains(from), "fixture {file} has no {from:?}");
+        f.insert(file.to_owned(), text.replacen(from, to, 1).into_bytes());
+        f
+    }
+
+    fn err(files: BTreeMap<String, Vec<u8>>) -> String {
+        VnfPackage::from_files("pkg", files)
+            .unwrap_err()
+            .to_string()
+    }
+
+    fn vdu(s: &str) -> VduId {
+        VduId::new(s)
+    }
+
+    #[test]
+    fn reads_descriptor_and_flavour() {
+        let p = VnfPackage::from_files("pkg", base()).unwrap();
+        assert_eq!(p.entry_definitions, "Definitions/top.yaml");
+        assert_eq!(p.vnf_type, "acme.VNF");
+        assert_eq!(p.descriptor_id, "from-top");
+        assert_eq!(p.provider.as_deref(), Some("Acme"));
+        // from the type: default, number read as text, inherited from the parent type
+        assert_eq!(p.descriptor_version.as_deref(), Some("1.5"));
+        assert_eq!(p.product_name.as_deref(), Some("Widget"));
+        assert_eq!(p.software_version.as_deref(), Some("2.0"));
+        assert_eq!(p.vnfm_info, vec!["Tacker", "vnfm"]);
+
+        let f = p.flavour("simple").unwrap();
+        assert!(p.flavour("other").is_none());
+        assert_eq!(f.description.as_deref(), Some("A simple flavour"));
+        assert_eq!(f.definitions_file, "Definitions/df.yaml");
+
+        let v1 = f.vdu(&vdu("VDU1")).unwrap();
+        assert_eq!((v1.min_instances, v1.max_instances), (1, 3));
+        assert_eq!(v1.flavor, Some(FlavorId::new("m1.big")));
+        let vc = v1.virtual_compute.as_ref().unwrap();
+        assert_eq!(vc.num_virtual_cpu, 2);
+        assert_eq!(vc.virtual_mem_size_mib, 4096);
+        assert_eq!(vc.virtual_local_storage_gib, vec![10]);
+        assert_eq!(v1.storages, vec!["VDU1-Storage"]);
+        assert_eq!(
+            v1.image.as_deref(),
+            Some("img1"),
+            "image of the boot storage"
+        );
+        assert_eq!(f.storages["VDU1-Storage"].size_gib, 3);
+
+        // a VDU of a type derived from Vdu.Compute, image on the VDU itself
+        let v2 = f.vdu(&vdu("VDU2")).unwrap();
+        assert_eq!(v2.name, "VDU2");
+        assert_eq!(v2.image.as_deref(), Some("img2"));
+        assert!(v2.virtual_compute.is_none());
+
+        assert_eq!(f.connection_points["VDU1_CP1"].vdu, Some(vdu("VDU1")));
+        assert_eq!(f.connection_points["VDU1_CP1"].order, Some(0));
+        assert_eq!(
+            f.connection_points["VDU2_CP1"].virtual_link.as_deref(),
+            Some("VL1")
+        );
+        assert_eq!(f.virtual_links["VL1"].layer_protocols, vec!["ipv4"]);
+        assert_eq!(f.external_links["virtual_link_external1"], "VDU1_CP1");
+        assert_eq!(
+            f.placement_groups["grp"].members,
+            vec!["VDU1", "VDU2", "VL1"]
+        );
+
+        assert_eq!(f.lcm_operations.len(), 3);
+        let start = &f.lcm_operations["instantiate_start"];
+        assert_eq!(start.implementation.as_deref(), Some("script"));
+        assert_eq!(start.artifact_file.as_deref(), Some("../Scripts/s.py"));
+        assert_eq!(f.lcm_operations["instantiate_end"].implementation, None);
+        assert_eq!(
+            f.lcm_operations["scale_end"].artifact_file.as_deref(),
+            Some("../Scripts/s.py")
+        );
+    }
+
+    #[test]
+    fn rules_are_expanded_to_vdus() {
+        let p = VnfPackage::from_files("pkg", base()).unwrap();
+        let f = p.flavour("simple").unwrap();
+        assert_eq!(f.rules.len(), 2);
+        let spread = &f.rules[0];
+        assert_eq!(spread.kind, RuleKind::AntiAffinity);
+        assert_eq!(spread.scope, RuleScope::Zone);
+        assert_eq!(spread.targets, vec!["grp", "VDU1"]);
+        // group members that are VDUs, without the duplicate VDU1 and without the VL
+        assert_eq!(spread.vdus, vec![vdu("VDU1"), vdu("VDU2")]);
+        let names = |v: &str| -> Vec<String> {
+            f.rules_for(&vdu(v))
+                .iter()
+                .map(|r| r.name.clone())
+                .collect()
+        };
+        assert_eq!(names("VDU1"), vec!["spread"]);
+        assert_eq!(names("VDU2"), vec!["spread", "together"]);
+        assert!(names("VDU9").is_empty());
+        assert_eq!(f.rules[1].kind, RuleKind::Affinity);
+        assert_eq!(f.rules[1].scope, RuleScope::NfviNode);
+    }
+
+    #[test]
+    fn scaling_and_levels() {
+        let p = VnfPackage::from_files("pkg", base()).unwrap();
+        let f = p.flavour("simple").unwrap();
+        let a = &f.scaling_aspects["VDU1_scale"];
+        assert_eq!(a.name, "VDU1_scale", "name defaults to the id");
+        assert_eq!(a.max_scale_level, 2);
+        assert_eq!(a.step_deltas, vec!["delta_1"]);
+        assert_eq!(f.aspect_delta("VDU1_scale", &vdu("VDU1")), Some(1));
+        assert_eq!(f.aspect_delta("VDU1_scale", &vdu("VDU2")), None);
+        assert_eq!(f.aspect_delta("nope", &vdu("VDU1")), None);
+        // initial delta for VDU1, default level for VDU2
+        assert_eq!(f.initial_instances(&vdu("VDU1")), Some(1));
+        assert_eq!(f.initial_instances(&vdu("VDU2")), Some(1));
+        assert_eq!(f.initial_instances(&vdu("VDU9")), None);
+        let il = f.instantiation_levels.as_ref().unwrap();
+        assert_eq!(il.default_level.as_deref(), Some("l1"));
+        assert_eq!(il.levels["l2"].scale_info["VDU1_scale"], 2);
+        assert_eq!(il.levels["l1"].description.as_deref(), Some("small"));
+        assert_eq!(f.vdu_instantiation_levels[0].levels["l2"], 2);
+
+        // the default level decides when there is no initial delta
+        let p = VnfPackage::from_files(
+            "pkg",
+            with(
+                "Definitions/df.yaml",
+                "default_level: l1",
+                "default_level: l2",
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            p.flavour("simple").unwrap().initial_instances(&vdu("VDU2")),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn base_hot_keys_nested_files_by_path_and_bare_name() {
+        let p = VnfPackage::from_files("pkg", base()).unwrap();
+        let hot = p.base_hot("simple").unwrap();
+        assert_eq!(hot.template, HOT_TOP);
+        assert_eq!(hot.files["nested/VDU1.yaml"], HOT_VDU1);
+        assert_eq!(hot.files["VDU1.yaml"], HOT_VDU1);
+        assert_eq!(hot.files.len(), 2);
+        assert_eq!(p.flavour("simple").unwrap().base_hot(), Some(hot));
+        let e = p.base_hot("gold").unwrap_err().to_string();
+        assert!(
+            e.contains("no deployment flavour `gold`: the package has simple"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn missing_base_hot_is_an_error_only_when_asked_for() {
+        let mut f = base();
+        f.retain(|k, _| !k.starts_with("BaseHOT/"));
+        let p = VnfPackage::from_files("pkg", f).unwrap();
+        assert!(p.flavour("simple").unwrap().base_hot().is_none());
+        let e = p.base_hot("simple").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "pkg/BaseHOT/simple: flavour `simple` has no Heat template: expected a folder \
+             BaseHOT/simple/ with one top-level .yaml template"
+        );
+    }
+
+    #[test]
+    fn broken_base_hot_is_an_error() {
+        let mut f = base();
+        f.insert(
+            "BaseHOT/simple/other.yaml".into(),
+            HOT_VDU1.as_bytes().to_vec(),
+        );
+        let e = err(f);
+        assert!(
+            e.contains("pkg/BaseHOT/simple: 2 top-level Heat templates (other.yaml, top.yaml)"),
+            "{e}"
+        );
+
+        let mut f = base();
+        f.remove("BaseHOT/simple/nested/VDU1.yaml");
+        f.insert(
+            "BaseHOT/simple/nested/x.yaml".into(),
+            HOT_VDU1.as_bytes().to_vec(),
+        );
+        let e = err(f);
+        assert!(
+            e.contains(
+                "pkg/BaseHOT/simple/top.yaml: resources.VDU1.type: resource type `VDU1.yaml`"
+            ),
+            "{e}"
+        );
+
+        let e = err(with(
+            "BaseHOT/simple/nested/VDU1.yaml",
+            "resources:",
+            "resources: [",
+        ));
+        assert!(
+            e.starts_with("pkg/BaseHOT/simple/nested/VDU1.yaml:line "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn entry_without_tosca_meta() {
+        let mut f = base();
+        f.remove("TOSCA-Metadata/TOSCA.meta");
+        let p = VnfPackage::from_files("pkg", f.clone()).unwrap();
+        assert_eq!(p.entry_definitions, "Definitions/top.yaml");
+
+        // two files with a topology_template that nobody imports
+        f.insert(
+            "Definitions/other.yaml".into(),
+            b"topology_template: {}\n".to_vec(),
+        );
+        let e = err(f.clone());
+        assert!(e.contains("ambiguous entry VNFD"), "{e}");
+        assert!(
+            e.contains("(Definitions/other.yaml, Definitions/top.yaml)"),
+            "{e}"
+        );
+
+        f.remove("Definitions/other.yaml");
+        f.remove("Definitions/top.yaml");
+        // now the df is the entry: the descriptor comes from the types
+        let p = VnfPackage::from_files("pkg", f.clone()).unwrap();
+        assert_eq!(p.entry_definitions, "Definitions/df.yaml");
+        assert_eq!(
+            p.descriptor_id, "from-types",
+            "single valid_values wins over default"
+        );
+
+        f.remove("Definitions/df.yaml");
+        let e = err(f);
+        assert!(e.starts_with("pkg: no entry VNFD"), "{e}");
+    }
+
+    #[test]
+    fn tosca_meta_errors() {
+        let e = err(with(
+            "TOSCA-Metadata/TOSCA.meta",
+            "Entry-Definitions",
+            "Entry-Definition",
+        ));
+        assert_eq!(
+            e,
+            "pkg/TOSCA-Metadata/TOSCA.meta: no `Entry-Definitions` line: expected \
+             `Entry-Definitions: Definitions/<top>.yaml`"
+        );
+        let e = err(with("TOSCA-Metadata/TOSCA.meta", "top.yaml", "nope.yaml"));
+        assert_eq!(
+            e,
+            "pkg/TOSCA-Metadata/TOSCA.meta:line 2: Entry-Definitions names \
+             `Definitions/nope.yaml`, which is not in the package"
+        );
+    }
+
+    #[test]
+    fn imports_resolve_relative_and_missing_ones_are_errors() {
+        let e = err(with(
+            "Definitions/top.yaml",
+            "- types.yaml",
+            "- lib/types.yaml",
+        ));
+        assert_eq!(
+            e,
+            "pkg/Definitions/top.yaml: imports[2]: import `lib/types.yaml` is missing: \
+             `Definitions/lib/types.yaml` is not in the package"
+        );
+        // the types in a subfolder, imported relatively from there
+        let mut f = with("Definitions/top.yaml", "- types.yaml", "- lib/types.yaml");
+        let types = f.remove("Definitions/types.yaml").unwrap();
+        f.insert("Definitions/lib/types.yaml".into(), types);
+        let df = String::from_utf8(f["Definitions/df.yaml"].clone()).unwrap();
+        f.insert(
+            "Definitions/df.yaml".into(),
+            df.replace("- types.yaml", "- ./lib/../lib/types.yaml")
+                .into_bytes(),
+        );
+        let p = VnfPackage::from_files("pkg", f).unwrap();
+        assert_eq!(p.product_name.as_deref(), Some("Widget"));
+
+        let e = err(with(
+            "Definitions/df.yaml",
+            "- types.yaml",
+            "- https://example.com/t.yaml",
+        ));
+        assert!(
+            e.starts_with(
+                "pkg/Definitions/df.yaml: imports[1]: import `https://example.com/t.yaml` is a URL"
+            ),
+            "{e}"
+        );
+        let e = err(with(
+            "Definitions/df.yaml",
+            "- types.yaml",
+            "- ../../t.yaml",
+        ));
+        assert!(e.contains("leaves the package root"), "{e}");
+        // mapping forms of an import
+        let p = VnfPackage::from_files(
+            "pkg",
+            with("Definitions/df.yaml", "- types.yaml", "- file: types.yaml"),
+        );
+        assert!(p.is_ok());
+    }
+
+    #[test]
+    fn malformed_yaml_names_file_and_line() {
+        let e = err(with("Definitions/df.yaml", "    VDU1:\n", "    VDU1: [\n"));
+        assert!(e.starts_with("pkg/Definitions/df.yaml:line "), "{e}");
+        assert!(e.contains("malformed YAML"), "{e}");
+    }
+
+    #[test]
+    fn wrong_shapes_name_field_value_and_expectation() {
+        let e = err(with(
+            "Definitions/df.yaml",
+            "min_number_of_instances: 1",
+            "min_number_of_instances: five",
+        ));
+        assert_eq!(
+            e,
+            "pkg/Definitions/df.yaml: topology_template.node_templates.VDU1.properties.vdu_profile.\
+             min_number_of_instances: expected a non-negative integer, found `\"five\"`"
+        );
+        let e = err(with(
+            "Definitions/df.yaml",
+            "min_number_of_instances: 0",
+            "min_number_of_instances: -1",
+        ));
+        assert!(e.contains("VDU2.properties.vdu_profile.min_number_of_instances: expected a non-negative integer, found `-1`"), "{e}");
+        let e = err(with(
+            "Definitions/df.yaml",
+            "          min_number_of_instances: 1\n",
+            "",
+        ));
+        assert!(e.ends_with("vdu_profile.min_number_of_instances: missing required field `min_number_of_instances`"), "{e}");
+        let e = err(with(
+            "Definitions/df.yaml",
+            "members: [ VDU1, VDU2, VL1 ]",
+            "members: VDU1",
+        ));
+        assert!(
+            e.contains("topology_template.groups.grp.members: expected a list, found `\"VDU1\"`"),
+            "{e}"
+        );
+        let e = err(with(
+            "Definitions/df.yaml",
+            "members: [ VDU1, VDU2, VL1 ]",
+            "members: [ VDU1, VDU7 ]",
+        ));
+        assert!(
+            e.contains("member `VDU7` is neither a VDU nor a virtual link"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_size_unit() {
+        let e = err(with(
+            "Definitions/df.yaml",
+            "virtual_mem_size: 4 GB",
+            "virtual_mem_size: 4 GiGa",
+        ));
+        assert!(e.contains("VDU1.capabilities.virtual_compute.properties.virtual_memory.virtual_mem_size: unknown size unit `GiGa` in `4 GiGa`"), "{e}");
+        let e = err(with(
+            "Definitions/df.yaml",
+            "size_of_storage: 3 GB",
+            "size_of_storage: 3",
+        ));
+        assert!(
+            e.contains("virtual_block_storage_data.size_of_storage: expected a string, found `3`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn min_above_max() {
+        let e = err(with(
+            "Definitions/df.yaml",
+            "max_number_of_instances: 3",
+            "max_number_of_instances: 0",
+        ));
+        assert_eq!(
+            e,
+            "pkg/Definitions/df.yaml: topology_template.node_templates.VDU1.properties.vdu_profile: \
+             min_number_of_instances 1 is greater than max_number_of_instances 0"
+        );
+    }
+
+    #[test]
+    fn bad_rule_targets_and_scopes() {
+        let e = err(with(
+            "Definitions/df.yaml",
+            "targets: [ grp, VDU1 ]",
+            "targets: [ grp, VL1 ]",
+        ));
+        assert!(e.contains("topology_template.policies[0].spread.targets: target `VL1` is neither a VDU nor a PlacementGroup of flavour `simple` (VDUs: VDU1, VDU2; placement groups: grp)"), "{e}");
+        let e = err(with("Definitions/df.yaml", "scope: zone", "scope: region"));
+        assert!(e.contains("policies[0].spread.properties.scope: unknown scope `region`: expected one of nfvi_node, zone, zone_group, nfvi_pop, cis_node"), "{e}");
+        let p = VnfPackage::from_files(
+            "pkg",
+            with("Definitions/df.yaml", "scope: zone", "scope: cis_node"),
+        )
+        .unwrap();
+        assert_eq!(
+            p.flavour("simple").unwrap().rules[0].scope,
+            RuleScope::CisNode
+        );
+    }
+
+    #[test]
+    fn policy_consistency_errors() {
+        let e = err(with(
+            "Definitions/df.yaml",
+            "        targets: [ VDU1 ]\n    - VDU1_initial",
+            "        targets: [ VDU3 ]\n    - VDU1_initial",
+        ));
+        assert!(
+            e.contains("VDU1_delta.targets: VduScalingAspectDeltas target `VDU3` is not a VDU"),
+            "{e}"
+        );
+        let e = err(with(
+            "Definitions/df.yaml",
+            "aspect: VDU1_scale",
+            "aspect: VDU9_scale",
+        ));
+        assert!(e.contains("aspect `VDU9_scale` is not defined by a ScalingAspects policy: expected one of VDU1_scale"), "{e}");
+        let e = err(with(
+            "Definitions/df.yaml",
+            "            delta_1:\n              number_of_instances: 1\n        targets: [ VDU1 ]",
+            "            delta_2:\n              number_of_instances: 1\n        targets: [ VDU1 ]",
+        ));
+        assert!(e.contains("aspect `VDU1_scale` steps by delta `delta_1`, which is not defined here (deltas: delta_2)"), "{e}");
+        let e = err(with(
+            "Definitions/df.yaml",
+            " scale_level: 2",
+            " scale_level: 3",
+        ));
+        assert!(
+            e.contains("scale_level 3 is above max_scale_level 2 of aspect `VDU1_scale`"),
+            "{e}"
+        );
+        let e = err(with(
+            "Definitions/df.yaml",
+            "default_level: l1",
+            "default_level: l9",
+        ));
+        assert!(
+            e.contains("default_level `l9` is not one of the levels (l1, l2)"),
+            "{e}"
+        );
+        let e = err(with(
+            "Definitions/df.yaml",
+            "            l2:\n              number_of_instances: 2",
+            "            l3:\n              number_of_instances: 2",
+        ));
+        assert!(
+            e.contains("level `l3` is not defined by InstantiationLevels policy `levels`"),
+            "{e}"
+        );
+        let e = err(with(
+            "Definitions/df.yaml",
+            "l2:\n              number_of_instances: 2",
+            "l2:\n              number_of_instances: 5",
+        ));
+        assert!(
+            e.contains("5 instances of `VDU2` is outside its vdu_profile (0..=2)"),
+            "{e}"
+        );
+        let e = err(with(
+            "Definitions/df.yaml",
+            "virtual_binding: VDU2",
+            "virtual_binding: VL1",
+        ));
+        assert!(e.contains("virtual_binding `VL1` is not a VDU"), "{e}");
+        let e = err(with(
+            "Definitions/df.yaml",
+            "virtual_storage: VDU1-Storage",
+            "virtual_storage: Disk",
+        ));
+        assert!(e.contains("VDU1.requirements[0].virtual_storage: virtual_storage `Disk` is not a tosca.nodes.nfv.Vdu.VirtualBlockStorage"), "{e}");
+    }
+
+    #[test]
+    fn descriptor_and_flavour_must_exist() {
+        let mut f = with(
+            "Definitions/top.yaml",
+            "descriptor_id: from-top",
+            "descriptor_id: { get_input: id }",
+        );
+        let types = String::from_utf8(f["Definitions/types.yaml"].clone()).unwrap();
+        f.insert(
+            "Definitions/types.yaml".into(),
+            types
+                .replace("constraints: [ valid_values: [ from-types ] ]", "")
+                .replace("default: ignored-default", "")
+                .into_bytes(),
+        );
+        let e = err(f);
+        assert!(
+            e.starts_with("pkg/Definitions/top.yaml: no descriptor_id"),
+            "{e}"
+        );
+        assert!(e.contains("node type `acme.VNF`"), "{e}");
+
+        let e = err(with(
+            "Definitions/df.yaml",
+            "flavour_id: simple",
+            "flavour: simple",
+        ));
+        assert!(e.contains("no deployment flavour"), "{e}");
+    }
+
+    #[test]
+    fn paths_are_normalized_and_checked() {
+        let mut f = base();
+        let df = f.remove("Definitions/df.yaml").unwrap();
+        f.insert("./Definitions/df.yaml".into(), df);
+        assert!(VnfPackage::from_files("pkg", f.clone()).is_ok());
+        f.insert("../evil".into(), vec![]);
+        assert!(err(f).contains("file path `../evil` leaves the package root"));
+    }
+
+    #[test]
+    fn serializes_with_sol001_names() {
+        let p = VnfPackage::from_files("pkg", base()).unwrap();
+        let j = serde_json::to_value(&p).unwrap();
+        assert_eq!(j["descriptor_id"], "from-top");
+        let rule = &j["flavours"]["simple"]["rules"][0];
+        assert_eq!(rule["kind"], "anti_affinity");
+        assert_eq!(rule["scope"], "zone");
+        assert_eq!(j["flavours"]["simple"]["vdus"]["VDU1"]["flavor"], "m1.big");
+        assert_eq!(
+            j["flavours"]["simple"]["base_hot"]["files"]["VDU1.yaml"],
+            HOT_VDU1
+        );
+    }
+
+    #[test]
+    fn never_panics_on_mangled_input() {
+        // Every file truncated at every 7th byte: always Ok or Err, never a panic.
+        for (name, content) in base() {
+            for cut in (0..content.len()).step_by(7) {
+                let mut f = base();
+                f.insert(name.clone(), content[..cut].to_vec());
+                let _ = VnfPackage::from_files("pkg", f);
+            }
+        }
+    }
+}
