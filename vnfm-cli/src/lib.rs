@@ -1,9 +1,23 @@
 //! # vnfm-cli
 //!
 //! The library half of the `vnfm` command-line program: the pieces the binary wires together
-//! and that embedders may reuse.
+//! and that embedders may reuse. The binary itself (`src/main.rs`) only parses the command
+//! line, calls [`commands::run`], prints the error chain and exits with [`CliError::exit_code`].
 //!
+//! - [`cli`]: the command line (clap derive).
+//! - [`config`]: `vnfm.toml` and how flags and environment variables override it.
+//! - [`commands`]: one function per command; they build the drivers and call `vnfm-core`.
+//! - [`output`]: data on stdout (human or JSON), diagnostics and progress on stderr.
+//! - [`exit`]: the exit codes.
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
 
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod exit;
+pub mod output;
 pub mod store;
+
+pub use error::CliError;

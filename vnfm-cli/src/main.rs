@@ -3,13 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-
-mod cli;
-mod commands;
-mod config;
-mod error;
-mod exit;
-mod output;
+use vnfm_cli::{cli, commands, exit, output};
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();

@@ -795,7 +795,7 @@ impl StoreBatch {
     }
 }
 
-/// Filter of [`Store::list_op_occs`].
+/// Filter of [`Store::op_occs`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct OpOccFilter {

@@ -1,11 +1,14 @@
-//! Runs one command: loads the configuration, builds the drivers, calls the core.
+//! The commands. [`run`] loads the configuration and dispatches; each command builds the
+//! drivers it needs and calls the core.
 
 use serde::Serialize;
 
-use crate::cli::{Cli, Command, ConfigCommand};
+use crate::cli::{Cli, Command, ConfigCommand, PackageCommand};
 use crate::config::Config;
 use crate::error::CliError;
 use crate::output::Output;
+
+pub mod package;
 
 /// Runs the parsed command line.
 ///
@@ -16,7 +19,8 @@ pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
     let config = config.with_overrides(&cli.global.overrides());
     match cli.command {
         Command::Config(ConfigCommand::Show) => config_show(&config, config_file, out),
-        Command::Demo(_) | Command::Cloud(_) | Command::Package(_) => {
+        Command::Package(PackageCommand::Show { path }) => package::show(&path, out),
+        Command::Demo(_) | Command::Cloud(_) => {
             Err(CliError::Usage("this command is not available yet".into()))
         }
     }
