@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use crate::cloud::ClusterSpec;
 use crate::driver::{
-    ApplyWorkload, ClusterNode, DeletePod, DriverError, LabelNode, ListPods, Pod,
-    PodAntiAffinity, ScaleWorkload,
+    ApplyWorkload, ClusterNode, DeletePod, DriverError, LabelNode, ListPods, Pod, PodAntiAffinity,
+    ScaleWorkload,
 };
 use crate::id::{IdGen, NodeName};
 
@@ -41,11 +41,7 @@ pub(crate) struct ClusterState {
 }
 
 fn suffix(ids: &mut IdGen, len: usize) -> String {
-    ids.next_uuid()
-        .replace('-', "")
-        .chars()
-        .take(len)
-        .collect()
+    ids.next_uuid().replace('-', "").chars().take(len).collect()
 }
 
 impl ClusterState {
@@ -74,7 +70,11 @@ impl ClusterState {
             .collect()
     }
 
-    pub(crate) fn label_node(&mut self, req: LabelNode, ids: &mut IdGen) -> Result<(), DriverError> {
+    pub(crate) fn label_node(
+        &mut self,
+        req: LabelNode,
+        ids: &mut IdGen,
+    ) -> Result<(), DriverError> {
         if let Some(k) = req.labels.keys().find(|k| k.is_empty() || k.len() > 316) {
             return Err(DriverError::Invalid {
                 driver: DRIVER,
@@ -168,14 +168,23 @@ impl ClusterState {
                         name: p.name.clone(),
                         workload: req.workload.clone(),
                         node: p.node.clone(),
-                        phase: if p.node.is_some() { "Running" } else { "Pending" }.to_owned(),
+                        phase: if p.node.is_some() {
+                            "Running"
+                        } else {
+                            "Pending"
+                        }
+                        .to_owned(),
                     })
                     .collect()
             })
             .unwrap_or_default())
     }
 
-    pub(crate) fn delete_pod(&mut self, req: DeletePod, ids: &mut IdGen) -> Result<(), DriverError> {
+    pub(crate) fn delete_pod(
+        &mut self,
+        req: DeletePod,
+        ids: &mut IdGen,
+    ) -> Result<(), DriverError> {
         let found = self.workloads.iter_mut().find_map(|((ns, _), w)| {
             if ns != &req.namespace {
                 return None;
@@ -234,8 +243,12 @@ impl ClusterState {
                 .map(|w| w.pods.iter().filter(|p| p.node.is_none()).count())
                 .unwrap_or(0);
             for _ in 0..pending {
-                let Some(w) = self.workloads.get(&key) else { break };
-                let Some(idx) = w.pods.iter().position(|p| p.node.is_none()) else { break };
+                let Some(w) = self.workloads.get(&key) else {
+                    break;
+                };
+                let Some(idx) = w.pods.iter().position(|p| p.node.is_none()) else {
+                    break;
+                };
                 let used: Vec<Option<&String>> = w
                     .pods
                     .iter()
@@ -305,22 +318,35 @@ mod tests {
     #[tokio::test]
     async fn labels_are_set_and_removed() {
         let s = sim();
-        s.label_node(label("worker-1", "CIS-node", Some("c1"))).await.unwrap();
+        s.label_node(label("worker-1", "CIS-node", Some("c1")))
+            .await
+            .unwrap();
         s.label_node(label("worker-3", "zone", None)).await.unwrap();
-        s.label_node(label("worker-3", "absent", None)).await.unwrap();
+        s.label_node(label("worker-3", "absent", None))
+            .await
+            .unwrap();
         let nodes = s.list_nodes().await.unwrap();
         assert_eq!(nodes[0].labels["CIS-node"], "c1");
         assert!(nodes[2].labels.is_empty());
-        let e = s.label_node(label("nope", "a", Some("b"))).await.unwrap_err();
+        let e = s
+            .label_node(label("nope", "a", Some("b")))
+            .await
+            .unwrap_err();
         assert!(e.is_not_found());
     }
 
     #[tokio::test]
     async fn required_anti_affinity_spreads_over_topology_values() {
         let s = sim();
-        s.label_node(label("worker-1", "CIS-node", Some("c1"))).await.unwrap();
-        s.label_node(label("worker-2", "CIS-node", Some("c1"))).await.unwrap();
-        s.label_node(label("worker-3", "CIS-node", Some("c2"))).await.unwrap();
+        s.label_node(label("worker-1", "CIS-node", Some("c1")))
+            .await
+            .unwrap();
+        s.label_node(label("worker-2", "CIS-node", Some("c1")))
+            .await
+            .unwrap();
+        s.label_node(label("worker-3", "CIS-node", Some("c2")))
+            .await
+            .unwrap();
         let mut w = ApplyWorkload::new("default", "vdu1", 3);
         w.anti_affinity = Some(PodAntiAffinity {
             topology_key: "CIS-node".into(),
@@ -334,17 +360,27 @@ mod tests {
         let pending = pods.iter().find(|p| p.node.is_none()).unwrap();
         assert_eq!(pending.phase, "Pending");
         // a new topology value lets the pending pod schedule
-        s.label_node(label("worker-2", "CIS-node", Some("c3"))).await.unwrap();
+        s.label_node(label("worker-2", "CIS-node", Some("c3")))
+            .await
+            .unwrap();
         let pods = s.list_pods(ListPods::new("default", "vdu1")).await.unwrap();
         assert!(pods.iter().all(|p| p.phase == "Running"));
         // scale in removes pods, scale out adds pending ones
-        s.scale_workload(ScaleWorkload::new("default", "vdu1", 4)).await.unwrap();
+        s.scale_workload(ScaleWorkload::new("default", "vdu1", 4))
+            .await
+            .unwrap();
         let pods = s.list_pods(ListPods::new("default", "vdu1")).await.unwrap();
         assert_eq!(pods.iter().filter(|p| p.node.is_none()).count(), 1);
-        s.scale_workload(ScaleWorkload::new("default", "vdu1", 3)).await.unwrap();
+        s.scale_workload(ScaleWorkload::new("default", "vdu1", 3))
+            .await
+            .unwrap();
         let pods = s.list_pods(ListPods::new("default", "vdu1")).await.unwrap();
         assert!(pods.iter().all(|p| p.node.is_some()));
-        assert!(s.scale_workload(ScaleWorkload::new("default", "nope", 1)).await.unwrap_err().is_not_found());
+        assert!(s
+            .scale_workload(ScaleWorkload::new("default", "nope", 1))
+            .await
+            .unwrap_err()
+            .is_not_found());
     }
 
     #[tokio::test]
@@ -357,23 +393,45 @@ mod tests {
         });
         s.apply_workload(w).await.unwrap();
         let pods = s.list_pods(ListPods::new("ns", "vdu2")).await.unwrap();
-        assert!(pods.iter().all(|p| p.node.is_some()), "preferred never leaves pods pending");
+        assert!(
+            pods.iter().all(|p| p.node.is_some()),
+            "preferred never leaves pods pending"
+        );
         let victim = pods[0].name.clone();
-        s.delete_pod(DeletePod::new("ns", victim.clone())).await.unwrap();
+        s.delete_pod(DeletePod::new("ns", victim.clone()))
+            .await
+            .unwrap();
         let after = s.list_pods(ListPods::new("ns", "vdu2")).await.unwrap();
         assert_eq!(after.len(), 4);
         assert!(after.iter().all(|p| p.name != victim));
-        assert!(s.delete_pod(DeletePod::new("ns", victim)).await.unwrap_err().is_not_found());
+        assert!(s
+            .delete_pod(DeletePod::new("ns", victim))
+            .await
+            .unwrap_err()
+            .is_not_found());
         let mut bad = ApplyWorkload::new("ns", "x", 1);
-        bad.anti_affinity = Some(PodAntiAffinity { topology_key: String::new(), required: true });
-        assert!(matches!(s.apply_workload(bad).await.unwrap_err(), DriverError::Invalid { .. }));
+        bad.anti_affinity = Some(PodAntiAffinity {
+            topology_key: String::new(),
+            required: true,
+        });
+        assert!(matches!(
+            s.apply_workload(bad).await.unwrap_err(),
+            DriverError::Invalid { .. }
+        ));
     }
 
     #[tokio::test]
     async fn pods_are_named_deterministically() {
         let names = |s: SimCloud| async move {
-            s.apply_workload(ApplyWorkload::new("ns", "w", 2)).await.unwrap();
-            s.list_pods(ListPods::new("ns", "w")).await.unwrap().into_iter().map(|p| (p.name, p.node)).collect::<Vec<_>>()
+            s.apply_workload(ApplyWorkload::new("ns", "w", 2))
+                .await
+                .unwrap();
+            s.list_pods(ListPods::new("ns", "w"))
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|p| (p.name, p.node))
+                .collect::<Vec<_>>()
         };
         assert_eq!(names(sim()).await, names(sim()).await);
     }

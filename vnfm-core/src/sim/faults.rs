@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use super::{SimCloud, DRIVER};
 use crate::driver::{
     ApplyWorkload, ClusterDriver, ClusterNode, ComputeInventory, CreateStack, DeletePod,
-    DriverError, LabelNode, ListPods, ListResources, ListZones, MarkUnhealthy, Pod,
-    ScaleWorkload, ServerInfo, Stack, StackDriver, StackResource, UpdateStack, ZoneCatalog,
+    DriverError, LabelNode, ListPods, ListResources, ListZones, MarkUnhealthy, Pod, ScaleWorkload,
+    ServerInfo, Stack, StackDriver, StackResource, UpdateStack, ZoneCatalog,
 };
 use crate::id::{ServerId, StackId};
 use crate::zone::ComputeZone;

@@ -57,7 +57,12 @@ use crate::driver::{
 };
 use crate::id::{ServerId, StackId};
 
-const SERVER_POLICIES: &[&str] = &["anti-affinity", "affinity", "soft-anti-affinity", "soft-affinity"];
+const SERVER_POLICIES: &[&str] = &[
+    "anti-affinity",
+    "affinity",
+    "soft-anti-affinity",
+    "soft-affinity",
+];
 const MAX_NESTING: usize = 10;
 
 /// What a resource is backed by.
@@ -224,13 +229,7 @@ impl State {
                 let Some(nested) = self.stacks.get(sid) else {
                     return Value::Null;
                 };
-                let members = || -> Vec<&ResRec> {
-                    let mut m: Vec<&ResRec> = nested.resources.iter().collect();
-                    if r.rtype == "OS::Heat::AutoScalingGroup" {
-                        m.sort_by_key(|x| x.created);
-                    }
-                    m
-                };
+                let members = || -> Vec<&ResRec> { nested.resources.iter().collect() };
                 let is_group =
                     r.rtype == "OS::Heat::ResourceGroup" || r.rtype == "OS::Heat::AutoScalingGroup";
                 if is_group {
@@ -270,7 +269,11 @@ impl State {
                                         Value::String(s) => s.clone(),
                                         other => other.to_string(),
                                     });
-                                    self.attr_of(m, &a.unwrap_or_default(), path.get(1..).unwrap_or_default())
+                                    self.attr_of(
+                                        m,
+                                        &a.unwrap_or_default(),
+                                        path.get(1..).unwrap_or_default(),
+                                    )
                                 }
                             }
                         }
@@ -332,7 +335,13 @@ impl State {
         };
         let names = t.names();
         for (k, c) in &t.conditions {
-            hot::check(c, &format!("conditions.{k}"), &names, &t.params, &t.conditions)?;
+            hot::check(
+                c,
+                &format!("conditions.{k}"),
+                &names,
+                &t.params,
+                &t.conditions,
+            )?;
         }
         for r in &t.resources {
             let at = format!("resources.{}.properties", r.name);
@@ -347,7 +356,10 @@ impl State {
             }
             if let Some(Value::String(c)) = &r.condition {
                 if !t.conditions.contains_key(c) {
-                    return Err(format!("Invalid condition \"{c}\" (in resources.{})", r.name));
+                    return Err(format!(
+                        "Invalid condition \"{c}\" (in resources.{})",
+                        r.name
+                    ));
                 }
             }
             self.validate_type(&r.name, &r.rtype, &r.properties, files, depth)?;
@@ -393,12 +405,19 @@ impl State {
         depth: usize,
     ) -> Result<(), String> {
         if let Some(text) = files.get(rtype) {
-            let nested = hot::parse_text(text).map_err(|e| format!("resources.{name}<{rtype}>: {e}"))?;
-            let t = Template::parse(&nested).map_err(|e| format!("resources.{name}<{rtype}>: {e}"))?;
-            let keys: Vec<&String> = props.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+            let nested =
+                hot::parse_text(text).map_err(|e| format!("resources.{name}<{rtype}>: {e}"))?;
+            let t =
+                Template::parse(&nested).map_err(|e| format!("resources.{name}<{rtype}>: {e}"))?;
+            let keys: Vec<&String> = props
+                .as_object()
+                .map(|m| m.keys().collect())
+                .unwrap_or_default();
             for k in &keys {
                 if !t.params.iter().any(|p| &p.name == *k) {
-                    return Err(format!("Property error: resources.{name}.properties: Unknown Property {k}"));
+                    return Err(format!(
+                        "Property error: resources.{name}.properties: Unknown Property {k}"
+                    ));
                 }
             }
             for p in &t.params {
@@ -423,9 +442,14 @@ impl State {
                 format!("Property error: resources.{name}.properties: Property {key} not assigned")
             })?;
             let mtype = def.get("type").and_then(Value::as_str).ok_or_else(|| {
-                format!("Property error: resources.{name}.properties.{key}: Property type not assigned")
+                format!(
+                    "Property error: resources.{name}.properties.{key}: Property type not assigned"
+                )
             })?;
-            let mprops = def.get("properties").cloned().unwrap_or(Value::Object(Map::new()));
+            let mprops = def
+                .get("properties")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()));
             return self.validate_type(name, mtype, &mprops, files, depth);
         }
         if rtype.starts_with("OS::") || rtype.starts_with("AWS::") {
@@ -437,7 +461,13 @@ impl State {
     }
 
     /// Strict checks of property values (flavor, image, server group policy).
-    fn validate_values(&self, name: &str, rtype: &str, props: &Value, scope: &dyn Scope) -> Result<(), String> {
+    fn validate_values(
+        &self,
+        name: &str,
+        rtype: &str,
+        props: &Value,
+        scope: &dyn Scope,
+    ) -> Result<(), String> {
         let value = |key: &str| -> Result<Option<String>, String> {
             match props.get(key) {
                 None => Ok(None),
@@ -447,19 +477,28 @@ impl State {
         let prop_error = |key: &str, v: &str, why: String| {
             Err(format!(
                 "Property error: {}: Error validating value '{v}': {why}",
-                format_path(&["resources".into(), name.into(), "properties".into(), key.into()])
+                format_path(&[
+                    "resources".into(),
+                    name.into(),
+                    "properties".into(),
+                    key.into()
+                ])
             ))
         };
         match rtype {
             "OS::Nova::Server" => {
                 match value("flavor")? {
                     Some(f) if self.cloud.flavors.contains_key(&f) => {}
-                    Some(f) => return prop_error("flavor", &f, format!("The Flavor ID ({f}) could not be found.")),
-                    None if props.get("flavor").is_none() => {
-                        return Err(format!(
-                            "Property error: resources.{name}.properties: Property flavor not assigned"
-                        ))
+                    Some(f) => {
+                        return prop_error(
+                            "flavor",
+                            &f,
+                            format!("The Flavor ID ({f}) could not be found."),
+                        )
                     }
+                    None if props.get("flavor").is_none() => return Err(format!(
+                        "Property error: resources.{name}.properties: Property flavor not assigned"
+                    )),
                     None => {}
                 }
                 self.check_image(name, value("image")?, prop_error)?;
@@ -468,9 +507,22 @@ impl State {
             "OS::Nova::ServerGroup" => {
                 let pols = match props.get("policies") {
                     Some(p) => hot::eval(p, scope)?,
-                    None => Value::Array(props.get("policy").map(|p| hot::eval(p, scope)).transpose()?.into_iter().collect()),
+                    None => Value::Array(
+                        props
+                            .get("policy")
+                            .map(|p| hot::eval(p, scope))
+                            .transpose()?
+                            .into_iter()
+                            .collect(),
+                    ),
                 };
-                for (i, p) in pols.as_array().cloned().unwrap_or_default().iter().enumerate() {
+                for (i, p) in pols
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .iter()
+                    .enumerate()
+                {
                     let p = p.as_str().unwrap_or_default();
                     if !SERVER_POLICIES.contains(&p) {
                         return Err(format!(
@@ -480,10 +532,17 @@ impl State {
                 }
             }
             "OS::Heat::ResourceGroup" | "OS::Heat::AutoScalingGroup" => {
-                let key = if rtype == "OS::Heat::ResourceGroup" { "resource_def" } else { "resource" };
+                let key = if rtype == "OS::Heat::ResourceGroup" {
+                    "resource_def"
+                } else {
+                    "resource"
+                };
                 if let Some(def) = props.get(key) {
                     let mtype = def.get("type").and_then(Value::as_str).unwrap_or_default();
-                    let mprops = def.get("properties").cloned().unwrap_or(Value::Object(Map::new()));
+                    let mprops = def
+                        .get("properties")
+                        .cloned()
+                        .unwrap_or(Value::Object(Map::new()));
                     self.validate_values(name, mtype, &mprops, scope)?;
                 }
             }
@@ -586,7 +645,10 @@ impl State {
         let ctx = self.ctx(s);
         let mut parameters = Map::new();
         parameters.insert("OS::stack_id".into(), Value::from(s.id.as_str()));
-        parameters.insert("OS::project_id".into(), Value::from(self.project_id.as_str()));
+        parameters.insert(
+            "OS::project_id".into(),
+            Value::from(self.project_id.as_str()),
+        );
         parameters.insert("OS::stack_name".into(), Value::from(s.name.as_str()));
         parameters.extend(ctx.params.clone());
         let outputs = Template::parse(&s.template)
@@ -630,7 +692,9 @@ impl State {
         for d in 0..=depth {
             let mut next = Vec::new();
             for (sid, parent) in &level {
-                let Some(s) = self.stacks.get(sid) else { continue };
+                let Some(s) = self.stacks.get(sid) else {
+                    continue;
+                };
                 for r in listing_order(s) {
                     let nested = match &r.kind {
                         ResKind::Nested(n) if self.stacks.contains_key(n) => Some(n.clone()),
@@ -721,7 +785,9 @@ impl State {
 
     /// Creates or updates the resources of a stack to match its template and parameters.
     fn converge(&mut self, sid: &StackId, action: StackAction) {
-        let Some(stack) = self.stacks.get(sid) else { return };
+        let Some(stack) = self.stacks.get(sid) else {
+            return;
+        };
         let parsed = Template::parse(&stack.template)
             .and_then(|t| t.resolve_params(&stack.given).map(|p| (t, p)));
         let (t, _) = match parsed {
@@ -766,9 +832,15 @@ impl State {
         while order.len() < active.len() {
             let next = active.iter().rev().find(|r| {
                 !order.iter().any(|o| o.name == r.name)
-                    && r.deps(&names).iter().all(|d| order.iter().any(|o| &o.name == d))
+                    && r.deps(&names)
+                        .iter()
+                        .all(|d| order.iter().any(|o| &o.name == d))
             });
-            match next.or_else(|| active.iter().find(|r| !order.iter().any(|o| o.name == r.name))) {
+            match next.or_else(|| {
+                active
+                    .iter()
+                    .find(|r| !order.iter().any(|o| o.name == r.name))
+            }) {
                 Some(r) => order.push(r),
                 None => break,
             }
@@ -810,11 +882,23 @@ impl State {
                         vec!["resources".into(), def.name.clone()],
                         msg,
                     );
-                    self.record(sid, def, deps, ResKind::Plain, String::new(), StackAction::Create, Some(f));
+                    self.record(
+                        sid,
+                        def,
+                        deps,
+                        ResKind::Plain,
+                        String::new(),
+                        StackAction::Create,
+                        Some(f),
+                    );
                     continue;
                 }
             };
-            let files = self.stacks.get(sid).map(|s| s.files.clone()).unwrap_or_default();
+            let files = self
+                .stacks
+                .get(sid)
+                .map(|s| s.files.clone())
+                .unwrap_or_default();
             match def.rtype.as_str() {
                 "OS::Nova::Server" => self.apply_server(sid, def, deps, props),
                 "OS::Nova::ServerGroup" => self.apply_group(sid, def, deps, props),
@@ -826,9 +910,15 @@ impl State {
             }
         }
         // keep the template order, report the first failure in it
-        let Some(s) = self.stacks.get_mut(sid) else { return };
-        s.resources
-            .sort_by_key(|r| names.iter().position(|n| n == &r.name).unwrap_or(usize::MAX));
+        let Some(s) = self.stacks.get_mut(sid) else {
+            return;
+        };
+        s.resources.sort_by_key(|r| {
+            names
+                .iter()
+                .position(|n| n == &r.name)
+                .unwrap_or(usize::MAX)
+        });
         let failed = s
             .resources
             .iter()
@@ -836,7 +926,11 @@ impl State {
         match failed {
             Some(r) => {
                 let f = r.failure.clone().unwrap_or_else(|| {
-                    Failure::new(None, vec!["resources".into(), r.name.clone()], r.reason.clone())
+                    Failure::new(
+                        None,
+                        vec!["resources".into(), r.name.clone()],
+                        r.reason.clone(),
+                    )
                 });
                 s.reason = format!("Resource {} failed: {}", r.status.action.as_str(), f);
                 s.failure = Some(f);
@@ -917,7 +1011,11 @@ impl State {
             }
             self.delete_res(e);
         }
-        let stack_name = self.stacks.get(sid).map(|s| s.name.clone()).unwrap_or_default();
+        let stack_name = self
+            .stacks
+            .get(sid)
+            .map(|s| s.name.clone())
+            .unwrap_or_default();
         let name = match text(props.get("name")) {
             Some(n) => n,
             None => format!("{stack_name}-{}-{}", def.name, self.short_id()),
@@ -960,7 +1058,15 @@ impl State {
                 members: Vec::new(),
             },
         );
-        self.record(sid, def, deps, ResKind::Group(id.clone()), id, StackAction::Create, None);
+        self.record(
+            sid,
+            def,
+            deps,
+            ResKind::Group(id.clone()),
+            id,
+            StackAction::Create,
+            None,
+        );
         self.set_props(sid, &def.name, key);
     }
 
@@ -968,14 +1074,30 @@ impl State {
         if let Some(e) = self.find_res(sid, &def.name) {
             if !e.status.is_failed() && !e.unhealthy && !e.physical_id.is_empty() {
                 if e.props != props {
-                    self.record(sid, def, deps, ResKind::Plain, e.physical_id, StackAction::Update, None);
+                    self.record(
+                        sid,
+                        def,
+                        deps,
+                        ResKind::Plain,
+                        e.physical_id,
+                        StackAction::Update,
+                        None,
+                    );
                     self.set_props(sid, &def.name, props);
                 }
                 return;
             }
         }
         let id = self.uuid();
-        self.record(sid, def, deps, ResKind::Plain, id, StackAction::Create, None);
+        self.record(
+            sid,
+            def,
+            deps,
+            ResKind::Plain,
+            id,
+            StackAction::Create,
+            None,
+        );
         self.set_props(sid, &def.name, props);
     }
 
@@ -1019,12 +1141,11 @@ impl State {
                 let desired = number(props.get("desired_capacity"))
                     .or_else(|| number(props.get("min_size")))
                     .unwrap_or(0) as usize;
-                let mut names: Vec<(u64, String)> = existing
+                // the nested stack keeps its members oldest first (generation order)
+                let mut names: Vec<String> = existing
                     .and_then(|n| self.stacks.get(n))
-                    .map(|s| s.resources.iter().map(|r| (r.created, r.name.clone())).collect())
+                    .map(|s| s.resources.iter().map(|r| r.name.clone()).collect())
                     .unwrap_or_default();
-                names.sort();
-                let mut names: Vec<String> = names.into_iter().map(|(_, n)| n).collect();
                 names.truncate(desired);
                 while names.len() < desired {
                     let n = self.short_id();
@@ -1032,7 +1153,12 @@ impl State {
                 }
                 let (t, p) = member(props.get("resource"));
                 Ok((
-                    generated(names.into_iter().map(|n| (n, t.clone(), p.clone())).collect()),
+                    generated(
+                        names
+                            .into_iter()
+                            .map(|n| (n, t.clone(), p.clone()))
+                            .collect(),
+                    ),
                     Map::new(),
                 ))
             }
@@ -1058,7 +1184,11 @@ impl State {
             _ => None,
         });
         let in_place = nested_id.is_some() && !existing.as_ref().is_some_and(|e| e.unhealthy);
-        let action = if in_place { StackAction::Update } else { StackAction::Create };
+        let action = if in_place {
+            StackAction::Update
+        } else {
+            StackAction::Create
+        };
         let validation_failure = |msg: String| {
             Some(Failure::new(
                 Some("StackValidationFailed"),
@@ -1096,7 +1226,11 @@ impl State {
                 if let (Some(e), Some(_)) = (&existing, old) {
                     self.delete_res(e);
                 }
-                let parent_name = self.stacks.get(sid).map(|s| s.name.clone()).unwrap_or_default();
+                let parent_name = self
+                    .stacks
+                    .get(sid)
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default();
                 let n = StackId::new(self.uuid());
                 let name = format!("{parent_name}-{}-{}", def.name, self.short_id());
                 self.stacks.insert(
@@ -1132,7 +1266,13 @@ impl State {
                     .failure
                     .as_ref()
                     .map(|f| f.prefixed(&def.name))
-                    .unwrap_or_else(|| Failure::new(None, vec!["resources".into(), def.name.clone()], n.reason.clone())),
+                    .unwrap_or_else(|| {
+                        Failure::new(
+                            None,
+                            vec!["resources".into(), def.name.clone()],
+                            n.reason.clone(),
+                        )
+                    }),
             })
         });
         let pid = nid.0.clone();
@@ -1153,4 +1293,919 @@ fn listing_order(s: &StackRec) -> Vec<&ResRec> {
         out.push(remaining.remove(pick));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::cloud::CloudFile;
+    use crate::driver::*;
+    use crate::id::StackId;
+    use crate::sim::{BuildFault, FaultKind, FaultySim, Method, SimCloud};
+    use crate::vectors::read_vector;
+    use crate::zone::Resources;
+
+    const DIR: &str = env!("CARGO_MANIFEST_DIR");
+
+    fn sim(yaml: &str) -> SimCloud {
+        SimCloud::new(CloudFile::from_yaml("test", yaml).unwrap(), 11)
+    }
+
+    fn params(v: serde_json::Value) -> Parameters {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn bundle(template: &str, files: &[(&str, &str)]) -> TemplateBundle {
+        TemplateBundle {
+            template: template.to_owned(),
+            files: files
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    async fn create(s: &SimCloud, name: &str, b: TemplateBundle, p: serde_json::Value) -> Stack {
+        let id = s
+            .create_stack(CreateStack::new(name, b, params(p)))
+            .await
+            .unwrap();
+        s.show_stack(&id).await.unwrap()
+    }
+
+    async fn patch(s: &SimCloud, id: &StackId, p: serde_json::Value) -> Stack {
+        s.update_stack(UpdateStack::parameters(id.clone(), params(p)))
+            .await
+            .unwrap();
+        s.show_stack(id).await.unwrap()
+    }
+
+    fn output(stack: &Stack, key: &str) -> serde_json::Value {
+        stack
+            .outputs
+            .iter()
+            .find(|o| o.output_key == key)
+            .map(|o| o.output_value.clone())
+            .unwrap()
+    }
+
+    // --- captured Heat 27.0.1 / Nova 34.0.0 run ----------------------------------------
+
+    const CAPTURED_CLOUD: &str = "
+zones:
+  az1:
+    hosts:
+      c1: {vcpus: 8, memory_mb: 7680, disk_gb: 60}
+  nova:
+    hosts:
+      c2: {vcpus: 8, memory_mb: 7680, disk_gb: 60}
+flavors:
+  m1.tiny: {vcpus: 1, memory_mb: 512, disk_gb: 1}
+  huge: {vcpus: 2000, memory_mb: 512, disk_gb: 1}
+";
+
+    fn vector(rel: &str) -> Option<serde_json::Value> {
+        read_vector(DIR, rel).map(|t| serde_json::from_str(&t).unwrap())
+    }
+
+    /// Compares resources field by field (ids differ; everything else must match).
+    fn assert_resources(ours: &[StackResource], captured: &serde_json::Value) {
+        let theirs = captured["resources"].as_array().unwrap();
+        assert_eq!(ours.len(), theirs.len(), "{ours:#?}");
+        for (o, t) in ours.iter().zip(theirs) {
+            assert_eq!(o.resource_name, t["resource_name"].as_str().unwrap());
+            assert_eq!(o.resource_type, t["resource_type"].as_str().unwrap());
+            assert_eq!(
+                o.resource_status.to_string(),
+                t["resource_status"].as_str().unwrap(),
+                "{}",
+                o.resource_name
+            );
+            assert_eq!(
+                o.resource_status_reason,
+                t["resource_status_reason"].as_str().unwrap(),
+                "{}",
+                o.resource_name
+            );
+            assert_eq!(
+                o.parent_resource.as_deref(),
+                t["parent_resource"].as_str(),
+                "{}",
+                o.resource_name
+            );
+            assert_eq!(
+                o.physical_resource_id.is_empty(),
+                t["physical_resource_id"].as_str().unwrap().is_empty()
+            );
+            let has_nested = t["links"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|l| l["rel"] == "nested");
+            assert_eq!(
+                o.nested_stack_id.is_some(),
+                has_nested,
+                "{}",
+                o.resource_name
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn reproduces_the_captured_heat_run_field_by_field() {
+        let base = "openstack/heat/captured-heat-27.0.1";
+        let Some(req) = vector(&format!("{base}/stack-create-request.json")) else {
+            return;
+        };
+        let s = sim(CAPTURED_CLOUD);
+        let b = bundle(&req["template"].to_string(), &[]);
+        let mut create =
+            CreateStack::new(req["stack_name"].as_str().unwrap(), b, Parameters::new());
+        create.timeout_mins = Some(10);
+        let id = s.create_stack(create).await.unwrap();
+
+        // create: CREATE_FAILED, reason and outputs as captured
+        let shown = s.show_stack(&id).await.unwrap();
+        let cap = vector(&format!("{base}/stack-show-create-failed-novalidhost.json")).unwrap();
+        assert_eq!(
+            shown.stack_name,
+            cap["stack"]["stack_name"].as_str().unwrap()
+        );
+        assert_eq!(
+            shown.stack_status.to_string(),
+            cap["stack"]["stack_status"].as_str().unwrap()
+        );
+        assert_eq!(
+            shown.stack_status_reason,
+            cap["stack"]["stack_status_reason"].as_str().unwrap()
+        );
+        assert_eq!(
+            output(&shown, "hosts"),
+            cap["stack"]["outputs"][0]["output_value"]
+        );
+        assert_eq!(shown.parameters["az"], json!("az1"));
+        let res = s
+            .list_resources(ListResources::new(id.clone(), 2))
+            .await
+            .unwrap();
+        assert_resources(
+            &res,
+            &vector(&format!(
+                "{base}/resources-list-nested-depth-2-create-failed.json"
+            ))
+            .unwrap(),
+        );
+        let top = s
+            .list_resources(ListResources::new(id.clone(), 0))
+            .await
+            .unwrap();
+        assert_resources(
+            &top,
+            &vector(&format!("{base}/resources-list-create-failed.json")).unwrap(),
+        );
+        let kept = res
+            .iter()
+            .find(|r| r.resource_name == "1")
+            .unwrap()
+            .physical_resource_id
+            .clone();
+        let failed0 = res
+            .iter()
+            .find(|r| r.resource_name == "0")
+            .unwrap()
+            .physical_resource_id
+            .clone();
+
+        // PATCH count=3: UPDATE_FAILED
+        let p1 = vector(&format!("{base}/stack-update-patch-request.json")).unwrap();
+        let shown = patch(&s, &id, p1["parameters"].clone()).await;
+        let cap = vector(&format!("{base}/stack-show-update-failed-novalidhost.json")).unwrap();
+        assert_eq!(
+            shown.stack_status.to_string(),
+            cap["stack"]["stack_status"].as_str().unwrap()
+        );
+        assert_eq!(
+            shown.stack_status_reason,
+            cap["stack"]["stack_status_reason"].as_str().unwrap()
+        );
+        assert_eq!(
+            output(&shown, "hosts"),
+            cap["stack"]["outputs"][0]["output_value"]
+        );
+        let res = s
+            .list_resources(ListResources::new(id.clone(), 1))
+            .await
+            .unwrap();
+        assert_resources(
+            &res,
+            &vector(&format!(
+                "{base}/resources-list-nested-depth-1-update-failed.json"
+            ))
+            .unwrap(),
+        );
+        let get = |name: &str| {
+            res.iter()
+                .find(|r| r.resource_name == name)
+                .unwrap()
+                .physical_resource_id
+                .clone()
+        };
+        assert_eq!(get("1"), kept, "the healthy member is untouched");
+        assert_ne!(get("0"), failed0, "the failed member is replaced");
+
+        // PATCH count=1, az=nova: UPDATE_COMPLETE on c2
+        let p2 = vector(&format!("{base}/stack-update-patch-request-2.json")).unwrap();
+        let shown = patch(&s, &id, p2["parameters"].clone()).await;
+        let cap = vector(&format!("{base}/stack-show-update-complete.json")).unwrap();
+        assert_eq!(
+            shown.stack_status.to_string(),
+            cap["stack"]["stack_status"].as_str().unwrap()
+        );
+        assert_eq!(
+            shown.stack_status_reason,
+            cap["stack"]["stack_status_reason"].as_str().unwrap()
+        );
+        assert_eq!(
+            output(&shown, "hosts"),
+            cap["stack"]["outputs"][0]["output_value"]
+        );
+        let res = s
+            .list_resources(ListResources::new(id.clone(), 1))
+            .await
+            .unwrap();
+        assert_resources(
+            &res,
+            &vector(&format!(
+                "{base}/resources-list-nested-depth-1-update-complete.json"
+            ))
+            .unwrap(),
+        );
+        // the removed members' servers are gone: only the new one is left
+        assert_eq!(s.server_ids().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn server_faults_match_captured_nova_server_shows() {
+        let base = "openstack/nova/captured-nova-34.0.0";
+        let Some(aa) = vector(&format!(
+            "{base}/server-show-error-novalidhost-antiaffinity-admin.v2.104.json"
+        )) else {
+            return;
+        };
+        let placement = vector(&format!(
+            "{base}/server-show-error-novalidhost-placement-admin.v2.104.json"
+        ))
+        .unwrap();
+        let active = vector(&format!("{base}/server-show-active-admin.v2.104.json")).unwrap();
+        let s = sim(CAPTURED_CLOUD);
+        let t = r#"
+heat_template_version: 2018-08-31
+resources:
+  grp: {type: OS::Nova::ServerGroup, properties: {name: vnf-aa, policies: [anti-affinity]}}
+  a: {type: OS::Nova::Server, properties: {name: vdu-1, flavor: m1.tiny, image: cirros, availability_zone: az1, scheduler_hints: {group: {get_resource: grp}}}}
+  b: {type: OS::Nova::Server, depends_on: a, properties: {name: vdu-2, flavor: m1.tiny, image: cirros, availability_zone: az1, scheduler_hints: {group: {get_resource: grp}}}}
+  h: {type: OS::Nova::Server, properties: {name: vdu-huge, flavor: huge, image: cirros, availability_zone: az1}}
+"#;
+        let st = create(&s, "s", bundle(t, &[]), json!({})).await;
+        let res = s
+            .list_resources(ListResources::new(st.id.clone(), 0))
+            .await
+            .unwrap();
+        let server = |name: &str| {
+            let id = res
+                .iter()
+                .find(|r| r.resource_name == name)
+                .unwrap()
+                .physical_resource_id
+                .clone();
+            let s = s.clone();
+            async move { s.server(&id.into()).await.unwrap() }
+        };
+        let (a, b, h) = (server("a").await, server("b").await, server("h").await);
+        for (ours, cap) in [(&a, &active), (&b, &aa), (&h, &placement)] {
+            let cap = &cap["server"];
+            assert_eq!(ours.name, cap["name"].as_str().unwrap());
+            assert_eq!(ours.status, cap["status"].as_str().unwrap());
+            assert_eq!(
+                ours.host.as_ref().map(|h| h.as_str()),
+                cap["OS-EXT-SRV-ATTR:host"].as_str()
+            );
+            assert_eq!(
+                ours.zone.as_ref().map(|z| z.as_str()),
+                cap["OS-EXT-AZ:availability_zone"].as_str()
+            );
+            assert_eq!(
+                ours.fault.as_ref().map(|f| f.code),
+                cap["fault"]["code"].as_u64().map(|c| c as u16)
+            );
+            assert_eq!(
+                ours.fault.as_ref().map(|f| f.message.as_str()),
+                cap["fault"]["message"].as_str()
+            );
+            assert_eq!(
+                ours.server_groups.len(),
+                cap["server_groups"].as_array().unwrap().len()
+            );
+        }
+        // the first failure in template order is reported
+        assert_eq!(
+            st.stack_status_reason,
+            "Resource CREATE failed: ResourceInError: resources.b: Went to status ERROR due to \"Message: No valid host was found. There are not enough hosts available., Code: 500\""
+        );
+    }
+
+    // --- Tacker StandardUserData (VDU1-0 / VDU1-1 of a nested VDU1.yaml) -----------------
+
+    const TACKER_TOP: &str = r#"
+heat_template_version: 2013-05-23
+parameters:
+  nfv: {type: json}
+resources:
+  VDU1-0:
+    type: VDU1.yaml
+    properties:
+      flavor: {get_param: [nfv, VDU, VDU1-0, computeFlavourId]}
+      image-VDU1-VirtualStorage: {get_param: [nfv, VDU, VDU1-VirtualStorage, vcImageId]}
+      zone: {get_param: [nfv, VDU, VDU1-0, locationConstraints]}
+      net1: {get_param: [nfv, CP, VDU1_CP1, network]}
+      net2: {get_resource: internalVL1}
+      net3: {get_resource: internalVL2}
+  VDU1-1:
+    type: VDU1.yaml
+    properties:
+      flavor: {get_param: [nfv, VDU, VDU1-1, computeFlavourId]}
+      image-VDU1-VirtualStorage: {get_param: [nfv, VDU, VDU1-VirtualStorage, vcImageId]}
+      zone: {get_param: [nfv, VDU, VDU1-1, locationConstraints]}
+      net1: {get_param: [nfv, CP, VDU1_CP1, network]}
+      net2: {get_resource: internalVL1}
+      net3: {get_resource: internalVL2}
+  internalVL1: {type: OS::Neutron::Net}
+  internalVL2: {type: OS::Neutron::Net}
+  nfvi_node_affinity:
+    type: OS::Nova::ServerGroup
+    properties: {name: nfvi_node_affinity, policies: [affinity]}
+outputs:
+  zones:
+    value: [{get_attr: [VDU1-0, zone_out]}, {get_attr: [VDU1-1, zone_out]}]
+"#;
+
+    const TACKER_CLOUD: &str = "
+zones:
+  az-1:
+    hosts:
+      full-1: {vcpus: 1, memory_mb: 1024, disk_gb: 10}
+  az-2:
+    hosts:
+      roomy-1: {vcpus: 16, memory_mb: 65536, disk_gb: 500}
+      roomy-2: {vcpus: 16, memory_mb: 65536, disk_gb: 500}
+flavors:
+  sample4G: {vcpus: 2, memory_mb: 4096, disk_gb: 40}
+";
+
+    fn nfv(z0: &str, z1: &str) -> serde_json::Value {
+        json!({"nfv": {"VDU": {
+            "VDU1-0": {"computeFlavourId": "sample4G", "locationConstraints": z0},
+            "VDU1-1": {"computeFlavourId": "sample4G", "locationConstraints": z1},
+            "VDU1-VirtualStorage": {"vcImageId": "cirros"}},
+            "CP": {"VDU1_CP1": {"network": "net0"}}}})
+    }
+
+    fn tacker_bundle(nested: &str) -> TemplateBundle {
+        // the nested template gets an output, as Tacker's samples may have
+        let nested = format!("{nested}\noutputs:\n  zone_out:\n    value: {{get_attr: [VDU1, OS-EXT-AZ:availability_zone]}}\n");
+        bundle(TACKER_TOP, &[("VDU1.yaml", &nested)])
+    }
+
+    #[tokio::test]
+    async fn tacker_standard_user_data_texts_match_exactly() {
+        let Some(nested) = read_vector(DIR, "tacker/az_reselection/hot/nested/VDU1.yaml") else {
+            return;
+        };
+        let reasons: serde_json::Value = serde_json::from_str(
+            &read_vector(DIR, "tacker/az_reselection/stack_status_reasons.json").unwrap(),
+        )
+        .unwrap();
+        let reason = |i: usize| {
+            reasons[i]["stack_status_reason"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+
+        // VDU1-0 in the full zone
+        let s = sim(TACKER_CLOUD);
+        let st = create(&s, "vnf-a", tacker_bundle(&nested), nfv("az-1", "az-2")).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_FAILED");
+        assert_eq!(st.stack_status_reason, reason(0));
+        let st = patch(&s, &st.id, nfv("az-1", "az-2")).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_FAILED");
+        assert_eq!(st.stack_status_reason, reason(1));
+        // reselected: both in az-2
+        let st = patch(&s, &st.id, nfv("az-2", "az-2")).await;
+        assert_eq!(
+            st.stack_status_reason,
+            "Stack UPDATE completed successfully"
+        );
+        assert_eq!(output(&st, "zones"), json!(["az-2", "az-2"]));
+
+        // VDU1-1 in the full zone
+        let s = sim(TACKER_CLOUD);
+        let st = create(&s, "vnf-b", tacker_bundle(&nested), nfv("az-2", "az-1")).await;
+        assert_eq!(st.stack_status_reason, reason(2));
+        let st = patch(&s, &st.id, nfv("az-2", "az-1")).await;
+        assert_eq!(st.stack_status_reason, reason(3));
+
+        // nested listing: VDU1-0's resources carry parent_resource and the nested stack id
+        let res = s
+            .list_resources(ListResources::new(st.id.clone(), 1))
+            .await
+            .unwrap();
+        let vdu = res
+            .iter()
+            .find(|r| r.resource_name == "VDU1" && r.parent_resource.as_deref() == Some("VDU1-1"))
+            .unwrap();
+        assert_eq!(vdu.resource_status.to_string(), "CREATE_FAILED");
+        let parent = res.iter().find(|r| r.resource_name == "VDU1-1").unwrap();
+        assert_eq!(parent.resource_type, "VDU1.yaml");
+        assert_eq!(parent.nested_stack_id.as_ref(), Some(&vdu.stack_id));
+        assert_eq!(parent.resource_status.to_string(), "UPDATE_FAILED");
+    }
+
+    #[tokio::test]
+    async fn retries_exhausted_fault_gives_novas_text() {
+        let Some(nested) = read_vector(DIR, "tacker/az_reselection/hot/nested/VDU1.yaml") else {
+            return;
+        };
+        let faulty = FaultySim::new(sim(TACKER_CLOUD));
+        faulty.fail_next_builds(1, BuildFault::RetriesExhausted);
+        let id = faulty
+            .create_stack(CreateStack::new(
+                "v",
+                tacker_bundle(&nested),
+                params(nfv("az-2", "az-2")),
+            ))
+            .await
+            .unwrap();
+        let st = faulty.show_stack(&id).await.unwrap();
+        // builds run in reverse template order: VDU1-1 takes the fault
+        let re = regex::Regex::new(r#"^Resource CREATE failed: ResourceInError: resources\.VDU1-1\.resources\.VDU1: Went to status ERROR due to "Message: Exceeded maximum number of retries\. Exhausted all hosts available for retrying build failures for instance [0-9a-f-]{36}\., Code: 500"$"#).unwrap();
+        assert!(
+            re.is_match(&st.stack_status_reason),
+            "{}",
+            st.stack_status_reason
+        );
+    }
+
+    // --- HOT features ------------------------------------------------------------------
+
+    const DEMO: &str = "
+zones:
+  AZ-1:
+    hosts:
+      c1: {vcpus: 4, memory_mb: 8192, disk_gb: 80}
+      c2: {vcpus: 4, memory_mb: 8192, disk_gb: 80}
+  AZ-2:
+    hosts:
+      c3: {vcpus: 4, memory_mb: 8192, disk_gb: 80}
+flavors:
+  m1.small: {vcpus: 1, memory_mb: 2048, disk_gb: 20}
+images: [cirros]
+";
+
+    #[tokio::test]
+    async fn resource_group_index_and_outputs() {
+        let s = sim(DEMO);
+        let t = r#"
+heat_template_version: 2018-08-31
+parameters:
+  n: {type: number, default: 2}
+resources:
+  g:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: {get_param: n}
+      resource_def:
+        type: OS::Nova::Server
+        properties: {name: "vm-%index%", flavor: m1.small, image: cirros, availability_zone: AZ-1}
+outputs:
+  names: {value: {get_attr: [g, name]}}
+  zones: {value: {get_attr: [g, availability_zone]}}
+  refs: {value: {get_attr: [g, refs]}}
+  first: {value: {get_attr: [g, resource.0, OS-EXT-SRV-ATTR:host]}}
+  joined: {value: {list_join: ["/", [{get_param: OS::stack_name}, x]]}}
+"#;
+        let st = create(&s, "rg", bundle(t, &[]), json!({})).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_COMPLETE");
+        assert_eq!(
+            st.stack_status_reason,
+            "Stack CREATE completed successfully"
+        );
+        assert_eq!(output(&st, "names"), json!(["vm-0", "vm-1"]));
+        assert_eq!(output(&st, "zones"), json!(["AZ-1", "AZ-1"]));
+        assert_eq!(output(&st, "refs").as_array().unwrap().len(), 2);
+        assert!(output(&st, "first").is_string());
+        assert_eq!(output(&st, "joined"), json!("rg/x"));
+    }
+
+    #[tokio::test]
+    async fn autoscaling_group_scales_and_removes_newest_first() {
+        let s = sim(DEMO);
+        let worker = r#"
+heat_template_version: 2013-05-23
+parameters:
+  flavor: {type: string}
+  scheduler_hints: {type: string}
+resources:
+  workerNode:
+    type: OS::Nova::Server
+    properties:
+      flavor: {get_param: flavor}
+      image: cirros
+      scheduler_hints: {group: {get_param: scheduler_hints}}
+outputs:
+  host: {value: {get_attr: [workerNode, host]}}
+"#;
+        let t = r#"
+heat_template_version: 2013-05-23
+parameters:
+  size: {type: number, default: 2}
+resources:
+  srvgroup: {type: OS::Nova::ServerGroup, properties: {name: g, policies: [anti-affinity]}}
+  workers:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 4
+      desired_capacity: {get_param: size}
+      resource:
+        type: worker.yaml
+        properties:
+          flavor: m1.small
+          scheduler_hints: {get_resource: srvgroup}
+  scale_out:
+    type: OS::Heat::ScalingPolicy
+    properties: {scaling_adjustment: 1, auto_scaling_group_id: {get_resource: workers}, adjustment_type: change_in_capacity}
+outputs:
+  hosts: {value: {get_attr: [workers, host]}}
+  size: {value: {get_attr: [workers, current_size]}}
+"#;
+        let st = create(&s, "asg", bundle(t, &[("worker.yaml", worker)]), json!({})).await;
+        assert_eq!(
+            st.stack_status.to_string(),
+            "CREATE_COMPLETE",
+            "{}",
+            st.stack_status_reason
+        );
+        let hosts = output(&st, "hosts");
+        assert_eq!(hosts.as_array().unwrap().len(), 2);
+        assert_ne!(hosts[0], hosts[1], "anti-affinity spreads the workers");
+        let members = |s: SimCloud, id: StackId| async move {
+            let r = s.list_resources(ListResources::new(id, 1)).await.unwrap();
+            r.into_iter()
+                .filter(|r| r.parent_resource.as_deref() == Some("workers"))
+                .map(|r| r.resource_name)
+                .collect::<Vec<_>>()
+        };
+        let before = members(s.clone(), st.id.clone()).await;
+        let st = patch(&s, &st.id, json!({"size": 3})).await;
+        assert_eq!(output(&st, "size"), json!(3));
+        let grown = members(s.clone(), st.id.clone()).await;
+        assert_eq!(&grown[..2], &before[..]);
+        let st = patch(&s, &st.id, json!({"size": 1})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        assert_eq!(
+            members(s.clone(), st.id.clone()).await,
+            vec![before[0].clone()],
+            "the oldest is kept"
+        );
+        assert_eq!(s.server_ids().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn conditions_and_other_resources() {
+        let s = sim(DEMO);
+        let t = r#"
+heat_template_version: 2018-08-31
+parameters:
+  with_vm: {type: boolean, default: false}
+conditions:
+  vm: {equals: [{get_param: with_vm}, true]}
+resources:
+  net: {type: OS::Neutron::Net}
+  port: {type: OS::Neutron::Port, properties: {network: {get_resource: net}}}
+  vol: {type: OS::Cinder::Volume, properties: {image: cirros, size: 1}}
+  vm:
+    type: OS::Nova::Server
+    condition: vm
+    properties: {flavor: m1.small, image: cirros, networks: [{port: {get_resource: port}}]}
+outputs:
+  ip: {value: {get_attr: [port, fixed_ips, 0, ip_address]}}
+"#;
+        let st = create(&s, "c", bundle(t, &[]), json!({})).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_COMPLETE");
+        assert_eq!(output(&st, "ip"), serde_json::Value::Null);
+        assert!(s.server_ids().is_empty());
+        let st = patch(&s, &st.id, json!({"with_vm": true})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        assert_eq!(s.server_ids().len(), 1);
+        let res = s
+            .list_resources(ListResources::new(st.id.clone(), 0))
+            .await
+            .unwrap();
+        let names: Vec<_> = res.iter().map(|r| r.resource_name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["vol", "vm", "port", "net"],
+            "dependents before their dependencies"
+        );
+    }
+
+    // --- validation ----------------------------------------------------------------------
+
+    async fn rejected(
+        s: &SimCloud,
+        t: &str,
+        files: &[(&str, &str)],
+        p: serde_json::Value,
+    ) -> String {
+        match s
+            .create_stack(CreateStack::new("bad", bundle(t, files), params(p)))
+            .await
+        {
+            Err(DriverError::Invalid { message, .. }) => {
+                assert!(s.server_ids().is_empty(), "nothing is created");
+                assert!(s
+                    .show_stack(&StackId::new("bad"))
+                    .await
+                    .unwrap_err()
+                    .is_not_found());
+                message
+            }
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn bad_templates_are_rejected_and_create_nothing() {
+        let s = sim(DEMO);
+        let vm = "heat_template_version: 2018-08-31\nresources:\n  VDU1: {type: OS::Nova::Server, properties: {flavor: m1.huge, image: cirros}}\n";
+        assert_eq!(
+            rejected(&s, vm, &[], json!({})).await,
+            "Property error: resources.VDU1.properties.flavor: Error validating value 'm1.huge': The Flavor ID (m1.huge) could not be found."
+        );
+        let img = "heat_template_version: 2018-08-31\nresources:\n  VDU1: {type: OS::Nova::Server, properties: {flavor: m1.small, image: ubuntu}}\n";
+        assert_eq!(
+            rejected(&s, img, &[], json!({})).await,
+            "Property error: resources.VDU1.properties.image: Error validating value 'ubuntu': The Image (ubuntu) could not be found."
+        );
+        assert_eq!(
+            rejected(&s, "- a\n- b\n", &[], json!({})).await,
+            "The template is not a JSON object or YAML mapping."
+        );
+        assert!(rejected(&s, "resources: {}\n", &[], json!({}))
+            .await
+            .contains("heat_template_version is missing"));
+        assert!(rejected(&s, "a: [\n", &[], json!({}))
+            .await
+            .starts_with("Error parsing template"));
+        let unknown = "heat_template_version: 2018-08-31\nresources:\n  x: {type: My::Thing}\n";
+        assert_eq!(
+            rejected(&s, unknown, &[], json!({})).await,
+            "Failed to validate: resources.x: The Resource Type (My::Thing) could not be found."
+        );
+        let bad_ref = "heat_template_version: 2018-08-31\nresources:\n  p: {type: OS::Neutron::Port, properties: {network: {get_resource: nope}}}\n";
+        assert_eq!(
+            rejected(&s, bad_ref, &[], json!({})).await,
+            "The specified reference \"nope\" (in resources.p.properties) is incorrect."
+        );
+        let bad_fn = "heat_template_version: 2018-08-31\nresources:\n  p: {type: OS::Neutron::Port, properties: {network: {yaql: {expression: x}}}}\n";
+        assert!(rejected(&s, bad_fn, &[], json!({}))
+            .await
+            .contains("\"yaql\""));
+        let param =
+            "heat_template_version: 2018-08-31\nparameters:\n  az: {type: string}\nresources: {}\n";
+        assert_eq!(
+            rejected(&s, param, &[], json!({})).await,
+            "The Parameter (az) was not provided."
+        );
+        let policy = "heat_template_version: 2018-08-31\nresources:\n  g: {type: OS::Nova::ServerGroup, properties: {policies: [spread]}}\n";
+        assert!(rejected(&s, policy, &[], json!({}))
+            .await
+            .contains("\"spread\" is not an allowed value"));
+        let cycle = "heat_template_version: 2018-08-31\nresources:\n  a: {type: OS::Heat::None, depends_on: b}\n  b: {type: OS::Heat::None, depends_on: a}\n";
+        assert!(rejected(&s, cycle, &[], json!({}))
+            .await
+            .starts_with("Circular Dependency Found"));
+        let nested_bad = "heat_template_version: 2018-08-31\nresources:\n  n: {type: n.yaml, properties: {x: 1}}\n";
+        let n = "heat_template_version: 2018-08-31\nparameters: {}\nresources: {}\n";
+        assert_eq!(
+            rejected(&s, nested_bad, &[("n.yaml", n)], json!({})).await,
+            "Property error: resources.n.properties: Unknown Property x"
+        );
+        let n2 = "heat_template_version: 2018-08-31\nresources:\n  a: {type: OS::Nova::Server, properties: {flavor: {get_resource: zz}}}\n";
+        let top = "heat_template_version: 2018-08-31\nresources:\n  n: {type: n.yaml}\n";
+        assert!(rejected(&s, top, &[("n.yaml", n2)], json!({}))
+            .await
+            .contains("resources.n<n.yaml>: The specified reference \"zz\""));
+    }
+
+    #[tokio::test]
+    async fn bad_flavor_in_a_nested_template_fails_the_nested_resource() {
+        let s = sim(DEMO);
+        let n = "heat_template_version: 2018-08-31\nparameters:\n  flavor: {type: string}\nresources:\n  VDU1: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}, image: cirros}}\n";
+        let top = "heat_template_version: 2018-08-31\nresources:\n  VDU1-0: {type: VDU1.yaml, properties: {flavor: m1.huge}}\n";
+        let st = create(&s, "n", bundle(top, &[("VDU1.yaml", n)]), json!({})).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_FAILED");
+        assert_eq!(
+            st.stack_status_reason,
+            "Resource CREATE failed: StackValidationFailed: resources.VDU1-0: Property error: resources.VDU1.properties.flavor: Error validating value 'm1.huge': The Flavor ID (m1.huge) could not be found."
+        );
+    }
+
+    #[tokio::test]
+    async fn unavailable_zone_is_a_bad_request() {
+        let s = sim(DEMO);
+        s.set_zone_available("AZ-2", false).unwrap();
+        let t = "heat_template_version: 2018-08-31\nresources:\n  VDU1: {type: OS::Nova::Server, properties: {flavor: m1.small, image: cirros, availability_zone: AZ-2}}\n";
+        let st = create(&s, "z", bundle(t, &[]), json!({})).await;
+        assert!(st.stack_status_reason.starts_with(
+            "Resource CREATE failed: BadRequest: resources.VDU1: The requested availability zone is not available (HTTP 400) (Request-ID: req-"
+        ), "{}", st.stack_status_reason);
+    }
+
+    // --- lifecycle -----------------------------------------------------------------------
+
+    const ONE_VM: &str = "
+heat_template_version: 2018-08-31
+parameters:
+  az: {type: string, default: AZ-1}
+  flavor: {type: string, default: m1.small}
+resources:
+  vm: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}, image: cirros, availability_zone: {get_param: az}}}
+outputs:
+  host: {value: {get_attr: [vm, OS-EXT-SRV-ATTR:host]}}
+  id: {value: {get_resource: vm}}
+";
+
+    #[tokio::test]
+    async fn deleting_a_stack_frees_capacity() {
+        let s = sim("zones: {Z: {hosts: {h: {vcpus: 1, memory_mb: 2048, disk_gb: 20}}}}\nflavors: {m1.small: {vcpus: 1, memory_mb: 2048, disk_gb: 20}}\n");
+        let a = create(&s, "a", bundle(ONE_VM, &[]), json!({"az": "Z"})).await;
+        assert_eq!(a.stack_status.to_string(), "CREATE_COMPLETE");
+        let b = create(&s, "b", bundle(ONE_VM, &[]), json!({"az": "Z"})).await;
+        assert_eq!(b.stack_status.to_string(), "CREATE_FAILED");
+        let zones = s.list_zones(ListZones::default()).await.unwrap();
+        assert_eq!(zones[0].free(), Some(Resources::default()));
+        s.delete_stack(&a.id).await.unwrap();
+        assert!(s.show_stack(&a.id).await.unwrap_err().is_not_found());
+        assert!(s.delete_stack(&a.id).await.unwrap_err().is_not_found());
+        let zones = s.list_zones(ListZones::default()).await.unwrap();
+        assert_eq!(zones[0].free(), Some(Resources::new(1, 2048, 20)));
+        let b = patch(&s, &b.id, json!({})).await;
+        assert_eq!(
+            b.stack_status.to_string(),
+            "UPDATE_COMPLETE",
+            "a failed server is retried"
+        );
+    }
+
+    #[tokio::test]
+    async fn update_keeps_unchanged_servers_and_replaces_changed_or_unhealthy_ones() {
+        let s = sim(DEMO);
+        let st = create(&s, "u", bundle(ONE_VM, &[]), json!({})).await;
+        let id0 = output(&st, "id");
+        let st = patch(&s, &st.id, json!({})).await;
+        assert_eq!(output(&st, "id"), id0, "unchanged: same server");
+        let st = patch(&s, &st.id, json!({"az": "AZ-2"})).await;
+        let id1 = output(&st, "id");
+        assert_ne!(id1, id0, "zone change: replaced");
+        assert_eq!(output(&st, "host"), json!("c3"));
+        assert!(s
+            .server(&id0.as_str().unwrap().into())
+            .await
+            .unwrap_err()
+            .is_not_found());
+        s.mark_unhealthy(MarkUnhealthy::new(st.id.clone(), "vm", "heal"))
+            .await
+            .unwrap();
+        let res = s
+            .list_resources(ListResources::new(st.id.clone(), 0))
+            .await
+            .unwrap();
+        assert_eq!(res[0].resource_status.to_string(), "CHECK_FAILED");
+        assert_eq!(res[0].resource_status_reason, "heal");
+        let st = patch(&s, &st.id, json!({})).await;
+        assert_ne!(output(&st, "id"), id1, "unhealthy: replaced");
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        assert!(s
+            .mark_unhealthy(MarkUnhealthy::new(st.id.clone(), "nope", "x"))
+            .await
+            .unwrap_err()
+            .is_not_found());
+        // a bad update is rejected and changes nothing
+        let e = s
+            .update_stack(UpdateStack::parameters(
+                st.id.clone(),
+                params(json!({"flavor": "m1.huge"})),
+            ))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, DriverError::Invalid { .. }));
+        assert_eq!(
+            s.show_stack(&st.id).await.unwrap().parameters["flavor"],
+            json!("m1.small")
+        );
+        let e = s
+            .update_stack(UpdateStack::parameters(
+                StackId::new("nope"),
+                Parameters::new(),
+            ))
+            .await
+            .unwrap_err();
+        assert!(e.is_not_found());
+    }
+
+    #[tokio::test]
+    async fn names_are_unique() {
+        let s = sim(DEMO);
+        create(&s, "dup", bundle(ONE_VM, &[]), json!({})).await;
+        let e = s
+            .create_stack(CreateStack::new(
+                "dup",
+                bundle(ONE_VM, &[]),
+                Parameters::new(),
+            ))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, DriverError::AlreadyExists { .. }));
+    }
+
+    #[tokio::test]
+    async fn deterministic_and_clones_share_state() {
+        let run = || async {
+            let s = sim(DEMO);
+            let st = create(&s, "d", bundle(ONE_VM, &[]), json!({})).await;
+            (st.id.clone(), output(&st, "id"), output(&st, "host"))
+        };
+        assert_eq!(run().await, run().await);
+        let s = sim(DEMO);
+        let clone = s.clone();
+        let st = create(&s, "shared", bundle(ONE_VM, &[]), json!({})).await;
+        assert_eq!(clone.show_stack(&st.id).await.unwrap().stack_name, "shared");
+        assert!(clone.now() > 0);
+    }
+
+    #[tokio::test]
+    async fn injected_call_faults_come_first_then_pass_through() {
+        let f = FaultySim::new(sim(DEMO));
+        f.fail_next(Method::ListZones, 2, FaultKind::Unavailable);
+        f.fail_next(Method::CreateStack, 1, FaultKind::QuotaExceeded);
+        assert_eq!(f.pending(Method::ListZones), 2);
+        for _ in 0..2 {
+            let e = f.list_zones(ListZones::default()).await.unwrap_err();
+            assert!(e.is_retryable());
+        }
+        assert_eq!(f.list_zones(ListZones::default()).await.unwrap().len(), 2);
+        let e = f
+            .create_stack(CreateStack::new(
+                "q",
+                bundle(ONE_VM, &[]),
+                Parameters::new(),
+            ))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, DriverError::QuotaExceeded { .. }));
+        assert!(f.sim().server_ids().is_empty());
+        f.fail_next_builds(
+            1,
+            BuildFault::Rejected {
+                message: "Image 3b2a could not be found.".into(),
+            },
+        );
+        let id = f
+            .create_stack(CreateStack::new(
+                "q",
+                bundle(ONE_VM, &[]),
+                Parameters::new(),
+            ))
+            .await
+            .unwrap();
+        let st = f.show_stack(&id).await.unwrap();
+        assert!(st.stack_status_reason.starts_with("Resource CREATE failed: BadRequest: resources.vm: Image 3b2a could not be found. (HTTP 400)"), "{}", st.stack_status_reason);
+        f.fail_next_builds(
+            1,
+            BuildFault::Fault {
+                code: 500,
+                message: "boom".into(),
+            },
+        );
+        f.update_stack(UpdateStack::parameters(id.clone(), Parameters::new()))
+            .await
+            .unwrap();
+        let st = f.show_stack(&id).await.unwrap();
+        assert_eq!(st.stack_status_reason, "Resource CREATE failed: ResourceInError: resources.vm: Went to status ERROR due to \"Message: boom, Code: 500\"");
+        f.fail_next(Method::Server, 1, FaultKind::NotFound);
+        assert!(f.server(&"x".into()).await.unwrap_err().is_not_found());
+    }
 }

@@ -209,12 +209,10 @@ impl Template {
                             })
                         })
                         .collect::<Result<_, _>>()?,
-                    Some(other) => {
-                        return Err(format!(
-                            "resources.{name}.depends_on must be a name or a list of names, found {}",
-                            kind_of(other)
-                        ))
-                    }
+                    Some(other) => return Err(format!(
+                        "resources.{name}.depends_on must be a name or a list of names, found {}",
+                        kind_of(other)
+                    )),
                 };
                 let properties = def
                     .get("properties")
@@ -270,8 +268,7 @@ impl Template {
     /// Applies defaults and types to given parameter values.
     pub fn resolve_params(&self, given: &Map<String, Value>) -> Result<Map<String, Value>, String> {
         for k in given.keys() {
-            if !self.params.iter().any(|p| &p.name == k) && !PSEUDO_PARAMS.contains(&k.as_str())
-            {
+            if !self.params.iter().any(|p| &p.name == k) && !PSEUDO_PARAMS.contains(&k.as_str()) {
                 return Err(format!("The Parameter ({k}) was not defined in template."));
             }
         }
@@ -317,7 +314,9 @@ fn coerce(name: &str, ptype: &str, v: Value) -> Result<Value, String> {
             Value::String(s) if ["true", "yes", "on", "1"].contains(&s.to_lowercase().as_str()) => {
                 Ok(Value::Bool(true))
             }
-            Value::String(s) if ["false", "no", "off", "0"].contains(&s.to_lowercase().as_str()) => {
+            Value::String(s)
+                if ["false", "no", "off", "0"].contains(&s.to_lowercase().as_str()) =>
+            {
                 Ok(Value::Bool(false))
             }
             _ => bad(&v, "a boolean"),
@@ -420,7 +419,10 @@ pub(crate) fn check(
         match f {
             "get_resource" => {
                 let name = arg.as_str().ok_or_else(|| {
-                    format!("{at}: Arguments to \"get_resource\" must be a resource name, found {}", kind_of(arg))
+                    format!(
+                        "{at}: Arguments to \"get_resource\" must be a resource name, found {}",
+                        kind_of(arg)
+                    )
                 })?;
                 if !names.iter().any(|n| n == name) {
                     return Err(format!(
@@ -482,7 +484,10 @@ pub(crate) fn check(
                 arg.as_array().is_some_and(|a| a.len() == 2 || a.len() == 3),
                 "[delimiter, string] or [delimiter, string, index]",
             )?,
-            "equals" => shape(arg.as_array().is_some_and(|a| a.len() == 2), "a list of two values")?,
+            "equals" => shape(
+                arg.as_array().is_some_and(|a| a.len() == 2),
+                "a list of two values",
+            )?,
             "if" => {
                 let a = arg.as_array().filter(|a| a.len() == 3);
                 shape(a.is_some(), "[condition, value if true, value if false]")?;
@@ -492,10 +497,11 @@ pub(crate) fn check(
                     }
                 }
             }
-            "contains" => shape(arg.as_array().is_some_and(|a| a.len() == 2), "[value, sequence]")?,
-            "map_merge" | "list_concat" | "and" | "or" => {
-                shape(arg.is_array(), "a list")?
-            }
+            "contains" => shape(
+                arg.as_array().is_some_and(|a| a.len() == 2),
+                "[value, sequence]",
+            )?,
+            "map_merge" | "list_concat" | "and" | "or" => shape(arg.is_array(), "a list")?,
             _ => {}
         }
         return check(arg, at, names, params, conditions);
@@ -519,9 +525,7 @@ pub(crate) fn walk(v: &Value, path: &[Value]) -> Value {
             (Value::Object(m), Value::String(k)) => m.get(k),
             (Value::Object(m), Value::Number(n)) => m.get(&n.to_string()),
             (Value::Array(a), Value::Number(n)) => n.as_u64().and_then(|i| a.get(i as usize)),
-            (Value::Array(a), Value::String(s)) => {
-                s.parse::<usize>().ok().and_then(|i| a.get(i))
-            }
+            (Value::Array(a), Value::String(s)) => s.parse::<usize>().ok().and_then(|i| a.get(i)),
             _ => None,
         };
         match next {
@@ -567,7 +571,9 @@ pub(crate) fn eval(v: &Value, scope: &dyn Scope) -> Result<Value, String> {
         return call(f, arg, scope);
     }
     Ok(match v {
-        Value::Array(a) => Value::Array(a.iter().map(|x| eval(x, scope)).collect::<Result<_, _>>()?),
+        Value::Array(a) => {
+            Value::Array(a.iter().map(|x| eval(x, scope)).collect::<Result<_, _>>()?)
+        }
         Value::Object(m) => {
             let mut out = Map::new();
             for (k, x) in m {
@@ -594,7 +600,10 @@ fn call(f: &str, arg: &Value, scope: &dyn Scope) -> Result<Value, String> {
             let (name, path) = match arg {
                 Value::String(s) => (s.clone(), Vec::new()),
                 Value::Array(a) => {
-                    let a = a.iter().map(|x| eval(x, scope)).collect::<Result<Vec<_>, _>>()?;
+                    let a = a
+                        .iter()
+                        .map(|x| eval(x, scope))
+                        .collect::<Result<Vec<_>, _>>()?;
                     let name = a.first().and_then(Value::as_str).map(str::to_owned);
                     (name.unwrap_or_default(), a.into_iter().skip(1).collect())
                 }
@@ -622,10 +631,9 @@ fn call(f: &str, arg: &Value, scope: &dyn Scope) -> Result<Value, String> {
         }
         "get_file" => {
             let name = arg.as_str().unwrap_or_default();
-            scope
-                .file(name)
-                .map(Value::from)
-                .ok_or_else(|| format!("Could not retrieve file \"{name}\" (not in the bundle's files)"))
+            scope.file(name).map(Value::from).ok_or_else(|| {
+                format!("Could not retrieve file \"{name}\" (not in the bundle's files)")
+            })
         }
         "list_join" => {
             let a = list(arg)?;
@@ -647,7 +655,11 @@ fn call(f: &str, arg: &Value, scope: &dyn Scope) -> Result<Value, String> {
         "str_replace" | "str_replace_strict" | "str_replace_vstrict" => {
             let m = eval(arg, scope)?;
             let template = m.get("template").map(to_text).unwrap_or_default();
-            let params = m.get("params").and_then(Value::as_object).cloned().unwrap_or_default();
+            let params = m
+                .get("params")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
             let mut out = template;
             let mut keys: Vec<&String> = params.keys().collect();
             keys.sort_by_key(|k| std::cmp::Reverse(k.len()));
@@ -707,14 +719,23 @@ fn call(f: &str, arg: &Value, scope: &dyn Scope) -> Result<Value, String> {
         "if" => {
             let a = arg.as_array().cloned().unwrap_or_default();
             let cond = eval_condition(a.first().unwrap_or(&Value::Null), scope)?;
-            eval(a.get(if cond { 1 } else { 2 }).unwrap_or(&Value::Null), scope)
+            eval(
+                a.get(if cond { 1 } else { 2 }).unwrap_or(&Value::Null),
+                scope,
+            )
         }
         "contains" => {
             let a = list(arg)?;
-            let hay = a.get(1).and_then(Value::as_array).cloned().unwrap_or_default();
+            let hay = a
+                .get(1)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             Ok(Value::Bool(a.first().is_some_and(|x| hay.contains(x))))
         }
-        other => Err(format!("unknown or unsupported intrinsic function \"{other}\"")),
+        other => Err(format!(
+            "unknown or unsupported intrinsic function \"{other}\""
+        )),
     }
 }
 
@@ -771,7 +792,10 @@ mod tests {
             ev(json!({"get_param": ["nfv", "VDU", "VDU1", "locationConstraints"]})),
             json!("AZ-2")
         );
-        assert_eq!(ev(json!({"get_param": ["nfv", "VDU", "VDU9", "x"]})), json!(""));
+        assert_eq!(
+            ev(json!({"get_param": ["nfv", "VDU", "VDU9", "x"]})),
+            json!("")
+        );
         assert_eq!(ev(json!({"get_param": "OS::stack_name"})), json!("vnf1"));
         assert!(eval(&json!({"get_param": "nope"}), &S).is_err());
     }
@@ -797,7 +821,10 @@ mod tests {
     #[test]
     fn references_and_conditions() {
         assert_eq!(ev(json!({"get_resource": "grp"})), json!("id-of-grp"));
-        assert_eq!(ev(json!({"get_attr": ["vdus", "show", "x"]})), json!("vdus.show.1"));
+        assert_eq!(
+            ev(json!({"get_attr": ["vdus", "show", "x"]})),
+            json!("vdus.show.1")
+        );
         assert_eq!(ev(json!({"if": ["yes", 1, 2]})), json!(1));
         assert_eq!(ev(json!({"equals": [{"get_param": "n"}, 3]})), json!(true));
         // a one-key mapping that is not a function is data
@@ -814,14 +841,37 @@ mod tests {
         }];
         let c = Map::new();
         assert!(check(&json!({"get_resource": "grp"}), "x", &names, &params, &c).is_ok());
-        let e = check(&json!({"get_resource": "nope"}), "resources.a.properties", &names, &params, &c)
-            .unwrap_err();
-        assert_eq!(e, "The specified reference \"nope\" (in resources.a.properties) is incorrect.");
-        let e = check(&json!({"yaql": {"expression": "1"}}), "outputs.o", &names, &params, &c).unwrap_err();
+        let e = check(
+            &json!({"get_resource": "nope"}),
+            "resources.a.properties",
+            &names,
+            &params,
+            &c,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "The specified reference \"nope\" (in resources.a.properties) is incorrect."
+        );
+        let e = check(
+            &json!({"yaql": {"expression": "1"}}),
+            "outputs.o",
+            &names,
+            &params,
+            &c,
+        )
+        .unwrap_err();
         assert!(e.contains("unsupported intrinsic function \"yaql\""), "{e}");
         let e = check(&json!({"get_thing": 1}), "outputs.o", &names, &params, &c).unwrap_err();
         assert!(e.contains("\"get_thing\""), "{e}");
-        let e = check(&json!({"get_param": "zone"}), "resources.a", &names, &params, &c).unwrap_err();
+        let e = check(
+            &json!({"get_param": "zone"}),
+            "resources.a",
+            &names,
+            &params,
+            &c,
+        )
+        .unwrap_err();
         assert!(e.contains("The Parameter (zone) was not defined"), "{e}");
         assert!(check(&json!({"get_attr": ["grp"]}), "x", &names, &params, &c).is_err());
     }
@@ -835,7 +885,10 @@ mod tests {
         assert!(Template::parse(&json!({"resources": {}}))
             .unwrap_err()
             .contains("heat_template_version is missing"));
-        let e = Template::parse(&json!({"heat_template_version": "2018-08-31", "resources": {"a": {"properties": {}}}})).unwrap_err();
+        let e = Template::parse(
+            &json!({"heat_template_version": "2018-08-31", "resources": {"a": {"properties": {}}}}),
+        )
+        .unwrap_err();
         assert_eq!(e, "Resource a is missing \"type\"");
         let e = Template::parse(&json!({"heat_template_version": "2018-08-31", "resources": {"a": {"type": "OS::Nova::Server", "propertes": {}}}})).unwrap_err();
         assert!(e.contains("\"propertes\" is not a valid keyword"), "{e}");
@@ -866,6 +919,9 @@ mod tests {
         );
         let bad: Map<String, Value> =
             serde_json::from_value(json!({"nfv": {}, "az": "x", "count": "many"})).unwrap();
-        assert!(t.resolve_params(&bad).unwrap_err().contains("Parameter 'count' is invalid"));
+        assert!(t
+            .resolve_params(&bad)
+            .unwrap_err()
+            .contains("Parameter 'count' is invalid"));
     }
 }

@@ -55,9 +55,9 @@ use serde_json::Value;
 use crate::cloud::CloudFile;
 use crate::driver::{
     ApplyWorkload, ClusterDriver, ClusterNode, ComputeInventory, CreateStack, DeletePod,
-    DriverError, LabelNode, ListPods, ListResources, ListZones, MarkUnhealthy, Pod,
-    ScaleWorkload, ServerFault, ServerInfo, Stack, StackDriver, StackResource, StackStatus,
-    UpdateStack, ZoneCatalog,
+    DriverError, LabelNode, ListPods, ListResources, ListZones, MarkUnhealthy, Pod, ScaleWorkload,
+    ServerFault, ServerInfo, Stack, StackDriver, StackResource, StackStatus, UpdateStack,
+    ZoneCatalog,
 };
 use crate::id::{HostId, IdGen, ServerId, StackId, ZoneId};
 use crate::zone::{ComputeHost, ComputeZone, Resources};
@@ -234,7 +234,12 @@ impl State {
 
     /// A 12-character lowercase id, like Heat's `short_id`.
     fn short_id(&mut self) -> String {
-        self.ids.next_uuid().replace('-', "").chars().take(12).collect()
+        self.ids
+            .next_uuid()
+            .replace('-', "")
+            .chars()
+            .take(12)
+            .collect()
     }
 
     fn tick(&mut self) -> u64 {
@@ -461,15 +466,21 @@ impl State {
         );
         m.insert(
             "OS-EXT-SRV-ATTR:host".into(),
-            s.host.as_ref().map_or(Value::Null, |h| Value::from(h.as_str())),
+            s.host
+                .as_ref()
+                .map_or(Value::Null, |h| Value::from(h.as_str())),
         );
         m.insert(
             "OS-EXT-SRV-ATTR:hypervisor_hostname".into(),
-            s.host.as_ref().map_or(Value::Null, |h| Value::from(h.as_str())),
+            s.host
+                .as_ref()
+                .map_or(Value::Null, |h| Value::from(h.as_str())),
         );
         m.insert(
             "OS-EXT-AZ:availability_zone".into(),
-            s.zone.as_ref().map_or(Value::Null, |z| Value::from(z.as_str())),
+            s.zone
+                .as_ref()
+                .map_or(Value::Null, |z| Value::from(z.as_str())),
         );
         m.insert(
             "server_groups".into(),
@@ -541,7 +552,10 @@ impl SimCloud {
     pub fn set_zone_available(&self, zone: &str, available: bool) -> Result<(), DriverError> {
         let mut st = self.lock();
         st.tick();
-        let z = st.zones.get_mut(zone).ok_or_else(|| not_found("zone", zone))?;
+        let z = st
+            .zones
+            .get_mut(zone)
+            .ok_or_else(|| not_found("zone", zone))?;
         z.available = available;
         Ok(())
     }
@@ -553,7 +567,10 @@ impl SimCloud {
     pub fn set_host_available(&self, host: &str, available: bool) -> Result<(), DriverError> {
         let mut st = self.lock();
         st.tick();
-        let h = st.hosts.get_mut(host).ok_or_else(|| not_found("host", host))?;
+        let h = st
+            .hosts
+            .get_mut(host)
+            .ok_or_else(|| not_found("host", host))?;
         h.available = available;
         Ok(())
     }
@@ -566,7 +583,10 @@ impl SimCloud {
     pub fn set_host_capacity(&self, host: &str, capacity: Resources) -> Result<(), DriverError> {
         let mut st = self.lock();
         st.tick();
-        let h = st.hosts.get_mut(host).ok_or_else(|| not_found("host", host))?;
+        let h = st
+            .hosts
+            .get_mut(host)
+            .ok_or_else(|| not_found("host", host))?;
         h.capacity = capacity;
         Ok(())
     }
@@ -728,7 +748,13 @@ flavors:
   huge: {vcpus: 64, memory_mb: 512, disk_gb: 1}
 ";
 
-    fn boot(st: &mut State, name: &str, flavor: &str, zone: Option<&str>, group: Option<&str>) -> (Option<ServerId>, Option<Failure>) {
+    fn boot(
+        st: &mut State,
+        name: &str,
+        flavor: &str,
+        zone: Option<&str>,
+        group: Option<&str>,
+    ) -> (Option<ServerId>, Option<Failure>) {
         st.boot(
             name,
             Boot {
@@ -742,7 +768,11 @@ flavors:
 
     #[test]
     fn failure_paths_format_like_heat() {
-        let f = Failure::new(Some("ResourceInError"), vec!["resources".into(), "0".into()], "m");
+        let f = Failure::new(
+            Some("ResourceInError"),
+            vec!["resources".into(), "0".into()],
+            "m",
+        );
         assert_eq!(f.to_string(), "ResourceInError: resources[0]: m");
         assert_eq!(
             f.prefixed("vdus").to_string(),
@@ -757,18 +787,27 @@ flavors:
         let mut st = State::new(cloud(TWO_ZONES), 1);
         let (id, f) = boot(&mut st, "a", "m1.small", Some("AZ-1"), None);
         assert!(f.is_none());
-        assert_eq!(st.servers[&id.unwrap()].host.as_ref().unwrap().as_str(), "c2");
+        assert_eq!(
+            st.servers[&id.unwrap()].host.as_ref().unwrap().as_str(),
+            "c2"
+        );
         // c2 now has 6144 free, c1 4096: c2 again, then equal (4096): name order -> c1
         boot(&mut st, "b", "m1.small", None, None);
         assert_eq!(st.free(&"c2".into()), Resources::new(2, 4096, 0));
         let (id, _) = boot(&mut st, "c", "m1.small", None, None);
-        assert_eq!(st.servers[&id.unwrap()].host.as_ref().unwrap().as_str(), "c1");
+        assert_eq!(
+            st.servers[&id.unwrap()].host.as_ref().unwrap().as_str(),
+            "c1"
+        );
         // c2's disk is full now: one more fits on c1 only, then nothing fits anywhere
         boot(&mut st, "d", "m1.small", None, None);
         let (id, f) = boot(&mut st, "e", "m1.small", Some("AZ-1"), None);
         let s = &st.servers[&id.unwrap()];
         assert_eq!(s.status, "ERROR");
-        assert_eq!(s.fault.as_ref().unwrap().message, "No valid host was found. ");
+        assert_eq!(
+            s.fault.as_ref().unwrap().message,
+            "No valid host was found. "
+        );
         assert_eq!(
             f.unwrap().to_string(),
             "ResourceInError: resources.e: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\""
@@ -779,7 +818,10 @@ flavors:
     fn flavor_bigger_than_any_host_is_a_placement_failure() {
         let mut st = State::new(cloud(TWO_ZONES), 1);
         let (_, f) = boot(&mut st, "x", "huge", None, None);
-        assert!(f.unwrap().message.contains("\"Message: No valid host was found. , Code: 500\""));
+        assert!(f
+            .unwrap()
+            .message
+            .contains("\"Message: No valid host was found. , Code: 500\""));
     }
 
     #[test]
@@ -798,7 +840,13 @@ flavors:
 
     fn group(st: &mut State, policy: &str) -> String {
         let id = st.uuid();
-        st.groups.insert(id.clone(), GroupRec { policy: policy.into(), members: vec![] });
+        st.groups.insert(
+            id.clone(),
+            GroupRec {
+                policy: policy.into(),
+                members: vec![],
+            },
+        );
         id
     }
 
@@ -815,8 +863,14 @@ flavors:
         assert_eq!(hosts[0].0.as_ref().unwrap().as_str(), "c2");
         assert_eq!(hosts[1].0.as_ref().unwrap().as_str(), "c1");
         assert!(hosts[2].0.is_none());
-        assert!(hosts[2].1.as_ref().unwrap().message.contains("There are not enough hosts available."));
+        assert!(hosts[2]
+            .1
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("There are not enough hosts available."));
 
+        let mut st = State::new(cloud(TWO_ZONES), 1);
         let aff = group(&mut st, "affinity");
         let (a, _) = boot(&mut st, "a", "m1.small", None, Some(&aff));
         let (b, _) = boot(&mut st, "b", "m1.small", None, Some(&aff));
@@ -844,7 +898,10 @@ flavors:
             st.hosts.get_mut(h).unwrap().available = false;
         }
         let (_, f) = boot(&mut st, "x", "m1.small", None, None);
-        assert!(f.unwrap().message.contains("There are not enough hosts available."));
+        assert!(f
+            .unwrap()
+            .message
+            .contains("There are not enough hosts available."));
     }
 
     #[tokio::test]
@@ -874,17 +931,30 @@ flavors:
         assert!(!zones[0].available);
         sim.set_zone_available("AZ-1", true).unwrap();
         sim.set_host_available("c2", false).unwrap();
-        sim.set_host_capacity("c1", Resources::new(1, 1024, 10)).unwrap();
+        sim.set_host_capacity("c1", Resources::new(1, 1024, 10))
+            .unwrap();
         let zones = clone.list_zones(ListZones::default()).await.unwrap();
         let hosts = zones[0].hosts.as_ref().unwrap();
         assert_eq!(hosts[0].free, Some(Resources::new(1, 1024, 10)));
         assert!(!hosts[1].available);
         let (_, f) = boot(&mut sim.lock(), "x", "m1.small", Some("AZ-1"), None);
         // c1 is too small (placement), c2 fits but is down (filter)
-        assert!(f.unwrap().message.contains("There are not enough hosts available."));
-        assert!(sim.set_zone_available("nope", true).unwrap_err().is_not_found());
-        assert!(sim.set_host_available("nope", true).unwrap_err().is_not_found());
-        assert!(sim.set_host_capacity("nope", Resources::default()).unwrap_err().is_not_found());
+        assert!(f
+            .unwrap()
+            .message
+            .contains("There are not enough hosts available."));
+        assert!(sim
+            .set_zone_available("nope", true)
+            .unwrap_err()
+            .is_not_found());
+        assert!(sim
+            .set_host_available("nope", true)
+            .unwrap_err()
+            .is_not_found());
+        assert!(sim
+            .set_host_capacity("nope", Resources::default())
+            .unwrap_err()
+            .is_not_found());
     }
 
     #[tokio::test]
@@ -901,7 +971,13 @@ flavors:
         assert_eq!(s.status, "ERROR");
         assert_eq!(s.host, None);
         assert_eq!(s.zone.unwrap().as_str(), "AZ-1");
-        assert_eq!(s.fault.unwrap(), ServerFault { code: 500, message: "No valid host was found. ".into() });
+        assert_eq!(
+            s.fault.unwrap(),
+            ServerFault {
+                code: 500,
+                message: "No valid host was found. ".into()
+            }
+        );
         assert!(sim.server(&"nope".into()).await.unwrap_err().is_not_found());
     }
 }
