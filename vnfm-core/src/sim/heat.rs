@@ -496,9 +496,11 @@ impl State {
                             format!("The Flavor ID ({f}) could not be found."),
                         )
                     }
-                    None if props.get("flavor").is_none() => return Err(format!(
+                    None if props.get("flavor").is_none() => {
+                        return Err(format!(
                         "Property error: resources.{name}.properties: Property flavor not assigned"
-                    )),
+                    ))
+                    }
                     None => {}
                 }
                 self.check_image(name, value("image")?, prop_error)?;
@@ -1755,6 +1757,116 @@ flavors:
             "{}",
             st.stack_status_reason
         );
+    }
+
+    #[tokio::test]
+    async fn tacker_pod_affinity_hot_spreads_workers_over_hosts() {
+        let base = "tacker/pod_affinity/hot";
+        let Some(top) = read_vector(DIR, &format!("{base}/podaffinity_hot_top.yaml")) else {
+            return;
+        };
+        let master = read_vector(
+            DIR,
+            &format!("{base}/nested/podaffinity_nested_master.yaml"),
+        )
+        .unwrap();
+        let worker = read_vector(
+            DIR,
+            &format!("{base}/nested/podaffinity_nested_worker.yaml"),
+        )
+        .unwrap();
+        let s = sim("
+zones:
+  nova:
+    hosts:
+      h1: {vcpus: 8, memory_mb: 16384, disk_gb: 160}
+      h2: {vcpus: 8, memory_mb: 16384, disk_gb: 160}
+      h3: {vcpus: 8, memory_mb: 16384, disk_gb: 160}
+flavors:
+  m1.medium: {vcpus: 2, memory_mb: 4096, disk_gb: 40}
+");
+        let b = bundle(
+            &top,
+            &[
+                ("podaffinity_nested_master.yaml", &master),
+                ("podaffinity_nested_worker.yaml", &worker),
+            ],
+        );
+        let nfv = json!({"nfv": {"VDU": {
+            "masterNode": {"flavor": "m1.medium", "image": "ubuntu"},
+            "workerNode": {"flavor": "m1.medium", "image": "ubuntu"}},
+            "CP": {"masterNode_CP1": {"network": "n"}, "workerNode_CP2": {"network": "n"}}}});
+        let st = create(&s, "k8s", b, nfv).await;
+        assert_eq!(
+            st.stack_status.to_string(),
+            "CREATE_COMPLETE",
+            "{}",
+            st.stack_status_reason
+        );
+        let res = s
+            .list_resources(ListResources::new(st.id.clone(), 2))
+            .await
+            .unwrap();
+        let mut worker_hosts = Vec::new();
+        for r in res.iter().filter(|r| r.resource_name == "workerNode") {
+            let info = s
+                .server(&r.physical_resource_id.as_str().into())
+                .await
+                .unwrap();
+            assert_eq!(info.server_groups.len(), 1);
+            worker_hosts.push(info.host.unwrap());
+        }
+        assert_eq!(worker_hosts.len(), 2);
+        assert_ne!(
+            worker_hosts[0], worker_hosts[1],
+            "anti-affinity server group"
+        );
+        assert_eq!(
+            res.iter()
+                .filter(|r| r.resource_name == "masterNode")
+                .count(),
+            3
+        );
+        // an update that changes nothing keeps every server
+        let before = s.server_ids();
+        let st = patch(&s, &st.id, json!({})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        assert_eq!(s.server_ids(), before);
+    }
+
+    #[tokio::test]
+    async fn demo_vnf_does_not_fit_in_the_small_demo_zone() {
+        let s = SimCloud::new(
+            CloudFile::from_yaml("demo", include_str!("../../../examples/clouds/demo.yaml"))
+                .unwrap(),
+            1,
+        );
+        let t = r#"
+heat_template_version: 2018-08-31
+parameters:
+  z1: {type: string}
+  z2: {type: string}
+resources:
+  VDU1:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 2
+      resource_def: {type: OS::Nova::Server, properties: {flavor: m1.small, image: cirros, availability_zone: {get_param: z1}}}
+  VDU2: {type: OS::Nova::Server, properties: {flavor: m1.medium, image: cirros, availability_zone: {get_param: z2}}}
+"#;
+        let st = create(
+            &s,
+            "demo",
+            bundle(t, &[]),
+            json!({"z1": "AZ-1", "z2": "AZ-2"}),
+        )
+        .await;
+        assert_eq!(
+            st.stack_status_reason,
+            "Resource CREATE failed: ResourceInError: resources.VDU1.resources[0]: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\""
+        );
+        let st = patch(&s, &st.id, json!({"z1": "AZ-3"})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
     }
 
     // --- HOT features ------------------------------------------------------------------

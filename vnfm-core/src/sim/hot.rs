@@ -209,10 +209,12 @@ impl Template {
                             })
                         })
                         .collect::<Result<_, _>>()?,
-                    Some(other) => return Err(format!(
+                    Some(other) => {
+                        return Err(format!(
                         "resources.{name}.depends_on must be a name or a list of names, found {}",
                         kind_of(other)
-                    )),
+                    ))
+                    }
                 };
                 let properties = def
                     .get("properties")
