@@ -38,8 +38,25 @@
 //! capacity.
 //!
 //! # Heat
-//! See the `heat` module docs for the HOT subset, the order in which resources are built and
-//! failures reported, and the update rules.
+//! - Templates are validated before anything is created (Heat's HTTP 400 →
+//!   [`DriverError::Invalid`]): structure, resource types (`OS::*`, `AWS::*`, or a key of the
+//!   bundle's `files`), references, parameters, unknown intrinsic functions, and the flavor and
+//!   image of top-level servers (`Property error: resources.VDU1.properties.flavor: Error
+//!   validating value 'm1.huge': The Flavor ID (m1.huge) could not be found.`). A bad flavor in
+//!   a nested template fails its parent resource at create time with
+//!   `StackValidationFailed: resources.VDU1-0: Property error: ...` (the simulator's choice;
+//!   no capture of that case exists).
+//! - Independent resources are built in reverse template order (the captured run built
+//!   `vdus[1]` before `vdus[0]`); a failed stack reports the first failed resource in template
+//!   order, with Heat's texts: `Resource CREATE failed: ResourceInError:
+//!   resources.vdus.resources[0]: Went to status ERROR due to "Message: ..., Code: 500"`, and
+//!   on update `Resource UPDATE failed: resources.vdus: Resource CREATE failed: ...`.
+//! - Update merges parameters (PATCH); servers that failed, were marked unhealthy, or whose
+//!   flavor, image, zone or server group changed are replaced, the others kept; nested stacks
+//!   are updated in place; a ResourceGroup shrinks by its highest indexes, an
+//!   AutoScalingGroup by its newest members.
+//! - `list_resources` lists a stack's resources dependents first (as the captures list `vdus`
+//!   before `grp`), then nested stacks level by level with `parent_resource` set.
 
 mod cluster;
 mod faults;
