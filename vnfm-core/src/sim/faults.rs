@@ -1,0 +1,245 @@
+//! Fault injection: [`FaultySim`] wraps a [`SimCloud`] and implements the same traits, failing
+//! chosen calls (in the shape of object_store's `ThrottledStore`).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+
+use super::{SimCloud, DRIVER};
+use crate::driver::{
+    ApplyWorkload, ClusterDriver, ClusterNode, ComputeInventory, CreateStack, DeletePod,
+    DriverError, LabelNode, ListPods, ListResources, ListZones, MarkUnhealthy, Pod, ScaleWorkload,
+    ServerInfo, Stack, StackDriver, StackResource, UpdateStack, ZoneCatalog,
+};
+use crate::id::{ServerId, StackId};
+use crate::zone::ComputeZone;
+
+/// A driver trait method whose next calls can be made to fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Method {
+    /// [`StackDriver::create_stack`]
+    CreateStack,
+    /// [`StackDriver::update_stack`]
+    UpdateStack,
+    /// [`StackDriver::show_stack`]
+    ShowStack,
+    /// [`StackDriver::delete_stack`]
+    DeleteStack,
+    /// [`StackDriver::list_resources`]
+    ListResources,
+    /// [`StackDriver::mark_unhealthy`]
+    MarkUnhealthy,
+    /// [`ZoneCatalog::list_zones`]
+    ListZones,
+    /// [`ComputeInventory::server`]
+    Server,
+    /// [`ClusterDriver::list_nodes`]
+    ListNodes,
+    /// [`ClusterDriver::label_node`]
+    LabelNode,
+    /// [`ClusterDriver::apply_workload`]
+    ApplyWorkload,
+    /// [`ClusterDriver::scale_workload`]
+    ScaleWorkload,
+    /// [`ClusterDriver::list_pods`]
+    ListPods,
+    /// [`ClusterDriver::delete_pod`]
+    DeletePod,
+}
+
+/// The [`DriverError`] kind an injected fault returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FaultKind {
+    /// [`DriverError::NotFound`]
+    NotFound,
+    /// [`DriverError::Conflict`]
+    Conflict,
+    /// [`DriverError::QuotaExceeded`]
+    QuotaExceeded,
+    /// [`DriverError::Invalid`]
+    Invalid,
+    /// [`DriverError::Unauthenticated`]
+    Unauthenticated,
+    /// [`DriverError::PermissionDenied`]
+    PermissionDenied,
+    /// [`DriverError::Unavailable`] (retryable)
+    Unavailable,
+    /// [`DriverError::Other`]
+    Other,
+}
+
+impl FaultKind {
+    fn error(self, method: Method) -> DriverError {
+        let message = format!("injected fault in {method:?}");
+        let driver = DRIVER;
+        match self {
+            FaultKind::NotFound => DriverError::NotFound {
+                driver,
+                what: message,
+            },
+            FaultKind::Conflict => DriverError::Conflict { driver, message },
+            FaultKind::QuotaExceeded => DriverError::QuotaExceeded { driver, message },
+            FaultKind::Invalid => DriverError::Invalid { driver, message },
+            FaultKind::Unauthenticated => DriverError::Unauthenticated { driver, message },
+            FaultKind::PermissionDenied => DriverError::PermissionDenied { driver, message },
+            FaultKind::Unavailable => DriverError::Unavailable { driver, message },
+            FaultKind::Other => DriverError::Other {
+                driver,
+                message,
+                source: None,
+            },
+        }
+    }
+}
+
+/// How the next server builds fail (the request itself is accepted by Heat).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BuildFault {
+    /// Nova's reschedule limit: the server goes to ERROR with
+    /// `Exceeded maximum number of retries. Exhausted all hosts available for retrying build
+    /// failures for instance <uuid>.` (code 500).
+    RetriesExhausted,
+    /// The server goes to ERROR with this fault.
+    Fault {
+        /// Nova fault code.
+        code: u16,
+        /// Nova fault message.
+        message: String,
+    },
+    /// Nova's API rejects the request (HTTP 400) with this message, e.g.
+    /// `Image 3b2a... could not be found.`: the resource fails with
+    /// `BadRequest: resources.<name>: <message> (HTTP 400) (Request-ID: req-...)`, a failure
+    /// that is not about capacity.
+    Rejected {
+        /// The API's message.
+        message: String,
+    },
+}
+
+/// A [`SimCloud`] that fails chosen calls. Clones share the fault plan and the cloud.
+#[derive(Clone, Debug)]
+pub struct FaultySim {
+    inner: SimCloud,
+    plan: Arc<Mutex<BTreeMap<Method, VecDeque<FaultKind>>>>,
+}
+
+impl FaultySim {
+    /// Wraps `inner` with no faults planned.
+    pub fn new(inner: SimCloud) -> Self {
+        Self {
+            inner,
+            plan: Arc::default(),
+        }
+    }
+
+    /// The wrapped cloud (for its mutators and to look behind the faults).
+    pub fn sim(&self) -> &SimCloud {
+        &self.inner
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<Method, VecDeque<FaultKind>>> {
+        self.plan.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes the next `n` calls of `method` fail with `kind` (after faults already planned).
+    pub fn fail_next(&self, method: Method, n: u32, kind: FaultKind) {
+        let mut plan = self.lock();
+        let q = plan.entry(method).or_default();
+        for _ in 0..n {
+            q.push_back(kind);
+        }
+    }
+
+    /// How many injected failures of `method` are still to come.
+    pub fn pending(&self, method: Method) -> usize {
+        self.lock().get(&method).map_or(0, VecDeque::len)
+    }
+
+    /// Makes the next `n` server builds fail with `fault`.
+    pub fn fail_next_builds(&self, n: u32, fault: BuildFault) {
+        self.inner.push_build_faults(n, fault);
+    }
+
+    fn check(&self, method: Method) -> Result<(), DriverError> {
+        match self.lock().get_mut(&method).and_then(VecDeque::pop_front) {
+            Some(kind) => Err(kind.error(method)),
+            None => Ok(()),
+        }
+    }
+}
+
+#[async_trait]
+impl StackDriver for FaultySim {
+    async fn create_stack(&self, req: CreateStack) -> Result<StackId, DriverError> {
+        self.check(Method::CreateStack)?;
+        self.inner.create_stack(req).await
+    }
+    async fn update_stack(&self, req: UpdateStack) -> Result<(), DriverError> {
+        self.check(Method::UpdateStack)?;
+        self.inner.update_stack(req).await
+    }
+    async fn show_stack(&self, id: &StackId) -> Result<Stack, DriverError> {
+        self.check(Method::ShowStack)?;
+        self.inner.show_stack(id).await
+    }
+    async fn delete_stack(&self, id: &StackId) -> Result<(), DriverError> {
+        self.check(Method::DeleteStack)?;
+        self.inner.delete_stack(id).await
+    }
+    async fn list_resources(&self, req: ListResources) -> Result<Vec<StackResource>, DriverError> {
+        self.check(Method::ListResources)?;
+        self.inner.list_resources(req).await
+    }
+    async fn mark_unhealthy(&self, req: MarkUnhealthy) -> Result<(), DriverError> {
+        self.check(Method::MarkUnhealthy)?;
+        self.inner.mark_unhealthy(req).await
+    }
+}
+
+#[async_trait]
+impl ZoneCatalog for FaultySim {
+    async fn list_zones(&self, opts: ListZones) -> Result<Vec<ComputeZone>, DriverError> {
+        self.check(Method::ListZones)?;
+        self.inner.list_zones(opts).await
+    }
+}
+
+#[async_trait]
+impl ComputeInventory for FaultySim {
+    async fn server(&self, id: &ServerId) -> Result<ServerInfo, DriverError> {
+        self.check(Method::Server)?;
+        self.inner.server(id).await
+    }
+}
+
+#[async_trait]
+impl ClusterDriver for FaultySim {
+    async fn list_nodes(&self) -> Result<Vec<ClusterNode>, DriverError> {
+        self.check(Method::ListNodes)?;
+        self.inner.list_nodes().await
+    }
+    async fn label_node(&self, req: LabelNode) -> Result<(), DriverError> {
+        self.check(Method::LabelNode)?;
+        self.inner.label_node(req).await
+    }
+    async fn apply_workload(&self, req: ApplyWorkload) -> Result<(), DriverError> {
+        self.check(Method::ApplyWorkload)?;
+        self.inner.apply_workload(req).await
+    }
+    async fn scale_workload(&self, req: ScaleWorkload) -> Result<(), DriverError> {
+        self.check(Method::ScaleWorkload)?;
+        self.inner.scale_workload(req).await
+    }
+    async fn list_pods(&self, req: ListPods) -> Result<Vec<Pod>, DriverError> {
+        self.check(Method::ListPods)?;
+        self.inner.list_pods(req).await
+    }
+    async fn delete_pod(&self, req: DeletePod) -> Result<(), DriverError> {
+        self.check(Method::DeletePod)?;
+        self.inner.delete_pod(req).await
+    }
+}

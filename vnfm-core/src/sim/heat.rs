@@ -1,0 +1,2323 @@
+//! The Heat part of the simulator: stacks, resources, nested stacks, create and update.
+//!
+//! # HOT subset
+//! `heat_template_version`, `parameters` (types `string`, `number`, `json`,
+//! `comma_delimited_list`, `boolean`; defaults), `resources`, `outputs`, `conditions`;
+//! intrinsic functions `get_param` (with paths into `json` parameters and the pseudo parameters
+//! `OS::stack_name`, `OS::stack_id`, `OS::project_id`), `get_resource`, `get_attr`,
+//! `get_file`, `list_join`, `str_replace`, `str_split`, `map_merge`, `list_concat`, `equals`,
+//! `not`, `and`, `or`, `if`, `contains`. Other Heat functions are rejected.
+//!
+//! Resource types: `OS::Nova::Server` (flavor, image, availability_zone,
+//! scheduler_hints.group, name), `OS::Nova::ServerGroup` (`policies` or `policy`),
+//! `OS::Heat::ResourceGroup` (count, resource_def with `%index%`),
+//! `OS::Heat::AutoScalingGroup` (desired_capacity / min_size, resource), a key of the bundle's
+//! `files` (a nested stack whose parameters are the resource's properties); every other
+//! `OS::*` / `AWS::*` type is tracked without capacity. Anything else is rejected.
+//!
+//! # Validation
+//! Before creating or updating anything the template is validated as Heat does (HTTP 400 →
+//! [`DriverError::Invalid`], nothing created): structure, types, references, parameters, and
+//! for the top-level template the `flavor` / `image` of servers (`Property error:
+//! resources.VDU1.properties.flavor: Error validating value 'm1.huge': The Flavor ID (m1.huge)
+//! could not be found.`). Nested templates are validated strictly only when their nested stack
+//! is created or updated (Heat validates nested stacks non-strictly with their parent); a bad
+//! flavor there fails the parent resource with
+//! `StackValidationFailed: resources.VDU1-0: Property error: resources.VDU1.properties.flavor: ...`.
+//! That text is the simulator's choice, built from Heat's `StackValidationFailed` and
+//! `FlavorMissing` messages; no capture of it exists.
+//!
+//! # Build order and reported failure
+//! Resources are built in dependency order; resources independent of each other are built in
+//! reverse template order (the captured Heat 27 / Nova 34 run built `vdus[1]` before
+//! `vdus[0]`, so with one host `[1]` got it and `[0]` failed). Every resource whose
+//! dependencies succeeded is attempted. A stack that failed reports the first failed resource
+//! in template order (in the captured update both `[0]` and `[2]` failed and `[0]` was
+//! reported). Reasons are Heat's: `Resource CREATE failed: ResourceInError:
+//! resources.vdus.resources[0]: Went to status ERROR due to "Message: ..., Code: 500"` on
+//! create; a nested stack updated in place reports `resources.vdus: <nested stack reason>`.
+//!
+//! # Update (PATCH)
+//! Parameters are merged. Servers that failed, were marked unhealthy, or whose flavor, image,
+//! availability zone or server group changed are replaced (new id); others are kept. Nested
+//! stacks are always updated in place (Heat's `StackResource`), unless marked unhealthy.
+//! A ResourceGroup shrinks by its highest indexes; an AutoScalingGroup by its newest members.
+//! Resources no longer in the template are deleted.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::hot::{self, Scope, Template, PSEUDO_PARAMS};
+use super::{format_path, not_found, status, Boot, Failure, GroupRec, State, DRIVER};
+use crate::driver::{
+    CreateStack, DriverError, MarkUnhealthy, Stack, StackAction, StackOutput, StackResource,
+    StackState, StackStatus, UpdateStack,
+};
+use crate::id::{ServerId, StackId};
+
+const SERVER_POLICIES: &[&str] = &[
+    "anti-affinity",
+    "affinity",
+    "soft-anti-affinity",
+    "soft-affinity",
+];
+const MAX_NESTING: usize = 10;
+
+/// What a resource is backed by.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ResKind {
+    Plain,
+    Server(ServerId),
+    Group(String),
+    Nested(StackId),
+}
+
+/// A resource of a stack.
+#[derive(Clone, Debug)]
+pub(crate) struct ResRec {
+    name: String,
+    rtype: String,
+    physical_id: String,
+    status: StackStatus,
+    reason: String,
+    kind: ResKind,
+    props: Value,
+    deps: Vec<String>,
+    created: u64,
+    unhealthy: bool,
+    failure: Option<Failure>,
+}
+
+/// A stack (top-level or nested).
+#[derive(Clone, Debug)]
+pub(crate) struct StackRec {
+    id: StackId,
+    name: String,
+    parent: Option<StackId>,
+    template: Value,
+    files: Arc<BTreeMap<String, String>>,
+    given: Map<String, Value>,
+    status: StackStatus,
+    reason: String,
+    failure: Option<Failure>,
+    resources: Vec<ResRec>,
+}
+
+fn invalid(message: impl Into<String>) -> DriverError {
+    DriverError::Invalid {
+        driver: DRIVER,
+        message: message.into(),
+    }
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Array(a) => text(a.first()),
+        _ => None,
+    }
+}
+
+fn number(v: Option<&Value>) -> Option<u64> {
+    match v? {
+        Value::Number(n) => n.as_u64().or_else(|| n.as_f64().map(|f| f.max(0.0) as u64)),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// The scope of a stack for intrinsic functions.
+struct Ctx<'a> {
+    st: &'a State,
+    stack: &'a StackRec,
+    params: Map<String, Value>,
+    conditions: Map<String, Value>,
+}
+
+impl Scope for Ctx<'_> {
+    fn param(&self, name: &str) -> Option<Value> {
+        match name {
+            "OS::stack_name" => Some(Value::from(self.stack.name.as_str())),
+            "OS::stack_id" => Some(Value::from(self.stack.id.as_str())),
+            "OS::project_id" => Some(Value::from(self.st.project_id.as_str())),
+            _ => self.params.get(name).cloned(),
+        }
+    }
+    fn resource_ref(&self, name: &str) -> Value {
+        self.stack
+            .resources
+            .iter()
+            .find(|r| r.name == name && !r.physical_id.is_empty())
+            .map_or(Value::Null, |r| Value::from(r.physical_id.as_str()))
+    }
+    fn resource_attr(&self, name: &str, attr: &str, path: &[Value]) -> Value {
+        match self.stack.resources.iter().find(|r| r.name == name) {
+            Some(r) => self.st.attr_of(r, attr, path),
+            None => Value::Null,
+        }
+    }
+    fn file(&self, name: &str) -> Option<String> {
+        self.stack.files.get(name).cloned()
+    }
+    fn condition(&self, name: &str) -> Option<bool> {
+        let c = self.conditions.get(name)?;
+        hot::eval_condition(c, self).ok()
+    }
+}
+
+/// The scope used to validate values before anything exists: resources evaluate to null.
+struct ValidationScope<'a> {
+    params: &'a Map<String, Value>,
+    files: &'a BTreeMap<String, String>,
+}
+
+impl Scope for ValidationScope<'_> {
+    fn param(&self, name: &str) -> Option<Value> {
+        if PSEUDO_PARAMS.contains(&name) {
+            return Some(Value::from(""));
+        }
+        self.params.get(name).cloned()
+    }
+    fn resource_ref(&self, _name: &str) -> Value {
+        Value::Null
+    }
+    fn resource_attr(&self, _name: &str, _attr: &str, _path: &[Value]) -> Value {
+        Value::Null
+    }
+    fn file(&self, name: &str) -> Option<String> {
+        self.files.get(name).cloned()
+    }
+    fn condition(&self, _name: &str) -> Option<bool> {
+        Some(true)
+    }
+}
+
+impl State {
+    fn ctx<'a>(&'a self, stack: &'a StackRec) -> Ctx<'a> {
+        let t = Template::parse(&stack.template).ok();
+        let params = t
+            .as_ref()
+            .and_then(|t| t.resolve_params(&stack.given).ok())
+            .unwrap_or_default();
+        Ctx {
+            st: self,
+            stack,
+            params,
+            conditions: t.map(|t| t.conditions).unwrap_or_default(),
+        }
+    }
+
+    /// `get_attr` of a resource.
+    fn attr_of(&self, r: &ResRec, attr: &str, path: &[Value]) -> Value {
+        match &r.kind {
+            ResKind::Server(id) => {
+                let show = self.server_show(id);
+                let v = match attr {
+                    "show" => show,
+                    "host" => hot::walk(&show, &[Value::from("OS-EXT-SRV-ATTR:host")]),
+                    "availability_zone" => {
+                        hot::walk(&show, &[Value::from("OS-EXT-AZ:availability_zone")])
+                    }
+                    other => hot::walk(&show, &[Value::from(other)]),
+                };
+                hot::walk(&v, path)
+            }
+            ResKind::Nested(sid) => {
+                let Some(nested) = self.stacks.get(sid) else {
+                    return Value::Null;
+                };
+                let members = || -> Vec<&ResRec> { nested.resources.iter().collect() };
+                let is_group =
+                    r.rtype == "OS::Heat::ResourceGroup" || r.rtype == "OS::Heat::AutoScalingGroup";
+                if is_group {
+                    match attr {
+                        "refs" => {
+                            let v = Value::Array(
+                                members()
+                                    .iter()
+                                    .map(|m| Value::from(m.physical_id.as_str()))
+                                    .collect(),
+                            );
+                            hot::walk(&v, path)
+                        }
+                        "refs_map" => {
+                            let v = Value::Object(
+                                members()
+                                    .iter()
+                                    .map(|m| (m.name.clone(), Value::from(m.physical_id.as_str())))
+                                    .collect(),
+                            );
+                            hot::walk(&v, path)
+                        }
+                        "current_size" => Value::from(members().len()),
+                        a if a.starts_with("resource.") => {
+                            let rest = &a["resource.".len()..];
+                            let (member, sub) = match rest.split_once('.') {
+                                Some((m, s)) => (m, Some(s)),
+                                None => (rest, None),
+                            };
+                            let Some(m) = nested.resources.iter().find(|x| x.name == member) else {
+                                return Value::Null;
+                            };
+                            match sub {
+                                Some(s) => self.attr_of(m, s, path),
+                                None => {
+                                    let a = path.first().map(|p| match p {
+                                        Value::String(s) => s.clone(),
+                                        other => other.to_string(),
+                                    });
+                                    self.attr_of(
+                                        m,
+                                        &a.unwrap_or_default(),
+                                        path.get(1..).unwrap_or_default(),
+                                    )
+                                }
+                            }
+                        }
+                        other => Value::Array(
+                            members()
+                                .iter()
+                                .map(|m| self.attr_of(m, other, path))
+                                .collect(),
+                        ),
+                    }
+                } else {
+                    let ctx = self.ctx(nested);
+                    let t = Template::parse(&nested.template).ok();
+                    let out = t
+                        .and_then(|t| t.outputs.into_iter().find(|(k, _)| k == attr))
+                        .and_then(|(_, v)| hot::eval(&v, &ctx).ok())
+                        .unwrap_or(Value::Null);
+                    hot::walk(&out, path)
+                }
+            }
+            ResKind::Group(id) => match attr {
+                "show" => {
+                    let g = self.groups.get(id);
+                    let v = serde_json::json!({
+                        "id": id,
+                        "policy": g.map(|g| g.policy.clone()),
+                        "members": g.map(|g| g.members.iter().map(|m| m.as_str().to_owned()).collect::<Vec<_>>()),
+                    });
+                    hot::walk(&v, path)
+                }
+                _ => Value::Null,
+            },
+            ResKind::Plain => Value::Null,
+        }
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Validation
+    // -----------------------------------------------------------------------------------
+
+    /// Validates a template as Heat does before accepting it. `given` are the parameter
+    /// values (`None` for a nested template validated with its parent: its parameters come
+    /// from the parent's properties). `strict` checks flavors and images against the cloud.
+    fn validate(
+        &self,
+        tv: &Value,
+        files: &BTreeMap<String, String>,
+        given: Option<&Map<String, Value>>,
+        strict: bool,
+        depth: usize,
+    ) -> Result<(), String> {
+        if depth > MAX_NESTING {
+            return Err(format!("Recursion depth exceeds {MAX_NESTING}."));
+        }
+        let t = Template::parse(tv)?;
+        let params = match given {
+            Some(g) => Some(t.resolve_params(g)?),
+            None => None,
+        };
+        let names = t.names();
+        for (k, c) in &t.conditions {
+            hot::check(
+                c,
+                &format!("conditions.{k}"),
+                &names,
+                &t.params,
+                &t.conditions,
+            )?;
+        }
+        for r in &t.resources {
+            let at = format!("resources.{}.properties", r.name);
+            hot::check(&r.properties, &at, &names, &t.params, &t.conditions)?;
+            for d in &r.depends_on {
+                if !names.contains(d) {
+                    return Err(format!(
+                        "The specified reference \"{d}\" (in {}) is incorrect.",
+                        r.name
+                    ));
+                }
+            }
+            if let Some(Value::String(c)) = &r.condition {
+                if !t.conditions.contains_key(c) {
+                    return Err(format!(
+                        "Invalid condition \"{c}\" (in resources.{})",
+                        r.name
+                    ));
+                }
+            }
+            self.validate_type(&r.name, &r.rtype, &r.properties, files, depth)?;
+        }
+        for (k, v) in &t.outputs {
+            hot::check(v, &format!("outputs.{k}"), &names, &t.params, &t.conditions)?;
+        }
+        // dependency cycles
+        let mut done: Vec<&str> = Vec::new();
+        while done.len() < t.resources.len() {
+            let next = t.resources.iter().find(|r| {
+                !done.contains(&r.name.as_str())
+                    && r.deps(&names).iter().all(|d| done.contains(&d.as_str()))
+            });
+            match next {
+                Some(r) => done.push(&r.name),
+                None => {
+                    let left: Vec<&str> = t
+                        .resources
+                        .iter()
+                        .map(|r| r.name.as_str())
+                        .filter(|n| !done.contains(n))
+                        .collect();
+                    return Err(format!("Circular Dependency Found: {}", left.join(", ")));
+                }
+            }
+        }
+        if let (true, Some(params)) = (strict, params.as_ref()) {
+            let scope = ValidationScope { params, files };
+            for r in &t.resources {
+                self.validate_values(&r.name, &r.rtype, &r.properties, &scope)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_type(
+        &self,
+        name: &str,
+        rtype: &str,
+        props: &Value,
+        files: &BTreeMap<String, String>,
+        depth: usize,
+    ) -> Result<(), String> {
+        if let Some(text) = files.get(rtype) {
+            let nested =
+                hot::parse_text(text).map_err(|e| format!("resources.{name}<{rtype}>: {e}"))?;
+            let t =
+                Template::parse(&nested).map_err(|e| format!("resources.{name}<{rtype}>: {e}"))?;
+            let keys: Vec<&String> = props
+                .as_object()
+                .map(|m| m.keys().collect())
+                .unwrap_or_default();
+            for k in &keys {
+                if !t.params.iter().any(|p| &p.name == *k) {
+                    return Err(format!(
+                        "Property error: resources.{name}.properties: Unknown Property {k}"
+                    ));
+                }
+            }
+            for p in &t.params {
+                if p.default.is_none() && !keys.contains(&&p.name) {
+                    return Err(format!(
+                        "Property error: resources.{name}.properties: Property {} not assigned",
+                        p.name
+                    ));
+                }
+            }
+            return self
+                .validate(&nested, files, None, false, depth + 1)
+                .map_err(|e| format!("resources.{name}<{rtype}>: {e}"));
+        }
+        let member = match rtype {
+            "OS::Heat::ResourceGroup" => Some("resource_def"),
+            "OS::Heat::AutoScalingGroup" => Some("resource"),
+            _ => None,
+        };
+        if let Some(key) = member {
+            let def = props.get(key).and_then(Value::as_object).ok_or_else(|| {
+                format!("Property error: resources.{name}.properties: Property {key} not assigned")
+            })?;
+            let mtype = def.get("type").and_then(Value::as_str).ok_or_else(|| {
+                format!(
+                    "Property error: resources.{name}.properties.{key}: Property type not assigned"
+                )
+            })?;
+            let mprops = def
+                .get("properties")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()));
+            return self.validate_type(name, mtype, &mprops, files, depth);
+        }
+        if rtype.starts_with("OS::") || rtype.starts_with("AWS::") {
+            return Ok(());
+        }
+        Err(format!(
+            "Failed to validate: resources.{name}: The Resource Type ({rtype}) could not be found."
+        ))
+    }
+
+    /// Strict checks of property values (flavor, image, server group policy).
+    fn validate_values(
+        &self,
+        name: &str,
+        rtype: &str,
+        props: &Value,
+        scope: &dyn Scope,
+    ) -> Result<(), String> {
+        let value = |key: &str| -> Result<Option<String>, String> {
+            match props.get(key) {
+                None => Ok(None),
+                Some(v) => Ok(text(Some(&hot::eval(v, scope)?))),
+            }
+        };
+        let prop_error = |key: &str, v: &str, why: String| {
+            Err(format!(
+                "Property error: {}: Error validating value '{v}': {why}",
+                format_path(&[
+                    "resources".into(),
+                    name.into(),
+                    "properties".into(),
+                    key.into()
+                ])
+            ))
+        };
+        match rtype {
+            "OS::Nova::Server" => {
+                match value("flavor")? {
+                    Some(f) if self.cloud.flavors.contains_key(&f) => {}
+                    Some(f) => {
+                        return prop_error(
+                            "flavor",
+                            &f,
+                            format!("The Flavor ID ({f}) could not be found."),
+                        )
+                    }
+                    None if props.get("flavor").is_none() => {
+                        return Err(format!(
+                        "Property error: resources.{name}.properties: Property flavor not assigned"
+                    ))
+                    }
+                    None => {}
+                }
+                self.check_image(name, value("image")?, prop_error)?;
+            }
+            "OS::Cinder::Volume" => self.check_image(name, value("image")?, prop_error)?,
+            "OS::Nova::ServerGroup" => {
+                let pols = match props.get("policies") {
+                    Some(p) => hot::eval(p, scope)?,
+                    None => Value::Array(
+                        props
+                            .get("policy")
+                            .map(|p| hot::eval(p, scope))
+                            .transpose()?
+                            .into_iter()
+                            .collect(),
+                    ),
+                };
+                for (i, p) in pols
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .iter()
+                    .enumerate()
+                {
+                    let p = p.as_str().unwrap_or_default();
+                    if !SERVER_POLICIES.contains(&p) {
+                        return Err(format!(
+                            "Property error: resources.{name}.properties.policies[{i}]: \"{p}\" is not an allowed value {SERVER_POLICIES:?}"
+                        ));
+                    }
+                }
+            }
+            "OS::Heat::ResourceGroup" | "OS::Heat::AutoScalingGroup" => {
+                let key = if rtype == "OS::Heat::ResourceGroup" {
+                    "resource_def"
+                } else {
+                    "resource"
+                };
+                if let Some(def) = props.get(key) {
+                    let mtype = def.get("type").and_then(Value::as_str).unwrap_or_default();
+                    let mprops = def
+                        .get("properties")
+                        .cloned()
+                        .unwrap_or(Value::Object(Map::new()));
+                    self.validate_values(name, mtype, &mprops, scope)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn check_image(
+        &self,
+        _name: &str,
+        image: Option<String>,
+        prop_error: impl Fn(&str, &str, String) -> Result<(), String>,
+    ) -> Result<(), String> {
+        match (&self.cloud.images, image) {
+            (Some(images), Some(i)) if !images.contains(&i) => {
+                prop_error("image", &i, format!("The Image ({i}) could not be found."))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Stack API
+    // -----------------------------------------------------------------------------------
+
+    pub(crate) fn create_stack(&mut self, req: CreateStack) -> Result<StackId, DriverError> {
+        if req.name.trim().is_empty() {
+            return Err(invalid("stack_name must not be empty"));
+        }
+        if self
+            .stacks
+            .values()
+            .any(|s| s.parent.is_none() && s.name == req.name)
+        {
+            return Err(DriverError::AlreadyExists {
+                driver: DRIVER,
+                what: format!("stack {}", req.name),
+            });
+        }
+        let tv = hot::parse_text(&req.template.template).map_err(invalid)?;
+        let files = Arc::new(req.template.files);
+        self.validate(&tv, &files, Some(&req.parameters), true, 0)
+            .map_err(invalid)?;
+        self.tick();
+        let id = StackId::new(self.uuid());
+        self.stacks.insert(
+            id.clone(),
+            StackRec {
+                id: id.clone(),
+                name: req.name,
+                parent: None,
+                template: tv,
+                files,
+                given: req.parameters,
+                status: StackStatus::new(StackAction::Create, StackState::InProgress),
+                reason: "Stack CREATE started".into(),
+                failure: None,
+                resources: Vec::new(),
+            },
+        );
+        self.converge(&id, StackAction::Create);
+        Ok(id)
+    }
+
+    pub(crate) fn update_stack(&mut self, req: UpdateStack) -> Result<(), DriverError> {
+        let stack = self
+            .stacks
+            .get(&req.id)
+            .ok_or_else(|| not_found("stack", req.id.as_str()))?;
+        let (tv, files) = match &req.template {
+            Some(b) => (
+                hot::parse_text(&b.template).map_err(invalid)?,
+                Arc::new(b.files.clone()),
+            ),
+            None => (stack.template.clone(), stack.files.clone()),
+        };
+        let mut given = stack.given.clone();
+        for (k, v) in req.parameters {
+            given.insert(k, v);
+        }
+        let strict = stack.parent.is_none();
+        self.validate(&tv, &files, Some(&given), strict, 0)
+            .map_err(invalid)?;
+        self.tick();
+        if let Some(s) = self.stacks.get_mut(&req.id) {
+            s.template = tv;
+            s.files = files;
+            s.given = given;
+        }
+        self.converge(&req.id, StackAction::Update);
+        Ok(())
+    }
+
+    pub(crate) fn show_stack(&self, id: &StackId) -> Result<Stack, DriverError> {
+        let s = self
+            .stacks
+            .get(id)
+            .ok_or_else(|| not_found("stack", id.as_str()))?;
+        let ctx = self.ctx(s);
+        let mut parameters = Map::new();
+        parameters.insert("OS::stack_id".into(), Value::from(s.id.as_str()));
+        parameters.insert(
+            "OS::project_id".into(),
+            Value::from(self.project_id.as_str()),
+        );
+        parameters.insert("OS::stack_name".into(), Value::from(s.name.as_str()));
+        parameters.extend(ctx.params.clone());
+        let outputs = Template::parse(&s.template)
+            .map(|t| t.outputs)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| StackOutput {
+                output_key: k,
+                output_value: hot::eval(&v, &ctx).unwrap_or(Value::Null),
+            })
+            .collect();
+        Ok(Stack {
+            id: s.id.clone(),
+            stack_name: s.name.clone(),
+            stack_status: s.status,
+            stack_status_reason: s.reason.clone(),
+            parameters,
+            outputs,
+        })
+    }
+
+    pub(crate) fn delete_stack(&mut self, id: &StackId) -> Result<(), DriverError> {
+        if !self.stacks.contains_key(id) {
+            return Err(not_found("stack", id.as_str()));
+        }
+        self.tick();
+        self.delete_stack_rec(id);
+        Ok(())
+    }
+
+    pub(crate) fn list_resources(
+        &self,
+        id: &StackId,
+        depth: u32,
+    ) -> Result<Vec<StackResource>, DriverError> {
+        if !self.stacks.contains_key(id) {
+            return Err(not_found("stack", id.as_str()));
+        }
+        let mut out = Vec::new();
+        let mut level: Vec<(StackId, Option<String>)> = vec![(id.clone(), None)];
+        for d in 0..=depth {
+            let mut next = Vec::new();
+            for (sid, parent) in &level {
+                let Some(s) = self.stacks.get(sid) else {
+                    continue;
+                };
+                for r in listing_order(s) {
+                    let nested = match &r.kind {
+                        ResKind::Nested(n) if self.stacks.contains_key(n) => Some(n.clone()),
+                        _ => None,
+                    };
+                    out.push(StackResource {
+                        resource_name: r.name.clone(),
+                        physical_resource_id: r.physical_id.clone(),
+                        resource_type: r.rtype.clone(),
+                        resource_status: r.status,
+                        resource_status_reason: r.reason.clone(),
+                        parent_resource: parent.clone(),
+                        stack_id: sid.clone(),
+                        nested_stack_id: nested.clone(),
+                    });
+                    if let (Some(n), true) = (nested, d < depth) {
+                        next.push((n, Some(r.name.clone())));
+                    }
+                }
+            }
+            level = next;
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn mark_unhealthy(&mut self, req: MarkUnhealthy) -> Result<(), DriverError> {
+        self.tick();
+        let s = self
+            .stacks
+            .get_mut(&req.stack_id)
+            .ok_or_else(|| not_found("stack", req.stack_id.as_str()))?;
+        let r = s
+            .resources
+            .iter_mut()
+            .find(|r| r.name == req.resource_name)
+            .ok_or_else(|| {
+                not_found(
+                    "resource",
+                    &format!("{} in stack {}", req.resource_name, req.stack_id),
+                )
+            })?;
+        r.unhealthy = true;
+        r.status = StackStatus::new(StackAction::Check, StackState::Failed);
+        r.reason = req.reason;
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------
+    // The engine
+    // -----------------------------------------------------------------------------------
+
+    fn delete_stack_rec(&mut self, id: &StackId) {
+        if let Some(s) = self.stacks.remove(id) {
+            for r in s.resources.iter().rev() {
+                self.delete_res(r);
+            }
+        }
+    }
+
+    fn delete_res(&mut self, r: &ResRec) {
+        match &r.kind {
+            ResKind::Server(id) => self.delete_server(id),
+            ResKind::Group(g) => {
+                self.groups.remove(g);
+            }
+            ResKind::Nested(n) => self.delete_stack_rec(n),
+            ResKind::Plain => {}
+        }
+    }
+
+    fn find_res(&self, sid: &StackId, name: &str) -> Option<ResRec> {
+        self.stacks
+            .get(sid)?
+            .resources
+            .iter()
+            .find(|r| r.name == name)
+            .cloned()
+    }
+
+    fn upsert(&mut self, sid: &StackId, rec: ResRec) {
+        if let Some(s) = self.stacks.get_mut(sid) {
+            match s.resources.iter_mut().find(|r| r.name == rec.name) {
+                Some(r) => *r = rec,
+                None => s.resources.push(rec),
+            }
+        }
+    }
+
+    /// Creates or updates the resources of a stack to match its template and parameters.
+    fn converge(&mut self, sid: &StackId, action: StackAction) {
+        let Some(stack) = self.stacks.get(sid) else {
+            return;
+        };
+        let parsed = Template::parse(&stack.template)
+            .and_then(|t| t.resolve_params(&stack.given).map(|p| (t, p)));
+        let (t, _) = match parsed {
+            Ok(x) => x,
+            Err(msg) => {
+                if let Some(s) = self.stacks.get_mut(sid) {
+                    s.status = status(action, false);
+                    s.reason = msg;
+                }
+                return;
+            }
+        };
+        let active: Vec<hot::ResDef> = {
+            let ctx = self.ctx(stack);
+            t.resources
+                .iter()
+                .filter(|r| {
+                    r.condition
+                        .as_ref()
+                        .is_none_or(|c| hot::eval_condition(c, &ctx).unwrap_or(false))
+                })
+                .cloned()
+                .collect()
+        };
+        let names: Vec<String> = active.iter().map(|r| r.name.clone()).collect();
+        // delete what the template no longer has
+        let removed: Vec<ResRec> = stack
+            .resources
+            .iter()
+            .filter(|r| !names.contains(&r.name))
+            .cloned()
+            .collect();
+        for r in removed.iter().rev() {
+            self.delete_res(r);
+        }
+        if let Some(s) = self.stacks.get_mut(sid) {
+            s.resources.retain(|r| names.contains(&r.name));
+            s.status = StackStatus::new(action, StackState::InProgress);
+        }
+        // build order: dependencies first, independent resources in reverse template order
+        let mut order: Vec<&hot::ResDef> = Vec::new();
+        while order.len() < active.len() {
+            let next = active.iter().rev().find(|r| {
+                !order.iter().any(|o| o.name == r.name)
+                    && r.deps(&names)
+                        .iter()
+                        .all(|d| order.iter().any(|o| &o.name == d))
+            });
+            match next.or_else(|| {
+                active
+                    .iter()
+                    .find(|r| !order.iter().any(|o| o.name == r.name))
+            }) {
+                Some(r) => order.push(r),
+                None => break,
+            }
+        }
+        for def in order {
+            let deps = def.deps(&names);
+            let blocked = deps.iter().any(|d| {
+                self.find_res(sid, d)
+                    .is_none_or(|r| r.status.is_failed() || r.status.action == StackAction::Init)
+            });
+            if blocked {
+                if self.find_res(sid, &def.name).is_none() {
+                    let rec = ResRec {
+                        name: def.name.clone(),
+                        rtype: def.rtype.clone(),
+                        physical_id: String::new(),
+                        status: StackStatus::new(StackAction::Init, StackState::Complete),
+                        reason: String::new(),
+                        kind: ResKind::Plain,
+                        props: Value::Null,
+                        deps,
+                        created: self.clock,
+                        unhealthy: false,
+                        failure: None,
+                    };
+                    self.upsert(sid, rec);
+                }
+                continue;
+            }
+            let props = match self.stacks.get(sid) {
+                Some(s) => hot::eval(&def.properties, &self.ctx(s)),
+                None => return,
+            };
+            let props = match props {
+                Ok(p) => p,
+                Err(msg) => {
+                    let f = Failure::new(
+                        Some("StackValidationFailed"),
+                        vec!["resources".into(), def.name.clone()],
+                        msg,
+                    );
+                    self.record(
+                        sid,
+                        def,
+                        deps,
+                        ResKind::Plain,
+                        String::new(),
+                        StackAction::Create,
+                        Some(f),
+                    );
+                    continue;
+                }
+            };
+            let files = self
+                .stacks
+                .get(sid)
+                .map(|s| s.files.clone())
+                .unwrap_or_default();
+            match def.rtype.as_str() {
+                "OS::Nova::Server" => self.apply_server(sid, def, deps, props),
+                "OS::Nova::ServerGroup" => self.apply_group(sid, def, deps, props),
+                "OS::Heat::ResourceGroup" | "OS::Heat::AutoScalingGroup" => {
+                    self.apply_nested(sid, def, deps, props, &files)
+                }
+                t if files.contains_key(t) => self.apply_nested(sid, def, deps, props, &files),
+                _ => self.apply_plain(sid, def, deps, props),
+            }
+        }
+        // keep the template order, report the first failure in it
+        let Some(s) = self.stacks.get_mut(sid) else {
+            return;
+        };
+        s.resources.sort_by_key(|r| {
+            names
+                .iter()
+                .position(|n| n == &r.name)
+                .unwrap_or(usize::MAX)
+        });
+        let failed = s
+            .resources
+            .iter()
+            .find(|r| r.status.is_failed() && r.status.action != StackAction::Check);
+        match failed {
+            Some(r) => {
+                let f = r.failure.clone().unwrap_or_else(|| {
+                    Failure::new(
+                        None,
+                        vec!["resources".into(), r.name.clone()],
+                        r.reason.clone(),
+                    )
+                });
+                s.reason = format!("Resource {} failed: {}", r.status.action.as_str(), f);
+                s.failure = Some(f);
+                s.status = status(action, false);
+            }
+            None => {
+                s.reason = format!("Stack {} completed successfully", action.as_str());
+                s.failure = None;
+                s.status = status(action, true);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        sid: &StackId,
+        def: &hot::ResDef,
+        deps: Vec<String>,
+        kind: ResKind,
+        physical_id: String,
+        action: StackAction,
+        failure: Option<Failure>,
+    ) {
+        let now = self.tick();
+        let created = match (action, self.find_res(sid, &def.name)) {
+            (StackAction::Update, Some(old)) => old.created,
+            _ => now,
+        };
+        let rec = ResRec {
+            name: def.name.clone(),
+            rtype: def.rtype.clone(),
+            physical_id,
+            status: status(action, failure.is_none()),
+            reason: failure
+                .as_ref()
+                .map_or_else(|| "state changed".to_owned(), ToString::to_string),
+            kind,
+            props: Value::Null,
+            deps,
+            created,
+            unhealthy: false,
+            failure,
+        };
+        self.upsert(sid, rec);
+    }
+
+    fn set_props(&mut self, sid: &StackId, name: &str, props: Value) {
+        if let Some(r) = self
+            .stacks
+            .get_mut(sid)
+            .and_then(|s| s.resources.iter_mut().find(|r| r.name == name))
+        {
+            r.props = props;
+        }
+    }
+
+    fn apply_server(&mut self, sid: &StackId, def: &hot::ResDef, deps: Vec<String>, props: Value) {
+        let flavor = text(props.get("flavor")).unwrap_or_default();
+        let key = serde_json::json!({
+            "flavor": flavor,
+            "image": text(props.get("image")),
+            "zone": text(props.get("availability_zone")),
+            "group": text(props.get("scheduler_hints").and_then(|h| h.get("group"))),
+        });
+        let existing = self.find_res(sid, &def.name);
+        if let Some(e) = &existing {
+            let alive = matches!(&e.kind, ResKind::Server(id) if self.servers.contains_key(id));
+            if alive && !e.status.is_failed() && !e.unhealthy && e.props == key {
+                if let Some(r) = self
+                    .stacks
+                    .get_mut(sid)
+                    .and_then(|s| s.resources.iter_mut().find(|r| r.name == def.name))
+                {
+                    r.deps = deps;
+                }
+                return;
+            }
+            self.delete_res(e);
+        }
+        let stack_name = self
+            .stacks
+            .get(sid)
+            .map(|s| s.name.clone())
+            .unwrap_or_default();
+        let name = match text(props.get("name")) {
+            Some(n) => n,
+            None => format!("{stack_name}-{}-{}", def.name, self.short_id()),
+        };
+        let boot = Boot {
+            name,
+            flavor,
+            zone: text(props.get("availability_zone")),
+            group: text(props.get("scheduler_hints").and_then(|h| h.get("group"))),
+        };
+        let (id, failure) = self.boot(&def.name, boot);
+        let (kind, pid) = match id {
+            Some(id) => (ResKind::Server(id.clone()), id.0),
+            None => (ResKind::Plain, String::new()),
+        };
+        self.record(sid, def, deps, kind, pid, StackAction::Create, failure);
+        self.set_props(sid, &def.name, key);
+    }
+
+    fn apply_group(&mut self, sid: &StackId, def: &hot::ResDef, deps: Vec<String>, props: Value) {
+        let policy = text(props.get("policies"))
+            .or_else(|| text(props.get("policy")))
+            .unwrap_or_else(|| "anti-affinity".to_owned());
+        let key = Value::from(policy.as_str());
+        if let Some(e) = self.find_res(sid, &def.name) {
+            if matches!(&e.kind, ResKind::Group(g) if self.groups.contains_key(g))
+                && !e.status.is_failed()
+                && !e.unhealthy
+                && e.props == key
+            {
+                return;
+            }
+            self.delete_res(&e);
+        }
+        let id = self.uuid();
+        self.groups.insert(
+            id.clone(),
+            GroupRec {
+                policy,
+                members: Vec::new(),
+            },
+        );
+        self.record(
+            sid,
+            def,
+            deps,
+            ResKind::Group(id.clone()),
+            id,
+            StackAction::Create,
+            None,
+        );
+        self.set_props(sid, &def.name, key);
+    }
+
+    fn apply_plain(&mut self, sid: &StackId, def: &hot::ResDef, deps: Vec<String>, props: Value) {
+        if let Some(e) = self.find_res(sid, &def.name) {
+            if !e.status.is_failed() && !e.unhealthy && !e.physical_id.is_empty() {
+                if e.props != props {
+                    self.record(
+                        sid,
+                        def,
+                        deps,
+                        ResKind::Plain,
+                        e.physical_id,
+                        StackAction::Update,
+                        None,
+                    );
+                    self.set_props(sid, &def.name, props);
+                }
+                return;
+            }
+        }
+        let id = self.uuid();
+        self.record(
+            sid,
+            def,
+            deps,
+            ResKind::Plain,
+            id,
+            StackAction::Create,
+            None,
+        );
+        self.set_props(sid, &def.name, props);
+    }
+
+    /// The template and parameters of the nested stack of a group or template resource.
+    fn nested_spec(
+        &mut self,
+        existing: Option<&StackId>,
+        def: &hot::ResDef,
+        props: &Value,
+        files: &BTreeMap<String, String>,
+    ) -> Result<(Value, Map<String, Value>), String> {
+        let member = |mdef: Option<&Value>| -> (String, Value) {
+            let t = mdef
+                .and_then(|d| d.get("type"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let p = mdef
+                .and_then(|d| d.get("properties"))
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()));
+            (t, p)
+        };
+        let generated = |members: Vec<(String, String, Value)>| {
+            let mut res = Map::new();
+            for (n, t, p) in members {
+                res.insert(n, serde_json::json!({"type": t, "properties": p}));
+            }
+            serde_json::json!({"heat_template_version": "2015-04-30", "resources": res})
+        };
+        match def.rtype.as_str() {
+            "OS::Heat::ResourceGroup" => {
+                let count = number(props.get("count")).unwrap_or(1);
+                let (t, p) = member(props.get("resource_def"));
+                let members = (0..count as usize)
+                    .map(|i| (i.to_string(), t.clone(), hot::replace_index(&p, i)))
+                    .collect();
+                Ok((generated(members), Map::new()))
+            }
+            "OS::Heat::AutoScalingGroup" => {
+                let desired = number(props.get("desired_capacity"))
+                    .or_else(|| number(props.get("min_size")))
+                    .unwrap_or(0) as usize;
+                // the nested stack keeps its members oldest first (generation order)
+                let mut names: Vec<String> = existing
+                    .and_then(|n| self.stacks.get(n))
+                    .map(|s| s.resources.iter().map(|r| r.name.clone()).collect())
+                    .unwrap_or_default();
+                names.truncate(desired);
+                while names.len() < desired {
+                    let n = self.short_id();
+                    names.push(n);
+                }
+                let (t, p) = member(props.get("resource"));
+                Ok((
+                    generated(
+                        names
+                            .into_iter()
+                            .map(|n| (n, t.clone(), p.clone()))
+                            .collect(),
+                    ),
+                    Map::new(),
+                ))
+            }
+            other => {
+                let text = files.get(other).cloned().unwrap_or_default();
+                let tv = hot::parse_text(&text)?;
+                Ok((tv, props.as_object().cloned().unwrap_or_default()))
+            }
+        }
+    }
+
+    fn apply_nested(
+        &mut self,
+        sid: &StackId,
+        def: &hot::ResDef,
+        deps: Vec<String>,
+        props: Value,
+        files: &Arc<BTreeMap<String, String>>,
+    ) {
+        let existing = self.find_res(sid, &def.name);
+        let nested_id = existing.as_ref().and_then(|e| match &e.kind {
+            ResKind::Nested(n) if self.stacks.contains_key(n) => Some(n.clone()),
+            _ => None,
+        });
+        let in_place = nested_id.is_some() && !existing.as_ref().is_some_and(|e| e.unhealthy);
+        let action = if in_place {
+            StackAction::Update
+        } else {
+            StackAction::Create
+        };
+        let validation_failure = |msg: String| {
+            Some(Failure::new(
+                Some("StackValidationFailed"),
+                vec!["resources".into(), def.name.clone()],
+                msg,
+            ))
+        };
+        let spec = self
+            .nested_spec(nested_id.as_ref().filter(|_| in_place), def, &props, files)
+            .and_then(|(tv, params)| {
+                self.validate(&tv, files, Some(&params), true, 0)?;
+                Ok((tv, params))
+            });
+        let (tv, params) = match spec {
+            Ok(x) => x,
+            Err(msg) => {
+                let (kind, pid) = match (&nested_id, in_place) {
+                    (Some(n), true) => (ResKind::Nested(n.clone()), n.0.clone()),
+                    _ => (ResKind::Plain, String::new()),
+                };
+                self.record(sid, def, deps, kind, pid, action, validation_failure(msg));
+                return;
+            }
+        };
+        let nid = match (nested_id, in_place) {
+            (Some(n), true) => {
+                if let Some(s) = self.stacks.get_mut(&n) {
+                    s.template = tv;
+                    s.given = params;
+                    s.files = files.clone();
+                }
+                n
+            }
+            (old, _) => {
+                if let (Some(e), Some(_)) = (&existing, old) {
+                    self.delete_res(e);
+                }
+                let parent_name = self
+                    .stacks
+                    .get(sid)
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default();
+                let n = StackId::new(self.uuid());
+                let name = format!("{parent_name}-{}-{}", def.name, self.short_id());
+                self.stacks.insert(
+                    n.clone(),
+                    StackRec {
+                        id: n.clone(),
+                        name,
+                        parent: Some(sid.clone()),
+                        template: tv,
+                        files: files.clone(),
+                        given: params,
+                        status: StackStatus::new(StackAction::Create, StackState::InProgress),
+                        reason: String::new(),
+                        failure: None,
+                        resources: Vec::new(),
+                    },
+                );
+                n
+            }
+        };
+        self.converge(&nid, action);
+        let failure = self.stacks.get(&nid).and_then(|n| {
+            if !n.status.is_failed() {
+                return None;
+            }
+            Some(match action {
+                StackAction::Update => Failure::new(
+                    None,
+                    vec!["resources".into(), def.name.clone()],
+                    n.reason.clone(),
+                ),
+                _ => n
+                    .failure
+                    .as_ref()
+                    .map(|f| f.prefixed(&def.name))
+                    .unwrap_or_else(|| {
+                        Failure::new(
+                            None,
+                            vec!["resources".into(), def.name.clone()],
+                            n.reason.clone(),
+                        )
+                    }),
+            })
+        });
+        let pid = nid.0.clone();
+        self.record(sid, def, deps, ResKind::Nested(nid), pid, action, failure);
+    }
+}
+
+/// Heat's resource-list order within a stack: a resource comes after every resource that
+/// depends on it (the captures list `vdus` before `grp`), otherwise template order.
+fn listing_order(s: &StackRec) -> Vec<&ResRec> {
+    let mut remaining: Vec<&ResRec> = s.resources.iter().collect();
+    let mut out = Vec::with_capacity(remaining.len());
+    while !remaining.is_empty() {
+        let pick = remaining
+            .iter()
+            .position(|r| !remaining.iter().any(|o| o.deps.contains(&r.name)))
+            .unwrap_or(0);
+        out.push(remaining.remove(pick));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::cloud::CloudFile;
+    use crate::driver::*;
+    use crate::id::StackId;
+    use crate::sim::{BuildFault, FaultKind, FaultySim, Method, SimCloud};
+    use crate::vectors::read_vector;
+    use crate::zone::Resources;
+
+    const DIR: &str = env!("CARGO_MANIFEST_DIR");
+
+    fn sim(yaml: &str) -> SimCloud {
+        SimCloud::new(CloudFile::from_yaml("test", yaml).unwrap(), 11)
+    }
+
+    fn params(v: serde_json::Value) -> Parameters {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn bundle(template: &str, files: &[(&str, &str)]) -> TemplateBundle {
+        TemplateBundle {
+            template: template.to_owned(),
+            files: files
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    async fn create(s: &SimCloud, name: &str, b: TemplateBundle, p: serde_json::Value) -> Stack {
+        let id = s
+            .create_stack(CreateStack::new(name, b, params(p)))
+            .await
+            .unwrap();
+        s.show_stack(&id).await.unwrap()
+    }
+
+    async fn patch(s: &SimCloud, id: &StackId, p: serde_json::Value) -> Stack {
+        s.update_stack(UpdateStack::parameters(id.clone(), params(p)))
+            .await
+            .unwrap();
+        s.show_stack(id).await.unwrap()
+    }
+
+    fn output(stack: &Stack, key: &str) -> serde_json::Value {
+        stack
+            .outputs
+            .iter()
+            .find(|o| o.output_key == key)
+            .map(|o| o.output_value.clone())
+            .unwrap()
+    }
+
+    // --- captured Heat 27.0.1 / Nova 34.0.0 run ----------------------------------------
+
+    const CAPTURED_CLOUD: &str = "
+zones:
+  az1:
+    hosts:
+      c1: {vcpus: 8, memory_mb: 7680, disk_gb: 60}
+  nova:
+    hosts:
+      c2: {vcpus: 8, memory_mb: 7680, disk_gb: 60}
+flavors:
+  m1.tiny: {vcpus: 1, memory_mb: 512, disk_gb: 1}
+  huge: {vcpus: 2000, memory_mb: 512, disk_gb: 1}
+";
+
+    fn vector(rel: &str) -> Option<serde_json::Value> {
+        read_vector(DIR, rel).map(|t| serde_json::from_str(&t).unwrap())
+    }
+
+    /// Compares resources field by field (ids differ; everything else must match).
+    fn assert_resources(ours: &[StackResource], captured: &serde_json::Value) {
+        let theirs = captured["resources"].as_array().unwrap();
+        assert_eq!(ours.len(), theirs.len(), "{ours:#?}");
+        for (o, t) in ours.iter().zip(theirs) {
+            assert_eq!(o.resource_name, t["resource_name"].as_str().unwrap());
+            assert_eq!(o.resource_type, t["resource_type"].as_str().unwrap());
+            assert_eq!(
+                o.resource_status.to_string(),
+                t["resource_status"].as_str().unwrap(),
+                "{}",
+                o.resource_name
+            );
+            assert_eq!(
+                o.resource_status_reason,
+                t["resource_status_reason"].as_str().unwrap(),
+                "{}",
+                o.resource_name
+            );
+            assert_eq!(
+                o.parent_resource.as_deref(),
+                t["parent_resource"].as_str(),
+                "{}",
+                o.resource_name
+            );
+            assert_eq!(
+                o.physical_resource_id.is_empty(),
+                t["physical_resource_id"].as_str().unwrap().is_empty()
+            );
+            let has_nested = t["links"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|l| l["rel"] == "nested");
+            assert_eq!(
+                o.nested_stack_id.is_some(),
+                has_nested,
+                "{}",
+                o.resource_name
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn reproduces_the_captured_heat_run_field_by_field() {
+        let base = "openstack/heat/captured-heat-27.0.1";
+        let Some(req) = vector(&format!("{base}/stack-create-request.json")) else {
+            return;
+        };
+        let s = sim(CAPTURED_CLOUD);
+        let b = bundle(&req["template"].to_string(), &[]);
+        let mut create =
+            CreateStack::new(req["stack_name"].as_str().unwrap(), b, Parameters::new());
+        create.timeout_mins = Some(10);
+        let id = s.create_stack(create).await.unwrap();
+
+        // create: CREATE_FAILED, reason and outputs as captured
+        let shown = s.show_stack(&id).await.unwrap();
+        let cap = vector(&format!("{base}/stack-show-create-failed-novalidhost.json")).unwrap();
+        assert_eq!(
+            shown.stack_name,
+            cap["stack"]["stack_name"].as_str().unwrap()
+        );
+        assert_eq!(
+            shown.stack_status.to_string(),
+            cap["stack"]["stack_status"].as_str().unwrap()
+        );
+        assert_eq!(
+            shown.stack_status_reason,
+            cap["stack"]["stack_status_reason"].as_str().unwrap()
+        );
+        assert_eq!(
+            output(&shown, "hosts"),
+            cap["stack"]["outputs"][0]["output_value"]
+        );
+        assert_eq!(shown.parameters["az"], json!("az1"));
+        let res = s
+            .list_resources(ListResources::new(id.clone(), 2))
+            .await
+            .unwrap();
+        assert_resources(
+            &res,
+            &vector(&format!(
+                "{base}/resources-list-nested-depth-2-create-failed.json"
+            ))
+            .unwrap(),
+        );
+        let top = s
+            .list_resources(ListResources::new(id.clone(), 0))
+            .await
+            .unwrap();
+        assert_resources(
+            &top,
+            &vector(&format!("{base}/resources-list-create-failed.json")).unwrap(),
+        );
+        let kept = res
+            .iter()
+            .find(|r| r.resource_name == "1")
+            .unwrap()
+            .physical_resource_id
+            .clone();
+        let failed0 = res
+            .iter()
+            .find(|r| r.resource_name == "0")
+            .unwrap()
+            .physical_resource_id
+            .clone();
+
+        // PATCH count=3: UPDATE_FAILED
+        let p1 = vector(&format!("{base}/stack-update-patch-request.json")).unwrap();
+        let shown = patch(&s, &id, p1["parameters"].clone()).await;
+        let cap = vector(&format!("{base}/stack-show-update-failed-novalidhost.json")).unwrap();
+        assert_eq!(
+            shown.stack_status.to_string(),
+            cap["stack"]["stack_status"].as_str().unwrap()
+        );
+        assert_eq!(
+            shown.stack_status_reason,
+            cap["stack"]["stack_status_reason"].as_str().unwrap()
+        );
+        assert_eq!(
+            output(&shown, "hosts"),
+            cap["stack"]["outputs"][0]["output_value"]
+        );
+        let res = s
+            .list_resources(ListResources::new(id.clone(), 1))
+            .await
+            .unwrap();
+        assert_resources(
+            &res,
+            &vector(&format!(
+                "{base}/resources-list-nested-depth-1-update-failed.json"
+            ))
+            .unwrap(),
+        );
+        let get = |name: &str| {
+            res.iter()
+                .find(|r| r.resource_name == name)
+                .unwrap()
+                .physical_resource_id
+                .clone()
+        };
+        assert_eq!(get("1"), kept, "the healthy member is untouched");
+        assert_ne!(get("0"), failed0, "the failed member is replaced");
+
+        // PATCH count=1, az=nova: UPDATE_COMPLETE on c2
+        let p2 = vector(&format!("{base}/stack-update-patch-request-2.json")).unwrap();
+        let shown = patch(&s, &id, p2["parameters"].clone()).await;
+        let cap = vector(&format!("{base}/stack-show-update-complete.json")).unwrap();
+        assert_eq!(
+            shown.stack_status.to_string(),
+            cap["stack"]["stack_status"].as_str().unwrap()
+        );
+        assert_eq!(
+            shown.stack_status_reason,
+            cap["stack"]["stack_status_reason"].as_str().unwrap()
+        );
+        assert_eq!(
+            output(&shown, "hosts"),
+            cap["stack"]["outputs"][0]["output_value"]
+        );
+        let res = s
+            .list_resources(ListResources::new(id.clone(), 1))
+            .await
+            .unwrap();
+        assert_resources(
+            &res,
+            &vector(&format!(
+                "{base}/resources-list-nested-depth-1-update-complete.json"
+            ))
+            .unwrap(),
+        );
+        // the removed members' servers are gone: only the new one is left
+        assert_eq!(s.server_ids().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn server_faults_match_captured_nova_server_shows() {
+        let base = "openstack/nova/captured-nova-34.0.0";
+        let Some(aa) = vector(&format!(
+            "{base}/server-show-error-novalidhost-antiaffinity-admin.v2.104.json"
+        )) else {
+            return;
+        };
+        let placement = vector(&format!(
+            "{base}/server-show-error-novalidhost-placement-admin.v2.104.json"
+        ))
+        .unwrap();
+        let active = vector(&format!("{base}/server-show-active-admin.v2.104.json")).unwrap();
+        let s = sim(CAPTURED_CLOUD);
+        let t = r#"
+heat_template_version: 2018-08-31
+resources:
+  grp: {type: OS::Nova::ServerGroup, properties: {name: vnf-aa, policies: [anti-affinity]}}
+  a: {type: OS::Nova::Server, properties: {name: vdu-1, flavor: m1.tiny, image: cirros, availability_zone: az1, scheduler_hints: {group: {get_resource: grp}}}}
+  b: {type: OS::Nova::Server, depends_on: a, properties: {name: vdu-2, flavor: m1.tiny, image: cirros, availability_zone: az1, scheduler_hints: {group: {get_resource: grp}}}}
+  h: {type: OS::Nova::Server, properties: {name: vdu-huge, flavor: huge, image: cirros, availability_zone: az1}}
+"#;
+        let st = create(&s, "s", bundle(t, &[]), json!({})).await;
+        let res = s
+            .list_resources(ListResources::new(st.id.clone(), 0))
+            .await
+            .unwrap();
+        let server = |name: &str| {
+            let id = res
+                .iter()
+                .find(|r| r.resource_name == name)
+                .unwrap()
+                .physical_resource_id
+                .clone();
+            let s = s.clone();
+            async move { s.server(&id.into()).await.unwrap() }
+        };
+        let (a, b, h) = (server("a").await, server("b").await, server("h").await);
+        for (ours, cap) in [(&a, &active), (&b, &aa), (&h, &placement)] {
+            let cap = &cap["server"];
+            assert_eq!(ours.name, cap["name"].as_str().unwrap());
+            assert_eq!(ours.status, cap["status"].as_str().unwrap());
+            assert_eq!(
+                ours.host.as_ref().map(|h| h.as_str()),
+                cap["OS-EXT-SRV-ATTR:host"].as_str()
+            );
+            assert_eq!(
+                ours.zone.as_ref().map(|z| z.as_str()),
+                cap["OS-EXT-AZ:availability_zone"].as_str()
+            );
+            assert_eq!(
+                ours.fault.as_ref().map(|f| f.code),
+                cap["fault"]["code"].as_u64().map(|c| c as u16)
+            );
+            assert_eq!(
+                ours.fault.as_ref().map(|f| f.message.as_str()),
+                cap["fault"]["message"].as_str()
+            );
+            assert_eq!(
+                ours.server_groups.len(),
+                cap["server_groups"].as_array().unwrap().len()
+            );
+        }
+        // the first failure in template order is reported
+        assert_eq!(
+            st.stack_status_reason,
+            "Resource CREATE failed: ResourceInError: resources.b: Went to status ERROR due to \"Message: No valid host was found. There are not enough hosts available., Code: 500\""
+        );
+    }
+
+    // --- Tacker StandardUserData (VDU1-0 / VDU1-1 of a nested VDU1.yaml) -----------------
+
+    const TACKER_TOP: &str = r#"
+heat_template_version: 2013-05-23
+parameters:
+  nfv: {type: json}
+resources:
+  VDU1-0:
+    type: VDU1.yaml
+    properties:
+      flavor: {get_param: [nfv, VDU, VDU1-0, computeFlavourId]}
+      image-VDU1-VirtualStorage: {get_param: [nfv, VDU, VDU1-VirtualStorage, vcImageId]}
+      zone: {get_param: [nfv, VDU, VDU1-0, locationConstraints]}
+      net1: {get_param: [nfv, CP, VDU1_CP1, network]}
+      net2: {get_resource: internalVL1}
+      net3: {get_resource: internalVL2}
+  VDU1-1:
+    type: VDU1.yaml
+    properties:
+      flavor: {get_param: [nfv, VDU, VDU1-1, computeFlavourId]}
+      image-VDU1-VirtualStorage: {get_param: [nfv, VDU, VDU1-VirtualStorage, vcImageId]}
+      zone: {get_param: [nfv, VDU, VDU1-1, locationConstraints]}
+      net1: {get_param: [nfv, CP, VDU1_CP1, network]}
+      net2: {get_resource: internalVL1}
+      net3: {get_resource: internalVL2}
+  internalVL1: {type: OS::Neutron::Net}
+  internalVL2: {type: OS::Neutron::Net}
+  nfvi_node_affinity:
+    type: OS::Nova::ServerGroup
+    properties: {name: nfvi_node_affinity, policies: [affinity]}
+outputs:
+  zones:
+    value: [{get_attr: [VDU1-0, zone_out]}, {get_attr: [VDU1-1, zone_out]}]
+"#;
+
+    const TACKER_CLOUD: &str = "
+zones:
+  az-1:
+    hosts:
+      full-1: {vcpus: 1, memory_mb: 1024, disk_gb: 10}
+  az-2:
+    hosts:
+      roomy-1: {vcpus: 16, memory_mb: 65536, disk_gb: 500}
+      roomy-2: {vcpus: 16, memory_mb: 65536, disk_gb: 500}
+flavors:
+  sample4G: {vcpus: 2, memory_mb: 4096, disk_gb: 40}
+";
+
+    fn nfv(z0: &str, z1: &str) -> serde_json::Value {
+        json!({"nfv": {"VDU": {
+            "VDU1-0": {"computeFlavourId": "sample4G", "locationConstraints": z0},
+            "VDU1-1": {"computeFlavourId": "sample4G", "locationConstraints": z1},
+            "VDU1-VirtualStorage": {"vcImageId": "cirros"}},
+            "CP": {"VDU1_CP1": {"network": "net0"}}}})
+    }
+
+    fn tacker_bundle(nested: &str) -> TemplateBundle {
+        // the nested template gets an output, as Tacker's samples may have
+        let nested = format!("{nested}\noutputs:\n  zone_out:\n    value: {{get_attr: [VDU1, OS-EXT-AZ:availability_zone]}}\n");
+        bundle(TACKER_TOP, &[("VDU1.yaml", &nested)])
+    }
+
+    #[tokio::test]
+    async fn tacker_standard_user_data_texts_match_exactly() {
+        let Some(nested) = read_vector(DIR, "tacker/az_reselection/hot/nested/VDU1.yaml") else {
+            return;
+        };
+        let reasons: serde_json::Value = serde_json::from_str(
+            &read_vector(DIR, "tacker/az_reselection/stack_status_reasons.json").unwrap(),
+        )
+        .unwrap();
+        let reason = |i: usize| {
+            reasons[i]["stack_status_reason"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+
+        // VDU1-0 in the full zone
+        let s = sim(TACKER_CLOUD);
+        let st = create(&s, "vnf-a", tacker_bundle(&nested), nfv("az-1", "az-2")).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_FAILED");
+        assert_eq!(st.stack_status_reason, reason(0));
+        let st = patch(&s, &st.id, nfv("az-1", "az-2")).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_FAILED");
+        assert_eq!(st.stack_status_reason, reason(1));
+        // reselected: both in az-2
+        let st = patch(&s, &st.id, nfv("az-2", "az-2")).await;
+        assert_eq!(
+            st.stack_status_reason,
+            "Stack UPDATE completed successfully"
+        );
+        assert_eq!(output(&st, "zones"), json!(["az-2", "az-2"]));
+
+        // VDU1-1 in the full zone
+        let s = sim(TACKER_CLOUD);
+        let st = create(&s, "vnf-b", tacker_bundle(&nested), nfv("az-2", "az-1")).await;
+        assert_eq!(st.stack_status_reason, reason(2));
+        let st = patch(&s, &st.id, nfv("az-2", "az-1")).await;
+        assert_eq!(st.stack_status_reason, reason(3));
+
+        // nested listing: VDU1-0's resources carry parent_resource and the nested stack id
+        let res = s
+            .list_resources(ListResources::new(st.id.clone(), 1))
+            .await
+            .unwrap();
+        let vdu = res
+            .iter()
+            .find(|r| r.resource_name == "VDU1" && r.parent_resource.as_deref() == Some("VDU1-1"))
+            .unwrap();
+        assert_eq!(vdu.resource_status.to_string(), "CREATE_FAILED");
+        let parent = res.iter().find(|r| r.resource_name == "VDU1-1").unwrap();
+        assert_eq!(parent.resource_type, "VDU1.yaml");
+        assert_eq!(parent.nested_stack_id.as_ref(), Some(&vdu.stack_id));
+        assert_eq!(parent.resource_status.to_string(), "UPDATE_FAILED");
+    }
+
+    #[tokio::test]
+    async fn retries_exhausted_fault_gives_novas_text() {
+        let Some(nested) = read_vector(DIR, "tacker/az_reselection/hot/nested/VDU1.yaml") else {
+            return;
+        };
+        let faulty = FaultySim::new(sim(TACKER_CLOUD));
+        faulty.fail_next_builds(1, BuildFault::RetriesExhausted);
+        let id = faulty
+            .create_stack(CreateStack::new(
+                "v",
+                tacker_bundle(&nested),
+                params(nfv("az-2", "az-2")),
+            ))
+            .await
+            .unwrap();
+        let st = faulty.show_stack(&id).await.unwrap();
+        // builds run in reverse template order: VDU1-1 takes the fault
+        let re = regex::Regex::new(r#"^Resource CREATE failed: ResourceInError: resources\.VDU1-1\.resources\.VDU1: Went to status ERROR due to "Message: Exceeded maximum number of retries\. Exhausted all hosts available for retrying build failures for instance [0-9a-f-]{36}\., Code: 500"$"#).unwrap();
+        assert!(
+            re.is_match(&st.stack_status_reason),
+            "{}",
+            st.stack_status_reason
+        );
+    }
+
+    #[tokio::test]
+    async fn tacker_pod_affinity_hot_spreads_workers_over_hosts() {
+        let base = "tacker/pod_affinity/hot";
+        let Some(top) = read_vector(DIR, &format!("{base}/podaffinity_hot_top.yaml")) else {
+            return;
+        };
+        let master = read_vector(
+            DIR,
+            &format!("{base}/nested/podaffinity_nested_master.yaml"),
+        )
+        .unwrap();
+        let worker = read_vector(
+            DIR,
+            &format!("{base}/nested/podaffinity_nested_worker.yaml"),
+        )
+        .unwrap();
+        let s = sim("
+zones:
+  nova:
+    hosts:
+      h1: {vcpus: 8, memory_mb: 16384, disk_gb: 160}
+      h2: {vcpus: 8, memory_mb: 16384, disk_gb: 160}
+      h3: {vcpus: 8, memory_mb: 16384, disk_gb: 160}
+flavors:
+  m1.medium: {vcpus: 2, memory_mb: 4096, disk_gb: 40}
+");
+        let b = bundle(
+            &top,
+            &[
+                ("podaffinity_nested_master.yaml", &master),
+                ("podaffinity_nested_worker.yaml", &worker),
+            ],
+        );
+        let nfv = json!({"nfv": {"VDU": {
+            "masterNode": {"flavor": "m1.medium", "image": "ubuntu"},
+            "workerNode": {"flavor": "m1.medium", "image": "ubuntu"}},
+            "CP": {"masterNode_CP1": {"network": "n"}, "workerNode_CP2": {"network": "n"}}}});
+        let st = create(&s, "k8s", b, nfv).await;
+        assert_eq!(
+            st.stack_status.to_string(),
+            "CREATE_COMPLETE",
+            "{}",
+            st.stack_status_reason
+        );
+        let res = s
+            .list_resources(ListResources::new(st.id.clone(), 2))
+            .await
+            .unwrap();
+        let mut worker_hosts = Vec::new();
+        for r in res.iter().filter(|r| r.resource_name == "workerNode") {
+            let info = s
+                .server(&r.physical_resource_id.as_str().into())
+                .await
+                .unwrap();
+            assert_eq!(info.server_groups.len(), 1);
+            worker_hosts.push(info.host.unwrap());
+        }
+        assert_eq!(worker_hosts.len(), 2);
+        assert_ne!(
+            worker_hosts[0], worker_hosts[1],
+            "anti-affinity server group"
+        );
+        assert_eq!(
+            res.iter()
+                .filter(|r| r.resource_name == "masterNode")
+                .count(),
+            3
+        );
+        // an update that changes nothing keeps every server
+        let before = s.server_ids();
+        let st = patch(&s, &st.id, json!({})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        assert_eq!(s.server_ids(), before);
+    }
+
+    #[tokio::test]
+    async fn demo_vnf_does_not_fit_in_the_small_demo_zone() {
+        let s = SimCloud::new(
+            CloudFile::from_yaml("demo", include_str!("../../../examples/clouds/demo.yaml"))
+                .unwrap(),
+            1,
+        );
+        let t = r#"
+heat_template_version: 2018-08-31
+parameters:
+  z1: {type: string}
+  z2: {type: string}
+resources:
+  VDU1:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 2
+      resource_def: {type: OS::Nova::Server, properties: {flavor: m1.small, image: cirros, availability_zone: {get_param: z1}}}
+  VDU2: {type: OS::Nova::Server, properties: {flavor: m1.medium, image: cirros, availability_zone: {get_param: z2}}}
+"#;
+        let st = create(
+            &s,
+            "demo",
+            bundle(t, &[]),
+            json!({"z1": "AZ-1", "z2": "AZ-2"}),
+        )
+        .await;
+        assert_eq!(
+            st.stack_status_reason,
+            "Resource CREATE failed: ResourceInError: resources.VDU1.resources[0]: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\""
+        );
+        let st = patch(&s, &st.id, json!({"z1": "AZ-3"})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+    }
+
+    // --- HOT features ------------------------------------------------------------------
+
+    const DEMO: &str = "
+zones:
+  AZ-1:
+    hosts:
+      c1: {vcpus: 4, memory_mb: 8192, disk_gb: 80}
+      c2: {vcpus: 4, memory_mb: 8192, disk_gb: 80}
+  AZ-2:
+    hosts:
+      c3: {vcpus: 4, memory_mb: 8192, disk_gb: 80}
+flavors:
+  m1.small: {vcpus: 1, memory_mb: 2048, disk_gb: 20}
+images: [cirros]
+";
+
+    #[tokio::test]
+    async fn resource_group_index_and_outputs() {
+        let s = sim(DEMO);
+        let t = r#"
+heat_template_version: 2018-08-31
+parameters:
+  n: {type: number, default: 2}
+resources:
+  g:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: {get_param: n}
+      resource_def:
+        type: OS::Nova::Server
+        properties: {name: "vm-%index%", flavor: m1.small, image: cirros, availability_zone: AZ-1}
+outputs:
+  names: {value: {get_attr: [g, name]}}
+  zones: {value: {get_attr: [g, availability_zone]}}
+  refs: {value: {get_attr: [g, refs]}}
+  first: {value: {get_attr: [g, resource.0, OS-EXT-SRV-ATTR:host]}}
+  joined: {value: {list_join: ["/", [{get_param: OS::stack_name}, x]]}}
+"#;
+        let st = create(&s, "rg", bundle(t, &[]), json!({})).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_COMPLETE");
+        assert_eq!(
+            st.stack_status_reason,
+            "Stack CREATE completed successfully"
+        );
+        assert_eq!(output(&st, "names"), json!(["vm-0", "vm-1"]));
+        assert_eq!(output(&st, "zones"), json!(["AZ-1", "AZ-1"]));
+        assert_eq!(output(&st, "refs").as_array().unwrap().len(), 2);
+        assert!(output(&st, "first").is_string());
+        assert_eq!(output(&st, "joined"), json!("rg/x"));
+    }
+
+    #[tokio::test]
+    async fn autoscaling_group_scales_and_removes_newest_first() {
+        let s = sim(DEMO);
+        let worker = r#"
+heat_template_version: 2013-05-23
+parameters:
+  flavor: {type: string}
+  scheduler_hints: {type: string}
+resources:
+  workerNode:
+    type: OS::Nova::Server
+    properties:
+      flavor: {get_param: flavor}
+      image: cirros
+      scheduler_hints: {group: {get_param: scheduler_hints}}
+outputs:
+  host: {value: {get_attr: [workerNode, host]}}
+"#;
+        let t = r#"
+heat_template_version: 2013-05-23
+parameters:
+  size: {type: number, default: 2}
+resources:
+  srvgroup: {type: OS::Nova::ServerGroup, properties: {name: g, policies: [anti-affinity]}}
+  workers:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 4
+      desired_capacity: {get_param: size}
+      resource:
+        type: worker.yaml
+        properties:
+          flavor: m1.small
+          scheduler_hints: {get_resource: srvgroup}
+  scale_out:
+    type: OS::Heat::ScalingPolicy
+    properties: {scaling_adjustment: 1, auto_scaling_group_id: {get_resource: workers}, adjustment_type: change_in_capacity}
+outputs:
+  hosts: {value: {get_attr: [workers, host]}}
+  size: {value: {get_attr: [workers, current_size]}}
+"#;
+        let st = create(&s, "asg", bundle(t, &[("worker.yaml", worker)]), json!({})).await;
+        assert_eq!(
+            st.stack_status.to_string(),
+            "CREATE_COMPLETE",
+            "{}",
+            st.stack_status_reason
+        );
+        let hosts = output(&st, "hosts");
+        assert_eq!(hosts.as_array().unwrap().len(), 2);
+        assert_ne!(hosts[0], hosts[1], "anti-affinity spreads the workers");
+        let members = |s: SimCloud, id: StackId| async move {
+            let r = s.list_resources(ListResources::new(id, 1)).await.unwrap();
+            r.into_iter()
+                .filter(|r| r.parent_resource.as_deref() == Some("workers"))
+                .map(|r| r.resource_name)
+                .collect::<Vec<_>>()
+        };
+        let before = members(s.clone(), st.id.clone()).await;
+        let st = patch(&s, &st.id, json!({"size": 3})).await;
+        assert_eq!(output(&st, "size"), json!(3));
+        let grown = members(s.clone(), st.id.clone()).await;
+        assert_eq!(&grown[..2], &before[..]);
+        let st = patch(&s, &st.id, json!({"size": 1})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        assert_eq!(
+            members(s.clone(), st.id.clone()).await,
+            vec![before[0].clone()],
+            "the oldest is kept"
+        );
+        assert_eq!(s.server_ids().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn conditions_and_other_resources() {
+        let s = sim(DEMO);
+        let t = r#"
+heat_template_version: 2018-08-31
+parameters:
+  with_vm: {type: boolean, default: false}
+conditions:
+  vm: {equals: [{get_param: with_vm}, true]}
+resources:
+  net: {type: OS::Neutron::Net}
+  port: {type: OS::Neutron::Port, properties: {network: {get_resource: net}}}
+  vol: {type: OS::Cinder::Volume, properties: {image: cirros, size: 1}}
+  vm:
+    type: OS::Nova::Server
+    condition: vm
+    properties: {flavor: m1.small, image: cirros, networks: [{port: {get_resource: port}}]}
+outputs:
+  ip: {value: {get_attr: [port, fixed_ips, 0, ip_address]}}
+"#;
+        let st = create(&s, "c", bundle(t, &[]), json!({})).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_COMPLETE");
+        assert_eq!(output(&st, "ip"), serde_json::Value::Null);
+        assert!(s.server_ids().is_empty());
+        let st = patch(&s, &st.id, json!({"with_vm": true})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        assert_eq!(s.server_ids().len(), 1);
+        let res = s
+            .list_resources(ListResources::new(st.id.clone(), 0))
+            .await
+            .unwrap();
+        let names: Vec<_> = res.iter().map(|r| r.resource_name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["vol", "vm", "port", "net"],
+            "dependents before their dependencies"
+        );
+    }
+
+    // --- validation ----------------------------------------------------------------------
+
+    async fn rejected(
+        s: &SimCloud,
+        t: &str,
+        files: &[(&str, &str)],
+        p: serde_json::Value,
+    ) -> String {
+        match s
+            .create_stack(CreateStack::new("bad", bundle(t, files), params(p)))
+            .await
+        {
+            Err(DriverError::Invalid { message, .. }) => {
+                assert!(s.server_ids().is_empty(), "nothing is created");
+                assert!(s
+                    .show_stack(&StackId::new("bad"))
+                    .await
+                    .unwrap_err()
+                    .is_not_found());
+                message
+            }
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn bad_templates_are_rejected_and_create_nothing() {
+        let s = sim(DEMO);
+        let vm = "heat_template_version: 2018-08-31\nresources:\n  VDU1: {type: OS::Nova::Server, properties: {flavor: m1.huge, image: cirros}}\n";
+        assert_eq!(
+            rejected(&s, vm, &[], json!({})).await,
+            "Property error: resources.VDU1.properties.flavor: Error validating value 'm1.huge': The Flavor ID (m1.huge) could not be found."
+        );
+        let img = "heat_template_version: 2018-08-31\nresources:\n  VDU1: {type: OS::Nova::Server, properties: {flavor: m1.small, image: ubuntu}}\n";
+        assert_eq!(
+            rejected(&s, img, &[], json!({})).await,
+            "Property error: resources.VDU1.properties.image: Error validating value 'ubuntu': The Image (ubuntu) could not be found."
+        );
+        assert_eq!(
+            rejected(&s, "- a\n- b\n", &[], json!({})).await,
+            "The template is not a JSON object or YAML mapping."
+        );
+        assert!(rejected(&s, "resources: {}\n", &[], json!({}))
+            .await
+            .contains("heat_template_version is missing"));
+        assert!(rejected(&s, "a: [\n", &[], json!({}))
+            .await
+            .starts_with("Error parsing template"));
+        let unknown = "heat_template_version: 2018-08-31\nresources:\n  x: {type: My::Thing}\n";
+        assert_eq!(
+            rejected(&s, unknown, &[], json!({})).await,
+            "Failed to validate: resources.x: The Resource Type (My::Thing) could not be found."
+        );
+        let bad_ref = "heat_template_version: 2018-08-31\nresources:\n  p: {type: OS::Neutron::Port, properties: {network: {get_resource: nope}}}\n";
+        assert_eq!(
+            rejected(&s, bad_ref, &[], json!({})).await,
+            "The specified reference \"nope\" (in resources.p.properties) is incorrect."
+        );
+        let bad_fn = "heat_template_version: 2018-08-31\nresources:\n  p: {type: OS::Neutron::Port, properties: {network: {yaql: {expression: x}}}}\n";
+        assert!(rejected(&s, bad_fn, &[], json!({}))
+            .await
+            .contains("\"yaql\""));
+        let param =
+            "heat_template_version: 2018-08-31\nparameters:\n  az: {type: string}\nresources: {}\n";
+        assert_eq!(
+            rejected(&s, param, &[], json!({})).await,
+            "The Parameter (az) was not provided."
+        );
+        let policy = "heat_template_version: 2018-08-31\nresources:\n  g: {type: OS::Nova::ServerGroup, properties: {policies: [spread]}}\n";
+        assert!(rejected(&s, policy, &[], json!({}))
+            .await
+            .contains("\"spread\" is not an allowed value"));
+        let cycle = "heat_template_version: 2018-08-31\nresources:\n  a: {type: OS::Heat::None, depends_on: b}\n  b: {type: OS::Heat::None, depends_on: a}\n";
+        assert!(rejected(&s, cycle, &[], json!({}))
+            .await
+            .starts_with("Circular Dependency Found"));
+        let nested_bad = "heat_template_version: 2018-08-31\nresources:\n  n: {type: n.yaml, properties: {x: 1}}\n";
+        let n = "heat_template_version: 2018-08-31\nparameters: {}\nresources: {}\n";
+        assert_eq!(
+            rejected(&s, nested_bad, &[("n.yaml", n)], json!({})).await,
+            "Property error: resources.n.properties: Unknown Property x"
+        );
+        let n2 = "heat_template_version: 2018-08-31\nresources:\n  a: {type: OS::Nova::Server, properties: {flavor: {get_resource: zz}}}\n";
+        let top = "heat_template_version: 2018-08-31\nresources:\n  n: {type: n.yaml}\n";
+        assert!(rejected(&s, top, &[("n.yaml", n2)], json!({}))
+            .await
+            .contains("resources.n<n.yaml>: The specified reference \"zz\""));
+    }
+
+    #[tokio::test]
+    async fn bad_flavor_in_a_nested_template_fails_the_nested_resource() {
+        let s = sim(DEMO);
+        let n = "heat_template_version: 2018-08-31\nparameters:\n  flavor: {type: string}\nresources:\n  VDU1: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}, image: cirros}}\n";
+        let top = "heat_template_version: 2018-08-31\nresources:\n  VDU1-0: {type: VDU1.yaml, properties: {flavor: m1.huge}}\n";
+        let st = create(&s, "n", bundle(top, &[("VDU1.yaml", n)]), json!({})).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_FAILED");
+        assert_eq!(
+            st.stack_status_reason,
+            "Resource CREATE failed: StackValidationFailed: resources.VDU1-0: Property error: resources.VDU1.properties.flavor: Error validating value 'm1.huge': The Flavor ID (m1.huge) could not be found."
+        );
+    }
+
+    #[tokio::test]
+    async fn unavailable_zone_is_a_bad_request() {
+        let s = sim(DEMO);
+        s.set_zone_available("AZ-2", false).unwrap();
+        let t = "heat_template_version: 2018-08-31\nresources:\n  VDU1: {type: OS::Nova::Server, properties: {flavor: m1.small, image: cirros, availability_zone: AZ-2}}\n";
+        let st = create(&s, "z", bundle(t, &[]), json!({})).await;
+        assert!(st.stack_status_reason.starts_with(
+            "Resource CREATE failed: BadRequest: resources.VDU1: The requested availability zone is not available (HTTP 400) (Request-ID: req-"
+        ), "{}", st.stack_status_reason);
+    }
+
+    // --- lifecycle -----------------------------------------------------------------------
+
+    const ONE_VM: &str = "
+heat_template_version: 2018-08-31
+parameters:
+  az: {type: string, default: AZ-1}
+  flavor: {type: string, default: m1.small}
+resources:
+  vm: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}, image: cirros, availability_zone: {get_param: az}}}
+outputs:
+  host: {value: {get_attr: [vm, OS-EXT-SRV-ATTR:host]}}
+  id: {value: {get_resource: vm}}
+";
+
+    #[tokio::test]
+    async fn deleting_a_stack_frees_capacity() {
+        let s = sim("zones: {Z: {hosts: {h: {vcpus: 1, memory_mb: 2048, disk_gb: 20}}}}\nflavors: {m1.small: {vcpus: 1, memory_mb: 2048, disk_gb: 20}}\n");
+        let a = create(&s, "a", bundle(ONE_VM, &[]), json!({"az": "Z"})).await;
+        assert_eq!(a.stack_status.to_string(), "CREATE_COMPLETE");
+        let b = create(&s, "b", bundle(ONE_VM, &[]), json!({"az": "Z"})).await;
+        assert_eq!(b.stack_status.to_string(), "CREATE_FAILED");
+        let zones = s.list_zones(ListZones::default()).await.unwrap();
+        assert_eq!(zones[0].free(), Some(Resources::default()));
+        s.delete_stack(&a.id).await.unwrap();
+        assert!(s.show_stack(&a.id).await.unwrap_err().is_not_found());
+        assert!(s.delete_stack(&a.id).await.unwrap_err().is_not_found());
+        let zones = s.list_zones(ListZones::default()).await.unwrap();
+        assert_eq!(zones[0].free(), Some(Resources::new(1, 2048, 20)));
+        let b = patch(&s, &b.id, json!({})).await;
+        assert_eq!(
+            b.stack_status.to_string(),
+            "UPDATE_COMPLETE",
+            "a failed server is retried"
+        );
+    }
+
+    #[tokio::test]
+    async fn update_keeps_unchanged_servers_and_replaces_changed_or_unhealthy_ones() {
+        let s = sim(DEMO);
+        let st = create(&s, "u", bundle(ONE_VM, &[]), json!({})).await;
+        let id0 = output(&st, "id");
+        let st = patch(&s, &st.id, json!({})).await;
+        assert_eq!(output(&st, "id"), id0, "unchanged: same server");
+        let st = patch(&s, &st.id, json!({"az": "AZ-2"})).await;
+        let id1 = output(&st, "id");
+        assert_ne!(id1, id0, "zone change: replaced");
+        assert_eq!(output(&st, "host"), json!("c3"));
+        assert!(s
+            .server(&id0.as_str().unwrap().into())
+            .await
+            .unwrap_err()
+            .is_not_found());
+        s.mark_unhealthy(MarkUnhealthy::new(st.id.clone(), "vm", "heal"))
+            .await
+            .unwrap();
+        let res = s
+            .list_resources(ListResources::new(st.id.clone(), 0))
+            .await
+            .unwrap();
+        assert_eq!(res[0].resource_status.to_string(), "CHECK_FAILED");
+        assert_eq!(res[0].resource_status_reason, "heal");
+        let st = patch(&s, &st.id, json!({})).await;
+        assert_ne!(output(&st, "id"), id1, "unhealthy: replaced");
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        assert!(s
+            .mark_unhealthy(MarkUnhealthy::new(st.id.clone(), "nope", "x"))
+            .await
+            .unwrap_err()
+            .is_not_found());
+        // a bad update is rejected and changes nothing
+        let e = s
+            .update_stack(UpdateStack::parameters(
+                st.id.clone(),
+                params(json!({"flavor": "m1.huge"})),
+            ))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, DriverError::Invalid { .. }));
+        assert_eq!(
+            s.show_stack(&st.id).await.unwrap().parameters["flavor"],
+            json!("m1.small")
+        );
+        let e = s
+            .update_stack(UpdateStack::parameters(
+                StackId::new("nope"),
+                Parameters::new(),
+            ))
+            .await
+            .unwrap_err();
+        assert!(e.is_not_found());
+    }
+
+    #[tokio::test]
+    async fn names_are_unique() {
+        let s = sim(DEMO);
+        create(&s, "dup", bundle(ONE_VM, &[]), json!({})).await;
+        let e = s
+            .create_stack(CreateStack::new(
+                "dup",
+                bundle(ONE_VM, &[]),
+                Parameters::new(),
+            ))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, DriverError::AlreadyExists { .. }));
+    }
+
+    #[tokio::test]
+    async fn deterministic_and_clones_share_state() {
+        let run = || async {
+            let s = sim(DEMO);
+            let st = create(&s, "d", bundle(ONE_VM, &[]), json!({})).await;
+            (st.id.clone(), output(&st, "id"), output(&st, "host"))
+        };
+        assert_eq!(run().await, run().await);
+        let s = sim(DEMO);
+        let clone = s.clone();
+        let st = create(&s, "shared", bundle(ONE_VM, &[]), json!({})).await;
+        assert_eq!(clone.show_stack(&st.id).await.unwrap().stack_name, "shared");
+        assert!(clone.now() > 0);
+    }
+
+    #[tokio::test]
+    async fn injected_call_faults_come_first_then_pass_through() {
+        let f = FaultySim::new(sim(DEMO));
+        f.fail_next(Method::ListZones, 2, FaultKind::Unavailable);
+        f.fail_next(Method::CreateStack, 1, FaultKind::QuotaExceeded);
+        assert_eq!(f.pending(Method::ListZones), 2);
+        for _ in 0..2 {
+            let e = f.list_zones(ListZones::default()).await.unwrap_err();
+            assert!(e.is_retryable());
+        }
+        assert_eq!(f.list_zones(ListZones::default()).await.unwrap().len(), 2);
+        let e = f
+            .create_stack(CreateStack::new(
+                "q",
+                bundle(ONE_VM, &[]),
+                Parameters::new(),
+            ))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, DriverError::QuotaExceeded { .. }));
+        assert!(f.sim().server_ids().is_empty());
+        f.fail_next_builds(
+            1,
+            BuildFault::Rejected {
+                message: "Image 3b2a could not be found.".into(),
+            },
+        );
+        let id = f
+            .create_stack(CreateStack::new(
+                "q",
+                bundle(ONE_VM, &[]),
+                Parameters::new(),
+            ))
+            .await
+            .unwrap();
+        let st = f.show_stack(&id).await.unwrap();
+        assert!(st.stack_status_reason.starts_with("Resource CREATE failed: BadRequest: resources.vm: Image 3b2a could not be found. (HTTP 400)"), "{}", st.stack_status_reason);
+        f.fail_next_builds(
+            1,
+            BuildFault::Fault {
+                code: 500,
+                message: "boom".into(),
+            },
+        );
+        f.update_stack(UpdateStack::parameters(id.clone(), Parameters::new()))
+            .await
+            .unwrap();
+        let st = f.show_stack(&id).await.unwrap();
+        assert_eq!(st.stack_status_reason, "Resource CREATE failed: ResourceInError: resources.vm: Went to status ERROR due to \"Message: boom, Code: 500\"");
+        f.fail_next(Method::Server, 1, FaultKind::NotFound);
+        assert!(f.server(&"x".into()).await.unwrap_err().is_not_found());
+    }
+}
