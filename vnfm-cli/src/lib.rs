@@ -12,6 +12,7 @@
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
 
+pub mod builtin;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -3,11 +3,12 @@
 
 use serde::Serialize;
 
-use crate::cli::{Cli, Command, ConfigCommand, PackageCommand};
+use crate::cli::{Cli, CloudCommand, Command, ConfigCommand, PackageCommand};
 use crate::config::Config;
 use crate::error::CliError;
 use crate::output::Output;
 
+pub mod cloud;
 pub mod package;
 
 /// Runs the parsed command line.
@@ -20,9 +21,10 @@ pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
     match cli.command {
         Command::Config(ConfigCommand::Show) => config_show(&config, config_file, out),
         Command::Package(PackageCommand::Show { path }) => package::show(&path, out),
-        Command::Demo(_) | Command::Cloud(_) => {
-            Err(CliError::Usage("this command is not available yet".into()))
+        Command::Cloud(CloudCommand::Show { cloud: path }) => {
+            cloud::show(path.as_deref().or(config.vim.cloud.as_deref()), out)
         }
+        Command::Demo(_) => Err(CliError::Usage("this command is not available yet".into())),
     }
 }
 
