@@ -848,4 +848,6 @@ fn result(
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;
