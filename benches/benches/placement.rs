@@ -183,7 +183,7 @@ fn naive(req: &PlacementRequest, seed: u64) -> Option<Vec<usize>> {
         let mine: Vec<&Constraint> = req
             .constraints
             .iter()
-            .filter(|c| c.members.iter().any(|m| *m == item.id))
+            .filter(|c| c.members.contains(&item.id))
             .collect();
         // Members of my constraints placed so far, by scanning every placed member.
         let mut related: Vec<(&Constraint, HashSet<&str>)> = Vec::with_capacity(mine.len());
