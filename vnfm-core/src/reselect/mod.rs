@@ -27,8 +27,14 @@
 //! Units that exist from before the operation (`movable: false`) never move.
 
 mod failure;
+mod machine;
+#[cfg(test)]
+mod tests;
 
 pub use failure::{
     failed_path_from_reason, failed_top_resources, InsufficientResourcePattern,
     DEFAULT_INSUFFICIENT_RESOURCE_PATTERN,
+};
+pub use machine::{
+    Action, Attempt, AttemptOutcome, GiveUp, Outcome, ReselectConfig, Reselection, Unit,
 };

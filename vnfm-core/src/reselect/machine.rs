@@ -1,0 +1,526 @@
+//! The reselection state machine itself; see the [module docs](super).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::failure::{failed_path_from_reason, failed_top_resources, InsufficientResourcePattern};
+use crate::constraint::{Constraint, Scope};
+use crate::driver::StackResource;
+use crate::id::{StackId, VduId, ZoneId};
+use crate::placement::{ExistingMember, Item, PlacementError, PlacementRequest, Selection};
+use crate::zone::{ComputeZone, Resources};
+
+/// How reselection behaves (`[placement]` of `vnfm.toml`).
+#[derive(Clone, Debug)]
+pub struct ReselectConfig {
+    /// `reselect_zones`: reselect zones after an insufficient-resource failure (default false:
+    /// such a failure ends the operation).
+    pub enabled: bool,
+    /// `insufficient_resource_pattern`.
+    pub pattern: InsufficientResourcePattern,
+    /// `max_reselections`: at most this many stack updates after the first attempt; `None`
+    /// means no limit (the candidate zones bound it anyway).
+    pub max_reselections: Option<u32>,
+    /// `selection`: how a zone is chosen among the compliant ones.
+    pub selection: Selection,
+    /// Seed of the random choices.
+    pub seed: u64,
+}
+
+/// A top-level stack resource that carries one zone: a VNFC (`VDU1-0`) in the StandardUserData
+/// layout, or a whole VDU under an AutoScalingGroup.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unit {
+    /// The resource name in the top stack, also the member id in constraints.
+    pub name: String,
+    /// The VDU of its servers.
+    pub vdu: VduId,
+    /// The zone it is (to be) in.
+    pub zone: ZoneId,
+    /// False for units that existed before the operation: they never move.
+    pub movable: bool,
+    /// What the unit needs (the sum over its servers).
+    pub demand: Resources,
+}
+
+impl Unit {
+    /// A unit.
+    pub fn new(
+        name: impl Into<String>,
+        vdu: impl Into<VduId>,
+        zone: impl Into<ZoneId>,
+        movable: bool,
+        demand: Resources,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            vdu: vdu.into(),
+            zone: zone.into(),
+            movable,
+            demand,
+        }
+    }
+}
+
+/// What the caller must do next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Create the stack (first attempt) or update it (later attempts) with these zones per
+    /// unit, wait for a terminal state, then call [`Reselection::handle_stack_succeeded`] or
+    /// [`Reselection::handle_stack_failed`].
+    ApplyStack {
+        /// The zone of every unit.
+        zones: BTreeMap<String, ZoneId>,
+    },
+    /// List the stack's resources with nested ones (Heat `nested_depth` ≥ 2) and call
+    /// [`Reselection::handle_resources`].
+    ListResources,
+    /// List the compute zones and call [`Reselection::handle_zones`].
+    ListZones,
+}
+
+/// How an attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttemptOutcome {
+    /// The stack reached `*_COMPLETE`.
+    Succeeded,
+    /// The stack reached `*_FAILED`.
+    Failed,
+}
+
+/// One stack create or update of the operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    /// The zone of every unit in this attempt.
+    pub zones: BTreeMap<String, ZoneId>,
+    /// How it ended; `None` while it runs.
+    pub outcome: Option<AttemptOutcome>,
+    /// Heat's `stack_status_reason` when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    /// The units found failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_units: Vec<String>,
+    /// The zones excluded because of this failure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_zones: Vec<ZoneId>,
+    /// Constraints relaxed (best effort) to choose these zones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relaxed: Vec<String>,
+}
+
+/// Why the machine stopped without success.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum GiveUp {
+    /// The failure is not an insufficient-resource error: no reselection.
+    #[error("the stack failed with an error that is not an insufficient-resource error: {reason}")]
+    NotACapacityError {
+        /// Heat's reason.
+        reason: String,
+    },
+    /// Reselection is disabled (`reselect_zones = false`).
+    #[error("a zone ran out of resources and zone reselection is disabled: {reason}")]
+    ReselectionDisabled {
+        /// Heat's reason.
+        reason: String,
+    },
+    /// The failed resource could not be mapped to a unit of the operation.
+    #[error("cannot tell which VNFC failed (no failed server under a known unit): {reason}")]
+    UnknownFailedUnit {
+        /// Heat's reason.
+        reason: String,
+    },
+    /// A unit that existed before the operation failed; it is never moved.
+    #[error("existing VNFC {unit} failed and is never moved: {reason}")]
+    FixedUnitFailed {
+        /// The unit.
+        unit: String,
+        /// Heat's reason.
+        reason: String,
+    },
+    /// No candidate zone is left.
+    #[error("no availability zone left to try (tried {}): {reason}", join(tried))]
+    NoCandidates {
+        /// Every zone tried and excluded.
+        tried: Vec<ZoneId>,
+        /// Heat's last reason.
+        reason: String,
+    },
+    /// `max_reselections` reached.
+    #[error("reached the reselection limit of {limit}: {reason}")]
+    RetryLimit {
+        /// The limit.
+        limit: u32,
+        /// Heat's last reason.
+        reason: String,
+    },
+    /// The remaining zones cannot honour a constraint that is not best effort.
+    #[error("no remaining zone honours the constraints: {why}")]
+    Infeasible {
+        /// The placement error.
+        why: String,
+        /// Heat's last reason.
+        reason: String,
+    },
+}
+
+fn without_capacity(mut z: ComputeZone) -> ComputeZone {
+    for h in z.hosts.iter_mut().flatten() {
+        h.free = None;
+    }
+    z
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+fn join(z: &[ZoneId]) -> String {
+    if z.is_empty() {
+        return "none".into();
+    }
+    z.iter().map(ZoneId::as_str).collect::<Vec<_>>().join(", ")
+}
+
+/// How the machine finished.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The last attempt succeeded.
+    Succeeded,
+    /// It gave up.
+    GaveUp(GiveUp),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Applying,
+    AwaitResources,
+    AwaitZones,
+    Finished,
+}
+
+/// The reselection state machine of one operation. See the [module docs](super).
+///
+/// Methods: getters ([`Reselection::attempts`], [`Reselection::zones`],
+/// [`Reselection::outcome`], [`Reselection::excluded`]), event handlers (`handle_*`) and
+/// [`Reselection::poll_action`].
+#[derive(Debug)]
+pub struct Reselection {
+    config: ReselectConfig,
+    units: BTreeMap<String, Unit>,
+    constraints: Vec<Constraint>,
+    state: State,
+    pending: VecDeque<Action>,
+    attempts: Vec<Attempt>,
+    excluded: BTreeSet<ZoneId>,
+    zones: Option<Vec<ComputeZone>>,
+    round_failed_zones: BTreeSet<ZoneId>,
+    last_reason: String,
+    outcome: Option<Outcome>,
+    rng: ChaCha8Rng,
+}
+
+impl Reselection {
+    /// A machine for `units` (every unit of the stack after the operation, with the zones of
+    /// the grant) under `constraints` (only zone-scope constraints matter to it; others are
+    /// kept by the stack's server groups). The first action is the stack apply with the
+    /// granted zones.
+    pub fn new(config: ReselectConfig, units: Vec<Unit>, constraints: Vec<Constraint>) -> Self {
+        let rng = ChaCha8Rng::seed_from_u64(config.seed);
+        let units: BTreeMap<String, Unit> =
+            units.into_iter().map(|u| (u.name.clone(), u)).collect();
+        let constraints = constraints
+            .into_iter()
+            .filter(|c| c.scope == Scope::Zone)
+            .collect();
+        let mut m = Self {
+            config,
+            units,
+            constraints,
+            state: State::Applying,
+            pending: VecDeque::new(),
+            attempts: Vec::new(),
+            excluded: BTreeSet::new(),
+            zones: None,
+            round_failed_zones: BTreeSet::new(),
+            last_reason: String::new(),
+            outcome: None,
+            rng,
+        };
+        m.start_attempt(Vec::new());
+        m
+    }
+
+    // --- getters -------------------------------------------------------------------------
+
+    /// Every attempt so far, the running one last.
+    pub fn attempts(&self) -> &[Attempt] {
+        &self.attempts
+    }
+
+    /// The units, with their current zones.
+    pub fn units(&self) -> Vec<&Unit> {
+        self.units.values().collect()
+    }
+
+    /// The current zone of every unit.
+    pub fn zones(&self) -> BTreeMap<String, ZoneId> {
+        self.units
+            .iter()
+            .map(|(n, u)| (n.clone(), u.zone.clone()))
+            .collect()
+    }
+
+    /// The zones excluded so far.
+    pub fn excluded(&self) -> &BTreeSet<ZoneId> {
+        &self.excluded
+    }
+
+    /// How the machine finished, once it has.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        self.outcome.as_ref()
+    }
+
+    /// True once finished.
+    pub fn is_finished(&self) -> bool {
+        self.state == State::Finished
+    }
+
+    // --- poll ----------------------------------------------------------------------------
+
+    /// The next action to carry out, or `None` when waiting for an event or finished.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.pending.pop_front()
+    }
+
+    // --- events --------------------------------------------------------------------------
+
+    /// The stack applied by the last [`Action::ApplyStack`] reached `*_COMPLETE`.
+    pub fn handle_stack_succeeded(&mut self) {
+        if self.state != State::Applying {
+            return;
+        }
+        if let Some(a) = self.attempts.last_mut() {
+            a.outcome = Some(AttemptOutcome::Succeeded);
+        }
+        self.finish(Outcome::Succeeded);
+    }
+
+    /// The stack applied by the last [`Action::ApplyStack`] reached `*_FAILED` with `reason`
+    /// (Heat's `stack_status_reason`).
+    pub fn handle_stack_failed(&mut self, reason: &str) {
+        if self.state != State::Applying {
+            return;
+        }
+        self.last_reason = reason.to_owned();
+        if let Some(a) = self.attempts.last_mut() {
+            a.outcome = Some(AttemptOutcome::Failed);
+            a.status_reason = Some(reason.to_owned());
+        }
+        if !self.config.pattern.is_match(reason) {
+            return self.give_up(GiveUp::NotACapacityError {
+                reason: reason.to_owned(),
+            });
+        }
+        if !self.config.enabled {
+            return self.give_up(GiveUp::ReselectionDisabled {
+                reason: reason.to_owned(),
+            });
+        }
+        self.state = State::AwaitResources;
+        self.pending.push_back(Action::ListResources);
+    }
+
+    /// The resources of the stack (`root`), nested ones included, after a failure.
+    pub fn handle_resources(&mut self, root: &StackId, resources: &[StackResource]) {
+        if self.state != State::AwaitResources {
+            return;
+        }
+        let mut failed: BTreeSet<String> = failed_top_resources(root, resources)
+            .into_iter()
+            .filter(|n| self.units.contains_key(n))
+            .collect();
+        if let Some(first) =
+            failed_path_from_reason(&self.last_reason).and_then(|p| p.into_iter().next())
+        {
+            if self.units.contains_key(&first) {
+                failed.insert(first);
+            }
+        }
+        let reason = self.last_reason.clone();
+        if failed.is_empty() {
+            return self.give_up(GiveUp::UnknownFailedUnit { reason });
+        }
+        if let Some(fixed) = failed
+            .iter()
+            .find(|n| self.units.get(*n).is_some_and(|u| !u.movable))
+        {
+            let unit = fixed.clone();
+            return self.give_up(GiveUp::FixedUnitFailed { unit, reason });
+        }
+        let failed_zones: BTreeSet<ZoneId> = failed
+            .iter()
+            .filter_map(|n| self.units.get(n).map(|u| u.zone.clone()))
+            .collect();
+        if let Some(a) = self.attempts.last_mut() {
+            a.failed_units = failed.iter().cloned().collect();
+            a.failed_zones = failed_zones.iter().cloned().collect();
+        }
+        self.excluded.extend(failed_zones.iter().cloned());
+        self.round_failed_zones = failed_zones;
+        if self.zones.is_none() {
+            self.state = State::AwaitZones;
+            self.pending.push_back(Action::ListZones);
+        } else {
+            self.reselect();
+        }
+    }
+
+    /// The compute zones (asked once per operation).
+    pub fn handle_zones(&mut self, zones: Vec<ComputeZone>) {
+        if self.state != State::AwaitZones {
+            return;
+        }
+        self.zones = Some(zones);
+        self.reselect();
+    }
+
+    // --- internals -----------------------------------------------------------------------
+
+    fn start_attempt(&mut self, relaxed: Vec<String>) {
+        let zones = self.zones();
+        self.attempts.push(Attempt {
+            zones: zones.clone(),
+            outcome: None,
+            status_reason: None,
+            failed_units: Vec::new(),
+            failed_zones: Vec::new(),
+            relaxed,
+        });
+        self.state = State::Applying;
+        self.pending.push_back(Action::ApplyStack { zones });
+    }
+
+    fn reselect(&mut self) {
+        let reason = self.last_reason.clone();
+        let reselections = u32::try_from(self.attempts.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        if let Some(limit) = self.config.max_reselections {
+            if reselections >= limit {
+                return self.give_up(GiveUp::RetryLimit { limit, reason });
+            }
+        }
+        let candidates: Vec<ComputeZone> = self
+            .zones
+            .iter()
+            .flatten()
+            .filter(|z| z.is_candidate() && !self.excluded.contains(&z.name))
+            .cloned()
+            .collect();
+        if candidates.is_empty() {
+            let tried = self.excluded.iter().cloned().collect();
+            return self.give_up(GiveUp::NoCandidates { tried, reason });
+        }
+        let affected: BTreeSet<String> = self
+            .units
+            .values()
+            .filter(|u| u.movable && self.round_failed_zones.contains(&u.zone))
+            .map(|u| u.name.clone())
+            .collect();
+        match self.choose(&affected, &candidates) {
+            Ok((zones, relaxed)) => {
+                for (name, zone) in zones {
+                    if let Some(u) = self.units.get_mut(&name) {
+                        u.zone = zone;
+                    }
+                }
+                self.start_attempt(relaxed);
+            }
+            Err(g) => self.give_up(g),
+        }
+    }
+
+    /// New zones for the `affected` units among `candidates`, every other unit staying where it
+    /// is, under the zone-scope constraints (best-effort ones may be relaxed).
+    fn choose(
+        &mut self,
+        affected: &BTreeSet<String>,
+        candidates: &[ComputeZone],
+    ) -> Result<(BTreeMap<String, ZoneId>, Vec<String>), GiveUp> {
+        let items: Vec<Item> = self
+            .units
+            .values()
+            .filter(|u| affected.contains(&u.name))
+            .map(|u| Item::new(u.name.clone(), u.vdu.clone(), u.demand))
+            .collect();
+        // Units that stay count for the constraints by their zone; their host does not matter
+        // at zone scope, so each gets a host name of its own that no catalogue lists.
+        let existing: Vec<ExistingMember> = self
+            .units
+            .values()
+            .filter(|u| !affected.contains(&u.name))
+            .map(|u| {
+                ExistingMember::new(
+                    u.name.clone(),
+                    u.zone.clone(),
+                    format!("{}@{}", u.name, u.zone),
+                )
+            })
+            .collect();
+        let seed = rand::RngCore::next_u64(&mut self.rng);
+        // `random` is the spec's (and Tacker's) policy: any zone that honours the constraints,
+        // whatever its free capacity; only `capacity-aware` reads the catalogue's capacity.
+        let zones: Vec<ComputeZone> = match self.config.selection {
+            Selection::CapacityAware => candidates.to_vec(),
+            Selection::Random => candidates.iter().cloned().map(without_capacity).collect(),
+        };
+        let request = PlacementRequest::new(zones)
+            .with_items(items)
+            .with_existing(existing)
+            .with_constraints(self.constraints.clone())
+            .with_excluded(self.excluded.iter().cloned())
+            .with_selection(self.config.selection)
+            .with_seed(seed);
+        let reason = self.last_reason.clone();
+        match request.place() {
+            Ok(p) => Ok((
+                p.assignments.into_iter().map(|a| (a.id, a.zone)).collect(),
+                p.relaxed.iter().map(ToString::to_string).collect(),
+            )),
+            Err(
+                PlacementError::NoCandidateZone { .. } | PlacementError::CapacityExhausted { .. },
+            ) => Err(GiveUp::NoCandidates {
+                tried: self.excluded.iter().cloned().collect(),
+                reason,
+            }),
+            Err(e) => Err(GiveUp::Infeasible {
+                why: error_chain(&e),
+                reason,
+            }),
+        }
+    }
+
+    fn give_up(&mut self, why: GiveUp) {
+        self.finish(Outcome::GaveUp(why));
+    }
+
+    fn finish(&mut self, outcome: Outcome) {
+        self.state = State::Finished;
+        self.pending.clear();
+        self.outcome = Some(outcome);
+    }
+}

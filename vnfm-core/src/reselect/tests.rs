@@ -1,0 +1,574 @@
+//! Tests of the reselection machine against a scripted cloud: zones in `full` reject every
+//! server, with Heat's texts; the machine's actions are carried out by [`drive`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::constraint::{Constraint, Scope};
+use crate::driver::{StackResource, StackStatus};
+use crate::id::{StackId, ZoneId};
+use crate::placement::Selection;
+use crate::zone::{ComputeHost, ComputeZone, Resources};
+
+const SMALL: Resources = Resources::new(1, 512, 1);
+
+fn config(enabled: bool, max: Option<u32>) -> ReselectConfig {
+    ReselectConfig {
+        enabled,
+        pattern: InsufficientResourcePattern::standard().unwrap(),
+        max_reselections: max,
+        selection: Selection::Random,
+        seed: 7,
+    }
+}
+
+fn zone(name: &str) -> ComputeZone {
+    ComputeZone {
+        name: name.into(),
+        available: true,
+        hosts: Some(vec![ComputeHost {
+            name: format!("{name}-host").into(),
+            available: true,
+            free: None,
+        }]),
+    }
+}
+
+fn unit(name: &str, zone: &str, movable: bool) -> Unit {
+    let vdu = crate::lifecycle::userdata::rm_idx(name).to_owned();
+    Unit::new(name, vdu, zone, movable, SMALL)
+}
+
+/// What the scripted cloud saw.
+#[derive(Debug, Default)]
+struct Trace {
+    applies: usize,
+    zone_listings: usize,
+    resource_listings: usize,
+}
+
+fn reason(first: bool, unit: &str) -> String {
+    let vdu = crate::lifecycle::userdata::rm_idx(unit);
+    if first {
+        format!("Resource CREATE failed: ResourceInError: resources.{unit}.resources.{vdu}: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\"")
+    } else {
+        format!("Resource UPDATE failed: resources.{unit}: Resource CREATE failed: ResourceInError: resources.{vdu}: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\"")
+    }
+}
+
+fn resources(
+    zones: &BTreeMap<String, ZoneId>,
+    full: &BTreeSet<ZoneId>,
+    existing: &BTreeSet<String>,
+) -> Vec<StackResource> {
+    let mut out = Vec::new();
+    for (name, z) in zones {
+        let failed = full.contains(z) && !existing.contains(name);
+        let status = |s: &str| s.parse::<StackStatus>().unwrap();
+        out.push(StackResource {
+            resource_name: name.clone(),
+            physical_resource_id: format!("nested-{name}"),
+            resource_type: "VDU.yaml".into(),
+            resource_status: status(if failed {
+                "CREATE_FAILED"
+            } else {
+                "CREATE_COMPLETE"
+            }),
+            resource_status_reason: String::new(),
+            parent_resource: None,
+            stack_id: "root".into(),
+            nested_stack_id: Some(format!("nested-{name}").into()),
+        });
+        out.push(StackResource {
+            resource_name: "server".into(),
+            physical_resource_id: format!("srv-{name}"),
+            resource_type: "OS::Nova::Server".into(),
+            resource_status: status(if failed {
+                "CREATE_FAILED"
+            } else {
+                "CREATE_COMPLETE"
+            }),
+            resource_status_reason: String::new(),
+            parent_resource: Some(name.clone()),
+            stack_id: format!("nested-{name}").into(),
+            nested_stack_id: None,
+        });
+    }
+    out
+}
+
+/// Runs the machine to the end against a cloud whose zones `full` reject every new server, or
+/// whose `fail_with` text (when given) is the reason of every failure. Servers of units that are
+/// not movable exist already and never fail.
+fn drive(
+    m: &mut Reselection,
+    listing: &[ComputeZone],
+    full: &BTreeSet<ZoneId>,
+    fail_with: Option<&str>,
+) -> Trace {
+    let existing: BTreeSet<String> = m
+        .units()
+        .iter()
+        .filter(|u| !u.movable)
+        .map(|u| u.name.clone())
+        .collect();
+    let mut t = Trace::default();
+    let mut last = BTreeMap::new();
+    for _ in 0..1000 {
+        let Some(a) = m.poll_action() else { break };
+        match a {
+            Action::ApplyStack { zones } => {
+                t.applies += 1;
+                let failing = zones
+                    .iter()
+                    .find(|(n, z)| full.contains(*z) && !existing.contains(*n))
+                    .map(|(n, _)| n.clone());
+                last = zones;
+                match (fail_with, failing) {
+                    (Some(text), _) => m.handle_stack_failed(text),
+                    (None, Some(u)) => m.handle_stack_failed(&reason(t.applies == 1, &u)),
+                    (None, None) => m.handle_stack_succeeded(),
+                }
+            }
+            Action::ListResources => {
+                t.resource_listings += 1;
+                m.handle_resources(&StackId::from("root"), &resources(&last, full, &existing));
+            }
+            Action::ListZones => {
+                t.zone_listings += 1;
+                m.handle_zones(listing.to_vec());
+            }
+        }
+    }
+    assert!(m.is_finished());
+    t
+}
+
+fn zones(names: &[&str]) -> Vec<ComputeZone> {
+    names.iter().map(|n| zone(n)).collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<ZoneId> {
+    names.iter().map(|n| ZoneId::from(*n)).collect()
+}
+
+#[test]
+fn success_first_time_needs_no_listing() {
+    let mut m = Reselection::new(
+        config(true, None),
+        vec![unit("VDU1-0", "az-1", true)],
+        vec![],
+    );
+    let t = drive(&mut m, &zones(&["az-1"]), &set(&[]), None);
+    assert_eq!(m.outcome(), Some(&Outcome::Succeeded));
+    assert_eq!((t.applies, t.zone_listings, t.resource_listings), (1, 0, 0));
+    assert_eq!(m.attempts()[0].outcome, Some(AttemptOutcome::Succeeded));
+}
+
+/// Tacker `update_stack_retry_fallback_best_effort_false`: reselection off → original error, no
+/// Nova call, no update.
+#[test]
+fn disabled_gives_up_at_once() {
+    let mut m = Reselection::new(
+        config(false, None),
+        vec![unit("VDU1-0", "az-1", true)],
+        vec![],
+    );
+    let t = drive(&mut m, &zones(&["az-1", "az-2"]), &set(&["az-1"]), None);
+    assert!(matches!(
+        m.outcome(),
+        Some(Outcome::GaveUp(GiveUp::ReselectionDisabled { .. }))
+    ));
+    assert_eq!((t.applies, t.zone_listings), (1, 0));
+}
+
+/// Tacker `update_stack_retry_other_detail`: not a capacity error.
+#[test]
+fn other_failure_is_not_reselected() {
+    let mut m = Reselection::new(
+        config(true, None),
+        vec![unit("VDU1-0", "az-1", true)],
+        vec![],
+    );
+    let t = drive(
+        &mut m,
+        &zones(&["az-1", "az-2"]),
+        &set(&["az-1"]),
+        Some("Resource CREATE failed: unit test"),
+    );
+    assert!(matches!(
+        m.outcome(),
+        Some(Outcome::GaveUp(GiveUp::NotACapacityError { .. }))
+    ));
+    assert_eq!((t.applies, t.zone_listings, t.resource_listings), (1, 0, 0));
+}
+
+/// Tacker `update_stack_retry_retry_out_no_zone`: 4 zones, all full: every other zone tried once
+/// (3 updates), then no zone left.
+#[test]
+fn every_zone_tried_once_then_no_candidates() {
+    let units = vec![unit("VDU1-0", "az-1", true)];
+    let mut m = Reselection::new(config(true, None), units, vec![]);
+    let t = drive(
+        &mut m,
+        &zones(&["az-1", "az-2", "az-3", "az-4"]),
+        &set(&["az-1", "az-2", "az-3", "az-4"]),
+        None,
+    );
+    assert_eq!(t.applies, 4);
+    assert_eq!(
+        t.zone_listings, 1,
+        "the zones are listed once per operation"
+    );
+    let tried: Vec<&ZoneId> = m.attempts().iter().map(|a| &a.zones["VDU1-0"]).collect();
+    let distinct: BTreeSet<_> = tried.iter().collect();
+    assert_eq!(distinct.len(), 4, "{tried:?}");
+    match m.outcome() {
+        Some(Outcome::GaveUp(GiveUp::NoCandidates { tried, .. })) => assert_eq!(tried.len(), 4),
+        o => panic!("{o:?}"),
+    }
+}
+
+/// Tacker `update_stack_retry_retry_out_retry_limit`: limit 3 → exactly 3 updates.
+#[test]
+fn retry_limit_counts_updates_only() {
+    let mut m = Reselection::new(
+        config(true, Some(3)),
+        vec![unit("VDU1-0", "az-1", true)],
+        vec![],
+    );
+    let all = ["az-1", "az-2", "az-3", "az-4", "az-5"];
+    let t = drive(&mut m, &zones(&all), &set(&all), None);
+    assert_eq!(t.applies, 4);
+    assert!(matches!(
+        m.outcome(),
+        Some(Outcome::GaveUp(GiveUp::RetryLimit { limit: 3, .. }))
+    ));
+}
+
+/// Tacker `update_stack_retry_check_zone_value` (scale-out, zone anti-affinity between VDU1 and
+/// VDU2, best effort): az-2 holds the anti-affine VDU2, so it is avoided while another zone is
+/// left, then chosen with the constraint reported relaxed. VDU1-0 (existing) never moves; the
+/// new VDU1-1 and VDU1-2 sharing a failed zone move together.
+///
+/// We differ from Tacker on purpose: its reading of a two-target rule lets VDU1 instances share
+/// a zone; SOL003 makes a placement constraint pairwise over all its resources, so VDU1-1 and
+/// VDU1-2 must be apart too, and are, while zones last.
+#[test]
+fn tacker_check_zone_value_scenario() {
+    let units = vec![
+        unit("VDU1-0", "az-1", false),
+        unit("VDU2-0", "az-2", false),
+        unit("VDU1-1", "az-1", true),
+        unit("VDU1-2", "az-1", true),
+    ];
+    let anti = Constraint::anti_affinity(
+        "anti",
+        Scope::Zone,
+        ["VDU1-0", "VDU2-0", "VDU1-1", "VDU1-2"],
+    )
+    .with_fallback_best_effort(true);
+    let mut m = Reselection::new(config(true, None), units, vec![anti]);
+    // az-1 is full, az-3 and az-4 too: the machine walks them, then az-2 (relaxed).
+    let t = drive(
+        &mut m,
+        &zones(&["az-1", "az-2", "az-3", "az-4"]),
+        &set(&["az-1", "az-3", "az-4"]),
+        None,
+    );
+    let a = m.attempts();
+    assert!(t.applies >= 2);
+    for at in a {
+        assert_eq!(
+            at.zones["VDU1-0"],
+            ZoneId::from("az-1"),
+            "existing VNFC never moves"
+        );
+        assert_eq!(at.zones["VDU2-0"], ZoneId::from("az-2"));
+    }
+    // Before az-3 and az-4 are both excluded, az-2 is never used by a new VDU1 VNFC.
+    for at in a.iter().take_while(|at| at.relaxed.is_empty()) {
+        assert_ne!(at.zones["VDU1-1"], ZoneId::from("az-2"));
+        assert_ne!(at.zones["VDU1-2"], ZoneId::from("az-2"));
+    }
+    // It ends in az-2 with the relaxation reported; each failed zone tried once for a unit.
+    assert_eq!(m.outcome(), Some(&Outcome::Succeeded));
+    let last = a.last().unwrap();
+    assert_eq!(last.zones["VDU1-1"], ZoneId::from("az-2"));
+    assert!(!last.relaxed.is_empty(), "{last:?}");
+}
+
+/// The doc example "instantiate" of Tacker's placement_error_handling: VDU1 instances in zone
+/// affinity, VDU2 instances anti-affine with each other and with VDU1; AZ-1 and AZ-2 lack
+/// resources. VDU1-0 and VDU1-1 move together to a zone not in {AZ-1, AZ-2, AZ-3}; VDU2-0 then
+/// to one not in {AZ-2, AZ-3, AZ-4}.
+#[test]
+fn tacker_doc_instantiate_example() {
+    let units = vec![
+        unit("VDU1-0", "AZ-1", true),
+        unit("VDU1-1", "AZ-1", true),
+        unit("VDU2-0", "AZ-2", true),
+        unit("VDU2-1", "AZ-3", true),
+    ];
+    let constraints = vec![
+        Constraint::affinity("vdu1-affinity", Scope::Zone, ["VDU1-0", "VDU1-1"]),
+        Constraint::anti_affinity("vdu2-anti", Scope::Zone, ["VDU2-0", "VDU2-1", "VDU1-0"]),
+        Constraint::anti_affinity("vdu2-anti-b", Scope::Zone, ["VDU2-0", "VDU2-1", "VDU1-1"]),
+    ];
+    let mut m = Reselection::new(config(true, None), units, constraints);
+    let all = zones(&["AZ-1", "AZ-2", "AZ-3", "AZ-4", "AZ-5"]);
+    drive(&mut m, &all, &set(&["AZ-1", "AZ-2"]), None);
+    assert_eq!(m.outcome(), Some(&Outcome::Succeeded));
+    let last = m.attempts().last().unwrap();
+    assert_eq!(last.zones["VDU1-0"], last.zones["VDU1-1"]);
+    assert!(!["AZ-1", "AZ-2", "AZ-3"].contains(&last.zones["VDU1-0"].as_str()));
+    assert!(
+        !["AZ-2", "AZ-3", "AZ-4"].contains(&last.zones["VDU2-0"].as_str())
+            || last.zones["VDU1-0"].as_str() != "AZ-4"
+    );
+    assert_ne!(last.zones["VDU2-0"], last.zones["VDU1-0"]);
+    assert_eq!(
+        last.zones["VDU2-1"],
+        ZoneId::from("AZ-3"),
+        "a VNFC that did not fail stays"
+    );
+    assert!(last.relaxed.is_empty());
+}
+
+#[test]
+fn unknown_failed_unit_gives_up() {
+    let mut m = Reselection::new(
+        config(true, None),
+        vec![unit("VDU1-0", "az-1", true)],
+        vec![],
+    );
+    let text = "Resource CREATE failed: ResourceInError: resources.VDU1: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\"";
+    // The listing names no failed server under a known unit either.
+    let mut t = 0;
+    while let Some(a) = m.poll_action() {
+        t += 1;
+        match a {
+            Action::ApplyStack { .. } => m.handle_stack_failed(text),
+            Action::ListResources => m.handle_resources(&StackId::from("root"), &[]),
+            Action::ListZones => m.handle_zones(vec![]),
+        }
+    }
+    assert_eq!(t, 2);
+    assert!(matches!(
+        m.outcome(),
+        Some(Outcome::GaveUp(GiveUp::UnknownFailedUnit { .. }))
+    ));
+}
+
+#[test]
+fn a_failed_existing_unit_is_never_moved() {
+    let mut m = Reselection::new(
+        config(true, None),
+        vec![unit("VDU1-0", "az-1", false), unit("VDU1-1", "az-2", true)],
+        vec![],
+    );
+    let t = drive(
+        &mut m,
+        &zones(&["az-1", "az-2", "az-3"]),
+        &set(&[]),
+        Some(&reason(true, "VDU1-0")),
+    );
+    assert_eq!(t.applies, 1);
+    match m.outcome() {
+        Some(Outcome::GaveUp(GiveUp::FixedUnitFailed { unit, .. })) => assert_eq!(unit, "VDU1-0"),
+        o => panic!("{o:?}"),
+    }
+}
+
+#[test]
+fn hard_constraint_that_cannot_hold_gives_up_infeasible() {
+    let units = vec![unit("VDU1-0", "az-1", false), unit("VDU1-1", "az-2", true)];
+    let anti = Constraint::anti_affinity("anti", Scope::Zone, ["VDU1-0", "VDU1-1"]);
+    let mut m = Reselection::new(config(true, None), units, vec![anti]);
+    drive(&mut m, &zones(&["az-1", "az-2"]), &set(&["az-2"]), None);
+    match m.outcome() {
+        Some(Outcome::GaveUp(GiveUp::Infeasible { why, .. })) => {
+            assert!(why.contains("anti"), "{why}")
+        }
+        o => panic!("{o:?}"),
+    }
+}
+
+#[test]
+fn capacity_aware_skips_full_zones_at_once() {
+    let full_free = |n: &str, free: u64| ComputeZone {
+        name: n.into(),
+        available: true,
+        hosts: Some(vec![ComputeHost {
+            name: format!("{n}-h").into(),
+            available: true,
+            free: Some(Resources::new(free, 4096, 100)),
+        }]),
+    };
+    let listing = vec![
+        full_free("az-1", 0),
+        full_free("az-2", 0),
+        full_free("az-3", 0),
+        full_free("az-4", 8),
+    ];
+    let mut cfg = config(true, None);
+    cfg.selection = Selection::CapacityAware;
+    let mut m = Reselection::new(cfg, vec![unit("VDU1-0", "az-1", true)], vec![]);
+    let t = drive(&mut m, &listing, &set(&["az-1", "az-2", "az-3"]), None);
+    assert_eq!(m.outcome(), Some(&Outcome::Succeeded));
+    assert_eq!(
+        t.applies, 2,
+        "capacity-aware goes straight to the zone with room"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct Scenario {
+    zones: Vec<(String, bool)>,        // name, full
+    units: Vec<(String, usize, bool)>, // name, zone index, movable
+    anti: Vec<(Vec<usize>, bool)>,     // members (unit indexes), best effort
+    max: Option<u32>,
+    seed: u64,
+    capacity_aware: bool,
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    (1usize..6, 1usize..5, 0usize..3).prop_flat_map(|(nz, nu, na)| {
+        (
+            proptest::collection::vec(any::<bool>(), nz),
+            proptest::collection::vec((0..nz, any::<bool>()), nu),
+            proptest::collection::vec(
+                (
+                    proptest::collection::btree_set(0..nu, 1..=nu),
+                    any::<bool>(),
+                ),
+                na,
+            ),
+            proptest::option::of(0u32..4),
+            any::<u64>(),
+            any::<bool>(),
+        )
+            .prop_map(move |(full, units, anti, max, seed, ca)| Scenario {
+                zones: full
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, f)| (format!("az-{i}"), f))
+                    .collect(),
+                units: units
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (z, m))| (format!("VDU{i}-0"), z, m))
+                    .collect(),
+                anti: anti
+                    .into_iter()
+                    .filter(|(m, _)| m.len() >= 2 && m.iter().all(|x| *x < nu))
+                    .map(|(m, b)| (m.into_iter().collect(), b))
+                    .collect(),
+                max,
+                seed,
+                capacity_aware: ca,
+            })
+    })
+}
+
+fn run_scenario(s: &Scenario) -> (Reselection, Trace) {
+    let units: Vec<Unit> = s
+        .units
+        .iter()
+        .map(|(n, z, mv)| unit(n, &s.zones[*z].0, *mv))
+        .collect();
+    let constraints: Vec<Constraint> = s
+        .anti
+        .iter()
+        .enumerate()
+        .map(|(i, (m, b))| {
+            Constraint::anti_affinity(
+                format!("anti-{i}"),
+                Scope::Zone,
+                m.iter().map(|x| s.units[*x].0.clone()),
+            )
+            .with_fallback_best_effort(*b)
+        })
+        .collect();
+    let mut cfg = config(true, s.max);
+    cfg.seed = s.seed;
+    if s.capacity_aware {
+        cfg.selection = Selection::CapacityAware;
+    }
+    let listing: Vec<ComputeZone> = s.zones.iter().map(|(n, _)| zone(n)).collect();
+    let full: BTreeSet<ZoneId> = s
+        .zones
+        .iter()
+        .filter(|(_, f)| *f)
+        .map(|(n, _)| ZoneId::from(n.as_str()))
+        .collect();
+    let mut m = Reselection::new(cfg, units, constraints);
+    let t = drive(&mut m, &listing, &full, None);
+    (m, t)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn reselection_invariants(s in scenario()) {
+        let (m, t) = run_scenario(&s);
+        let attempts = m.attempts();
+        // bounded: at most max+1, at most candidates+1
+        if let Some(max) = s.max {
+            prop_assert!(attempts.len() as u32 <= max + 1);
+        }
+        prop_assert!(attempts.len() <= s.zones.len() + 1);
+        prop_assert_eq!(attempts.len(), t.applies);
+        prop_assert!(t.zone_listings <= 1);
+        // a failed zone is never chosen again for a unit that moved
+        let mut excluded: BTreeSet<ZoneId> = BTreeSet::new();
+        for (i, a) in attempts.iter().enumerate() {
+            if i > 0 {
+                let prev = &attempts[i - 1];
+                for (name, z) in &a.zones {
+                    if prev.zones[name] != *z {
+                        prop_assert!(!excluded.contains(z), "unit {} moved into excluded zone {}", name, z);
+                    }
+                }
+            }
+            excluded.extend(a.failed_zones.iter().cloned());
+            // existing units never move
+            for (n, zi, mv) in &s.units {
+                if !mv {
+                    prop_assert_eq!(a.zones[n].as_str(), s.zones[*zi].0.as_str());
+                }
+            }
+            // every attempt after the first honours the hard constraints, or reports relaxations
+            if i > 0 {
+                let prev = &attempts[i - 1];
+                for (ci, (members, best_effort)) in s.anti.iter().enumerate() {
+                    let names: Vec<&String> = members.iter().map(|x| &s.units[*x].0).collect();
+                    // a pair sharing a zone where one of the two just moved there is a new
+                    // violation: allowed only for a best-effort rule, and then reported
+                    let new_clash = names.iter().enumerate().any(|(k, x)| {
+                        names.iter().skip(k + 1).any(|y| {
+                            a.zones[*x] == a.zones[*y]
+                                && (a.zones[*x] != prev.zones[*x] || a.zones[*y] != prev.zones[*y])
+                        })
+                    });
+                    if new_clash {
+                        let name = format!("\"anti-{ci}\"");
+                        prop_assert!(*best_effort, "hard constraint anti-{} broken in attempt {}: {:?}", ci, i, a);
+                        prop_assert!(a.relaxed.iter().any(|r| r.contains(&name)), "anti-{} broken unreported in attempt {}: {:?}", ci, i, a);
+                    }
+                }
+            }
+        }
+        // the same seed gives the same trace
+        let (m2, _) = run_scenario(&s);
+        prop_assert_eq!(m.attempts(), m2.attempts());
+        prop_assert_eq!(m.outcome(), m2.outcome());
+    }
+}
