@@ -1148,6 +1148,25 @@ mod tests {
         );
     }
 
+    #[test]
+    fn rule_scopes_and_kinds_map_to_sol003() {
+        for (s, expect) in [
+            ("zone", "ZONE"),
+            ("zone_group", "ZONE_GROUP"),
+            ("nfvi_pop", "NFVI_POP"),
+            ("nfvi_node", "NFVI_NODE"),
+            ("cis_node", "CIS_NODE"),
+        ] {
+            let mapped = scope(RuleScope::parse(s).unwrap());
+            assert_eq!(serde_json::to_value(mapped).unwrap(), expect);
+        }
+        assert_eq!(kind(RuleKind::Affinity), AffinityOrAntiAffinity::Affinity);
+        assert_eq!(
+            kind(RuleKind::AntiAffinity),
+            AffinityOrAntiAffinity::AntiAffinity
+        );
+    }
+
     // -----------------------------------------------------------------------------------------
     // a small in-memory package in the shape of Tacker's sample1, with extra rules
 
