@@ -2,4 +2,5 @@
 //! traits: the IO side of the sans-IO decisions in [`crate::placement`] and
 //! [`crate::reselect`].
 
+pub mod grant;
 pub mod userdata;
