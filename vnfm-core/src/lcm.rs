@@ -647,6 +647,10 @@ pub struct VnfLcmOpOcc {
     /// `_links` (1): at least `self` and `vnfInstance`.
     #[serde(rename = "_links", default)]
     pub links: Links,
+    /// vnfm extension (not in SOL003): every stack create / update of the operation with the
+    /// zones it used and how it ended, i.e. the availability-zone reselection trace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<crate::reselect::Attempt>,
 }
 
 impl VnfLcmOpOcc {
@@ -675,6 +679,7 @@ impl VnfLcmOpOcc {
             changed_info: None,
             changed_ext_connectivity: Vec::new(),
             links: Links::new(),
+            attempts: Vec::new(),
         }
     }
 

@@ -94,6 +94,15 @@ impl ComputeZone {
                 .is_some_and(|h| h.iter().any(|h| h.available))
     }
 
+    /// The same zone with the free capacity of every host forgotten (`free: None`): what a
+    /// policy that must ignore capacity (the spec's `random`) sees.
+    pub fn without_capacity(mut self) -> ComputeZone {
+        for h in self.hosts.iter_mut().flatten() {
+            h.free = None;
+        }
+        self
+    }
+
     /// Sum of the free capacity of the available hosts, when every one of them reports it.
     pub fn free(&self) -> Option<Resources> {
         let hosts = self.hosts.as_ref()?;

@@ -163,7 +163,15 @@ pub fn failed_top_resources(root: &StackId, resources: &[StackResource]) -> Vec<
 }
 
 /// The name of the resource of `root` that (transitively) owns `r`, or `r`'s own name when it
-/// is a resource of `root`.
+/// is a resource of `root`; `None` when `r` hangs under no resource of `root` in `all`.
+pub fn top_level_resource(
+    root: &StackId,
+    r: &StackResource,
+    all: &[StackResource],
+) -> Option<String> {
+    top_ancestor(root, r, all)
+}
+
 fn top_ancestor(root: &StackId, r: &StackResource, all: &[StackResource]) -> Option<String> {
     let mut cur = r;
     // Bounded by the number of resources, so a cyclic (corrupt) listing cannot loop forever.

@@ -172,13 +172,6 @@ pub enum GiveUp {
     },
 }
 
-fn without_capacity(mut z: ComputeZone) -> ComputeZone {
-    for h in z.hosts.iter_mut().flatten() {
-        h.free = None;
-    }
-    z
-}
-
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
@@ -264,6 +257,13 @@ impl Reselection {
         };
         m.start_attempt(Vec::new());
         m
+    }
+
+    /// The same machine with the zone catalogue already listed (e.g. for the grant of the
+    /// same operation), so it does not ask with [`Action::ListZones`].
+    pub fn with_zone_listing(mut self, zones: Vec<ComputeZone>) -> Self {
+        self.zones = Some(zones);
+        self
     }
 
     // --- getters -------------------------------------------------------------------------
@@ -486,7 +486,11 @@ impl Reselection {
         // whatever its free capacity; only `capacity-aware` reads the catalogue's capacity.
         let zones: Vec<ComputeZone> = match self.config.selection {
             Selection::CapacityAware => candidates.to_vec(),
-            Selection::Random => candidates.iter().cloned().map(without_capacity).collect(),
+            Selection::Random => candidates
+                .iter()
+                .cloned()
+                .map(ComputeZone::without_capacity)
+                .collect(),
         };
         let request = PlacementRequest::new(zones)
             .with_items(items)

@@ -32,7 +32,7 @@ mod machine;
 mod tests;
 
 pub use failure::{
-    failed_path_from_reason, failed_top_resources, InsufficientResourcePattern,
+    failed_path_from_reason, failed_top_resources, top_level_resource, InsufficientResourcePattern,
     DEFAULT_INSUFFICIENT_RESOURCE_PATTERN,
 };
 pub use machine::{

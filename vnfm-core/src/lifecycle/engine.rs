@@ -1,0 +1,1451 @@
+//! The lifecycle loop: carries out instantiate, scale, heal and terminate through the driver
+//! traits, taking every decision from the pure parts of the core (grant requests, the local
+//! granter, the reselection machine) and recording the outcome in the store.
+//!
+//! # One operation
+//! 1. The instance is loaded; an operation already running on it is a conflict (one LCM
+//!    operation at a time per instance). An occurrence is stored `STARTING`, then `PROCESSING`.
+//! 2. The grant request is built ([`super::grant`]) and granted by the local granter
+//!    ([`super::granter`]) over one listing of the zone catalogue, or from the zones an NFVO
+//!    pinned.
+//! 3. The stack is created (instantiate) or updated (scale, heal) with the StandardUserData
+//!    template and `nfv` parameter ([`super::userdata`]), and the reselection machine
+//!    ([`crate::reselect`]) drives retries in other zones after insufficient-resource failures.
+//!    The zone listing of step 2 is reused: one listing per operation.
+//! 4. On success the servers are read back (host and zone per VNFC) and the instance and the
+//!    occurrence (`COMPLETED`, with the attempts) are stored in one batch. On failure the
+//!    occurrence ends `FAILED_TEMP` with a ProblemDetails naming the reason and the zones
+//!    tried; the instance keeps its previous state.
+//!
+//! # Instance bookkeeping
+//! Each VNFC is one top-level stack resource `<VDU>-<index>` (its *slot*). Its
+//! `vnfcResourceInfo` and `vnfcInfo` use the slot name as `id`, so ids are stable across heal
+//! and reselection; `computeResource.resourceId` is the server id. `metadata` holds
+//! `vdu_idx`, `parent_resource_name` (the slot), `zone`, `host` and `server_name`. The stack id
+//! is kept in the instance's `metadata.stackId`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::grant::{self as grant_request, GrantOptions, PlannedGrant};
+use super::granter::{self, GrantContext};
+use super::userdata::{self, NfvValues, VnfcSlot};
+use crate::constraint::{Constraint, ConstraintKind, Scope};
+use crate::driver::{
+    Clock, ComputeInventory, CreateStack, DriverError, ListResources, ListZones, MarkUnhealthy,
+    OpOccFilter, Parameters, StackDriver, StackResource, Store, StoreBatch, TemplateBundle,
+    UpdateStack, ZoneCatalog,
+};
+use crate::error::{Error, Location};
+use crate::grant::{
+    AffinityOrAntiAffinity, ConstraintIdType, ConstraintScope, Grant, GrantRequest, Link,
+    ResourceHandle,
+};
+use crate::id::{IdGen, OpOccId, StackId, VduId, VnfInstanceId, ZoneId};
+use crate::lcm::{
+    CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, InstantiatedVnfInfo,
+    InstantiationState, LcmOperationStateType, LcmOperationType, ScaleInfo, ScaleType,
+    ScaleVnfRequest, TerminateVnfRequest, VnfInstance, VnfLcmOpOcc, VnfOperationalStateType,
+    VnfcInfo, VnfcResourceInfo,
+};
+use crate::package::{Flavour, VnfPackage};
+use crate::placement::Selection;
+use crate::problem::ProblemDetails;
+use crate::reselect::{
+    top_level_resource, Action, GiveUp, InsufficientResourcePattern, Outcome, ReselectConfig,
+    Reselection, Unit,
+};
+use crate::zone::ComputeZone;
+
+/// The drivers an operation uses.
+#[derive(Clone, Debug)]
+pub struct Drivers {
+    /// Stacks (Heat).
+    pub stacks: Arc<dyn StackDriver>,
+    /// Zones (Nova).
+    pub zones: Arc<dyn ZoneCatalog>,
+    /// Servers (Nova).
+    pub compute: Arc<dyn ComputeInventory>,
+    /// Instances and operation occurrences.
+    pub store: Arc<dyn Store>,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Placement and retry settings (`[placement]` of `vnfm.toml`), and stack polling.
+#[derive(Clone, Debug)]
+pub struct LcmConfig {
+    /// `fallbackBestEffort` of the placement constraints of every grant request.
+    pub fallback_best_effort: bool,
+    /// Reselect zones after an insufficient-resource failure.
+    pub reselect_zones: bool,
+    /// The insufficient-resource pattern.
+    pub pattern: InsufficientResourcePattern,
+    /// Stack updates allowed after the first attempt; `None` = no limit.
+    pub max_reselections: Option<u32>,
+    /// Zone selection policy of the granter and of reselection.
+    pub selection: Selection,
+    /// Seed of every random choice and id.
+    pub seed: u64,
+    /// The VIM connection id recorded on resources.
+    pub vim_connection_id: String,
+    /// Time between two polls of a stack in progress.
+    pub poll_interval: Duration,
+    /// Give up waiting for a stack after this long (Tacker's default: 20 minutes).
+    pub stack_timeout: Duration,
+}
+
+impl LcmConfig {
+    /// The defaults: no best effort, no reselection, the default pattern, no limit, `random`,
+    /// seed 0, VIM connection `vim-0`, polling every 2 s for at most 20 minutes.
+    ///
+    /// # Errors
+    /// None in practice (the default pattern compiles).
+    pub fn standard() -> Result<Self, Error> {
+        Ok(Self {
+            fallback_best_effort: false,
+            reselect_zones: false,
+            pattern: InsufficientResourcePattern::standard()?,
+            max_reselections: None,
+            selection: Selection::Random,
+            seed: 0,
+            vim_connection_id: "vim-0".into(),
+            poll_interval: Duration::from_secs(2),
+            stack_timeout: Duration::from_secs(20 * 60),
+        })
+    }
+}
+
+/// Per-operation options.
+#[derive(Clone, Debug, Default)]
+pub struct OperationOptions {
+    /// Zones an NFVO granted, per VNFC name (`VDU1-0`) or per VDU id (`VDU1`, every new VNFC
+    /// of it): taken as given instead of asking the local granter for them; reselection starts
+    /// from them.
+    pub pinned: BTreeMap<String, ZoneId>,
+    /// `isAutomaticInvocation` (auto-heal, auto-scale).
+    pub automatic: bool,
+}
+
+/// Why an operation failed (for exit codes and metrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum FailureKind {
+    /// The placement constraints cannot be met.
+    Infeasible,
+    /// No zone or host has room (including: no zone left to reselect).
+    CapacityExhausted,
+    /// The stack failed for another reason.
+    StackFailed,
+    /// A backend could not be reached or refused the credentials.
+    Backend,
+    /// The request does not fit the package or the instance.
+    Invalid,
+}
+
+/// The result of an operation that started.
+#[derive(Clone, Debug)]
+pub struct OperationReport {
+    /// The occurrence, `COMPLETED` or `FAILED_TEMP`.
+    pub op_occ: VnfLcmOpOcc,
+    /// The instance after the operation.
+    pub instance: VnfInstance,
+    /// The grant, when one was given.
+    pub grant: Option<Grant>,
+    /// Why it failed, when it did.
+    pub failure: Option<FailureKind>,
+}
+
+impl OperationReport {
+    /// True when the occurrence is `COMPLETED`.
+    pub fn is_completed(&self) -> bool {
+        self.op_occ.operation_state == LcmOperationStateType::Completed
+    }
+}
+
+/// Why an operation could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LcmError {
+    /// The instance does not exist.
+    #[error("VNF instance {0} not found")]
+    NotFound(VnfInstanceId),
+    /// The instance is not in a state that allows the operation, or another operation runs.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The request is invalid for this package or instance.
+    #[error(transparent)]
+    Invalid(#[from] Error),
+    /// The store failed.
+    #[error("the state store failed")]
+    Store(#[source] DriverError),
+}
+
+/// A failure inside a started operation.
+struct Failed {
+    kind: FailureKind,
+    title: &'static str,
+    detail: String,
+    attempts: Vec<crate::reselect::Attempt>,
+}
+
+impl Failed {
+    fn new(kind: FailureKind, title: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            kind,
+            title,
+            detail: detail.into(),
+            attempts: Vec::new(),
+        }
+    }
+
+    fn driver(e: &DriverError) -> Self {
+        let kind = match e {
+            DriverError::Invalid { .. } | DriverError::NotFound { .. } => FailureKind::StackFailed,
+            DriverError::QuotaExceeded { .. } => FailureKind::CapacityExhausted,
+            _ => FailureKind::Backend,
+        };
+        Self::new(kind, "VIM request failed", chain(e))
+    }
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// Where the stack stands.
+enum StackTarget {
+    Create(String),
+    Existing(StackId),
+}
+
+/// Runs LCM operations. Cheap to share behind an `Arc`; operations on different instances may
+/// run concurrently.
+#[derive(Debug)]
+pub struct Lifecycle {
+    drivers: Drivers,
+    config: LcmConfig,
+    ids: Mutex<IdGen>,
+}
+
+impl Lifecycle {
+    /// A lifecycle over `drivers` with `config`; ids come from a generator seeded with
+    /// `config.seed`.
+    pub fn new(drivers: Drivers, config: LcmConfig) -> Self {
+        let ids = Mutex::new(IdGen::seeded(config.seed ^ 0x05ee_d1d5));
+        Self {
+            drivers,
+            config,
+            ids,
+        }
+    }
+
+    /// The drivers.
+    pub fn drivers(&self) -> &Drivers {
+        &self.drivers
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LcmConfig {
+        &self.config
+    }
+
+    fn next_id(&self) -> String {
+        self.ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .next_uuid()
+    }
+
+    fn with_ids<T>(&self, f: impl FnOnce(&mut IdGen) -> T) -> T {
+        let mut g = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut g)
+    }
+
+    /// Creates a VNF instance (`NOT_INSTANTIATED`) of `pkg`.
+    ///
+    /// # Errors
+    /// [`LcmError::Invalid`] when `req.vnfdId` is not the package's; [`LcmError::Store`].
+    pub async fn create(
+        &self,
+        pkg: &VnfPackage,
+        req: &CreateVnfRequest,
+    ) -> Result<VnfInstance, LcmError> {
+        if req.vnfd_id != pkg.descriptor_id {
+            return Err(LcmError::Invalid(Error::invalid(
+                Location::default().with_field("vnfdId"),
+                format!(
+                    "vnfdId {:?} is not the package's descriptor_id {:?}",
+                    req.vnfd_id, pkg.descriptor_id
+                ),
+            )));
+        }
+        let mut inst = VnfInstance::new(self.next_id(), pkg.descriptor_id.clone());
+        inst.vnf_instance_name = req.vnf_instance_name.clone();
+        inst.vnf_instance_description = req.vnf_instance_description.clone();
+        inst.vnf_provider = pkg.provider.clone().unwrap_or_default();
+        inst.vnf_product_name = pkg.product_name.clone().unwrap_or_default();
+        inst.vnf_software_version = pkg.software_version.clone().unwrap_or_default();
+        inst.vnfd_version = pkg.descriptor_version.clone().unwrap_or_default();
+        inst.metadata = req.metadata.clone();
+        inst.instantiation_state = Some(InstantiationState::NotInstantiated);
+        inst.links.insert(
+            "self".into(),
+            Link::new(grant_request::vnf_instance_href(&inst.id)),
+        );
+        self.drivers
+            .store
+            .commit(StoreBatch::new().with_instance(inst.clone()))
+            .await
+            .map_err(LcmError::Store)?;
+        Ok(inst)
+    }
+
+    async fn load(&self, id: &VnfInstanceId) -> Result<VnfInstance, LcmError> {
+        match self.drivers.store.instance(id).await {
+            Ok(i) => Ok(i),
+            Err(e) if e.is_not_found() => Err(LcmError::NotFound(id.clone())),
+            Err(e) => Err(LcmError::Store(e)),
+        }
+    }
+
+    async fn start(
+        &self,
+        inst: &VnfInstance,
+        operation: LcmOperationType,
+        params: Value,
+        automatic: bool,
+    ) -> Result<VnfLcmOpOcc, LcmError> {
+        let running = self
+            .drivers
+            .store
+            .op_occs(OpOccFilter::instance(inst.id.clone()))
+            .await
+            .map_err(LcmError::Store)?;
+        if let Some(r) = running.iter().find(|o| !o.is_terminal()) {
+            return Err(LcmError::Conflict(format!(
+                "operation {} ({:?}) is {:?} on VNF instance {}; one LCM operation at a time",
+                r.id, r.operation, r.operation_state, inst.id
+            )));
+        }
+        let now = self.drivers.clock.now();
+        let mut op = VnfLcmOpOcc::new(self.next_id(), inst.id.clone(), operation, now)
+            .with_automatic_invocation(automatic)
+            .with_operation_params(params);
+        op.links.insert(
+            "self".into(),
+            Link::new(grant_request::lcm_op_occ_href(&op.id)),
+        );
+        op.links.insert(
+            "vnfInstance".into(),
+            Link::new(grant_request::vnf_instance_href(&inst.id)),
+        );
+        self.drivers
+            .store
+            .commit(StoreBatch::new().with_op_occ(op.clone()))
+            .await
+            .map_err(LcmError::Store)?;
+        op.enter(LcmOperationStateType::Processing, self.drivers.clock.now());
+        self.drivers
+            .store
+            .commit(StoreBatch::new().with_op_occ(op.clone()))
+            .await
+            .map_err(LcmError::Store)?;
+        Ok(op)
+    }
+
+    async fn finish(
+        &self,
+        mut op: VnfLcmOpOcc,
+        instance: VnfInstance,
+        grant: Option<Grant>,
+        result: Result<(VnfInstance, Vec<crate::reselect::Attempt>), Failed>,
+    ) -> Result<OperationReport, LcmError> {
+        let now = self.drivers.clock.now();
+        let (instance, failure, batch) = match result {
+            Ok((new_instance, attempts)) => {
+                op.attempts = attempts;
+                op.enter(LcmOperationStateType::Completed, now);
+                let batch = StoreBatch::new()
+                    .with_instance(new_instance.clone())
+                    .with_op_occ(op.clone());
+                (new_instance, None, batch)
+            }
+            Err(f) => {
+                op.attempts = f.attempts;
+                op.error = Some(
+                    ProblemDetails::new(422, f.detail)
+                        .with_title(f.title)
+                        .with_extension("failureKind", json!(f.kind)),
+                );
+                op.enter(LcmOperationStateType::FailedTemp, now);
+                (
+                    instance,
+                    Some(f.kind),
+                    StoreBatch::new().with_op_occ(op.clone()),
+                )
+            }
+        };
+        self.drivers
+            .store
+            .commit(batch)
+            .await
+            .map_err(LcmError::Store)?;
+        Ok(OperationReport {
+            op_occ: op,
+            instance,
+            grant,
+            failure,
+        })
+    }
+
+    fn grant_options(&self, automatic: bool) -> GrantOptions {
+        GrantOptions {
+            fallback_best_effort: self.config.fallback_best_effort,
+            vim_connection_id: Some(self.config.vim_connection_id.clone()),
+            is_automatic_invocation: automatic,
+        }
+    }
+
+    /// Asks the local granter (or takes the pinned zones), given the zone listing.
+    fn grant(
+        &self,
+        planned: &PlannedGrant,
+        flavour: &Flavour,
+        inst: &VnfInstance,
+        zones: &[ComputeZone],
+        pinned: &BTreeMap<String, ZoneId>,
+    ) -> Result<Grant, Failed> {
+        let vnfc_names: BTreeMap<String, String> = planned
+            .new_vnfcs
+            .iter()
+            .map(|n| (n.resource_id.clone(), n.slot.name()))
+            .collect();
+        let ctx = GrantContext {
+            vnfc_names: &vnfc_names,
+            grant_id: self.next_id().into(),
+            flavour,
+            instance: inst,
+            zones,
+            pinned,
+            selection: self.config.selection,
+            seed: self.config.seed,
+        };
+        granter::grant(&planned.request, &ctx)
+            .map(|(g, _)| g)
+            .map_err(|e| {
+                let kind = if e.is_infeasible() {
+                    FailureKind::Infeasible
+                } else if e.is_capacity() {
+                    FailureKind::CapacityExhausted
+                } else {
+                    FailureKind::Invalid
+                };
+                let title = match kind {
+                    FailureKind::Infeasible => "placement infeasible",
+                    FailureKind::CapacityExhausted => "capacity exhausted",
+                    _ => "invalid grant request",
+                };
+                Failed::new(kind, title, chain(&e))
+            })
+    }
+
+    /// Only grants: builds the instantiate (or scale-out) grant request of `inst` and answers
+    /// it with the local granter, without touching any stack or the store.
+    ///
+    /// # Errors
+    /// [`LcmError::Invalid`] for a request that does not fit; the granter's failure is returned
+    /// as `Ok(Err(..))` with its kind.
+    pub async fn grant_only(
+        &self,
+        pkg: &VnfPackage,
+        inst: &VnfInstance,
+        request: GrantOnly,
+    ) -> Result<Result<(GrantRequest, Grant), (GrantRequest, FailureKind, String)>, LcmError> {
+        let op_id: OpOccId = self.next_id().into();
+        let opts = self.grant_options(false);
+        let planned = match &request {
+            GrantOnly::Instantiate { flavour_id } => self.with_ids(|ids| {
+                grant_request::instantiate(pkg, flavour_id, inst, &op_id, &opts, ids)
+            })?,
+            GrantOnly::ScaleOut { aspect_id, steps } => self.with_ids(|ids| {
+                grant_request::scale_out(pkg, inst, aspect_id, *steps, &op_id, &opts, ids)
+            })?,
+        };
+        let flavour_id = planned.request.flavour_id.clone().unwrap_or_default();
+        let flavour = flavour_of(pkg, &flavour_id)?;
+        let zones = match self.drivers.zones.list_zones(ListZones::default()).await {
+            Ok(z) => z,
+            Err(e) => {
+                let f = Failed::driver(&e);
+                return Ok(Err((planned.request, f.kind, f.detail)));
+            }
+        };
+        match self.grant(&planned, flavour, inst, &zones, &BTreeMap::new()) {
+            Ok(g) => Ok(Ok((planned.request, g))),
+            Err(f) => Ok(Err((planned.request, f.kind, f.detail))),
+        }
+    }
+
+    /// Instantiates `id` with `req.flavourId` of `pkg`.
+    ///
+    /// # Errors
+    /// [`LcmError`] when the operation cannot start (unknown or instantiated instance, another
+    /// operation running, unknown flavour, store failure). Failures after the start are
+    /// reported in the returned occurrence.
+    pub async fn instantiate(
+        &self,
+        id: &VnfInstanceId,
+        pkg: &VnfPackage,
+        req: &InstantiateVnfRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(id).await?;
+        if inst.is_instantiated() {
+            return Err(LcmError::Conflict(format!(
+                "VNF instance {id} is already INSTANTIATED"
+            )));
+        }
+        let flavour = flavour_of(pkg, &req.flavour_id)?;
+        check_pinned(flavour, &opts.pinned)?;
+        let op = self
+            .start(
+                &inst,
+                LcmOperationType::Instantiate,
+                json!(req),
+                opts.automatic,
+            )
+            .await?;
+        let gopts = self.grant_options(opts.automatic);
+        let planned = self
+            .with_ids(|ids| {
+                grant_request::instantiate(pkg, &req.flavour_id, &inst, &op.id, &gopts, ids)
+            })
+            .map_err(|e| Failed::new(FailureKind::Invalid, "invalid request", chain(&e)));
+        let mut grant_out = None;
+        let result = match planned {
+            Err(f) => Err(f),
+            Ok(planned) => {
+                let r = self
+                    .run_placed(
+                        &inst,
+                        pkg,
+                        flavour,
+                        &planned,
+                        opts,
+                        StackTarget::Create(format!("vnf-{}", inst.id)),
+                        Vec::new(),
+                        &mut grant_out,
+                        None,
+                    )
+                    .await;
+                r.map(|(vnfcs, stack_id, attempts)| {
+                    let mut new = inst.clone();
+                    new.instantiation_state = Some(InstantiationState::Instantiated);
+                    new.instantiated_vnf_info =
+                        Some(instantiated_info(flavour, &req.flavour_id, vnfcs, None));
+                    set_stack_id(&mut new, &stack_id);
+                    if let Some(p) = &req.vnf_configurable_properties {
+                        let mut props = new.vnf_configurable_properties.take().unwrap_or_default();
+                        props.extend(p.clone());
+                        new.vnf_configurable_properties = Some(props);
+                    }
+                    (new, attempts)
+                })
+            }
+        };
+        let mut op = op;
+        op.grant_id = grant_out.as_ref().map(|g| g.id.clone());
+        self.finish(op, inst, grant_out, result).await
+    }
+
+    /// Scales `id` out or in by `req.numberOfSteps` (default 1) of `req.aspectId`.
+    /// Reselection applies to scale-out only (as Tacker's).
+    ///
+    /// # Errors
+    /// As [`Lifecycle::instantiate`]; also a scale level out of range.
+    pub async fn scale(
+        &self,
+        id: &VnfInstanceId,
+        pkg: &VnfPackage,
+        req: &ScaleVnfRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(id).await?;
+        let (info, stack_id) = instantiated_with_stack(&inst)?;
+        let flavour = flavour_of(pkg, &info.flavour_id)?;
+        let aspect = flavour.scaling_aspects.get(&req.aspect_id).ok_or_else(|| {
+            LcmError::Invalid(Error::invalid(
+                Location::default().with_field("aspectId"),
+                format!(
+                    "unknown scaling aspect {:?}; the flavour has {}",
+                    req.aspect_id,
+                    list(flavour.scaling_aspects.keys())
+                ),
+            ))
+        })?;
+        let steps = req.number_of_steps.unwrap_or(1);
+        let level = info.scale_level(&req.aspect_id).unwrap_or(0);
+        let new_level = match req.type_ {
+            ScaleType::ScaleOut => level.checked_add(steps).filter(|l| *l <= aspect.max_scale_level),
+            ScaleType::ScaleIn => level.checked_sub(steps),
+        }
+        .ok_or_else(|| {
+            LcmError::Invalid(Error::invalid(
+                Location::default().with_field("numberOfSteps"),
+                format!(
+                    "aspect {} is at scale level {level} of 0..={}; {:?} by {steps} step(s) leaves that range",
+                    req.aspect_id, aspect.max_scale_level, req.type_
+                ),
+            ))
+        })?;
+        let op = self
+            .start(&inst, LcmOperationType::Scale, json!(req), opts.automatic)
+            .await?;
+        let existing = slots_of(info);
+        let mut grant_out = None;
+        let result = match req.type_ {
+            ScaleType::ScaleOut => {
+                let gopts = self.grant_options(opts.automatic);
+                match self.with_ids(|ids| {
+                    grant_request::scale_out(pkg, &inst, &req.aspect_id, steps, &op.id, &gopts, ids)
+                }) {
+                    Err(e) => Err(Failed::new(
+                        FailureKind::Invalid,
+                        "invalid request",
+                        chain(&e),
+                    )),
+                    Ok(planned) => self
+                        .run_placed(
+                            &inst,
+                            pkg,
+                            flavour,
+                            &planned,
+                            opts,
+                            StackTarget::Existing(stack_id.clone()),
+                            existing,
+                            &mut grant_out,
+                            None,
+                        )
+                        .await
+                        .map(|(vnfcs, sid, attempts)| {
+                            (
+                                with_vnfcs(
+                                    &inst,
+                                    flavour,
+                                    vnfcs,
+                                    &sid,
+                                    Some((&req.aspect_id, new_level)),
+                                ),
+                                attempts,
+                            )
+                        }),
+                }
+            }
+            ScaleType::ScaleIn => self
+                .scale_in(pkg, flavour, &req.aspect_id, steps, &stack_id, existing)
+                .await
+                .map(|vnfcs| {
+                    (
+                        with_vnfcs(
+                            &inst,
+                            flavour,
+                            vnfcs,
+                            &stack_id,
+                            Some((&req.aspect_id, new_level)),
+                        ),
+                        Vec::new(),
+                    )
+                }),
+        };
+        let mut op = op;
+        op.grant_id = grant_out.as_ref().map(|g| g.id.clone());
+        self.finish(op, inst, grant_out, result).await
+    }
+
+    /// Heals the VNFCs `req.vnfcInstanceId` of `id` (all of them when empty): each is marked
+    /// unhealthy and re-created by a stack update, in its zone; if that zone is out of
+    /// resources, reselection moves it.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::instantiate`]; also an unknown VNFC id.
+    pub async fn heal(
+        &self,
+        id: &VnfInstanceId,
+        pkg: &VnfPackage,
+        req: &HealVnfRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(id).await?;
+        let (info, stack_id) = instantiated_with_stack(&inst)?;
+        let flavour = flavour_of(pkg, &info.flavour_id)?;
+        let targets: Vec<String> = if req.vnfc_instance_id.is_empty() {
+            info.vnfc_info.iter().map(|v| v.id.clone()).collect()
+        } else {
+            req.vnfc_instance_id.clone()
+        };
+        let op = self
+            .start(&inst, LcmOperationType::Heal, json!(req), opts.automatic)
+            .await?;
+        let gopts = self.grant_options(opts.automatic);
+        let mut grant_out = None;
+        let result = match self
+            .with_ids(|ids| grant_request::heal(pkg, &inst, &targets, &op.id, &gopts, ids))
+        {
+            Err(e) => Err(Failed::new(
+                FailureKind::Invalid,
+                "invalid request",
+                chain(&e),
+            )),
+            Ok(planned) => {
+                let healed: BTreeSet<String> =
+                    planned.new_vnfcs.iter().map(|n| n.slot.name()).collect();
+                let existing: Vec<(VnfcSlot, ZoneId)> = slots_of(info)
+                    .into_iter()
+                    .filter(|(s, _)| !healed.contains(&s.name()))
+                    .collect();
+                // The healed VNFCs start in the zone they are in.
+                let current: BTreeMap<String, ZoneId> = slots_of(info)
+                    .into_iter()
+                    .map(|(s, z)| (s.name(), z))
+                    .collect();
+                let heal_zones: BTreeMap<String, ZoneId> = planned
+                    .new_vnfcs
+                    .iter()
+                    .filter_map(|n| {
+                        current
+                            .get(&n.slot.name())
+                            .map(|z| (n.slot.name(), z.clone()))
+                    })
+                    .collect();
+                let mark = self
+                    .mark_unhealthy(&stack_id, &healed, req.cause.as_deref())
+                    .await;
+                match mark {
+                    Err(f) => Err(f),
+                    Ok(()) => self
+                        .run_placed(
+                            &inst,
+                            pkg,
+                            flavour,
+                            &planned,
+                            opts,
+                            StackTarget::Existing(stack_id.clone()),
+                            existing,
+                            &mut grant_out,
+                            Some(heal_zones),
+                        )
+                        .await
+                        .map(|(vnfcs, sid, attempts)| {
+                            (with_vnfcs(&inst, flavour, vnfcs, &sid, None), attempts)
+                        }),
+                }
+            }
+        };
+        let mut op = op;
+        op.grant_id = grant_out.as_ref().map(|g| g.id.clone());
+        self.finish(op, inst, grant_out, result).await
+    }
+
+    /// Terminates `id`: deletes its stack and returns it to `NOT_INSTANTIATED`.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::instantiate`].
+    pub async fn terminate(
+        &self,
+        id: &VnfInstanceId,
+        req: &TerminateVnfRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(id).await?;
+        let (_, stack_id) = instantiated_with_stack(&inst)?;
+        let op = self
+            .start(
+                &inst,
+                LcmOperationType::Terminate,
+                json!(req),
+                opts.automatic,
+            )
+            .await?;
+        let result = match self.drivers.stacks.delete_stack(&stack_id).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(Failed::driver(&e)),
+        }
+        .map(|()| {
+            let mut new = inst.clone();
+            new.instantiation_state = Some(InstantiationState::NotInstantiated);
+            new.instantiated_vnf_info = None;
+            if let Some(m) = new.metadata.as_mut() {
+                m.remove(STACK_ID_KEY);
+            }
+            (new, Vec::new())
+        });
+        self.finish(op, inst, None, result).await
+    }
+
+    /// Deletes a `NOT_INSTANTIATED` instance and its operation occurrences.
+    ///
+    /// # Errors
+    /// [`LcmError::NotFound`], [`LcmError::Conflict`] when instantiated, [`LcmError::Store`].
+    pub async fn delete(&self, id: &VnfInstanceId) -> Result<(), LcmError> {
+        let inst = self.load(id).await?;
+        if inst.is_instantiated() {
+            return Err(LcmError::Conflict(format!(
+                "VNF instance {id} is INSTANTIATED; terminate it first"
+            )));
+        }
+        self.drivers
+            .store
+            .commit(StoreBatch::new().with_deleted_instance(id.clone()))
+            .await
+            .map_err(LcmError::Store)
+    }
+
+    async fn mark_unhealthy(
+        &self,
+        stack_id: &StackId,
+        slots: &BTreeSet<String>,
+        cause: Option<&str>,
+    ) -> Result<(), Failed> {
+        let resources = self
+            .drivers
+            .stacks
+            .list_resources(ListResources::new(stack_id.clone(), 5))
+            .await
+            .map_err(|e| Failed::driver(&e))?;
+        for r in resources
+            .iter()
+            .filter(|r| r.resource_type == "OS::Nova::Server")
+        {
+            let Some(top) = top_level_resource(stack_id, r, &resources) else {
+                continue;
+            };
+            if slots.contains(&top) {
+                let reason = cause.unwrap_or("healed by vnfm");
+                self.drivers
+                    .stacks
+                    .mark_unhealthy(MarkUnhealthy::new(
+                        r.stack_id.clone(),
+                        r.resource_name.clone(),
+                        reason,
+                    ))
+                    .await
+                    .map_err(|e| Failed::driver(&e))?;
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn scale_in(
+        &self,
+        pkg: &VnfPackage,
+        flavour: &Flavour,
+        aspect: &str,
+        steps: u32,
+        stack_id: &StackId,
+        existing: Vec<(VnfcSlot, ZoneId)>,
+    ) -> Result<Vec<VnfcResourceInfo>, Failed> {
+        // Remove the newest VNFCs (highest index) of every VDU the aspect scales.
+        let mut keep = existing;
+        for vdu in flavour.vdus.keys() {
+            let Some(delta) = flavour.aspect_delta(aspect, vdu) else {
+                continue;
+            };
+            let remove = usize::try_from(delta.saturating_mul(steps)).unwrap_or(usize::MAX);
+            let mut of_vdu: Vec<u32> = keep
+                .iter()
+                .filter(|(s, _)| &s.vdu == vdu)
+                .map(|(s, _)| s.index)
+                .collect();
+            of_vdu.sort_unstable();
+            let cut: BTreeSet<u32> = of_vdu.iter().rev().take(remove).copied().collect();
+            keep.retain(|(s, _)| &s.vdu != vdu || !cut.contains(&s.index));
+        }
+        let zones: BTreeMap<String, ZoneId> =
+            keep.iter().map(|(s, z)| (s.name(), z.clone())).collect();
+        let slots: Vec<VnfcSlot> = keep.iter().map(|(s, _)| s.clone()).collect();
+        let (bundle, params) = self.heat_input(pkg, flavour, &slots, &zones)?;
+        self.drivers
+            .stacks
+            .update_stack(UpdateStack {
+                id: stack_id.clone(),
+                parameters: params,
+                template: Some(bundle),
+            })
+            .await
+            .map_err(|e| Failed::driver(&e))?;
+        let stack = self.wait(stack_id).await?;
+        if !stack.stack_status.is_complete() {
+            return Err(Failed::new(
+                FailureKind::StackFailed,
+                "stack update failed",
+                stack.stack_status_reason,
+            ));
+        }
+        self.collect(stack_id, &slots).await
+    }
+
+    fn heat_input(
+        &self,
+        pkg: &VnfPackage,
+        flavour: &Flavour,
+        slots: &[VnfcSlot],
+        zones: &BTreeMap<String, ZoneId>,
+    ) -> Result<(TemplateBundle, Parameters), Failed> {
+        let base = pkg
+            .base_hot(&flavour.id)
+            .map_err(|e| Failed::new(FailureKind::Invalid, "package has no BaseHOT", chain(&e)))?;
+        let vdus: Vec<VduId> = flavour.vdus.keys().cloned().collect();
+        let mut values = NfvValues {
+            zones: zones.clone(),
+            ..NfvValues::default()
+        };
+        for v in flavour.vdus.values() {
+            if let Some(f) = &v.flavor {
+                values.flavors.insert(v.id.to_string(), f.to_string());
+            }
+            if let Some(img) = &v.image {
+                values.images.insert(v.id.to_string(), img.clone());
+            }
+        }
+        for s in flavour.storages.values() {
+            if let Some(img) = &s.image {
+                values.images.insert(s.id.clone(), img.clone());
+            }
+        }
+        let input = userdata::build(
+            &format!("{}: BaseHOT/{}", pkg.source, flavour.id),
+            &base.template,
+            &vdus,
+            slots,
+            &values,
+        )
+        .map_err(|e| {
+            Failed::new(
+                FailureKind::Invalid,
+                "cannot build the stack template",
+                chain(&e),
+            )
+        })?;
+        let bundle = TemplateBundle {
+            template: input.template,
+            files: base.files.clone(),
+        };
+        let mut params = Parameters::new();
+        params.insert("nfv".into(), input.nfv);
+        Ok((bundle, params))
+    }
+
+    async fn wait(&self, id: &StackId) -> Result<crate::driver::Stack, Failed> {
+        let mut waited = Duration::ZERO;
+        loop {
+            let s = self
+                .drivers
+                .stacks
+                .show_stack(id)
+                .await
+                .map_err(|e| Failed::driver(&e))?;
+            if !s.stack_status.is_in_progress() {
+                return Ok(s);
+            }
+            if waited >= self.config.stack_timeout {
+                return Err(Failed::new(
+                    FailureKind::Backend,
+                    "stack timed out",
+                    format!(
+                        "stack {id} still {} after {}s",
+                        s.stack_status,
+                        waited.as_secs()
+                    ),
+                ));
+            }
+            self.drivers.clock.sleep(self.config.poll_interval).await;
+            waited += self.config.poll_interval;
+        }
+    }
+
+    /// Grants (unless `heal_zones` gives the starting zones), then drives the stack through
+    /// the reselection machine. `existing` are the VNFCs that stay, with their zones.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_placed(
+        &self,
+        inst: &VnfInstance,
+        pkg: &VnfPackage,
+        flavour: &Flavour,
+        planned: &PlannedGrant,
+        opts: &OperationOptions,
+        mut target: StackTarget,
+        existing: Vec<(VnfcSlot, ZoneId)>,
+        grant_out: &mut Option<Grant>,
+        heal_zones: Option<BTreeMap<String, ZoneId>>,
+    ) -> Result<
+        (
+            Vec<VnfcResourceInfo>,
+            StackId,
+            Vec<crate::reselect::Attempt>,
+        ),
+        Failed,
+    > {
+        let listing = self
+            .drivers
+            .zones
+            .list_zones(ListZones::default())
+            .await
+            .map_err(|e| Failed::driver(&e))?;
+        let new_zones: BTreeMap<String, ZoneId> = match heal_zones {
+            Some(z) => z,
+            None => {
+                let g = self.grant(planned, flavour, inst, &listing, &opts.pinned)?;
+                let zones = planned
+                    .new_vnfcs
+                    .iter()
+                    .filter_map(|n| {
+                        g.zone_of(&n.resource_id)
+                            .map(|z| (n.slot.name(), z.clone()))
+                    })
+                    .collect();
+                *grant_out = Some(g);
+                zones
+            }
+        };
+        let mut units: Vec<Unit> = Vec::new();
+        for n in &planned.new_vnfcs {
+            let zone = new_zones.get(&n.slot.name()).cloned().ok_or_else(|| {
+                Failed::new(
+                    FailureKind::Invalid,
+                    "grant incomplete",
+                    format!("no zone granted to VNFC {}", n.slot.name()),
+                )
+            })?;
+            units.push(Unit::new(
+                n.slot.name(),
+                n.slot.vdu.clone(),
+                zone,
+                true,
+                granter::vdu_demand(flavour, &n.slot.vdu),
+            ));
+        }
+        for (s, z) in &existing {
+            units.push(Unit::new(
+                s.name(),
+                s.vdu.clone(),
+                z.clone(),
+                false,
+                granter::vdu_demand(flavour, &s.vdu),
+            ));
+        }
+        let constraints = unit_constraints(&planned.request, planned, inst);
+        let mut slots: Vec<VnfcSlot> = existing.iter().map(|(s, _)| s.clone()).collect();
+        slots.extend(planned.new_vnfcs.iter().map(|n| n.slot.clone()));
+        slots.sort();
+        let cfg = ReselectConfig {
+            enabled: self.config.reselect_zones,
+            pattern: self.config.pattern.clone(),
+            max_reselections: self.config.max_reselections,
+            selection: self.config.selection,
+            seed: self.config.seed,
+        };
+        let mut m = Reselection::new(cfg, units, constraints).with_zone_listing(listing);
+        let fail = |m: &Reselection, f: Failed| Failed {
+            attempts: m.attempts().to_vec(),
+            ..f
+        };
+        while let Some(action) = m.poll_action() {
+            match action {
+                Action::ApplyStack { zones } => {
+                    let (bundle, params) = self
+                        .heat_input(pkg, flavour, &slots, &zones)
+                        .map_err(|f| fail(&m, f))?;
+                    let id = match &target {
+                        StackTarget::Create(name) => {
+                            let id = self
+                                .drivers
+                                .stacks
+                                .create_stack(CreateStack::new(name.clone(), bundle, params))
+                                .await
+                                .map_err(|e| fail(&m, Failed::driver(&e)))?;
+                            target = StackTarget::Existing(id.clone());
+                            id
+                        }
+                        StackTarget::Existing(id) => {
+                            self.drivers
+                                .stacks
+                                .update_stack(UpdateStack {
+                                    id: id.clone(),
+                                    parameters: params,
+                                    template: Some(bundle),
+                                })
+                                .await
+                                .map_err(|e| fail(&m, Failed::driver(&e)))?;
+                            id.clone()
+                        }
+                    };
+                    let stack = self.wait(&id).await.map_err(|f| fail(&m, f))?;
+                    if stack.stack_status.is_complete() {
+                        m.handle_stack_succeeded();
+                    } else {
+                        m.handle_stack_failed(&stack.stack_status_reason);
+                    }
+                }
+                Action::ListResources => {
+                    let StackTarget::Existing(id) = &target else {
+                        break;
+                    };
+                    let res = self
+                        .drivers
+                        .stacks
+                        .list_resources(ListResources::new(id.clone(), 5))
+                        .await
+                        .map_err(|e| fail(&m, Failed::driver(&e)))?;
+                    m.handle_resources(id, &res);
+                }
+                Action::ListZones => {
+                    let z = self
+                        .drivers
+                        .zones
+                        .list_zones(ListZones::default())
+                        .await
+                        .map_err(|e| fail(&m, Failed::driver(&e)))?;
+                    m.handle_zones(z);
+                }
+            }
+        }
+        let StackTarget::Existing(stack_id) = target else {
+            return Err(fail(
+                &m,
+                Failed::new(
+                    FailureKind::Backend,
+                    "no stack",
+                    "the stack was never created",
+                ),
+            ));
+        };
+        match m.outcome() {
+            Some(Outcome::Succeeded) => {
+                let vnfcs = self
+                    .collect(&stack_id, &slots)
+                    .await
+                    .map_err(|f| fail(&m, f))?;
+                Ok((vnfcs, stack_id, m.attempts().to_vec()))
+            }
+            Some(Outcome::GaveUp(g)) => {
+                let kind = match g {
+                    GiveUp::NoCandidates { .. }
+                    | GiveUp::RetryLimit { .. }
+                    | GiveUp::ReselectionDisabled { .. } => FailureKind::CapacityExhausted,
+                    GiveUp::Infeasible { .. } => FailureKind::Infeasible,
+                    _ => FailureKind::StackFailed,
+                };
+                let tried: Vec<String> = m.excluded().iter().map(ToString::to_string).collect();
+                let detail = if tried.is_empty() {
+                    g.to_string()
+                } else {
+                    format!("{g} (zones tried and excluded: {})", tried.join(", "))
+                };
+                Err(fail(
+                    &m,
+                    Failed::new(kind, "stack operation failed", detail),
+                ))
+            }
+            None => Err(fail(
+                &m,
+                Failed::new(
+                    FailureKind::Backend,
+                    "unfinished",
+                    "reselection did not finish",
+                ),
+            )),
+        }
+    }
+
+    /// Reads the servers back: one `VnfcResourceInfo` per slot.
+    async fn collect(
+        &self,
+        stack_id: &StackId,
+        slots: &[VnfcSlot],
+    ) -> Result<Vec<VnfcResourceInfo>, Failed> {
+        let resources = self
+            .drivers
+            .stacks
+            .list_resources(ListResources::new(stack_id.clone(), 5))
+            .await
+            .map_err(|e| Failed::driver(&e))?;
+        let mut out = Vec::new();
+        for slot in slots {
+            let name = slot.name();
+            let server: Option<&StackResource> = resources.iter().find(|r| {
+                r.resource_type == "OS::Nova::Server"
+                    && top_level_resource(stack_id, r, &resources).as_deref() == Some(name.as_str())
+            });
+            let Some(server) = server else {
+                return Err(Failed::new(
+                    FailureKind::StackFailed,
+                    "server not found",
+                    format!("stack {stack_id} has no OS::Nova::Server under resource {name}"),
+                ));
+            };
+            let info = self
+                .drivers
+                .compute
+                .server(&server.physical_resource_id.clone().into())
+                .await
+                .map_err(|e| Failed::driver(&e))?;
+            let mut md = crate::grant::KeyValuePairs::new();
+            md.insert(grant_request::VDU_IDX_KEY.into(), json!(slot.index));
+            md.insert(grant_request::RESOURCE_NAME_KEY.into(), json!(name));
+            if let Some(z) = &info.zone {
+                md.insert("zone".into(), json!(z));
+            }
+            if let Some(h) = &info.host {
+                md.insert("host".into(), json!(h));
+            }
+            md.insert("server_name".into(), json!(info.name));
+            out.push(VnfcResourceInfo {
+                id: name.clone(),
+                vdu_id: slot.vdu.clone(),
+                compute_resource: ResourceHandle::new(info.id.to_string())
+                    .with_vim_connection_id(self.config.vim_connection_id.clone())
+                    .with_vim_level_resource_type("OS::Nova::Server"),
+                zone_id: info.zone.clone(),
+                metadata: Some(md),
+                ..VnfcResourceInfo::default()
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// What [`Lifecycle::grant_only`] grants.
+#[derive(Clone, Debug)]
+pub enum GrantOnly {
+    /// An instantiation with this flavour.
+    Instantiate {
+        /// The flavour.
+        flavour_id: String,
+    },
+    /// A scale-out.
+    ScaleOut {
+        /// The aspect.
+        aspect_id: String,
+        /// Steps.
+        steps: u32,
+    },
+}
+
+/// The instance metadata key of the stack id.
+pub const STACK_ID_KEY: &str = "stackId";
+
+fn set_stack_id(inst: &mut VnfInstance, id: &StackId) {
+    inst.metadata
+        .get_or_insert_with(Default::default)
+        .insert(STACK_ID_KEY.into(), json!(id));
+}
+
+fn flavour_of<'a>(pkg: &'a VnfPackage, id: &str) -> Result<&'a Flavour, LcmError> {
+    pkg.flavour(id).ok_or_else(|| {
+        LcmError::Invalid(Error::invalid(
+            Location::default().with_field("flavourId"),
+            format!(
+                "package {} has no flavour {id:?}; it has {}",
+                pkg.source,
+                list(pkg.flavours.keys())
+            ),
+        ))
+    })
+}
+
+fn list<'a, I: Iterator<Item = &'a String>>(it: I) -> String {
+    let v: Vec<&str> = it.map(String::as_str).collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+fn check_pinned(flavour: &Flavour, pinned: &BTreeMap<String, ZoneId>) -> Result<(), LcmError> {
+    for key in pinned.keys() {
+        let vdu = VduId::from(userdata::rm_idx(key));
+        if flavour.vdu(&vdu).is_none() {
+            return Err(LcmError::Invalid(Error::invalid(
+                Location::default().with_field("zone"),
+                format!(
+                    "--zone names {key}, which is no VDU or VNFC of flavour {}; its VDUs are {}",
+                    flavour.id,
+                    flavour
+                        .vdus
+                        .keys()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn instantiated_with_stack(
+    inst: &VnfInstance,
+) -> Result<(&InstantiatedVnfInfo, StackId), LcmError> {
+    let info = inst
+        .instantiated_vnf_info
+        .as_ref()
+        .filter(|_| inst.is_instantiated())
+        .ok_or_else(|| {
+            LcmError::Conflict(format!("VNF instance {} is NOT_INSTANTIATED", inst.id))
+        })?;
+    let stack = inst
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get(STACK_ID_KEY))
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            LcmError::Invalid(Error::invalid(
+                Location::default().with_field(format!("metadata.{STACK_ID_KEY}")),
+                format!("VNF instance {} records no stack id", inst.id),
+            ))
+        })?;
+    Ok((info, StackId::from(stack)))
+}
+
+/// The slots of the instance's VNFCs with their zones.
+fn slots_of(info: &InstantiatedVnfInfo) -> Vec<(VnfcSlot, ZoneId)> {
+    info.vnfc_resource_info
+        .iter()
+        .filter_map(|v| {
+            let slot = grant_request::existing_slot(v).ok().flatten()?;
+            Some((slot, v.zone()?))
+        })
+        .collect()
+}
+
+fn instantiated_info(
+    flavour: &Flavour,
+    flavour_id: &str,
+    vnfcs: Vec<VnfcResourceInfo>,
+    previous: Option<&InstantiatedVnfInfo>,
+) -> InstantiatedVnfInfo {
+    let scale_status = flavour
+        .scaling_aspects
+        .keys()
+        .map(|a| ScaleInfo {
+            aspect_id: a.clone(),
+            vnfd_id: None,
+            scale_level: previous.and_then(|p| p.scale_level(a)).unwrap_or(0),
+        })
+        .collect();
+    let max_scale_levels = flavour
+        .scaling_aspects
+        .values()
+        .map(|a| ScaleInfo {
+            aspect_id: a.id.clone(),
+            vnfd_id: None,
+            scale_level: a.max_scale_level,
+        })
+        .collect();
+    let vnfc_info = vnfcs
+        .iter()
+        .map(|v| VnfcInfo {
+            id: v.id.clone(),
+            vdu_id: v.vdu_id.clone(),
+            vnfc_resource_info_id: Some(v.id.clone()),
+            vnfc_state: VnfOperationalStateType::Started,
+            vnfc_configurable_properties: None,
+        })
+        .collect();
+    InstantiatedVnfInfo {
+        flavour_id: flavour_id.to_owned(),
+        vnf_state: Some(VnfOperationalStateType::Started),
+        scale_status,
+        max_scale_levels,
+        vnfc_resource_info: vnfcs,
+        vnfc_info,
+        metadata: previous.and_then(|p| p.metadata.clone()),
+        ..InstantiatedVnfInfo::default()
+    }
+}
+
+fn with_vnfcs(
+    inst: &VnfInstance,
+    flavour: &Flavour,
+    vnfcs: Vec<VnfcResourceInfo>,
+    stack_id: &StackId,
+    level: Option<(&String, u32)>,
+) -> VnfInstance {
+    let mut new = inst.clone();
+    let prev = inst.instantiated_vnf_info.as_ref();
+    let mut info = instantiated_info(flavour, &flavour.id, vnfcs, prev);
+    if let Some((aspect, l)) = level {
+        for s in info
+            .scale_status
+            .iter_mut()
+            .filter(|s| &s.aspect_id == aspect)
+        {
+            s.scale_level = l;
+        }
+    }
+    new.instantiated_vnf_info = Some(info);
+    set_stack_id(&mut new, stack_id);
+    new
+}
+
+/// The grant request's placement constraints over stack units (slot names): `GRANT`
+/// references through the planned new VNFCs, `RES_MGMT` references through the instance's
+/// VNFCs.
+fn unit_constraints(
+    request: &GrantRequest,
+    planned: &PlannedGrant,
+    inst: &VnfInstance,
+) -> Vec<Constraint> {
+    let by_def: BTreeMap<&str, String> = planned
+        .new_vnfcs
+        .iter()
+        .map(|n| (n.resource_id.as_str(), n.slot.name()))
+        .collect();
+    let by_res: BTreeMap<String, String> = inst
+        .instantiated_vnf_info
+        .iter()
+        .flat_map(|i| i.vnfc_resource_info.iter())
+        .map(|v| (v.compute_resource.resource_id.clone(), v.id.clone()))
+        .collect();
+    request
+        .placement_constraints
+        .iter()
+        .enumerate()
+        .map(|(i, pc)| {
+            let members: Vec<String> = pc
+                .resource
+                .iter()
+                .filter_map(|r| match r.id_type {
+                    ConstraintIdType::Grant => by_def.get(r.resource_id.as_str()).cloned(),
+                    ConstraintIdType::ResMgmt => by_res.get(&r.resource_id).cloned(),
+                })
+                .collect();
+            let kind = match pc.affinity_or_anti_affinity {
+                AffinityOrAntiAffinity::Affinity => ConstraintKind::Affinity,
+                AffinityOrAntiAffinity::AntiAffinity => ConstraintKind::AntiAffinity,
+            };
+            let scope = match pc.scope {
+                ConstraintScope::Zone | ConstraintScope::ZoneGroup | ConstraintScope::NfviPop => {
+                    Scope::Zone
+                }
+                ConstraintScope::NfviNode | ConstraintScope::CisNode => Scope::Host,
+            };
+            Constraint::new(format!("placementConstraints[{i}]"), kind, scope, members)
+                .with_fallback_best_effort(pc.is_fallback_best_effort())
+        })
+        .collect()
+}

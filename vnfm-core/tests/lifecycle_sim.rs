@@ -1,0 +1,405 @@
+//! End to end on the simulated cloud: the demo package through instantiate (with a zone that
+//! is out of resources and the reselection that saves the deployment), scale out, heal, scale
+//! in and terminate, checking the stored instance and operation occurrences at each step.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use vnfm_core::cloud::CloudFile;
+use vnfm_core::driver::{ComputeInventory, OpOccFilter, Store, VirtualClock};
+use vnfm_core::id::ZoneId;
+use vnfm_core::lcm::{
+    CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleType,
+    ScaleVnfRequest, TerminateVnfRequest, VnfInstance,
+};
+use vnfm_core::lifecycle::{Drivers, FailureKind, LcmConfig, Lifecycle, OperationOptions};
+use vnfm_core::package::{fs, VnfPackage};
+use vnfm_core::placement::Selection;
+use vnfm_core::reselect::AttemptOutcome;
+use vnfm_core::sim::SimCloud;
+use vnfm_core::store::MemoryStore;
+
+fn examples() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples"))
+}
+
+fn setup(reselect: bool, selection: Selection) -> (Lifecycle, SimCloud, VnfPackage, MemoryStore) {
+    setup_with(reselect, selection, false)
+}
+
+fn setup_with(
+    reselect: bool,
+    selection: Selection,
+    best_effort: bool,
+) -> (Lifecycle, SimCloud, VnfPackage, MemoryStore) {
+    let cloud = CloudFile::load(examples().join("clouds/demo.yaml")).unwrap();
+    let sim = SimCloud::new(cloud, 1);
+    let store = MemoryStore::new();
+    let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .unwrap()
+        .to_utc();
+    let drivers = Drivers {
+        stacks: Arc::new(sim.clone()),
+        zones: Arc::new(sim.clone()),
+        compute: Arc::new(sim.clone()),
+        store: Arc::new(store.clone()),
+        clock: Arc::new(VirtualClock::new(start)),
+    };
+    let mut config = LcmConfig::standard().unwrap();
+    config.reselect_zones = reselect;
+    config.fallback_best_effort = best_effort;
+    config.selection = selection;
+    config.seed = 3;
+    let pkg = fs::load(&examples().join("packages/demo-vnf")).unwrap();
+    (Lifecycle::new(drivers, config), sim, pkg, store)
+}
+
+async fn created(lcm: &Lifecycle, pkg: &VnfPackage) -> VnfInstance {
+    let mut req: CreateVnfRequest =
+        serde_json::from_value(serde_json::json!({"vnfdId": pkg.descriptor_id})).unwrap();
+    req.vnf_instance_name = Some("demo".into());
+    lcm.create(pkg, &req).await.unwrap()
+}
+
+fn zones_of(inst: &VnfInstance) -> BTreeMap<String, ZoneId> {
+    inst.instantiated_vnf_info
+        .as_ref()
+        .unwrap()
+        .vnfc_resource_info
+        .iter()
+        .map(|v| (v.id.clone(), v.zone_id.clone().unwrap()))
+        .collect()
+}
+
+fn pin(vdu: &str, zone: &str) -> OperationOptions {
+    OperationOptions {
+        pinned: [(vdu.to_owned(), ZoneId::from(zone))].into_iter().collect(),
+        automatic: false,
+    }
+}
+
+#[tokio::test]
+async fn instantiate_reselects_out_of_a_full_zone() {
+    let (lcm, sim, pkg, store) = setup(true, Selection::Random);
+    let inst = created(&lcm, &pkg).await;
+    // The NFVO grants VDU1 into AZ-1, which cannot hold an m1.small.
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &pin("VDU1-0", "AZ-1"),
+        )
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    let attempts = &r.op_occ.attempts;
+    assert!(attempts.len() >= 2, "{attempts:?}");
+    assert_eq!(attempts[0].outcome, Some(AttemptOutcome::Failed));
+    assert!(attempts[0]
+        .status_reason
+        .as_deref()
+        .unwrap()
+        .contains("No valid host was found"));
+    assert_eq!(attempts[0].failed_zones, vec![ZoneId::from("AZ-1")]);
+    assert_eq!(
+        attempts.last().unwrap().outcome,
+        Some(AttemptOutcome::Succeeded)
+    );
+    // Every VNFC in a zone of its own (zone anti-affinity over VDU1 and VDU2), none in AZ-1.
+    let zones = zones_of(&r.instance);
+    assert_eq!(zones.len(), 3, "{zones:?}");
+    let distinct: BTreeSet<_> = zones.values().collect();
+    assert_eq!(distinct.len(), 3);
+    assert!(!distinct.contains(&ZoneId::from("AZ-1")));
+    // What Nova says matches what the instance records.
+    for v in &r
+        .instance
+        .instantiated_vnf_info
+        .as_ref()
+        .unwrap()
+        .vnfc_resource_info
+    {
+        let s = sim
+            .server(&v.compute_resource.resource_id.clone().into())
+            .await
+            .unwrap();
+        assert_eq!(s.status, "ACTIVE");
+        assert_eq!(s.zone.as_ref(), v.zone_id.as_ref());
+        let host = v.metadata.as_ref().unwrap()["host"].as_str().unwrap();
+        assert_eq!(s.host.as_ref().unwrap().as_str(), host);
+    }
+    // Stored: instance INSTANTIATED, op COMPLETED with the trace.
+    let stored = store.instance(&inst.id).await.unwrap();
+    assert!(stored.is_instantiated());
+    let ops = store
+        .op_occs(OpOccFilter::instance(inst.id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(ops.len(), 1);
+    assert_eq!(ops[0].operation_state, LcmOperationStateType::Completed);
+    assert_eq!(ops[0].attempts, *attempts);
+}
+
+#[tokio::test]
+async fn without_reselection_the_full_zone_fails_the_operation() {
+    let (lcm, _sim, pkg, store) = setup(false, Selection::Random);
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &pin("VDU1-0", "AZ-1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    assert_eq!(r.failure, Some(FailureKind::CapacityExhausted));
+    let err = r.op_occ.error.as_ref().unwrap();
+    assert!(
+        err.detail.contains("No valid host was found"),
+        "{}",
+        err.detail
+    );
+    assert_eq!(r.op_occ.attempts.len(), 1);
+    assert!(!store.instance(&inst.id).await.unwrap().is_instantiated());
+}
+
+#[tokio::test]
+async fn a_non_capacity_failure_is_not_reselected() {
+    let (lcm, sim, pkg, _store) = setup(true, Selection::Random);
+    // The cloud loses the flavor VDU2 needs: Heat fails validation, not scheduling.
+    let mut cloud = sim.cloud();
+    cloud.flavors.remove("m1.medium");
+    let sim2 = SimCloud::new(cloud, 1);
+    let drivers = Drivers {
+        stacks: Arc::new(sim2.clone()),
+        zones: Arc::new(sim2.clone()),
+        compute: Arc::new(sim2.clone()),
+        ..lcm.drivers().clone()
+    };
+    let lcm = Lifecycle::new(drivers, lcm.config().clone());
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    assert_eq!(r.failure, Some(FailureKind::StackFailed));
+    assert_eq!(r.op_occ.attempts.len(), 1);
+    assert!(r
+        .op_occ
+        .error
+        .as_ref()
+        .unwrap()
+        .detail
+        .contains("m1.medium"));
+}
+
+#[tokio::test]
+async fn scale_heal_and_terminate_keep_existing_vnfcs() {
+    // Four VNFCs under zone anti-affinity need four zones with room; the demo cloud has three,
+    // so the constraint is best effort and the scale-out reports it relaxed.
+    let (lcm, sim, pkg, store) = setup_with(true, Selection::CapacityAware, true);
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    assert_eq!(
+        r.op_occ.attempts.len(),
+        1,
+        "capacity-aware never picks the small zone"
+    );
+    let before = r.instance.instantiated_vnf_info.clone().unwrap();
+    let server_of = |i: &VnfInstance, id: &str| {
+        i.instantiated_vnf_info
+            .as_ref()
+            .unwrap()
+            .vnfc_resource_info
+            .iter()
+            .find(|v| v.id == id)
+            .map(|v| v.compute_resource.resource_id.clone())
+    };
+
+    // Scale out VDU1 by one: VDU1-2 is added; existing servers keep their ids.
+    let r = lcm
+        .scale(
+            &inst.id,
+            &pkg,
+            &ScaleVnfRequest::new(ScaleType::ScaleOut, "VDU1_scale"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    let info = r.instance.instantiated_vnf_info.clone().unwrap();
+    assert_eq!(info.vnfc_resource_info.len(), 4);
+    assert_eq!(info.scale_level("VDU1_scale"), Some(1));
+    for v in &before.vnfc_resource_info {
+        assert_eq!(
+            server_of(&r.instance, &v.id),
+            Some(v.compute_resource.resource_id.clone()),
+            "{} moved",
+            v.id
+        );
+    }
+    let zones = zones_of(&r.instance);
+    assert!(!zones.values().any(|z| z.as_str() == "AZ-1"), "{zones:?}");
+    let relaxed = r
+        .grant
+        .as_ref()
+        .unwrap()
+        .additional_params
+        .as_ref()
+        .unwrap()["relaxedPlacementConstraints"]
+        .as_array()
+        .unwrap();
+    assert_eq!(relaxed.len(), 1, "{relaxed:?}");
+    assert!(
+        relaxed[0].as_str().unwrap().contains("anti-affinity"),
+        "{relaxed:?}"
+    );
+
+    // Heal VDU1-0: re-created (new server id), the others untouched.
+    let healed_before = server_of(&r.instance, "VDU1-0").unwrap();
+    let r2 = lcm
+        .heal(
+            &inst.id,
+            &pkg,
+            &serde_json::from_value::<HealVnfRequest>(
+                serde_json::json!({"vnfcInstanceId": ["VDU1-0"]}),
+            )
+            .unwrap(),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(r2.is_completed(), "{:?}", r2.op_occ.error);
+    assert_ne!(server_of(&r2.instance, "VDU1-0").unwrap(), healed_before);
+    for id in ["VDU1-1", "VDU1-2", "VDU2-0"] {
+        assert_eq!(
+            server_of(&r2.instance, id),
+            server_of(&r.instance, id),
+            "{id} changed on heal"
+        );
+    }
+
+    // Scale in: VDU1-2 goes away.
+    let r3 = lcm
+        .scale(
+            &inst.id,
+            &pkg,
+            &ScaleVnfRequest::new(ScaleType::ScaleIn, "VDU1_scale"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(r3.is_completed(), "{:?}", r3.op_occ.error);
+    let ids: Vec<String> = zones_of(&r3.instance).into_keys().collect();
+    assert_eq!(ids, ["VDU1-0", "VDU1-1", "VDU2-0"]);
+    // Scaling in again below level 0 is refused before anything starts.
+    assert!(lcm
+        .scale(
+            &inst.id,
+            &pkg,
+            &ScaleVnfRequest::new(ScaleType::ScaleIn, "VDU1_scale"),
+            &OperationOptions::default()
+        )
+        .await
+        .is_err());
+
+    // Terminate: the stack and its servers are gone.
+    let r4 = lcm
+        .terminate(
+            &inst.id,
+            &serde_json::from_value::<TerminateVnfRequest>(
+                serde_json::json!({"terminationType": "FORCEFUL"}),
+            )
+            .unwrap(),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(r4.is_completed());
+    assert!(!r4.instance.is_instantiated());
+    assert!(sim.server_ids().is_empty());
+    let ops = store
+        .op_occs(OpOccFilter::instance(inst.id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(ops.len(), 5);
+    assert!(ops
+        .iter()
+        .all(|o| o.operation_state == LcmOperationStateType::Completed));
+    lcm.delete(&inst.id).await.unwrap();
+    assert!(store.instance(&inst.id).await.is_err());
+}
+
+#[tokio::test]
+async fn one_operation_at_a_time_and_state_checks() {
+    let (lcm, _sim, pkg, _store) = setup(true, Selection::Random);
+    let inst = created(&lcm, &pkg).await;
+    // Not instantiated: scale, heal and terminate are conflicts.
+    assert!(lcm
+        .scale(
+            &inst.id,
+            &pkg,
+            &ScaleVnfRequest::new(ScaleType::ScaleOut, "VDU1_scale"),
+            &OperationOptions::default()
+        )
+        .await
+        .is_err());
+    // Unknown flavour and pinned VDU are invalid.
+    assert!(lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("gold"),
+            &OperationOptions::default()
+        )
+        .await
+        .is_err());
+    assert!(lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &pin("VDU9", "AZ-2")
+        )
+        .await
+        .is_err());
+}
+
+#[tokio::test]
+async fn same_seed_same_trace() {
+    let run = || async {
+        let (lcm, _sim, pkg, _store) = setup(true, Selection::Random);
+        let inst = created(&lcm, &pkg).await;
+        let r = lcm
+            .instantiate(
+                &inst.id,
+                &pkg,
+                &InstantiateVnfRequest::new("default"),
+                &pin("VDU1-0", "AZ-1"),
+            )
+            .await
+            .unwrap();
+        (r.op_occ.attempts, zones_of(&r.instance))
+    };
+    assert_eq!(run().await, run().await);
+}
