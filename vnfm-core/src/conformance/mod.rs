@@ -7,7 +7,7 @@
 //! | module | trait | behaviours |
 //! |---|---|---|
 //! | [`stack`] | [`StackDriver`] | create, parameters, PATCH update, nested listing, heal, scheduling failure, duplicate name, unknown stack, delete, invalid template |
-//! | [`zone`] | [`ZoneCatalog`] | compute zones, free capacity follows servers |
+//! | [`zone`] | [`ZoneCatalog`](crate::driver::ZoneCatalog) | compute zones, free capacity follows servers |
 //! | [`compute`] | [`ComputeInventory`](crate::driver::ComputeInventory) | host and zone of a server, unknown server, fault of a server in ERROR |
 //! | [`cluster`] | [`ClusterDriver`](crate::driver::ClusterDriver) | labels, unknown objects, required anti-affinity, scale, heal by pod deletion |
 //! | [`store`] | [`Store`](crate::driver::Store) | the store suite of [`crate::store`], re-exported |
