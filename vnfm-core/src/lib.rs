@@ -29,6 +29,8 @@
 //! exception kept apart: `package::fs` and `cloud::CloudFile::load` read files from disk.
 
 pub mod cloud;
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
 pub mod constraint;
 pub mod driver;
 pub mod error;
