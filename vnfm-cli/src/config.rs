@@ -159,6 +159,7 @@ impl Config {
         toml::from_str(text).map_err(|e| CliError::Config {
             file: file.to_path_buf(),
             message: e.to_string().trim_end().to_owned(),
+            source: None,
         })
     }
 
@@ -180,7 +181,8 @@ impl Config {
         };
         let text = std::fs::read_to_string(&path).map_err(|e| CliError::Config {
             file: path.clone(),
-            message: format!("cannot read the configuration file: {e}"),
+            message: "cannot read the configuration file".into(),
+            source: Some(e),
         })?;
         Ok((Config::from_toml(&path, &text)?, Some(path)))
     }

@@ -20,6 +20,9 @@ pub enum CliError {
         file: PathBuf,
         /// What was wrong.
         message: String,
+        /// The IO error, when the file could not be read.
+        #[source]
+        source: Option<std::io::Error>,
     },
     /// An input (cloud file, package, request) is invalid, or a core operation failed.
     #[error(transparent)]

@@ -66,9 +66,6 @@ fn an_unknown_resource_type_is_rejected_at_stack_create() {
 }
 
 #[test]
-#[ignore = "gap in the simulator: any `OS::*` resource type passes validation \
-            (vnfm-core/src/sim/heat.rs validate_type), where Heat answers 400 for a type it \
-            does not know"]
 fn a_misspelled_os_resource_type_is_rejected_at_stack_create() {
     let mut bundle = base_hot("mini");
     for text in bundle.files.values_mut() {

@@ -212,8 +212,6 @@ fn reader_closing_after_the_first_line_exits_0() {
 // ---- known bugs of the CLI's output ----
 
 #[test]
-#[ignore = "bug: a config file that cannot be read prints the IO error inside the message \
-            instead of as a `caused by:` line (CliError::Config has no #[source])"]
 fn unreadable_config_file_shows_the_io_error_as_the_cause() {
     let out = run(&[
         "--config",
@@ -236,8 +234,6 @@ fn unreadable_config_file_shows_the_io_error_as_the_cause() {
 }
 
 #[test]
-#[ignore = "bug: `package show` lists the bare-name aliases of nested templates (`web.yaml` \
-            beside `nested/web.yaml`) as if they were BaseHOT files"]
 fn package_show_lists_each_base_hot_file_once() {
     let out = run(&["package", "show", "--json", "tests/cmd/packages/mini"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");

@@ -422,7 +422,7 @@ images: [cirros]
     fn demo_cloud_is_valid() {
         let text = include_str!("../../examples/clouds/demo.yaml");
         let c = CloudFile::from_yaml("examples/clouds/demo.yaml", text).unwrap();
-        assert_eq!(c.zones.len(), 3);
+        assert_eq!(c.zones.len(), 4);
         for f in ["m1.tiny", "m1.small", "m1.medium", "m1.large"] {
             assert!(c.flavor(f).is_some(), "{f}");
         }

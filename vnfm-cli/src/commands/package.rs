@@ -171,8 +171,15 @@ fn flavour_report(f: &Flavour) -> FlavourReport {
         .base_hot
         .as_ref()
         .map(|b| {
+            // Nested templates are also keyed by their bare name (`VDU1.yaml` beside
+            // `nested/VDU1.yaml`, as HOT refers to them); list each file once.
             let mut files = vec!["(top template)".to_owned()];
-            files.extend(b.files.keys().cloned());
+            files.extend(
+                b.files
+                    .keys()
+                    .filter(|k| !b.files.contains_key(&format!("nested/{k}")))
+                    .cloned(),
+            );
             files
         })
         .unwrap_or_default();
