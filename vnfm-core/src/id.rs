@@ -100,7 +100,7 @@ string_id!(
 
 /// Produces UUID-shaped identifiers (version 4 layout) from a seeded random source, so that
 /// ids in the simulator, tests and demo are reproducible.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct IdGen {
     rng: rand_chacha::ChaCha8Rng,
 }

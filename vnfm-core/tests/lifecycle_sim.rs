@@ -403,3 +403,56 @@ async fn same_seed_same_trace() {
     };
     assert_eq!(run().await, run().await);
 }
+
+/// The CLI keeps the simulator between runs: a restored snapshot is the same cloud, and an
+/// operation continues on it exactly as it would have on the original.
+#[tokio::test]
+async fn the_simulator_survives_a_snapshot_round_trip() {
+    use vnfm_core::driver::{ListZones, ZoneCatalog};
+    let (lcm, sim, pkg, store) = setup(true, Selection::Random);
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &pin("VDU1-0", "AZ-1"),
+        )
+        .await
+        .unwrap();
+    assert!(r.is_completed());
+    let snap = sim.snapshot().unwrap();
+    let restored = SimCloud::restore(&snap).unwrap();
+    assert_eq!(restored.snapshot().unwrap(), snap);
+    assert_eq!(restored.server_ids(), sim.server_ids());
+    assert_eq!(
+        restored.list_zones(ListZones::default()).await.unwrap(),
+        sim.list_zones(ListZones::default()).await.unwrap()
+    );
+    // Scale out on the restored cloud (sharing the store) works like on the original.
+    let drivers = Drivers {
+        stacks: Arc::new(restored.clone()),
+        zones: Arc::new(restored.clone()),
+        compute: Arc::new(restored.clone()),
+        store: Arc::new(store.clone()),
+        clock: lcm.drivers().clock.clone(),
+    };
+    let lcm2 = Lifecycle::new(drivers, lcm.config().clone());
+    let r2 = lcm2
+        .scale(
+            &inst.id,
+            &pkg,
+            &ScaleVnfRequest::new(ScaleType::ScaleOut, "VDU1_scale"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    // The restored cloud knows the stack: the update kept the existing VNFC where it was ...
+    assert_eq!(
+        r2.op_occ.attempts[0].zones["VDU1-0"],
+        zones_of(&r.instance)["VDU1-0"]
+    );
+    // ... and the two clouds are independent copies.
+    assert_eq!(sim.server_ids().len(), 3);
+    assert!(SimCloud::restore("{\"not\": \"a state\"}").is_err());
+}

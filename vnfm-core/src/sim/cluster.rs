@@ -19,13 +19,13 @@ use crate::id::{IdGen, NodeName};
 
 use super::{not_found, DRIVER};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct PodRec {
     name: String,
     node: Option<NodeName>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Workload {
     replicas: u32,
     anti: Option<PodAntiAffinity>,
@@ -34,10 +34,32 @@ struct Workload {
 }
 
 /// The cluster part of the simulator's state.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ClusterState {
     nodes: BTreeMap<NodeName, BTreeMap<String, String>>,
+    #[serde(with = "pair_keyed")]
     workloads: BTreeMap<(String, String), Workload>,
+}
+
+/// Serializes a map keyed by `(namespace, name)` as a list of entries (JSON keys are strings).
+mod pair_keyed {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<V: Serialize, S: Serializer>(
+        m: &BTreeMap<(String, String), V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(m.iter())
+    }
+
+    pub(super) fn deserialize<'de, V: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<(String, String), V>, D::Error> {
+        let v: Vec<((String, String), V)> = Vec::deserialize(d)?;
+        Ok(v.into_iter().collect())
+    }
 }
 
 fn suffix(ids: &mut IdGen, len: usize) -> String {

@@ -96,7 +96,7 @@ impl FaultKind {
 }
 
 /// How the next server builds fail (the request itself is accepted by Heat).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum BuildFault {
     /// Nova's reschedule limit: the server goes to ERROR with

@@ -66,7 +66,7 @@ const SERVER_POLICIES: &[&str] = &[
 const MAX_NESTING: usize = 10;
 
 /// What a resource is backed by.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum ResKind {
     Plain,
     Server(ServerId),
@@ -75,7 +75,7 @@ pub(crate) enum ResKind {
 }
 
 /// A resource of a stack.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ResRec {
     name: String,
     rtype: String,
@@ -91,7 +91,7 @@ pub(crate) struct ResRec {
 }
 
 /// A stack (top-level or nested).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct StackRec {
     id: StackId,
     name: String,

@@ -84,7 +84,7 @@ pub use faults::{BuildFault, FaultKind, FaultySim, Method};
 pub(crate) const DRIVER: &str = "sim";
 
 /// A compute host.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct HostRec {
     zone: ZoneId,
     capacity: Resources,
@@ -92,14 +92,14 @@ pub(crate) struct HostRec {
 }
 
 /// A zone.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ZoneRec {
     available: bool,
     hosts_null: bool,
 }
 
 /// A Nova server.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ServerRec {
     id: ServerId,
     name: String,
@@ -113,14 +113,14 @@ pub(crate) struct ServerRec {
 }
 
 /// A Nova server group.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct GroupRec {
     policy: String,
     members: Vec<ServerId>,
 }
 
 /// The shared state of a [`SimCloud`].
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct State {
     ids: IdGen,
     clock: u64,
@@ -136,7 +136,7 @@ pub(crate) struct State {
 }
 
 /// The outcome of a server build that Heat turns into a resource failure.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Failure {
     /// The exception type Heat prefixes (`ResourceInError`, `BadRequest`, ...), if any.
     kind: Option<String>,
@@ -549,6 +549,34 @@ impl SimCloud {
         // A panic while holding the lock cannot leave the state half-updated in a way that
         // matters more than losing the simulator, so a poisoned lock is simply taken over.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The whole state of the simulated cloud (stacks, servers, capacity, ids, virtual time)
+    /// as JSON, so that a later process can continue where this one stopped (the CLI keeps it
+    /// in its state file).
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] if the state cannot be encoded (not expected).
+    pub fn snapshot(&self) -> Result<String, DriverError> {
+        serde_json::to_string(&*self.lock()).map_err(|e| DriverError::Other {
+            driver: DRIVER,
+            message: "cannot encode the simulator state".into(),
+            source: Some(Box::new(e)),
+        })
+    }
+
+    /// A simulated cloud continuing from a [`SimCloud::snapshot`].
+    ///
+    /// # Errors
+    /// [`DriverError::Invalid`] naming what does not decode.
+    pub fn restore(snapshot: &str) -> Result<SimCloud, DriverError> {
+        let state: State = serde_json::from_str(snapshot).map_err(|e| DriverError::Invalid {
+            driver: DRIVER,
+            message: format!("the saved simulator state does not decode: {e}"),
+        })?;
+        Ok(SimCloud {
+            state: Arc::new(Mutex::new(state)),
+        })
     }
 
     /// The cloud file the simulator was built from.
