@@ -84,6 +84,22 @@ impl GlobalArgs {
 pub enum Command {
     /// Run the main job end to end on the built-in simulated cloud, narrated step by step.
     Demo(DemoArgs),
+    /// Build the SOL003 grant request of an operation and answer it with the local granter.
+    Grant(GrantArgs),
+    /// Create a VNF instance of a package and instantiate it.
+    Instantiate(InstantiateArgs),
+    /// Scale a VNF instance out or in by an aspect.
+    Scale(ScaleArgs),
+    /// Heal VNFCs of a VNF instance (re-create them).
+    Heal(HealArgs),
+    /// Terminate a VNF instance (delete its stack).
+    Terminate(TerminateArgs),
+    /// Inspect VNF instances in the state file.
+    #[command(subcommand)]
+    Instance(InstanceCommand),
+    /// Inspect LCM operation occurrences in the state file.
+    #[command(subcommand)]
+    Op(OpCommand),
     /// Inspect a cloud file of the simulator.
     #[command(subcommand)]
     Cloud(CloudCommand),
@@ -101,6 +117,201 @@ pub struct DemoArgs {
     /// Seed of every random choice in the demo.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+/// Placement options of the operations; each overrides `[placement]` of the configuration.
+#[derive(Debug, Args, Default, Clone)]
+pub struct PlacementArgs {
+    /// Seed of every random choice [default: [placement] seed, else 0].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Zone selection policy [default: [placement] selection, else random].
+    #[arg(long, value_name = "POLICY")]
+    pub selection: Option<crate::config::SelectionKind>,
+    /// Set fallbackBestEffort on every placement constraint.
+    #[arg(long)]
+    pub fallback_best_effort: bool,
+    /// Reselect zones when a stack fails for lack of resources.
+    #[arg(long)]
+    pub reselect_zones: bool,
+    /// At most this many stack updates after the first attempt.
+    #[arg(long, value_name = "N")]
+    pub max_reselections: Option<u32>,
+    /// Regex telling an insufficient-resource failure from others.
+    #[arg(long, value_name = "REGEX")]
+    pub insufficient_resource_pattern: Option<String>,
+}
+
+/// The operation a grant is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GrantOperation {
+    /// Instantiate a new instance of the package.
+    Instantiate,
+    /// Scale out an instance of the state file (`--instance`, `--aspect`).
+    ScaleOut,
+}
+
+/// `vnfm grant`
+#[derive(Debug, Args)]
+pub struct GrantArgs {
+    /// The VNF package (directory or zip) [default: the built-in demo package].
+    #[arg(long, value_name = "PATH")]
+    pub package: Option<PathBuf>,
+    /// The simulator's cloud file [default: the configured one, else the built-in demo cloud].
+    #[arg(long, env = "VNFM_CLOUD", value_name = "FILE")]
+    pub cloud: Option<PathBuf>,
+    /// The operation.
+    #[arg(long, default_value = "instantiate")]
+    pub operation: GrantOperation,
+    /// The deployment flavour (instantiate) [default: the package's only or first flavour].
+    #[arg(long, value_name = "ID")]
+    pub flavour: Option<String>,
+    /// The instance to scale out.
+    #[arg(long, value_name = "ID", required_if_eq("operation", "scale-out"))]
+    pub instance: Option<String>,
+    /// The aspect to scale out.
+    #[arg(long, value_name = "ID", required_if_eq("operation", "scale-out"))]
+    pub aspect: Option<String>,
+    /// Scale-out steps.
+    #[arg(long, default_value_t = 1)]
+    pub steps: u32,
+    /// Placement options.
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+}
+
+/// `vnfm instantiate`
+#[derive(Debug, Args)]
+pub struct InstantiateArgs {
+    /// The VNF package (directory or zip) [default: the built-in demo package].
+    #[arg(long, value_name = "PATH")]
+    pub package: Option<PathBuf>,
+    /// The simulator's cloud file, for a state file without a simulated cloud yet [default:
+    /// the configured one, else the built-in demo cloud].
+    #[arg(long, env = "VNFM_CLOUD", value_name = "FILE")]
+    pub cloud: Option<PathBuf>,
+    /// The deployment flavour [default: the package's only or first flavour].
+    #[arg(long, value_name = "ID")]
+    pub flavour: Option<String>,
+    /// A zone an NFVO granted: `VDU1-0=AZ-1` for one VNFC, `VDU1=AZ-1` for every new VNFC of a
+    /// VDU (repeatable). Those VNFCs skip the local granter; reselection starts from them.
+    #[arg(long = "zone", value_name = "VNFC=ZONE")]
+    pub zones: Vec<String>,
+    /// Instantiate this existing NOT_INSTANTIATED instance instead of creating one.
+    #[arg(long, value_name = "ID")]
+    pub instance: Option<String>,
+    /// The new instance's name.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Placement options.
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+}
+
+/// Scale direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScaleDirection {
+    /// SCALE_OUT
+    Out,
+    /// SCALE_IN
+    In,
+}
+
+/// `vnfm scale`
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// The instance.
+    #[arg(long, value_name = "ID")]
+    pub instance: String,
+    /// The scaling aspect.
+    #[arg(long, value_name = "ID")]
+    pub aspect: String,
+    /// Out or in.
+    #[arg(long = "type", value_name = "DIRECTION")]
+    pub direction: ScaleDirection,
+    /// Steps.
+    #[arg(long, default_value_t = 1)]
+    pub steps: u32,
+    /// The package [default: found by the instance's vnfdId in --packages-dir, else the
+    /// built-in demo package].
+    #[arg(long, value_name = "PATH")]
+    pub package: Option<PathBuf>,
+    /// Placement options.
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+}
+
+/// `vnfm heal`
+#[derive(Debug, Args)]
+pub struct HealArgs {
+    /// The instance.
+    #[arg(long, value_name = "ID")]
+    pub instance: String,
+    /// A VNFC to heal (`vnfcInfo` id such as `VDU1-0`; repeatable) [default: every VNFC].
+    #[arg(long = "vnfc", value_name = "ID")]
+    pub vnfcs: Vec<String>,
+    /// The cause recorded with the heal.
+    #[arg(long, value_name = "TEXT")]
+    pub cause: Option<String>,
+    /// The package [default: found by the instance's vnfdId].
+    #[arg(long, value_name = "PATH")]
+    pub package: Option<PathBuf>,
+    /// Placement options.
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+}
+
+/// `vnfm terminate`
+#[derive(Debug, Args)]
+pub struct TerminateArgs {
+    /// The instance.
+    #[arg(long, value_name = "ID")]
+    pub instance: String,
+    /// Also delete the instance once terminated.
+    #[arg(long)]
+    pub delete: bool,
+}
+
+/// `vnfm instance ...`
+#[derive(Debug, Subcommand)]
+pub enum InstanceCommand {
+    /// Show one instance with its VNFCs.
+    Show {
+        /// The instance id.
+        id: String,
+    },
+    /// List the instances.
+    List,
+}
+
+/// `vnfm op ...`
+#[derive(Debug, Subcommand)]
+pub enum OpCommand {
+    /// Show one operation occurrence with its reselection trace.
+    Show {
+        /// The occurrence id.
+        id: String,
+    },
+    /// List operation occurrences.
+    List {
+        /// Only those of this instance.
+        #[arg(long, value_name = "ID")]
+        instance: Option<String>,
+    },
+    /// Mark an occurrence in FAILED_TEMP as FAILED (terminal), so other operations may run.
+    Fail {
+        /// The occurrence id.
+        id: String,
+    },
+    /// Roll back an instantiate (delete its stack) or a scale-out (remove what it added) that
+    /// is in FAILED_TEMP.
+    Rollback {
+        /// The occurrence id.
+        id: String,
+        /// The package [default: found by the instance's vnfdId].
+        #[arg(long, value_name = "PATH")]
+        package: Option<PathBuf>,
+    },
 }
 
 /// `vnfm cloud ...`

@@ -44,6 +44,29 @@ pub enum CliError {
     /// Writing the output failed.
     #[error("cannot write the output")]
     Output(#[source] std::io::Error),
+    /// An LCM operation could not start.
+    #[error(transparent)]
+    Lcm(#[from] vnfm_core::lifecycle::LcmError),
+    /// An LCM operation started and failed (its occurrence, printed on stdout, says why).
+    #[error("operation {op_occ} ended {state}: {detail}")]
+    Operation {
+        /// The occurrence id.
+        op_occ: String,
+        /// Its final state.
+        state: String,
+        /// Why it failed.
+        kind: vnfm_core::lifecycle::FailureKind,
+        /// The ProblemDetails detail.
+        detail: String,
+    },
+    /// The local granter gave no grant.
+    #[error("no grant: {detail}")]
+    Grant {
+        /// Why.
+        kind: vnfm_core::lifecycle::FailureKind,
+        /// Details.
+        detail: String,
+    },
 }
 
 impl CliError {
@@ -54,7 +77,25 @@ impl CliError {
             CliError::Core(e) => core_exit_code(e),
             CliError::Driver(e) => driver_exit_code(e),
             CliError::Output(_) => exit::INTERNAL,
+            // Not found, a conflict with the instance's state, an invalid request, or an
+            // unusable state file: all are the caller's to fix.
+            CliError::Lcm(_) => exit::USAGE,
+            CliError::Operation { kind, .. } | CliError::Grant { kind, .. } => {
+                failure_exit_code(*kind)
+            }
         }
+    }
+}
+
+/// The exit code of an operation that failed for `kind`.
+pub fn failure_exit_code(kind: vnfm_core::lifecycle::FailureKind) -> i32 {
+    use vnfm_core::lifecycle::FailureKind as K;
+    match kind {
+        K::Infeasible => exit::INFEASIBLE,
+        K::CapacityExhausted => exit::CAPACITY,
+        K::Backend => exit::BACKEND,
+        K::Invalid => exit::USAGE,
+        K::StackFailed => exit::INTERNAL,
     }
 }
 

@@ -2,7 +2,9 @@
 
 /// Success.
 pub const OK: i32 = 0;
-/// An unexpected internal failure (a bug, or an IO error writing the output).
+/// An unexpected internal failure (a bug, or an IO error writing the output), or an LCM
+/// operation that failed for a reason other than placement, capacity or the backend (e.g. the
+/// stack failed validation): its occurrence says why.
 pub const INTERNAL: i32 = 1;
 /// Bad usage, configuration or input (file, field or value), including a corrupt state file.
 pub const USAGE: i32 = 2;
@@ -17,9 +19,11 @@ pub const BACKEND: i32 = 5;
 pub const HELP: &str = "\
 EXIT STATUS:
   0  success
-  1  internal error (a bug, or the output could not be written)
-  2  usage, configuration or input error (bad flag, file, field or value; corrupt state file)
+  1  internal error, or an operation that failed for another reason (e.g. a stack that failed
+     validation); the operation occurrence printed on stdout says why
+  2  usage, configuration or input error (bad flag, file, field or value; corrupt state file;
+     unknown instance; an operation not allowed in the instance's state)
   3  infeasible placement: the placement constraints cannot be met
-  4  capacity exhausted: no zone, host or reservation has room
+  4  capacity exhausted: no zone, host or reservation has room, or no zone left to reselect
   5  backend unreachable, or authentication / authorization failed
   A closed output pipe (e.g. `vnfm ... | head`) exits 0.";

@@ -65,6 +65,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX vnf_lcm_op_occs_by_instance
         ON vnf_lcm_op_occs (vnf_instance_id, start_time, id);
     CREATE INDEX vnf_lcm_op_occs_by_start_time ON vnf_lcm_op_occs (start_time, id);",
+    // 2: named documents of the CLI (e.g. the simulated cloud's state between runs).
+    "CREATE TABLE documents (
+        name TEXT PRIMARY KEY NOT NULL,
+        body TEXT NOT NULL
+    );",
 ];
 
 /// The schema version this build creates and understands (`PRAGMA user_version`).
@@ -174,6 +179,41 @@ impl SqliteStore {
             path,
             schema_version,
         })
+    }
+
+    /// The document stored under `name`, if any (the CLI keeps the simulated cloud's state
+    /// here between runs).
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when the database cannot be read.
+    pub async fn document(&self, name: &str) -> Result<Option<String>, DriverError> {
+        let name = name.to_owned();
+        self.with_conn(move |conn, file| {
+            conn.query_row("SELECT body FROM documents WHERE name = ?1", [&name], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| sql_error(file, format!("reading document {name}"), e))
+        })
+        .await
+    }
+
+    /// Stores `body` under `name`, replacing what was there.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when the database cannot be written.
+    pub async fn put_document(&self, name: &str, body: String) -> Result<(), DriverError> {
+        let name = name.to_owned();
+        self.with_conn(move |conn, file| {
+            conn.execute(
+                "INSERT INTO documents (name, body) VALUES (?1, ?2)
+                 ON CONFLICT (name) DO UPDATE SET body = excluded.body",
+                params![name, body],
+            )
+            .map(|_| ())
+            .map_err(|e| sql_error(file, format!("writing document {name}"), e))
+        })
+        .await
     }
 
     /// Runs `f` with the connection: on tokio's blocking pool inside a runtime, on this thread
@@ -785,6 +825,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                "documents",
                 "vnf_instances",
                 "vnf_lcm_op_occs",
                 "vnf_lcm_op_occs_by_instance",
@@ -832,6 +873,21 @@ mod tests {
         // Going back to an older binary's list is refused.
         let err = migrate(&mut conn, &file, &migrations[..1]).unwrap_err();
         assert!(err.to_string().contains("schema version 2"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn documents_round_trip_and_persist() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, store) = file_store(&dir);
+        assert_eq!(store.document("sim").await.unwrap(), None);
+        store.put_document("sim", "{\"a\":1}".into()).await.unwrap();
+        store.put_document("sim", "{\"a\":2}".into()).await.unwrap();
+        drop(store);
+        let again = SqliteStore::open(&path).unwrap();
+        assert_eq!(
+            again.document("sim").await.unwrap().as_deref(),
+            Some("{\"a\":2}")
+        );
     }
 
     #[tokio::test]

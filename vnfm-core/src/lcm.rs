@@ -122,6 +122,28 @@ pub enum LcmOperationStateType {
     RolledBack,
 }
 
+/// Displays a SOL003 enum value with the standard's spelling (`FAILED_TEMP`, `SCALE`,
+/// `INSTANTIATED`), i.e. its serde name.
+macro_rules! display_as_serde {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match serde_json::to_value(self) {
+                    Ok(serde_json::Value::String(s)) => f.write_str(&s),
+                    _ => write!(f, "{self:?}"),
+                }
+            }
+        }
+    )*};
+}
+
+display_as_serde!(
+    LcmOperationStateType,
+    LcmOperationType,
+    InstantiationState,
+    VnfOperationalStateType
+);
+
 impl LcmOperationStateType {
     /// Whether the operation is over for good: `COMPLETED`, `FAILED` or `ROLLED_BACK`.
     pub fn is_terminal(self) -> bool {
@@ -781,6 +803,16 @@ pub struct CreateVnfRequest {
 }
 
 impl CreateVnfRequest {
+    /// A request for an instance of `vnfd_id`, with no name, description or metadata.
+    pub fn new(vnfd_id: impl Into<String>) -> Self {
+        Self {
+            vnfd_id: vnfd_id.into(),
+            vnf_instance_name: None,
+            vnf_instance_description: None,
+            metadata: None,
+        }
+    }
+
     /// Reports an empty `vnfdId`.
     ///
     /// # Errors

@@ -456,3 +456,107 @@ async fn the_simulator_survives_a_snapshot_round_trip() {
     assert_eq!(sim.server_ids().len(), 3);
     assert!(SimCloud::restore("{\"not\": \"a state\"}").is_err());
 }
+
+/// SOL003 error handling: an operation in FAILED_TEMP blocks others until it is failed or
+/// rolled back; rolling back an instantiate deletes its stack, rolling back a scale-out
+/// removes the VNFCs it added.
+#[tokio::test]
+async fn failed_temp_is_failed_or_rolled_back() {
+    let (lcm, sim, pkg, store) = setup(false, Selection::Random);
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &pin("VDU1-0", "AZ-1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    assert!(
+        !sim.server_ids().is_empty(),
+        "the failed stack keeps what it created"
+    );
+    // Blocked until handled.
+    let blocked = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(blocked.to_string().contains("FAILED_TEMP"), "{blocked}");
+    // Roll back: the stack goes, the instance is NOT_INSTANTIATED, the occurrence ROLLED_BACK.
+    let rb = lcm.rollback(&r.op_occ.id, &pkg).await.unwrap();
+    assert_eq!(rb.op_occ.operation_state, LcmOperationStateType::RolledBack);
+    assert!(sim.server_ids().is_empty());
+    assert!(!store.instance(&inst.id).await.unwrap().is_instantiated());
+    // A second rollback or fail is refused: the occurrence is terminal.
+    assert!(lcm.rollback(&r.op_occ.id, &pkg).await.is_err());
+    assert!(lcm.fail(&r.op_occ.id).await.is_err());
+    // Now it instantiates (no pin into the full zone).
+    let ok = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(ok.is_completed(), "{:?}", ok.op_occ.error);
+    // A scale-out that fails (no fourth zone, no best effort) ...
+    let before = sim.server_ids();
+    let so = lcm
+        .scale(
+            &inst.id,
+            &pkg,
+            &ScaleVnfRequest::new(ScaleType::ScaleOut, "VDU1_scale"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        so.op_occ.operation_state,
+        LcmOperationStateType::FailedTemp,
+        "{:?}",
+        so.op_occ
+    );
+    // ... is rolled back: the servers are those from before.
+    let rb = lcm.rollback(&so.op_occ.id, &pkg).await.unwrap();
+    assert_eq!(
+        rb.op_occ.operation_state,
+        LcmOperationStateType::RolledBack,
+        "{:?}",
+        rb.op_occ.error
+    );
+    assert_eq!(sim.server_ids(), before);
+    // Another failing scale-out is failed: FAILED, and the instance can be terminated.
+    let so = lcm
+        .scale(
+            &inst.id,
+            &pkg,
+            &ScaleVnfRequest::new(ScaleType::ScaleOut, "VDU1_scale"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    let failed = lcm.fail(&so.op_occ.id).await.unwrap();
+    assert_eq!(failed.operation_state, LcmOperationStateType::Failed);
+    let t = lcm
+        .terminate(
+            &inst.id,
+            &serde_json::from_value::<TerminateVnfRequest>(
+                serde_json::json!({"terminationType": "FORCEFUL"}),
+            )
+            .unwrap(),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(t.is_completed());
+    assert!(sim.server_ids().is_empty());
+}

@@ -9,6 +9,8 @@ use crate::error::CliError;
 use crate::output::Output;
 
 pub mod cloud;
+pub mod demo;
+pub mod lcm;
 pub mod package;
 
 /// Runs the parsed command line.
@@ -24,7 +26,14 @@ pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
         Command::Cloud(CloudCommand::Show { cloud: path }) => {
             cloud::show(path.as_deref().or(config.vim.cloud.as_deref()), out)
         }
-        Command::Demo(_) => Err(CliError::Usage("this command is not available yet".into())),
+        Command::Demo(args) => demo::run(&args, out),
+        Command::Grant(args) => lcm::grant(&config, &args, out),
+        Command::Instantiate(args) => lcm::instantiate(&config, &args, out),
+        Command::Scale(args) => lcm::scale(&config, &args, out),
+        Command::Heal(args) => lcm::heal(&config, &args, out),
+        Command::Terminate(args) => lcm::terminate(&config, &args, out),
+        Command::Instance(cmd) => lcm::instance(&config, &cmd, out),
+        Command::Op(cmd) => lcm::op(&config, &cmd, out),
     }
 }
 

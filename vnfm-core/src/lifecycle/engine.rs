@@ -190,6 +190,8 @@ struct Failed {
     title: &'static str,
     detail: String,
     attempts: Vec<crate::reselect::Attempt>,
+    /// The stack the operation created, if it got that far (kept so a rollback can delete it).
+    stack_id: Option<StackId>,
 }
 
 impl Failed {
@@ -199,6 +201,7 @@ impl Failed {
             title,
             detail: detail.into(),
             attempts: Vec::new(),
+            stack_id: None,
         }
     }
 
@@ -248,6 +251,14 @@ impl Lifecycle {
             config,
             ids,
         }
+    }
+
+    /// The same lifecycle with ids drawn from a generator also seeded with `salt`: a program
+    /// that runs one operation per process (the CLI) passes a fresh salt each time so ids never
+    /// repeat, while placement choices still depend on the configured seed only.
+    pub fn with_id_salt(self, salt: u64) -> Self {
+        let ids = Mutex::new(IdGen::seeded(self.config.seed ^ 0x05ee_d1d5 ^ salt));
+        Self { ids, ..self }
     }
 
     /// The drivers.
@@ -334,7 +345,8 @@ impl Lifecycle {
             .map_err(LcmError::Store)?;
         if let Some(r) = running.iter().find(|o| !o.is_terminal()) {
             return Err(LcmError::Conflict(format!(
-                "operation {} ({:?}) is {:?} on VNF instance {}; one LCM operation at a time",
+                "operation {} ({}) is {} on VNF instance {}; one LCM operation at a time (an \
+                 operation in FAILED_TEMP must be failed or rolled back first)",
                 r.id, r.operation, r.operation_state, inst.id
             )));
         }
@@ -389,11 +401,15 @@ impl Lifecycle {
                         .with_extension("failureKind", json!(f.kind)),
                 );
                 op.enter(LcmOperationStateType::FailedTemp, now);
-                (
-                    instance,
-                    Some(f.kind),
-                    StoreBatch::new().with_op_occ(op.clone()),
-                )
+                let mut batch = StoreBatch::new().with_op_occ(op.clone());
+                let mut instance = instance;
+                // A stack created by a failed instantiate is recorded, so that a rollback can
+                // delete it.
+                if let Some(id) = f.stack_id.filter(|_| stack_of(&instance).is_none()) {
+                    set_stack_id(&mut instance, &id);
+                    batch = batch.with_instance(instance.clone());
+                }
+                (instance, Some(f.kind), batch)
             }
         };
         self.drivers
@@ -794,6 +810,170 @@ impl Lifecycle {
         self.finish(op, inst, None, result).await
     }
 
+    async fn load_op(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, LcmError> {
+        match self.drivers.store.op_occ(id).await {
+            Ok(o) => Ok(o),
+            Err(e) if e.is_not_found() => Err(LcmError::Invalid(Error::invalid(
+                Location::default().with_field("vnfLcmOpOccId"),
+                format!("no operation occurrence {id}"),
+            ))),
+            Err(e) => Err(LcmError::Store(e)),
+        }
+    }
+
+    fn require_failed_temp(op: &VnfLcmOpOcc) -> Result<(), LcmError> {
+        if op.operation_state == LcmOperationStateType::FailedTemp {
+            Ok(())
+        } else {
+            Err(LcmError::Conflict(format!(
+                "operation {} is {}; only an operation in FAILED_TEMP can be failed or rolled back",
+                op.id, op.operation_state
+            )))
+        }
+    }
+
+    /// SOL003 "fail": an occurrence in `FAILED_TEMP` becomes `FAILED` (terminal); the instance
+    /// stays as it is, and other operations may run again.
+    ///
+    /// # Errors
+    /// [`LcmError::Conflict`] when the occurrence is not `FAILED_TEMP`.
+    pub async fn fail(&self, op_id: &OpOccId) -> Result<VnfLcmOpOcc, LcmError> {
+        let mut op = self.load_op(op_id).await?;
+        Self::require_failed_temp(&op)?;
+        op.enter(LcmOperationStateType::Failed, self.drivers.clock.now());
+        self.drivers
+            .store
+            .commit(StoreBatch::new().with_op_occ(op.clone()))
+            .await
+            .map_err(LcmError::Store)?;
+        Ok(op)
+    }
+
+    /// SOL003 "rollback" of an instantiate or scale-out in `FAILED_TEMP`: an instantiate's
+    /// stack is deleted; a scale-out's stack is updated back to the instance's VNFCs before the
+    /// operation. The occurrence goes `ROLLING_BACK` then `ROLLED_BACK`, or back to
+    /// `FAILED_TEMP` with the error when the rollback itself fails.
+    ///
+    /// # Errors
+    /// [`LcmError::Conflict`] when the occurrence is not `FAILED_TEMP` or is of another
+    /// operation (heal and scale-in cannot be rolled back).
+    pub async fn rollback(
+        &self,
+        op_id: &OpOccId,
+        pkg: &VnfPackage,
+    ) -> Result<OperationReport, LcmError> {
+        let mut op = self.load_op(op_id).await?;
+        Self::require_failed_temp(&op)?;
+        let inst = self.load(&op.vnf_instance_id).await?;
+        let is_scale_out = op.operation == LcmOperationType::Scale
+            && op
+                .operation_params
+                .as_ref()
+                .and_then(|p| p.get("type"))
+                .and_then(Value::as_str)
+                == Some("SCALE_OUT");
+        if op.operation != LcmOperationType::Instantiate && !is_scale_out {
+            return Err(LcmError::Conflict(format!(
+                "operation {} is a {}: only instantiate and scale-out can be rolled back",
+                op.id, op.operation
+            )));
+        }
+        op.enter(LcmOperationStateType::RollingBack, self.drivers.clock.now());
+        self.drivers
+            .store
+            .commit(StoreBatch::new().with_op_occ(op.clone()))
+            .await
+            .map_err(LcmError::Store)?;
+        let result: Result<VnfInstance, Failed> = if op.operation == LcmOperationType::Instantiate {
+            match stack_of(&inst) {
+                None => Ok(inst.clone()),
+                Some(stack_id) => match self.drivers.stacks.delete_stack(&stack_id).await {
+                    Ok(()) => Ok(()),
+                    Err(e) if e.is_not_found() => Ok(()),
+                    Err(e) => Err(Failed::driver(&e)),
+                }
+                .map(|()| {
+                    let mut new = inst.clone();
+                    if let Some(m) = new.metadata.as_mut() {
+                        m.remove(STACK_ID_KEY);
+                    }
+                    new
+                }),
+            }
+        } else {
+            let (info, stack_id) = instantiated_with_stack(&inst)?;
+            let flavour = flavour_of(pkg, &info.flavour_id)?;
+            let before = slots_of(info);
+            let zones: BTreeMap<String, ZoneId> =
+                before.iter().map(|(s, z)| (s.name(), z.clone())).collect();
+            let slots: Vec<VnfcSlot> = before.iter().map(|(s, _)| s.clone()).collect();
+            self.restore_stack(pkg, flavour, &slots, &zones, &stack_id)
+                .await
+                .map(|()| inst.clone())
+        };
+        let now = self.drivers.clock.now();
+        let (instance, failure, batch) = match result {
+            Ok(new) => {
+                op.enter(LcmOperationStateType::RolledBack, now);
+                let batch = StoreBatch::new()
+                    .with_instance(new.clone())
+                    .with_op_occ(op.clone());
+                (new, None, batch)
+            }
+            Err(f) => {
+                op.error = Some(ProblemDetails::new(422, f.detail).with_title("rollback failed"));
+                op.enter(LcmOperationStateType::FailedTemp, now);
+                (
+                    inst,
+                    Some(f.kind),
+                    StoreBatch::new().with_op_occ(op.clone()),
+                )
+            }
+        };
+        self.drivers
+            .store
+            .commit(batch)
+            .await
+            .map_err(LcmError::Store)?;
+        Ok(OperationReport {
+            op_occ: op,
+            instance,
+            grant: None,
+            failure,
+        })
+    }
+
+    /// Updates the stack to exactly `slots` in `zones`.
+    async fn restore_stack(
+        &self,
+        pkg: &VnfPackage,
+        flavour: &Flavour,
+        slots: &[VnfcSlot],
+        zones: &BTreeMap<String, ZoneId>,
+        stack_id: &StackId,
+    ) -> Result<(), Failed> {
+        let (bundle, params) = self.heat_input(pkg, flavour, slots, zones)?;
+        self.drivers
+            .stacks
+            .update_stack(UpdateStack {
+                id: stack_id.clone(),
+                parameters: params,
+                template: Some(bundle),
+            })
+            .await
+            .map_err(|e| Failed::driver(&e))?;
+        let st = self.wait(stack_id).await?;
+        if succeeded(&st) {
+            Ok(())
+        } else {
+            Err(Failed::new(
+                FailureKind::StackFailed,
+                "stack update failed",
+                st.stack_status_reason,
+            ))
+        }
+    }
+
     /// Deletes a `NOT_INSTANTIATED` instance and its operation occurrences.
     ///
     /// # Errors
@@ -876,24 +1056,8 @@ impl Lifecycle {
         let zones: BTreeMap<String, ZoneId> =
             keep.iter().map(|(s, z)| (s.name(), z.clone())).collect();
         let slots: Vec<VnfcSlot> = keep.iter().map(|(s, _)| s.clone()).collect();
-        let (bundle, params) = self.heat_input(pkg, flavour, &slots, &zones)?;
-        self.drivers
-            .stacks
-            .update_stack(UpdateStack {
-                id: stack_id.clone(),
-                parameters: params,
-                template: Some(bundle),
-            })
-            .await
-            .map_err(|e| Failed::driver(&e))?;
-        let stack = self.wait(stack_id).await?;
-        if !stack.stack_status.is_complete() {
-            return Err(Failed::new(
-                FailureKind::StackFailed,
-                "stack update failed",
-                stack.stack_status_reason,
-            ));
-        }
+        self.restore_stack(pkg, flavour, &slots, &zones, stack_id)
+            .await?;
         self.collect(stack_id, &slots).await
     }
 
@@ -1058,8 +1222,12 @@ impl Lifecycle {
             seed: self.config.seed,
         };
         let mut m = Reselection::new(cfg, units, constraints).with_zone_listing(listing);
-        let fail = |m: &Reselection, f: Failed| Failed {
+        let fail = |m: &Reselection, target: &StackTarget, f: Failed| Failed {
             attempts: m.attempts().to_vec(),
+            stack_id: match target {
+                StackTarget::Existing(id) => Some(id.clone()),
+                StackTarget::Create(_) => None,
+            },
             ..f
         };
         while let Some(action) = m.poll_action() {
@@ -1067,7 +1235,7 @@ impl Lifecycle {
                 Action::ApplyStack { zones } => {
                     let (bundle, params) = self
                         .heat_input(pkg, flavour, &slots, &zones)
-                        .map_err(|f| fail(&m, f))?;
+                        .map_err(|f| fail(&m, &target, f))?;
                     let id = match &target {
                         StackTarget::Create(name) => {
                             let id = self
@@ -1075,7 +1243,7 @@ impl Lifecycle {
                                 .stacks
                                 .create_stack(CreateStack::new(name.clone(), bundle, params))
                                 .await
-                                .map_err(|e| fail(&m, Failed::driver(&e)))?;
+                                .map_err(|e| fail(&m, &target, Failed::driver(&e)))?;
                             target = StackTarget::Existing(id.clone());
                             id
                         }
@@ -1088,12 +1256,12 @@ impl Lifecycle {
                                     template: Some(bundle),
                                 })
                                 .await
-                                .map_err(|e| fail(&m, Failed::driver(&e)))?;
+                                .map_err(|e| fail(&m, &target, Failed::driver(&e)))?;
                             id.clone()
                         }
                     };
-                    let stack = self.wait(&id).await.map_err(|f| fail(&m, f))?;
-                    if stack.stack_status.is_complete() {
+                    let stack = self.wait(&id).await.map_err(|f| fail(&m, &target, f))?;
+                    if succeeded(&stack) {
                         m.handle_stack_succeeded();
                     } else {
                         m.handle_stack_failed(&stack.stack_status_reason);
@@ -1108,7 +1276,7 @@ impl Lifecycle {
                         .stacks
                         .list_resources(ListResources::new(id.clone(), 5))
                         .await
-                        .map_err(|e| fail(&m, Failed::driver(&e)))?;
+                        .map_err(|e| fail(&m, &target, Failed::driver(&e)))?;
                     m.handle_resources(id, &res);
                 }
                 Action::ListZones => {
@@ -1117,14 +1285,15 @@ impl Lifecycle {
                         .zones
                         .list_zones(ListZones::default())
                         .await
-                        .map_err(|e| fail(&m, Failed::driver(&e)))?;
+                        .map_err(|e| fail(&m, &target, Failed::driver(&e)))?;
                     m.handle_zones(z);
                 }
             }
         }
-        let StackTarget::Existing(stack_id) = target else {
+        let StackTarget::Existing(stack_id) = &target else {
             return Err(fail(
                 &m,
+                &target,
                 Failed::new(
                     FailureKind::Backend,
                     "no stack",
@@ -1135,10 +1304,10 @@ impl Lifecycle {
         match m.outcome() {
             Some(Outcome::Succeeded) => {
                 let vnfcs = self
-                    .collect(&stack_id, &slots)
+                    .collect(stack_id, &slots)
                     .await
-                    .map_err(|f| fail(&m, f))?;
-                Ok((vnfcs, stack_id, m.attempts().to_vec()))
+                    .map_err(|f| fail(&m, &target, f))?;
+                Ok((vnfcs, stack_id.clone(), m.attempts().to_vec()))
             }
             Some(Outcome::GaveUp(g)) => {
                 let kind = match g {
@@ -1156,11 +1325,13 @@ impl Lifecycle {
                 };
                 Err(fail(
                     &m,
+                    &target,
                     Failed::new(kind, "stack operation failed", detail),
                 ))
             }
             None => Err(fail(
                 &m,
+                &target,
                 Failed::new(
                     FailureKind::Backend,
                     "unfinished",
@@ -1227,6 +1398,13 @@ impl Lifecycle {
     }
 }
 
+/// True when the stack reached `*_COMPLETE` for the action asked. A `ROLLBACK_COMPLETE` (Heat
+/// rolled a failed create or update back) is a failure, not a success.
+fn succeeded(stack: &crate::driver::Stack) -> bool {
+    stack.stack_status.is_complete()
+        && stack.stack_status.action != crate::driver::StackAction::Rollback
+}
+
 /// What [`Lifecycle::grant_only`] grants.
 #[derive(Clone, Debug)]
 pub enum GrantOnly {
@@ -1246,6 +1424,14 @@ pub enum GrantOnly {
 
 /// The instance metadata key of the stack id.
 pub const STACK_ID_KEY: &str = "stackId";
+
+fn stack_of(inst: &VnfInstance) -> Option<StackId> {
+    inst.metadata
+        .as_ref()
+        .and_then(|m| m.get(STACK_ID_KEY))
+        .and_then(Value::as_str)
+        .map(StackId::from)
+}
 
 fn set_stack_id(inst: &mut VnfInstance, id: &StackId) {
     inst.metadata
@@ -1307,18 +1493,13 @@ fn instantiated_with_stack(
         .ok_or_else(|| {
             LcmError::Conflict(format!("VNF instance {} is NOT_INSTANTIATED", inst.id))
         })?;
-    let stack = inst
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get(STACK_ID_KEY))
-        .and_then(Value::as_str)
-        .ok_or_else(|| {
-            LcmError::Invalid(Error::invalid(
-                Location::default().with_field(format!("metadata.{STACK_ID_KEY}")),
-                format!("VNF instance {} records no stack id", inst.id),
-            ))
-        })?;
-    Ok((info, StackId::from(stack)))
+    let stack = stack_of(inst).ok_or_else(|| {
+        LcmError::Invalid(Error::invalid(
+            Location::default().with_field(format!("metadata.{STACK_ID_KEY}")),
+            format!("VNF instance {} records no stack id", inst.id),
+        ))
+    })?;
+    Ok((info, stack))
 }
 
 /// The slots of the instance's VNFCs with their zones.

@@ -1,0 +1,832 @@
+//! The LCM commands: `grant`, `instantiate`, `scale`, `heal`, `terminate`, `instance`, `op`.
+//!
+//! Each opens the state file, builds the drivers (the simulated cloud, continued from the state
+//! file), runs one operation of [`vnfm_core::lifecycle::Lifecycle`] and prints the result. The
+//! simulated cloud's state is saved in the state file after every operation, so scripted runs
+//! continue where the previous command stopped.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::json;
+use vnfm_core::driver::{Clock, OpOccFilter, Store};
+use vnfm_core::id::{OpOccId, VnfInstanceId, ZoneId};
+use vnfm_core::lcm::{
+    CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, ScaleType, ScaleVnfRequest,
+    TerminateVnfRequest, TerminationType, VnfInstance, VnfLcmOpOcc,
+};
+use vnfm_core::lifecycle::{
+    Drivers, GrantOnly, LcmConfig, Lifecycle, OperationOptions, OperationReport,
+};
+use vnfm_core::package::VnfPackage;
+use vnfm_core::placement::Selection;
+use vnfm_core::reselect::{AttemptOutcome, InsufficientResourcePattern};
+use vnfm_core::sim::SimCloud;
+
+use super::cloud;
+use crate::builtin;
+use crate::cli::{
+    GrantArgs, GrantOperation, HealArgs, InstanceCommand, InstantiateArgs, OpCommand,
+    PlacementArgs, ScaleArgs, ScaleDirection, TerminateArgs,
+};
+use crate::config::{Config, SelectionKind, VimKind};
+use crate::error::CliError;
+use crate::output::Output;
+use crate::store::SqliteStore;
+
+/// The state-file document holding the simulated cloud.
+pub const SIM_DOCUMENT: &str = "sim";
+
+/// The real clock (tokio's timer).
+#[derive(Debug, Clone, Copy)]
+pub struct SystemClock;
+
+#[async_trait::async_trait]
+impl Clock for SystemClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now()
+    }
+    async fn sleep(&self, duration: std::time::Duration) {
+        tokio::time::sleep(duration).await;
+    }
+}
+
+/// A current-thread tokio runtime for one command.
+///
+/// # Errors
+/// [`CliError::Output`] if the runtime cannot start (no threads, no timer).
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            CliError::Output(std::io::Error::other(format!(
+                "cannot start the runtime: {e}"
+            )))
+        })
+}
+
+/// Opens (creating it and its folder when needed) the state file of `config`.
+///
+/// # Errors
+/// [`CliError::State`] (exit 2) naming the file: unreadable, not a vnfm state database, or a
+/// newer schema.
+pub fn open_state(config: &Config) -> Result<SqliteStore, CliError> {
+    let path = config.state_path();
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| CliError::State {
+            path: path.clone(),
+            message: format!("cannot create the folder {}: {e}", dir.display()),
+            source: None,
+        })?;
+    }
+    SqliteStore::open(&path).map_err(|e| CliError::State {
+        path: path.clone(),
+        message: "cannot open the state file".into(),
+        source: Some(e),
+    })
+}
+
+fn check_vim(config: &Config) -> Result<(), CliError> {
+    match config.vim.kind {
+        VimKind::Sim => Ok(()),
+        VimKind::Openstack => Err(CliError::Usage(
+            "the openstack VIM is not wired into this build of vnfm yet; use --vim sim".into(),
+        )),
+    }
+}
+
+/// The simulated cloud of the state file, or a new one from `cloud_path` (else the configured
+/// cloud file, else the built-in demo cloud) when the state file has none yet.
+async fn open_sim(
+    store: &SqliteStore,
+    cloud_path: Option<&Path>,
+    config: &Config,
+) -> Result<SimCloud, CliError> {
+    let state_err = |message: String, source| CliError::State {
+        path: config.state_path(),
+        message,
+        source,
+    };
+    let saved = store
+        .document(SIM_DOCUMENT)
+        .await
+        .map_err(|e| state_err("cannot read the simulated cloud".into(), Some(e)))?;
+    let wanted = cloud_path.or(config.vim.cloud.as_deref());
+    match saved {
+        Some(snapshot) => {
+            let sim = SimCloud::restore(&snapshot).map_err(|e| {
+                state_err("the saved simulated cloud is unreadable".into(), Some(e))
+            })?;
+            if let Some(p) = cloud_path {
+                let (file, _) = cloud::load(Some(p))?;
+                if file != sim.cloud() {
+                    return Err(CliError::Usage(format!(
+                        "the state file {} already holds a simulated cloud built from another cloud \
+                         file than {}; use another --state for another cloud",
+                        config.state_path().display(),
+                        p.display()
+                    )));
+                }
+            }
+            Ok(sim)
+        }
+        None => {
+            let (file, _) = cloud::load(wanted)?;
+            Ok(SimCloud::new(file, config.vim.seed))
+        }
+    }
+}
+
+async fn save_sim(store: &SqliteStore, sim: &SimCloud, config: &Config) -> Result<(), CliError> {
+    let snap = sim.snapshot()?;
+    store
+        .put_document(SIM_DOCUMENT, snap)
+        .await
+        .map_err(|e| CliError::State {
+            path: config.state_path(),
+            message: "cannot save the simulated cloud".into(),
+            source: Some(e),
+        })
+}
+
+/// The LCM configuration: `[placement]` overridden by the command's flags.
+///
+/// # Errors
+/// [`CliError::Core`] for an invalid `insufficient_resource_pattern` (exit 2).
+pub fn lcm_config(config: &Config, args: &PlacementArgs) -> Result<LcmConfig, CliError> {
+    let p = &config.placement;
+    let mut c = LcmConfig::standard()?;
+    c.fallback_best_effort = args.fallback_best_effort || p.fallback_best_effort;
+    c.reselect_zones = args.reselect_zones || p.reselect_zones;
+    c.max_reselections = args.max_reselections.or(p.max_reselections);
+    c.selection = match args.selection.unwrap_or(p.selection) {
+        SelectionKind::Random => Selection::Random,
+        SelectionKind::CapacityAware => Selection::CapacityAware,
+    };
+    c.seed = args.seed.unwrap_or(p.seed);
+    if let Some(pattern) = args.insufficient_resource_pattern.as_deref() {
+        c.pattern = InsufficientResourcePattern::new(
+            pattern,
+            vnfm_core::error::Location::default().with_field("--insufficient-resource-pattern"),
+        )?;
+    } else if let Some(pattern) = p.insufficient_resource_pattern.as_deref() {
+        c.pattern = InsufficientResourcePattern::new(
+            pattern,
+            vnfm_core::error::Location::default()
+                .with_field("[placement] insufficient_resource_pattern"),
+        )?;
+    }
+    c.vim_connection_id = "vim-sim".into();
+    Ok(c)
+}
+
+/// The package: `explicit`, else the one in `[packages] dir` whose descriptor id is `vnfd_id`,
+/// else the built-in demo package (when its descriptor id matches, or no id is asked).
+///
+/// # Errors
+/// An unreadable package, or no package for `vnfd_id` (exit 2).
+pub fn load_package(
+    explicit: Option<&Path>,
+    config: &Config,
+    vnfd_id: Option<&str>,
+) -> Result<VnfPackage, CliError> {
+    if let Some(p) = explicit {
+        return Ok(vnfm_core::package::fs::load(p)?);
+    }
+    if let (Some(dir), Some(id)) = (config.packages.dir.as_deref(), vnfd_id) {
+        let entries = std::fs::read_dir(dir).map_err(|e| CliError::Config {
+            file: dir.to_path_buf(),
+            message: "cannot read the packages folder ([packages] dir)".into(),
+            source: Some(e),
+        })?;
+        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            if let Ok(pkg) = vnfm_core::package::fs::load(&p) {
+                if pkg.descriptor_id == id {
+                    return Ok(pkg);
+                }
+            }
+        }
+    }
+    let demo = builtin::demo_package()?;
+    match vnfd_id {
+        Some(id) if id != demo.descriptor_id => Err(CliError::Usage(format!(
+            "no package with vnfdId {id}: give --package, or put it in the folder of \
+             --packages-dir / [packages] dir"
+        ))),
+        _ => Ok(demo),
+    }
+}
+
+fn default_flavour(pkg: &VnfPackage, flavour: Option<&str>) -> Result<String, CliError> {
+    match flavour {
+        Some(f) => Ok(f.to_owned()),
+        None => pkg.flavours.keys().next().cloned().ok_or_else(|| {
+            CliError::Usage(format!("package {} has no deployment flavour", pkg.source))
+        }),
+    }
+}
+
+fn parse_zones(specs: &[String]) -> Result<BTreeMap<String, ZoneId>, CliError> {
+    specs
+        .iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, z)) if !k.is_empty() && !z.is_empty() => Ok((k.to_owned(), ZoneId::from(z))),
+            _ => Err(CliError::Usage(format!(
+                "--zone {s:?}: expected VNFC=ZONE or VDU=ZONE, e.g. --zone VDU1-0=AZ-1"
+            ))),
+        })
+        .collect()
+}
+
+/// The drivers of one command over the state file.
+struct Env {
+    store: SqliteStore,
+    sim: SimCloud,
+    lcm: Lifecycle,
+}
+
+async fn env(
+    config: &Config,
+    cloud_path: Option<&Path>,
+    placement: &PlacementArgs,
+) -> Result<Env, CliError> {
+    check_vim(config)?;
+    let lcm_cfg = lcm_config(config, placement)?;
+    let store = open_state(config)?;
+    let sim = open_sim(&store, cloud_path, config).await?;
+    let drivers = Drivers {
+        stacks: Arc::new(sim.clone()),
+        zones: Arc::new(sim.clone()),
+        compute: Arc::new(sim.clone()),
+        store: Arc::new(store.clone()),
+        clock: Arc::new(SystemClock),
+    };
+    // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
+    let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(id_salt());
+    Ok(Env { store, sim, lcm })
+}
+
+/// A salt for ids that differs between runs: the wall clock and the process id.
+fn id_salt() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ u64::from(std::process::id()).rotate_left(40)
+}
+
+/// What an operation prints with `--json`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationOutput<'a> {
+    /// The occurrence, with `attempts`.
+    pub vnf_lcm_op_occ: &'a VnfLcmOpOcc,
+    /// The instance after the operation.
+    pub vnf_instance: &'a VnfInstance,
+    /// Its VNFCs: id, VDU, zone, host.
+    pub vnfcs: Vec<VnfcLine>,
+    /// The grant, when one was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<&'a vnfm_core::grant::Grant>,
+}
+
+/// One VNFC of an instance.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VnfcLine {
+    /// `vnfcResourceInfo.id`
+    pub id: String,
+    /// VDU
+    pub vdu_id: String,
+    /// Zone
+    pub zone_id: Option<String>,
+    /// Compute host
+    pub host: Option<String>,
+    /// Server id
+    pub server_id: String,
+}
+
+/// The VNFCs of an instance as lines.
+pub fn vnfc_lines(inst: &VnfInstance) -> Vec<VnfcLine> {
+    inst.instantiated_vnf_info
+        .iter()
+        .flat_map(|i| i.vnfc_resource_info.iter())
+        .map(|v| VnfcLine {
+            id: v.id.clone(),
+            vdu_id: v.vdu_id.to_string(),
+            zone_id: v.zone_id.as_ref().map(ToString::to_string),
+            host: v
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("host"))
+                .and_then(|h| h.as_str())
+                .map(str::to_owned),
+            server_id: v.compute_resource.resource_id.clone(),
+        })
+        .collect()
+}
+
+/// The SOL003 spelling of an enum value (`COMPLETED`, `SCALE`, `INSTANTIATED`).
+pub fn sol<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::from("?"),
+    }
+}
+
+/// The human-readable account of an operation.
+pub fn human_operation(op: &VnfLcmOpOcc, inst: &VnfInstance) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} of VNF instance {}: {} (operation {})",
+        sol(&op.operation),
+        inst.id,
+        sol(&op.operation_state),
+        op.id
+    );
+    for (i, a) in op.attempts.iter().enumerate() {
+        let zones: Vec<String> = a.zones.iter().map(|(u, z)| format!("{u}={z}")).collect();
+        let outcome = match a.outcome {
+            Some(AttemptOutcome::Succeeded) => "succeeded",
+            Some(AttemptOutcome::Failed) => "failed",
+            None => "unfinished",
+        };
+        let _ = writeln!(s, "  attempt {}: {} -> {outcome}", i + 1, zones.join(" "));
+        if let Some(r) = &a.status_reason {
+            let _ = writeln!(s, "    reason: {r}");
+        }
+        if !a.failed_zones.is_empty() {
+            let z: Vec<&str> = a.failed_zones.iter().map(ZoneId::as_str).collect();
+            let _ = writeln!(s, "    excluded zones: {}", z.join(", "));
+        }
+        for r in &a.relaxed {
+            let _ = writeln!(s, "    relaxed: {r}");
+        }
+    }
+    if let Some(e) = &op.error {
+        let _ = writeln!(s, "  error: {}", e.detail);
+    }
+    let lines = vnfc_lines(inst);
+    if !lines.is_empty() {
+        let _ = writeln!(s, "  VNFCs:");
+        for v in lines {
+            let _ = writeln!(
+                s,
+                "    {:<8} zone {:<6} host {:<12} server {}",
+                v.id,
+                v.zone_id.as_deref().unwrap_or("-"),
+                v.host.as_deref().unwrap_or("-"),
+                v.server_id
+            );
+        }
+    }
+    s
+}
+
+fn print_report(out: Output, r: &OperationReport) -> Result<(), CliError> {
+    let data = OperationOutput {
+        vnf_lcm_op_occ: &r.op_occ,
+        vnf_instance: &r.instance,
+        vnfcs: vnfc_lines(&r.instance),
+        grant: r.grant.as_ref(),
+    };
+    out.data(&human_operation(&r.op_occ, &r.instance), &data)?;
+    match r.failure {
+        None => Ok(()),
+        Some(kind) => Err(CliError::Operation {
+            op_occ: r.op_occ.id.to_string(),
+            state: sol(&r.op_occ.operation_state),
+            kind,
+            detail: r
+                .op_occ
+                .error
+                .as_ref()
+                .map(|e| e.detail.clone())
+                .unwrap_or_default(),
+        }),
+    }
+}
+
+/// `vnfm instantiate`.
+///
+/// # Errors
+/// See the exit codes: 2 for bad input or state, 3 / 4 / 5 / 1 for an operation that failed.
+pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Result<(), CliError> {
+    let pinned = parse_zones(&args.zones)?;
+    runtime()?.block_on(async {
+        let env = env(config, args.cloud.as_deref(), &args.placement).await?;
+        let inst = match &args.instance {
+            Some(id) => env
+                .store
+                .instance(&VnfInstanceId::from(id.as_str()))
+                .await
+                .map_err(|e| {
+                    if e.is_not_found() {
+                        CliError::Usage(format!(
+                            "no VNF instance {id} in {}",
+                            config.state_path().display()
+                        ))
+                    } else {
+                        CliError::Driver(e)
+                    }
+                })?,
+            None => {
+                let pkg = load_package(args.package.as_deref(), config, None)?;
+                let mut req = CreateVnfRequest::new(pkg.descriptor_id.clone());
+                req.vnf_instance_name = args.name.clone();
+                env.lcm.create(&pkg, &req).await?
+            }
+        };
+        let pkg = load_package(args.package.as_deref(), config, Some(&inst.vnfd_id))?;
+        let flavour = default_flavour(&pkg, args.flavour.as_deref())?;
+        out.progress(&format!("instantiating {} (flavour {flavour})", inst.id));
+        let r = env
+            .lcm
+            .instantiate(
+                &inst.id,
+                &pkg,
+                &InstantiateVnfRequest::new(flavour),
+                &OperationOptions {
+                    pinned,
+                    automatic: false,
+                },
+            )
+            .await;
+        save_sim(&env.store, &env.sim, config).await?;
+        print_report(out, &r?)
+    })
+}
+
+async fn instance_and_package(
+    env: &Env,
+    config: &Config,
+    id: &str,
+    package: Option<&Path>,
+) -> Result<(VnfInstanceId, VnfPackage), CliError> {
+    let inst = env
+        .store
+        .instance(&VnfInstanceId::from(id))
+        .await
+        .map_err(|e| {
+            if e.is_not_found() {
+                CliError::Usage(format!(
+                    "no VNF instance {id} in {}",
+                    config.state_path().display()
+                ))
+            } else {
+                CliError::Driver(e)
+            }
+        })?;
+    let pkg = load_package(package, config, Some(&inst.vnfd_id))?;
+    Ok((inst.id, pkg))
+}
+
+/// `vnfm scale`.
+///
+/// # Errors
+/// As [`instantiate`].
+pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliError> {
+    runtime()?.block_on(async {
+        let env = env(config, None, &args.placement).await?;
+        let (id, pkg) =
+            instance_and_package(&env, config, &args.instance, args.package.as_deref()).await?;
+        let t = match args.direction {
+            ScaleDirection::Out => ScaleType::ScaleOut,
+            ScaleDirection::In => ScaleType::ScaleIn,
+        };
+        let mut req = ScaleVnfRequest::new(t, args.aspect.clone());
+        req.number_of_steps = Some(args.steps);
+        let r = env
+            .lcm
+            .scale(&id, &pkg, &req, &OperationOptions::default())
+            .await;
+        save_sim(&env.store, &env.sim, config).await?;
+        print_report(out, &r?)
+    })
+}
+
+/// `vnfm heal`.
+///
+/// # Errors
+/// As [`instantiate`].
+pub fn heal(config: &Config, args: &HealArgs, out: Output) -> Result<(), CliError> {
+    runtime()?.block_on(async {
+        let env = env(config, None, &args.placement).await?;
+        let (id, pkg) =
+            instance_and_package(&env, config, &args.instance, args.package.as_deref()).await?;
+        let req: HealVnfRequest = serde_json::from_value(json!({
+            "vnfcInstanceId": args.vnfcs,
+            "cause": args.cause,
+        }))
+        .map_err(|e| CliError::Usage(format!("bad heal request: {e}")))?;
+        let r = env
+            .lcm
+            .heal(&id, &pkg, &req, &OperationOptions::default())
+            .await;
+        save_sim(&env.store, &env.sim, config).await?;
+        print_report(out, &r?)
+    })
+}
+
+/// `vnfm terminate`.
+///
+/// # Errors
+/// As [`instantiate`].
+pub fn terminate(config: &Config, args: &TerminateArgs, out: Output) -> Result<(), CliError> {
+    runtime()?.block_on(async {
+        let env = env(config, None, &PlacementArgs::default()).await?;
+        let id = VnfInstanceId::from(args.instance.as_str());
+        let req = TerminateVnfRequest {
+            termination_type: TerminationType::Forceful,
+            graceful_termination_timeout: None,
+            additional_params: None,
+        };
+        let r = env
+            .lcm
+            .terminate(&id, &req, &OperationOptions::default())
+            .await;
+        save_sim(&env.store, &env.sim, config).await?;
+        let r = r?;
+        if args.delete && r.failure.is_none() {
+            env.lcm.delete(&id).await?;
+        }
+        print_report(out, &r)
+    })
+}
+
+/// What `vnfm grant --json` prints.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantOutput<'a> {
+    /// The request.
+    pub grant_request: &'a vnfm_core::grant::GrantRequest,
+    /// The grant.
+    pub grant: &'a vnfm_core::grant::Grant,
+}
+
+/// `vnfm grant`.
+///
+/// # Errors
+/// 3 when the constraints cannot be met, 4 when capacity is exhausted, 2 for bad input.
+pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliError> {
+    check_vim(config)?;
+    let lcm_cfg = lcm_config(config, &args.placement)?;
+    runtime()?.block_on(async {
+        // A grant changes nothing: the cloud is the state file's simulated cloud when there is
+        // one and --cloud is not given, else a fresh one; the instance is transient unless
+        // scaling one out.
+        let (sim, inst, pkg, op) = match args.operation {
+            GrantOperation::Instantiate => {
+                let (file, _) = cloud::load(args.cloud.as_deref().or(config.vim.cloud.as_deref()))?;
+                let pkg = load_package(args.package.as_deref(), config, None)?;
+                let flavour = default_flavour(&pkg, args.flavour.as_deref())?;
+                let mut inst = VnfInstance::new("grant-only", pkg.descriptor_id.clone());
+                inst.instantiation_state = Some(vnfm_core::lcm::InstantiationState::NotInstantiated);
+                (SimCloud::new(file, config.vim.seed), inst, pkg, GrantOnly::Instantiate { flavour_id: flavour })
+            }
+            GrantOperation::ScaleOut => {
+                let store = open_state(config)?;
+                let sim = open_sim(&store, args.cloud.as_deref(), config).await?;
+                let id = args.instance.clone().unwrap_or_default();
+                let inst = store.instance(&VnfInstanceId::from(id.as_str())).await.map_err(|e| {
+                    if e.is_not_found() {
+                        CliError::Usage(format!("no VNF instance {id} in {}", config.state_path().display()))
+                    } else {
+                        CliError::Driver(e)
+                    }
+                })?;
+                let pkg = load_package(args.package.as_deref(), config, Some(&inst.vnfd_id))?;
+                let op = GrantOnly::ScaleOut {
+                    aspect_id: args.aspect.clone().unwrap_or_default(),
+                    steps: args.steps,
+                };
+                (sim, inst, pkg, op)
+            }
+        };
+        let drivers = Drivers {
+            stacks: Arc::new(sim.clone()),
+            zones: Arc::new(sim.clone()),
+            compute: Arc::new(sim.clone()),
+            store: Arc::new(vnfm_core::store::MemoryStore::new()),
+            clock: Arc::new(SystemClock),
+        };
+        let lcm = Lifecycle::new(drivers, lcm_cfg);
+        match lcm.grant_only(&pkg, &inst, op).await? {
+            Ok((request, grant)) => {
+                let mut human = String::new();
+                let _ = writeln!(human, "grant {} for {:?} of {}", grant.id, request.operation, pkg.descriptor_id);
+                for r in &request.add_resources {
+                    let zone = grant.zone_of(&r.id).map(ToString::to_string).unwrap_or_else(|| "-".into());
+                    let _ = writeln!(
+                        human,
+                        "  {:<8} {:<22} zone {zone}  ({})",
+                        format!("{:?}", r.type_).to_uppercase(),
+                        r.resource_template_id,
+                        r.id
+                    );
+                }
+                for (i, c) in request.placement_constraints.iter().enumerate() {
+                    let _ = writeln!(
+                        human,
+                        "  placementConstraints[{i}]: {:?} at {:?} over {} resources, fallbackBestEffort {}",
+                        c.affinity_or_anti_affinity,
+                        c.scope,
+                        c.resource.len(),
+                        c.is_fallback_best_effort()
+                    );
+                }
+                if let Some(relaxed) = grant.additional_params.as_ref().and_then(|p| p.get("relaxedPlacementConstraints")) {
+                    for r in relaxed.as_array().into_iter().flatten() {
+                        let _ = writeln!(human, "  relaxed: {}", r.as_str().unwrap_or_default());
+                    }
+                }
+                out.data(&human, &GrantOutput { grant_request: &request, grant: &grant })
+            }
+            Err((_request, kind, detail)) => Err(CliError::Grant { kind, detail }),
+        }
+    })
+}
+
+/// `vnfm instance show|list`.
+///
+/// # Errors
+/// 2 for an unknown instance or an unusable state file.
+pub fn instance(config: &Config, cmd: &InstanceCommand, out: Output) -> Result<(), CliError> {
+    runtime()?.block_on(async {
+        let store = open_state(config)?;
+        match cmd {
+            InstanceCommand::Show { id } => {
+                let inst = store
+                    .instance(&VnfInstanceId::from(id.as_str()))
+                    .await
+                    .map_err(|e| {
+                        if e.is_not_found() {
+                            CliError::Usage(format!(
+                                "no VNF instance {id} in {}",
+                                config.state_path().display()
+                            ))
+                        } else {
+                            CliError::Driver(e)
+                        }
+                    })?;
+                let mut human = String::new();
+                let _ = writeln!(
+                    human,
+                    "VNF instance {} ({}) of {}: {}",
+                    inst.id,
+                    inst.vnf_instance_name.as_deref().unwrap_or("no name"),
+                    inst.vnfd_id,
+                    inst.instantiation_state
+                        .as_ref()
+                        .map(sol)
+                        .unwrap_or_else(|| "NOT_INSTANTIATED".into())
+                );
+                if let Some(info) = &inst.instantiated_vnf_info {
+                    let _ = writeln!(human, "  flavour {}", info.flavour_id);
+                    for s in &info.scale_status {
+                        let max = info
+                            .max_scale_levels
+                            .iter()
+                            .find(|m| m.aspect_id == s.aspect_id)
+                            .map(|m| m.scale_level);
+                        let _ = writeln!(
+                            human,
+                            "  aspect {}: level {} of {}",
+                            s.aspect_id,
+                            s.scale_level,
+                            max.unwrap_or(0)
+                        );
+                    }
+                }
+                for v in vnfc_lines(&inst) {
+                    let _ = writeln!(
+                        human,
+                        "  {:<8} zone {:<6} host {:<12} server {}",
+                        v.id,
+                        v.zone_id.as_deref().unwrap_or("-"),
+                        v.host.as_deref().unwrap_or("-"),
+                        v.server_id
+                    );
+                }
+                let data = json!({"vnfInstance": inst, "vnfcs": vnfc_lines(&inst)});
+                out.data(&human, &data)
+            }
+            InstanceCommand::List => {
+                let all = store.instances().await?;
+                let mut human = String::new();
+                for i in &all {
+                    let _ = writeln!(
+                        human,
+                        "{}  {:<16} {:<16}  {} VNFC(s)",
+                        i.id,
+                        i.vnf_instance_name.as_deref().unwrap_or("-"),
+                        i.instantiation_state
+                            .as_ref()
+                            .map(sol)
+                            .unwrap_or_else(|| "NOT_INSTANTIATED".into()),
+                        vnfc_lines(i).len()
+                    );
+                }
+                if all.is_empty() {
+                    human.push_str("no VNF instance\n");
+                }
+                out.data(&human, &json!({"vnfInstances": all}))
+            }
+        }
+    })
+}
+
+/// `vnfm op show|list`.
+///
+/// # Errors
+/// 2 for an unknown occurrence or an unusable state file.
+pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError> {
+    runtime()?.block_on(async {
+        if let OpCommand::Fail { id } | OpCommand::Rollback { id, .. } = cmd {
+            let env = env(config, None, &PlacementArgs::default()).await?;
+            let op_id = OpOccId::from(id.as_str());
+            if let OpCommand::Rollback { package, .. } = cmd {
+                let op = env.store.op_occ(&op_id).await.map_err(|e| {
+                    if e.is_not_found() {
+                        CliError::Usage(format!(
+                            "no operation occurrence {id} in {}",
+                            config.state_path().display()
+                        ))
+                    } else {
+                        CliError::Driver(e)
+                    }
+                })?;
+                let inst = env.store.instance(&op.vnf_instance_id).await?;
+                let pkg = load_package(package.as_deref(), config, Some(&inst.vnfd_id))?;
+                let r = env.lcm.rollback(&op_id, &pkg).await;
+                save_sim(&env.store, &env.sim, config).await?;
+                return print_report(out, &r?);
+            }
+            let op = env.lcm.fail(&op_id).await?;
+            let inst = env.store.instance(&op.vnf_instance_id).await?;
+            return out.data(&human_operation(&op, &inst), &json!({"vnfLcmOpOcc": op}));
+        }
+        let store = open_state(config)?;
+        match cmd {
+            OpCommand::Show { id } => {
+                let op = store
+                    .op_occ(&OpOccId::from(id.as_str()))
+                    .await
+                    .map_err(|e| {
+                        if e.is_not_found() {
+                            CliError::Usage(format!(
+                                "no operation occurrence {id} in {}",
+                                config.state_path().display()
+                            ))
+                        } else {
+                            CliError::Driver(e)
+                        }
+                    })?;
+                let inst = store.instance(&op.vnf_instance_id).await.ok();
+                let human = match &inst {
+                    Some(i) => human_operation(&op, i),
+                    None => format!(
+                        "{} {} (operation {})\n",
+                        sol(&op.operation),
+                        sol(&op.operation_state),
+                        op.id
+                    ),
+                };
+                out.data(&human, &json!({"vnfLcmOpOcc": op}))
+            }
+            OpCommand::List { instance } => {
+                let filter = match instance {
+                    Some(i) => OpOccFilter::instance(VnfInstanceId::from(i.as_str())),
+                    None => OpOccFilter::all(),
+                };
+                let all = store.op_occs(filter).await?;
+                let mut human = String::new();
+                for o in &all {
+                    let _ = writeln!(
+                        human,
+                        "{}  {:<11} {:<11} instance {}  {} attempt(s)  {}",
+                        o.id,
+                        sol(&o.operation),
+                        sol(&o.operation_state),
+                        o.vnf_instance_id,
+                        o.attempts.len(),
+                        o.start_time
+                            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    );
+                }
+                if all.is_empty() {
+                    human.push_str("no operation occurrence\n");
+                }
+                out.data(&human, &json!({"vnfLcmOpOccs": all}))
+            }
+            OpCommand::Fail { .. } | OpCommand::Rollback { .. } => Ok(()),
+        }
+    })
+}
