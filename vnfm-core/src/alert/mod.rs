@@ -74,7 +74,9 @@
 //! 5. **Scale is damped and bounded**: a cooldown per (instance, aspect) (`cooldown`), no
 //!    SCALE_OUT at `maxScaleLevels` (`max_scale_level`) and no SCALE_IN at 0
 //!    (`min_scale_level`), no scale while an operation runs (`operation_in_progress`). Tacker
-//!    scales on every alert and lets the operation fail.
+//!    scales on every alert and lets the operation fail. Tacker's functional test posts a
+//!    SCALE_IN seconds after the SCALE_OUT; with the default `scale_cooldown` (300 s) vnfm
+//!    ignores it (`cooldown`), with `scale_cooldown = 0` it runs it.
 //! 6. **camelCase id labels** (`vnfInstanceId`, `vnfcInfoId`, `aspectId`) are accepted as well,
 //!    and an alert whose two spellings disagree is ignored (`conflicting_labels`). A missing
 //!    label ignores that alert only (`missing_label`); the other alerts of the request proceed.
@@ -503,6 +505,31 @@ mod tests {
         assert_eq!(labels(&out), ["not_instantiated"]);
         assert!(h.heal_batcher().pending(&"i".into()).is_none());
         assert!(h.poll_due(t(100)).is_empty());
+    }
+
+    #[test]
+    fn outcomes_serialize_tagged() {
+        let o = AlertOutcome {
+            index: 0,
+            fingerprint: "f".into(),
+            action: Action::Ignored(IgnoreReason::Resolved),
+        };
+        let v = serde_json::to_value(&o).unwrap();
+        assert_eq!(
+            v,
+            json!({"index": 0, "fingerprint": "f", "action": {"action": "ignored", "reason": "resolved"}})
+        );
+        assert_eq!(serde_json::from_value::<AlertOutcome>(v).unwrap(), o);
+        let a = Action::Scale(ScaleJob {
+            instance: "i".into(),
+            request: crate::lcm::ScaleVnfRequest::new(ScaleType::ScaleIn, "A"),
+        });
+        let v = serde_json::to_value(&a).unwrap();
+        assert_eq!(
+            v,
+            json!({"action": "scale", "instance": "i", "request": {"type": "SCALE_IN", "aspectId": "A"}})
+        );
+        assert_eq!(serde_json::from_value::<Action>(v).unwrap(), a);
     }
 
     #[test]
