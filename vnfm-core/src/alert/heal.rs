@@ -31,7 +31,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::id::VnfInstanceId;
-use crate::lcm::HealVnfRequest;
+use crate::lcm::{HealVnfRequest, VnfInstance};
 use crate::lifecycle::OperationOptions;
 
 use super::config::PrometheusPluginConfig;
@@ -65,6 +65,24 @@ impl HealJob {
             )),
             ..HealVnfRequest::default()
         }
+    }
+
+    /// Drops the VNFCs that `instance` no longer has in `instantiatedVnfInfo.vnfcInfo` (the
+    /// window may have closed after a scale-in or another heal replaced them), so that the
+    /// heal does not fail on an unknown id; returns the dropped ones. When nothing is left,
+    /// there is nothing to run.
+    pub fn retain_existing(&mut self, instance: &VnfInstance) -> Vec<String> {
+        let known: BTreeSet<&str> = instance
+            .instantiated_vnf_info
+            .iter()
+            .flat_map(|i| i.vnfc_info.iter().map(|v| v.id.as_str()))
+            .collect();
+        let (keep, dropped) = self
+            .vnfcs
+            .drain(..)
+            .partition(|v| known.contains(v.as_str()));
+        self.vnfcs = keep;
+        dropped
     }
 
     /// The operation options: `isAutomaticInvocation` true.
@@ -568,6 +586,31 @@ mod tests {
         assert!(b.poll_due(t(100)).is_empty());
         b.mark_idle(&id("i"));
         assert_eq!(b.poll_due(t(100))[0].vnfcs, ["v3"]);
+    }
+
+    #[test]
+    fn vnfcs_gone_by_dispatch_time_are_dropped() {
+        use crate::lcm::{InstantiatedVnfInfo, VnfOperationalStateType, VnfcInfo};
+        let mut b = HealBatcher::new(20, 3600, 100);
+        b.handle_alert(&id("i"), "v1", &key("a", 0), t(0));
+        b.handle_alert(&id("i"), "v2", &key("b", 0), t(1));
+        let mut job = b.poll_due(t(20)).remove(0);
+        let mut inst = VnfInstance::new("i", "d");
+        inst.instantiated_vnf_info = Some(InstantiatedVnfInfo {
+            vnfc_info: vec![VnfcInfo {
+                id: "v2".into(),
+                vdu_id: "VDU1".into(),
+                vnfc_resource_info_id: None,
+                vnfc_state: VnfOperationalStateType::Started,
+                vnfc_configurable_properties: None,
+            }],
+            ..InstantiatedVnfInfo::default()
+        });
+        assert_eq!(job.retain_existing(&inst), ["v1"]);
+        assert_eq!(job.vnfcs, ["v2"]);
+        inst.instantiated_vnf_info = None;
+        assert_eq!(job.retain_existing(&inst), ["v2"]);
+        assert!(job.vnfcs.is_empty());
     }
 
     #[test]

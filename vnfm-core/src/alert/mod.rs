@@ -287,7 +287,8 @@ impl AlertHandler {
     }
 
     /// The heal windows closed at `now` whose instance is idle, as jobs to run now; each marks
-    /// its instance busy.
+    /// its instance busy. Before running one, reload its instance and apply
+    /// [`HealJob::retain_existing`] (VNFCs may have gone while the window was open).
     pub fn poll_due(&mut self, now: DateTime<Utc>) -> Vec<HealJob> {
         self.heal.poll_due(now)
     }
