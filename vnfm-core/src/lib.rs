@@ -20,6 +20,8 @@
 //!   Nova and Heat behave, including their failure texts. It is the test double, the engine of
 //!   the examples and the default backend of the `vnfm` CLI.
 //! - [`store`]: an in-memory [`driver::Store`] (the CLI adds an SQLite one).
+//! - [`alert`]: Prometheus Alertmanager webhooks turned into auto-heal / auto-scale
+//!   decisions (validation chain, heal batching and de-duplication, scale cooldown).
 //!
 //! ## Adapters
 //! - `vnfm-openstack`: Keystone v3, Nova and Heat over HTTP.
@@ -28,6 +30,7 @@
 //! No module here opens a socket, reads a clock or a file, or starts a runtime, with one
 //! exception kept apart: `package::fs` and `cloud::CloudFile::load` read files from disk.
 
+pub mod alert;
 pub mod cloud;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
