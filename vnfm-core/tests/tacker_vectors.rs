@@ -1571,7 +1571,6 @@ impl vnfm_core::driver::StackDriver for RollingBack {
 /// the operation ends `COMPLETED` with VDU1-0 recorded `STARTED` in AZ-1 although its server
 /// never got a host.
 #[tokio::test]
-#[ignore = "bug: lifecycle::engine run_placed treats ROLLBACK_COMPLETE as a successful stack apply"]
 async fn rollback_complete_is_a_failed_attempt() {
     use std::path::Path;
     use std::sync::Arc;
