@@ -119,13 +119,18 @@ fn corrupt_state_file_reported_as_a_state_error_exits_2() {
 }
 
 #[test]
-#[ignore = "bug: `?` turns the store's DriverError::Other into CliError::Driver, which exits 1 \
-            (internal) although --help documents a corrupt state file as exit 2"]
-fn corrupt_state_file_converted_with_question_mark_exits_2() {
+fn a_corrupt_state_file_exits_2_and_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = junk_file(&dir);
-    let err: CliError = SqliteStore::open(&path).unwrap_err().into();
-    assert_eq!(err.exit_code(), 2, "{err}");
+    let out = run(&["--state", path.to_str().unwrap(), "instance", "list"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("error: state file {}: cannot open the state file", path.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("not a vnfm state database"), "{stderr}");
+    assert_eq!(std::fs::read(&path).unwrap(), junk(), "the file was changed");
 }
 
 #[test]
