@@ -20,6 +20,8 @@
 //!   Nova and Heat behave, including their failure texts. It is the test double, the engine of
 //!   the examples and the default backend of the `vnfm` CLI.
 //! - [`store`]: an in-memory [`driver::Store`] (the CLI adds an SQLite one).
+//! - `strategy` (feature `proptest`): proptest strategies for zones, clouds, constraints,
+//!   placement requests and VNF packages, to property-test placement policies.
 //!
 //! ## Adapters
 //! - `vnfm-openstack`: Keystone v3, Nova and Heat over HTTP.
@@ -44,6 +46,8 @@ pub mod problem;
 pub mod reselect;
 pub mod sim;
 pub mod store;
+#[cfg(feature = "proptest")]
+pub mod strategy;
 #[cfg(any(test, feature = "vectors"))]
 pub mod vectors;
 pub mod zone;
