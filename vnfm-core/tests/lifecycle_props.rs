@@ -10,9 +10,13 @@
 //! - attempts ≤ `max_reselections + 1` and ≤ the number of candidate zones + 1;
 //! - scale-out never moves an existing VNFC (same server, same host);
 //! - the same seed gives the same trace;
+//! - with `capacity-aware`, when a compliant assignment with enough capacity exists among the
+//!   remaining zones (the VNFCs the machine keeps staying where they are), the operation
+//!   succeeds;
 //! - with `capacity-aware`, a zone chosen by reselection never fails for lack of room (the
-//!   simulator's capacity is exact), and when a compliant assignment with enough capacity
-//!   exists among the remaining zones, the operation succeeds.
+//!   simulator's capacity is exact). This one is `#[ignore]`d: it fails on a known bug, named
+//!   in the ignore reason; run it with `cargo test -p vnfm-core --all-features --test
+//!   lifecycle_props -- --ignored`.
 #![cfg(feature = "proptest")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
