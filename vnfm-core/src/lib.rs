@@ -22,6 +22,8 @@
 //! - [`store`]: an in-memory [`driver::Store`] (the CLI adds an SQLite one).
 //! - [`alert`]: Prometheus Alertmanager webhooks turned into auto-heal / auto-scale
 //!   decisions (validation chain, heal batching and de-duplication, scale cooldown).
+//! - `strategy` (feature `proptest`): proptest strategies for zones, clouds, constraints,
+//!   placement requests and VNF packages, to property-test placement policies.
 //!
 //! ## Adapters
 //! - `vnfm-openstack`: Keystone v3, Nova and Heat over HTTP.
@@ -47,6 +49,8 @@ pub mod problem;
 pub mod reselect;
 pub mod sim;
 pub mod store;
+#[cfg(feature = "proptest")]
+pub mod strategy;
 #[cfg(any(test, feature = "vectors"))]
 pub mod vectors;
 pub mod zone;
