@@ -14,9 +14,7 @@
 //!   remaining zones (the VNFCs the machine keeps staying where they are), the operation
 //!   succeeds;
 //! - with `capacity-aware`, a zone chosen by reselection never fails for lack of room (the
-//!   simulator's capacity is exact). This one is `#[ignore]`d: it fails on a known bug, named
-//!   in the ignore reason; run it with `cargo test -p vnfm-core --all-features --test
-//!   lifecycle_props -- --ignored`.
+//!   simulator's capacity is exact).
 #![cfg(feature = "proptest")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -552,13 +550,9 @@ proptest! {
     #![proptest_config(config())]
 
     /// The simulator's capacity is exact, so a zone that capacity-aware reselection chooses
-    /// should always have room. It does not: see the `ignore` reason.
+    /// always has room (once the capacity this operation's own new VNFCs took is charged: a bug
+    /// this property found).
     #[test]
-    #[ignore = "known bug: reselect::Reselection::choose (vnfm-core/src/reselect/machine.rs) \
-                sizes zones from the listing taken before the operation (lifecycle::engine \
-                run_placed passes it with with_zone_listing) and models the units that stay as \
-                existing members on fictitious hosts, so the capacity the operation's own new \
-                VNFCs took is never subtracted: it can choose a zone its siblings just filled"]
     fn capacity_aware_reselection_never_picks_a_zone_without_room(s in scenario()) {
         let pkg = s.generated.package().unwrap();
         let r = block_on(run(&s, &pkg));

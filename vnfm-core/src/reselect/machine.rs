@@ -485,7 +485,7 @@ impl Reselection {
         // `random` is the spec's (and Tacker's) policy: any zone that honours the constraints,
         // whatever its free capacity; only `capacity-aware` reads the catalogue's capacity.
         let zones: Vec<ComputeZone> = match self.config.selection {
-            Selection::CapacityAware => candidates.to_vec(),
+            Selection::CapacityAware => self.net_of_new_units(candidates, affected),
             Selection::Random => candidates
                 .iter()
                 .cloned()
@@ -516,6 +516,37 @@ impl Reselection {
                 reason,
             }),
         }
+    }
+
+    /// The candidates' free capacity less what this operation's own new units that stay
+    /// already took. The zone listing is taken once, before the operation: it is net of the
+    /// VNFCs that existed before, not of those the operation created in its earlier attempts.
+    /// Each such unit is charged to the host Nova's RAM weigher would have picked (the one
+    /// with the most free memory that fits it, ties by name), which is exact for the simulator
+    /// and an estimate for a real cloud.
+    fn net_of_new_units(&self, candidates: &[ComputeZone], affected: &BTreeSet<String>) -> Vec<ComputeZone> {
+        let mut zones = candidates.to_vec();
+        for u in self.units.values().filter(|u| u.movable && !affected.contains(&u.name)) {
+            let Some(hosts) = zones
+                .iter_mut()
+                .find(|z| z.name == u.zone)
+                .and_then(|z| z.hosts.as_mut())
+            else {
+                continue;
+            };
+            let best = hosts
+                .iter_mut()
+                .filter(|h| h.available && h.free.is_some_and(|f| f.fits(&u.demand)))
+                .max_by(|a, b| {
+                    let fa = a.free.map_or(0, |f| f.memory_mb);
+                    let fb = b.free.map_or(0, |f| f.memory_mb);
+                    fa.cmp(&fb).then_with(|| b.name.cmp(&a.name))
+                });
+            if let Some(h) = best {
+                h.free = h.free.map(|f| f.saturating_sub(&u.demand));
+            }
+        }
+        zones
     }
 
     fn give_up(&mut self, why: GiveUp) {
