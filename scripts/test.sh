@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second set-up command; .ci/run calls it).
-# Runs, in order: formatting check, clippy with warnings as errors, every test and doctest of
-# the workspace with all features. Reference payloads are read from ../shared/vectors when that
-# folder exists beside the project (tests print "skipping ..." otherwise).
+# Runs, in order: formatting check, clippy with warnings as errors, rustdoc with warnings as
+# errors, every test and doctest of the workspace with all features. Reference payloads are
+# read from ../shared/vectors when that folder exists beside the project (tests print
+# "skipping ..." otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy (all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+
+step "cargo doc (workspace, all features, warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked
 
 step "cargo test (workspace, all features, incl. doctests)"
 cargo test --workspace --all-features --locked
