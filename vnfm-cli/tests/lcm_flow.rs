@@ -19,7 +19,10 @@ const VNFM_ENV: &[&str] = &[
 
 fn run(state: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_vnfm"));
-    cmd.arg("--state").arg(state).args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd.arg("--state")
+        .arg(state)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
     for var in VNFM_ENV {
         cmd.env_remove(var);
     }
@@ -45,7 +48,12 @@ fn servers(v: &Value) -> std::collections::BTreeMap<String, String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["id"].as_str().unwrap().to_owned(), c["serverId"].as_str().unwrap().to_owned()))
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c["serverId"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect()
 }
 
@@ -56,7 +64,13 @@ fn demo_narrates_and_its_json_is_valid() {
     let out = run(&state, &["demo"]);
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    for needle in ["No valid host was found", "excluded zones: AZ-1", "relaxed:", "Heal VDU1-0", "Terminate"] {
+    for needle in [
+        "No valid host was found",
+        "excluded zones: AZ-1",
+        "relaxed:",
+        "Heal VDU1-0",
+        "Terminate",
+    ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
     let out = run(&state, &["demo", "--json"]);
@@ -79,7 +93,18 @@ fn a_scripted_lifecycle_over_the_state_file() {
     let state = dir.path().join("nested/state.sqlite");
 
     // Instantiate with an NFVO grant of VDU1-0 into the full AZ-1: reselection moves it.
-    let out = run(&state, &["--json", "instantiate", "--zone", "VDU1-0=AZ-1", "--reselect-zones", "--name", "web"]);
+    let out = run(
+        &state,
+        &[
+            "--json",
+            "instantiate",
+            "--zone",
+            "VDU1-0=AZ-1",
+            "--reselect-zones",
+            "--name",
+            "web",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let v = json(&out);
     let op = &v["vnfLcmOpOcc"];
@@ -88,7 +113,10 @@ fn a_scripted_lifecycle_over_the_state_file() {
     let a0 = &op["attempts"][0];
     assert_eq!(a0["zones"]["VDU1-0"], "AZ-1");
     assert_eq!(a0["outcome"], "failed");
-    assert!(a0["statusReason"].as_str().unwrap().contains("No valid host was found"));
+    assert!(a0["statusReason"]
+        .as_str()
+        .unwrap()
+        .contains("No valid host was found"));
     assert_eq!(a0["failedZones"], serde_json::json!(["AZ-1"]));
     assert_eq!(op["attempts"][1]["outcome"], "succeeded");
     let vnfcs = v["vnfcs"].as_array().unwrap();
@@ -102,7 +130,19 @@ fn a_scripted_lifecycle_over_the_state_file() {
 
     // Scale out without best effort: the only zone left for a fourth VNFC is the full AZ-1 and
     // reselection is off: capacity exhausted (4); the occurrence is FAILED_TEMP.
-    let out = run(&state, &["--json", "scale", "--instance", &id, "--aspect", "VDU1_scale", "--type", "out"]);
+    let out = run(
+        &state,
+        &[
+            "--json",
+            "scale",
+            "--instance",
+            &id,
+            "--aspect",
+            "VDU1_scale",
+            "--type",
+            "out",
+        ],
+    );
     assert_eq!(code(&out), 4, "{}", String::from_utf8_lossy(&out.stderr));
     let failed = json(&out);
     assert_eq!(failed["vnfLcmOpOcc"]["operationState"], "FAILED_TEMP");
@@ -117,7 +157,21 @@ fn a_scripted_lifecycle_over_the_state_file() {
 
     // With best effort and reselection the scale-out succeeds and reports the relaxation;
     // existing VNFCs keep their servers.
-    let out = run(&state, &["--json", "scale", "--instance", &id, "--aspect", "VDU1_scale", "--type", "out", "--fallback-best-effort", "--reselect-zones"]);
+    let out = run(
+        &state,
+        &[
+            "--json",
+            "scale",
+            "--instance",
+            &id,
+            "--aspect",
+            "VDU1_scale",
+            "--type",
+            "out",
+            "--fallback-best-effort",
+            "--reselect-zones",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let v = json(&out);
     let after = servers(&v);
@@ -125,11 +179,19 @@ fn a_scripted_lifecycle_over_the_state_file() {
     for (k, s) in &before {
         assert_eq!(&after[k], s, "{k} moved on scale-out");
     }
-    let last = v["vnfLcmOpOcc"]["attempts"].as_array().unwrap().last().unwrap().clone();
+    let last = v["vnfLcmOpOcc"]["attempts"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert!(!last["relaxed"].as_array().unwrap().is_empty(), "{last}");
 
     // Heal VDU1-0: new server, others untouched.
-    let out = run(&state, &["--json", "heal", "--instance", &id, "--vnfc", "VDU1-0"]);
+    let out = run(
+        &state,
+        &["--json", "heal", "--instance", &id, "--vnfc", "VDU1-0"],
+    );
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let healed = servers(&json(&out));
     assert_ne!(healed["VDU1-0"], after["VDU1-0"]);
@@ -140,15 +202,26 @@ fn a_scripted_lifecycle_over_the_state_file() {
     // Inspect.
     let out = run(&state, &["--json", "instance", "show", &id]);
     assert_eq!(code(&out), 0);
-    assert_eq!(json(&out)["vnfInstance"]["instantiationState"], "INSTANTIATED");
+    assert_eq!(
+        json(&out)["vnfInstance"]["instantiationState"],
+        "INSTANTIATED"
+    );
     let out = run(&state, &["--json", "op", "list", "--instance", &id]);
-    let states: Vec<String> = json(&out)["vnfLcmOpOccs"].as_array().unwrap().iter().map(|o| o["operationState"].as_str().unwrap().to_owned()).collect();
+    let states: Vec<String> = json(&out)["vnfLcmOpOccs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["operationState"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(states, ["COMPLETED", "FAILED", "COMPLETED", "COMPLETED"]);
     let out = run(&state, &["instance", "show", "no-such-id"]);
     assert_eq!(code(&out), 2);
 
     // Terminate and delete.
-    let out = run(&state, &["--json", "terminate", "--instance", &id, "--delete"]);
+    let out = run(
+        &state,
+        &["--json", "terminate", "--instance", &id, "--delete"],
+    );
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let out = run(&state, &["--json", "instance", "list"]);
     assert_eq!(json(&out)["vnfInstances"], serde_json::json!([]));
@@ -164,26 +237,65 @@ fn grant_prints_the_sol003_grant_and_exits_3_or_4_when_it_cannot() {
     let grant = &v["grant"];
     let request = &v["grantRequest"];
     assert_eq!(request["operation"], "INSTANTIATE");
-    assert_eq!(request["placementConstraints"][0]["affinityOrAntiAffinity"], "ANTI_AFFINITY");
-    let computes: Vec<&Value> = request["addResources"].as_array().unwrap().iter().filter(|r| r["type"] == "COMPUTE").collect();
+    assert_eq!(
+        request["placementConstraints"][0]["affinityOrAntiAffinity"],
+        "ANTI_AFFINITY"
+    );
+    let computes: Vec<&Value> = request["addResources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["type"] == "COMPUTE")
+        .collect();
     assert_eq!(computes.len(), 3);
     // Every compute resource has a zone, three distinct zones.
     let zone_of = |id: &str| {
-        let zref = grant["addResources"].as_array().unwrap().iter().find(|g| g["resourceDefinitionId"] == id).unwrap()["zoneId"].as_str().unwrap().to_owned();
-        grant["zones"].as_array().unwrap().iter().find(|z| z["id"] == zref.as_str()).unwrap()["zoneId"].as_str().unwrap().to_owned()
+        let zref = grant["addResources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["resourceDefinitionId"] == id)
+            .unwrap()["zoneId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        grant["zones"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|z| z["id"] == zref.as_str())
+            .unwrap()["zoneId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     };
-    let zones: std::collections::BTreeSet<String> = computes.iter().map(|c| zone_of(c["id"].as_str().unwrap())).collect();
+    let zones: std::collections::BTreeSet<String> = computes
+        .iter()
+        .map(|c| zone_of(c["id"].as_str().unwrap()))
+        .collect();
     assert_eq!(zones.len(), 3, "{grant}");
     // Same seed, same zones.
     let again = json(&run(&state, &["--json", "grant", "--seed", "5"]));
     assert_eq!(again["grant"]["zones"], grant["zones"]);
 
     // Two zones for three anti-affine VNFCs: infeasible (3), the message names the constraint.
-    let out = run(&state, &["grant", "--cloud", "tests/cmd/clouds/two-zones.yaml"]);
+    let out = run(
+        &state,
+        &["grant", "--cloud", "tests/cmd/clouds/two-zones.yaml"],
+    );
     assert_eq!(code(&out), 3, "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("placementConstraints[0]"));
     // Hosts too small everywhere, with capacity-aware selection: capacity exhausted (4).
-    let out = run(&state, &["grant", "--cloud", "tests/cmd/clouds/tiny-hosts.yaml", "--selection", "capacity-aware"]);
+    let out = run(
+        &state,
+        &[
+            "grant",
+            "--cloud",
+            "tests/cmd/clouds/tiny-hosts.yaml",
+            "--selection",
+            "capacity-aware",
+        ],
+    );
     assert_eq!(code(&out), 4, "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!state.exists(), "an instantiate grant changes no state");
 }
@@ -196,8 +308,26 @@ fn bad_operation_input_exits_2_with_a_clear_message() {
         (&["instantiate", "--zone", "VDU1-0"], "expected VNFC=ZONE"),
         (&["instantiate", "--zone", "VDU9=AZ-1"], "VDU9"),
         (&["instantiate", "--flavour", "gold"], "gold"),
-        (&["scale", "--instance", "nope", "--aspect", "VDU1_scale", "--type", "out"], "no VNF instance nope"),
-        (&["instantiate", "--insufficient-resource-pattern", "(unclosed"], "--insufficient-resource-pattern"),
+        (
+            &[
+                "scale",
+                "--instance",
+                "nope",
+                "--aspect",
+                "VDU1_scale",
+                "--type",
+                "out",
+            ],
+            "no VNF instance nope",
+        ),
+        (
+            &[
+                "instantiate",
+                "--insufficient-resource-pattern",
+                "(unclosed",
+            ],
+            "--insufficient-resource-pattern",
+        ),
         (&["--vim", "openstack", "instantiate"], "openstack"),
     ];
     for (args, needle) in cases {

@@ -126,11 +126,18 @@ fn a_corrupt_state_file_exits_2_and_names_the_file() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with(&format!("error: state file {}: cannot open the state file", path.display())),
+        stderr.starts_with(&format!(
+            "error: state file {}: cannot open the state file",
+            path.display()
+        )),
         "{stderr}"
     );
     assert!(stderr.contains("not a vnfm state database"), "{stderr}");
-    assert_eq!(std::fs::read(&path).unwrap(), junk(), "the file was changed");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        junk(),
+        "the file was changed"
+    );
 }
 
 #[test]

@@ -90,6 +90,18 @@ pub fn open_state(config: &Config) -> Result<SqliteStore, CliError> {
     })
 }
 
+/// A store error, with "not found" turned into a usage error naming what and the state file.
+fn not_found(config: &Config, what: &str, id: &str, e: vnfm_core::driver::DriverError) -> CliError {
+    if e.is_not_found() {
+        CliError::Usage(format!(
+            "no {what} {id} in {}",
+            config.state_path().display()
+        ))
+    } else {
+        CliError::Driver(e)
+    }
+}
+
 fn check_vim(config: &Config) -> Result<(), CliError> {
     match config.vim.kind {
         VimKind::Sim => Ok(()),
@@ -427,16 +439,7 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
                 .store
                 .instance(&VnfInstanceId::from(id.as_str()))
                 .await
-                .map_err(|e| {
-                    if e.is_not_found() {
-                        CliError::Usage(format!(
-                            "no VNF instance {id} in {}",
-                            config.state_path().display()
-                        ))
-                    } else {
-                        CliError::Driver(e)
-                    }
-                })?,
+                .map_err(|e| not_found(config, "VNF instance", &id, e))?,
             None => {
                 let pkg = load_package(args.package.as_deref(), config, None)?;
                 let mut req = CreateVnfRequest::new(pkg.descriptor_id.clone());
@@ -474,16 +477,7 @@ async fn instance_and_package(
         .store
         .instance(&VnfInstanceId::from(id))
         .await
-        .map_err(|e| {
-            if e.is_not_found() {
-                CliError::Usage(format!(
-                    "no VNF instance {id} in {}",
-                    config.state_path().display()
-                ))
-            } else {
-                CliError::Driver(e)
-            }
-        })?;
+        .map_err(|e| not_found(config, "VNF instance", &id, e))?;
     let pkg = load_package(package, config, Some(&inst.vnfd_id))?;
     Ok((inst.id, pkg))
 }
@@ -595,13 +589,7 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
                 let store = open_state(config)?;
                 let sim = open_sim(&store, args.cloud.as_deref(), config).await?;
                 let id = args.instance.clone().unwrap_or_default();
-                let inst = store.instance(&VnfInstanceId::from(id.as_str())).await.map_err(|e| {
-                    if e.is_not_found() {
-                        CliError::Usage(format!("no VNF instance {id} in {}", config.state_path().display()))
-                    } else {
-                        CliError::Driver(e)
-                    }
-                })?;
+                let inst = store.instance(&VnfInstanceId::from(id.as_str())).await.map_err(|e| not_found(config, "VNF instance", &id, e))?;
                 let pkg = load_package(args.package.as_deref(), config, Some(&inst.vnfd_id))?;
                 let op = GrantOnly::ScaleOut {
                     aspect_id: args.aspect.clone().unwrap_or_default(),
@@ -666,16 +654,7 @@ pub fn instance(config: &Config, cmd: &InstanceCommand, out: Output) -> Result<(
                 let inst = store
                     .instance(&VnfInstanceId::from(id.as_str()))
                     .await
-                    .map_err(|e| {
-                        if e.is_not_found() {
-                            CliError::Usage(format!(
-                                "no VNF instance {id} in {}",
-                                config.state_path().display()
-                            ))
-                        } else {
-                            CliError::Driver(e)
-                        }
-                    })?;
+                    .map_err(|e| not_found(config, "VNF instance", &id, e))?;
                 let mut human = String::new();
                 let _ = writeln!(
                     human,
@@ -753,16 +732,11 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
             let env = env(config, None, &PlacementArgs::default()).await?;
             let op_id = OpOccId::from(id.as_str());
             if let OpCommand::Rollback { package, .. } = cmd {
-                let op = env.store.op_occ(&op_id).await.map_err(|e| {
-                    if e.is_not_found() {
-                        CliError::Usage(format!(
-                            "no operation occurrence {id} in {}",
-                            config.state_path().display()
-                        ))
-                    } else {
-                        CliError::Driver(e)
-                    }
-                })?;
+                let op = env
+                    .store
+                    .op_occ(&op_id)
+                    .await
+                    .map_err(|e| not_found(config, "operation occurrence", &id, e))?;
                 let inst = env.store.instance(&op.vnf_instance_id).await?;
                 let pkg = load_package(package.as_deref(), config, Some(&inst.vnfd_id))?;
                 let r = env.lcm.rollback(&op_id, &pkg).await;
@@ -779,16 +753,7 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
                 let op = store
                     .op_occ(&OpOccId::from(id.as_str()))
                     .await
-                    .map_err(|e| {
-                        if e.is_not_found() {
-                            CliError::Usage(format!(
-                                "no operation occurrence {id} in {}",
-                                config.state_path().display()
-                            ))
-                        } else {
-                            CliError::Driver(e)
-                        }
-                    })?;
+                    .map_err(|e| not_found(config, "operation occurrence", &id, e))?;
                 let inst = store.instance(&op.vnf_instance_id).await.ok();
                 let human = match &inst {
                     Some(i) => human_operation(&op, i),

@@ -524,9 +524,17 @@ impl Reselection {
     /// Each such unit is charged to the host Nova's RAM weigher would have picked (the one
     /// with the most free memory that fits it, ties by name), which is exact for the simulator
     /// and an estimate for a real cloud.
-    fn net_of_new_units(&self, candidates: &[ComputeZone], affected: &BTreeSet<String>) -> Vec<ComputeZone> {
+    fn net_of_new_units(
+        &self,
+        candidates: &[ComputeZone],
+        affected: &BTreeSet<String>,
+    ) -> Vec<ComputeZone> {
         let mut zones = candidates.to_vec();
-        for u in self.units.values().filter(|u| u.movable && !affected.contains(&u.name)) {
+        for u in self
+            .units
+            .values()
+            .filter(|u| u.movable && !affected.contains(&u.name))
+        {
             let Some(hosts) = zones
                 .iter_mut()
                 .find(|z| z.name == u.zone)
