@@ -363,8 +363,7 @@ impl StackDriver for Heat {
     }
 
     async fn list_resources(&self, req: ListResources) -> Result<Vec<StackResource>, DriverError> {
-        // no cache: only the lookup tells a deleted stack (Heat still lists its resources)
-        let (name, id) = self.locate(&req.id, false).await?;
+        let (name, id) = self.locate(&req.id, true).await?;
         let mut call = Call::new(
             SERVICE,
             TYPE,
@@ -376,6 +375,25 @@ impl StackDriver for Heat {
         }
         let reply = self.session.call(call).await?;
         let list = parse_resources(&reply, &id)?;
+        if list.is_empty() {
+            // Heat finds deleted stacks by id and lists them empty: the contract says NotFound
+            let shown = self
+                .session
+                .call(Call::new(
+                    SERVICE,
+                    TYPE,
+                    Method::GET,
+                    vec!["stacks", &name, &id],
+                ))
+                .await?;
+            let stack = parse_stack(&shown)?;
+            if stack.stack_status == StackStatus::new(StackAction::Delete, StackState::Complete) {
+                return Err(DriverError::NotFound {
+                    driver: SERVICE,
+                    what: format!("stack {} (DELETE_COMPLETE)", req.id),
+                });
+            }
+        }
         let v: Value = reply.json()?;
         if let Some(a) = v.get("resources").and_then(Value::as_array) {
             for r in a {

@@ -746,6 +746,15 @@ async fn not_found_bodies_and_delete_complete_are_not_found() {
     let reqs = mock.requests();
     let n = reqs.len();
     assert_eq!(reqs[n - 2].method, "DELETE");
+    // Heat lists a deleted stack's resources as empty: the adapter checks the status
+    mock.push(Reply::json(200, r#"{"resources": []}"#));
+    mock.push(Reply::json(200, gone.to_string()));
+    let e = heat
+        .list_resources(ListResources::new(id, 0))
+        .await
+        .unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+    assert_eq!(mock.pending(), 0);
     assert_eq!(
         reqs[n - 2].path(),
         format!("{}/stacks/vnf1/{STACK}", heat_base(&mock))
