@@ -287,7 +287,7 @@ impl CloudConfig {
     /// variables.
     ///
     /// # Errors
-    /// [`Error::Config`] naming the variable or the file and field that is missing or wrong.
+    /// [`Error::Core`] (an invalid-input error) naming the variable or the file and field that is missing or wrong.
     pub fn from_env() -> Result<Self, Error> {
         let vars: BTreeMap<String, String> = std::env::vars()
             .filter(|(k, _)| k.starts_with("OS_"))
@@ -321,7 +321,7 @@ impl CloudConfig {
     /// `OS_APPLICATION_CREDENTIAL_SECRET`; `OS_COMPUTE_API_VERSION` sets the microversion).
     ///
     /// # Errors
-    /// [`Error::Config`] naming the missing or invalid variable.
+    /// [`Error::Core`] (an invalid-input error) naming the missing or invalid variable.
     pub fn from_env_vars(vars: &BTreeMap<String, String>) -> Result<Self, Error> {
         let get = |k: &str| vars.get(k).filter(|v| !v.is_empty()).cloned();
         let at = |k: &str| Location::default().with_field(k.to_owned());
@@ -398,7 +398,7 @@ impl CloudConfig {
     /// `auth_type`, `region_name`, `interface`).
     ///
     /// # Errors
-    /// [`Error::Config`] naming the file and the field path that is missing or wrong.
+    /// [`Error::Core`] (an invalid-input error) naming the file and the field path that is missing or wrong.
     pub fn from_clouds_yaml(path: &Path, text: &str, cloud: &str) -> Result<Self, Error> {
         let at = |field: String| Location::file(path).with_field(field);
         let doc: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| {
@@ -476,7 +476,7 @@ impl CloudConfig {
     /// or `applicationCredentialId`/`applicationCredentialSecret`.
     ///
     /// # Errors
-    /// [`Error::Config`] naming the field path (`interfaceInfo.endpoint`,
+    /// [`Error::Core`] (an invalid-input error) naming the field path (`interfaceInfo.endpoint`,
     /// `accessInfo.password`, ...) that is missing or wrong.
     pub fn from_vim_connection_info(vim: &VimConnectionInfo) -> Result<Self, Error> {
         let at = |f: &str| Location::default().with_field(f.to_owned());
