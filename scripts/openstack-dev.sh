@@ -98,6 +98,10 @@ stop() {
         rabbitmqctl -n "$RABBITMQ_NODENAME" stop >/dev/null 2>&1 \
             || kill "$(cat "$RABBITMQ_PID_FILE")" 2>/dev/null || true
         rm -f "$RABBITMQ_PID_FILE"
+        # epmd (started by rabbitmq) refuses to exit while the node is still registered
+        local until=$(( $(now) + 30 ))
+        while port_open 5672 && [ "$(now)" -lt "$until" ]; do sleep 0.5; done
+        sleep 1
         epmd -kill >/dev/null 2>&1 || true
         say "stopped rabbitmq"
     fi
