@@ -20,6 +20,8 @@
 //!   Nova and Heat behave, including their failure texts. It is the test double, the engine of
 //!   the examples and the default backend of the `vnfm` CLI.
 //! - [`store`]: an in-memory [`driver::Store`] (the CLI adds an SQLite one).
+//! - [`reservation`]: the OPNFV Promise capacity ledger (pools, reservations, allocations,
+//!   policy, priority, counter-offers, notifications) over time windows.
 //!
 //! ## Adapters
 //! - `vnfm-openstack`: Keystone v3, Nova and Heat over HTTP.
@@ -42,6 +44,7 @@ pub mod package;
 pub mod placement;
 pub mod problem;
 pub mod reselect;
+pub mod reservation;
 pub mod sim;
 pub mod store;
 #[cfg(any(test, feature = "vectors"))]
