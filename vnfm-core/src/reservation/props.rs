@@ -80,6 +80,10 @@ impl Pair {
             allocations: Vec::new(),
         };
         for (z, (c, r)) in ZONES.iter().zip(initial) {
+            p.ledger.add_zone(*z);
+            if *c == 0 && *r == 0 {
+                continue;
+            }
             p.apply(&Op::Pool {
                 zone: ZONES.iter().position(|x| x == z).unwrap(),
                 cores: *c,

@@ -1199,3 +1199,46 @@ fn snapshot_restores_everything() {
         "{m}"
     );
 }
+
+#[test]
+fn a_reservation_costs_at_most_256_bytes() {
+    // The marginal cost from 16,384 to 32,768 reservations (both exact vector capacities),
+    // so that the fixed costs of zones and queue buckets do not count.
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+    let mut ids = IdGen::seeded(8);
+    let mut l = Ledger::default();
+    for z in 0..3 {
+        l.increase_capacity(
+            PoolRequest::new(
+                format!("az-{z}"),
+                Capacity::compute(1 << 30, 1 << 30, 1 << 30),
+            ),
+            &mut ids,
+            t0(),
+        )
+        .unwrap();
+    }
+    let mut add = |l: &mut Ledger, n: usize| {
+        for _ in 0..n {
+            let s = t0() + Duration::minutes(rng.gen_range(1..365 * 24 * 60));
+            let e = s + Duration::minutes(rng.gen_range(60..7 * 24 * 60));
+            let c = Capacity::compute(rng.gen_range(1..8), rng.gen_range(1..16) * 1024, 1);
+            l.create_reservation(
+                ReservationRequest::new(format!("az-{}", rng.gen_range(0..3)), c).with_window(s, e),
+                &mut ids,
+                t0(),
+            )
+            .unwrap();
+        }
+    };
+    add(&mut l, 16_384);
+    let before = l.memory();
+    add(&mut l, 16_384);
+    let after = l.memory();
+    let per = (after.total() - before.total()) / 16_384;
+    assert!(
+        per <= 256,
+        "{per} bytes per reservation: {before:?} -> {after:?}"
+    );
+}

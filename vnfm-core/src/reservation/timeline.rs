@@ -195,8 +195,18 @@ impl Leaf {
                 if deltas.iter().all(|(_, d)| *d == 0) {
                     return Ok(());
                 }
+                // A leaf holds at most LEAF_MAX + 1 entries before it splits: reserve exactly
+                // that, never let the vectors double past it.
+                if self.keys.len() == self.keys.capacity() {
+                    self.keys
+                        .reserve_exact((LEAF_MAX + 1).saturating_sub(self.keys.len()).max(1));
+                }
                 self.keys.insert(p, key);
                 for c in &mut self.cols {
+                    if c.vals.len() == c.vals.capacity() {
+                        c.vals
+                            .reserve_exact((LEAF_MAX + 1).saturating_sub(c.vals.len()).max(1));
+                    }
                     c.vals.insert(p, 0);
                 }
                 p
@@ -240,7 +250,7 @@ impl Leaf {
 
     fn split(&mut self) -> Leaf {
         let mid = self.keys.len() / 2;
-        let keys = split_off_with_capacity(&mut self.keys, mid, LEAF_MAX);
+        let keys = split_off_with_capacity(&mut self.keys, mid, LEAF_MAX + 1);
         let mut right = Leaf {
             keys,
             cols: Vec::new(),
@@ -248,7 +258,7 @@ impl Leaf {
         let mut i = 0;
         while i < self.cols.len() {
             let Some(c) = self.cols.get_mut(i) else { break };
-            let vals = split_off_with_capacity(&mut c.vals, mid, LEAF_MAX);
+            let vals = split_off_with_capacity(&mut c.vals, mid, LEAF_MAX + 1);
             let left_zero = c.vals.iter().all(|v| *v == 0);
             if vals.iter().any(|v| *v != 0) {
                 right.cols.push(Col { id: c.id, vals });
@@ -256,9 +266,12 @@ impl Leaf {
             if left_zero {
                 self.cols.swap_remove(i);
             } else {
+                c.vals.shrink_to(LEAF_MAX + 1);
                 i += 1;
             }
         }
+        // After a merge the left half may have grown past a leaf's size.
+        self.keys.shrink_to(LEAF_MAX + 1);
         right
     }
 
