@@ -24,6 +24,8 @@
 //!   decisions (validation chain, heal batching and de-duplication, scale cooldown).
 //! - `strategy` (feature `proptest`): proptest strategies for zones, clouds, constraints,
 //!   placement requests and VNF packages, to property-test placement policies.
+//! - [`reservation`]: the OPNFV Promise capacity ledger (pools, reservations, allocations,
+//!   policy, priority, counter-offers, notifications) over time windows.
 //!
 //! ## Adapters
 //! - `vnfm-openstack`: Keystone v3, Nova and Heat over HTTP.
@@ -47,6 +49,7 @@ pub mod package;
 pub mod placement;
 pub mod problem;
 pub mod reselect;
+pub mod reservation;
 pub mod sim;
 pub mod store;
 #[cfg(feature = "proptest")]
