@@ -439,7 +439,7 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
                 .store
                 .instance(&VnfInstanceId::from(id.as_str()))
                 .await
-                .map_err(|e| not_found(config, "VNF instance", &id, e))?,
+                .map_err(|e| not_found(config, "VNF instance", id, e))?,
             None => {
                 let pkg = load_package(args.package.as_deref(), config, None)?;
                 let mut req = CreateVnfRequest::new(pkg.descriptor_id.clone());
@@ -477,7 +477,7 @@ async fn instance_and_package(
         .store
         .instance(&VnfInstanceId::from(id))
         .await
-        .map_err(|e| not_found(config, "VNF instance", &id, e))?;
+        .map_err(|e| not_found(config, "VNF instance", id, e))?;
     let pkg = load_package(package, config, Some(&inst.vnfd_id))?;
     Ok((inst.id, pkg))
 }
@@ -654,7 +654,7 @@ pub fn instance(config: &Config, cmd: &InstanceCommand, out: Output) -> Result<(
                 let inst = store
                     .instance(&VnfInstanceId::from(id.as_str()))
                     .await
-                    .map_err(|e| not_found(config, "VNF instance", &id, e))?;
+                    .map_err(|e| not_found(config, "VNF instance", id, e))?;
                 let mut human = String::new();
                 let _ = writeln!(
                     human,
@@ -736,7 +736,7 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
                     .store
                     .op_occ(&op_id)
                     .await
-                    .map_err(|e| not_found(config, "operation occurrence", &id, e))?;
+                    .map_err(|e| not_found(config, "operation occurrence", id, e))?;
                 let inst = env.store.instance(&op.vnf_instance_id).await?;
                 let pkg = load_package(package.as_deref(), config, Some(&inst.vnfd_id))?;
                 let r = env.lcm.rollback(&op_id, &pkg).await;
@@ -753,7 +753,7 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
                 let op = store
                     .op_occ(&OpOccId::from(id.as_str()))
                     .await
-                    .map_err(|e| not_found(config, "operation occurrence", &id, e))?;
+                    .map_err(|e| not_found(config, "operation occurrence", id, e))?;
                 let inst = store.instance(&op.vnf_instance_id).await.ok();
                 let human = match &inst {
                     Some(i) => human_operation(&op, i),
