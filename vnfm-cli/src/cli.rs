@@ -122,10 +122,10 @@ pub struct DemoArgs {
 /// Placement options of the operations; each overrides `[placement]` of the configuration.
 #[derive(Debug, Args, Default, Clone)]
 pub struct PlacementArgs {
-    /// Seed of every random choice [default: [placement] seed, else 0].
+    /// Seed of every random choice [default: placement.seed of the configuration, else 0].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Zone selection policy [default: [placement] selection, else random].
+    /// Zone selection policy [default: placement.selection of the configuration, else random].
     #[arg(long, value_name = "POLICY")]
     pub selection: Option<crate::config::SelectionKind>,
     /// Set fallbackBestEffort on every placement constraint.

@@ -207,7 +207,9 @@ impl Failed {
 
     fn driver(e: &DriverError) -> Self {
         let kind = match e {
-            DriverError::Invalid { .. } | DriverError::NotFound { .. } => FailureKind::StackFailed,
+            // Heat refused the template or its parameters (HTTP 400): the package's fault.
+            DriverError::Invalid { .. } => FailureKind::Invalid,
+            DriverError::NotFound { .. } => FailureKind::StackFailed,
             DriverError::QuotaExceeded { .. } => FailureKind::CapacityExhausted,
             _ => FailureKind::Backend,
         };
