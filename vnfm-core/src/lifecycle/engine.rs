@@ -1301,7 +1301,9 @@ impl Lifecycle {
                 Failed::new(
                     FailureKind::Invalid,
                     "grant incomplete",
-                    format!("no zone granted to the VNFCs of VDU {vdu} (AutoScalingGroup {resource})"),
+                    format!(
+                        "no zone granted to the VNFCs of VDU {vdu} (AutoScalingGroup {resource})"
+                    ),
                 )
             })?;
             units.push(Unit::new(
@@ -1815,12 +1817,7 @@ fn group_grant(
     let mut vdu_of: BTreeMap<(bool, String), VduId> = planned
         .new_vnfcs
         .iter()
-        .map(|n| {
-            (
-                (true, n.resource_id.clone()),
-                n.slot.vdu.clone(),
-            )
-        })
+        .map(|n| ((true, n.resource_id.clone()), n.slot.vdu.clone()))
         .collect();
     for v in inst
         .instantiated_vnf_info
@@ -1838,10 +1835,7 @@ fn group_grant(
         if !pc.is_affinity() && is_zone_scope(pc.scope) {
             let mut seen = BTreeSet::new();
             pc.resource.retain(|r| {
-                match vdu_of.get(&(
-                    r.id_type == ConstraintIdType::Grant,
-                    r.resource_id.clone(),
-                )) {
+                match vdu_of.get(&(r.id_type == ConstraintIdType::Grant, r.resource_id.clone())) {
                     Some(vdu) if groups.contains_key(vdu) => seen.insert(vdu.clone()),
                     _ => true,
                 }

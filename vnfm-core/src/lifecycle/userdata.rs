@@ -195,7 +195,9 @@ pub fn build(
         if layout.is_group() {
             *counts.entry(slot.vdu.as_str()).or_default() += 1;
             if let Some(z) = values.zones.get(&slot.name()) {
-                let e = first_zone.entry(slot.vdu.as_str()).or_insert((slot.index, z));
+                let e = first_zone
+                    .entry(slot.vdu.as_str())
+                    .or_insert((slot.index, z));
                 if slot.index < e.0 {
                     *e = (slot.index, z);
                 }
@@ -219,11 +221,7 @@ pub fn build(
         let zone = values
             .zones
             .get(vdu.as_str())
-            .or_else(|| {
-                layout
-                    .group_resource()
-                    .and_then(|r| values.zones.get(r))
-            })
+            .or_else(|| layout.group_resource().and_then(|r| values.zones.get(r)))
             .or_else(|| first_zone.get(vdu.as_str()).map(|(_, z)| *z));
         let count = counts.get(vdu.as_str()).copied().unwrap_or(0);
         fill_group(&mut nfv, vdu.as_str(), values, zone, count);
