@@ -657,4 +657,216 @@ resources:
         );
         assert!(doc["resources"]["nfvi_node_affinity"].is_mapping());
     }
+
+    const GROUP_TOP: &str = r#"
+heat_template_version: 2013-05-23
+parameters:
+  nfv: {type: json}
+resources:
+  VDU1_group:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 3
+      desired_capacity: 1
+      resource:
+        type: VDU1.yaml
+        properties:
+          flavor: { get_param: [ nfv, VDU, VDU1, computeFlavourId ] }
+          image: { get_param: [ nfv, VDU, VDU1, vcImageId ] }
+          zone: { get_param: [ nfv, VDU, VDU1, locationConstraints ] }
+          net: { get_param: [ nfv, CP, VDU1_CP1, network ] }
+  VDU2:
+    type: VDU2.yaml
+    properties:
+      flavor: { get_param: [ nfv, VDU, VDU2, computeFlavourId ] }
+      zone: { get_param: [ nfv, VDU, VDU2, locationConstraints ] }
+"#;
+
+    fn group_values() -> NfvValues {
+        let mut v = NfvValues::default();
+        v.flavors.insert("VDU1".into(), "m1.small".into());
+        v.flavors.insert("VDU2".into(), "m1.medium".into());
+        v.images.insert("VDU1".into(), "cirros".into());
+        v.networks.insert("VDU1_CP1".into(), "net0".into());
+        v.zones.insert("VDU2-0".into(), "az-2".into());
+        v
+    }
+
+    fn group_slots() -> Vec<VnfcSlot> {
+        vec![
+            VnfcSlot::new("VDU1", 0),
+            VnfcSlot::new("VDU1", 1),
+            VnfcSlot::new("VDU2", 0),
+        ]
+    }
+
+    #[test]
+    fn group_layout_keeps_the_asg_and_fills_the_vdu_entry() {
+        let mut values = group_values();
+        // The zone of the reselection unit, keyed by the group resource.
+        values.zones.insert("VDU1_group".into(), "az-3".into());
+        let out = build(
+            "top.yaml",
+            GROUP_TOP,
+            &["VDU1".into(), "VDU2".into()],
+            &group_slots(),
+            &values,
+        )
+        .unwrap();
+        assert_eq!(
+            out.layouts.get(&VduId::from("VDU1")),
+            Some(&Layout::Group {
+                resource: "VDU1_group".into()
+            })
+        );
+        assert_eq!(
+            out.layouts.get(&VduId::from("VDU2")),
+            Some(&Layout::PerVnfc)
+        );
+        let doc: Yaml = serde_yaml::from_str(&out.template).unwrap();
+        let res = doc["resources"].as_mapping().unwrap();
+        // No per-VNFC copies of the group VDU; the per-VNFC VDU is expanded.
+        assert!(res.get("VDU1-0").is_none() && res.get("VDU1").is_none());
+        assert!(res.get("VDU2-0").is_some() && res.get("VDU2").is_none());
+        let group = &doc["resources"]["VDU1_group"]["properties"];
+        assert_eq!(
+            group["resource"]["properties"]["zone"]["get_param"][2],
+            "VDU1"
+        );
+        // The literal count is replaced by the nfv entry.
+        let dc: Vec<&str> = group["desired_capacity"]["get_param"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(dc, ["nfv", "VDU", "VDU1", "desired_capacity"]);
+        assert_eq!(group["max_size"].as_u64(), Some(3));
+        let expected = serde_json::json!({
+            "VDU": {
+                "VDU1": {
+                    "computeFlavourId": "m1.small",
+                    "vcImageId": "cirros",
+                    "locationConstraints": "az-3",
+                    "desired_capacity": 2
+                },
+                "VDU2-0": {"computeFlavourId": "m1.medium", "locationConstraints": "az-2"}
+            },
+            "CP": {"VDU1_CP1": {"network": "net0"}}
+        });
+        assert_eq!(out.nfv, expected);
+    }
+
+    #[test]
+    fn group_zone_falls_back_to_the_vdu_id_then_the_first_vnfc() {
+        let mut values = group_values();
+        values.zones.insert("VDU1-1".into(), "az-9".into());
+        values.zones.insert("VDU1-0".into(), "az-4".into());
+        let slots = [VnfcSlot::new("VDU1", 1), VnfcSlot::new("VDU1", 0)];
+        let out = build("t", GROUP_TOP, &["VDU1".into()], &slots, &values).unwrap();
+        assert_eq!(out.nfv["VDU"]["VDU1"]["locationConstraints"], "az-4");
+        values.zones.insert("VDU1".into(), "az-5".into());
+        let out = build("t", GROUP_TOP, &["VDU1".into()], &slots, &values).unwrap();
+        assert_eq!(out.nfv["VDU"]["VDU1"]["locationConstraints"], "az-5");
+        // Scaled in to nothing: a count of zero, no zone.
+        let out = build("t", GROUP_TOP, &["VDU1".into()], &[], &group_values()).unwrap();
+        assert_eq!(out.nfv["VDU"]["VDU1"]["desired_capacity"], 0);
+        assert_eq!(out.nfv["VDU"]["VDU1"]["locationConstraints"], Json::Null);
+    }
+
+    #[test]
+    fn a_desired_capacity_already_read_from_nfv_is_kept() {
+        let top = GROUP_TOP.replace(
+            "desired_capacity: 1",
+            "desired_capacity: { get_param: [ nfv, VDU, VDU1, desired_capacity ] }",
+        );
+        let out = build(
+            "t",
+            &top,
+            &["VDU1".into()],
+            &[VnfcSlot::new("VDU1", 0)],
+            &group_values(),
+        )
+        .unwrap();
+        let before: Yaml = serde_yaml::from_str(&top).unwrap();
+        let after: Yaml = serde_yaml::from_str(&out.template).unwrap();
+        assert_eq!(
+            before["resources"]["VDU1_group"],
+            after["resources"]["VDU1_group"]
+        );
+        assert_eq!(out.nfv["VDU"]["VDU1"]["desired_capacity"], 1);
+    }
+
+    #[test]
+    fn group_layout_errors() {
+        // A VDU in neither layout names both expected forms.
+        let e = layouts("top.yaml", GROUP_TOP, &["VDU3".into()]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("top.yaml") && msg.contains("VDU3") && msg.contains(AUTO_SCALING_GROUP),
+            "{msg}"
+        );
+        // A VDU read by two groups is ambiguous.
+        let two = GROUP_TOP.replace(
+            "  VDU2:\n    type: VDU2.yaml",
+            "  other_group:\n    type: OS::Heat::AutoScalingGroup\n    properties:\n      \
+             resource:\n        type: VDU1.yaml\n        properties:\n          flavor: { \
+             get_param: [ nfv, VDU, VDU1, computeFlavourId ] }\n  VDU2:\n    type: VDU2.yaml",
+        );
+        let e = layouts("top.yaml", &two, &["VDU1".into()]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("VDU1_group") && msg.contains("other_group"),
+            "{msg}"
+        );
+        // Only the group's member properties count: a get_param elsewhere is no membership.
+        let outside = GROUP_TOP.replace(
+            "      max_size: 3\n",
+            "      max_size: { get_param: [ nfv, VDU, VDU7, max ] }\n",
+        );
+        assert!(layouts("t", &outside, &["VDU7".into()]).is_err());
+    }
+
+    /// Tacker's pod affinity sample (read from ../shared/vectors): both VDUs are members of an
+    /// AutoScalingGroup.
+    #[test]
+    fn tacker_pod_affinity_top_template_is_in_the_group_layout() {
+        let Some(top) = crate::vectors::read_vector(
+            env!("CARGO_MANIFEST_DIR"),
+            "tacker/pod_affinity/hot/podaffinity_hot_top.yaml",
+        ) else {
+            return;
+        };
+        let l = layouts(
+            "podaffinity_hot_top.yaml",
+            &top,
+            &["masterNode".into(), "workerNode".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            l.get(&VduId::from("masterNode"))
+                .and_then(Layout::group_resource),
+            Some("master_instance")
+        );
+        assert_eq!(
+            l.get(&VduId::from("workerNode"))
+                .and_then(Layout::group_resource),
+            Some("worker_instance")
+        );
+        let out = build(
+            "podaffinity_hot_top.yaml",
+            &top,
+            &["masterNode".into(), "workerNode".into()],
+            &[
+                VnfcSlot::new("workerNode", 0),
+                VnfcSlot::new("workerNode", 1),
+                VnfcSlot::new("workerNode", 2),
+            ],
+            &NfvValues::default(),
+        )
+        .unwrap();
+        assert_eq!(out.nfv["VDU"]["workerNode"]["desired_capacity"], 3);
+        assert_eq!(out.nfv["VDU"]["masterNode"]["desired_capacity"], 0);
+    }
 }
