@@ -355,3 +355,37 @@ async fn without_reselection_a_full_group_zone_fails_the_instantiate() {
     assert!(grant_zones.contains(&ZoneId::from("AZ-1")));
     assert_eq!(grant_zones.len(), 2, "{grant:?}");
 }
+
+#[tokio::test]
+async fn grant_only_gives_the_group_one_zone_apart_from_the_database() {
+    use vnfm_core::grant::ResourceType;
+    use vnfm_core::lifecycle::GrantOnly;
+    let (lcm, _sim, pkg, _store) = setup(true);
+    let inst = created(&lcm, &pkg).await;
+    let (request, grant) = lcm
+        .grant_only(
+            &pkg,
+            &inst,
+            GrantOnly::Instantiate {
+                flavour_id: "default".into(),
+            },
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let mut zones: BTreeMap<String, BTreeSet<ZoneId>> = BTreeMap::new();
+    for r in request
+        .add_resources
+        .iter()
+        .filter(|r| r.type_ == ResourceType::Compute)
+    {
+        let vdu = r.vdu_id.clone().unwrap().to_string();
+        zones
+            .entry(vdu)
+            .or_default()
+            .insert(grant.zone_of(&r.id).unwrap().clone());
+    }
+    assert_eq!(zones["VDU1"].len(), 1, "{zones:?}");
+    assert_eq!(zones["VDU2"].len(), 1, "{zones:?}");
+    assert!(zones["VDU1"].is_disjoint(&zones["VDU2"]), "{zones:?}");
+}

@@ -503,7 +503,9 @@ impl Lifecycle {
     }
 
     /// Only grants: builds the instantiate (or scale-out) grant request of `inst` and answers
-    /// it with the local granter, without touching any stack or the store.
+    /// it with the local granter, without touching any stack or the store. VDUs under an
+    /// AutoScalingGroup get one zone each, as in an operation (see the module docs); the
+    /// request returned is the one granted.
     ///
     /// # Errors
     /// [`LcmError::Invalid`] for a request that does not fit; the granter's failure is returned
@@ -533,9 +535,26 @@ impl Lifecycle {
                 return Ok(Err((planned.request, f.kind, f.detail)));
             }
         };
-        match self.grant(&planned, flavour, inst, &zones, &BTreeMap::new()) {
-            Ok(g) => Ok(Ok((planned.request, g))),
-            Err(f) => Ok(Err((planned.request, f.kind, f.detail))),
+        let layouts = match self.layouts(pkg, flavour) {
+            Ok(l) => l,
+            Err(f) => return Ok(Err((planned.request, f.kind, f.detail))),
+        };
+        let groups = group_resources(&layouts);
+        let existing = inst
+            .instantiated_vnf_info
+            .as_ref()
+            .map(slots_of)
+            .unwrap_or_default();
+        let (granted, pinned) = group_grant(
+            &planned,
+            inst,
+            &groups,
+            &group_zones(&groups, &existing),
+            &BTreeMap::new(),
+        );
+        match self.grant(&granted, flavour, inst, &zones, &pinned) {
+            Ok(g) => Ok(Ok((granted.request, g))),
+            Err(f) => Ok(Err((granted.request, f.kind, f.detail))),
         }
     }
 
@@ -1220,17 +1239,9 @@ impl Lifecycle {
             .await
             .map_err(|e| Failed::driver(&e))?;
         let layouts = self.layouts(pkg, flavour)?;
-        let groups: BTreeMap<VduId, String> = layouts
-            .iter()
-            .filter_map(|(v, l)| l.group_resource().map(|r| (v.clone(), r.to_owned())))
-            .collect();
+        let groups = group_resources(&layouts);
         // The zone of the VNFCs a group VDU already has: they never move.
-        let mut group_zone: BTreeMap<VduId, ZoneId> = BTreeMap::new();
-        for (s, z) in &existing {
-            if groups.contains_key(&s.vdu) {
-                group_zone.entry(s.vdu.clone()).or_insert_with(|| z.clone());
-            }
-        }
+        let mut group_zone = group_zones(&groups, &existing);
         let fixed_groups: BTreeSet<VduId> = group_zone.keys().cloned().collect();
         let new_zones: BTreeMap<String, ZoneId> = match heal_zones {
             Some(z) => z,
@@ -1790,6 +1801,30 @@ fn prior_servers(inst: &VnfInstance) -> BTreeMap<String, VnfcSlot> {
             Some((v.compute_resource.resource_id.clone(), slot))
         })
         .collect()
+}
+
+/// The AutoScalingGroup resource of every VDU in the group layout.
+fn group_resources(layouts: &BTreeMap<VduId, Layout>) -> BTreeMap<VduId, String> {
+    layouts
+        .iter()
+        .filter_map(|(v, l)| l.group_resource().map(|r| (v.clone(), r.to_owned())))
+        .collect()
+}
+
+/// The zone of the existing VNFCs of every group VDU that has some (its first one's).
+fn group_zones(
+    groups: &BTreeMap<VduId, String>,
+    existing: &[(VnfcSlot, ZoneId)],
+) -> BTreeMap<VduId, ZoneId> {
+    let mut out = BTreeMap::new();
+    let mut sorted: Vec<&(VnfcSlot, ZoneId)> = existing.iter().collect();
+    sorted.sort();
+    for (s, z) in sorted {
+        if groups.contains_key(&s.vdu) {
+            out.entry(s.vdu.clone()).or_insert_with(|| z.clone());
+        }
+    }
+    out
 }
 
 fn is_zone_scope(scope: ConstraintScope) -> bool {
