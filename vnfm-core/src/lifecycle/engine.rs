@@ -23,6 +23,32 @@
 //! and reselection; `computeResource.resourceId` is the server id. `metadata` holds
 //! `vdu_idx`, `parent_resource_name` (the slot), `zone`, `host` and `server_name`. The stack id
 //! is kept in the instance's `metadata.stackId`.
+//!
+//! # VDUs under an AutoScalingGroup
+//! A VDU in the [`Layout::Group`] layout (see [`super::userdata`]) is the member of one
+//! `OS::Heat::AutoScalingGroup` resource of the top template:
+//!
+//! - **One zone per VDU** (the spec's forced affinity): the grant request the local granter
+//!   answers gets a zone-scope affinity over the VDU's new VNFCs (its zone anti-affinity rules
+//!   keep one representative of the VDU, so they separate the group from the other members
+//!   instead of its own VNFCs from each other), and pinned zones (`--zone`) of its VNFCs are
+//!   reduced to the zone of its first one. When the VDU already has VNFCs (scale-out, heal of
+//!   some members) every new VNFC is pinned to their zone. Whatever the grant says, every
+//!   VNFC of the VDU gets the zone of the group.
+//! - **One reselection unit** named after the ASG resource (the name Heat reports in failure
+//!   paths); its demand is the sum of its VNFCs and its zone the group's. On instantiate (and
+//!   on a heal of every member) it is movable: reselection moves the whole group. When the VDU
+//!   already has VNFCs it is **not** movable: changing the group's zone parameter would
+//!   replace every member, and VNFCs that exist never move. A capacity failure there ends the
+//!   operation in `FAILED_TEMP` (`CapacityExhausted`) without reselection.
+//! - **Bookkeeping**: the servers under the ASG resource (nested listing, mapped to the top
+//!   resource) become `vnfcResourceInfo` entries `<VDU>-<k>`: a server the instance already
+//!   knows (same server id) keeps its entry, and new servers take the VNFC slots of the
+//!   operation in increasing index, in listing order (the order Heat created the members).
+//!   `metadata.parent_resource_name` is the ASG resource; `vdu_idx` the index. Scale-out
+//!   raises `desired_capacity`, scale-in lowers it (Heat chooses which members go; the entries
+//!   of the servers still there are kept), heal marks the member's server unhealthy and
+//!   updates the stack.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,7 +58,7 @@ use serde_json::{json, Value};
 
 use super::grant::{self as grant_request, GrantOptions, PlannedGrant};
 use super::granter::{self, GrantContext};
-use super::userdata::{self, NfvValues, VnfcSlot};
+use super::userdata::{self, Layout, NfvValues, VnfcSlot};
 use crate::constraint::{Constraint, ConstraintKind, Scope};
 use crate::driver::{
     Clock, ComputeInventory, CreateStack, DriverError, ListResources, ListZones, MarkUnhealthy,
@@ -41,8 +67,8 @@ use crate::driver::{
 };
 use crate::error::{Error, Location};
 use crate::grant::{
-    AffinityOrAntiAffinity, ConstraintIdType, ConstraintScope, Grant, GrantRequest, Link,
-    ResourceHandle,
+    AffinityOrAntiAffinity, ConstraintIdType, ConstraintResourceRef, ConstraintScope, Grant,
+    GrantRequest, Link, PlacementConstraint, ResourceHandle,
 };
 use crate::id::{IdGen, OpOccId, StackId, VduId, VnfInstanceId, ZoneId};
 use crate::lcm::{
@@ -58,7 +84,7 @@ use crate::reselect::{
     top_level_resource, Action, GiveUp, InsufficientResourcePattern, Outcome, ReselectConfig,
     Reselection, Unit,
 };
-use crate::zone::ComputeZone;
+use crate::zone::{ComputeZone, Resources};
 
 /// The drivers an operation uses.
 #[derive(Clone, Debug)]
@@ -479,7 +505,9 @@ impl Lifecycle {
     }
 
     /// Only grants: builds the instantiate (or scale-out) grant request of `inst` and answers
-    /// it with the local granter, without touching any stack or the store.
+    /// it with the local granter, without touching any stack or the store. VDUs under an
+    /// AutoScalingGroup get one zone each, as in an operation (see the module docs); the
+    /// request returned is the one granted.
     ///
     /// # Errors
     /// [`LcmError::Invalid`] for a request that does not fit; the granter's failure is returned
@@ -509,9 +537,26 @@ impl Lifecycle {
                 return Ok(Err((planned.request, f.kind, f.detail)));
             }
         };
-        match self.grant(&planned, flavour, inst, &zones, &BTreeMap::new()) {
-            Ok(g) => Ok(Ok((planned.request, g))),
-            Err(f) => Ok(Err((planned.request, f.kind, f.detail))),
+        let layouts = match self.layouts(pkg, flavour) {
+            Ok(l) => l,
+            Err(f) => return Ok(Err((planned.request, f.kind, f.detail))),
+        };
+        let groups = group_resources(&layouts);
+        let existing = inst
+            .instantiated_vnf_info
+            .as_ref()
+            .map(slots_of)
+            .unwrap_or_default();
+        let (granted, pinned) = group_grant(
+            &planned,
+            inst,
+            &groups,
+            &group_zones(&groups, &existing),
+            &BTreeMap::new(),
+        );
+        match self.grant(&granted, flavour, inst, &zones, &pinned) {
+            Ok(g) => Ok(Ok((granted.request, g))),
+            Err(f) => Ok(Err((granted.request, f.kind, f.detail))),
         }
     }
 
@@ -671,7 +716,15 @@ impl Lifecycle {
                 }
             }
             ScaleType::ScaleIn => self
-                .scale_in(pkg, flavour, &req.aspect_id, steps, &stack_id, existing)
+                .scale_in(
+                    pkg,
+                    flavour,
+                    &req.aspect_id,
+                    steps,
+                    &stack_id,
+                    existing,
+                    &prior_servers(&inst),
+                )
                 .await
                 .map(|vnfcs| {
                     (
@@ -746,8 +799,20 @@ impl Lifecycle {
                             .map(|z| (n.slot.name(), z.clone()))
                     })
                     .collect();
+                let healed_servers: BTreeSet<String> = info
+                    .vnfc_resource_info
+                    .iter()
+                    .filter(|v| {
+                        grant_request::existing_slot(v)
+                            .ok()
+                            .flatten()
+                            .is_some_and(|s| healed.contains(&s.name()))
+                    })
+                    .map(|v| v.compute_resource.resource_id.clone())
+                    .filter(|id| !id.is_empty())
+                    .collect();
                 let mark = self
-                    .mark_unhealthy(&stack_id, &healed, req.cause.as_deref())
+                    .mark_unhealthy(&stack_id, &healed, &healed_servers, req.cause.as_deref())
                     .await;
                 match mark {
                     Err(f) => Err(f),
@@ -994,10 +1059,13 @@ impl Lifecycle {
             .map_err(LcmError::Store)
     }
 
+    /// Marks unhealthy every server under a top-level resource of `slots` (per-VNFC layout)
+    /// or whose id is in `servers` (members of an AutoScalingGroup).
     async fn mark_unhealthy(
         &self,
         stack_id: &StackId,
         slots: &BTreeSet<String>,
+        servers: &BTreeSet<String>,
         cause: Option<&str>,
     ) -> Result<(), Failed> {
         let resources = self
@@ -1013,7 +1081,7 @@ impl Lifecycle {
             let Some(top) = top_level_resource(stack_id, r, &resources) else {
                 continue;
             };
-            if slots.contains(&top) {
+            if slots.contains(&top) || servers.contains(&r.physical_resource_id) {
                 let reason = cause.unwrap_or("healed by vnfm");
                 self.drivers
                     .stacks
@@ -1038,6 +1106,7 @@ impl Lifecycle {
         steps: u32,
         stack_id: &StackId,
         existing: Vec<(VnfcSlot, ZoneId)>,
+        prior: &BTreeMap<String, VnfcSlot>,
     ) -> Result<Vec<VnfcResourceInfo>, Failed> {
         // Remove the newest VNFCs (highest index) of every VDU the aspect scales.
         let mut keep = existing;
@@ -1060,7 +1129,8 @@ impl Lifecycle {
         let slots: Vec<VnfcSlot> = keep.iter().map(|(s, _)| s.clone()).collect();
         self.restore_stack(pkg, flavour, &slots, &zones, stack_id)
             .await?;
-        self.collect(stack_id, &slots).await
+        let layouts = self.layouts(pkg, flavour)?;
+        self.collect(stack_id, &slots, &layouts, prior).await
     }
 
     fn heat_input(
@@ -1170,10 +1240,17 @@ impl Lifecycle {
             .list_zones(ListZones::default())
             .await
             .map_err(|e| Failed::driver(&e))?;
+        let layouts = self.layouts(pkg, flavour)?;
+        let groups = group_resources(&layouts);
+        // The zone of the VNFCs a group VDU already has: they never move.
+        let mut group_zone = group_zones(&groups, &existing);
+        let fixed_groups: BTreeSet<VduId> = group_zone.keys().cloned().collect();
         let new_zones: BTreeMap<String, ZoneId> = match heal_zones {
             Some(z) => z,
             None => {
-                let g = self.grant(planned, flavour, inst, &listing, &opts.pinned)?;
+                let (granted, pinned) =
+                    group_grant(planned, inst, &groups, &group_zone, &opts.pinned);
+                let g = self.grant(&granted, flavour, inst, &listing, &pinned)?;
                 let zones = planned
                     .new_vnfcs
                     .iter()
@@ -1186,8 +1263,25 @@ impl Lifecycle {
                 zones
             }
         };
+        // Forced affinity: a group without VNFCs takes the zone of its first new VNFC.
+        let mut new_sorted: Vec<&VnfcSlot> = planned.new_vnfcs.iter().map(|n| &n.slot).collect();
+        new_sorted.sort();
+        for slot in new_sorted {
+            if groups.contains_key(&slot.vdu) && !group_zone.contains_key(&slot.vdu) {
+                if let Some(z) = new_zones.get(&slot.name()) {
+                    group_zone.insert(slot.vdu.clone(), z.clone());
+                }
+            }
+        }
         let mut units: Vec<Unit> = Vec::new();
+        let mut group_demand: BTreeMap<VduId, Resources> = BTreeMap::new();
         for n in &planned.new_vnfcs {
+            let demand = granter::vdu_demand(flavour, &n.slot.vdu);
+            if groups.contains_key(&n.slot.vdu) {
+                let d = group_demand.entry(n.slot.vdu.clone()).or_default();
+                *d = d.saturating_add(&demand);
+                continue;
+            }
             let zone = new_zones.get(&n.slot.name()).cloned().ok_or_else(|| {
                 Failed::new(
                     FailureKind::Invalid,
@@ -1200,19 +1294,40 @@ impl Lifecycle {
                 n.slot.vdu.clone(),
                 zone,
                 true,
-                granter::vdu_demand(flavour, &n.slot.vdu),
+                demand,
             ));
         }
         for (s, z) in &existing {
+            let demand = granter::vdu_demand(flavour, &s.vdu);
+            if groups.contains_key(&s.vdu) {
+                let d = group_demand.entry(s.vdu.clone()).or_default();
+                *d = d.saturating_add(&demand);
+                continue;
+            }
+            units.push(Unit::new(s.name(), s.vdu.clone(), z.clone(), false, demand));
+        }
+        for (vdu, demand) in group_demand {
+            let Some(resource) = groups.get(&vdu) else {
+                continue;
+            };
+            let zone = group_zone.get(&vdu).cloned().ok_or_else(|| {
+                Failed::new(
+                    FailureKind::Invalid,
+                    "grant incomplete",
+                    format!(
+                        "no zone granted to the VNFCs of VDU {vdu} (AutoScalingGroup {resource})"
+                    ),
+                )
+            })?;
             units.push(Unit::new(
-                s.name(),
-                s.vdu.clone(),
-                z.clone(),
-                false,
-                granter::vdu_demand(flavour, &s.vdu),
+                resource.clone(),
+                vdu.clone(),
+                zone,
+                !fixed_groups.contains(&vdu),
+                demand,
             ));
         }
-        let constraints = unit_constraints(&planned.request, planned, inst);
+        let constraints = unit_constraints(&planned.request, planned, inst, &groups);
         let mut slots: Vec<VnfcSlot> = existing.iter().map(|(s, _)| s.clone()).collect();
         slots.extend(planned.new_vnfcs.iter().map(|n| n.slot.clone()));
         slots.sort();
@@ -1306,16 +1421,19 @@ impl Lifecycle {
         match m.outcome() {
             Some(Outcome::Succeeded) => {
                 let vnfcs = self
-                    .collect(stack_id, &slots)
+                    .collect(stack_id, &slots, &layouts, &prior_servers(inst))
                     .await
                     .map_err(|f| fail(&m, &target, f))?;
                 Ok((vnfcs, stack_id.clone(), m.attempts().to_vec()))
             }
             Some(Outcome::GaveUp(g)) => {
                 let kind = match g {
+                    // A fixed unit fails only with an insufficient-resource error (the pattern
+                    // matched), e.g. a scale-out of a VDU under an AutoScalingGroup.
                     GiveUp::NoCandidates { .. }
                     | GiveUp::RetryLimit { .. }
-                    | GiveUp::ReselectionDisabled { .. } => FailureKind::CapacityExhausted,
+                    | GiveUp::ReselectionDisabled { .. }
+                    | GiveUp::FixedUnitFailed { .. } => FailureKind::CapacityExhausted,
                     GiveUp::Infeasible { .. } => FailureKind::Infeasible,
                     _ => FailureKind::StackFailed,
                 };
@@ -1343,11 +1461,16 @@ impl Lifecycle {
         }
     }
 
-    /// Reads the servers back: one `VnfcResourceInfo` per slot.
+    /// Reads the servers back: one `VnfcResourceInfo` per slot. A slot of a VDU in the
+    /// per-VNFC layout is found by its top-level resource; the slots of a VDU in the group
+    /// layout are matched to the servers under its AutoScalingGroup (see the module docs):
+    /// `prior` maps the server ids the instance knew to their slots.
     async fn collect(
         &self,
         stack_id: &StackId,
         slots: &[VnfcSlot],
+        layouts: &BTreeMap<VduId, Layout>,
+        prior: &BTreeMap<String, VnfcSlot>,
     ) -> Result<Vec<VnfcResourceInfo>, Failed> {
         let resources = self
             .drivers
@@ -1355,29 +1478,89 @@ impl Lifecycle {
             .list_resources(ListResources::new(stack_id.clone(), 5))
             .await
             .map_err(|e| Failed::driver(&e))?;
-        let mut out = Vec::new();
+        let servers_under = |name: &str| -> Vec<&StackResource> {
+            resources
+                .iter()
+                .filter(|r| {
+                    r.resource_type == "OS::Nova::Server"
+                        && top_level_resource(stack_id, r, &resources).as_deref() == Some(name)
+                })
+                .collect()
+        };
+        // (slot, server id, top-level resource)
+        let mut found: Vec<(VnfcSlot, String, String)> = Vec::new();
         for slot in slots {
+            if layouts.get(&slot.vdu).is_some_and(Layout::is_group) {
+                continue;
+            }
             let name = slot.name();
-            let server: Option<&StackResource> = resources.iter().find(|r| {
-                r.resource_type == "OS::Nova::Server"
-                    && top_level_resource(stack_id, r, &resources).as_deref() == Some(name.as_str())
-            });
-            let Some(server) = server else {
+            let Some(server) = servers_under(&name).into_iter().next() else {
                 return Err(Failed::new(
                     FailureKind::StackFailed,
                     "server not found",
                     format!("stack {stack_id} has no OS::Nova::Server under resource {name}"),
                 ));
             };
+            found.push((slot.clone(), server.physical_resource_id.clone(), name));
+        }
+        for (vdu, layout) in layouts {
+            let Some(resource) = layout.group_resource() else {
+                continue;
+            };
+            let wanted: Vec<&VnfcSlot> = slots.iter().filter(|s| &s.vdu == vdu).collect();
+            let servers = servers_under(resource);
+            if servers.len() != wanted.len() {
+                return Err(Failed::new(
+                    FailureKind::StackFailed,
+                    "servers not found",
+                    format!(
+                        "stack {stack_id} has {} OS::Nova::Server under AutoScalingGroup \
+                         {resource}; expected {} (the VNFCs of VDU {vdu})",
+                        servers.len(),
+                        wanted.len()
+                    ),
+                ));
+            }
+            let known: Vec<Option<&VnfcSlot>> = servers
+                .iter()
+                .map(|r| prior.get(&r.physical_resource_id).filter(|s| &s.vdu == vdu))
+                .collect();
+            let claimed: BTreeSet<&VnfcSlot> = known.iter().flatten().copied().collect();
+            let mut free = wanted.into_iter().filter(|s| !claimed.contains(s));
+            for (server, known) in servers.iter().zip(known) {
+                let slot = match known {
+                    Some(s) => s.clone(),
+                    None => free.next().cloned().ok_or_else(|| {
+                        Failed::new(
+                            FailureKind::StackFailed,
+                            "unexpected server",
+                            format!(
+                                "server {} under AutoScalingGroup {resource} of stack \
+                                 {stack_id} matches no VNFC of VDU {vdu}",
+                                server.physical_resource_id
+                            ),
+                        )
+                    })?,
+                };
+                found.push((
+                    slot,
+                    server.physical_resource_id.clone(),
+                    resource.to_owned(),
+                ));
+            }
+        }
+        found.sort();
+        let mut out = Vec::new();
+        for (slot, server_id, parent) in found {
             let info = self
                 .drivers
                 .compute
-                .server(&server.physical_resource_id.clone().into())
+                .server(&server_id.into())
                 .await
                 .map_err(|e| Failed::driver(&e))?;
             let mut md = crate::grant::KeyValuePairs::new();
             md.insert(grant_request::VDU_IDX_KEY.into(), json!(slot.index));
-            md.insert(grant_request::RESOURCE_NAME_KEY.into(), json!(name));
+            md.insert(grant_request::RESOURCE_NAME_KEY.into(), json!(parent));
             if let Some(z) = &info.zone {
                 md.insert("zone".into(), json!(z));
             }
@@ -1386,7 +1569,7 @@ impl Lifecycle {
             }
             md.insert("server_name".into(), json!(info.name));
             out.push(VnfcResourceInfo {
-                id: name.clone(),
+                id: slot.name(),
                 vdu_id: slot.vdu.clone(),
                 compute_resource: ResourceHandle::new(info.id.to_string())
                     .with_vim_connection_id(self.config.vim_connection_id.clone())
@@ -1397,6 +1580,30 @@ impl Lifecycle {
             });
         }
         Ok(out)
+    }
+
+    /// The layout of every VDU of `flavour` in its BaseHOT top template.
+    fn layouts(
+        &self,
+        pkg: &VnfPackage,
+        flavour: &Flavour,
+    ) -> Result<BTreeMap<VduId, Layout>, Failed> {
+        let base = pkg
+            .base_hot(&flavour.id)
+            .map_err(|e| Failed::new(FailureKind::Invalid, "package has no BaseHOT", chain(&e)))?;
+        let vdus: Vec<VduId> = flavour.vdus.keys().cloned().collect();
+        userdata::layouts(
+            &format!("{}: BaseHOT/{}", pkg.source, flavour.id),
+            &base.template,
+            &vdus,
+        )
+        .map_err(|e| {
+            Failed::new(
+                FailureKind::Invalid,
+                "cannot build the stack template",
+                chain(&e),
+            )
+        })
     }
 }
 
@@ -1585,50 +1792,193 @@ fn with_vnfcs(
     new
 }
 
-/// The grant request's placement constraints over stack units (slot names): `GRANT`
-/// references through the planned new VNFCs, `RES_MGMT` references through the instance's
-/// VNFCs.
+/// The server id of every VNFC of the instance with a known slot.
+fn prior_servers(inst: &VnfInstance) -> BTreeMap<String, VnfcSlot> {
+    inst.instantiated_vnf_info
+        .iter()
+        .flat_map(|i| i.vnfc_resource_info.iter())
+        .filter(|v| !v.compute_resource.resource_id.is_empty())
+        .filter_map(|v| {
+            let slot = grant_request::existing_slot(v).ok().flatten()?;
+            Some((v.compute_resource.resource_id.clone(), slot))
+        })
+        .collect()
+}
+
+/// The AutoScalingGroup resource of every VDU in the group layout.
+fn group_resources(layouts: &BTreeMap<VduId, Layout>) -> BTreeMap<VduId, String> {
+    layouts
+        .iter()
+        .filter_map(|(v, l)| l.group_resource().map(|r| (v.clone(), r.to_owned())))
+        .collect()
+}
+
+/// The zone of the existing VNFCs of every group VDU that has some (its first one's).
+fn group_zones(
+    groups: &BTreeMap<VduId, String>,
+    existing: &[(VnfcSlot, ZoneId)],
+) -> BTreeMap<VduId, ZoneId> {
+    let mut out = BTreeMap::new();
+    let mut sorted: Vec<&(VnfcSlot, ZoneId)> = existing.iter().collect();
+    sorted.sort();
+    for (s, z) in sorted {
+        if groups.contains_key(&s.vdu) {
+            out.entry(s.vdu.clone()).or_insert_with(|| z.clone());
+        }
+    }
+    out
+}
+
+fn is_zone_scope(scope: ConstraintScope) -> bool {
+    matches!(
+        scope,
+        ConstraintScope::Zone | ConstraintScope::ZoneGroup | ConstraintScope::NfviPop
+    )
+}
+
+/// The grant request and pinned zones the local granter answers when VDUs are in the group
+/// layout (`groups`: VDU → AutoScalingGroup resource; `group_zone`: the zone of the group
+/// VDUs that already have VNFCs): see "VDUs under an AutoScalingGroup" in the module docs.
+fn group_grant(
+    planned: &PlannedGrant,
+    inst: &VnfInstance,
+    groups: &BTreeMap<VduId, String>,
+    group_zone: &BTreeMap<VduId, ZoneId>,
+    pinned: &BTreeMap<String, ZoneId>,
+) -> (PlannedGrant, BTreeMap<String, ZoneId>) {
+    let mut planned = planned.clone();
+    let mut pinned = pinned.clone();
+    if groups.is_empty() {
+        return (planned, pinned);
+    }
+    let mut vdu_of: BTreeMap<(bool, String), VduId> = planned
+        .new_vnfcs
+        .iter()
+        .map(|n| ((true, n.resource_id.clone()), n.slot.vdu.clone()))
+        .collect();
+    for v in inst
+        .instantiated_vnf_info
+        .iter()
+        .flat_map(|i| i.vnfc_resource_info.iter())
+    {
+        vdu_of.insert(
+            (false, v.compute_resource.resource_id.clone()),
+            v.vdu_id.clone(),
+        );
+    }
+    // Zone anti-affinity keeps one representative per group VDU (key: is GRANT, resource id).
+    let mut constraints = Vec::new();
+    for mut pc in std::mem::take(&mut planned.request.placement_constraints) {
+        if !pc.is_affinity() && is_zone_scope(pc.scope) {
+            let mut seen = BTreeSet::new();
+            pc.resource.retain(|r| {
+                match vdu_of.get(&(r.id_type == ConstraintIdType::Grant, r.resource_id.clone())) {
+                    Some(vdu) if groups.contains_key(vdu) => seen.insert(vdu.clone()),
+                    _ => true,
+                }
+            });
+            if pc.resource.len() < 2 {
+                continue;
+            }
+        }
+        constraints.push(pc);
+    }
+    for vdu in groups.keys() {
+        let mut new: Vec<&super::grant::NewVnfc> = planned
+            .new_vnfcs
+            .iter()
+            .filter(|n| &n.slot.vdu == vdu)
+            .collect();
+        if new.is_empty() {
+            continue;
+        }
+        new.sort_by(|a, b| a.slot.cmp(&b.slot));
+        let zone = group_zone.get(vdu).cloned().or_else(|| {
+            new.iter()
+                .find_map(|n| pinned.get(&n.slot.name()).cloned())
+                .or_else(|| pinned.get(vdu.as_str()).cloned())
+        });
+        for n in &new {
+            pinned.remove(&n.slot.name());
+        }
+        match zone {
+            Some(z) => {
+                pinned.insert(vdu.to_string(), z);
+            }
+            None if new.len() >= 2 => constraints.push(
+                PlacementConstraint::new(
+                    AffinityOrAntiAffinity::Affinity,
+                    ConstraintScope::Zone,
+                    new.iter()
+                        .map(|n| ConstraintResourceRef::grant(n.resource_id.clone()))
+                        .collect(),
+                )
+                .with_fallback_best_effort(false),
+            ),
+            None => {}
+        }
+    }
+    planned.request.placement_constraints = constraints;
+    (planned, pinned)
+}
+
+/// The grant request's placement constraints over stack units (slot names, or the
+/// AutoScalingGroup resource for the VNFCs of a VDU in `groups`): `GRANT` references through
+/// the planned new VNFCs, `RES_MGMT` references through the instance's VNFCs. Members are
+/// listed once; a constraint left with fewer than two units constrains nothing and is dropped.
 fn unit_constraints(
     request: &GrantRequest,
     planned: &PlannedGrant,
     inst: &VnfInstance,
+    groups: &BTreeMap<VduId, String>,
 ) -> Vec<Constraint> {
+    let unit = |vdu: &VduId, name: String| groups.get(vdu).cloned().unwrap_or(name);
     let by_def: BTreeMap<&str, String> = planned
         .new_vnfcs
         .iter()
-        .map(|n| (n.resource_id.as_str(), n.slot.name()))
+        .map(|n| (n.resource_id.as_str(), unit(&n.slot.vdu, n.slot.name())))
         .collect();
     let by_res: BTreeMap<String, String> = inst
         .instantiated_vnf_info
         .iter()
         .flat_map(|i| i.vnfc_resource_info.iter())
-        .map(|v| (v.compute_resource.resource_id.clone(), v.id.clone()))
+        .map(|v| {
+            (
+                v.compute_resource.resource_id.clone(),
+                unit(&v.vdu_id, v.id.clone()),
+            )
+        })
         .collect();
     request
         .placement_constraints
         .iter()
         .enumerate()
-        .map(|(i, pc)| {
-            let members: Vec<String> = pc
-                .resource
-                .iter()
-                .filter_map(|r| match r.id_type {
-                    ConstraintIdType::Grant => by_def.get(r.resource_id.as_str()).cloned(),
-                    ConstraintIdType::ResMgmt => by_res.get(&r.resource_id).cloned(),
-                })
-                .collect();
+        .filter_map(|(i, pc)| {
+            let mut members: Vec<String> = Vec::new();
+            for m in pc.resource.iter().filter_map(|r| match r.id_type {
+                ConstraintIdType::Grant => by_def.get(r.resource_id.as_str()).cloned(),
+                ConstraintIdType::ResMgmt => by_res.get(&r.resource_id).cloned(),
+            }) {
+                if !members.contains(&m) {
+                    members.push(m);
+                }
+            }
+            if members.len() < 2 && !groups.is_empty() {
+                return None;
+            }
             let kind = match pc.affinity_or_anti_affinity {
                 AffinityOrAntiAffinity::Affinity => ConstraintKind::Affinity,
                 AffinityOrAntiAffinity::AntiAffinity => ConstraintKind::AntiAffinity,
             };
-            let scope = match pc.scope {
-                ConstraintScope::Zone | ConstraintScope::ZoneGroup | ConstraintScope::NfviPop => {
-                    Scope::Zone
-                }
-                ConstraintScope::NfviNode | ConstraintScope::CisNode => Scope::Host,
+            let scope = if is_zone_scope(pc.scope) {
+                Scope::Zone
+            } else {
+                Scope::Host
             };
-            Constraint::new(format!("placementConstraints[{i}]"), kind, scope, members)
-                .with_fallback_best_effort(pc.is_fallback_best_effort())
+            Some(
+                Constraint::new(format!("placementConstraints[{i}]"), kind, scope, members)
+                    .with_fallback_best_effort(pc.is_fallback_best_effort()),
+            )
         })
         .collect()
 }

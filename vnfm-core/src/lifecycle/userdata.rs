@@ -15,11 +15,30 @@
 //!
 //! Leaves with no known value stay `null` (Heat then uses the nested template's default).
 //! Reselection changes `locationConstraints` only and updates the stack with the new `nfv`.
+//!
+//! # VDUs under an AutoScalingGroup
+//! A VDU that has no resource of its own name may instead be the member of an
+//! `OS::Heat::AutoScalingGroup` resource whose `resource.properties` read
+//! `{get_param: [nfv, VDU, <VDU>, ...]}` (the layout of Tacker's samples, e.g. `worker_instance`
+//! of the pod affinity sample). Such a VDU is in the [`Layout::Group`] layout: its ASG resource
+//! is kept as it is (no per-VNFC copies, no indexed names) and `nfv.VDU.<VDU>` holds
+//!
+//! - `computeFlavourId` and `vcImageId`: the VDU's flavour and image,
+//! - `locationConstraints`: the VDU's one zone (every member of the group shares it: the
+//!   spec's forced affinity), taken from [`NfvValues::zones`] under the VDU id, else under the
+//!   group resource's name (the reselection unit), else from its first VNFC (`<VDU>-<index>`,
+//!   lowest index),
+//! - `desired_capacity`: the number of VNFCs of the VDU (a number).
+//!
+//! The group's `desired_capacity` property must be driven by the operation: unless it already
+//! reads `{get_param: [nfv, VDU, <VDU>, desired_capacity]}`, it is set to that (a literal
+//! count in the template would make scaling impossible). `min_size` and `max_size` are kept;
+//! Heat rejects a count outside them.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value as Json};
-use serde_yaml::Value as Yaml;
+use serde_yaml::{Mapping, Value as Yaml};
 
 use crate::error::{Error, Location};
 use crate::id::{VduId, ZoneId};
@@ -62,6 +81,42 @@ pub fn rm_idx(name: &str) -> &str {
     }
 }
 
+/// The `resource_type` of a Heat AutoScalingGroup.
+pub const AUTO_SCALING_GROUP: &str = "OS::Heat::AutoScalingGroup";
+
+/// The `nfv` leaf holding the member count of a VDU under an AutoScalingGroup.
+pub const DESIRED_CAPACITY: &str = "desired_capacity";
+
+/// How a VDU appears in the top template.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// StandardUserData: a resource named after the VDU, replaced by one copy per VNFC
+    /// (`<VDU>-<index>`).
+    PerVnfc,
+    /// A member of the `OS::Heat::AutoScalingGroup` resource `resource`, whose
+    /// `resource.properties` read `[nfv, VDU, <VDU>, ...]`; the resource is kept, and its size
+    /// and zone come from `nfv.VDU.<VDU>`.
+    Group {
+        /// The name of the AutoScalingGroup resource in the top template.
+        resource: String,
+    },
+}
+
+impl Layout {
+    /// The AutoScalingGroup resource of a VDU in the group layout.
+    pub fn group_resource(&self) -> Option<&str> {
+        match self {
+            Layout::PerVnfc => None,
+            Layout::Group { resource } => Some(resource),
+        }
+    }
+
+    /// True for the group layout.
+    pub fn is_group(&self) -> bool {
+        matches!(self, Layout::Group { .. })
+    }
+}
+
 /// The values the `nfv` parameter is filled from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NfvValues {
@@ -69,7 +124,8 @@ pub struct NfvValues {
     pub flavors: BTreeMap<String, String>,
     /// Image per VDU or storage node name.
     pub images: BTreeMap<String, String>,
-    /// Zone per VNFC name (`VDU1-0`).
+    /// Zone per VNFC name (`VDU1-0`); for a VDU in the group layout, per VDU id (`VDU1`) or
+    /// per AutoScalingGroup resource name, else the zone of its first VNFC is used.
     pub zones: BTreeMap<String, ZoneId>,
     /// Network per connection point name.
     pub networks: BTreeMap<String, String>,
@@ -82,17 +138,21 @@ pub struct HeatInput {
     pub template: String,
     /// The `nfv` parameter.
     pub nfv: Json,
+    /// The layout of every VDU.
+    pub layouts: BTreeMap<VduId, Layout>,
 }
 
 /// Expands `top` (the BaseHOT top template; `source` names it in errors) for the VNFC slots
 /// `vnfcs` of the VDUs `vdus`, and fills the `nfv` parameter from `values`.
 ///
-/// Every VDU of `vdus` must be a resource of `top`; its resource is removed and replaced by one
-/// copy per slot. Resources of other names are kept as they are.
+/// A VDU in the [`Layout::PerVnfc`] layout has its resource removed and replaced by one copy
+/// per slot; a VDU in the [`Layout::Group`] layout keeps its AutoScalingGroup resource (see the
+/// [module docs](self)). Resources of other names are kept as they are.
 ///
 /// # Errors
-/// [`Error::Invalid`] when `top` is not a YAML mapping with `resources`, when a VDU has no
-/// resource in it, or when a slot names a VDU not in `vdus`.
+/// [`Error::Invalid`] when `top` is not a YAML mapping with `resources`, when a VDU is in
+/// neither layout (or under more than one AutoScalingGroup), or when a slot names a VDU not in
+/// `vdus`.
 pub fn build(
     source: &str,
     top: &str,
@@ -101,34 +161,28 @@ pub fn build(
     values: &NfvValues,
 ) -> Result<HeatInput, Error> {
     let loc = || Location::file(source);
-    let mut doc: Yaml = serde_yaml::from_str(top).map_err(|e| {
-        let mut l = loc();
-        if let Some(m) = e.location() {
-            l = l.with_line(m.line());
-        }
-        Error::invalid(l, format!("not a valid HOT template: {e}"))
-    })?;
-    let resources = doc
-        .get_mut("resources")
-        .and_then(Yaml::as_mapping_mut)
-        .ok_or_else(|| {
-            Error::invalid(
-                loc().with_field("resources"),
-                "expected a mapping of resources in the top template",
-            )
-        })?;
+    let mut doc = parse_top(source, top)?;
+    let resources = resources_mut(source, &mut doc)?;
+    let layouts = detect_layouts(source, resources, vdus)?;
     let mut popped = BTreeMap::new();
     for vdu in vdus {
-        let def = resources.remove(vdu.as_str()).ok_or_else(|| {
-            Error::invalid(
-                loc().with_field(format!("resources.{vdu}")),
-                format!("the top template has no resource for VDU {vdu}"),
-            )
-        })?;
-        popped.insert(vdu.as_str(), def);
+        match layouts.get(vdu) {
+            Some(Layout::Group { resource }) => {
+                if let Some(def) = resources.get_mut(resource.as_str()) {
+                    drive_desired_capacity(def, vdu);
+                }
+            }
+            _ => {
+                if let Some(def) = resources.remove(vdu.as_str()) {
+                    popped.insert(vdu.as_str(), def);
+                }
+            }
+        }
     }
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut first_zone: BTreeMap<&str, (u32, &ZoneId)> = BTreeMap::new();
     for slot in vnfcs {
-        let def = popped.get(slot.vdu.as_str()).ok_or_else(|| {
+        let layout = layouts.get(&slot.vdu).ok_or_else(|| {
             Error::invalid(
                 loc(),
                 format!(
@@ -138,6 +192,21 @@ pub fn build(
                 ),
             )
         })?;
+        if layout.is_group() {
+            *counts.entry(slot.vdu.as_str()).or_default() += 1;
+            if let Some(z) = values.zones.get(&slot.name()) {
+                let e = first_zone
+                    .entry(slot.vdu.as_str())
+                    .or_insert((slot.index, z));
+                if slot.index < e.0 {
+                    *e = (slot.index, z);
+                }
+            }
+            continue;
+        }
+        let Some(def) = popped.get(slot.vdu.as_str()) else {
+            continue;
+        };
         let mut def = def.clone();
         index_get_params(&mut def, slot.index);
         resources.insert(Yaml::String(slot.name()), def);
@@ -145,12 +214,188 @@ pub fn build(
     let mut nfv = Map::new();
     collect_nfv_paths(&doc, &mut nfv);
     fill(&mut nfv, values);
+    for (vdu, layout) in &layouts {
+        if !layout.is_group() {
+            continue;
+        }
+        let zone = values
+            .zones
+            .get(vdu.as_str())
+            .or_else(|| layout.group_resource().and_then(|r| values.zones.get(r)))
+            .or_else(|| first_zone.get(vdu.as_str()).map(|(_, z)| *z));
+        let count = counts.get(vdu.as_str()).copied().unwrap_or(0);
+        fill_group(&mut nfv, vdu.as_str(), values, zone, count);
+    }
     let template = serde_yaml::to_string(&doc)
         .map_err(|e| Error::invalid(loc(), format!("cannot write the expanded template: {e}")))?;
     Ok(HeatInput {
         template,
         nfv: Json::Object(nfv),
+        layouts,
     })
+}
+
+/// The layout of every VDU of `vdus` in `top` (the BaseHOT top template; `source` names it in
+/// errors): [`Layout::PerVnfc`] when `top` has a resource named after the VDU, else
+/// [`Layout::Group`] when one `OS::Heat::AutoScalingGroup` resource's `resource.properties`
+/// read `[nfv, VDU, <VDU>, ...]`.
+///
+/// # Errors
+/// [`Error::Invalid`] when `top` is not a YAML mapping with `resources`, or when a VDU is in
+/// neither layout or under more than one AutoScalingGroup.
+pub fn layouts(source: &str, top: &str, vdus: &[VduId]) -> Result<BTreeMap<VduId, Layout>, Error> {
+    let mut doc = parse_top(source, top)?;
+    let resources = resources_mut(source, &mut doc)?;
+    detect_layouts(source, resources, vdus)
+}
+
+fn parse_top(source: &str, top: &str) -> Result<Yaml, Error> {
+    serde_yaml::from_str(top).map_err(|e| {
+        let mut l = Location::file(source);
+        if let Some(m) = e.location() {
+            l = l.with_line(m.line());
+        }
+        Error::invalid(l, format!("not a valid HOT template: {e}"))
+    })
+}
+
+fn resources_mut<'a>(source: &str, doc: &'a mut Yaml) -> Result<&'a mut Mapping, Error> {
+    doc.get_mut("resources")
+        .and_then(Yaml::as_mapping_mut)
+        .ok_or_else(|| {
+            Error::invalid(
+                Location::file(source).with_field("resources"),
+                "expected a mapping of resources in the top template",
+            )
+        })
+}
+
+fn detect_layouts(
+    source: &str,
+    resources: &Mapping,
+    vdus: &[VduId],
+) -> Result<BTreeMap<VduId, Layout>, Error> {
+    let mut out = BTreeMap::new();
+    for vdu in vdus {
+        if resources.contains_key(vdu.as_str()) {
+            out.insert(vdu.clone(), Layout::PerVnfc);
+            continue;
+        }
+        let groups: Vec<&str> = resources
+            .iter()
+            .filter(|(_, def)| def.get("type").and_then(Yaml::as_str) == Some(AUTO_SCALING_GROUP))
+            .filter(|(_, def)| {
+                def.get("properties")
+                    .and_then(|p| p.get("resource"))
+                    .and_then(|r| r.get("properties"))
+                    .is_some_and(|p| reads_vdu(p, vdu.as_str()))
+            })
+            .filter_map(|(name, _)| name.as_str())
+            .collect();
+        match groups.as_slice() {
+            [one] => {
+                out.insert(
+                    vdu.clone(),
+                    Layout::Group {
+                        resource: (*one).to_owned(),
+                    },
+                );
+            }
+            [] => {
+                return Err(Error::invalid(
+                    Location::file(source).with_field(format!("resources.{vdu}")),
+                    format!(
+                        "the top template has no resource for VDU {vdu}: expected a resource \
+                         named {vdu} (StandardUserData) or an {AUTO_SCALING_GROUP} whose \
+                         resource.properties read [nfv, VDU, {vdu}, ...]"
+                    ),
+                ))
+            }
+            many => {
+                return Err(Error::invalid(
+                    Location::file(source).with_field("resources"),
+                    format!(
+                        "VDU {vdu} is under more than one {AUTO_SCALING_GROUP} ({}); expected \
+                         exactly one",
+                        many.join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// True when `v` contains a `get_param: [nfv, VDU, <vdu>, ...]`.
+fn reads_vdu(v: &Yaml, vdu: &str) -> bool {
+    match v {
+        Yaml::Mapping(m) => m.iter().any(|(k, val)| {
+            if k.as_str() == Some("get_param") {
+                val.as_sequence().is_some_and(|seq| {
+                    seq.len() >= 4
+                        && seq.first().and_then(Yaml::as_str) == Some("nfv")
+                        && seq.get(1).and_then(Yaml::as_str) == Some("VDU")
+                        && seq.get(2).and_then(Yaml::as_str) == Some(vdu)
+                })
+            } else {
+                reads_vdu(val, vdu)
+            }
+        }),
+        Yaml::Sequence(s) => s.iter().any(|x| reads_vdu(x, vdu)),
+        Yaml::Tagged(t) => reads_vdu(&t.value, vdu),
+        _ => false,
+    }
+}
+
+/// Makes the group's `desired_capacity` read `[nfv, VDU, <vdu>, desired_capacity]`.
+fn drive_desired_capacity(def: &mut Yaml, vdu: &VduId) {
+    let path = Yaml::Sequence(vec![
+        Yaml::from("nfv"),
+        Yaml::from("VDU"),
+        Yaml::from(vdu.as_str()),
+        Yaml::from(DESIRED_CAPACITY),
+    ]);
+    let Some(props) = def.get_mut("properties").and_then(Yaml::as_mapping_mut) else {
+        return;
+    };
+    if props
+        .get(DESIRED_CAPACITY)
+        .and_then(|d| d.get("get_param"))
+        .is_some_and(|p| p == &path)
+    {
+        return;
+    }
+    let mut get = Mapping::new();
+    get.insert(Yaml::from("get_param"), path);
+    props.insert(Yaml::from(DESIRED_CAPACITY), Yaml::Mapping(get));
+}
+
+/// Fills `nfv.VDU.<vdu>` of a VDU in the group layout.
+fn fill_group(
+    nfv: &mut Map<String, Json>,
+    vdu: &str,
+    values: &NfvValues,
+    zone: Option<&ZoneId>,
+    count: u64,
+) {
+    let Some(Json::Object(leaves)) = nfv.get_mut("VDU").and_then(|v| match v {
+        Json::Object(m) => m.get_mut(vdu),
+        _ => None,
+    }) else {
+        return;
+    };
+    for (leaf, value) in leaves.iter_mut() {
+        let v = match leaf.as_str() {
+            "computeFlavourId" => values.flavors.get(vdu).cloned().map(Json::String),
+            "vcImageId" => values.images.get(vdu).cloned().map(Json::String),
+            "locationConstraints" => zone.map(|z| Json::String(z.to_string())),
+            DESIRED_CAPACITY => Some(Json::from(count)),
+            _ => None,
+        };
+        if let Some(v) = v {
+            *value = v;
+        }
+    }
 }
 
 /// Adds `-index` to the third element of every `get_param: [nfv, X, name, ...]` (paths of at
@@ -411,5 +656,217 @@ resources:
             Some("VDU1.yaml")
         );
         assert!(doc["resources"]["nfvi_node_affinity"].is_mapping());
+    }
+
+    const GROUP_TOP: &str = r#"
+heat_template_version: 2013-05-23
+parameters:
+  nfv: {type: json}
+resources:
+  VDU1_group:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 3
+      desired_capacity: 1
+      resource:
+        type: VDU1.yaml
+        properties:
+          flavor: { get_param: [ nfv, VDU, VDU1, computeFlavourId ] }
+          image: { get_param: [ nfv, VDU, VDU1, vcImageId ] }
+          zone: { get_param: [ nfv, VDU, VDU1, locationConstraints ] }
+          net: { get_param: [ nfv, CP, VDU1_CP1, network ] }
+  VDU2:
+    type: VDU2.yaml
+    properties:
+      flavor: { get_param: [ nfv, VDU, VDU2, computeFlavourId ] }
+      zone: { get_param: [ nfv, VDU, VDU2, locationConstraints ] }
+"#;
+
+    fn group_values() -> NfvValues {
+        let mut v = NfvValues::default();
+        v.flavors.insert("VDU1".into(), "m1.small".into());
+        v.flavors.insert("VDU2".into(), "m1.medium".into());
+        v.images.insert("VDU1".into(), "cirros".into());
+        v.networks.insert("VDU1_CP1".into(), "net0".into());
+        v.zones.insert("VDU2-0".into(), "az-2".into());
+        v
+    }
+
+    fn group_slots() -> Vec<VnfcSlot> {
+        vec![
+            VnfcSlot::new("VDU1", 0),
+            VnfcSlot::new("VDU1", 1),
+            VnfcSlot::new("VDU2", 0),
+        ]
+    }
+
+    #[test]
+    fn group_layout_keeps_the_asg_and_fills_the_vdu_entry() {
+        let mut values = group_values();
+        // The zone of the reselection unit, keyed by the group resource.
+        values.zones.insert("VDU1_group".into(), "az-3".into());
+        let out = build(
+            "top.yaml",
+            GROUP_TOP,
+            &["VDU1".into(), "VDU2".into()],
+            &group_slots(),
+            &values,
+        )
+        .unwrap();
+        assert_eq!(
+            out.layouts.get(&VduId::from("VDU1")),
+            Some(&Layout::Group {
+                resource: "VDU1_group".into()
+            })
+        );
+        assert_eq!(
+            out.layouts.get(&VduId::from("VDU2")),
+            Some(&Layout::PerVnfc)
+        );
+        let doc: Yaml = serde_yaml::from_str(&out.template).unwrap();
+        let res = doc["resources"].as_mapping().unwrap();
+        // No per-VNFC copies of the group VDU; the per-VNFC VDU is expanded.
+        assert!(res.get("VDU1-0").is_none() && res.get("VDU1").is_none());
+        assert!(res.get("VDU2-0").is_some() && res.get("VDU2").is_none());
+        let group = &doc["resources"]["VDU1_group"]["properties"];
+        assert_eq!(
+            group["resource"]["properties"]["zone"]["get_param"][2],
+            "VDU1"
+        );
+        // The literal count is replaced by the nfv entry.
+        let dc: Vec<&str> = group["desired_capacity"]["get_param"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(dc, ["nfv", "VDU", "VDU1", "desired_capacity"]);
+        assert_eq!(group["max_size"].as_u64(), Some(3));
+        let expected = serde_json::json!({
+            "VDU": {
+                "VDU1": {
+                    "computeFlavourId": "m1.small",
+                    "vcImageId": "cirros",
+                    "locationConstraints": "az-3",
+                    "desired_capacity": 2
+                },
+                "VDU2-0": {"computeFlavourId": "m1.medium", "locationConstraints": "az-2"}
+            },
+            "CP": {"VDU1_CP1": {"network": "net0"}}
+        });
+        assert_eq!(out.nfv, expected);
+    }
+
+    #[test]
+    fn group_zone_falls_back_to_the_vdu_id_then_the_first_vnfc() {
+        let mut values = group_values();
+        values.zones.insert("VDU1-1".into(), "az-9".into());
+        values.zones.insert("VDU1-0".into(), "az-4".into());
+        let slots = [VnfcSlot::new("VDU1", 1), VnfcSlot::new("VDU1", 0)];
+        let out = build("t", GROUP_TOP, &["VDU1".into()], &slots, &values).unwrap();
+        assert_eq!(out.nfv["VDU"]["VDU1"]["locationConstraints"], "az-4");
+        values.zones.insert("VDU1".into(), "az-5".into());
+        let out = build("t", GROUP_TOP, &["VDU1".into()], &slots, &values).unwrap();
+        assert_eq!(out.nfv["VDU"]["VDU1"]["locationConstraints"], "az-5");
+        // Scaled in to nothing: a count of zero, no zone.
+        let out = build("t", GROUP_TOP, &["VDU1".into()], &[], &group_values()).unwrap();
+        assert_eq!(out.nfv["VDU"]["VDU1"]["desired_capacity"], 0);
+        assert_eq!(out.nfv["VDU"]["VDU1"]["locationConstraints"], Json::Null);
+    }
+
+    #[test]
+    fn a_desired_capacity_already_read_from_nfv_is_kept() {
+        let top = GROUP_TOP.replace(
+            "desired_capacity: 1",
+            "desired_capacity: { get_param: [ nfv, VDU, VDU1, desired_capacity ] }",
+        );
+        let out = build(
+            "t",
+            &top,
+            &["VDU1".into()],
+            &[VnfcSlot::new("VDU1", 0)],
+            &group_values(),
+        )
+        .unwrap();
+        let before: Yaml = serde_yaml::from_str(&top).unwrap();
+        let after: Yaml = serde_yaml::from_str(&out.template).unwrap();
+        assert_eq!(
+            before["resources"]["VDU1_group"],
+            after["resources"]["VDU1_group"]
+        );
+        assert_eq!(out.nfv["VDU"]["VDU1"]["desired_capacity"], 1);
+    }
+
+    #[test]
+    fn group_layout_errors() {
+        // A VDU in neither layout names both expected forms.
+        let e = layouts("top.yaml", GROUP_TOP, &["VDU3".into()]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("top.yaml") && msg.contains("VDU3") && msg.contains(AUTO_SCALING_GROUP),
+            "{msg}"
+        );
+        // A VDU read by two groups is ambiguous.
+        let two = GROUP_TOP.replace(
+            "  VDU2:\n    type: VDU2.yaml",
+            "  other_group:\n    type: OS::Heat::AutoScalingGroup\n    properties:\n      \
+             resource:\n        type: VDU1.yaml\n        properties:\n          flavor: { \
+             get_param: [ nfv, VDU, VDU1, computeFlavourId ] }\n  VDU2:\n    type: VDU2.yaml",
+        );
+        let e = layouts("top.yaml", &two, &["VDU1".into()]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("VDU1_group") && msg.contains("other_group"),
+            "{msg}"
+        );
+        // Only the group's member properties count: a get_param elsewhere is no membership.
+        let outside = GROUP_TOP.replace(
+            "      max_size: 3\n",
+            "      max_size: { get_param: [ nfv, VDU, VDU7, max ] }\n",
+        );
+        assert!(layouts("t", &outside, &["VDU7".into()]).is_err());
+    }
+
+    /// Tacker's pod affinity sample (read from ../shared/vectors): both VDUs are members of an
+    /// AutoScalingGroup.
+    #[test]
+    fn tacker_pod_affinity_top_template_is_in_the_group_layout() {
+        let Some(top) = crate::vectors::read_vector(
+            env!("CARGO_MANIFEST_DIR"),
+            "tacker/pod_affinity/hot/podaffinity_hot_top.yaml",
+        ) else {
+            return;
+        };
+        let l = layouts(
+            "podaffinity_hot_top.yaml",
+            &top,
+            &["masterNode".into(), "workerNode".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            l.get(&VduId::from("masterNode"))
+                .and_then(Layout::group_resource),
+            Some("master_instance")
+        );
+        assert_eq!(
+            l.get(&VduId::from("workerNode"))
+                .and_then(Layout::group_resource),
+            Some("worker_instance")
+        );
+        let out = build(
+            "podaffinity_hot_top.yaml",
+            &top,
+            &["masterNode".into(), "workerNode".into()],
+            &[
+                VnfcSlot::new("workerNode", 0),
+                VnfcSlot::new("workerNode", 1),
+                VnfcSlot::new("workerNode", 2),
+            ],
+            &NfvValues::default(),
+        )
+        .unwrap();
+        assert_eq!(out.nfv["VDU"]["workerNode"]["desired_capacity"], 3);
+        assert_eq!(out.nfv["VDU"]["masterNode"]["desired_capacity"], 0);
     }
 }
