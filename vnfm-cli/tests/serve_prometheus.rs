@@ -2,6 +2,8 @@
 //! `scripts/prometheus-dev.sh start` (see that script for ports and routing). Runs only when
 //! `VNFM_TEST_PROMETHEUS=1`; prints "skipping ..." otherwise.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod serve_common;
 
 use std::net::SocketAddr;
