@@ -20,3 +20,13 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --lock
 
 step "cargo test (workspace, all features, incl. doctests)"
 cargo test --workspace --all-features --locked
+
+# The real Prometheus / Alertmanager suite (vnfm-cli/tests/serve_prometheus.rs): on CI, or when
+# asked with VNFM_TEST_PROMETHEUS=1. The script installs both from Debian if missing and binds
+# 127.0.0.1 only; they are stopped afterwards, even when the suite fails.
+if [ "${CI:-}" = "true" ] || [ "${VNFM_TEST_PROMETHEUS:-}" = "1" ]; then
+  step "real Prometheus + Alertmanager suite"
+  scripts/prometheus-dev.sh start
+  trap 'scripts/prometheus-dev.sh stop' EXIT
+  VNFM_TEST_PROMETHEUS=1 cargo test -p vnfm-cli --all-features --locked --test serve_prometheus
+fi

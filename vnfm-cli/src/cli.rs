@@ -109,6 +109,63 @@ pub enum Command {
     /// Inspect the effective configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Serve the SOL003 VNF LCM API, the Prometheus alert endpoints and /metrics over HTTP.
+    Serve(ServeArgs),
+}
+
+/// `vnfm serve`: each option overrides `[server]` / `[prometheus_plugin]` of the configuration.
+#[derive(Debug, Args, Default, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:9890].
+    #[arg(long, env = "VNFM_LISTEN", value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Enable POST /alert/auto_healing.
+    #[arg(long, env = "VNFM_AUTO_HEALING", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub auto_healing: Option<bool>,
+    /// Enable POST /alert/auto_scaling.
+    #[arg(long, env = "VNFM_AUTO_SCALING", value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub auto_scaling: Option<bool>,
+    /// Heal window in seconds: alerts for one instance within it become one heal [default: 20].
+    #[arg(long, env = "VNFM_TIMER_INTERVAL", value_name = "SECS")]
+    pub timer_interval: Option<u64>,
+    /// Seconds between two auto-scales of one aspect of one instance [default: 300].
+    #[arg(long, env = "VNFM_SCALE_COOLDOWN", value_name = "SECS")]
+    pub scale_cooldown: Option<u64>,
+    /// Accepted `receiver_type` label value (repeatable) [default: tacker].
+    #[arg(
+        long = "receiver-type",
+        env = "VNFM_RECEIVER_TYPES",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub receiver_types: Vec<String>,
+    /// Bearer token the alert endpoints accept.
+    #[arg(
+        long,
+        env = "VNFM_ALERT_BEARER_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub alert_bearer_token: Option<String>,
+    /// Basic-auth user the alert endpoints accept (with --alert-basic-password).
+    #[arg(long, env = "VNFM_ALERT_BASIC_USER", value_name = "USER")]
+    pub alert_basic_user: Option<String>,
+    /// Basic-auth password the alert endpoints accept.
+    #[arg(
+        long,
+        env = "VNFM_ALERT_BASIC_PASSWORD",
+        hide_env_values = true,
+        value_name = "PASSWORD"
+    )]
+    pub alert_basic_password: Option<String>,
+    /// Bearer token the LCM API requires.
+    #[arg(
+        long,
+        env = "VNFM_API_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub api_token: Option<String>,
 }
 
 /// `vnfm demo`

@@ -24,16 +24,37 @@
 //! max_reselections = 3           # stack updates after the first attempt; unset = no limit
 //! selection = "random"           # "random" (the spec) or "capacity-aware"
 //! seed = 0                       # seed of the random choices (also --seed)
+//!
+//! [server]                       # `vnfm serve`
+//! listen = "127.0.0.1:9890"      # --listen, VNFM_LISTEN
+//! api_token = "..."              # VNFM_API_TOKEN: bearer token the LCM API requires; unset = none
+//! body_limit = 1048576           # largest request body in bytes (413 beyond)
+//! request_timeout = 30           # seconds a request may take (503 beyond)
+//!
+//! [prometheus_plugin]            # the alert endpoints of `vnfm serve`
+//! auto_healing = false           # --auto-healing, VNFM_AUTO_HEALING: POST /alert/auto_healing
+//! auto_scaling = false           # --auto-scaling, VNFM_AUTO_SCALING: POST /alert/auto_scaling
+//! timer_interval = 20            # --timer-interval: heal window in seconds
+//! scale_cooldown = 300           # --scale-cooldown: seconds between two auto-scales of an aspect
+//! receiver_types = ["tacker"]    # --receiver-type: accepted `receiver_type` label values
+//! bearer_token = "..."           # VNFM_ALERT_BEARER_TOKEN
+//! basic_auth_user = "..."        # VNFM_ALERT_BASIC_USER
+//! basic_auth_password = "..."    # VNFM_ALERT_BASIC_PASSWORD
 //! ```
+//!
+//! Secrets (`api_token`, `bearer_token`, `basic_auth_password`) are [`Secret`]s: `config show`
+//! and `Debug` print them as `<redacted>`.
 //!
 //! The default `insufficient_resource_pattern` is
 //! [`vnfm_core::reselect::DEFAULT_INSUFFICIENT_RESOURCE_PATTERN`]: it matches create and update
 //! failures whose Nova fault is "No valid host was found" or "Exceeded maximum number of
 //! retries", with nested resource paths. An invalid regex is a configuration error at start.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use vnfm_core::alert::PrometheusPluginConfig;
 
 use crate::error::CliError;
 
@@ -132,6 +153,153 @@ pub struct Config {
     /// `[placement]`
     #[serde(default)]
     pub placement: PlacementConfig,
+    /// `[server]`
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// `[prometheus_plugin]`
+    #[serde(default)]
+    pub prometheus_plugin: PrometheusConfig,
+}
+
+/// A secret (token, password): `Debug` and `Serialize` print `<redacted>`.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// What `Debug` and `Serialize` print instead of the value.
+    pub const REDACTED: &'static str = "<redacted>";
+
+    /// Wraps `value`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret value itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(Self::REDACTED)
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(Self::REDACTED)
+    }
+}
+
+/// The default `[server] listen` address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9890";
+
+/// `[server]`: the HTTP server of `vnfm serve`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// `listen` (default `127.0.0.1:9890`).
+    pub listen: SocketAddr,
+    /// `api_token`: a bearer token the LCM API (`/vnflcm/...`) requires; `None` = open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_token: Option<Secret>,
+    /// `body_limit`: the largest request body in bytes (default 1 MiB).
+    pub body_limit: usize,
+    /// `request_timeout`: seconds a request may take (default 30).
+    pub request_timeout: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 9890)),
+            api_token: None,
+            body_limit: 1024 * 1024,
+            request_timeout: 30,
+        }
+    }
+}
+
+/// `[prometheus_plugin]`: the keys of [`PrometheusPluginConfig`] plus the credentials the
+/// alert endpoints require.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PrometheusConfig {
+    /// `auto_healing`, `auto_scaling`, `timer_interval`, `scale_cooldown`, `receiver_types`,
+    /// `dedupe_ttl`, `dedupe_capacity`.
+    pub plugin: PrometheusPluginConfig,
+    /// `bearer_token`: accepted as `Authorization: Bearer <token>`.
+    pub bearer_token: Option<Secret>,
+    /// `basic_auth_user`: with `basic_auth_password`, accepted as `Authorization: Basic`.
+    pub basic_auth_user: Option<String>,
+    /// `basic_auth_password`.
+    pub basic_auth_password: Option<Secret>,
+}
+
+impl PrometheusConfig {
+    /// Whether the alert endpoints require credentials.
+    pub fn requires_auth(&self) -> bool {
+        self.bearer_token.is_some() || self.basic_auth_user.is_some()
+    }
+}
+
+#[derive(Serialize)]
+struct PrometheusConfigOut<'a> {
+    #[serde(flatten)]
+    plugin: &'a PrometheusPluginConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bearer_token: Option<&'a Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    basic_auth_user: Option<&'a String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    basic_auth_password: Option<&'a Secret>,
+}
+
+impl Serialize for PrometheusConfig {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        PrometheusConfigOut {
+            plugin: &self.plugin,
+            bearer_token: self.bearer_token.as_ref(),
+            basic_auth_user: self.basic_auth_user.as_ref(),
+            basic_auth_password: self.basic_auth_password.as_ref(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for PrometheusConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut table = toml::Table::deserialize(d)?;
+        let mut take = |key: &str| -> Result<Option<String>, D::Error> {
+            match table.remove(key) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => Ok(Some(s)),
+                Some(other) => Err(D::Error::custom(format!(
+                    "[prometheus_plugin] {key} is a {}; expected a string",
+                    other.type_str()
+                ))),
+            }
+        };
+        let bearer_token = take("bearer_token")?.map(Secret);
+        let basic_auth_user = take("basic_auth_user")?;
+        let basic_auth_password = take("basic_auth_password")?.map(Secret);
+        if basic_auth_user.is_some() != basic_auth_password.is_some() {
+            return Err(D::Error::custom(
+                "[prometheus_plugin] basic_auth_user and basic_auth_password go together; \
+                 expected both or neither",
+            ));
+        }
+        let plugin = PrometheusPluginConfig::deserialize(toml::Value::Table(table))
+            .map_err(|e| D::Error::custom(format!("[prometheus_plugin] {e}")))?;
+        Ok(Self {
+            plugin,
+            bearer_token,
+            basic_auth_user,
+            basic_auth_password,
+        })
+    }
 }
 
 /// Values given on the command line or in the environment, which override the file.
@@ -207,6 +375,42 @@ impl Config {
         self
     }
 
+    /// Applies the options of `vnfm serve` (flags or environment).
+    pub fn with_serve_args(mut self, a: &crate::cli::ServeArgs) -> Config {
+        if let Some(l) = a.listen {
+            self.server.listen = l;
+        }
+        if let Some(t) = &a.api_token {
+            self.server.api_token = Some(Secret::new(t.clone()));
+        }
+        let p = &mut self.prometheus_plugin;
+        if let Some(v) = a.auto_healing {
+            p.plugin.auto_healing = v;
+        }
+        if let Some(v) = a.auto_scaling {
+            p.plugin.auto_scaling = v;
+        }
+        if let Some(v) = a.timer_interval {
+            p.plugin.timer_interval = v;
+        }
+        if let Some(v) = a.scale_cooldown {
+            p.plugin.scale_cooldown = v;
+        }
+        if !a.receiver_types.is_empty() {
+            p.plugin.receiver_types = a.receiver_types.clone();
+        }
+        if let Some(t) = &a.alert_bearer_token {
+            p.bearer_token = Some(Secret::new(t.clone()));
+        }
+        if let Some(u) = &a.alert_basic_user {
+            p.basic_auth_user = Some(u.clone());
+        }
+        if let Some(pw) = &a.alert_basic_password {
+            p.basic_auth_password = Some(Secret::new(pw.clone()));
+        }
+        self
+    }
+
     /// The state file: the configured path, else `$XDG_STATE_HOME/vnfm/state.sqlite`, else
     /// `$HOME/.local/state/vnfm/state.sqlite`, else `./vnfm-state.sqlite`.
     pub fn state_path(&self) -> PathBuf {
@@ -275,6 +479,57 @@ mod tests {
             s.contains("aws") && s.contains("sim") && s.contains("openstack"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn server_and_prometheus_sections_parse_and_redact_secrets() {
+        let c = Config::from_toml(
+            Path::new("v.toml"),
+            "[server]\nlisten = \"127.0.0.1:1234\"\napi_token = \"api-s3cret\"\n\
+             [prometheus_plugin]\nauto_healing = true\ntimer_interval = 5\n\
+             bearer_token = \"tok-s3cret\"\nbasic_auth_user = \"u\"\n\
+             basic_auth_password = \"pw-s3cret\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.server.listen, "127.0.0.1:1234".parse().unwrap());
+        assert_eq!(c.server.api_token.as_ref().unwrap().expose(), "api-s3cret");
+        assert!(c.prometheus_plugin.plugin.auto_healing);
+        assert!(!c.prometheus_plugin.plugin.auto_scaling);
+        assert_eq!(c.prometheus_plugin.plugin.timer_interval, 5);
+        assert_eq!(
+            c.prometheus_plugin
+                .basic_auth_password
+                .as_ref()
+                .unwrap()
+                .expose(),
+            "pw-s3cret"
+        );
+        let shown = format!("{c:?}\n{}", toml::to_string(&c).unwrap());
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(
+            shown.contains("<redacted>") && shown.contains("timer_interval = 5"),
+            "{shown}"
+        );
+        for (text, want) in [
+            (
+                "[prometheus_plugin]\ntimer_intervall = 3\n",
+                "timer_intervall",
+            ),
+            (
+                "[prometheus_plugin]\nbearer_token = 3\n",
+                "bearer_token is a integer",
+            ),
+            (
+                "[prometheus_plugin]\nbasic_auth_user = \"u\"\n",
+                "go together",
+            ),
+            ("[server]\nlisten = \"nowhere\"\n", "nowhere"),
+        ] {
+            let e = Config::from_toml(Path::new("v.toml"), text)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want) && e.contains("v.toml"), "{e}");
+        }
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! - [`commands`]: one function per command; they build the drivers and call `vnfm-core`.
 //! - [`output`]: data on stdout (human or JSON), diagnostics and progress on stderr.
 //! - [`exit`]: the exit codes.
+//! - [`serve`]: `vnfm serve`, the HTTP server (SOL003 VNF LCM API, Prometheus alert endpoints,
+//!   `/metrics`).
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
 
@@ -19,6 +21,7 @@ pub mod config;
 pub mod error;
 pub mod exit;
 pub mod output;
+pub mod serve;
 pub mod store;
 
 pub use error::CliError;

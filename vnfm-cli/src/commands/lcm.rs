@@ -102,7 +102,11 @@ fn not_found(config: &Config, what: &str, id: &str, e: vnfm_core::driver::Driver
     }
 }
 
-fn check_vim(config: &Config) -> Result<(), CliError> {
+/// Fails unless the configured VIM is wired into this build (the simulator).
+///
+/// # Errors
+/// [`CliError::Usage`] for `openstack`.
+pub fn check_vim(config: &Config) -> Result<(), CliError> {
     match config.vim.kind {
         VimKind::Sim => Ok(()),
         VimKind::Openstack => Err(CliError::Usage(
@@ -113,7 +117,10 @@ fn check_vim(config: &Config) -> Result<(), CliError> {
 
 /// The simulated cloud of the state file, or a new one from `cloud_path` (else the configured
 /// cloud file, else the built-in demo cloud) when the state file has none yet.
-async fn open_sim(
+///
+/// # Errors
+/// An unreadable saved cloud or cloud file, or a cloud file other than the saved one (exit 2).
+pub async fn open_sim(
     store: &SqliteStore,
     cloud_path: Option<&Path>,
     config: &Config,
@@ -153,7 +160,15 @@ async fn open_sim(
     }
 }
 
-async fn save_sim(store: &SqliteStore, sim: &SimCloud, config: &Config) -> Result<(), CliError> {
+/// Saves the simulated cloud's state in the state file.
+///
+/// # Errors
+/// [`CliError::State`] when the state file cannot be written.
+pub async fn save_sim(
+    store: &SqliteStore,
+    sim: &SimCloud,
+    config: &Config,
+) -> Result<(), CliError> {
     let snap = sim.snapshot()?;
     store
         .put_document(SIM_DOCUMENT, snap)
@@ -285,7 +300,7 @@ async fn env(
 }
 
 /// A salt for ids that differs between runs: the wall clock and the process id.
-fn id_salt() -> u64 {
+pub fn id_salt() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)

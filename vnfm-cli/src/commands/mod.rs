@@ -34,6 +34,7 @@ pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
         Command::Terminate(args) => lcm::terminate(&config, &args, out),
         Command::Instance(cmd) => lcm::instance(&config, &cmd, out),
         Command::Op(cmd) => lcm::op(&config, &cmd, out),
+        Command::Serve(args) => crate::serve::run(config.with_serve_args(&args), out.quiet),
     }
 }
 

@@ -1,0 +1,203 @@
+//! `POST /alert/auto_healing` and `POST /alert/auto_scaling`, and the dispatcher that runs
+//! the heal windows when they close. Every decision comes from
+//! [`vnfm_core::alert::AlertHandler`]; this module only feeds it and carries out its jobs.
+
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use chrono::Utc;
+use tokio::sync::watch;
+use vnfm_core::alert::{bad_request, Action, Endpoint, HealJob, Webhook};
+
+use super::http::{problem, problem_of, read_body};
+use super::metrics::endpoint_label;
+use super::{spawn_op, App, OpRequest};
+
+pub(crate) fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/alert/auto_healing", post(auto_healing))
+        .route("/alert/auto_scaling", post(auto_scaling))
+}
+
+async fn auto_healing(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let r = receive(&app, Endpoint::AutoHealing, &headers, body).await;
+    app.shared
+        .metrics
+        .request(Endpoint::AutoHealing, r.status().as_u16());
+    r
+}
+
+async fn auto_scaling(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    let r = receive(&app, Endpoint::AutoScaling, &headers, body).await;
+    app.shared
+        .metrics
+        .request(Endpoint::AutoScaling, r.status().as_u16());
+    r
+}
+
+async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: Body) -> Response {
+    if let Err(p) = app.config.prometheus_plugin.plugin.check_enabled(endpoint) {
+        return problem(*p);
+    }
+    if !app.alert_auth.admits(headers) {
+        app.note(&format!(
+            "{} webhook refused: missing or wrong credentials",
+            endpoint_label(endpoint)
+        ));
+        let mut r = problem_of(
+            401,
+            "the alert endpoints require the credentials of [prometheus_plugin] \
+             (bearer_token or basic_auth_user / basic_auth_password)",
+        );
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(app.alert_auth.challenge()),
+        );
+        return r;
+    }
+    let body = match read_body(body, app.config.server.body_limit).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let webhook = match Webhook::from_slice(&body) {
+        Ok(w) => w,
+        Err(e) => return problem(bad_request(&e)),
+    };
+    let metrics = &app.shared.metrics;
+    metrics.received(endpoint, webhook.alerts.len());
+    let (outcomes, snapshot) = {
+        let mut h = app.lock_alerts();
+        let outcomes = {
+            let cache = app
+                .shared
+                .cache
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            h.handle_alerts(endpoint, &webhook, &*cache, Utc::now())
+        };
+        let snapshot = app.snapshot_locked(&h);
+        (outcomes, snapshot)
+    };
+    let mut accepted = false;
+    let mut scales = Vec::new();
+    for o in outcomes {
+        match o.action {
+            Action::HealQueued { .. } => {
+                metrics.accepted(endpoint);
+                accepted = true;
+            }
+            Action::Scale(job) => {
+                metrics.accepted(endpoint);
+                accepted = true;
+                scales.push(job);
+            }
+            Action::Ignored(reason) => {
+                metrics.ignored(endpoint, reason.label());
+                app.note(&format!(
+                    "{} alert #{} (fingerprint {}) ignored [{}]: {reason}",
+                    endpoint_label(endpoint),
+                    o.index,
+                    o.fingerprint,
+                    reason.label()
+                ));
+            }
+        }
+    }
+    if accepted {
+        // Saved before the answer: an accepted alert survives a restart.
+        app.persist(snapshot).await;
+        app.shared.wake.notify_one();
+    } else {
+        let app = app.clone();
+        tokio::spawn(async move { app.persist(snapshot).await });
+    }
+    for job in scales {
+        let opts = job.options();
+        // The handler marked the instance busy; the operation's end marks it idle.
+        drop(spawn_op(
+            app,
+            job.instance.clone(),
+            OpRequest::Scale(job.request),
+            opts,
+        ));
+    }
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// Starts one closed heal window (its instance is marked busy by `poll_due`).
+fn start_heal(app: &Arc<App>, mut job: HealJob) {
+    let instance = app
+        .shared
+        .cache
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&job.instance)
+        .cloned();
+    let Some(instance) = instance else {
+        app.note(&format!(
+            "heal window of VNF instance {} dropped: the instance is gone",
+            job.instance
+        ));
+        app.release(&job.instance);
+        return;
+    };
+    let dropped = job.retain_existing(&instance);
+    if !dropped.is_empty() {
+        app.note(&format!(
+            "heal of VNF instance {}: VNFC(s) {} no longer exist",
+            job.instance,
+            dropped.join(", ")
+        ));
+    }
+    if job.vnfcs.is_empty() {
+        app.release(&job.instance);
+        return;
+    }
+    let opts = job.options();
+    drop(spawn_op(
+        app,
+        job.instance.clone(),
+        OpRequest::Heal(job.request()),
+        opts,
+    ));
+}
+
+/// Runs heal windows as they close, until `stop` turns true.
+pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let (jobs, next, snapshot) = {
+            let mut h = app.lock_alerts();
+            let jobs = h.poll_due(Utc::now());
+            let snapshot = (!jobs.is_empty()).then(|| app.snapshot_locked(&h));
+            (jobs, h.poll_timeout(), snapshot)
+        };
+        if let Some(s) = snapshot {
+            // Saved before the heals start: a restart does not run them again.
+            app.persist(s).await;
+            for job in jobs {
+                start_heal(&app, job);
+            }
+            continue;
+        }
+        let wait = next
+            .map(|t| (t - Utc::now()).to_std().unwrap_or(Duration::ZERO))
+            .unwrap_or(Duration::from_secs(3600))
+            // The batcher's due times have sub-second precision; poll at least every
+            // second so a restored window is never late by more than that.
+            .min(Duration::from_secs(1));
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = app.shared.wake.notified() => {}
+            _ = stop.changed() => {}
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! The SOL003 VNF LCM API subset (v2 paths).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{Map, Value};
+use vnfm_core::driver::{OpOccFilter, Store, StoreBatch};
+use vnfm_core::id::{IdGen, OpOccId, VnfInstanceId};
+use vnfm_core::lcm::{
+    CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType,
+    LcmOperationType, ScaleVnfRequest, TerminateVnfRequest, VnfInstance, VnfLcmOpOcc,
+};
+use vnfm_core::lifecycle::grant::{lcm_op_occ_href, vnf_instance_href};
+use vnfm_core::lifecycle::OperationOptions;
+use vnfm_core::problem::ProblemDetails;
+
+use super::http::{json, parse, problem, problem_of, read_body};
+use super::{lcm_problem, spawn_op, App, OpRequest};
+
+pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
+    Router::new()
+        .route(
+            "/vnflcm/v2/vnf_instances",
+            post(create_instance).get(list_instances),
+        )
+        .route(
+            "/vnflcm/v2/vnf_instances/{id}",
+            get(show_instance)
+                .delete(delete_instance)
+                .patch(modify_instance),
+        )
+        .route(
+            "/vnflcm/v2/vnf_instances/{id}/instantiate",
+            post(instantiate),
+        )
+        .route("/vnflcm/v2/vnf_instances/{id}/scale", post(scale))
+        .route("/vnflcm/v2/vnf_instances/{id}/heal", post(heal))
+        .route("/vnflcm/v2/vnf_instances/{id}/terminate", post(terminate))
+        .route("/vnflcm/v2/vnf_lcm_op_occs", get(list_op_occs))
+        .route("/vnflcm/v2/vnf_lcm_op_occs/{id}", get(show_op_occ))
+        .route("/vnflcm/v2/vnf_lcm_op_occs/{id}/fail", post(fail_op_occ))
+        .route_layer(axum::middleware::from_fn_with_state(app, require_token))
+}
+
+async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    if app.api_auth.admits(req.headers()) {
+        return next.run(req).await;
+    }
+    let mut r = problem_of(
+        401,
+        "the LCM API requires Authorization: Bearer <[server] api_token>",
+    );
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(app.api_auth.challenge()),
+    );
+    r
+}
+
+fn store_problem(e: &vnfm_core::driver::DriverError) -> Response {
+    problem_of(500, format!("the state store failed: {e}"))
+}
+
+fn with_location(mut r: Response, href: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(href) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
+
+fn instance_links(inst: VnfInstance) -> Value {
+    let href = vnf_instance_href(&inst.id);
+    let mut v = serde_json::to_value(&inst).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        let mut links = Map::new();
+        links.insert("self".into(), serde_json::json!({ "href": href }));
+        for op in ["instantiate", "scale", "heal", "terminate"] {
+            links.insert(
+                op.into(),
+                serde_json::json!({ "href": format!("{href}/{op}") }),
+            );
+        }
+        o.insert("_links".into(), Value::Object(links));
+    }
+    v
+}
+
+async fn body_of(app: &App, body: Body) -> Result<axum::body::Bytes, Response> {
+    read_body(body, app.config.server.body_limit).await
+}
+
+async fn create_instance(State(app): State<Arc<App>>, body: Body) -> Response {
+    let req: CreateVnfRequest = match body_of(&app, body)
+        .await
+        .and_then(|b| parse(&b, "CreateVnfRequest"))
+    {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let pkg = match app.package(&req.vnfd_id) {
+        Ok(p) => p,
+        Err(p) => return problem(p),
+    };
+    match app.lcm.create(&pkg, &req).await {
+        Ok(inst) => {
+            let href = vnf_instance_href(&inst.id);
+            with_location(json(StatusCode::CREATED, &instance_links(inst)), &href)
+        }
+        Err(e) => problem(lcm_problem(&e)),
+    }
+}
+
+async fn list_instances(State(app): State<Arc<App>>) -> Response {
+    let _gate = app.shared.gate.read().await;
+    match app.store.instances().await {
+        Ok(list) => {
+            let v: Vec<Value> = list.into_iter().map(instance_links).collect();
+            json(StatusCode::OK, &v)
+        }
+        Err(e) => store_problem(&e),
+    }
+}
+
+async fn load(app: &App, id: &VnfInstanceId) -> Result<VnfInstance, Response> {
+    app.store.instance(id).await.map_err(|e| {
+        if e.is_not_found() {
+            problem_of(404, format!("VNF instance {id} not found"))
+        } else {
+            store_problem(&e)
+        }
+    })
+}
+
+async fn show_instance(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let _gate = app.shared.gate.read().await;
+    match load(&app, &VnfInstanceId::from(id)).await {
+        Ok(inst) => json(StatusCode::OK, &instance_links(inst)),
+        Err(r) => r,
+    }
+}
+
+async fn delete_instance(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let id = VnfInstanceId::from(id);
+    if let Err(p) = app.claim(&id) {
+        return problem(p);
+    }
+    let r = app.lcm.delete(&id).await;
+    app.release(&id);
+    match r {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => problem(lcm_problem(&e)),
+    }
+}
+
+/// Merges `patch` into `target` (JSON merge patch, RFC 7396: `null` removes a key).
+fn merge(target: &mut Map<String, Value>, patch: &Map<String, Value>) {
+    for (k, v) in patch {
+        match (v, target.get_mut(k)) {
+            (Value::Null, _) => {
+                target.remove(k);
+            }
+            (Value::Object(p), Some(Value::Object(t))) => merge(t, p),
+            _ => {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// `PATCH`: a `VnfInfoModificationRequest` (`vnfInstanceName`, `vnfInstanceDescription`,
+/// `vnfConfigurableProperties`, `metadata`), applied at once as a `MODIFY_INFO` occurrence.
+async fn modify_instance(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let id = VnfInstanceId::from(id);
+    let patch: Map<String, Value> = match body_of(&app, body)
+        .await
+        .and_then(|b| parse(&b, "VnfInfoModificationRequest"))
+    {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    const KNOWN: [&str; 4] = [
+        "vnfInstanceName",
+        "vnfInstanceDescription",
+        "vnfConfigurableProperties",
+        "metadata",
+    ];
+    if let Some(k) = patch.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        return problem_of(
+            422,
+            format!(
+                "VnfInfoModificationRequest: {k} cannot be modified here; expected one of {}",
+                KNOWN.join(", ")
+            ),
+        );
+    }
+    for k in ["vnfConfigurableProperties", "metadata"] {
+        if let Some(v) = patch.get(k).filter(|v| !v.is_object() && !v.is_null()) {
+            return problem_of(
+                400,
+                format!("VnfInfoModificationRequest.{k} is {v}; expected an object"),
+            );
+        }
+    }
+    if let Err(p) = app.claim(&id) {
+        return problem(p);
+    }
+    let r = modify(&app, &id, &patch).await;
+    app.release(&id);
+    r
+}
+
+async fn modify(app: &App, id: &VnfInstanceId, patch: &Map<String, Value>) -> Response {
+    let mut inst = match load(app, id).await {
+        Ok(i) => i,
+        Err(r) => return r,
+    };
+    let running = match app.store.op_occs(OpOccFilter::instance(id.clone())).await {
+        Ok(ops) => ops.into_iter().find(|o| !o.is_terminal()),
+        Err(e) => return store_problem(&e),
+    };
+    if let Some(r) = running {
+        return problem_of(
+            409,
+            format!(
+                "operation {} is {} on VNF instance {id}; fail it first",
+                r.id,
+                crate::commands::lcm::sol(&r.operation_state)
+            ),
+        );
+    }
+    let text = |k: &str| patch.get(k).map(|v| v.as_str().map(str::to_owned));
+    if let Some(v) = text("vnfInstanceName") {
+        inst.vnf_instance_name = v;
+    }
+    if let Some(v) = text("vnfInstanceDescription") {
+        inst.vnf_instance_description = v;
+    }
+    if let Some(Value::Object(p)) = patch.get("vnfConfigurableProperties") {
+        let mut props = inst.vnf_configurable_properties.take().unwrap_or_default();
+        merge(&mut props, p);
+        inst.vnf_configurable_properties = Some(props);
+    }
+    if let Some(Value::Object(p)) = patch.get("metadata") {
+        let mut meta = inst.metadata.take().unwrap_or_default();
+        merge(&mut meta, p);
+        inst.metadata = Some(meta);
+    }
+    let now = chrono::Utc::now();
+    let op_id = OpOccId::from(IdGen::seeded(crate::commands::lcm::id_salt()).next_uuid());
+    let mut op = VnfLcmOpOcc::new(op_id.clone(), id.clone(), LcmOperationType::ModifyInfo, now)
+        .with_operation_params(Value::Object(patch.clone()));
+    op.links.insert(
+        "self".into(),
+        vnfm_core::grant::Link::new(lcm_op_occ_href(&op_id)),
+    );
+    op.links.insert(
+        "vnfInstance".into(),
+        vnfm_core::grant::Link::new(vnf_instance_href(id)),
+    );
+    op.enter(LcmOperationStateType::Completed, now);
+    match app
+        .store
+        .commit(StoreBatch::new().with_instance(inst).with_op_occ(op))
+        .await
+    {
+        Ok(()) => with_location(
+            StatusCode::ACCEPTED.into_response(),
+            &lcm_op_occ_href(&op_id),
+        ),
+        Err(e) => store_problem(&e),
+    }
+}
+
+async fn launch(app: Arc<App>, id: String, op: OpRequest) -> Response {
+    let id = VnfInstanceId::from(id);
+    if let Err(p) = app.claim(&id) {
+        return problem(p);
+    }
+    let rx = spawn_op(&app, id, op, OperationOptions::default());
+    match rx.await {
+        Ok(Ok(op_id)) => with_location(
+            StatusCode::ACCEPTED.into_response(),
+            &lcm_op_occ_href(&op_id),
+        ),
+        Ok(Err(p)) => problem(p),
+        Err(_) => problem(ProblemDetails::new(
+            500,
+            "the operation ended before it was recorded",
+        )),
+    }
+}
+
+macro_rules! operation {
+    ($name:ident, $req:ty, $what:literal, $variant:ident) => {
+        async fn $name(
+            State(app): State<Arc<App>>,
+            Path(id): Path<String>,
+            body: Body,
+        ) -> Response {
+            let req: $req = match body_of(&app, body).await.and_then(|b| parse(&b, $what)) {
+                Ok(r) => r,
+                Err(r) => return r,
+            };
+            launch(app, id, OpRequest::$variant(req.into())).await
+        }
+    };
+}
+
+operation!(
+    instantiate,
+    InstantiateVnfRequest,
+    "InstantiateVnfRequest",
+    Instantiate
+);
+operation!(scale, ScaleVnfRequest, "ScaleVnfRequest", Scale);
+operation!(heal, HealVnfRequest, "HealVnfRequest", Heal);
+operation!(
+    terminate,
+    TerminateVnfRequest,
+    "TerminateVnfRequest",
+    Terminate
+);
+
+async fn list_op_occs(State(app): State<Arc<App>>) -> Response {
+    let _gate = app.shared.gate.read().await;
+    match app.store.op_occs(OpOccFilter::all()).await {
+        Ok(ops) => json(StatusCode::OK, &ops),
+        Err(e) => store_problem(&e),
+    }
+}
+
+async fn show_op_occ(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let _gate = app.shared.gate.read().await;
+    let id = OpOccId::from(id);
+    match app.store.op_occ(&id).await {
+        Ok(op) => json(StatusCode::OK, &op),
+        Err(e) if e.is_not_found() => {
+            problem_of(404, format!("VNF LCM operation occurrence {id} not found"))
+        }
+        Err(e) => store_problem(&e),
+    }
+}
+
+async fn fail_op_occ(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let id = OpOccId::from(id);
+    match app.lcm.fail(&id).await {
+        Ok(op) => json(StatusCode::OK, &op),
+        Err(e) => {
+            let mut p = lcm_problem(&e);
+            if matches!(e, vnfm_core::lifecycle::LcmError::Invalid(_)) {
+                p.status = 404;
+            }
+            problem(p)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_adds_replaces_and_removes() {
+        let mut t = json!({"a": 1, "b": {"c": 2, "d": 3}, "e": 4})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let p = json!({"a": 5, "b": {"c": null, "x": 1}, "e": null, "n": true});
+        merge(&mut t, p.as_object().unwrap());
+        assert_eq!(
+            Value::Object(t),
+            json!({"a": 5, "b": {"d": 3, "x": 1}, "n": true})
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! The counters behind `GET /metrics`, rendered in the Prometheus text format (0.0.4).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use vnfm_core::alert::Endpoint;
+
+/// The metrics label of an alert endpoint.
+pub(crate) fn endpoint_label(e: Endpoint) -> &'static str {
+    match e {
+        Endpoint::AutoHealing => "auto_healing",
+        Endpoint::AutoScaling => "auto_scaling",
+    }
+}
+
+fn index(e: Endpoint) -> usize {
+    match e {
+        Endpoint::AutoHealing => 0,
+        Endpoint::AutoScaling => 1,
+    }
+}
+
+const ENDPOINTS: [Endpoint; 2] = [Endpoint::AutoHealing, Endpoint::AutoScaling];
+
+/// Values read at render time.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Gauges {
+    /// Heal windows not yet dispatched.
+    pub pending_heals: usize,
+    /// Alert occurrences remembered for de-duplication.
+    pub remembered_alerts: usize,
+    /// LCM operations running now.
+    pub running_operations: usize,
+}
+
+/// Every counter of the server.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    received: [AtomicU64; 2],
+    accepted: [AtomicU64; 2],
+    ignored: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
+    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    operations: Mutex<BTreeMap<(String, String), u64>>,
+    reselections: AtomicU64,
+}
+
+fn bump<K: Ord>(m: &Mutex<BTreeMap<K, u64>>, key: K, n: u64) {
+    let mut g = m.lock().unwrap_or_else(PoisonError::into_inner);
+    *g.entry(key).or_insert(0) += n;
+}
+
+impl Metrics {
+    pub(crate) fn received(&self, e: Endpoint, n: usize) {
+        self.received[index(e)].fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn accepted(&self, e: Endpoint) {
+        self.accepted[index(e)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn ignored(&self, e: Endpoint, reason: &'static str) {
+        bump(&self.ignored, (endpoint_label(e), reason), 1);
+    }
+
+    pub(crate) fn request(&self, e: Endpoint, status: u16) {
+        bump(&self.requests, (endpoint_label(e), status), 1);
+    }
+
+    pub(crate) fn operation(&self, operation: String, state: String) {
+        bump(&self.operations, (operation, state), 1);
+    }
+
+    pub(crate) fn reselections(&self, n: u64) {
+        self.reselections.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The text exposition.
+    pub(crate) fn render(&self, g: Gauges) -> String {
+        let mut s = String::new();
+        header(
+            &mut s,
+            "vnfm_alert_requests_total",
+            "counter",
+            "Webhook requests to the alert endpoints, by endpoint and HTTP status.",
+        );
+        for ((e, code), n) in self
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            let _ = writeln!(
+                s,
+                "vnfm_alert_requests_total{{endpoint=\"{e}\",code=\"{code}\"}} {n}"
+            );
+        }
+        header(
+            &mut s,
+            "vnfm_alerts_received_total",
+            "counter",
+            "Alerts received in valid webhooks, by endpoint.",
+        );
+        for e in ENDPOINTS {
+            let n = self.received[index(e)].load(Ordering::Relaxed);
+            let _ = writeln!(
+                s,
+                "vnfm_alerts_received_total{{endpoint=\"{}\"}} {n}",
+                endpoint_label(e)
+            );
+        }
+        header(
+            &mut s,
+            "vnfm_alerts_accepted_total",
+            "counter",
+            "Alerts that queued a heal or started a scale, by endpoint.",
+        );
+        for e in ENDPOINTS {
+            let n = self.accepted[index(e)].load(Ordering::Relaxed);
+            let _ = writeln!(
+                s,
+                "vnfm_alerts_accepted_total{{endpoint=\"{}\"}} {n}",
+                endpoint_label(e)
+            );
+        }
+        header(
+            &mut s,
+            "vnfm_alerts_ignored_total",
+            "counter",
+            "Alerts that triggered nothing, by endpoint and reason.",
+        );
+        for ((e, r), n) in self
+            .ignored
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            let _ = writeln!(
+                s,
+                "vnfm_alerts_ignored_total{{endpoint=\"{e}\",reason=\"{r}\"}} {n}"
+            );
+        }
+        header(
+            &mut s,
+            "vnfm_lcm_operations_total",
+            "counter",
+            "LCM operation occurrences that entered a state, by operation and state.",
+        );
+        for ((o, st), n) in self
+            .operations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            let _ = writeln!(
+                s,
+                "vnfm_lcm_operations_total{{operation=\"{o}\",state=\"{st}\"}} {n}"
+            );
+        }
+        header(
+            &mut s,
+            "vnfm_reselections_total",
+            "counter",
+            "Stack attempts after the first one (availability-zone reselections).",
+        );
+        let _ = writeln!(
+            s,
+            "vnfm_reselections_total {}",
+            self.reselections.load(Ordering::Relaxed)
+        );
+        for (name, help, v) in [
+            (
+                "vnfm_heal_windows_pending",
+                "Auto-heal windows not yet dispatched.",
+                g.pending_heals,
+            ),
+            (
+                "vnfm_alerts_remembered",
+                "Alert occurrences remembered for de-duplication (bounded by dedupe_capacity).",
+                g.remembered_alerts,
+            ),
+            (
+                "vnfm_lcm_operations_running",
+                "LCM operations running now.",
+                g.running_operations,
+            ),
+        ] {
+            header(&mut s, name, "gauge", help);
+            let _ = writeln!(s, "{name} {v}");
+        }
+        s
+    }
+}
+
+fn header(s: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_every_family_with_labels() {
+        let m = Metrics::default();
+        m.received(Endpoint::AutoHealing, 3);
+        m.accepted(Endpoint::AutoHealing);
+        m.ignored(Endpoint::AutoHealing, "duplicate");
+        m.ignored(Endpoint::AutoHealing, "duplicate");
+        m.request(Endpoint::AutoScaling, 401);
+        m.operation("HEAL".into(), "COMPLETED".into());
+        m.reselections(2);
+        let t = m.render(Gauges {
+            pending_heals: 1,
+            ..Gauges::default()
+        });
+        for line in [
+            "vnfm_alerts_received_total{endpoint=\"auto_healing\"} 3",
+            "vnfm_alerts_received_total{endpoint=\"auto_scaling\"} 0",
+            "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"} 1",
+            "vnfm_alerts_ignored_total{endpoint=\"auto_healing\",reason=\"duplicate\"} 2",
+            "vnfm_alert_requests_total{endpoint=\"auto_scaling\",code=\"401\"} 1",
+            "vnfm_lcm_operations_total{operation=\"HEAL\",state=\"COMPLETED\"} 1",
+            "vnfm_reselections_total 2",
+            "vnfm_heal_windows_pending 1",
+            "# TYPE vnfm_alerts_ignored_total counter",
+        ] {
+            assert!(t.lines().any(|l| l == line), "missing {line:?} in\n{t}");
+        }
+    }
+}

@@ -1,0 +1,585 @@
+//! `vnfm serve`: the SOL003 VNF LCM API subset, the Prometheus Alertmanager endpoints that
+//! drive auto-heal and auto-scale, and `/metrics`, over HTTP (axum on tokio).
+//!
+//! # Routes
+//! - `POST/GET /vnflcm/v2/vnf_instances`, `GET/PATCH/DELETE /vnflcm/v2/vnf_instances/{id}`,
+//!   `POST /vnflcm/v2/vnf_instances/{id}/{instantiate|scale|heal|terminate}` (202 with the
+//!   `Location` of the operation occurrence; the operation runs in the background),
+//!   `GET /vnflcm/v2/vnf_lcm_op_occs[/{id}]`, `POST /vnflcm/v2/vnf_lcm_op_occs/{id}/fail`.
+//!   One LCM operation at a time per instance: 409 otherwise. With `[server] api_token`, these
+//!   require `Authorization: Bearer <token>`.
+//! - `POST /alert/auto_healing`, `POST /alert/auto_scaling`: Alertmanager webhooks (v4), 404
+//!   unless enabled in `[prometheus_plugin]`, 401 without the configured credentials, 400 for
+//!   a body that is not a webhook, else 204. Every decision is taken by
+//!   [`vnfm_core::alert::AlertHandler`]; ignored alerts are logged on stderr with their reason
+//!   and counted.
+//! - `GET /metrics`: Prometheus text format.
+//!
+//! Errors are SOL013 ProblemDetails (`application/problem+json`). Bodies above
+//! `[server] body_limit` are 413; requests slower than `[server] request_timeout` are 503.
+//!
+//! # State
+//! Instances and occurrences live in the state file ([`crate::store::SqliteStore`]), with the
+//! simulated cloud (saved after every operation) and the alert handler's pending state
+//! (heal windows, remembered alerts, scale cooldowns: document [`ALERT_DOCUMENT`], saved before
+//! an accepted alert is answered). After a restart the pending heal windows still run, once.
+//! Operations that a stop interrupted are set to `FAILED_TEMP` at start.
+
+// Handlers return `Result<_, Response>` (axum's idiom: the error is the response to send),
+// and a `Response` is larger than clippy's threshold.
+#![allow(clippy::result_large_err)]
+
+mod alerts;
+mod auth;
+mod http;
+mod lcm_api;
+mod metrics;
+mod observe;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use tokio::sync::{oneshot, watch, Notify};
+use vnfm_core::alert::{AlertHandler, AlertState};
+use vnfm_core::driver::{OpOccFilter, Store, StoreBatch};
+use vnfm_core::id::{OpOccId, VnfInstanceId};
+use vnfm_core::lcm::{
+    HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleVnfRequest,
+    TerminateVnfRequest,
+};
+use vnfm_core::lifecycle::{Drivers, LcmError, Lifecycle, OperationOptions};
+use vnfm_core::package::VnfPackage;
+use vnfm_core::problem::ProblemDetails;
+use vnfm_core::sim::SimCloud;
+
+use crate::cli::PlacementArgs;
+use crate::commands::lcm::{self as lcm_cmd, SystemClock};
+use crate::config::Config;
+use crate::error::CliError;
+use crate::store::SqliteStore;
+use auth::Credentials;
+use metrics::Gauges;
+use observe::{ObservedStore, Shared, Started};
+
+/// The state-file document holding the alert handler's pending state.
+pub const ALERT_DOCUMENT: &str = "alert_state";
+
+/// How long a stop waits for running operations.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An operation to run in the background.
+#[derive(Debug, Clone)]
+pub(crate) enum OpRequest {
+    Instantiate(Box<InstantiateVnfRequest>),
+    Scale(ScaleVnfRequest),
+    Heal(HealVnfRequest),
+    Terminate(TerminateVnfRequest),
+}
+
+/// Everything a request handler needs.
+#[derive(Debug)]
+pub(crate) struct App {
+    config: Config,
+    quiet: bool,
+    sqlite: SqliteStore,
+    store: ObservedStore,
+    shared: Arc<Shared>,
+    sim: SimCloud,
+    lcm: Lifecycle,
+    alert_auth: Credentials,
+    api_auth: Credentials,
+    packages: Mutex<HashMap<String, Arc<VnfPackage>>>,
+    /// Generation of the alert state: bumped under the `alerts` lock by every change.
+    generation: AtomicU64,
+    /// The generation last written to the state file.
+    persisted: tokio::sync::Mutex<u64>,
+    running: AtomicUsize,
+    idle: Notify,
+}
+
+impl App {
+    fn note(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("vnfm serve: {line}");
+        }
+    }
+
+    fn lock_alerts(&self) -> std::sync::MutexGuard<'_, AlertHandler> {
+        self.shared
+            .alerts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn gauges(&self) -> Gauges {
+        let h = self.lock_alerts();
+        let snapshot_pending = h.snapshot().heal.pending.len();
+        Gauges {
+            pending_heals: snapshot_pending,
+            remembered_alerts: h.heal_batcher().remembered(),
+            running_operations: self.running.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Takes a snapshot of the alert state if `changed` (under the lock the caller holds).
+    fn snapshot_locked(&self, h: &AlertHandler) -> (u64, AlertState) {
+        let g = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        (g, h.snapshot())
+    }
+
+    /// Writes a snapshot taken by [`App::snapshot_locked`], unless a newer one was written.
+    async fn persist(&self, (generation, state): (u64, AlertState)) {
+        let mut last = self.persisted.lock().await;
+        if *last >= generation {
+            return;
+        }
+        let body = match serde_json::to_string(&state) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("vnfm serve: cannot encode the alert state: {e}");
+                return;
+            }
+        };
+        match self.sqlite.put_document(ALERT_DOCUMENT, body).await {
+            Ok(()) => *last = generation,
+            Err(e) => eprintln!("vnfm serve: cannot save the alert state: {e}"),
+        }
+    }
+
+    async fn persist_now(&self) {
+        let snap = {
+            let h = self.lock_alerts();
+            self.snapshot_locked(&h)
+        };
+        self.persist(snap).await;
+    }
+
+    /// The package of `vnfd_id` (cached).
+    fn package(&self, vnfd_id: &str) -> Result<Arc<VnfPackage>, ProblemDetails> {
+        if let Some(p) = self
+            .packages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(vnfd_id)
+        {
+            return Ok(p.clone());
+        }
+        let pkg = lcm_cmd::load_package(None, &self.config, Some(vnfd_id))
+            .map_err(|e| ProblemDetails::new(422, e.to_string()))?;
+        let pkg = Arc::new(pkg);
+        self.packages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(vnfd_id.to_owned(), pkg.clone());
+        Ok(pkg)
+    }
+
+    /// Marks `id` busy, unless an operation runs on it (then a 409 ProblemDetails).
+    fn claim(&self, id: &VnfInstanceId) -> Result<(), ProblemDetails> {
+        let mut h = self.lock_alerts();
+        if h.is_busy(id) {
+            return Err(ProblemDetails::new(
+                409,
+                format!(
+                    "an LCM operation is in progress on VNF instance {id}; one operation at a \
+                     time per instance"
+                ),
+            ));
+        }
+        h.mark_busy(id);
+        Ok(())
+    }
+
+    fn release(&self, id: &VnfInstanceId) {
+        self.shared.release(id);
+    }
+
+    async fn run_op(
+        &self,
+        id: &VnfInstanceId,
+        op: OpRequest,
+        opts: &OperationOptions,
+    ) -> Result<vnfm_core::lifecycle::OperationReport, ProblemDetails> {
+        let pkg = || async {
+            let inst = self.store.instance(id).await.map_err(|e| {
+                if e.is_not_found() {
+                    lcm_problem(&LcmError::NotFound(id.clone()))
+                } else {
+                    ProblemDetails::new(500, e.to_string())
+                }
+            })?;
+            self.package(&inst.vnfd_id)
+        };
+        let r = match op {
+            OpRequest::Instantiate(req) => {
+                self.lcm.instantiate(id, &*pkg().await?, &req, opts).await
+            }
+            OpRequest::Scale(req) => self.lcm.scale(id, &*pkg().await?, &req, opts).await,
+            OpRequest::Heal(req) => self.lcm.heal(id, &*pkg().await?, &req, opts).await,
+            OpRequest::Terminate(req) => self.lcm.terminate(id, &req, opts).await,
+        };
+        r.map_err(|e| lcm_problem(&e))
+    }
+}
+
+/// The ProblemDetails of an operation that could not start.
+pub(crate) fn lcm_problem(e: &LcmError) -> ProblemDetails {
+    let status = match e {
+        LcmError::NotFound(_) => 404,
+        LcmError::Conflict(_) => 409,
+        LcmError::Invalid(_) => 422,
+        _ => 500,
+    };
+    ProblemDetails::new(status, e.to_string())
+}
+
+/// Runs `op` on `id` (already claimed with [`App::claim`]) in the background. The receiver
+/// gets the occurrence id once stored, or why the operation did not start.
+pub(crate) fn spawn_op(
+    app: &Arc<App>,
+    id: VnfInstanceId,
+    op: OpRequest,
+    opts: OperationOptions,
+) -> oneshot::Receiver<Result<OpOccId, ProblemDetails>> {
+    let (tx, rx) = oneshot::channel();
+    let started: Started = Arc::new(Mutex::new(Some(tx)));
+    app.shared
+        .started
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(id.clone(), started.clone());
+    app.running.fetch_add(1, Ordering::SeqCst);
+    let app = app.clone();
+    tokio::spawn(async move {
+        let what = format!("{op:?}");
+        let kind = what.split('(').next().unwrap_or("operation").to_lowercase();
+        let result = app.run_op(&id, op, &opts).await;
+        {
+            let mut s = app
+                .shared
+                .started
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if s.get(&id).is_some_and(|x| Arc::ptr_eq(x, &started)) {
+                s.remove(&id);
+            }
+        }
+        // A stored end state released the instance already (see `observe`); an operation
+        // that did not start, or whose end could not be stored, releases it here.
+        if result.is_err() {
+            app.release(&id);
+        }
+        match result {
+            Err(p) => {
+                if opts.automatic {
+                    app.note(&format!(
+                        "automatic {kind} of VNF instance {id} did not start: {}",
+                        p.detail
+                    ));
+                }
+                observe::send_started(&started, Err(p));
+            }
+            Ok(report) => {
+                app.note(&format!(
+                    "{}{kind} of VNF instance {id}: operation {} {}{}",
+                    if opts.automatic { "automatic " } else { "" },
+                    report.op_occ.id,
+                    lcm_cmd::sol(&report.op_occ.operation_state),
+                    report
+                        .op_occ
+                        .error
+                        .as_ref()
+                        .map(|e| format!(": {}", e.detail))
+                        .unwrap_or_default()
+                ));
+                if let Err(e) = lcm_cmd::save_sim(&app.sqlite, &app.sim, &app.config).await {
+                    eprintln!("vnfm serve: {e}");
+                }
+            }
+        }
+        if app.running.fetch_sub(1, Ordering::SeqCst) == 1 {
+            app.idle.notify_waiters();
+        }
+    });
+    rx
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    let text = app.shared.metrics.render(app.gauges());
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+async fn timeout(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let secs = app.config.server.request_timeout;
+    match tokio::time::timeout(Duration::from_secs(secs), next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => http::problem_of(
+            503,
+            format!("the request took longer than {secs} s ([server] request_timeout)"),
+        ),
+    }
+}
+
+async fn not_found(req: Request) -> Response {
+    http::problem_of(
+        404,
+        format!("no route for {} {}", req.method(), req.uri().path()),
+    )
+}
+
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .merge(lcm_api::routes(app.clone()))
+        .merge(alerts::routes())
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(app.clone(), timeout))
+        .with_state(app)
+}
+
+/// A running server (see the module docs); stop it with [`Server::shutdown`].
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<(), std::io::Error>>,
+    dispatcher: tokio::task::JoinHandle<()>,
+    app: Arc<App>,
+}
+
+impl Server {
+    /// Opens the state file of `config`, restores the simulated cloud and the alert state,
+    /// binds `config.server.listen` (port 0 picks a free one) and starts serving on the
+    /// current tokio runtime.
+    ///
+    /// # Errors
+    /// An invalid configuration (`[prometheus_plugin]`, `[placement]`, an unsupported VIM),
+    /// an unusable state file, or an address that cannot be bound.
+    pub async fn start(config: Config, quiet: bool) -> Result<Server, CliError> {
+        lcm_cmd::check_vim(&config)?;
+        config.prometheus_plugin.plugin.validate()?;
+        let lcm_cfg = lcm_cmd::lcm_config(&config, &PlacementArgs::default())?;
+        let sqlite = lcm_cmd::open_state(&config)?;
+        let sim = lcm_cmd::open_sim(&sqlite, None, &config).await?;
+        let mut handler = AlertHandler::new(config.prometheus_plugin.plugin.clone());
+        let state_err = |message: &str, e| CliError::State {
+            path: config.state_path(),
+            message: message.to_owned(),
+            source: Some(e),
+        };
+        if let Some(doc) = sqlite
+            .document(ALERT_DOCUMENT)
+            .await
+            .map_err(|e| state_err("cannot read the alert state", e))?
+        {
+            let state: AlertState = serde_json::from_str(&doc).map_err(|e| CliError::State {
+                path: config.state_path(),
+                message: format!(
+                    "the saved alert state (document {ALERT_DOCUMENT}) is unreadable: {e}"
+                ),
+                source: None,
+            })?;
+            handler.restore(state);
+        }
+        let shared = Arc::new(Shared::new(handler));
+        let store = ObservedStore::new(sqlite.clone(), shared.clone());
+        let instances = store
+            .instances()
+            .await
+            .map_err(|e| state_err("cannot read the VNF instances", e))?;
+        *shared.cache.write().unwrap_or_else(PoisonError::into_inner) =
+            instances.into_iter().map(|i| (i.id.clone(), i)).collect();
+        interrupt_unfinished(&store, &config).await?;
+        let drivers = Drivers {
+            stacks: Arc::new(sim.clone()),
+            zones: Arc::new(sim.clone()),
+            compute: Arc::new(sim.clone()),
+            store: Arc::new(store.clone()),
+            clock: Arc::new(SystemClock),
+        };
+        let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(lcm_cmd::id_salt());
+        let listener = tokio::net::TcpListener::bind(config.server.listen)
+            .await
+            .map_err(|e| {
+                CliError::Usage(format!(
+                    "cannot listen on {} ([server] listen / --listen): {e}",
+                    config.server.listen
+                ))
+            })?;
+        let addr = listener.local_addr().map_err(CliError::Output)?;
+        let app = Arc::new(App {
+            alert_auth: Credentials::alerts(&config.prometheus_plugin),
+            api_auth: Credentials::bearer(config.server.api_token.as_ref()),
+            config,
+            quiet,
+            sqlite,
+            store,
+            shared,
+            sim,
+            lcm,
+            packages: Mutex::new(HashMap::new()),
+            generation: AtomicU64::new(0),
+            persisted: tokio::sync::Mutex::new(0),
+            running: AtomicUsize::new(0),
+            idle: Notify::new(),
+        });
+        let (stop, stopped) = watch::channel(false);
+        let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));
+        let mut stopped_http = stopped;
+        let service = router(app.clone());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, service)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped_http.wait_for(|s| *s).await;
+                })
+                .await
+        });
+        Ok(Server {
+            addr,
+            stop,
+            task,
+            dispatcher,
+            app,
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting requests, lets the ones in progress finish, waits (at most 30 s) for
+    /// running operations, and saves the alert state and the simulated cloud.
+    ///
+    /// # Errors
+    /// [`CliError::Output`] when the server failed while serving; [`CliError::State`] when
+    /// the simulated cloud cannot be saved.
+    pub async fn shutdown(self) -> Result<(), CliError> {
+        let _ = self.stop.send(true);
+        let served = self.task.await;
+        let _ = self.dispatcher.await;
+        let app = self.app;
+        let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+            loop {
+                let idle = app.idle.notified();
+                if app.running.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                idle.await;
+            }
+        })
+        .await;
+        if drained.is_err() {
+            eprintln!(
+                "vnfm serve: operations still running after {} s; they are left unfinished",
+                DRAIN_TIMEOUT.as_secs()
+            );
+        }
+        app.persist_now().await;
+        lcm_cmd::save_sim(&app.sqlite, &app.sim, &app.config).await?;
+        match served {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(CliError::Output(e)),
+            Err(e) => Err(CliError::Output(std::io::Error::other(e.to_string()))),
+        }
+    }
+}
+
+/// Sets the occurrences that a previous run left `STARTING` / `PROCESSING` to `FAILED_TEMP`
+/// (their operation no longer runs); `fail` them to run other operations on the instance.
+async fn interrupt_unfinished(store: &ObservedStore, config: &Config) -> Result<(), CliError> {
+    let ops = store
+        .op_occs(OpOccFilter::all())
+        .await
+        .map_err(|e| CliError::State {
+            path: config.state_path(),
+            message: "cannot read the operation occurrences".into(),
+            source: Some(e),
+        })?;
+    let now = chrono::Utc::now();
+    let mut batch = StoreBatch::new();
+    for mut op in ops.into_iter().filter(|o| {
+        matches!(
+            o.operation_state,
+            LcmOperationStateType::Starting | LcmOperationStateType::Processing
+        )
+    }) {
+        op.error = Some(
+            ProblemDetails::new(
+                500,
+                "the operation was interrupted by a stop of vnfm serve; fail it to run \
+                 another operation on this instance",
+            )
+            .with_title("Interrupted"),
+        );
+        op.enter(LcmOperationStateType::FailedTemp, now);
+        batch = batch.with_op_occ(op);
+    }
+    store.commit(batch).await.map_err(|e| CliError::State {
+        path: config.state_path(),
+        message: "cannot record interrupted operations".into(),
+        source: Some(e),
+    })
+}
+
+/// `vnfm serve`: serves until Ctrl-C or SIGTERM, then stops gracefully.
+///
+/// # Errors
+/// As [`Server::start`] and [`Server::shutdown`]; also a runtime that cannot start.
+pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            CliError::Output(std::io::Error::other(format!(
+                "cannot start the runtime: {e}"
+            )))
+        })?;
+    rt.block_on(async move {
+        let server = Server::start(config, quiet).await?;
+        if !quiet {
+            eprintln!("vnfm serve: listening on http://{}", server.local_addr());
+        }
+        shutdown_signal().await;
+        if !quiet {
+            eprintln!("vnfm serve: stopping");
+        }
+        server.shutdown().await
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

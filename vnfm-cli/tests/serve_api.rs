@@ -1,0 +1,374 @@
+//! `vnfm serve` over HTTP, in process on 127.0.0.1:0 over a temporary state file: the LCM API,
+//! the alert endpoints' status codes and ProblemDetails, and auto-heal / auto-scale end to end
+//! on the simulated cloud.
+
+mod serve_common;
+
+use serde_json::json;
+use serve_common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lcm_api_create_instantiate_patch_terminate_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let inst = get(addr, &format!("/vnflcm/v2/vnf_instances/{id}")).await;
+    assert_eq!(inst.status, 200);
+    assert_eq!(inst.header("content-type"), Some("application/json"));
+    let inst = inst.json();
+    assert_eq!(inst["instantiationState"], "INSTANTIATED");
+    assert_eq!(inst["vnfConfigurableProperties"]["isAutohealEnabled"], true);
+    assert_eq!(
+        inst["_links"]["self"]["href"],
+        format!("/vnflcm/v2/vnf_instances/{id}")
+    );
+    let list = get(addr, "/vnflcm/v2/vnf_instances").await.json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+
+    // 409: already instantiated; delete of an instantiated instance.
+    let r = post_json(
+        addr,
+        &format!("/vnflcm/v2/vnf_instances/{id}/instantiate"),
+        &json!({"flavourId": "default"}),
+    )
+    .await;
+    assert!(r.problem(409)["detail"]
+        .as_str()
+        .unwrap()
+        .contains("INSTANTIATED"));
+    let r = request(
+        addr,
+        "DELETE",
+        &format!("/vnflcm/v2/vnf_instances/{id}"),
+        &[],
+        b"",
+    )
+    .await;
+    r.problem(409);
+    // 404s and 400s.
+    get(addr, "/vnflcm/v2/vnf_instances/nope")
+        .await
+        .problem(404);
+    get(addr, "/vnflcm/v2/vnf_lcm_op_occs/nope")
+        .await
+        .problem(404);
+    get(addr, "/nowhere").await.problem(404);
+    let r = post_json(addr, "/vnflcm/v2/vnf_instances", &json!({"vnfd": 1})).await;
+    assert!(r.problem(400)["detail"]
+        .as_str()
+        .unwrap()
+        .contains("vnfdId"));
+    let r = post_json(
+        addr,
+        "/vnflcm/v2/vnf_instances",
+        &json!({"vnfdId": "unknown-vnfd"}),
+    )
+    .await;
+    assert!(r.problem(422)["detail"]
+        .as_str()
+        .unwrap()
+        .contains("unknown-vnfd"));
+    let r = request(
+        addr,
+        "PATCH",
+        &format!("/vnflcm/v2/vnf_instances/{id}"),
+        &[],
+        br#"{"flavourId": "x"}"#,
+    )
+    .await;
+    r.problem(422);
+
+    // Terminate, then delete.
+    let r = post_json(
+        addr,
+        &format!("/vnflcm/v2/vnf_instances/{id}/terminate"),
+        &json!({"terminationType": "FORCEFUL"}),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    let op = wait_op(addr, r.header("location").unwrap()).await;
+    assert_eq!(op["operation"], "TERMINATE");
+    assert_eq!(op["operationState"], "COMPLETED");
+    let r = request(
+        addr,
+        "DELETE",
+        &format!("/vnflcm/v2/vnf_instances/{id}"),
+        &[],
+        b"",
+    )
+    .await;
+    assert_eq!(r.status, 204);
+    get(addr, &format!("/vnflcm/v2/vnf_instances/{id}"))
+        .await
+        .problem(404);
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_lcm_operations_total{operation=\"INSTANTIATE\",state=\"COMPLETED\"}"
+        ),
+        1,
+        "{m}"
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alert_endpoints_answer_204_400_401_404_413_with_problem_details() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.server.body_limit = 4096;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let body = webhook(&[heal_alert(
+        "no-such-instance",
+        "VDU1-0",
+        "f0",
+        "firing",
+        false,
+    )]);
+    // 401: none, wrong, the other endpoint's scheme is fine (either credential is accepted).
+    let r = post_alert(addr, "auto_healing", None, &body).await;
+    r.problem(401);
+    assert!(r.header("www-authenticate").is_some());
+    post_alert(addr, "auto_healing", Some("Basic dm5mbTp3cm9uZw=="), &body)
+        .await
+        .problem(401);
+    post_alert(addr, "auto_scaling", Some("Bearer wrong"), &body)
+        .await
+        .problem(401);
+    // 400: not a webhook.
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), b"{\"alerts\": 3}").await;
+    r.problem(400);
+    post_alert(addr, "auto_healing", Some(BASIC_HEADER), b"not json")
+        .await
+        .problem(400);
+    // 413: too large.
+    let big = webhook(
+        &(0..40)
+            .map(|i| heal_alert("x", "VDU1-0", &format!("f{i}"), "firing", false))
+            .collect::<Vec<_>>(),
+    );
+    assert!(big.len() > 4096);
+    post_alert(addr, "auto_healing", Some(BASIC_HEADER), &big)
+        .await
+        .problem(413);
+    // 204: a valid webhook, its alert ignored (unknown instance) and counted.
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    let r = post_alert(
+        addr,
+        "auto_scaling",
+        Some(&format!("Bearer {BEARER}")),
+        &webhook(&[]),
+    )
+    .await;
+    assert_eq!(r.status, 204);
+    let m = metrics(addr).await;
+    for (series, n) in [
+        ("vnfm_alerts_received_total{endpoint=\"auto_healing\"}", 1),
+        (
+            "vnfm_alerts_ignored_total{endpoint=\"auto_healing\",reason=\"instance_not_found\"}",
+            1,
+        ),
+        (
+            "vnfm_alert_requests_total{endpoint=\"auto_healing\",code=\"401\"}",
+            2,
+        ),
+        (
+            "vnfm_alert_requests_total{endpoint=\"auto_healing\",code=\"400\"}",
+            2,
+        ),
+        (
+            "vnfm_alert_requests_total{endpoint=\"auto_healing\",code=\"413\"}",
+            1,
+        ),
+        (
+            "vnfm_alert_requests_total{endpoint=\"auto_healing\",code=\"204\"}",
+            1,
+        ),
+        (
+            "vnfm_alert_requests_total{endpoint=\"auto_scaling\",code=\"204\"}",
+            1,
+        ),
+    ] {
+        assert_eq!(metric(&m, series), n, "{series} in\n{m}");
+    }
+    server.shutdown().await.unwrap();
+
+    // 404 when the endpoints are off (the default), before any credential check.
+    let mut c = config(dir.path(), 1);
+    c.prometheus_plugin.plugin.auto_healing = false;
+    c.prometheus_plugin.plugin.auto_scaling = false;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let p = post_alert(addr, "auto_healing", None, &body)
+        .await
+        .problem(404);
+    assert_eq!(p["detail"], "Auto healing API is not enabled.");
+    let p = post_alert(addr, "auto_scaling", None, &body)
+        .await
+        .problem(404);
+    assert_eq!(p["detail"], "Auto scaling API is not enabled.");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_token_guards_the_lcm_api_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.server.api_token = Some(vnfm_cli::config::Secret::new("api-token"));
+    let server = start(c).await;
+    let addr = server.local_addr();
+    get(addr, "/vnflcm/v2/vnf_instances").await.problem(401);
+    let r = request(
+        addr,
+        "GET",
+        "/vnflcm/v2/vnf_instances",
+        &[("Authorization", "Bearer api-token")],
+        b"",
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(get(addr, "/metrics").await.status, 200);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heal_alerts_in_one_window_become_one_heal_in_both_label_spellings() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let before = servers(addr, &id).await;
+    let vnfcs: Vec<&String> = before.keys().collect();
+    assert!(vnfcs.len() >= 3, "{before:?}");
+    let (a, b) = (vnfcs[0].clone(), vnfcs[1].clone());
+    // snake_case for one VNFC, camelCase for another, then the same alert again.
+    let first = webhook(&[heal_alert(&id, &a, "fa", "firing", false)]);
+    for body in [
+        first.clone(),
+        webhook(&[heal_alert(&id, &b, "fb", "firing", true)]),
+        first,
+    ] {
+        let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+        assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    }
+    let heal = eventually(20, "one heal", || async {
+        let h = ops(addr, &id, "HEAL").await;
+        h.first()
+            .filter(|o| o["operationState"] == "COMPLETED")
+            .cloned()
+    })
+    .await;
+    assert_eq!(heal["isAutomaticInvocation"], true);
+    assert_eq!(
+        heal["operationParams"]["vnfcInstanceId"],
+        json!([a.clone(), b.clone()])
+    );
+    let after = servers(addr, &id).await;
+    for (k, v) in &before {
+        if *k == a || *k == b {
+            assert_ne!(after[k], *v, "{k} re-created");
+        } else {
+            assert_eq!(after[k], *v, "{k} untouched");
+        }
+    }
+    // The same alerts again, after the heal: nothing new.
+    let r = post_alert(
+        addr,
+        "auto_healing",
+        Some(BASIC_HEADER),
+        &webhook(&[heal_alert(&id, &a, "fa", "firing", false)]),
+    )
+    .await;
+    assert_eq!(r.status, 204);
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(ops(addr, &id, "HEAL").await.len(), 1);
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alerts_ignored_total{endpoint=\"auto_healing\",reason=\"duplicate\"}"
+        ),
+        2,
+        "{m}"
+    );
+    assert_eq!(
+        metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}"),
+        2
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_alert_scales_one_step_then_cooldown_and_max_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.prometheus_plugin.plugin.scale_cooldown = 3600;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let level = scale_level(addr, &id, "VDU1_scale").await;
+    let bearer = format!("Bearer {BEARER}");
+    let r = post_alert(
+        addr,
+        "auto_scaling",
+        Some(&bearer),
+        &webhook(&[scale_alert(&id, "VDU1_scale", "SCALE_OUT", "s1")]),
+    )
+    .await;
+    assert_eq!(r.status, 204);
+    let op = eventually(20, "one scale", || async {
+        ops(addr, &id, "SCALE")
+            .await
+            .first()
+            .filter(|o| o["operationState"] == "COMPLETED")
+            .cloned()
+    })
+    .await;
+    assert_eq!(op["isAutomaticInvocation"], true);
+    assert_eq!(op["operationParams"]["numberOfSteps"], 1);
+    assert_eq!(scale_level(addr, &id, "VDU1_scale").await, level + 1);
+    // Within the cooldown: ignored.
+    post_alert(
+        addr,
+        "auto_scaling",
+        Some(&bearer),
+        &webhook(&[scale_alert(&id, "VDU1_scale", "SCALE_OUT", "s2")]),
+    )
+    .await;
+    // VDU2_scale: max_scale_level 1 in the demo package; once out, the next is beyond it.
+    let out2 = webhook(&[scale_alert(&id, "VDU2_scale", "SCALE_OUT", "s3")]);
+    post_alert(addr, "auto_scaling", Some(&bearer), &out2).await;
+    eventually(20, "VDU2 scaled", || async {
+        (scale_level(addr, &id, "VDU2_scale").await == 1).then_some(())
+    })
+    .await;
+    eventually(20, "idle", || async {
+        let m = metrics(addr).await;
+        (metric(&m, "vnfm_lcm_operations_running") == 0).then_some(())
+    })
+    .await;
+    post_alert(addr, "auto_scaling", Some(&bearer), &out2).await;
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alerts_ignored_total{endpoint=\"auto_scaling\",reason=\"cooldown\"}"
+        ),
+        1,
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alerts_ignored_total{endpoint=\"auto_scaling\",reason=\"max_scale_level\"}"
+        ),
+        1,
+        "{m}"
+    );
+    assert_eq!(ops(addr, &id, "SCALE").await.len(), 2);
+    server.shutdown().await.unwrap();
+}

@@ -1,0 +1,210 @@
+//! `vnfm serve` under an alert storm, and across a restart in the middle of a heal window.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod serve_common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serve_common::*;
+
+const INSTANCES: usize = 100;
+const ALERTS: usize = 10_000;
+const PER_REQUEST: usize = 5;
+const CONCURRENCY: usize = 16;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_alerts_for_a_hundred_instances_give_one_heal_each() {
+    let dir = tempfile::tempdir().unwrap();
+    // A cloud with room for 100 demo VNFs (and their heals), in four zones.
+    let cloud = dir.path().join("big.yaml");
+    let zones: String = (1..=4)
+        .map(|z| {
+            format!(
+                "  AZ-{z}:\n    hosts:\n      host-{z}: {{vcpus: 4096, memory_mb: 8388608, disk_gb: 81920}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(
+        &cloud,
+        format!(
+            "zones:\n{zones}flavors:\n  m1.tiny: {{vcpus: 1, memory_mb: 512, disk_gb: 1}}\n  \
+             m1.small: {{vcpus: 1, memory_mb: 2048, disk_gb: 20}}\n  \
+             m1.medium: {{vcpus: 2, memory_mb: 4096, disk_gb: 40}}\n  \
+             m1.large: {{vcpus: 4, memory_mb: 8192, disk_gb: 80}}\n\
+             images: [cirros, demo-frontend-image, demo-backend-image]\n"
+        ),
+    )
+    .unwrap();
+    let mut c = config(dir.path(), 2);
+    c.vim.cloud = Some(cloud);
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let mut vnfcs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for _ in 0..INSTANCES {
+        let id = instantiated(addr).await;
+        let names: Vec<String> = servers(addr, &id).await.into_keys().take(3).collect();
+        vnfcs.insert(id, names);
+    }
+    // Alert i: instance i % 100, one of its 3 VNFCs; every (instance, VNFC) alert is sent
+    // ~33 times (Alertmanager's re-sends, duplicated groups).
+    let ids: Vec<String> = vnfcs.keys().cloned().collect();
+    let alerts: Vec<serde_json::Value> = (0..ALERTS)
+        .map(|i| {
+            let id = &ids[i % INSTANCES];
+            let v = &vnfcs[id][(i / INSTANCES) % 3];
+            heal_alert(id, v, &format!("{id}-{v}"), "firing", i % 2 == 0)
+        })
+        .collect();
+    let bodies: Vec<Vec<u8>> = alerts.chunks(PER_REQUEST).map(webhook).collect();
+
+    let storming = Arc::new(AtomicBool::new(true));
+    let prober = {
+        let storming = storming.clone();
+        tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while storming.load(Ordering::SeqCst) {
+                let t = Instant::now();
+                let r = get(addr, "/metrics").await;
+                assert_eq!(r.status, 200);
+                latencies.push(t.elapsed());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            latencies
+        })
+    };
+    let started = Instant::now();
+    let sem = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
+    let mut tasks = tokio::task::JoinSet::new();
+    for body in bodies {
+        let permit = sem.clone().acquire_owned().await.unwrap();
+        tasks.spawn(async move {
+            let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+            drop(permit);
+            r.status
+        });
+    }
+    let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
+    while let Some(s) = tasks.join_next().await {
+        *statuses.entry(s.unwrap()).or_default() += 1;
+    }
+    let storm = started.elapsed();
+    storming.store(false, Ordering::SeqCst);
+    let mut latencies = prober.await.unwrap();
+    assert_eq!(statuses, BTreeMap::from([(204, ALERTS / PER_REQUEST)]));
+    assert!(
+        !latencies.is_empty(),
+        "no /metrics probe ran during the storm"
+    );
+    latencies.sort();
+    eprintln!(
+        "storm: {ALERTS} alerts in {} requests in {storm:?}; {} /metrics probes answered, \
+         latency p50 {:?} max {:?}",
+        ALERTS / PER_REQUEST,
+        latencies.len(),
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() - 1]
+    );
+
+    eventually(120, "one heal per instance", || async {
+        let all = get(addr, "/vnflcm/v2/vnf_lcm_op_occs").await.json();
+        let done = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["operation"] == "HEAL" && o["operationState"] == "COMPLETED")
+            .count();
+        (done == INSTANCES).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for id in &ids {
+        let heals = ops(addr, id, "HEAL").await;
+        assert_eq!(heals.len(), 1, "{id}: {heals:?}");
+        let mut healed: Vec<String> = heals[0]["operationParams"]["vnfcInstanceId"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        healed.sort();
+        let mut want = vnfcs[id].clone();
+        want.sort();
+        assert_eq!(healed, want, "{id}");
+    }
+    let m = metrics(addr).await;
+    let received = metric(&m, "vnfm_alerts_received_total{endpoint=\"auto_healing\"}");
+    let accepted = metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}");
+    let ignored: u64 = m
+        .lines()
+        .filter(|l| l.starts_with("vnfm_alerts_ignored_total{endpoint=\"auto_healing\""))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(received, ALERTS as u64, "{m}");
+    assert_eq!(accepted, (INSTANCES * 3) as u64, "{m}");
+    assert_eq!(
+        accepted + ignored,
+        received,
+        "every alert accounted for:\n{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alerts_ignored_total{endpoint=\"auto_healing\",reason=\"duplicate\"}"
+        ),
+        (ALERTS - INSTANCES * 3) as u64
+    );
+    // Memory: one remembered occurrence per distinct alert, nothing per duplicate.
+    assert_eq!(metric(&m, "vnfm_alerts_remembered"), (INSTANCES * 3) as u64);
+    assert_eq!(metric(&m, "vnfm_heal_windows_pending"), 0);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_in_the_middle_of_a_heal_window_still_heals_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 3)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
+    let body = webhook(&[heal_alert(&id, &vnfc, "fp-restart", "firing", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(r.status, 204);
+    server.shutdown().await.unwrap();
+
+    let server = start(config(dir.path(), 3)).await;
+    let addr = server.local_addr();
+    assert!(
+        ops(addr, &id, "HEAL").await.is_empty(),
+        "not before the window closes"
+    );
+    let m = metrics(addr).await;
+    assert_eq!(metric(&m, "vnfm_heal_windows_pending"), 1, "{m}");
+    // Alertmanager re-sends the same alert to the new process: still the same window.
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(r.status, 204);
+    let heal = eventually(20, "the heal", || async {
+        ops(addr, &id, "HEAL")
+            .await
+            .into_iter()
+            .find(|o| o["operationState"] == "COMPLETED")
+    })
+    .await;
+    assert_eq!(
+        heal["operationParams"]["vnfcInstanceId"],
+        serde_json::json!([vnfc])
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(ops(addr, &id, "HEAL").await.len(), 1);
+    server.shutdown().await.unwrap();
+
+    // And a third start does not run it again.
+    let server = start(config(dir.path(), 3)).await;
+    let addr = server.local_addr();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(ops(addr, &id, "HEAL").await.len(), 1);
+    server.shutdown().await.unwrap();
+}
