@@ -14,6 +14,8 @@
 //!   [`vnfm_core::alert::AlertHandler`]; ignored alerts are logged on stderr with their reason
 //!   and counted.
 //! - `GET /metrics`: Prometheus text format.
+//! - `/promise/v1/...`: the OPNFV Promise capacity ledger (pools, capacity, reservations,
+//!   allocations, subscriptions with delivery to callback URIs); see [`promise`].
 //!
 //! Errors are SOL013 ProblemDetails (`application/problem+json`). Bodies above
 //! `[server] body_limit` are 413; requests slower than `[server] request_timeout` are 503.
@@ -35,6 +37,7 @@ mod http;
 mod lcm_api;
 mod metrics;
 mod observe;
+pub mod promise;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -103,6 +106,8 @@ pub(crate) struct App {
     persisted: tokio::sync::Mutex<u64>,
     running: AtomicUsize,
     idle: Notify,
+    /// The Promise capacity ledger.
+    promise: promise::Promise,
 }
 
 impl App {
@@ -346,6 +351,7 @@ fn router(app: Arc<App>) -> Router {
     Router::new()
         .merge(lcm_api::routes(app.clone()))
         .merge(alerts::routes())
+        .merge(promise::routes(app.clone()))
         .route("/metrics", get(metrics))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), timeout))
@@ -359,6 +365,7 @@ pub struct Server {
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<Result<(), std::io::Error>>,
     dispatcher: tokio::task::JoinHandle<()>,
+    promise: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
 
@@ -422,6 +429,13 @@ impl Server {
                 ))
             })?;
         let addr = listener.local_addr().map_err(CliError::Output)?;
+        let (promise, notifications) = promise::Promise::open(&sqlite, lcm_cmd::id_salt())
+            .await
+            .map_err(|message| CliError::State {
+                path: config.state_path(),
+                message,
+                source: None,
+            })?;
         let app = Arc::new(App {
             alert_auth: Credentials::alerts(&config.prometheus_plugin),
             api_auth: Credentials::bearer(config.server.api_token.as_ref()),
@@ -437,9 +451,11 @@ impl Server {
             persisted: tokio::sync::Mutex::new(0),
             running: AtomicUsize::new(0),
             idle: Notify::new(),
+            promise,
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));
+        let promise = tokio::spawn(promise::run(app.clone(), notifications, stopped.clone()));
         let mut stopped_http = stopped;
         let service = router(app.clone());
         let task = tokio::spawn(async move {
@@ -454,6 +470,7 @@ impl Server {
             stop,
             task,
             dispatcher,
+            promise,
             app,
         })
     }
@@ -473,6 +490,7 @@ impl Server {
         let _ = self.stop.send(true);
         let served = self.task.await;
         let _ = self.dispatcher.await;
+        let _ = self.promise.await;
         let app = self.app;
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
             loop {
@@ -491,6 +509,7 @@ impl Server {
             );
         }
         app.persist_now().await;
+        app.promise.persist_now(&app.sqlite).await;
         lcm_cmd::save_sim(&app.sqlite, &app.sim, &app.config).await?;
         match served {
             Ok(Ok(())) => Ok(()),

@@ -1,0 +1,1021 @@
+//! The OPNFV Promise northbound API over the capacity ledger
+//! ([`vnfm_core::reservation::Ledger`]), and the delivery of its notifications to the
+//! subscriptions' callback URIs.
+//!
+//! # Routes (JSON, camelCase, Promise names; errors are SOL013 ProblemDetails)
+//! - `GET /promise/v1/zones`; `GET /promise/v1/pools`; `POST /promise/v1/pools`
+//!   (`increase-capacity`, 201); `POST /promise/v1/pools/decrease` (`decrease-capacity`, 201;
+//!   409 when reservations hold the capacity and `force` is not set).
+//! - `GET /promise/v1/capacity[?zone=&start=&end=]`: total / reserved / usage / available
+//!   at the worst instant of the window (default: from now on), per zone;
+//!   `GET /promise/v1/capacity/utilization?zone=&start=&end=`: the timeline;
+//!   `GET /promise/v1/capacity/fit?cores=&ram=&...[&zone=&start=&end=]`: how many instances
+//!   of that flavour fit.
+//! - `POST /promise/v1/reservations` (`create-reservation`, 201 with `Location`; 409 with a
+//!   `counterOffer` member when it does not fit); `GET /promise/v1/reservations[?zone=&start=
+//!   &end=&scope=&without=&some=&every=&utilization=]` and `POST /promise/v1/reservations/query`
+//!   (a `ReservationQuery` body) (`query-reservation`); `GET`, `PATCH` (`update-reservation`)
+//!   and `DELETE` (`cancel-reservation`) `/promise/v1/reservations/{id}`.
+//! - `POST /promise/v1/allocations` (`create-instance`, 201; 409 with the reason of a
+//!   rejection); `GET` and `DELETE` (`destroy-instance`) `/promise/v1/allocations/{id}`.
+//! - `POST /promise/v1/subscriptions` (`{"callbackUri", "filter"}`, 201), `GET` the list,
+//!   `GET` / `DELETE` (204) `/promise/v1/subscriptions/{id}`.
+//! - `GET` / `PUT /promise/v1/policy`.
+//!
+//! With `[server] api_token` these require `Authorization: Bearer <token>`, as the LCM API.
+//!
+//! # Time, state and delivery
+//! `now` is the system clock (never before the ledger's own time). A ticker advances the
+//! ledger every [`TICK`], so reservations start, release their unallocated capacity and
+//! expire on time. After every change the ledger's snapshot is saved in the state file
+//! (document [`LEDGER_DOCUMENT`]) before the request is answered. Notifications are POSTed
+//! as JSON (`Notification`: `subscriptionId`, `callbackUri`, `event`) to `http://` callback
+//! URIs, in order, each retried [`ATTEMPTS`] times; a callback answering 2xx has it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
+use vnfm_core::id::{IdGen, ZoneId};
+use vnfm_core::problem::ProblemDetails;
+use vnfm_core::reservation::{
+    AllocationId, AllocationRequest, Capacity, ElementsFilter, Ledger, LedgerError, LedgerSnapshot,
+    Notification, Outcome, Policy, PoolRequest, QueryWindow, Rejection, ReservationId,
+    ReservationQuery, ReservationRequest, ReservationUpdate, ResourceLine, Scope,
+    SubscriptionFilter, SubscriptionId, Window,
+};
+
+use super::http::{json, parse, problem, problem_of, read_body};
+use super::App;
+use crate::store::SqliteStore;
+
+/// The state-file document holding the ledger's snapshot.
+pub const LEDGER_DOCUMENT: &str = "promise_ledger";
+
+/// How often the ledger is advanced to the current time.
+pub const TICK: Duration = Duration::from_millis(500);
+
+/// Delivery attempts per notification.
+pub const ATTEMPTS: u32 = 3;
+
+/// How long one delivery attempt may take.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The path prefix of the API.
+const BASE: &str = "/promise/v1";
+
+/// The ledger, its id generator, and the delivery queue.
+#[derive(Debug)]
+pub(crate) struct Promise {
+    inner: Mutex<Inner>,
+    /// The generation last written to the state file.
+    persisted: tokio::sync::Mutex<u64>,
+    queue: mpsc::UnboundedSender<Notification>,
+    /// Notifications a callback accepted.
+    pub(crate) delivered: AtomicU64,
+    /// Notifications given up after [`ATTEMPTS`].
+    pub(crate) failed: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Inner {
+    ledger: Ledger,
+    ids: IdGen,
+    generation: u64,
+}
+
+/// A saved snapshot: its generation and its JSON.
+type Saved = (u64, String);
+
+impl Promise {
+    /// Restores the ledger from `sqlite` (an empty one when none was saved) and returns it
+    /// with the receiving end of its delivery queue.
+    pub(crate) async fn open(
+        sqlite: &SqliteStore,
+        seed: u64,
+    ) -> Result<(Promise, mpsc::UnboundedReceiver<Notification>), String> {
+        let ledger = match sqlite
+            .document(LEDGER_DOCUMENT)
+            .await
+            .map_err(|e| format!("cannot read the Promise ledger: {e}"))?
+        {
+            None => Ledger::default(),
+            Some(doc) => {
+                let snap: LedgerSnapshot = serde_json::from_str(&doc).map_err(|e| {
+                    format!(
+                        "the saved Promise ledger (document {LEDGER_DOCUMENT}) is unreadable: {e}"
+                    )
+                })?;
+                Ledger::restore(snap).map_err(|e| {
+                    format!("the saved Promise ledger (document {LEDGER_DOCUMENT}) is inconsistent: {e}")
+                })?
+            }
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        Ok((
+            Promise {
+                inner: Mutex::new(Inner {
+                    ledger,
+                    ids: IdGen::seeded(seed),
+                    generation: 0,
+                }),
+                persisted: tokio::sync::Mutex::new(0),
+                queue: tx,
+                delivered: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+            },
+            rx,
+        ))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs a read-only `f` on the ledger.
+    fn read<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
+        f(&self.lock().ledger)
+    }
+
+    /// Runs a changing `f` at the current time; on success takes a snapshot to save and
+    /// queues the notifications.
+    fn change<T>(
+        &self,
+        f: impl FnOnce(&mut Ledger, &mut IdGen, DateTime<Utc>) -> Result<Outcome<T>, LedgerError>,
+    ) -> Result<(T, Option<Saved>), LedgerError> {
+        let mut g = self.lock();
+        let now = clock(&g.ledger);
+        let Inner { ledger, ids, .. } = &mut *g;
+        let out = f(ledger, ids, now)?;
+        let saved = snapshot_locked(&mut g);
+        for n in out.notifications {
+            if n.callback_uri.is_some() {
+                let _ = self.queue.send(n);
+            }
+        }
+        Ok((out.value, saved))
+    }
+
+    /// Writes a snapshot, unless a newer one was written.
+    async fn persist(&self, sqlite: &SqliteStore, saved: Option<Saved>) -> Result<(), String> {
+        let Some((generation, body)) = saved else {
+            return Ok(());
+        };
+        let mut last = self.persisted.lock().await;
+        if *last >= generation {
+            return Ok(());
+        }
+        sqlite
+            .put_document(LEDGER_DOCUMENT, body)
+            .await
+            .map_err(|e| format!("cannot save the Promise ledger: {e}"))?;
+        *last = generation;
+        Ok(())
+    }
+
+    /// Advances the ledger to now; saves it when something happened.
+    pub(crate) async fn tick(&self, sqlite: &SqliteStore) {
+        let saved = {
+            let mut g = self.lock();
+            let now = clock(&g.ledger);
+            match g.ledger.advance_to(now) {
+                Err(e) => {
+                    eprintln!("vnfm serve: cannot advance the Promise ledger: {e}");
+                    None
+                }
+                Ok(out) if out.events.is_empty() => None,
+                Ok(out) => {
+                    for n in out.notifications {
+                        if n.callback_uri.is_some() {
+                            let _ = self.queue.send(n);
+                        }
+                    }
+                    snapshot_locked(&mut g)
+                }
+            }
+        };
+        if let Err(e) = self.persist(sqlite, saved).await {
+            eprintln!("vnfm serve: {e}");
+        }
+    }
+
+    /// Saves the ledger now.
+    pub(crate) async fn persist_now(&self, sqlite: &SqliteStore) {
+        let saved = snapshot_locked(&mut self.lock());
+        if let Err(e) = self.persist(sqlite, saved).await {
+            eprintln!("vnfm serve: {e}");
+        }
+    }
+}
+
+/// The current time, never before the ledger's (its operations need a non-decreasing `now`).
+fn clock(ledger: &Ledger) -> DateTime<Utc> {
+    let now = Utc::now();
+    ledger.now().map_or(now, |t| t.max(now))
+}
+
+fn snapshot_locked(g: &mut Inner) -> Option<Saved> {
+    g.generation += 1;
+    match serde_json::to_string(&g.ledger.snapshot()) {
+        Ok(body) => Some((g.generation, body)),
+        Err(e) => {
+            eprintln!("vnfm serve: cannot encode the Promise ledger: {e}");
+            None
+        }
+    }
+}
+
+// ----- routes ------------------------------------------------------------------------------
+
+pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
+    Router::new()
+        .route("/promise/v1/zones", get(zones))
+        .route("/promise/v1/pools", get(pools).post(increase))
+        .route("/promise/v1/pools/decrease", post(decrease))
+        .route("/promise/v1/capacity", get(capacity))
+        .route("/promise/v1/capacity/utilization", get(utilization))
+        .route("/promise/v1/capacity/fit", get(fit))
+        .route(
+            "/promise/v1/reservations",
+            post(create_reservation).get(list_reservations),
+        )
+        .route("/promise/v1/reservations/query", post(query_reservations))
+        .route(
+            "/promise/v1/reservations/{id}",
+            get(show_reservation)
+                .patch(update_reservation)
+                .delete(cancel_reservation),
+        )
+        .route("/promise/v1/allocations", post(create_allocation))
+        .route(
+            "/promise/v1/allocations/{id}",
+            get(show_allocation).delete(destroy_allocation),
+        )
+        .route(
+            "/promise/v1/subscriptions",
+            post(subscribe).get(list_subscriptions),
+        )
+        .route(
+            "/promise/v1/subscriptions/{id}",
+            get(show_subscription).delete(unsubscribe),
+        )
+        .route("/promise/v1/policy", get(show_policy).put(set_policy))
+        .route_layer(axum::middleware::from_fn_with_state(app, require_token))
+}
+
+async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    if app.api_auth.admits(req.headers()) {
+        return next.run(req).await;
+    }
+    let mut r = problem_of(
+        401,
+        "the Promise API requires Authorization: Bearer <[server] api_token>",
+    );
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(app.api_auth.challenge()),
+    );
+    r
+}
+
+/// The ProblemDetails of a ledger error.
+fn ledger_problem(e: &LedgerError) -> Response {
+    match e {
+        LedgerError::Invalid(_) => problem_of(422, e.to_string()),
+        LedgerError::DoesNotFit { offer, .. } => {
+            problem(ProblemDetails::new(409, e.to_string()).with_extension(
+                "counterOffer",
+                serde_json::to_value(offer).unwrap_or(serde_json::Value::Null),
+            ))
+        }
+        LedgerError::Rejected(Rejection::UnknownReservation(_)) => problem_of(422, e.to_string()),
+        LedgerError::Rejected(_) | LedgerError::CapacityInUse { .. } => {
+            problem_of(409, e.to_string())
+        }
+        _ => problem_of(500, e.to_string()),
+    }
+}
+
+async fn body_of<T: serde::de::DeserializeOwned>(
+    app: &App,
+    body: Body,
+    what: &str,
+) -> Result<T, Response> {
+    let bytes = read_body(body, app.config.server.body_limit).await?;
+    parse(&bytes, what)
+}
+
+/// Runs a change, saves the ledger, answers `status` with the value.
+async fn changed<T: Serialize>(
+    app: &App,
+    status: StatusCode,
+    f: impl FnOnce(&mut Ledger, &mut IdGen, DateTime<Utc>) -> Result<Outcome<T>, LedgerError>,
+) -> Result<(T, Response), Response> {
+    let (value, saved) = app.promise.change(f).map_err(|e| ledger_problem(&e))?;
+    app.promise
+        .persist(&app.sqlite, saved)
+        .await
+        .map_err(|e| problem_of(500, e))?;
+    let r = json(status, &value);
+    Ok((value, r))
+}
+
+fn with_location(mut r: Response, href: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(href) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
+
+fn not_found(what: &str, id: &str) -> Response {
+    problem_of(404, format!("no {what} {id}"))
+}
+
+async fn zones(State(app): State<Arc<App>>) -> Response {
+    json(StatusCode::OK, &app.promise.read(Ledger::zones))
+}
+
+async fn pools(State(app): State<Arc<App>>) -> Response {
+    json(StatusCode::OK, &app.promise.read(|l| l.pools().to_vec()))
+}
+
+async fn increase(State(app): State<Arc<App>>, body: Body) -> Result<Response, Response> {
+    let req: PoolRequest = body_of(&app, body, "PoolRequest").await?;
+    let (_, r) = changed(&app, StatusCode::CREATED, |l, ids, now| {
+        l.increase_capacity(req, ids, now)
+    })
+    .await?;
+    Ok(r)
+}
+
+async fn decrease(State(app): State<Arc<App>>, body: Body) -> Result<Response, Response> {
+    let req: PoolRequest = body_of(&app, body, "PoolRequest").await?;
+    let (_, r) = changed(&app, StatusCode::CREATED, |l, ids, now| {
+        l.decrease_capacity(req, ids, now)
+    })
+    .await?;
+    Ok(r)
+}
+
+// ----- query strings -----------------------------------------------------------------------
+
+/// The decoded `name=value` pairs of a query string (`+` and `%XX` decoded).
+fn query_pairs(req: &Request) -> Result<Vec<(String, String)>, Response> {
+    let Some(q) = req.uri().query() else {
+        return Ok(Vec::new());
+    };
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (n, v) = p.split_once('=').unwrap_or((p, ""));
+            Ok((decode(n)?, decode(v)?))
+        })
+        .collect()
+}
+
+fn decode(s: &str) -> Result<String, Response> {
+    let bad = || problem_of(400, format!("the query string has a bad escape in {s:?}"));
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = b.get(i + 1..i + 3).ok_or_else(bad)?;
+                let hex = std::str::from_utf8(hex).map_err(|_| bad())?;
+                out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+                i += 2;
+            }
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| bad())
+}
+
+/// Query parameters, each used at most once.
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    fn of(req: &Request, known: &[&str]) -> Result<Params, Response> {
+        let pairs = query_pairs(req)?;
+        if let Some((n, _)) = pairs.iter().find(|(n, _)| !known.contains(&n.as_str())) {
+            return Err(problem_of(
+                400,
+                format!(
+                    "unknown query parameter {n:?} on {}; expected one of {}",
+                    req.uri().path(),
+                    known.join(", ")
+                ),
+            ));
+        }
+        Ok(Params(pairs))
+    }
+
+    fn one(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of `name`, comma-separated values split.
+    fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(n, _)| n == name)
+            .flat_map(|(_, v)| v.split(',').map(str::to_owned))
+            .filter(|v| !v.is_empty())
+            .collect()
+    }
+
+    fn time(&self, name: &str) -> Result<Option<DateTime<Utc>>, Response> {
+        self.one(name)
+            .map(|v| {
+                DateTime::parse_from_rfc3339(v)
+                    .map(|t| t.with_timezone(&Utc))
+                    .map_err(|e| {
+                        problem_of(
+                            400,
+                            format!(
+                                "query parameter {name}={v:?} is not an RFC 3339 date-time \
+                                 (e.g. 2026-01-01T00:00:00Z): {e}"
+                            ),
+                        )
+                    })
+            })
+            .transpose()
+    }
+
+    fn amount(&self, name: &str) -> Result<Option<u64>, Response> {
+        self.one(name)
+            .map(|v| {
+                v.parse::<u64>().map_err(|_| {
+                    problem_of(
+                        400,
+                        format!(
+                            "query parameter {name}={v:?} is not an amount (a non-negative \
+                             integer)"
+                        ),
+                    )
+                })
+            })
+            .transpose()
+    }
+
+    fn flag(&self, name: &str) -> Result<bool, Response> {
+        match self.one(name) {
+            None | Some("false") => Ok(false),
+            Some("" | "true") => Ok(true),
+            Some(v) => Err(problem_of(
+                400,
+                format!("query parameter {name}={v:?} is not true or false"),
+            )),
+        }
+    }
+
+    /// `start` (default now) and `end` (default forever).
+    fn window(&self, app: &App) -> Result<Window, Response> {
+        let start = match self.time("start")? {
+            Some(t) => t,
+            None => app.promise.read(clock),
+        };
+        Ok(Window {
+            start,
+            end: self.time("end")?,
+        })
+    }
+}
+
+const WINDOW: [&str; 3] = ["zone", "start", "end"];
+
+async fn capacity(State(app): State<Arc<App>>, req: Request) -> Result<Response, Response> {
+    let p = Params::of(&req, &WINDOW)?;
+    let w = p.window(&app)?;
+    let reports = match p.one("zone") {
+        Some(z) => app
+            .promise
+            .read(|l| l.capacity(&ZoneId::from(z), w))
+            .map(|r| vec![r]),
+        None => app.promise.read(|l| l.capacity_all(w)),
+    }
+    .map_err(|e| ledger_problem(&e))?;
+    Ok(json(StatusCode::OK, &reports))
+}
+
+async fn utilization(State(app): State<Arc<App>>, req: Request) -> Result<Response, Response> {
+    let p = Params::of(&req, &WINDOW)?;
+    let w = p.window(&app)?;
+    let zone = p.one("zone").ok_or_else(|| {
+        problem_of(
+            400,
+            "query parameter zone is required on /promise/v1/capacity/utilization",
+        )
+    })?;
+    let points = app
+        .promise
+        .read(|l| l.utilization(&ZoneId::from(zone), w))
+        .map_err(|e| ledger_problem(&e))?;
+    Ok(json(StatusCode::OK, &points))
+}
+
+async fn fit(State(app): State<Arc<App>>, req: Request) -> Result<Response, Response> {
+    let mut known: Vec<&str> = WINDOW.to_vec();
+    known.extend(ResourceLine::ALL.iter().map(|l| l.name()));
+    let p = Params::of(&req, &known)?;
+    let w = p.window(&app)?;
+    let mut flavour = Capacity::default();
+    for l in ResourceLine::ALL {
+        if let Some(a) = p.amount(l.name())? {
+            flavour.set(l, a);
+        }
+    }
+    let fits = match p.one("zone") {
+        Some(z) => {
+            let zone = ZoneId::from(z);
+            app.promise
+                .read(|l| l.fit_count(&zone, &flavour, w))
+                .map(|count| vec![vnfm_core::reservation::ZoneFit { zone, count }])
+        }
+        None => app.promise.read(|l| l.fit_counts(&flavour, w)),
+    }
+    .map_err(|e| ledger_problem(&e))?;
+    Ok(json(StatusCode::OK, &fits))
+}
+
+// ----- reservations ------------------------------------------------------------------------
+
+fn reservation_href(id: &ReservationId) -> String {
+    format!("{BASE}/reservations/{id}")
+}
+
+async fn create_reservation(State(app): State<Arc<App>>, body: Body) -> Result<Response, Response> {
+    let req: ReservationRequest = body_of(&app, body, "ReservationRequest").await?;
+    let (r, resp) = changed(&app, StatusCode::CREATED, |l, ids, now| {
+        l.create_reservation(req, ids, now)
+    })
+    .await?;
+    Ok(with_location(resp, &reservation_href(&r.id)))
+}
+
+async fn list_reservations(
+    State(app): State<Arc<App>>,
+    req: Request,
+) -> Result<Response, Response> {
+    let p = Params::of(
+        &req,
+        &[
+            "zone",
+            "start",
+            "end",
+            "scope",
+            "without",
+            "some",
+            "every",
+            "utilization",
+        ],
+    )?;
+    let start = p.time("start")?;
+    let end = p.time("end")?;
+    let scope = match p.one("scope") {
+        None | Some("inclusive") => Scope::Inclusive,
+        Some("exclusive") => Scope::Exclusive,
+        Some(v) => {
+            return Err(problem_of(
+                400,
+                format!("query parameter scope={v:?} is not inclusive or exclusive"),
+            ))
+        }
+    };
+    let window = match (start, end) {
+        (None, None) => None,
+        (Some(start), end) => Some(QueryWindow { start, end, scope }),
+        (None, Some(_)) => {
+            return Err(problem_of(
+                400,
+                "query parameter end needs start (the window is [start, end))",
+            ))
+        }
+    };
+    let q = ReservationQuery {
+        zone: p.one("zone").map(ZoneId::from),
+        window,
+        without: p.all("without").into_iter().map(ReservationId).collect(),
+        elements: ElementsFilter {
+            some: p.all("some"),
+            every: p.all("every"),
+        },
+        show_utilization: p.flag("utilization")?,
+    };
+    query(&app, &q)
+}
+
+async fn query_reservations(State(app): State<Arc<App>>, body: Body) -> Result<Response, Response> {
+    let q: ReservationQuery = body_of(&app, body, "ReservationQuery").await?;
+    query(&app, &q)
+}
+
+fn query(app: &App, q: &ReservationQuery) -> Result<Response, Response> {
+    let r = app
+        .promise
+        .read(|l| l.query_reservations(q))
+        .map_err(|e| ledger_problem(&e))?;
+    Ok(json(StatusCode::OK, &r))
+}
+
+fn known_reservation(app: &App, id: &ReservationId) -> Result<(), Response> {
+    if app.promise.read(|l| l.reservation(id).is_none()) {
+        return Err(not_found("reservation", id.as_str()));
+    }
+    Ok(())
+}
+
+async fn show_reservation(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Response, Response> {
+    let id = ReservationId(id);
+    let r = app
+        .promise
+        .read(|l| l.reservation(&id))
+        .ok_or_else(|| not_found("reservation", id.as_str()))?;
+    Ok(json(StatusCode::OK, &r))
+}
+
+async fn update_reservation(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response, Response> {
+    let id = ReservationId(id);
+    known_reservation(&app, &id)?;
+    let upd: ReservationUpdate = body_of(&app, body, "ReservationUpdate").await?;
+    let (_, r) = changed(&app, StatusCode::OK, |l, _, now| {
+        l.update_reservation(&id, upd, now)
+    })
+    .await?;
+    Ok(r)
+}
+
+async fn cancel_reservation(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Response, Response> {
+    let id = ReservationId(id);
+    known_reservation(&app, &id)?;
+    let (_, r) = changed(&app, StatusCode::OK, |l, _, now| {
+        l.cancel_reservation(&id, now)
+    })
+    .await?;
+    Ok(r)
+}
+
+// ----- allocations -------------------------------------------------------------------------
+
+async fn create_allocation(State(app): State<Arc<App>>, body: Body) -> Result<Response, Response> {
+    let req: AllocationRequest = body_of(&app, body, "AllocationRequest").await?;
+    let (a, r) = changed(&app, StatusCode::CREATED, |l, ids, now| {
+        l.create_instance(req, ids, now)
+    })
+    .await?;
+    Ok(with_location(r, &format!("{BASE}/allocations/{}", a.id)))
+}
+
+async fn show_allocation(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Response, Response> {
+    let id = AllocationId(id);
+    let a = app
+        .promise
+        .read(|l| l.allocation(&id).cloned())
+        .ok_or_else(|| not_found("allocation", id.as_str()))?;
+    Ok(json(StatusCode::OK, &a))
+}
+
+async fn destroy_allocation(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Response, Response> {
+    let id = AllocationId(id);
+    if app.promise.read(|l| l.allocation(&id).is_none()) {
+        return Err(not_found("allocation", id.as_str()));
+    }
+    let (_, r) = changed(&app, StatusCode::OK, |l, _, now| {
+        l.destroy_instance(&id, now)
+    })
+    .await?;
+    Ok(r)
+}
+
+// ----- subscriptions -----------------------------------------------------------------------
+
+/// The body of `POST /promise/v1/subscriptions`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SubscriptionRequest {
+    callback_uri: String,
+    filter: SubscriptionFilter,
+}
+
+async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Result<Response, Response> {
+    let req: SubscriptionRequest = body_of(&app, body, "SubscriptionRequest").await?;
+    Callback::parse(&req.callback_uri).map_err(|why| {
+        problem_of(
+            422,
+            format!(
+                "callbackUri {:?} is not usable: {why}; expected http://host[:port]/path",
+                req.callback_uri
+            ),
+        )
+    })?;
+    let (s, r) = changed(&app, StatusCode::CREATED, |l, ids, _| {
+        l.subscribe(Some(req.callback_uri), req.filter, ids)
+    })
+    .await?;
+    Ok(with_location(r, &format!("{BASE}/subscriptions/{}", s.id)))
+}
+
+async fn list_subscriptions(State(app): State<Arc<App>>) -> Response {
+    json(
+        StatusCode::OK,
+        &app.promise.read(|l| l.subscriptions().to_vec()),
+    )
+}
+
+async fn show_subscription(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Response, Response> {
+    let id = SubscriptionId(id);
+    let s = app
+        .promise
+        .read(|l| l.subscriptions().iter().find(|s| s.id == id).cloned())
+        .ok_or_else(|| not_found("subscription", id.as_str()))?;
+    Ok(json(StatusCode::OK, &s))
+}
+
+async fn unsubscribe(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+) -> Result<Response, Response> {
+    let id = SubscriptionId(id);
+    let removed = {
+        let mut g = app.promise.lock();
+        match g.ledger.unsubscribe(&id) {
+            Ok(_) => Ok(snapshot_locked(&mut g)),
+            Err(_) => Err(not_found("subscription", id.as_str())),
+        }
+    }?;
+    app.promise
+        .persist(&app.sqlite, removed)
+        .await
+        .map_err(|e| problem_of(500, e))?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+// ----- policy ------------------------------------------------------------------------------
+
+async fn show_policy(State(app): State<Arc<App>>) -> Response {
+    json(StatusCode::OK, &app.promise.read(|l| l.policy().clone()))
+}
+
+async fn set_policy(State(app): State<Arc<App>>, body: Body) -> Result<Response, Response> {
+    let policy: Policy = body_of(&app, body, "Policy").await?;
+    let saved = {
+        let mut g = app.promise.lock();
+        g.ledger.set_policy(policy.clone());
+        snapshot_locked(&mut g)
+    };
+    app.promise
+        .persist(&app.sqlite, saved)
+        .await
+        .map_err(|e| problem_of(500, e))?;
+    Ok(json(StatusCode::OK, &policy))
+}
+
+// ----- delivery ----------------------------------------------------------------------------
+
+/// An `http://` callback URI, split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Callback {
+    /// `host:port`.
+    authority: String,
+    /// The path and query (at least `/`).
+    target: String,
+}
+
+impl Callback {
+    fn parse(uri: &str) -> Result<Callback, String> {
+        let rest = if let Some(r) = uri.strip_prefix("http://") {
+            r
+        } else if uri.starts_with("https://") {
+            return Err("https callbacks are not supported yet".into());
+        } else {
+            return Err("the scheme is not http".into());
+        };
+        let (authority, target) = match rest.find(['/', '?']) {
+            Some(i) => (rest.get(..i).unwrap_or(""), rest.get(i..).unwrap_or("/")),
+            None => (rest, "/"),
+        };
+        if authority.is_empty()
+            || authority.contains('@')
+            || authority.contains(char::is_whitespace)
+        {
+            return Err("the host is missing or not a plain host[:port]".into());
+        }
+        let authority = if authority
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        {
+            authority.to_owned()
+        } else {
+            format!("{authority}:80")
+        };
+        let target = if target.starts_with('?') {
+            format!("/{target}")
+        } else {
+            target.to_owned()
+        };
+        Ok(Callback { authority, target })
+    }
+}
+
+/// POSTs `body` to `cb` once; `Ok` for a 2xx answer.
+async fn post_once(cb: &Callback, body: &[u8]) -> Result<(), String> {
+    let mut s = tokio::net::TcpStream::connect(&cb.authority)
+        .await
+        .map_err(|e| format!("cannot connect to {}: {e}", cb.authority))?;
+    let head = format!(
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: */*\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        cb.target,
+        cb.authority,
+        body.len()
+    );
+    s.write_all(head.as_bytes())
+        .await
+        .map_err(|e| format!("cannot send: {e}"))?;
+    s.write_all(body)
+        .await
+        .map_err(|e| format!("cannot send: {e}"))?;
+    // The status line is enough.
+    let mut buf = Vec::with_capacity(64);
+    let mut chunk = [0u8; 64];
+    while !buf.contains(&b'\n') && buf.len() < 1024 {
+        let n = s
+            .read(&mut chunk)
+            .await
+            .map_err(|e| format!("cannot read the answer: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(chunk.get(..n).unwrap_or(&[]));
+    }
+    let line = String::from_utf8_lossy(&buf);
+    let line = line.lines().next().unwrap_or("");
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse::<u16>().ok())
+        .ok_or_else(|| format!("not an HTTP answer: {line:?}"))?;
+    if (200..300).contains(&status) {
+        Ok(())
+    } else {
+        Err(format!("the callback answered {status}"))
+    }
+}
+
+/// Delivers `n` to its callback, [`ATTEMPTS`] times at most.
+async fn deliver(app: &App, n: &Notification) {
+    let Some(uri) = &n.callback_uri else { return };
+    let body = match serde_json::to_vec(n) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("vnfm serve: cannot encode a Promise notification: {e}");
+            return;
+        }
+    };
+    let why = match Callback::parse(uri) {
+        Err(why) => why,
+        Ok(cb) => {
+            let mut why = String::new();
+            for attempt in 1..=ATTEMPTS {
+                match tokio::time::timeout(DELIVERY_TIMEOUT, post_once(&cb, &body)).await {
+                    Ok(Ok(())) => {
+                        app.promise.delivered.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                    Ok(Err(e)) => why = e,
+                    Err(_) => why = format!("no answer within {} s", DELIVERY_TIMEOUT.as_secs()),
+                }
+                if attempt < ATTEMPTS {
+                    tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
+                }
+            }
+            why
+        }
+    };
+    app.promise.failed.fetch_add(1, Ordering::Relaxed);
+    app.note(&format!(
+        "Promise notification of subscription {} to {uri} not delivered after {ATTEMPTS} \
+         attempts: {why}",
+        n.subscription_id
+    ));
+}
+
+/// Resolves once `stopped` is true (or its sender is gone).
+async fn stopped_signal(stopped: &mut watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
+}
+
+/// Advances the ledger every [`TICK`] and delivers the queued notifications, in order, until
+/// `stopped`; then delivers what is queued.
+pub(crate) async fn run(
+    app: Arc<App>,
+    mut queue: mpsc::UnboundedReceiver<Notification>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let ticker = {
+        let app = app.clone();
+        let mut stopped = stopped.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(TICK);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = every.tick() => app.promise.tick(&app.sqlite).await,
+                    () = stopped_signal(&mut stopped) => break,
+                }
+            }
+        })
+    };
+    loop {
+        tokio::select! {
+            n = queue.recv() => match n {
+                Some(n) => deliver(&app, &n).await,
+                None => break,
+            },
+            () = stopped_signal(&mut stopped) => break,
+        }
+    }
+    let _ = ticker.await;
+    while let Ok(n) = queue.try_recv() {
+        deliver(&app, &n).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callbacks_parse_or_say_why() {
+        assert_eq!(
+            Callback::parse("http://127.0.0.1:8080/cb?x=1").unwrap(),
+            Callback {
+                authority: "127.0.0.1:8080".into(),
+                target: "/cb?x=1".into()
+            }
+        );
+        assert_eq!(
+            Callback::parse("http://example.org").unwrap(),
+            Callback {
+                authority: "example.org:80".into(),
+                target: "/".into()
+            }
+        );
+        assert!(Callback::parse("https://x/cb")
+            .unwrap_err()
+            .contains("https"));
+        assert!(Callback::parse("ftp://x/cb")
+            .unwrap_err()
+            .contains("scheme"));
+        assert!(Callback::parse("http:///cb").unwrap_err().contains("host"));
+        assert!(Callback::parse("http://u:p@x/cb").is_err());
+    }
+
+    #[test]
+    fn query_strings_decode() {
+        assert_eq!(
+            decode("2026-01-01T00%3A00%3A00Z").unwrap(),
+            "2026-01-01T00:00:00Z"
+        );
+        assert_eq!(decode("a+b").unwrap(), "a b");
+        assert!(decode("%zz").is_err());
+        assert!(decode("%4").is_err());
+    }
+}
