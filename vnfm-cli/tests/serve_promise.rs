@@ -499,3 +499,52 @@ async fn a_failing_callback_is_retried() {
     assert_eq!(seen[0].1["event"]["event"], "reservationCancelled");
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_are_counted_in_the_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    pool(addr).await;
+    let (uri, mut rx) = receiver(0).await;
+    // A callback nobody listens on any more.
+    let dead = {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        format!("http://{}/gone", l.local_addr().unwrap())
+    };
+    for cb in [&uri, &dead] {
+        let r = post_json(
+            addr,
+            "/promise/v1/subscriptions",
+            &json!({"callbackUri": cb,
+                    "filter": {"type": "reservation", "events": ["cancelled"]}}),
+        )
+        .await;
+        assert_eq!(r.status, 201);
+    }
+    let r = post_json(
+        addr,
+        "/promise/v1/reservations",
+        &json!({"zone": "AZ-P", "capacity": {"cores": 1}}),
+    )
+    .await;
+    let loc = r.header("location").unwrap().to_owned();
+    assert_eq!(request(addr, "DELETE", &loc, &[], b"").await.status, 200);
+    let (ok, n) = next(&mut rx, "reservationCancelled").await;
+    assert!(ok);
+    assert_eq!(n["event"]["event"], "reservationCancelled");
+    let text = eventually(15, "the dead callback given up", || async {
+        let t = metrics(addr).await;
+        (metric(&t, "vnfm_promise_notifications_failed_total") == 1).then_some(t)
+    })
+    .await;
+    assert_eq!(
+        metric(&text, "vnfm_promise_notifications_delivered_total"),
+        1
+    );
+    assert_eq!(metric(&text, "vnfm_promise_notifications_queued"), 0);
+    assert_eq!(metric(&text, "vnfm_promise_reservations"), 1);
+    assert_eq!(metric(&text, "vnfm_promise_subscriptions"), 2);
+    assert!(text.contains("# TYPE vnfm_promise_notifications_failed_total counter"));
+    server.shutdown().await.unwrap();
+}

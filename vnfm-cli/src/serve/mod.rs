@@ -318,7 +318,8 @@ pub(crate) fn spawn_op(
 }
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {
-    let text = app.shared.metrics.render(app.gauges());
+    let mut text = app.shared.metrics.render(app.gauges());
+    app.promise.render_metrics(&mut text);
     (
         [(
             axum::http::header::CONTENT_TYPE,

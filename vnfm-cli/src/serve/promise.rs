@@ -86,6 +86,8 @@ pub(crate) struct Promise {
     pub(crate) delivered: AtomicU64,
     /// Notifications given up after [`ATTEMPTS`].
     pub(crate) failed: AtomicU64,
+    /// Notifications queued and not yet delivered or given up.
+    queued: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -134,6 +136,7 @@ impl Promise {
                 queue: tx,
                 delivered: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
+                queued: AtomicU64::new(0),
             },
             rx,
         ))
@@ -159,12 +162,57 @@ impl Promise {
         let Inner { ledger, ids, .. } = &mut *g;
         let out = f(ledger, ids, now)?;
         let saved = snapshot_locked(&mut g);
-        for n in out.notifications {
-            if n.callback_uri.is_some() {
-                let _ = self.queue.send(n);
+        self.enqueue(out.notifications);
+        Ok((out.value, saved))
+    }
+
+    /// Queues the notifications that have a callback, in order.
+    fn enqueue(&self, notifications: Vec<Notification>) {
+        for n in notifications {
+            if n.callback_uri.is_some() && self.queue.send(n).is_ok() {
+                self.queued.fetch_add(1, Ordering::Relaxed);
             }
         }
-        Ok((out.value, saved))
+    }
+
+    /// Appends the Promise families to a `/metrics` text.
+    pub(crate) fn render_metrics(&self, s: &mut String) {
+        use std::fmt::Write as _;
+        let (reservations, subscriptions) = self.read(|l| (l.len(), l.subscriptions().len()));
+        for (name, kind, help, v) in [
+            (
+                "vnfm_promise_notifications_delivered_total",
+                "counter",
+                "Promise notifications a callback accepted.",
+                self.delivered.load(Ordering::Relaxed),
+            ),
+            (
+                "vnfm_promise_notifications_failed_total",
+                "counter",
+                "Promise notifications given up after every attempt.",
+                self.failed.load(Ordering::Relaxed),
+            ),
+            (
+                "vnfm_promise_notifications_queued",
+                "gauge",
+                "Promise notifications waiting for delivery.",
+                self.queued.load(Ordering::Relaxed),
+            ),
+            (
+                "vnfm_promise_reservations",
+                "gauge",
+                "Reservations in the Promise ledger (every status).",
+                reservations as u64,
+            ),
+            (
+                "vnfm_promise_subscriptions",
+                "gauge",
+                "Promise subscriptions.",
+                subscriptions as u64,
+            ),
+        ] {
+            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+        }
     }
 
     /// Writes a snapshot, unless a newer one was written.
@@ -196,11 +244,7 @@ impl Promise {
                 }
                 Ok(out) if out.events.is_empty() => None,
                 Ok(out) => {
-                    for n in out.notifications {
-                        if n.callback_uri.is_some() {
-                            let _ = self.queue.send(n);
-                        }
-                    }
+                    self.enqueue(out.notifications);
                     snapshot_locked(&mut g)
                 }
             }
@@ -901,6 +945,11 @@ async fn post_once(cb: &Callback, body: &[u8]) -> Result<(), String> {
 
 /// Delivers `n` to its callback, [`ATTEMPTS`] times at most.
 async fn deliver(app: &App, n: &Notification) {
+    attempt_all(app, n).await;
+    app.promise.queued.fetch_sub(1, Ordering::Relaxed);
+}
+
+async fn attempt_all(app: &App, n: &Notification) {
     let Some(uri) = &n.callback_uri else { return };
     let body = match serde_json::to_vec(n) {
         Ok(b) => b,
