@@ -548,3 +548,51 @@ async fn deliveries_are_counted_in_the_metrics() {
     assert!(text.contains("# TYPE vnfm_promise_notifications_failed_total counter"));
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_callback_delays_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    pool(addr).await;
+    // Accepts connections and never answers: every attempt waits for its timeout.
+    let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_uri = format!("http://{}/silent", silent.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((s, _)) = silent.accept().await {
+            open.push(s);
+        }
+    });
+    let (uri, mut rx) = receiver(0).await;
+    for cb in [&silent_uri, &uri] {
+        let r = post_json(
+            addr,
+            "/promise/v1/subscriptions",
+            &json!({"callbackUri": cb,
+                    "filter": {"type": "reservation", "events": ["cancelled"]}}),
+        )
+        .await;
+        assert_eq!(r.status, 201);
+    }
+    for _ in 0..2 {
+        let r = post_json(
+            addr,
+            "/promise/v1/reservations",
+            &json!({"zone": "AZ-P", "capacity": {"cores": 1}}),
+        )
+        .await;
+        let loc = r.header("location").unwrap().to_owned();
+        assert_eq!(request(addr, "DELETE", &loc, &[], b"").await.status, 200);
+    }
+    // Both arrive long before one attempt on the silent callback times out (5 s).
+    let t0 = std::time::Instant::now();
+    for _ in 0..2 {
+        let (ok, n) = next(&mut rx, "reservationCancelled").await;
+        assert!(ok);
+        assert_eq!(n["event"]["event"], "reservationCancelled");
+    }
+    assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+    held.abort();
+    server.shutdown().await.unwrap();
+}

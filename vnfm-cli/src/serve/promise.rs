@@ -32,6 +32,7 @@
 //! as JSON (`Notification`: `subscriptionId`, `callbackUri`, `event`) to `http://` callback
 //! URIs, in order, each retried [`ATTEMPTS`] times; a callback answering 2xx has it.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -991,8 +992,13 @@ async fn stopped_signal(stopped: &mut watch::Receiver<bool>) {
     let _ = stopped.wait_for(|s| *s).await;
 }
 
-/// Advances the ledger every [`TICK`] and delivers the queued notifications, in order, until
-/// `stopped`; then delivers what is queued.
+/// How long a stop waits for the queued notifications.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Advances the ledger every [`TICK`] and delivers the queued notifications until `stopped`:
+/// one worker per callback URI, so each callback gets its notifications in order and a slow
+/// or dead callback delays no other. At a stop, the workers deliver what is queued for at
+/// most [`DRAIN_TIMEOUT`].
 pub(crate) async fn run(
     app: Arc<App>,
     mut queue: mpsc::UnboundedReceiver<Notification>,
@@ -1012,18 +1018,51 @@ pub(crate) async fn run(
             }
         })
     };
+    let mut workers: HashMap<String, mpsc::UnboundedSender<Notification>> = HashMap::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut route = |n: Notification, tasks: &mut tokio::task::JoinSet<()>| {
+        let Some(uri) = n.callback_uri.clone() else {
+            return;
+        };
+        let tx = workers.entry(uri).or_insert_with(|| {
+            let (tx, mut rx) = mpsc::unbounded_channel::<Notification>();
+            let app = app.clone();
+            tasks.spawn(async move {
+                while let Some(n) = rx.recv().await {
+                    deliver(&app, &n).await;
+                }
+            });
+            tx
+        });
+        let _ = tx.send(n);
+    };
     loop {
         tokio::select! {
             n = queue.recv() => match n {
-                Some(n) => deliver(&app, &n).await,
+                Some(n) => route(n, &mut tasks),
                 None => break,
             },
             () = stopped_signal(&mut stopped) => break,
+            // Reap finished workers (none finish before the stop).
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
         }
     }
     let _ = ticker.await;
     while let Ok(n) = queue.try_recv() {
-        deliver(&app, &n).await;
+        route(n, &mut tasks);
+    }
+    drop(workers);
+    let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        let left = app.promise.queued.load(Ordering::Relaxed);
+        eprintln!(
+            "vnfm serve: {left} Promise notification(s) not delivered within {} s of the stop",
+            DRAIN_TIMEOUT.as_secs()
+        );
+        tasks.abort_all();
     }
 }
 
