@@ -28,5 +28,5 @@ if [ "${CI:-}" = "true" ] || [ "${VNFM_TEST_PROMETHEUS:-}" = "1" ]; then
   step "real Prometheus + Alertmanager suite"
   scripts/prometheus-dev.sh start
   trap 'scripts/prometheus-dev.sh stop' EXIT
-  VNFM_TEST_PROMETHEUS=1 cargo test -p vnfm-cli --all-features --locked --test serve_prometheus
+  VNFM_TEST_PROMETHEUS=1 cargo test --workspace --all-features --locked --test serve_prometheus
 fi
