@@ -305,3 +305,123 @@ fn bad_input_is_named() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_grant_draws_from_a_reservation() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let out = run(
+        &state,
+        &[
+            "promise",
+            "--now",
+            T0,
+            "reserve",
+            "--zone",
+            "AZ-3",
+            "--cores",
+            "4",
+            "--ram",
+            "8192",
+            "--instances",
+            "2",
+            "--size",
+            "100",
+            "--start",
+            T1,
+            "--end",
+            T3,
+            "--id",
+            "rollout",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // Capacity-aware selection puts a VNFC in AZ-3, the largest zone of the demo cloud.
+    let grant = |now: &str| {
+        run(
+            &state,
+            &[
+                "--json",
+                "grant",
+                "--selection",
+                "capacity-aware",
+                "--reservation",
+                "rollout",
+                "--now",
+                now,
+            ],
+        )
+    };
+    // Before the reservation starts: refused, exit 2.
+    let out = grant(T0);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("reservation rollout is initialized"),
+        "{}",
+        stderr(&out)
+    );
+    let out = grant(T1);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v = json(&out);
+    let allocations = v["allocations"].as_array().unwrap();
+    assert!(!allocations.is_empty());
+    let tagged: Vec<&Value> = v["grant"]["addResources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["reservationId"] == "rollout")
+        .collect();
+    assert!(tagged.len() >= allocations.len());
+    for a in allocations {
+        assert_eq!(a["reservation"], "rollout");
+        assert!(tagged
+            .iter()
+            .any(|g| g["resourceDefinitionId"] == a["instanceRef"]));
+    }
+    // The ledger of the state file kept the draw.
+    let out = run(
+        &state,
+        &["--json", "promise", "--now", T1, "show", "rollout"],
+    );
+    let drawn = json(&out)["reservations"][0]["allocated"]["instances"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(drawn, allocations.len() as u64);
+    // Until the reservation has nothing left: then exit 4 and nothing more is drawn.
+    let mut last = grant(T1);
+    for _ in 0..3 {
+        if code(&last) != 0 {
+            break;
+        }
+        last = grant(T1);
+    }
+    assert_eq!(code(&last), 4, "{}", stderr(&last));
+    assert!(stderr(&last).contains("remaining"), "{}", stderr(&last));
+    let out = run(
+        &state,
+        &["--json", "promise", "--now", T1, "show", "rollout"],
+    );
+    let v = json(&out);
+    assert!(
+        v["reservations"][0]["allocated"]["instances"]
+            .as_u64()
+            .unwrap()
+            <= 2
+    );
+}
+
+#[test]
+fn the_demo_reserves_and_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("unused.sqlite");
+    let out = run(&state, &["--json", "demo"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["ok"], true);
+    let steps = v["steps"].as_array().unwrap();
+    let reserve = steps[steps.len() - 2]["narrative"].as_str().unwrap();
+    assert!(reserve.contains("the counter-offer: 8 cores"), "{reserve}");
+    let draw = steps[steps.len() - 1]["narrative"].as_str().unwrap();
+    assert!(draw.contains("from reservation rollout"), "{draw}");
+    assert!(!state.exists(), "the demo keeps its state in memory");
+}
