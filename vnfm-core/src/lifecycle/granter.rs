@@ -441,7 +441,11 @@ mod tests {
             "default",
             &inst,
             &"op-1".into(),
-            &GrantOptions::default(),
+            // Best effort: VDU1's two VNFCs share the zone they are pinned to.
+            &GrantOptions {
+                fallback_best_effort: true,
+                ..GrantOptions::default()
+            },
             &mut ids,
         )
         .unwrap();
