@@ -111,6 +111,8 @@ pub enum Command {
     Config(ConfigCommand),
     /// Serve the SOL003 VNF LCM API, the Prometheus alert endpoints and /metrics over HTTP.
     Serve(ServeArgs),
+    /// Reserve capacity ahead of time (the OPNFV Promise ledger kept in the state file).
+    Promise(PromiseArgs),
 }
 
 /// `vnfm serve`: each option overrides `[server]` / `[prometheus_plugin]` of the configuration.
@@ -232,6 +234,13 @@ pub struct GrantArgs {
     /// Scale-out steps.
     #[arg(long, default_value_t = 1)]
     pub steps: u32,
+    /// Draw the new VNFCs granted into the zone of this reservation of the state file's
+    /// ledger (`vnfm promise`) from it, and name it in their `reservationId`.
+    #[arg(long, value_name = "ID")]
+    pub reservation: Option<String>,
+    /// The time of the draw (RFC 3339) [default: now].
+    #[arg(long, value_name = "TIME", requires = "reservation")]
+    pub now: Option<chrono::DateTime<chrono::Utc>>,
     /// Placement options.
     #[command(flatten)]
     pub placement: PlacementArgs,
@@ -397,4 +406,157 @@ pub enum PackageCommand {
 pub enum ConfigCommand {
     /// Show the effective configuration (file, environment and flags merged).
     Show,
+}
+
+/// `vnfm promise ...`
+#[derive(Debug, Args)]
+pub struct PromiseArgs {
+    /// The time the command acts at (RFC 3339) [default: now]; never before the ledger's last
+    /// operation.
+    #[arg(long, global = true, value_name = "TIME")]
+    pub now: Option<chrono::DateTime<chrono::Utc>>,
+    /// The command.
+    #[command(subcommand)]
+    pub command: PromiseCommand,
+}
+
+/// Amounts per resource line; unset lines are zero.
+#[derive(Debug, Args, Default, Clone)]
+pub struct AmountArgs {
+    /// Virtual CPUs.
+    #[arg(long, value_name = "N")]
+    pub cores: Option<u64>,
+    /// Memory in MiB.
+    #[arg(long, value_name = "MIB")]
+    pub ram: Option<u64>,
+    /// Instances (servers).
+    #[arg(long, value_name = "N")]
+    pub instances: Option<u64>,
+    /// Network addresses.
+    #[arg(long, value_name = "N")]
+    pub addresses: Option<u64>,
+    /// Volumes.
+    #[arg(long, value_name = "N")]
+    pub volumes: Option<u64>,
+    /// Storage size in GiB.
+    #[arg(long, value_name = "GIB")]
+    pub size: Option<u64>,
+    /// Volume snapshots.
+    #[arg(long, value_name = "N")]
+    pub snapshots: Option<u64>,
+}
+
+/// Reservation priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PriorityArg {
+    /// May preempt normal and low reservations that have not started.
+    High,
+    /// The default.
+    Normal,
+    /// May be preempted.
+    Low,
+}
+
+/// The `vnfm promise` commands.
+#[derive(Debug, Subcommand)]
+pub enum PromiseCommand {
+    /// Total, reserved, used and available capacity per zone over a window (its worst point).
+    Capacity {
+        /// Only this zone.
+        #[arg(long, value_name = "ZONE")]
+        zone: Option<String>,
+        /// Window start [default: --now].
+        #[arg(long, value_name = "TIME")]
+        start: Option<chrono::DateTime<chrono::Utc>>,
+        /// Window end [default: one hour after the start].
+        #[arg(long, value_name = "TIME")]
+        end: Option<chrono::DateTime<chrono::Utc>>,
+    },
+    /// Add capacity to a zone over a window (a pool).
+    AddCapacity {
+        /// The zone.
+        #[arg(long, value_name = "ZONE")]
+        zone: String,
+        /// The amounts.
+        #[command(flatten)]
+        amounts: AmountArgs,
+        /// Pool start [default: --now].
+        #[arg(long, value_name = "TIME")]
+        start: Option<chrono::DateTime<chrono::Utc>>,
+        /// Pool end [default: forever].
+        #[arg(long, value_name = "TIME")]
+        end: Option<chrono::DateTime<chrono::Utc>>,
+    },
+    /// Remove capacity from a zone over a window.
+    RemoveCapacity {
+        /// The zone.
+        #[arg(long, value_name = "ZONE")]
+        zone: String,
+        /// The amounts.
+        #[command(flatten)]
+        amounts: AmountArgs,
+        /// Start [default: --now].
+        #[arg(long, value_name = "TIME")]
+        start: Option<chrono::DateTime<chrono::Utc>>,
+        /// End [default: forever].
+        #[arg(long, value_name = "TIME")]
+        end: Option<chrono::DateTime<chrono::Utc>>,
+        /// Remove it even when reservations hold it (they are notified of the loss).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Reserve capacity: for future use over [--start, --end), or for immediate use until
+    /// --expiry. A request that does not fit is answered with a counter-offer (exit 4).
+    Reserve {
+        /// The zone.
+        #[arg(long, value_name = "ZONE")]
+        zone: String,
+        /// The amounts.
+        #[command(flatten)]
+        amounts: AmountArgs,
+        /// Start of a future reservation (with --end).
+        #[arg(long, value_name = "TIME", requires = "end")]
+        start: Option<chrono::DateTime<chrono::Utc>>,
+        /// End of a future reservation (with --start).
+        #[arg(long, value_name = "TIME", requires = "start")]
+        end: Option<chrono::DateTime<chrono::Utc>>,
+        /// When unallocated capacity goes back to the zone [default: the policy's expiry].
+        #[arg(long, value_name = "TIME")]
+        expiry: Option<chrono::DateTime<chrono::Utc>>,
+        /// Priority.
+        #[arg(long, value_name = "PRIORITY", default_value = "normal")]
+        priority: PriorityArg,
+        /// The reservation's id [default: a new UUID].
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+    },
+    /// List reservations.
+    List {
+        /// Only those of this zone.
+        #[arg(long, value_name = "ZONE")]
+        zone: Option<String>,
+    },
+    /// Show one reservation.
+    Show {
+        /// The reservation id.
+        id: String,
+    },
+    /// Cancel a reservation.
+    Cancel {
+        /// The reservation id.
+        id: String,
+    },
+    /// Draw capacity from an active reservation (what a grant with reservationId does).
+    Draw {
+        /// The reservation id.
+        id: String,
+        /// The amounts.
+        #[command(flatten)]
+        amounts: AmountArgs,
+    },
+    /// Give back what an allocation drew.
+    Release {
+        /// The allocation id.
+        id: String,
+    },
 }

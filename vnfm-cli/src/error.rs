@@ -59,6 +59,10 @@ pub enum CliError {
         /// The ProblemDetails detail.
         detail: String,
     },
+    /// The reservation ledger refused a request (a counter-offer, when there is one, was
+    /// printed on stdout).
+    #[error(transparent)]
+    Promise(#[from] vnfm_core::reservation::LedgerError),
     /// The local granter gave no grant.
     #[error("no grant: {detail}")]
     Grant {
@@ -83,7 +87,24 @@ impl CliError {
             CliError::Operation { kind, .. } | CliError::Grant { kind, .. } => {
                 failure_exit_code(*kind)
             }
+            CliError::Promise(e) => ledger_exit_code(e),
         }
+    }
+}
+
+/// The exit code of a refusal of the reservation ledger: 4 when capacity (of a zone or of a
+/// reservation) is short, 2 for a bad request (unknown reservation, not active, a policy
+/// limit, ...).
+pub fn ledger_exit_code(e: &vnfm_core::reservation::LedgerError) -> i32 {
+    use vnfm_core::reservation::{LedgerError as L, Rejection as R};
+    match e {
+        L::Invalid(e) => core_exit_code(e),
+        L::DoesNotFit { .. } | L::CapacityInUse { .. } => exit::CAPACITY,
+        L::Rejected(R::InsufficientCapacity { .. } | R::InsufficientRemaining { .. }) => {
+            exit::CAPACITY
+        }
+        L::Rejected(_) => exit::USAGE,
+        _ => exit::INTERNAL,
     }
 }
 

@@ -11,6 +11,7 @@
 //! - [`exit`]: the exit codes.
 //! - [`serve`]: `vnfm serve`, the HTTP server (SOL003 VNF LCM API, Prometheus alert endpoints,
 //!   `/metrics`).
+//! - [`promise`]: the Promise reservation ledger kept in the state file (`vnfm promise`).
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
 
@@ -21,6 +22,7 @@ pub mod config;
 pub mod error;
 pub mod exit;
 pub mod output;
+pub mod promise;
 pub mod serve;
 pub mod store;
 

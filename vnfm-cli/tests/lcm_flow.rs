@@ -79,7 +79,7 @@ fn demo_narrates_and_its_json_is_valid() {
     assert_eq!(v["version"], 1);
     assert_eq!(v["ok"], true);
     let steps = v["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 6);
+    assert_eq!(steps.len(), 8);
     let attempts = steps[2]["vnfLcmOpOcc"]["attempts"].as_array().unwrap();
     assert_eq!(attempts[0]["outcome"], "failed");
     assert_eq!(attempts[0]["failedZones"], serde_json::json!(["AZ-1"]));

@@ -12,7 +12,11 @@
 //! 5. scale out VDU1: the only zone left that honours the anti-affinity is AZ-1, which fails
 //!    again; with no compliant zone left the best-effort constraint is relaxed, and reported;
 //! 6. heal VDU1-0: re-created, the other VNFCs untouched;
-//! 7. terminate.
+//! 7. terminate;
+//! 8. reserve capacity for the next rollout in the OPNFV Promise ledger: a second request
+//!    that overlaps it does not fit and is answered with a counter-offer;
+//! 9. the rollout's grant draws the VNFCs placed in the reserved zone from the reservation
+//!    (`GrantInfo.reservationId`).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -234,5 +238,168 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
     ok &= r.is_completed() && sim.server_ids().is_empty();
     steps.push(op_step("Terminate: the stack and its servers are gone", &r));
 
+    // 8-9. Reservations.
+    out.progress("reserving capacity for the next rollout");
+    let (reserve_step, grant_step, fine) = reservations(&sim, &pkg, seed).await?;
+    ok &= fine;
+    steps.push(reserve_step);
+    steps.push(grant_step);
+
     Ok(DemoReport { seed, steps, ok })
+}
+
+/// The demo's clock for the ledger: a fixed instant, so the narrative is the same every run.
+fn demo_time(hours: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp(1_893_456_000, 0).unwrap_or_default()
+        + chrono::Duration::hours(hours)
+}
+
+/// Steps 8 and 9: a reservation, a counter-offer, and a grant that draws from the reservation.
+async fn reservations(
+    sim: &SimCloud,
+    pkg: &vnfm_core::package::VnfPackage,
+    seed: u64,
+) -> Result<(DemoStep, DemoStep, bool), CliError> {
+    use vnfm_core::reservation::{Capacity, LedgerError, ReservationRequest};
+
+    let zones = sim.list_zones(ListZones::default()).await?;
+    let mut book = crate::promise::PromiseBook::from_catalogue(&zones, seed, demo_time(0))?;
+    let mut ok = true;
+    let mut n = String::new();
+    let _ = writeln!(
+        n,
+        "  the ledger holds the free capacity of every zone from {} on (demo time)",
+        demo_time(0).to_rfc3339()
+    );
+    let first = book
+        .ledger
+        .create_reservation(
+            ReservationRequest::new(
+                "AZ-3",
+                Capacity::compute(24, 32768, 3)
+                    .with(vnfm_core::reservation::ResourceLine::Size, 200),
+            )
+            .with_window(demo_time(1), demo_time(3))
+            .with_id("rollout"),
+            &mut book.ids,
+            demo_time(0),
+        )?
+        .value;
+    let _ = writeln!(
+        n,
+        "  reservation {} in AZ-3: {} over [{}, {})",
+        first.id,
+        super::promise::amounts(&first.capacity),
+        first.start.to_rfc3339(),
+        first.end.to_rfc3339()
+    );
+    match book.ledger.create_reservation(
+        ReservationRequest::new("AZ-3", Capacity::compute(16, 8192, 2))
+            .with_window(demo_time(2), demo_time(4)),
+        &mut book.ids,
+        demo_time(0),
+    ) {
+        Err(LedgerError::DoesNotFit { offer, .. }) => {
+            let _ = writeln!(
+                n,
+                "  another 16 cores over [{}, {}) do not fit; the counter-offer: {} over that \
+                 window, or all of it from {}",
+                demo_time(2).to_rfc3339(),
+                demo_time(4).to_rfc3339(),
+                super::promise::amounts(&offer.largest),
+                offer
+                    .earliest
+                    .map_or_else(|| "nowhere".to_owned(), |w| w.start.to_rfc3339())
+            );
+            ok &= offer.largest.cores == 8 && offer.earliest.map(|w| w.start) == Some(first.end);
+        }
+        other => {
+            ok = false;
+            let _ = writeln!(n, "  unexpected: the overlapping request gave {other:?}");
+        }
+    }
+    let reserve = DemoStep {
+        title: "Reserve capacity for the next rollout (OPNFV Promise): an overlapping request gets a counter-offer".into(),
+        narrative: n,
+        vnf_lcm_op_occ: None,
+        vnfcs: Vec::new(),
+    };
+
+    // The grant of the rollout, capacity-aware: the largest zone, AZ-3, gets a VNFC.
+    let drivers = Drivers {
+        stacks: Arc::new(sim.clone()),
+        zones: Arc::new(sim.clone()),
+        compute: Arc::new(sim.clone()),
+        store: Arc::new(MemoryStore::new()),
+        clock: Arc::new(SystemClock),
+    };
+    let mut config = LcmConfig::standard()?;
+    config.fallback_best_effort = true;
+    config.selection = Selection::CapacityAware;
+    config.seed = seed;
+    let lcm = Lifecycle::new(drivers, config);
+    let mut inst = vnfm_core::lcm::VnfInstance::new("rollout", pkg.descriptor_id.clone());
+    inst.instantiation_state = Some(vnfm_core::lcm::InstantiationState::NotInstantiated);
+    let mut n = String::new();
+    match lcm
+        .grant_only(
+            pkg,
+            &inst,
+            vnfm_core::lifecycle::GrantOnly::Instantiate {
+                flavour_id: "default".into(),
+            },
+        )
+        .await?
+    {
+        Ok((request, mut grant)) => {
+            let flavour = pkg
+                .flavour("default")
+                .ok_or_else(|| CliError::Usage("the demo package has no flavour default".into()))?;
+            let drawn = vnfm_core::lifecycle::granter::draw_reservation(
+                &mut grant,
+                &request,
+                flavour,
+                &first.id,
+                &mut book.ledger,
+                &mut book.ids,
+                demo_time(1),
+            )?;
+            for a in &drawn {
+                let _ = writeln!(
+                    n,
+                    "  {} granted into AZ-3 draws {} from reservation {} (reservationId in the grant)",
+                    a.instance_ref.as_deref().unwrap_or("-"),
+                    super::promise::amounts(&a.capacity),
+                    first.id
+                );
+            }
+            let left = book
+                .ledger
+                .reservation(&first.id)
+                .map(|r| r.remaining)
+                .unwrap_or_default();
+            let _ = writeln!(
+                n,
+                "  left in the reservation: {}",
+                super::promise::amounts(&left)
+            );
+            ok &= !drawn.is_empty()
+                && grant
+                    .add_resources
+                    .iter()
+                    .any(|g| g.reservation_id.as_deref() == Some(first.id.as_str()));
+        }
+        Err((_, _, detail)) => {
+            ok = false;
+            let _ = writeln!(n, "  no grant: {detail}");
+        }
+    }
+    let grant = DemoStep {
+        title: "Grant the rollout: the VNFCs placed in the reserved zone draw from the reservation"
+            .into(),
+        narrative: n,
+        vnf_lcm_op_occ: None,
+        vnfcs: Vec::new(),
+    };
+    Ok((reserve, grant, ok))
 }

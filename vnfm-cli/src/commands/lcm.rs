@@ -578,6 +578,9 @@ pub struct GrantOutput<'a> {
     pub grant_request: &'a vnfm_core::grant::GrantRequest,
     /// The grant.
     pub grant: &'a vnfm_core::grant::Grant,
+    /// What the grant drew from `--reservation` (one allocation per VNFC).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allocations: Vec<vnfm_core::reservation::Allocation>,
 }
 
 /// `vnfm grant`.
@@ -622,11 +625,23 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
         };
         let lcm = Lifecycle::new(drivers, lcm_cfg);
         match lcm.grant_only(&pkg, &inst, op).await? {
-            Ok((request, grant)) => {
+            Ok((request, mut grant)) => {
+                let allocations = match &args.reservation {
+                    Some(rid) => {
+                        let flavour = pkg.flavour(request.flavour_id.as_deref().unwrap_or_default()).ok_or_else(|| {
+                            CliError::Usage(format!("the grant request names no flavour of {}", pkg.descriptor_id))
+                        })?;
+                        super::promise::draw_grant(config, &mut grant, &request, flavour, rid, args.now).await?
+                    }
+                    None => Vec::new(),
+                };
                 let mut human = String::new();
                 let _ = writeln!(human, "grant {} for {:?} of {}", grant.id, request.operation, pkg.descriptor_id);
                 for r in &request.add_resources {
-                    let zone = grant.zone_of(&r.id).map(ToString::to_string).unwrap_or_else(|| "-".into());
+                    let mut zone = grant.zone_of(&r.id).map(ToString::to_string).unwrap_or_else(|| "-".into());
+                    if let Some(rid) = grant.add_resources.iter().find(|g| g.resource_definition_id == r.id).and_then(|g| g.reservation_id.as_deref()) {
+                        zone.push_str(&format!(" reservation {rid}"));
+                    }
                     let _ = writeln!(
                         human,
                         "  {:<8} {:<22} zone {zone}  ({})",
@@ -650,7 +665,16 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
                         let _ = writeln!(human, "  relaxed: {}", r.as_str().unwrap_or_default());
                     }
                 }
-                out.data(&human, &GrantOutput { grant_request: &request, grant: &grant })
+                for a in &allocations {
+                    let _ = writeln!(
+                        human,
+                        "  drew {} for {} (allocation {})",
+                        super::promise::amounts(&a.capacity),
+                        a.instance_ref.as_deref().unwrap_or("-"),
+                        a.id
+                    );
+                }
+                out.data(&human, &GrantOutput { grant_request: &request, grant: &grant, allocations })
             }
             Err((_request, kind, detail)) => Err(CliError::Grant { kind, detail }),
         }

@@ -12,6 +12,7 @@ pub mod cloud;
 pub mod demo;
 pub mod lcm;
 pub mod package;
+pub mod promise;
 
 /// Runs the parsed command line.
 ///
@@ -34,6 +35,7 @@ pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
         Command::Terminate(args) => lcm::terminate(&config, &args, out),
         Command::Instance(cmd) => lcm::instance(&config, &cmd, out),
         Command::Op(cmd) => lcm::op(&config, &cmd, out),
+        Command::Promise(args) => promise::run(&config, &args, out),
         Command::Serve(args) => crate::serve::run(config.with_serve_args(&args), out.quiet),
     }
 }

@@ -18,6 +18,8 @@
 //!   resource definition referring to it. Constraints relaxed under `fallbackBestEffort` are
 //!   reported in `additionalParams.relaxedPlacementConstraints` (one sentence each), since
 //!   SOL003's `Grant` has no attribute for it.
+//! - [`draw_reservation`] then draws the new VNFCs granted into a reserved zone from a
+//!   reservation of the Promise ledger and sets `GrantInfo.reservationId` on them.
 
 use std::collections::BTreeMap;
 
@@ -27,12 +29,16 @@ use crate::grant::{
     AffinityOrAntiAffinity, ConstraintIdType, ConstraintScope, Grant, GrantInfo, GrantRequest,
     Link, ResourceType, ZoneInfo,
 };
-use crate::id::{GrantId, VduId, ZoneId};
+use crate::id::{GrantId, IdGen, VduId, ZoneId};
+use chrono::{DateTime, Utc};
 
 use crate::lcm::VnfInstance;
 use crate::package::Flavour;
 use crate::placement::{
     ExistingMember, Item, Placement, PlacementError, PlacementRequest, Selection,
+};
+use crate::reservation::{
+    Allocation, AllocationRequest, Capacity, Ledger, LedgerError, Rejection, ReservationId,
 };
 use crate::zone::{ComputeZone, Resources};
 
@@ -290,4 +296,328 @@ pub fn grant(
         g.links.insert(k.clone(), v.clone());
     }
     Ok((g, placement))
+}
+
+/// The capacity one VNFC of `vdu` takes in the reservation ledger: its vCPUs (`cores`),
+/// memory (`ram`, MiB), local disk (`size`, GiB) and one `instances`.
+pub fn vdu_capacity(flavour: &Flavour, vdu: &VduId) -> Capacity {
+    let d = vdu_demand(flavour, vdu);
+    Capacity {
+        cores: d.vcpus,
+        ram: d.memory_mb,
+        instances: 1,
+        size: d.disk_gb,
+        ..Capacity::default()
+    }
+}
+
+/// Draws the new VNFCs of `grant` from reservation `reservation` of `ledger` (SOL003
+/// `GrantInfo.reservationId`): every `COMPUTE` resource granted into the reservation's zone
+/// draws [`vdu_capacity`] of its VDU (one allocation each, `instanceRef` the resource
+/// definition id) and gets `reservationId` in the grant, and so do the `STORAGE` definitions
+/// that follow it. All or nothing: the sum is checked first, so a refusal draws nothing.
+///
+/// # Errors
+/// [`LedgerError::Rejected`] when the reservation does not exist, is not active, was released
+/// or has not enough left (saying which line and how much); [`LedgerError::Invalid`] naming
+/// the reservation, its zone and the grant's zones when no new VNFC was granted into it.
+pub fn draw_reservation(
+    grant: &mut Grant,
+    request: &GrantRequest,
+    flavour: &Flavour,
+    reservation: &ReservationId,
+    ledger: &mut Ledger,
+    ids: &mut IdGen,
+    now: DateTime<Utc>,
+) -> Result<Vec<Allocation>, LedgerError> {
+    let zone = ledger
+        .reservation(reservation)
+        .map(|r| r.zone)
+        .ok_or_else(|| LedgerError::Rejected(Rejection::UnknownReservation(reservation.clone())))?;
+    let zone_info: Vec<&str> = grant
+        .zones
+        .iter()
+        .filter(|z| z.zone_id == zone)
+        .map(|z| z.id.as_str())
+        .collect();
+    let mut draws: Vec<(String, Capacity)> = Vec::new();
+    let mut tagged: Vec<String> = Vec::new();
+    let mut drawing = false;
+    for r in &request.add_resources {
+        let in_zone = grant
+            .add_resources
+            .iter()
+            .find(|g| g.resource_definition_id == r.id)
+            .and_then(|g| g.zone_id.as_deref())
+            .is_some_and(|z| zone_info.contains(&z));
+        match r.type_ {
+            ResourceType::Compute => {
+                drawing = in_zone;
+                if let (true, Some(vdu)) = (in_zone, &r.vdu_id) {
+                    draws.push((r.id.clone(), vdu_capacity(flavour, vdu)));
+                    tagged.push(r.id.clone());
+                }
+            }
+            ResourceType::Storage if drawing && in_zone => tagged.push(r.id.clone()),
+            _ => {}
+        }
+    }
+    if draws.is_empty() {
+        let zones: Vec<String> = grant.zones.iter().map(|z| z.zone_id.to_string()).collect();
+        return Err(LedgerError::Invalid(Error::invalid(
+            Location::default().with_field("reservationId"),
+            format!(
+                "reservation {reservation} is in zone {zone} but the grant places no new VNFC \
+                 there (zones: {}); expected a reservation in a granted zone",
+                if zones.is_empty() {
+                    "none".to_owned()
+                } else {
+                    zones.join(", ")
+                }
+            ),
+        )));
+    }
+    let total = draws
+        .iter()
+        .fold(Capacity::default(), |acc, (_, c)| acc.saturating_add(c));
+    ledger.check_draw(reservation, &total, now)?;
+    let mut allocations = Vec::new();
+    for (id, capacity) in draws {
+        let a = ledger.create_instance(
+            AllocationRequest {
+                reservation: Some(reservation.clone()),
+                capacity,
+                instance_ref: Some(id),
+                ..Default::default()
+            },
+            ids,
+            now,
+        )?;
+        allocations.push(a.value);
+    }
+    for g in &mut grant.add_resources {
+        if tagged.contains(&g.resource_definition_id) {
+            g.reservation_id = Some(reservation.to_string());
+        }
+    }
+    Ok(allocations)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::lifecycle::grant::{instantiate, GrantOptions};
+    use crate::package::VnfPackage;
+    use crate::reservation::{PoolRequest, ReservationRequest};
+    use crate::zone::ComputeHost;
+
+    fn t(h: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + h * 3600, 0).unwrap()
+    }
+
+    fn zone(name: &str) -> ComputeZone {
+        ComputeZone {
+            name: name.into(),
+            available: true,
+            hosts: Some(vec![ComputeHost {
+                name: format!("{name}-h").into(),
+                available: true,
+                free: Some(Resources::new(64, 131072, 1000)),
+            }]),
+        }
+    }
+
+    /// The demo package's grant with VDU1 pinned into AZ-2 and VDU2 into AZ-3.
+    fn granted() -> (VnfPackage, GrantRequest, Grant) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/demo-vnf");
+        let pkg = crate::package::fs::load(&dir).unwrap();
+        let mut inst = VnfInstance::new("inst-1", pkg.descriptor_id.clone());
+        inst.instantiation_state = Some(crate::lcm::InstantiationState::NotInstantiated);
+        let mut ids = IdGen::seeded(1);
+        let planned = instantiate(
+            &pkg,
+            "default",
+            &inst,
+            &"op-1".into(),
+            // Best effort: VDU1's two VNFCs share the zone they are pinned to.
+            &GrantOptions {
+                fallback_best_effort: true,
+                ..GrantOptions::default()
+            },
+            &mut ids,
+        )
+        .unwrap();
+        let pinned: BTreeMap<String, ZoneId> = [
+            ("VDU1".to_owned(), ZoneId::from("AZ-2")),
+            ("VDU2".to_owned(), ZoneId::from("AZ-3")),
+        ]
+        .into_iter()
+        .collect();
+        let zones = vec![zone("AZ-2"), zone("AZ-3")];
+        let flavour = pkg.flavour("default").unwrap();
+        let ctx = GrantContext {
+            grant_id: "g-1".into(),
+            flavour,
+            instance: &inst,
+            zones: &zones,
+            pinned: &pinned,
+            vnfc_names: &BTreeMap::new(),
+            selection: Selection::Random,
+            seed: 1,
+        };
+        let (g, _) = grant(&planned.request, &ctx).unwrap();
+        (pkg.clone(), planned.request, g)
+    }
+
+    fn ledger(cores: u64) -> (Ledger, IdGen, ReservationId) {
+        let mut ids = IdGen::seeded(2);
+        let mut l = Ledger::default();
+        for z in ["AZ-2", "AZ-3"] {
+            l.increase_capacity(
+                PoolRequest::new(
+                    z,
+                    Capacity::compute(32, 65536, 10)
+                        .with(crate::reservation::ResourceLine::Size, 500),
+                ),
+                &mut ids,
+                t(0),
+            )
+            .unwrap();
+        }
+        let r = l
+            .create_reservation(
+                ReservationRequest::new(
+                    "AZ-2",
+                    Capacity::compute(cores, 16384, 4)
+                        .with(crate::reservation::ResourceLine::Size, 200),
+                )
+                .with_window(t(1), t(5)),
+                &mut ids,
+                t(0),
+            )
+            .unwrap()
+            .value;
+        (l, ids, r.id)
+    }
+
+    #[test]
+    fn vnfcs_in_the_reserved_zone_draw_and_carry_the_reservation_id() {
+        let (pkg, req, mut g) = granted();
+        let flavour = pkg.flavour("default").unwrap();
+        let (mut l, mut ids, rid) = ledger(8);
+        let allocs = draw_reservation(&mut g, &req, flavour, &rid, &mut l, &mut ids, t(1)).unwrap();
+        let vdu1: Vec<&str> = req
+            .add_resources
+            .iter()
+            .filter(|r| r.type_ == ResourceType::Compute && r.vdu_id == Some("VDU1".into()))
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(vdu1.len(), 2);
+        assert_eq!(allocs.len(), 2);
+        let one = vdu_capacity(flavour, &"VDU1".into());
+        assert!(one.cores > 0 && one.ram > 0 && one.instances == 1);
+        for a in &allocs {
+            assert_eq!(a.capacity, one);
+            assert!(vdu1.contains(&a.instance_ref.as_deref().unwrap()));
+        }
+        for info in &g.add_resources {
+            let is_vdu1 = vdu1.contains(&info.resource_definition_id.as_str());
+            let compute = req
+                .add_resources
+                .iter()
+                .any(|r| r.id == info.resource_definition_id && r.type_ == ResourceType::Compute);
+            if compute {
+                assert_eq!(
+                    info.reservation_id.is_some(),
+                    is_vdu1,
+                    "{}",
+                    info.resource_definition_id
+                );
+            }
+        }
+        let r = l.reservation(&rid).unwrap();
+        assert_eq!(r.allocated.cores, 2 * one.cores);
+        assert_eq!(r.remaining.instances, 2);
+    }
+
+    #[test]
+    fn a_reservation_too_small_draws_nothing() {
+        let (pkg, req, mut g) = granted();
+        let flavour = pkg.flavour("default").unwrap();
+        let one = vdu_capacity(flavour, &"VDU1".into());
+        // Room for one VNFC of VDU1, not two.
+        let (mut l, mut ids, rid) = ledger(one.cores);
+        let before = g.clone();
+        let err =
+            draw_reservation(&mut g, &req, flavour, &rid, &mut l, &mut ids, t(1)).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LedgerError::Rejected(Rejection::InsufficientRemaining { .. })
+            ),
+            "{err}"
+        );
+        assert_eq!(g, before);
+        assert!(l.reservation(&rid).unwrap().allocated.is_zero());
+    }
+
+    #[test]
+    fn refusals_name_the_reservation() {
+        let (pkg, req, mut g) = granted();
+        let flavour = pkg.flavour("default").unwrap();
+        let (mut l, mut ids, rid) = ledger(8);
+        // Before its start.
+        let err =
+            draw_reservation(&mut g, &req, flavour, &rid, &mut l, &mut ids, t(0)).unwrap_err();
+        assert!(
+            err.to_string().contains("is initialized, expected active"),
+            "{err}"
+        );
+        // Unknown.
+        let err = draw_reservation(
+            &mut g,
+            &req,
+            flavour,
+            &"nope".into(),
+            &mut l,
+            &mut ids,
+            t(1),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("reservation nope does not exist"),
+            "{err}"
+        );
+        // In a zone the grant does not use.
+        let other = l
+            .create_reservation(
+                ReservationRequest::new("AZ-9", Capacity::compute(1, 1, 1)),
+                &mut ids,
+                t(1),
+            )
+            .map(|o| o.value.id);
+        assert!(other.is_err(), "AZ-9 is not a zone of the ledger");
+        l.add_zone("AZ-9");
+        l.increase_capacity(
+            PoolRequest::new("AZ-9", Capacity::compute(4, 4096, 2)),
+            &mut ids,
+            t(1),
+        )
+        .unwrap();
+        let far = l
+            .create_reservation(
+                ReservationRequest::new("AZ-9", Capacity::compute(1, 1, 1)).with_expiry(t(3)),
+                &mut ids,
+                t(1),
+            )
+            .unwrap()
+            .value
+            .id;
+        let err =
+            draw_reservation(&mut g, &req, flavour, &far, &mut l, &mut ids, t(1)).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("zone AZ-9") && msg.contains("AZ-2"), "{msg}");
+    }
 }
