@@ -69,6 +69,8 @@ fn demo_narrates_and_its_json_is_valid() {
         "excluded zones: AZ-1",
         "relaxed:",
         "Heal VDU1-0",
+        "ignored [duplicate]",
+        "ONE automatic heal",
         "Terminate",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
@@ -79,7 +81,11 @@ fn demo_narrates_and_its_json_is_valid() {
     assert_eq!(v["version"], 1);
     assert_eq!(v["ok"], true);
     let steps = v["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 8);
+    assert_eq!(steps.len(), 9);
+    let auto = &steps[5]["vnfLcmOpOcc"];
+    assert_eq!(auto["operation"], "HEAL");
+    assert_eq!(auto["isAutomaticInvocation"], true);
+    assert_eq!(auto["operationState"], "COMPLETED");
     let attempts = steps[2]["vnfLcmOpOcc"]["attempts"].as_array().unwrap();
     assert_eq!(attempts[0]["outcome"], "failed");
     assert_eq!(attempts[0]["failedZones"], serde_json::json!(["AZ-1"]));

@@ -12,21 +12,29 @@
 //! 5. scale out VDU1: the only zone left that honours the anti-affinity is AZ-1, which fails
 //!    again; with no compliant zone left the best-effort constraint is relaxed, and reported;
 //! 6. heal VDU1-0: re-created, the other VNFCs untouched;
-//! 7. terminate;
-//! 8. reserve capacity for the next rollout in the OPNFV Promise ledger: a second request
+//! 7. auto-heal from Prometheus: Alertmanager's webhooks (as `vnfm serve` receives them on
+//!    `POST /alert/auto_healing`) report two VNFCs down, one of them twice; the alert handler
+//!    of `vnfm_core::alert` gathers them into one window, drops the repeat, and the window
+//!    closes into ONE heal of both VNFCs, `isAutomaticInvocation` true (the window's time is
+//!    simulated: the handler is sans-IO);
+//! 8. terminate;
+//! 9. reserve capacity for the next rollout in the OPNFV Promise ledger: a second request
 //!    that overlaps it does not fit and is answered with a counter-offer;
-//! 9. the rollout's grant draws the VNFCs placed in the reserved zone from the reservation
+//! 10. the rollout's grant draws the VNFCs placed in the reserved zone from the reservation
 //!    (`GrantInfo.reservationId`).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use chrono::{Duration, Utc};
 use serde::Serialize;
+use vnfm_core::alert::{Action, AlertHandler, Endpoint, PrometheusPluginConfig};
+use vnfm_core::driver::Store;
 use vnfm_core::driver::{ListZones, ZoneCatalog};
-use vnfm_core::id::ZoneId;
+use vnfm_core::id::{VnfInstanceId, ZoneId};
 use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, ScaleType, ScaleVnfRequest,
-    TerminateVnfRequest, TerminationType,
+    TerminateVnfRequest, TerminationType, VnfInstance,
 };
 use vnfm_core::lifecycle::{Drivers, LcmConfig, Lifecycle, OperationOptions, OperationReport};
 use vnfm_core::placement::Selection;
@@ -94,7 +102,7 @@ pub fn run(args: &DemoArgs, out: Output) -> Result<(), CliError> {
         human,
         "{}",
         if report.ok {
-            "The deployment survived a full zone twice: once by reselection, once by relaxing a best-effort constraint."
+            "The deployment survived a full zone twice (once by reselection, once by relaxing a best-effort constraint) and healed itself from Prometheus alerts."
         } else {
             "The demo did not go as planned: see the steps above."
         }
@@ -111,11 +119,12 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
     let cloud = builtin::demo_cloud()?;
     let pkg = builtin::demo_package()?;
     let sim = SimCloud::new(cloud, seed);
+    let store = Arc::new(MemoryStore::new());
     let drivers = Drivers {
         stacks: Arc::new(sim.clone()),
         zones: Arc::new(sim.clone()),
         compute: Arc::new(sim.clone()),
-        store: Arc::new(MemoryStore::new()),
+        store: store.clone(),
         clock: Arc::new(SystemClock),
     };
     let mut config = LcmConfig::standard()?;
@@ -171,14 +180,13 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
             .collect(),
         automatic: false,
     };
-    let r = lcm
-        .instantiate(
-            &inst.id,
-            &pkg,
-            &InstantiateVnfRequest::new("default"),
-            &opts,
-        )
-        .await?;
+    let mut inst_req = InstantiateVnfRequest::new("default");
+    // Opted in to auto-heal (step 7), as `PATCH vnfConfigurableProperties` would.
+    inst_req.vnf_configurable_properties = serde_json::from_value(serde_json::json!({
+        "isAutohealEnabled": true
+    }))
+    .map_err(|e| CliError::Usage(format!("demo instantiate request: {e}")))?;
+    let r = lcm.instantiate(&inst.id, &pkg, &inst_req, &opts).await?;
     ok &= r.is_completed() && r.op_occ.attempts.len() >= 2;
     let mut s = op_step(
         "Instantiate: the NFVO grants VDU1-0 into AZ-1, which is full; reselection saves the deployment",
@@ -222,7 +230,14 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
         &r,
     ));
 
-    // 7. Terminate.
+    // 7. Auto-heal from Prometheus alerts.
+    out.progress("auto-healing from Prometheus alerts");
+    let before = store.instance(&inst.id).await?;
+    let (step, healed) = auto_heal(&lcm, &pkg, &before).await?;
+    ok &= healed;
+    steps.push(step);
+
+    // 8. Terminate.
     out.progress("terminating");
     let r = lcm
         .terminate(
@@ -402,4 +417,174 @@ async fn reservations(
         vnfcs: Vec::new(),
     };
     Ok((reserve, grant, ok))
+}
+
+/// An Alertmanager webhook (version 4) of firing alerts, as `vnfm serve` receives it: one
+/// alert per `(vnfc, fingerprint)`, all started at `starts_at`.
+fn webhook(instance: &VnfInstanceId, alerts: &[(&str, &str)], starts_at: &str) -> Vec<u8> {
+    let alerts: Vec<serde_json::Value> = alerts
+        .iter()
+        .map(|(vnfc, fingerprint)| {
+            serde_json::json!({
+                "status": "firing",
+                "labels": {
+                    "alertname": "VnfcDown",
+                    "receiver_type": "tacker",
+                    "function_type": "auto_heal",
+                    "vnf_instance_id": instance.to_string(),
+                    "vnfc_info_id": vnfc,
+                },
+                "annotations": {"summary": format!("{vnfc} stopped answering")},
+                "startsAt": starts_at,
+                "endsAt": "0001-01-01T00:00:00Z",
+                "generatorURL": "http://127.0.0.1:9090/graph",
+                "fingerprint": fingerprint,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "version": "4",
+        "groupKey": "{}:{function_type=\"auto_heal\"}",
+        "truncatedAlerts": 0,
+        "status": "firing",
+        "receiver": "vnfm-auto-heal",
+        "groupLabels": {"function_type": "auto_heal"},
+        "commonLabels": {"function_type": "auto_heal"},
+        "commonAnnotations": {},
+        "externalURL": "http://127.0.0.1:9093",
+        "alerts": alerts,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Step 7: two webhooks through the alert handler, the window closing into one automatic heal.
+/// Returns the step and whether it went as the story says.
+async fn auto_heal(
+    lcm: &Lifecycle,
+    pkg: &vnfm_core::package::VnfPackage,
+    inst: &VnfInstance,
+) -> Result<(DemoStep, bool), CliError> {
+    let config = PrometheusPluginConfig {
+        auto_healing: true,
+        ..PrometheusPluginConfig::default()
+    };
+    let window = config.timer_interval;
+    let mut handler = AlertHandler::new(config);
+    let lookup = |id: &VnfInstanceId| (id == &inst.id).then(|| inst.clone());
+    let vnfcs: Vec<&str> = inst
+        .instantiated_vnf_info
+        .iter()
+        .flat_map(|i| i.vnfc_info.iter().map(|v| v.id.as_str()))
+        .collect();
+    // The last VNFC of VDU2 and the last of VDU1 go down (not the one healed by hand).
+    let pick = |vdu: &str| -> String {
+        vnfcs
+            .iter()
+            .rev()
+            .find(|v| v.starts_with(vdu))
+            .map_or_else(|| vdu.to_owned(), |v| (*v).to_owned())
+    };
+    let (a, b) = (pick("VDU2-"), pick("VDU1-"));
+    let (a, b) = (a.as_str(), b.as_str());
+    let t0 = Utc::now();
+    let starts_at = t0.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let mut n = String::new();
+    let mut ok = true;
+    let mut post = |handler: &mut AlertHandler, at, body: Vec<u8>, what: &str| {
+        let _ = writeln!(n, "  {what}:");
+        match handler.handle_webhook(Endpoint::AutoHealing, &body, &lookup, at) {
+            Ok(outcomes) => outcomes
+                .into_iter()
+                .map(|o| {
+                    let line = match &o.action {
+                        Action::HealQueued { vnfc, due, .. } => format!(
+                            "{vnfc} queued for heal, window closes at +{} s",
+                            (*due - t0).num_seconds()
+                        ),
+                        Action::Scale(_) => "a scale (unexpected)".to_owned(),
+                        Action::Ignored(r) => format!("ignored [{}]: {r}", r.label()),
+                    };
+                    let _ = writeln!(n, "    alert {}: {line}", o.fingerprint);
+                    o.action
+                })
+                .collect(),
+            Err(p) => {
+                let _ = writeln!(n, "    answered {}: {}", p.status, p.detail);
+                Vec::new()
+            }
+        }
+    };
+    let first = post(
+        &mut handler,
+        t0,
+        webhook(
+            &inst.id,
+            &[(a, "a1f0c0de00000001"), (b, "a1f0c0de00000002")],
+            &starts_at,
+        ),
+        &format!("Alertmanager posts to /alert/auto_healing at +0 s ({a} and {b} down)"),
+    );
+    ok &= first.len() == 2 && first.iter().all(|x| matches!(x, Action::HealQueued { .. }));
+    let at = t0 + Duration::seconds(5);
+    let second = post(
+        &mut handler,
+        at,
+        webhook(&inst.id, &[(a, "a1f0c0de00000001")], &starts_at),
+        &format!("Alertmanager repeats the {a} alert at +5 s"),
+    );
+    ok &= matches!(second.as_slice(), [Action::Ignored(r)] if r.label() == "duplicate");
+    ok &= handler.poll_due(at).is_empty();
+    let due = t0 + Duration::seconds(i64::try_from(window).unwrap_or(i64::MAX));
+    let mut jobs = handler.poll_due(due);
+    let _ = writeln!(
+        n,
+        "  the {window} s window closes: {} heal job(s)",
+        jobs.len()
+    );
+    ok &= jobs.len() == 1;
+    let Some(mut job) = jobs.pop() else {
+        return Ok((
+            DemoStep {
+                title: "Auto-heal from Prometheus alerts".into(),
+                narrative: n,
+                vnf_lcm_op_occ: None,
+                vnfcs: Vec::new(),
+            },
+            false,
+        ));
+    };
+    job.retain_existing(inst);
+    let mut want = vec![a.to_owned(), b.to_owned()];
+    want.sort();
+    let mut got = job.vnfcs.clone();
+    got.sort();
+    ok &= got == want;
+    let servers = |i: &VnfInstance| -> Vec<(String, String)> {
+        vnfc_lines(i)
+            .into_iter()
+            .map(|l| (l.id, l.server_id))
+            .collect()
+    };
+    let old = servers(inst);
+    let r = lcm
+        .heal(&inst.id, pkg, &job.request(), &job.options())
+        .await?;
+    handler.mark_idle(&inst.id);
+    let new = servers(&r.instance);
+    // The healed VNFCs have new servers, the others keep theirs.
+    let kept = old.iter().filter(|o| new.contains(o)).count();
+    ok &= r.is_completed() && r.op_occ.is_automatic_invocation && kept + got.len() == old.len();
+    let mut step = op_step(
+        "Auto-heal from Prometheus alerts: two VNFCs down, one alert repeated, ONE automatic heal",
+        &r,
+    );
+    let _ = writeln!(
+        n,
+        "  one heal of {} (isAutomaticInvocation: {}), {kept} other VNFC(s) untouched",
+        job.vnfcs.join(", "),
+        r.op_occ.is_automatic_invocation
+    );
+    step.narrative.insert_str(0, &n);
+    Ok((step, ok))
 }

@@ -1,0 +1,434 @@
+//! Alert endpoint throughput: `POST /alert/auto_healing` of `vnfm serve` against a bare axum
+//! handler answering 204, in the same run, over the same keep-alive loopback client.
+//!
+//! The server runs in-process on a 2-worker tokio runtime over a temporary state file, with
+//! `INSTANCES` demo VNFs instantiated through its LCM API (auto-heal enabled) and bearer-token
+//! auth on the alert endpoints. `timer_interval` is an hour so no heal runs during the
+//! measurement: what is measured is the endpoint (auth, body limit, parsing, the validation
+//! chain, batching, de-duplication, metrics, and the state persisted before answering).
+//!
+//! Workloads (one alert per webhook, Alertmanager's shape):
+//! - `vnfm_duplicates`: every request repeats an alert already queued (the storm case:
+//!   Alertmanager re-sends, duplicated groups): ignored `duplicate`, counted, 204;
+//! - `vnfm_new_alerts`: every request is a new occurrence (new `startsAt`) of a VNFC alert,
+//!   joining its instance's open window: accepted, and the alert state saved to SQLite before
+//!   the 204 (so that an accepted alert survives a restart);
+//! - `bare_axum_204`: the baseline, an axum route that reads the body and answers 204.
+//!
+//! At the end the bench prints each workload's throughput relative to the baseline; the
+//! target is at least half of it (recorded in `benches/README.md`). `cargo bench -p
+//! vnfm-benches --bench alerts`.
+
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::Router;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::runtime::Runtime;
+use vnfm_cli::config::{Config, Secret};
+use vnfm_cli::serve::Server;
+
+const DEMO_VNFD: &str = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d";
+const TOKEN: &str = "vnfm-bench-token";
+const INSTANCES: usize = 10;
+/// Concurrent keep-alive connections of the client.
+const CONNECTIONS: usize = 8;
+
+/// A keep-alive HTTP/1.1 connection.
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    async fn open(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        Self {
+            stream,
+            buf: Vec::with_capacity(4096),
+        }
+    }
+
+    /// Sends one request, returns (status, body).
+    async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, Vec<u8>) {
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: bench\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for (n, v) in headers {
+            req.push_str(&format!("{n}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        let mut bytes = req.into_bytes();
+        bytes.extend_from_slice(body);
+        self.stream.write_all(&bytes).await.expect("write");
+        self.read_reply().await
+    }
+
+    async fn read_reply(&mut self) -> (u16, Vec<u8>) {
+        loop {
+            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&self.buf[..end]).to_string();
+                let status: u16 = head
+                    .split(' ')
+                    .nth(1)
+                    .and_then(|s| s.parse().ok())
+                    .expect("status");
+                let len: usize = head
+                    .lines()
+                    .filter_map(|l| l.split_once(':'))
+                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+                    .map_or(0, |(_, v)| v.trim().parse().expect("content-length"));
+                assert!(
+                    !head
+                        .to_ascii_lowercase()
+                        .contains("transfer-encoding: chunked"),
+                    "chunked replies are not expected here: {head}"
+                );
+                while self.buf.len() < end + 4 + len {
+                    self.fill().await;
+                }
+                let body = self.buf[end + 4..end + 4 + len].to_vec();
+                self.buf.drain(..end + 4 + len);
+                return (status, body);
+            }
+            self.fill().await;
+        }
+    }
+
+    async fn fill(&mut self) {
+        let mut chunk = [0u8; 4096];
+        let n = self.stream.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "connection closed by the server");
+        self.buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// One short-lived request (setup only).
+async fn call(addr: SocketAddr, method: &str, path: &str, body: &Value) -> (u16, Value) {
+    let mut c = Conn::open(addr).await;
+    let (status, body) = c
+        .send(
+            method,
+            path,
+            &[("Content-Type", "application/json")],
+            &serde_json::to_vec(body).unwrap(),
+        )
+        .await;
+    let v = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&body).unwrap()
+    };
+    (status, v)
+}
+
+async fn wait_op(addr: SocketAddr, op: &str) -> Value {
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, v) = call(
+            addr,
+            "GET",
+            &format!("/vnflcm/v2/vnf_lcm_op_occs/{op}"),
+            &Value::Null,
+        )
+        .await;
+        let s = v["operationState"].as_str().unwrap_or("");
+        if !["STARTING", "PROCESSING", "ROLLING_BACK"].contains(&s) {
+            return v;
+        }
+        assert!(Instant::now() < end, "operation {op} did not end");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Creates and instantiates a demo VNF with auto-heal on; returns its id and VNFC ids.
+async fn instantiated(addr: SocketAddr) -> (String, Vec<String>) {
+    let (s, v) = call(
+        addr,
+        "POST",
+        "/vnflcm/v2/vnf_instances",
+        &json!({"vnfdId": DEMO_VNFD}),
+    )
+    .await;
+    assert_eq!(s, 201, "{v}");
+    let id = v["id"].as_str().unwrap().to_owned();
+    let (s, v) = call(
+        addr,
+        "POST",
+        &format!("/vnflcm/v2/vnf_instances/{id}/instantiate"),
+        &json!({"flavourId": "default", "vnfConfigurableProperties": {"isAutohealEnabled": true}}),
+    )
+    .await;
+    assert_eq!(s, 202, "{v}");
+    let ops = call(addr, "GET", "/vnflcm/v2/vnf_lcm_op_occs", &Value::Null)
+        .await
+        .1;
+    let op = ops
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["vnfInstanceId"] == id.as_str() && o["operation"] == "INSTANTIATE")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let op = wait_op(addr, &op).await;
+    assert_eq!(op["operationState"], "COMPLETED", "{op}");
+    let (_, inst) = call(
+        addr,
+        "GET",
+        &format!("/vnflcm/v2/vnf_instances/{id}"),
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(
+        inst["vnfConfigurableProperties"]["isAutohealEnabled"], true,
+        "{inst}"
+    );
+    let vnfcs = inst["instantiatedVnfInfo"]["vnfcInfo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap().to_owned())
+        .collect();
+    (id, vnfcs)
+}
+
+fn webhook(instance: &str, vnfc: &str, fingerprint: &str, starts_at: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "version": "4", "groupKey": "{}:{function_type=\"auto_heal\"}", "truncatedAlerts": 0,
+        "status": "firing", "receiver": "vnfm-auto-heal",
+        "groupLabels": {"function_type": "auto_heal"}, "commonLabels": {"function_type": "auto_heal"},
+        "commonAnnotations": {}, "externalURL": "http://127.0.0.1:9093",
+        "alerts": [{"status": "firing", "labels": {"alertname": "VnfcDown", "receiver_type": "tacker",
+            "function_type": "auto_heal", "vnf_instance_id": instance, "vnfc_info_id": vnfc},
+            "annotations": {"summary": "VNFC down"}, "startsAt": starts_at,
+            "endsAt": "0001-01-01T00:00:00Z", "generatorURL": "http://127.0.0.1:9090/graph",
+            "fingerprint": fingerprint}]
+    }))
+    .unwrap()
+}
+
+/// Sends `iters` requests over `CONNECTIONS` keep-alive connections, body `i` from `body(i)`;
+/// every answer must be 204. Returns the wall time.
+async fn blast(
+    addr: SocketAddr,
+    path: &'static str,
+    iters: u64,
+    body: Arc<dyn Fn(u64) -> Vec<u8> + Send + Sync>,
+) -> Duration {
+    let mut conns = Vec::with_capacity(CONNECTIONS);
+    for _ in 0..CONNECTIONS {
+        conns.push(Conn::open(addr).await);
+    }
+    let next = Arc::new(AtomicU64::new(0));
+    let auth = format!("Bearer {TOKEN}");
+    let start = Instant::now();
+    let tasks: Vec<_> = conns
+        .into_iter()
+        .map(|mut c| {
+            let next = next.clone();
+            let body = body.clone();
+            let auth = auth.clone();
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= iters {
+                        return;
+                    }
+                    let b = body(i);
+                    let (status, reply) = c
+                        .send(
+                            "POST",
+                            path,
+                            &[
+                                ("Content-Type", "application/json"),
+                                ("Authorization", &auth),
+                            ],
+                            &b,
+                        )
+                        .await;
+                    assert_eq!(status, 204, "{}", String::from_utf8_lossy(&reply));
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("client task");
+    }
+    start.elapsed()
+}
+
+struct Bench {
+    rt: Runtime,
+    vnfm: SocketAddr,
+    bare: SocketAddr,
+    targets: Arc<Vec<(String, String)>>,
+    _server: Server,
+    _dir: tempfile::TempDir,
+}
+
+fn setup() -> Bench {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cloud = dir.path().join("big.yaml");
+    let zones: String = (1..=4)
+        .map(|z| {
+            format!("  AZ-{z}:\n    hosts:\n      host-{z}: {{vcpus: 4096, memory_mb: 8388608, disk_gb: 81920}}\n")
+        })
+        .collect();
+    std::fs::write(
+        &cloud,
+        format!(
+            "zones:\n{zones}flavors:\n  m1.tiny: {{vcpus: 1, memory_mb: 512, disk_gb: 1}}\n  \
+             m1.small: {{vcpus: 1, memory_mb: 2048, disk_gb: 20}}\n  \
+             m1.medium: {{vcpus: 2, memory_mb: 4096, disk_gb: 40}}\n  \
+             m1.large: {{vcpus: 4, memory_mb: 8192, disk_gb: 80}}\n\
+             images: [cirros, demo-frontend-image, demo-backend-image]\n"
+        ),
+    )
+    .unwrap();
+    let mut c = Config::default();
+    c.state.path = Some(dir.path().join("state.sqlite"));
+    c.server.listen = "127.0.0.1:0".parse().unwrap();
+    c.vim.cloud = Some(cloud);
+    c.prometheus_plugin.plugin.auto_healing = true;
+    c.prometheus_plugin.plugin.timer_interval = 3600;
+    c.prometheus_plugin.bearer_token = Some(Secret::new(TOKEN));
+    let (server, vnfm, bare, targets) = rt.block_on(async {
+        let server = Server::start(c, true).await.expect("server starts");
+        let vnfm = server.local_addr();
+        let mut targets = Vec::new();
+        for _ in 0..INSTANCES {
+            let (id, vnfcs) = instantiated(vnfm).await;
+            targets.extend(vnfcs.into_iter().map(|v| (id.clone(), v)));
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let bare = listener.local_addr().unwrap();
+        let app = Router::new().route(
+            "/alert/auto_healing",
+            post(|_body: Bytes| async { StatusCode::NO_CONTENT }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (server, vnfm, bare, targets)
+    });
+    Bench {
+        rt,
+        vnfm,
+        bare,
+        targets: Arc::new(targets),
+        _server: server,
+        _dir: dir,
+    }
+}
+
+fn alerts(c: &mut Criterion) {
+    let b = setup();
+    let targets = b.targets.clone();
+    // Queue every (instance, VNFC) once so that the duplicates workload repeats queued alerts.
+    let dup_body: Arc<dyn Fn(u64) -> Vec<u8> + Send + Sync> = {
+        let t = targets.clone();
+        Arc::new(move |i| {
+            let (id, v) = &t[(i as usize) % t.len()];
+            webhook(id, v, &format!("{id}/{v}"), "2027-01-15T08:00:00.000Z")
+        })
+    };
+    b.rt.block_on(blast(
+        b.vnfm,
+        "/alert/auto_healing",
+        targets.len() as u64,
+        dup_body.clone(),
+    ));
+    // New occurrences: a fresh startsAt per request (the dedupe key is fingerprint + startsAt).
+    let seq = Arc::new(AtomicU64::new(0));
+    let new_body: Arc<dyn Fn(u64) -> Vec<u8> + Send + Sync> = {
+        let t = targets.clone();
+        let seq = seq.clone();
+        Arc::new(move |i| {
+            let (id, v) = &t[(i as usize) % t.len()];
+            let n = seq.fetch_add(1, Ordering::Relaxed);
+            let at = chrono::DateTime::from_timestamp(1_800_000_000 + i64::try_from(n).unwrap(), 0)
+                .unwrap()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            webhook(id, v, &format!("{id}/{v}"), &at)
+        })
+    };
+
+    let mut g = c.benchmark_group("alert_endpoint");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    let mut medians = Vec::new();
+    for (name, addr, body) in [
+        ("bare_axum_204", b.bare, dup_body.clone()),
+        ("vnfm_duplicates", b.vnfm, dup_body.clone()),
+        ("vnfm_new_alerts", b.vnfm, new_body.clone()),
+    ] {
+        let rt = &b.rt;
+        let per: Arc<std::sync::Mutex<Vec<f64>>> = Arc::default();
+        let per2 = per.clone();
+        g.bench_function(name, |bench| {
+            bench.iter_custom(|iters| {
+                let d = rt.block_on(blast(addr, "/alert/auto_healing", iters, body.clone()));
+                per2.lock().unwrap().push(d.as_secs_f64() / iters as f64);
+                d
+            });
+        });
+        let mut v = per.lock().unwrap().clone();
+        v.sort_by(f64::total_cmp);
+        medians.push((name, v[v.len() / 2]));
+    }
+    g.finish();
+    let base = medians[0].1;
+    println!("\nalert endpoint throughput (median per request over the samples, {CONNECTIONS} keep-alive connections):");
+    for (name, secs) in &medians {
+        println!(
+            "  {name:<16} {:>9.0} req/s  ({:>7.1} µs/req)  {:.2} of bare axum",
+            1.0 / secs,
+            secs * 1e6,
+            base / secs
+        );
+    }
+    // Everything the server answered is accounted for in its metrics.
+    let metrics = b.rt.block_on(async {
+        let mut c = Conn::open(b.vnfm).await;
+        let (s, m) = c.send("GET", "/metrics", &[], b"").await;
+        assert_eq!(s, 200);
+        String::from_utf8(m).unwrap()
+    });
+    for l in metrics.lines().filter(|l| l.starts_with("vnfm_alerts")) {
+        println!("  {l}");
+    }
+}
+
+criterion_group!(benches, alerts);
+criterion_main!(benches);
