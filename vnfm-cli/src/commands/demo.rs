@@ -21,7 +21,7 @@
 //! 9. reserve capacity for the next rollout in the OPNFV Promise ledger: a second request
 //!    that overlaps it does not fit and is answered with a counter-offer;
 //! 10. the rollout's grant draws the VNFCs placed in the reserved zone from the reservation
-//!    (`GrantInfo.reservationId`).
+//!     (`GrantInfo.reservationId`).
 
 use std::fmt::Write as _;
 use std::sync::Arc;
