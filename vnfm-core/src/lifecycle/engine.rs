@@ -59,7 +59,7 @@ use serde_json::{json, Value};
 use super::grant::{self as grant_request, GrantOptions, PlannedGrant};
 use super::granter::{self, GrantContext};
 use super::userdata::{self, Layout, NfvValues, VnfcSlot};
-use crate::constraint::{Constraint, ConstraintKind, Scope};
+use crate::constraint::Constraint;
 use crate::driver::{
     Clock, ComputeInventory, CreateStack, DriverError, ListResources, ListZones, MarkUnhealthy,
     OpOccFilter, Parameters, StackDriver, StackResource, Store, StoreBatch, TemplateBundle,
@@ -1966,19 +1966,7 @@ fn unit_constraints(
             if members.len() < 2 && !groups.is_empty() {
                 return None;
             }
-            let kind = match pc.affinity_or_anti_affinity {
-                AffinityOrAntiAffinity::Affinity => ConstraintKind::Affinity,
-                AffinityOrAntiAffinity::AntiAffinity => ConstraintKind::AntiAffinity,
-            };
-            let scope = if is_zone_scope(pc.scope) {
-                Scope::Zone
-            } else {
-                Scope::Host
-            };
-            Some(
-                Constraint::new(format!("placementConstraints[{i}]"), kind, scope, members)
-                    .with_fallback_best_effort(pc.is_fallback_best_effort()),
-            )
+            Some(granter::solver_constraint(i, pc, members))
         })
         .collect()
 }

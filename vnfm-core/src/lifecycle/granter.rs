@@ -27,7 +27,7 @@ use crate::constraint::{Constraint, ConstraintKind, Scope};
 use crate::error::{Error, Location};
 use crate::grant::{
     AffinityOrAntiAffinity, ConstraintIdType, ConstraintScope, Grant, GrantInfo, GrantRequest,
-    Link, ResourceType, ZoneInfo,
+    Link, PlacementConstraint, ResourceType, ZoneInfo,
 };
 use crate::id::{GrantId, IdGen, VduId, ZoneId};
 use chrono::{DateTime, Utc};
@@ -84,6 +84,34 @@ impl GrantError {
     pub fn is_capacity(&self) -> bool {
         matches!(self, GrantError::Placement(e) if e.is_capacity())
     }
+}
+
+/// The solver's form of the grant request's `placementConstraints[index]` over `members`
+/// (ids of items or existing members): kind and `fallbackBestEffort` kept, SOL003 scopes mapped
+/// as [`crate::constraint`] documents (`ZONE`, `ZONE_GROUP`, `NFVI_POP` → zone; `NFVI_NODE`,
+/// `CIS_NODE` → host).
+pub fn solver_constraint(
+    index: usize,
+    pc: &PlacementConstraint,
+    members: Vec<String>,
+) -> Constraint {
+    let kind = match pc.affinity_or_anti_affinity {
+        AffinityOrAntiAffinity::Affinity => ConstraintKind::Affinity,
+        AffinityOrAntiAffinity::AntiAffinity => ConstraintKind::AntiAffinity,
+    };
+    let scope = match pc.scope {
+        ConstraintScope::Zone | ConstraintScope::ZoneGroup | ConstraintScope::NfviPop => {
+            Scope::Zone
+        }
+        ConstraintScope::NfviNode | ConstraintScope::CisNode => Scope::Host,
+    };
+    Constraint::new(
+        format!("placementConstraints[{index}]"),
+        kind,
+        scope,
+        members,
+    )
+    .with_fallback_best_effort(pc.is_fallback_best_effort())
 }
 
 /// The demand of one VNFC of `vdu` from the VNFD's virtual compute (zero when not declared).
@@ -192,20 +220,7 @@ pub fn grant(
             }
             members.push(r.resource_id.clone());
         }
-        let kind = match pc.affinity_or_anti_affinity {
-            AffinityOrAntiAffinity::Affinity => ConstraintKind::Affinity,
-            AffinityOrAntiAffinity::AntiAffinity => ConstraintKind::AntiAffinity,
-        };
-        let scope = match pc.scope {
-            ConstraintScope::Zone | ConstraintScope::ZoneGroup | ConstraintScope::NfviPop => {
-                Scope::Zone
-            }
-            ConstraintScope::NfviNode | ConstraintScope::CisNode => Scope::Host,
-        };
-        constraints.push(
-            Constraint::new(format!("placementConstraints[{ci}]"), kind, scope, members)
-                .with_fallback_best_effort(pc.is_fallback_best_effort()),
-        );
+        constraints.push(solver_constraint(ci, pc, members));
     }
     let zones: Vec<ComputeZone> = match ctx.selection {
         Selection::CapacityAware => ctx.zones.to_vec(),
