@@ -269,6 +269,13 @@ fn run(s: &Scenario, selection: Selection, pattern: &InsufficientResourcePattern
                 let z = block_on(sim.list_zones(ListZones::default())).expect("list zones");
                 m.handle_zones(z);
             }
+            Action::LocateServers { servers } => {
+                let hosts = servers
+                    .into_iter()
+                    .map(|(u, s)| (u, block_on(sim.server(&s)).ok().and_then(|s| s.host)))
+                    .collect();
+                m.handle_hosts(hosts);
+            }
         }
     }
     Run {

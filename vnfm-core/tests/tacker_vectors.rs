@@ -343,6 +343,9 @@ fn drive(
                 t.zone_listings += 1;
                 m.handle_zones(nova.to_vec());
             }
+            Action::LocateServers { servers } => {
+                m.handle_hosts(servers.into_keys().map(|u| (u, None)).collect());
+            }
         }
     }
     t

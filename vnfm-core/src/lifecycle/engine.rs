@@ -1405,6 +1405,22 @@ impl Lifecycle {
                         .map_err(|e| fail(&m, &target, Failed::driver(&e)))?;
                     m.handle_zones(z);
                 }
+                Action::LocateServers { servers } => {
+                    // Only the capacity estimate reads these hosts: a server the inventory
+                    // cannot show is estimated instead, never a reason to fail the operation.
+                    let mut hosts = BTreeMap::new();
+                    for (unit, server) in servers {
+                        let host = self
+                            .drivers
+                            .compute
+                            .server(&server)
+                            .await
+                            .ok()
+                            .and_then(|s| s.host);
+                        hosts.insert(unit, host);
+                    }
+                    m.handle_hosts(hosts);
+                }
             }
         }
         let StackTarget::Existing(stack_id) = &target else {

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::constraint::{Constraint, Scope};
 use crate::driver::{StackResource, StackStatus};
-use crate::id::{StackId, ZoneId};
+use crate::id::{HostId, StackId, ZoneId};
 use crate::placement::Selection;
 use crate::zone::{ComputeHost, ComputeZone, Resources};
 
@@ -139,6 +139,9 @@ fn drive(
             Action::ListZones => {
                 t.zone_listings += 1;
                 m.handle_zones(listing.to_vec());
+            }
+            Action::LocateServers { servers } => {
+                m.handle_hosts(servers.into_keys().map(|u| (u, None)).collect());
             }
         }
     }
@@ -353,6 +356,7 @@ fn unknown_failed_unit_gives_up() {
             Action::ApplyStack { .. } => m.handle_stack_failed(text),
             Action::ListResources => m.handle_resources(&StackId::from("root"), &[]),
             Action::ListZones => m.handle_zones(vec![]),
+            Action::LocateServers { .. } => m.handle_hosts(BTreeMap::new()),
         }
     }
     assert_eq!(t, 2);
@@ -571,4 +575,137 @@ proptest! {
         prop_assert_eq!(m.attempts(), m2.attempts());
         prop_assert_eq!(m.outcome(), m2.outcome());
     }
+}
+
+fn host(name: &str, vcpus: u64) -> ComputeHost {
+    ComputeHost {
+        name: name.into(),
+        available: true,
+        free: Some(Resources::new(vcpus, vcpus * 1024, vcpus * 10)),
+    }
+}
+
+/// Capacity-aware reselection charges the new VNFCs that stay to the hosts they really run on
+/// (found by a property test: the estimate by Nova's RAM weigher in name order put az-1's last
+/// free slot on the wrong host, so reselection chose a zone without room).
+#[test]
+fn capacity_aware_charges_staying_servers_to_their_real_hosts() {
+    let listing = vec![
+        ComputeZone {
+            name: "az-0".into(),
+            available: true,
+            hosts: Some(vec![host("c-0", 0)]),
+        },
+        ComputeZone {
+            name: "az-1".into(),
+            available: true,
+            hosts: Some(vec![host("c1-a", 3), host("c1-b", 2)]),
+        },
+        ComputeZone {
+            name: "az-2".into(),
+            available: true,
+            hosts: Some(vec![host("c2-a", 2)]),
+        },
+    ];
+    let demand = |v: u64| Resources::new(v, v * 1024, v * 10);
+    let units = vec![
+        Unit::new("A-0", "A", "az-1", true, demand(1)),
+        Unit::new("B-0", "B", "az-0", true, demand(2)),
+        Unit::new("C-0", "C", "az-1", true, demand(2)),
+    ];
+    let run = |locate: bool| {
+        let mut cfg = config(true, None);
+        cfg.selection = Selection::CapacityAware;
+        let mut m =
+            Reselection::new(cfg, units.clone(), Vec::new()).with_zone_listing(listing.clone());
+        let mut located = Vec::new();
+        while let Some(a) = m.poll_action() {
+            match a {
+                Action::ApplyStack { zones } => {
+                    if zones.get("B-0").map(ZoneId::as_str) == Some("az-0") {
+                        m.handle_stack_failed(&reason(true, "B-0"));
+                    } else {
+                        m.handle_stack_succeeded();
+                    }
+                }
+                Action::ListResources => {
+                    let zones = m.zones();
+                    let full: BTreeSet<ZoneId> = [ZoneId::from("az-0")].into();
+                    m.handle_resources(
+                        &StackId::from("root"),
+                        &resources(&zones, &full, &BTreeSet::new()),
+                    );
+                }
+                Action::ListZones => m.handle_zones(listing.clone()),
+                Action::LocateServers { servers } => {
+                    located = servers.values().map(ToString::to_string).collect();
+                    // Heat created C-0 first on the roomiest host, then A-0 on the other one.
+                    let real = |u: &str| match u {
+                        "A-0" => Some(HostId::from("c1-b")),
+                        "C-0" => Some(HostId::from("c1-a")),
+                        _ => None,
+                    };
+                    let hosts = servers
+                        .into_keys()
+                        .map(|u| {
+                            let h = if locate { real(&u) } else { None };
+                            (u, h)
+                        })
+                        .collect();
+                    m.handle_hosts(hosts);
+                }
+            }
+        }
+        (m.zones(), located)
+    };
+    let (zones, located) = run(true);
+    assert_eq!(
+        located,
+        vec!["srv-A-0", "srv-C-0"],
+        "the staying servers are located"
+    );
+    // Really: c1-a has 1 vCPU left, c1-b 1: B-0 (2 vCPUs) only fits az-2.
+    assert_eq!(zones["B-0"], ZoneId::from("az-2"));
+    // The name-order estimate (A-0 then C-0 on the roomiest host) would leave c1-b free and
+    // rank az-1 (its estimated free is bigger) first: the wrong zone.
+    let (zones, _) = run(false);
+    assert_eq!(zones["B-0"], ZoneId::from("az-1"));
+}
+
+/// The random policy never reads capacity, so it never asks where servers run.
+#[test]
+fn random_policy_does_not_locate_servers() {
+    let mut m = Reselection::new(
+        config(true, None),
+        vec![unit("A-0", "az-1", true), unit("B-0", "az-0", true)],
+        Vec::new(),
+    )
+    .with_zone_listing(vec![zone("az-0"), zone("az-1"), zone("az-2")]);
+    let mut asked = false;
+    while let Some(a) = m.poll_action() {
+        match a {
+            Action::ApplyStack { zones } => {
+                if zones.get("B-0").map(ZoneId::as_str) == Some("az-0") {
+                    m.handle_stack_failed(&reason(true, "B-0"));
+                } else {
+                    m.handle_stack_succeeded();
+                }
+            }
+            Action::ListResources => {
+                let zones = m.zones();
+                let full: BTreeSet<ZoneId> = [ZoneId::from("az-0")].into();
+                m.handle_resources(
+                    &StackId::from("root"),
+                    &resources(&zones, &full, &BTreeSet::new()),
+                );
+            }
+            Action::ListZones => unreachable!("the listing was given"),
+            Action::LocateServers { .. } => {
+                asked = true;
+                m.handle_hosts(BTreeMap::new());
+            }
+        }
+    }
+    assert!(!asked);
+    assert!(matches!(m.outcome(), Some(Outcome::Succeeded)));
 }
