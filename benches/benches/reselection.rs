@@ -33,8 +33,8 @@ use serde_json::json;
 use vnfm_core::cloud::CloudFile;
 use vnfm_core::constraint::Constraint;
 use vnfm_core::driver::{
-    CreateStack, ListResources, ListZones, Parameters, StackDriver, TemplateBundle, UpdateStack,
-    ZoneCatalog,
+    ComputeInventory, CreateStack, ListResources, ListZones, Parameters, StackDriver,
+    TemplateBundle, UpdateStack, ZoneCatalog,
 };
 use vnfm_core::id::{StackId, ZoneId};
 use vnfm_core::placement::{Item, PlacementRequest, Selection};
