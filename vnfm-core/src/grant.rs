@@ -121,7 +121,9 @@ pub(crate) fn require_links(
 // ---------------------------------------------------------------------------------------------
 // enumerations
 
-/// SOL003 `GrantedLcmOperationType`: the LCM operation a grant is requested for.
+/// SOL003 `GrantedLcmOperationType`: the LCM operation a grant is requested for. Unlike
+/// [`crate::lcm::LcmOperationType`] it has no `MODIFY_INFO` (modifying VNF information needs no
+/// grant), so a grant request for it cannot even be written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum GrantedLcmOperationType {
@@ -141,8 +143,6 @@ pub enum GrantedLcmOperationType {
     Operate,
     /// `CHANGE_EXT_CONN`
     ChangeExtConn,
-    /// `MODIFY_INFO`
-    ModifyInfo,
     /// `CREATE_SNAPSHOT`
     CreateSnapshot,
     /// `REVERT_TO_SNAPSHOT`
@@ -1111,6 +1111,16 @@ mod tests {
     use super::*;
     use crate::vectors::{read_vector, shared_vectors};
     use serde_json::json;
+
+    #[test]
+    fn modify_info_is_no_granted_operation() {
+        let e = serde_json::from_value::<GrantedLcmOperationType>(json!("MODIFY_INFO"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MODIFY_INFO"), "{e}");
+        let ok: GrantedLcmOperationType = serde_json::from_value(json!("CHANGE_VNFPKG")).unwrap();
+        assert_eq!(ok, GrantedLcmOperationType::ChangeVnfpkg);
+    }
 
     fn kv(v: serde_json::Value) -> KeyValuePairs {
         match v {
