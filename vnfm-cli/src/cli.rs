@@ -117,7 +117,7 @@ pub enum Command {
     Allocation(AllocationArgs),
     /// Total, reserved, used and available capacity per zone; add or remove capacity.
     Capacity(CapacityArgs),
-    /// Register capacity providers (a VIM's zone catalogue, or declared amounts) and list them.
+    /// Register capacity providers (a VIM's zones, or declared amounts) and list them.
     Provider(ProviderArgs),
 }
 

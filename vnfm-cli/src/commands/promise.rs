@@ -1234,3 +1234,210 @@ fn human_event(e: &Event) -> String {
         None => format!("{} {kind}: zone {}", time(&e.at()), e.zone()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vnfm_core::grant::ResourceDefinition;
+    use vnfm_core::lcm::{InstantiatedVnfInfo, VnfcResourceInfo};
+    use vnfm_core::zone::{ComputeHost, ComputeZone, Resources};
+
+    fn t(h: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + h * 3600, 0).unwrap()
+    }
+
+    fn book() -> PromiseBook {
+        let zone = ComputeZone {
+            name: "AZ-1".into(),
+            available: true,
+            hosts: Some(vec![ComputeHost {
+                name: "h1".into(),
+                available: true,
+                free: Some(Resources::new(8, 16384, 100)),
+            }]),
+        };
+        PromiseBook::from_catalogue(&[zone], 7, t(0)).unwrap()
+    }
+
+    fn amounts_of(cores: u64, ram: u64) -> AmountArgs {
+        AmountArgs {
+            cores: Some(cores),
+            ram: Some(ram),
+            ..Default::default()
+        }
+    }
+
+    fn create(cores: u64, start: i64, end: i64, id: Option<&str>) -> ReservationCommand {
+        ReservationCommand::Create {
+            zone: "AZ-1".into(),
+            amounts: amounts_of(cores, 1024),
+            start: Some(t(start)),
+            end: Some(t(end)),
+            expiry: None,
+            priority: PriorityArg::Normal,
+            elements: Vec::new(),
+            id: id.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn create_answers_ok_or_a_conflict_with_the_issue_shape() {
+        let mut b = book();
+        let r = reservation_command(&mut b, &create(6, 1, 3, Some("r-1")), t(0)).unwrap();
+        let doc = r.document();
+        assert_eq!(doc["result"], "ok");
+        assert_eq!(doc["reservationId"], "r-1");
+        let err = reservation_command(&mut b, &create(4, 2, 4, None), t(0)).unwrap_err();
+        assert_eq!(err.exit_code(), 4);
+        let CliError::Promise(LedgerError::DoesNotFit { offer, .. }) = &err else {
+            panic!("{err}")
+        };
+        let c = conflict(&err.to_string(), offer);
+        assert_eq!(c["result"], "conflict");
+        assert_eq!(c["offer"]["max"]["cores"], 2);
+        assert_eq!(c["offer"]["earliestStart"], json!(t(3)));
+        assert_eq!(c["offer"]["earliestEnd"], json!(t(5)));
+        assert!(c["message"].as_str().unwrap().contains("AZ-1"));
+        assert!(human_offer(offer).contains("largest amount over the window: 2 cores"));
+    }
+
+    #[test]
+    fn update_replaces_only_the_lines_given() {
+        let mut b = book();
+        reservation_command(&mut b, &create(4, 1, 3, Some("r-1")), t(0)).unwrap();
+        let upd = ReservationCommand::Update {
+            id: "r-1".into(),
+            zone: None,
+            amounts: AmountArgs {
+                cores: Some(5),
+                ..Default::default()
+            },
+            start: None,
+            end: None,
+            expiry: None,
+            elements: vec!["net-1".into()],
+        };
+        let r = reservation_command(&mut b, &upd, t(0)).unwrap();
+        let cap = &r.json["reservation"]["capacity"];
+        assert_eq!(cap["cores"], 5);
+        assert_eq!(cap["ram"], 1024);
+        assert_eq!(r.json["reservation"]["elements"], json!(["net-1"]));
+    }
+
+    #[test]
+    fn allocations_draw_and_give_back() {
+        let mut b = book();
+        reservation_command(&mut b, &create(4, 1, 3, Some("r-1")), t(0)).unwrap();
+        let draw = |cores| AllocationCommand::Create {
+            reservation: Some("r-1".into()),
+            zone: None,
+            amounts: amounts_of(cores, 512),
+            instance_ref: None,
+            id: None,
+        };
+        // Not started yet: a bad request (exit 2) naming the status.
+        let err = allocation_command(&mut b, &draw(2), t(0)).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("initialized"), "{err}");
+        b.ledger.advance_to(t(1)).unwrap();
+        let r = allocation_command(&mut b, &draw(3), t(1)).unwrap();
+        assert_eq!(r.json["reservation"]["remaining"]["cores"], 1);
+        let id = r.json["allocationId"].as_str().unwrap().to_owned();
+        let err = allocation_command(&mut b, &draw(2), t(1)).unwrap_err();
+        assert_eq!(err.exit_code(), 4);
+        let r = allocation_command(&mut b, &AllocationCommand::Destroy { id }, t(2)).unwrap();
+        assert!(r.json["allocation"]["end"].is_string(), "{:?}", r.json);
+        let err = allocation_command(
+            &mut b,
+            &AllocationCommand::Destroy { id: "a-404".into() },
+            t(2),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("a-404"), "{err}");
+    }
+
+    #[test]
+    fn capacity_reports_the_worst_instant_of_the_window() {
+        let mut b = book();
+        reservation_command(&mut b, &create(5, 2, 3, None), t(0)).unwrap();
+        let q = |zone: Option<&str>| CapacityCommand::Query {
+            zone: zone.map(str::to_owned),
+            start: Some(t(0)),
+            end: Some(t(4)),
+            utilization: false,
+        };
+        let r = capacity_command(&mut b, &q(Some("AZ-1")), t(0)).unwrap();
+        assert_eq!(r.json["available"]["cores"], 3);
+        assert_eq!(r.json["reserved"]["cores"], 5);
+        assert_eq!(r.json["used"]["cores"], 0);
+        assert!(r.human.contains("cores"));
+        let r = capacity_command(&mut b, &q(None), t(0)).unwrap();
+        assert_eq!(r.json["zones"][0]["zone"], "AZ-1");
+        let fit = CapacityCommand::Fit {
+            zone: None,
+            amounts: amounts_of(1, 0),
+            start: Some(t(2)),
+            end: Some(t(3)),
+        };
+        let r = capacity_command(&mut b, &fit, t(0)).unwrap();
+        assert_eq!(r.json["fit"], json!([{"zone": "AZ-1", "count": 3}]));
+    }
+
+    fn vnfc(vdu: &str, index: u32) -> VnfcResourceInfo {
+        serde_json::from_value(json!({
+            "id": format!("{vdu}-{index}"),
+            "vduId": vdu,
+            "computeResource": {"resourceId": format!("srv-{vdu}-{index}")},
+            "metadata": {"vdu_idx": index},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn new_vnfcs_are_named_after_the_existing_ones() {
+        let mut inst = VnfInstance::new("i-1", "vnfd");
+        let info: InstantiatedVnfInfo = serde_json::from_value(json!({
+            "flavourId": "default",
+            "vnfState": "STARTED",
+        }))
+        .unwrap();
+        let mut info = info;
+        // VDU1-0 and VDU1-3 exist: the next is VDU1-4; VDU2 starts at 0.
+        info.vnfc_resource_info = vec![vnfc("VDU1", 0), vnfc("VDU1", 3)];
+        inst.instantiated_vnf_info = Some(info);
+        let mut req: GrantRequest = serde_json::from_value(json!({
+            "vnfInstanceId": "i-1", "vnfLcmOpOccId": "op", "vnfdId": "vnfd",
+            "operation": "SCALE", "isAutomaticInvocation": false,
+            "_links": {"vnfLcmOpOcc": {"href": "x"}, "vnfInstance": {"href": "y"}}
+        }))
+        .unwrap();
+        req.add_resources = vec![
+            ResourceDefinition::new("a", ResourceType::Compute, "VDU1").with_vdu_id("VDU1"),
+            ResourceDefinition::new("s", ResourceType::Storage, "VDU1-Boot").with_vdu_id("VDU1"),
+            ResourceDefinition::new("b", ResourceType::Compute, "VDU1").with_vdu_id("VDU1"),
+            ResourceDefinition::new("c", ResourceType::Compute, "VDU2").with_vdu_id("VDU2"),
+        ];
+        let names = new_vnfc_names(&inst, &req).unwrap();
+        assert_eq!(names.get("a").map(String::as_str), Some("VDU1-4"));
+        assert_eq!(names.get("b").map(String::as_str), Some("VDU1-5"));
+        assert_eq!(names.get("c").map(String::as_str), Some("VDU2-0"));
+        assert!(!names.contains_key("s"));
+    }
+
+    #[test]
+    fn amounts_names_non_zero_lines() {
+        assert_eq!(
+            amounts(&Capacity::compute(2, 512, 1)),
+            "2 cores, 512 MiB ram, 1 instances"
+        );
+        assert_eq!(amounts(&Capacity::default()), "nothing");
+        let a = AmountArgs {
+            size: Some(3),
+            ..Default::default()
+        };
+        assert_eq!(
+            a.over(Capacity::compute(1, 2, 3)),
+            Capacity::compute(1, 2, 3).with(ResourceLine::Size, 3)
+        );
+    }
+}
