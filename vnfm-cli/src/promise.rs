@@ -8,7 +8,7 @@
 //! [`LedgerSnapshot`] (camelCase, Promise's names) and the [`IdGen`] state, so a run after a
 //! restart continues with the same reservations, allocations and id sequence. Both the CLI and
 //! the server encode and decode it here ([`PromiseBook::encode`], [`PromiseBook::decode`]) and
-//! read and write it here ([`load`], [`save`], [`write`]).
+//! read and write it here ([`load`], [`save`], [`write()`]).
 //!
 //! A state file without the document holds an empty ledger: no zone has capacity until a
 //! provider is registered (`vnfm provider add`: the zone catalogue of the simulated cloud, see
