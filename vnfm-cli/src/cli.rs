@@ -111,8 +111,14 @@ pub enum Command {
     Config(ConfigCommand),
     /// Serve the SOL003 VNF LCM API, the Prometheus alert endpoints and /metrics over HTTP.
     Serve(ServeArgs),
-    /// Reserve capacity ahead of time (the OPNFV Promise ledger kept in the state file).
-    Promise(PromiseArgs),
+    /// Reserve capacity now or for a future window (OPNFV Promise ledger of the state file).
+    Reservation(ReservationArgs),
+    /// Allocate capacity from a reservation or from unreserved capacity, or give it back.
+    Allocation(AllocationArgs),
+    /// Total, reserved, used and available capacity per zone; add or remove capacity.
+    Capacity(CapacityArgs),
+    /// Register capacity providers (a VIM's zones, or declared amounts) and list them.
+    Provider(ProviderArgs),
 }
 
 /// `vnfm serve`: each option overrides `[server]` / `[prometheus_plugin]` of the configuration.
@@ -235,7 +241,7 @@ pub struct GrantArgs {
     #[arg(long, default_value_t = 1)]
     pub steps: u32,
     /// Draw the new VNFCs granted into the zone of this reservation of the state file's
-    /// ledger (`vnfm promise`) from it, and name it in their `reservationId`.
+    /// ledger (`vnfm reservation`) from it, and name it in their `reservationId`.
     #[arg(long, value_name = "ID")]
     pub reservation: Option<String>,
     /// The time of the draw (RFC 3339) [default: now].
@@ -269,6 +275,13 @@ pub struct InstantiateArgs {
     /// The new instance's name.
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Draw the new VNFCs placed in the zone of this reservation (`vnfm reservation`) from
+    /// it, one allocation per VNFC; refused before any stack is created when it cannot.
+    #[arg(long, value_name = "ID", conflicts_with = "zones")]
+    pub reservation: Option<String>,
+    /// The time of the draw (RFC 3339) [default: now].
+    #[arg(long, value_name = "TIME", requires = "reservation")]
+    pub now: Option<chrono::DateTime<chrono::Utc>>,
     /// Placement options.
     #[command(flatten)]
     pub placement: PlacementArgs,
@@ -302,6 +315,14 @@ pub struct ScaleArgs {
     /// built-in demo package].
     #[arg(long, value_name = "PATH")]
     pub package: Option<PathBuf>,
+    /// Scale out: draw the new VNFCs placed in the zone of this reservation (`vnfm
+    /// reservation`) from it, one allocation per VNFC; refused before the stack changes when
+    /// it cannot.
+    #[arg(long, value_name = "ID")]
+    pub reservation: Option<String>,
+    /// The time of the draw (RFC 3339) [default: now].
+    #[arg(long, value_name = "TIME", requires = "reservation")]
+    pub now: Option<chrono::DateTime<chrono::Utc>>,
     /// Placement options.
     #[command(flatten)]
     pub placement: PlacementArgs,
@@ -408,19 +429,7 @@ pub enum ConfigCommand {
     Show,
 }
 
-/// `vnfm promise ...`
-#[derive(Debug, Args)]
-pub struct PromiseArgs {
-    /// The time the command acts at (RFC 3339) [default: now]; never before the ledger's last
-    /// operation.
-    #[arg(long, global = true, value_name = "TIME")]
-    pub now: Option<chrono::DateTime<chrono::Utc>>,
-    /// The command.
-    #[command(subcommand)]
-    pub command: PromiseCommand,
-}
-
-/// Amounts per resource line; unset lines are zero.
+/// Amounts per resource line (Promise's capacity fields); unset lines are zero.
 #[derive(Debug, Args, Default, Clone)]
 pub struct AmountArgs {
     /// Virtual CPUs.
@@ -457,11 +466,187 @@ pub enum PriorityArg {
     Low,
 }
 
-/// The `vnfm promise` commands.
+/// How a query window matches reservations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScopeArg {
+    /// Reservations overlapping the window.
+    Inclusive,
+    /// Reservations entirely inside the window.
+    Exclusive,
+}
+
+/// The time a ledger command acts at.
+#[derive(Debug, Args, Default, Clone)]
+pub struct NowArgs {
+    /// The time the command acts at (RFC 3339) [default: now]; never before the ledger's last
+    /// operation.
+    #[arg(long, global = true, value_name = "TIME")]
+    pub now: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// `vnfm reservation ...`
+#[derive(Debug, Args)]
+pub struct ReservationArgs {
+    /// When the command acts.
+    #[command(flatten)]
+    pub now: NowArgs,
+    /// The action.
+    #[command(subcommand)]
+    pub command: ReservationCommand,
+}
+
+/// The `vnfm reservation` actions.
 #[derive(Debug, Subcommand)]
-pub enum PromiseCommand {
-    /// Total, reserved, used and available capacity per zone over a window (its worst point).
-    Capacity {
+pub enum ReservationCommand {
+    /// Reserve capacity in a zone: for future use over [--start, --end), or for immediate use
+    /// until --expiry. A request that does not fit is answered with a counter-offer (exit 4).
+    Create {
+        /// The zone.
+        #[arg(long, value_name = "ZONE")]
+        zone: String,
+        /// The amounts.
+        #[command(flatten)]
+        amounts: AmountArgs,
+        /// Start of a future reservation (with --end).
+        #[arg(long, value_name = "TIME", requires = "end")]
+        start: Option<chrono::DateTime<chrono::Utc>>,
+        /// End of the reservation [default: --expiry for immediate use, else start plus the
+        /// policy's max-duration].
+        #[arg(long, value_name = "TIME")]
+        end: Option<chrono::DateTime<chrono::Utc>>,
+        /// When unallocated capacity goes back to the zone [default: the policy's expiry].
+        #[arg(long, value_name = "TIME")]
+        expiry: Option<chrono::DateTime<chrono::Utc>>,
+        /// Priority.
+        #[arg(long, value_name = "PRIORITY", default_value = "normal")]
+        priority: PriorityArg,
+        /// A pre-existing resource element the reservation needs (repeatable).
+        #[arg(long = "element", value_name = "REF")]
+        elements: Vec<String>,
+        /// The reservation's id [default: a new UUID].
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+    },
+    /// Change a reservation: each option given replaces its value (an amount flag replaces
+    /// that line only). A change that does not fit is answered with a counter-offer (exit 4).
+    Update {
+        /// The reservation id.
+        id: String,
+        /// New zone (only without allocations).
+        #[arg(long, value_name = "ZONE")]
+        zone: Option<String>,
+        /// New amounts, per line.
+        #[command(flatten)]
+        amounts: AmountArgs,
+        /// New start (only before it started).
+        #[arg(long, value_name = "TIME")]
+        start: Option<chrono::DateTime<chrono::Utc>>,
+        /// New end.
+        #[arg(long, value_name = "TIME")]
+        end: Option<chrono::DateTime<chrono::Utc>>,
+        /// New expiry.
+        #[arg(long, value_name = "TIME")]
+        expiry: Option<chrono::DateTime<chrono::Utc>>,
+        /// New resource elements (repeatable; replaces the list).
+        #[arg(long = "element", value_name = "REF")]
+        elements: Vec<String>,
+    },
+    /// Cancel a reservation (its live allocations end with it).
+    Cancel {
+        /// The reservation id.
+        id: String,
+    },
+    /// Show one reservation.
+    Show {
+        /// The reservation id.
+        id: String,
+    },
+    /// List reservations by zone, window, elements, with or without utilization.
+    Query {
+        /// Only those of this zone.
+        #[arg(long, value_name = "ZONE")]
+        zone: Option<String>,
+        /// Window start.
+        #[arg(long, value_name = "TIME")]
+        start: Option<chrono::DateTime<chrono::Utc>>,
+        /// Window end [default: forever] (needs --start).
+        #[arg(long, value_name = "TIME", requires = "start")]
+        end: Option<chrono::DateTime<chrono::Utc>>,
+        /// How the window matches (needs --start).
+        #[arg(long, value_name = "SCOPE", default_value = "inclusive")]
+        scope: ScopeArg,
+        /// Leave this reservation out (repeatable).
+        #[arg(long, value_name = "ID")]
+        without: Vec<String>,
+        /// Only those holding at least one of these elements (repeatable).
+        #[arg(long, value_name = "REF")]
+        some: Vec<String>,
+        /// Only those holding all of these elements (repeatable).
+        #[arg(long, value_name = "REF")]
+        every: Vec<String>,
+        /// Also report each reservation's allocated and remaining amounts.
+        #[arg(long)]
+        utilization: bool,
+    },
+}
+
+/// `vnfm allocation ...`
+#[derive(Debug, Args)]
+pub struct AllocationArgs {
+    /// When the command acts.
+    #[command(flatten)]
+    pub now: NowArgs,
+    /// The action.
+    #[command(subcommand)]
+    pub command: AllocationCommand,
+}
+
+/// The `vnfm allocation` actions.
+#[derive(Debug, Subcommand)]
+pub enum AllocationCommand {
+    /// Allocate capacity (Promise create-instance): from an active reservation, or from the
+    /// unreserved capacity of a zone. Refused, saying why, when it does not fit.
+    Create {
+        /// Draw from this reservation.
+        #[arg(long, value_name = "ID", required_unless_present = "zone")]
+        reservation: Option<String>,
+        /// The zone (required without --reservation).
+        #[arg(long, value_name = "ZONE")]
+        zone: Option<String>,
+        /// The amounts.
+        #[command(flatten)]
+        amounts: AmountArgs,
+        /// What the allocation stands for (e.g. a server id).
+        #[arg(long, value_name = "REF")]
+        instance_ref: Option<String>,
+        /// The allocation's id [default: a new UUID].
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+    },
+    /// Give back what an allocation holds (Promise destroy-instance).
+    Destroy {
+        /// The allocation id.
+        id: String,
+    },
+}
+
+/// `vnfm capacity ...`
+#[derive(Debug, Args)]
+pub struct CapacityArgs {
+    /// When the command acts.
+    #[command(flatten)]
+    pub now: NowArgs,
+    /// The action.
+    #[command(subcommand)]
+    pub command: CapacityCommand,
+}
+
+/// The `vnfm capacity` actions.
+#[derive(Debug, Subcommand)]
+pub enum CapacityCommand {
+    /// Total, reserved, used and available capacity over a window (each at its worst instant),
+    /// per zone; with --utilization, the timeline of one zone.
+    Query {
         /// Only this zone.
         #[arg(long, value_name = "ZONE")]
         zone: Option<String>,
@@ -471,24 +656,28 @@ pub enum PromiseCommand {
         /// Window end [default: one hour after the start].
         #[arg(long, value_name = "TIME")]
         end: Option<chrono::DateTime<chrono::Utc>>,
+        /// The utilization timeline of the zone over the window instead (needs --zone).
+        #[arg(long, requires = "zone")]
+        utilization: bool,
     },
-    /// Add capacity to a zone over a window (a pool).
-    AddCapacity {
+    /// Add capacity to a zone over a window (a pool of the provider `declared`).
+    Increase {
         /// The zone.
         #[arg(long, value_name = "ZONE")]
         zone: String,
         /// The amounts.
         #[command(flatten)]
         amounts: AmountArgs,
-        /// Pool start [default: --now].
+        /// Start [default: --now].
         #[arg(long, value_name = "TIME")]
         start: Option<chrono::DateTime<chrono::Utc>>,
-        /// Pool end [default: forever].
+        /// End [default: forever].
         #[arg(long, value_name = "TIME")]
         end: Option<chrono::DateTime<chrono::Utc>>,
     },
-    /// Remove capacity from a zone over a window.
-    RemoveCapacity {
+    /// Remove capacity from a zone over a window; refused (exit 4) when reservations or
+    /// allocations hold it, unless --force.
+    Decrease {
         /// The zone.
         #[arg(long, value_name = "ZONE")]
         zone: String,
@@ -505,58 +694,65 @@ pub enum PromiseCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Reserve capacity: for future use over [--start, --end), or for immediate use until
-    /// --expiry. A request that does not fit is answered with a counter-offer (exit 4).
-    Reserve {
-        /// The zone.
-        #[arg(long, value_name = "ZONE")]
-        zone: String,
-        /// The amounts.
-        #[command(flatten)]
-        amounts: AmountArgs,
-        /// Start of a future reservation (with --end).
-        #[arg(long, value_name = "TIME", requires = "end")]
-        start: Option<chrono::DateTime<chrono::Utc>>,
-        /// End of a future reservation (with --start).
-        #[arg(long, value_name = "TIME", requires = "start")]
-        end: Option<chrono::DateTime<chrono::Utc>>,
-        /// When unallocated capacity goes back to the zone [default: the policy's expiry].
-        #[arg(long, value_name = "TIME")]
-        expiry: Option<chrono::DateTime<chrono::Utc>>,
-        /// Priority.
-        #[arg(long, value_name = "PRIORITY", default_value = "normal")]
-        priority: PriorityArg,
-        /// The reservation's id [default: a new UUID].
-        #[arg(long, value_name = "ID")]
-        id: Option<String>,
-    },
-    /// List reservations.
-    List {
-        /// Only those of this zone.
+    /// How many instances of a flavour (the amounts of one instance) fit, per zone, at every
+    /// instant of a window.
+    Fit {
+        /// Only this zone.
         #[arg(long, value_name = "ZONE")]
         zone: Option<String>,
-    },
-    /// Show one reservation.
-    Show {
-        /// The reservation id.
-        id: String,
-    },
-    /// Cancel a reservation.
-    Cancel {
-        /// The reservation id.
-        id: String,
-    },
-    /// Draw capacity from an active reservation (what a grant with reservationId does).
-    Draw {
-        /// The reservation id.
-        id: String,
-        /// The amounts.
+        /// The amounts of one instance.
         #[command(flatten)]
         amounts: AmountArgs,
+        /// Window start [default: --now].
+        #[arg(long, value_name = "TIME")]
+        start: Option<chrono::DateTime<chrono::Utc>>,
+        /// Window end [default: one hour after the start].
+        #[arg(long, value_name = "TIME")]
+        end: Option<chrono::DateTime<chrono::Utc>>,
     },
-    /// Give back what an allocation drew.
-    Release {
-        /// The allocation id.
-        id: String,
+}
+
+/// `vnfm provider ...`
+#[derive(Debug, Args)]
+pub struct ProviderArgs {
+    /// When the command acts.
+    #[command(flatten)]
+    pub now: NowArgs,
+    /// The action.
+    #[command(subcommand)]
+    pub command: ProviderCommand,
+}
+
+/// The `vnfm provider` actions.
+#[derive(Debug, Subcommand)]
+pub enum ProviderCommand {
+    /// Register a provider's capacity from --now on: by default the zone catalogue of the
+    /// VIM (the state file's simulated cloud): every available zone's free host capacity plus
+    /// default quotas; with --declared, the amounts given for --zone.
+    Add {
+        /// The provider's name [default: `zone catalogue` for the VIM; required with
+        /// --declared].
+        #[arg(long, value_name = "NAME", required_if_eq("declared", "true"))]
+        name: Option<String>,
+        /// Declare the amounts given for --zone instead of reading the zone catalogue.
+        #[arg(long, requires = "zone")]
+        declared: bool,
+        /// The zone (with --declared).
+        #[arg(long, value_name = "ZONE", requires = "declared")]
+        zone: Option<String>,
+        /// The amounts (with --declared).
+        #[command(flatten)]
+        amounts: AmountArgs,
+        /// The simulator's cloud file, for a state file without a simulated cloud yet
+        /// [default: the configured one, else the built-in demo cloud].
+        #[arg(
+            long,
+            env = "VNFM_CLOUD",
+            value_name = "FILE",
+            conflicts_with = "declared"
+        )]
+        cloud: Option<PathBuf>,
     },
+    /// List the providers with their zones.
+    List,
 }

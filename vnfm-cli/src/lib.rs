@@ -11,7 +11,8 @@
 //! - [`exit`]: the exit codes.
 //! - [`serve`]: `vnfm serve`, the HTTP server (SOL003 VNF LCM API, Prometheus alert endpoints,
 //!   `/metrics`).
-//! - [`promise`]: the Promise reservation ledger kept in the state file (`vnfm promise`).
+//! - [`promise`]: the Promise reservation ledger kept in the state file, shared by `vnfm
+//!   reservation | allocation | capacity | provider` and `vnfm serve`.
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
 

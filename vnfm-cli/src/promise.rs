@@ -1,26 +1,42 @@
-//! The Promise capacity ledger of the CLI, kept in the state file between runs.
+//! The Promise capacity ledger of the state file: ONE document shared by the command line
+//! (`vnfm reservation | allocation | capacity | provider`, and `instantiate` / `scale` /
+//! `terminate` drawing from and giving back to reservations) and by `vnfm serve`
+//! (`/promise/v1`).
 //!
 //! The ledger ([`vnfm_core::reservation::Ledger`]) and the id generator it draws new ids from
 //! are saved together as one JSON document ([`PROMISE_DOCUMENT`]) of the state file: its
 //! [`LedgerSnapshot`] (camelCase, Promise's names) and the [`IdGen`] state, so a run after a
-//! restart continues with the same reservations, allocations and id sequence.
+//! restart continues with the same reservations, allocations and id sequence. Both the CLI and
+//! the server encode and decode it here ([`PromiseBook::encode`], [`PromiseBook::decode`]) and
+//! read and write it here ([`load`], [`save`], [`write()`]).
 //!
-//! A state file without a ledger starts with the capacity of the simulated cloud's zones
-//! ([`Ledger::add_catalogue`]): the free vCPUs, memory and disk of each zone's available
-//! hosts, and [`DEFAULT_QUOTA`] on the other lines.
+//! A state file without the document holds an empty ledger: no zone has capacity until a
+//! provider is registered (`vnfm provider add`: the zone catalogue of the simulated cloud, see
+//! [`PromiseBook::add_catalogue`], or declared amounts; `POST /promise/v1/pools` on the
+//! server).
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use vnfm_core::id::IdGen;
-use vnfm_core::reservation::{Capacity, Ledger, LedgerError, LedgerSnapshot};
+use vnfm_core::driver::DriverError;
+use vnfm_core::id::{IdGen, ZoneId};
+use vnfm_core::reservation::{Capacity, Ledger, LedgerError, LedgerSnapshot, Outcome, Pool};
 use vnfm_core::zone::ComputeZone;
 
 use crate::config::Config;
 use crate::error::CliError;
 use crate::store::SqliteStore;
 
-/// The state-file document holding the ledger.
+/// The state-file document holding the ledger (with its id generator).
 pub const PROMISE_DOCUMENT: &str = "promise";
+
+/// The provider name of the pools taken from a VIM's zone catalogue (the `source` that
+/// [`Ledger::add_catalogue`] gives them).
+pub const CATALOGUE_PROVIDER: &str = "zone catalogue";
+
+/// The provider name of capacity added with `vnfm capacity increase`.
+pub const DECLARED_PROVIDER: &str = "declared";
 
 /// The lines a zone catalogue does not report, per zone, for a ledger seeded from the
 /// simulated cloud: OpenStack's default project quotas (Nova `instances` 10, Neutron
@@ -46,7 +62,7 @@ pub struct PromiseDocument {
 }
 
 /// A ledger with its id generator.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PromiseBook {
     /// The ledger.
     pub ledger: Ledger,
@@ -54,9 +70,29 @@ pub struct PromiseBook {
     pub ids: IdGen,
 }
 
+/// A capacity provider: the pools of one `source`, and the zones they give capacity to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Provider {
+    /// Its name (the pools' `source`).
+    pub name: String,
+    /// The zones it gives (or takes) capacity in, sorted.
+    pub zones: Vec<ZoneId>,
+    /// How many pools it has.
+    pub pools: usize,
+}
+
 impl PromiseBook {
-    /// A new ledger holding the capacity of `zones` from `now` on (see the module docs), its
-    /// ids seeded with `seed`.
+    /// An empty ledger (no zone, default policy), its ids seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        PromiseBook {
+            ledger: Ledger::default(),
+            ids: IdGen::seeded(seed),
+        }
+    }
+
+    /// A new ledger holding the capacity of `zones` from `now` on (see
+    /// [`PromiseBook::add_catalogue`]), its ids seeded with `seed`.
     ///
     /// # Errors
     /// [`CliError::Promise`] when the catalogue holds amounts the ledger refuses.
@@ -65,10 +101,58 @@ impl PromiseBook {
         seed: u64,
         now: DateTime<Utc>,
     ) -> Result<Self, CliError> {
-        let mut ids = IdGen::seeded(seed);
-        let mut ledger = Ledger::default();
-        ledger.add_catalogue(zones, DEFAULT_QUOTA, &mut ids, now)?;
-        Ok(PromiseBook { ledger, ids })
+        let mut book = PromiseBook::new(seed);
+        book.add_catalogue(zones, now)?;
+        Ok(book)
+    }
+
+    /// Registers a VIM's zone catalogue as the provider [`CATALOGUE_PROVIDER`] from `now` on:
+    /// the free vCPUs, memory and disk of each available zone's available hosts, and
+    /// [`DEFAULT_QUOTA`] on the other lines ([`Ledger::add_catalogue`]).
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] when the catalogue is already registered (registering it twice
+    /// would count its capacity twice); [`CliError::Promise`] when the ledger refuses it.
+    pub fn add_catalogue(
+        &mut self,
+        zones: &[ComputeZone],
+        now: DateTime<Utc>,
+    ) -> Result<Outcome<Vec<Pool>>, CliError> {
+        if let Some(p) = self
+            .providers()
+            .into_iter()
+            .find(|p| p.name == CATALOGUE_PROVIDER)
+        {
+            let zones: Vec<&str> = p.zones.iter().map(ZoneId::as_str).collect();
+            return Err(CliError::Usage(format!(
+                "provider {CATALOGUE_PROVIDER:?} (the VIM's zones {}) is already registered; \
+                 change its capacity with `vnfm capacity increase|decrease`",
+                zones.join(", ")
+            )));
+        }
+        Ok(self
+            .ledger
+            .add_catalogue(zones, DEFAULT_QUOTA, &mut self.ids, now)?)
+    }
+
+    /// The providers of the ledger's pools, by name (pools without a source are `declared`).
+    pub fn providers(&self) -> Vec<Provider> {
+        let mut by_name: BTreeMap<String, (Vec<ZoneId>, usize)> = BTreeMap::new();
+        for p in self.ledger.pools() {
+            let name = p.source.clone().unwrap_or_else(|| DECLARED_PROVIDER.into());
+            let e = by_name.entry(name).or_default();
+            if !e.0.contains(&p.zone) {
+                e.0.push(p.zone.clone());
+            }
+            e.1 += 1;
+        }
+        by_name
+            .into_iter()
+            .map(|(name, (mut zones, pools))| {
+                zones.sort();
+                Provider { name, zones, pools }
+            })
+            .collect()
     }
 
     /// The document to save.
@@ -89,13 +173,35 @@ impl PromiseBook {
             ids: doc.ids,
         })
     }
+
+    /// The JSON body of [`PROMISE_DOCUMENT`].
+    ///
+    /// # Errors
+    /// A message when the ledger cannot be encoded.
+    pub fn encode(&self) -> Result<String, String> {
+        serde_json::to_string(&self.document())
+            .map_err(|e| format!("cannot encode the reservation ledger: {e}"))
+    }
+
+    /// The book of a [`PROMISE_DOCUMENT`] body.
+    ///
+    /// # Errors
+    /// A message naming the document and what is wrong: the line and column of a JSON error,
+    /// or the inconsistent entry of the snapshot.
+    pub fn decode(body: &str) -> Result<Self, String> {
+        let doc: PromiseDocument = serde_json::from_str(body).map_err(|e| {
+            format!(
+                "document {PROMISE_DOCUMENT}: line {} column {}: {e}; expected a saved \
+                 reservation ledger ({{\"ledger\": ..., \"ids\": ...}})",
+                e.line(),
+                e.column()
+            )
+        })?;
+        PromiseBook::from_document(doc).map_err(|e| format!("document {PROMISE_DOCUMENT}: {e}"))
+    }
 }
 
-fn state_error(
-    config: &Config,
-    message: String,
-    source: Option<vnfm_core::driver::DriverError>,
-) -> CliError {
+fn state_error(config: &Config, message: String, source: Option<DriverError>) -> CliError {
     CliError::State {
         path: config.state_path(),
         message,
@@ -116,21 +222,28 @@ pub async fn load(store: &SqliteStore, config: &Config) -> Result<Option<Promise
     else {
         return Ok(None);
     };
-    let doc: PromiseDocument = serde_json::from_str(&body).map_err(|e| {
-        state_error(
-            config,
-            format!(
-                "document {PROMISE_DOCUMENT}: line {} column {}: {e}; expected a saved \
-                 reservation ledger",
-                e.line(),
-                e.column()
-            ),
-            None,
-        )
-    })?;
-    PromiseBook::from_document(doc)
+    PromiseBook::decode(&body)
         .map(Some)
-        .map_err(|e| state_error(config, format!("document {PROMISE_DOCUMENT}: {e}"), None))
+        .map_err(|m| state_error(config, m, None))
+}
+
+/// The ledger saved in the state file, or an empty one ([`PromiseBook::new`] seeded with the
+/// configured seed) when there is none.
+///
+/// # Errors
+/// As [`load`].
+pub async fn load_or_new(store: &SqliteStore, config: &Config) -> Result<PromiseBook, CliError> {
+    Ok(load(store, config)
+        .await?
+        .unwrap_or_else(|| PromiseBook::new(config.vim.seed)))
+}
+
+/// Writes an encoded book ([`PromiseBook::encode`]) as [`PROMISE_DOCUMENT`].
+///
+/// # Errors
+/// The store's error when the state file cannot be written.
+pub async fn write(store: &SqliteStore, body: String) -> Result<(), DriverError> {
+    store.put_document(PROMISE_DOCUMENT, body).await
 }
 
 /// Saves the ledger in the state file.
@@ -142,13 +255,10 @@ pub async fn save(
     book: &PromiseBook,
     config: &Config,
 ) -> Result<(), CliError> {
-    let body = serde_json::to_string(&book.document()).map_err(|e| {
-        CliError::Output(std::io::Error::other(format!(
-            "cannot encode the reservation ledger: {e}"
-        )))
-    })?;
-    store
-        .put_document(PROMISE_DOCUMENT, body)
+    let body = book
+        .encode()
+        .map_err(|m| CliError::Output(std::io::Error::other(m)))?;
+    write(store, body)
         .await
         .map_err(|e| state_error(config, "cannot save the reservation ledger".into(), Some(e)))
 }
@@ -178,6 +288,14 @@ mod tests {
     #[test]
     fn seeded_from_the_catalogue() {
         let book = PromiseBook::from_catalogue(&zones(), 1, t(0)).unwrap();
+        assert_eq!(
+            book.providers(),
+            vec![Provider {
+                name: CATALOGUE_PROVIDER.into(),
+                zones: vec!["AZ-1".into()],
+                pools: 1
+            }]
+        );
         let r = book
             .ledger
             .capacity(
@@ -189,6 +307,24 @@ mod tests {
         assert_eq!(r.available.ram, 16384);
         assert_eq!(r.available.size, 100);
         assert_eq!(r.available.instances, 10);
+    }
+
+    #[test]
+    fn the_catalogue_is_registered_once() {
+        let mut book = PromiseBook::from_catalogue(&zones(), 1, t(0)).unwrap();
+        let err = book.add_catalogue(&zones(), t(1)).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("already registered"), "{err}");
+        assert_eq!(book.ledger.pools().len(), 1);
+    }
+
+    #[test]
+    fn encode_decode_round_trip_and_errors_name_the_document() {
+        let book = PromiseBook::from_catalogue(&zones(), 1, t(0)).unwrap();
+        let again = PromiseBook::decode(&book.encode().unwrap()).unwrap();
+        assert_eq!(again.ledger.snapshot(), book.ledger.snapshot());
+        let err = PromiseBook::decode("{\"ledger\": 3}").unwrap_err();
+        assert!(err.contains("document promise: line 1"), "{err}");
     }
 
     #[tokio::test]

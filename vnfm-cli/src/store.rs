@@ -216,6 +216,20 @@ impl SqliteStore {
         .await
     }
 
+    /// SQLite's `PRAGMA data_version` of this store's connection: it changes when another
+    /// connection (another `vnfm` process) commits to the file, never for this store's own
+    /// writes. A long-running server compares it to tell when to re-read a document.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when the database cannot be read.
+    pub async fn data_version(&self) -> Result<i64, DriverError> {
+        self.with_conn(|conn, file| {
+            conn.query_row("PRAGMA data_version", [], |r| r.get(0))
+                .map_err(|e| sql_error(file, "reading PRAGMA data_version", e))
+        })
+        .await
+    }
+
     /// Runs `f` with the connection: on tokio's blocking pool inside a runtime, on this thread
     /// otherwise.
     async fn with_conn<T, F>(&self, f: F) -> Result<T, DriverError>
@@ -873,6 +887,23 @@ mod tests {
         // Going back to an older binary's list is refused.
         let err = migrate(&mut conn, &file, &migrations[..1]).unwrap_err();
         assert!(err.to_string().contains("schema version 2"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn data_version_moves_with_other_writers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.sqlite");
+        let a = SqliteStore::open(&path).unwrap();
+        let b = SqliteStore::open(&path).unwrap();
+        let v0 = a.data_version().await.unwrap();
+        a.put_document("x", "1".into()).await.unwrap();
+        assert_eq!(
+            a.data_version().await.unwrap(),
+            v0,
+            "own writes do not count"
+        );
+        b.put_document("x", "2".into()).await.unwrap();
+        assert_ne!(a.data_version().await.unwrap(), v0);
     }
 
     #[tokio::test]

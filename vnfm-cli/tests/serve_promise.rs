@@ -596,3 +596,107 @@ async fn a_silent_callback_delays_no_other() {
     held.abort();
     server.shutdown().await.unwrap();
 }
+
+/// Runs the `vnfm` binary over the state file of `dir`.
+fn cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_vnfm"));
+    cmd.arg("--state").arg(dir.join("state.sqlite")).args(args);
+    for var in [
+        "VNFM_CONFIG",
+        "VNFM_STATE",
+        "VNFM_VIM",
+        "VNFM_SIM_SEED",
+        "VNFM_PACKAGES_DIR",
+        "VNFM_CLOUD",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.output().expect("vnfm runs")
+}
+
+fn cli_json(dir: &std::path::Path, args: &[&str]) -> Value {
+    let out = cli(dir, args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_and_the_server_share_one_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    assert_eq!(get(addr, "/promise/v1/zones").await.json(), json!([]));
+
+    // While the server runs, the command line registers the simulated cloud and reserves.
+    let expiry = ts(Utc::now() + chrono::Duration::hours(2));
+    let d = dir.path();
+    cli_json(d, &["--json", "provider", "add"]);
+    let v = cli_json(
+        d,
+        &[
+            "--json",
+            "reservation",
+            "create",
+            "--zone",
+            "AZ-2",
+            "--cores",
+            "3",
+            "--expiry",
+            &expiry,
+            "--id",
+            "from-cli",
+        ],
+    );
+    assert_eq!(v["reservationId"], "from-cli");
+    // The server sees both on its next request.
+    assert_eq!(
+        get(addr, "/promise/v1/zones").await.json(),
+        json!(["AZ-1", "AZ-2", "AZ-3", "AZ-4"])
+    );
+    let r = get(addr, "/promise/v1/reservations/from-cli").await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["capacity"]["cores"], 3);
+    let q = get(addr, "/promise/v1/reservations?zone=AZ-2").await.json();
+    assert_eq!(q["reservations"][0]["id"], "from-cli");
+
+    // And the other way round: a reservation made over HTTP is the command line's too.
+    let r = post_json(
+        addr,
+        "/promise/v1/reservations",
+        &json!({"id": "from-server", "zone": "AZ-3", "capacity": {"cores": 2},
+                "expiry": expiry}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let v = cli_json(d, &["--json", "reservation", "show", "from-server"]);
+    assert_eq!(v["reservation"]["zone"], "AZ-3");
+    let v = cli_json(d, &["--json", "reservation", "query"]);
+    let ids: Vec<&str> = v["reservations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2, "{v}");
+    assert!(ids.contains(&"from-cli") && ids.contains(&"from-server"));
+    // A cancel on the command line shows on the server.
+    cli_json(d, &["--json", "reservation", "cancel", "from-server"]);
+    let r = get(addr, "/promise/v1/reservations/from-server").await;
+    assert_eq!(r.json()["status"], "cancelled");
+    server.shutdown().await.unwrap();
+
+    // One document in the state file.
+    let store = vnfm_cli::store::SqliteStore::open(d.join("state.sqlite")).unwrap();
+    assert!(store
+        .document(vnfm_cli::promise::PROMISE_DOCUMENT)
+        .await
+        .unwrap()
+        .is_some());
+    assert!(store.document("promise_ledger").await.unwrap().is_none());
+    let v = cli_json(d, &["--json", "reservation", "show", "from-server"]);
+    assert_eq!(v["reservation"]["status"], "cancelled");
+}

@@ -18,10 +18,12 @@
 //!    closes into ONE heal of both VNFCs, `isAutomaticInvocation` true (the window's time is
 //!    simulated: the handler is sans-IO);
 //! 8. terminate;
-//! 9. reserve capacity for the next rollout in the OPNFV Promise ledger: a second request
-//!    that overlaps it does not fit and is answered with a counter-offer;
+//! 9. reserve capacity for the next rollout in the OPNFV Promise ledger (what `vnfm provider
+//!    add` and `vnfm reservation create` do): a second request that overlaps it does not fit
+//!    and is answered with a counter-offer;
 //! 10. the rollout's grant draws the VNFCs placed in the reserved zone from the reservation
-//!     (`GrantInfo.reservationId`).
+//!     (`GrantInfo.reservationId`; what `vnfm instantiate --reservation` does before it
+//!     creates the stack).
 
 use std::fmt::Write as _;
 use std::sync::Arc;

@@ -321,6 +321,12 @@ pub struct OperationOutput<'a> {
     /// The grant, when one was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grant: Option<&'a vnfm_core::grant::Grant>,
+    /// What `--reservation` drew for the new VNFCs (one allocation each).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub allocations: &'a [vnfm_core::reservation::Allocation],
+    /// The allocations given back (the VNFCs a scale-in removed, or a terminated instance's).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub released: &'a [vnfm_core::reservation::Allocation],
 }
 
 /// One VNFC of an instance.
@@ -418,13 +424,27 @@ pub fn human_operation(op: &VnfLcmOpOcc, inst: &VnfInstance) -> String {
 }
 
 fn print_report(out: Output, r: &OperationReport) -> Result<(), CliError> {
+    print_report_drawn(out, r, &[], &[])
+}
+
+/// [`print_report`] with the allocations drawn from or given back to reservations.
+fn print_report_drawn(
+    out: Output,
+    r: &OperationReport,
+    allocations: &[vnfm_core::reservation::Allocation],
+    released: &[vnfm_core::reservation::Allocation],
+) -> Result<(), CliError> {
     let data = OperationOutput {
         vnf_lcm_op_occ: &r.op_occ,
         vnf_instance: &r.instance,
         vnfcs: vnfc_lines(&r.instance),
         grant: r.grant.as_ref(),
+        allocations,
+        released,
     };
-    out.data(&human_operation(&r.op_occ, &r.instance), &data)?;
+    let mut human = human_operation(&r.op_occ, &r.instance);
+    human.push_str(&super::promise::human_drawn(allocations, released));
+    out.data(&human, &data)?;
     match r.failure {
         None => Ok(()),
         Some(kind) => Err(CliError::Operation {
@@ -446,7 +466,7 @@ fn print_report(out: Output, r: &OperationReport) -> Result<(), CliError> {
 /// # Errors
 /// See the exit codes: 2 for bad input or state, 3 / 4 / 5 / 1 for an operation that failed.
 pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Result<(), CliError> {
-    let pinned = parse_zones(&args.zones)?;
+    let mut pinned = parse_zones(&args.zones)?;
     runtime()?.block_on(async {
         let env = env(config, args.cloud.as_deref(), &args.placement).await?;
         let inst = match &args.instance {
@@ -464,6 +484,40 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
         };
         let pkg = load_package(args.package.as_deref(), config, Some(&inst.vnfd_id))?;
         let flavour = default_flavour(&pkg, args.flavour.as_deref())?;
+        // --reservation: draw before any stack exists; a refusal deletes a new instance.
+        let drawn = match &args.reservation {
+            Some(rid) => {
+                let op = vnfm_core::lifecycle::GrantOnly::Instantiate {
+                    flavour_id: flavour.clone(),
+                };
+                match super::promise::draw_operation(
+                    config,
+                    &env.store,
+                    &env.lcm,
+                    &pkg,
+                    &inst,
+                    op,
+                    super::promise::DrawFrom {
+                        reservation: rid,
+                        now: args.now,
+                    },
+                )
+                .await
+                {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        if args.instance.is_none() {
+                            env.lcm.delete(&inst.id).await?;
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
+        if let Some(d) = &drawn {
+            pinned.clone_from(&d.pinned);
+        }
         out.progress(&format!("instantiating {} (flavour {flavour})", inst.id));
         let r = env
             .lcm
@@ -478,7 +532,11 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
             )
             .await;
         save_sim(&env.store, &env.sim, config).await?;
-        print_report(out, &r?)
+        let drawn = match drawn {
+            Some(d) => super::promise::settle(config, &env.store, d, r.as_ref().ok()).await?,
+            None => Vec::new(),
+        };
+        print_report_drawn(out, &r?, &drawn, &[])
     })
 }
 
@@ -502,22 +560,71 @@ async fn instance_and_package(
 /// # Errors
 /// As [`instantiate`].
 pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliError> {
+    if args.reservation.is_some() && args.direction == ScaleDirection::In {
+        return Err(CliError::Usage(
+            "--reservation draws the VNFCs a scale out adds; a scale in gives the allocations of \
+             the VNFCs it removes back by itself"
+                .into(),
+        ));
+    }
     runtime()?.block_on(async {
         let env = env(config, None, &args.placement).await?;
         let (id, pkg) =
             instance_and_package(&env, config, &args.instance, args.package.as_deref()).await?;
+        let before = env.store.instance(&id).await?;
+        let drawn = match &args.reservation {
+            Some(rid) => {
+                let op = vnfm_core::lifecycle::GrantOnly::ScaleOut {
+                    aspect_id: args.aspect.clone(),
+                    steps: args.steps,
+                };
+                Some(
+                    super::promise::draw_operation(
+                        config,
+                        &env.store,
+                        &env.lcm,
+                        &pkg,
+                        &before,
+                        op,
+                        super::promise::DrawFrom {
+                            reservation: rid,
+                            now: args.now,
+                        },
+                    )
+                    .await?,
+                )
+            }
+            None => None,
+        };
+        let mut opts = OperationOptions::default();
+        if let Some(d) = &drawn {
+            opts.pinned.clone_from(&d.pinned);
+        }
         let t = match args.direction {
             ScaleDirection::Out => ScaleType::ScaleOut,
             ScaleDirection::In => ScaleType::ScaleIn,
         };
         let mut req = ScaleVnfRequest::new(t, args.aspect.clone());
         req.number_of_steps = Some(args.steps);
-        let r = env
-            .lcm
-            .scale(&id, &pkg, &req, &OperationOptions::default())
-            .await;
+        let r = env.lcm.scale(&id, &pkg, &req, &opts).await;
         save_sim(&env.store, &env.sim, config).await?;
-        print_report(out, &r?)
+        let drawn = match drawn {
+            Some(d) => super::promise::settle(config, &env.store, d, r.as_ref().ok()).await?,
+            None => Vec::new(),
+        };
+        let r = r?;
+        let released = match r.failure {
+            None if args.direction == ScaleDirection::In => {
+                let removed = super::promise::vnfc_ids(&before)
+                    .difference(&super::promise::vnfc_ids(&r.instance))
+                    .cloned()
+                    .collect();
+                super::promise::release_vnfcs(config, &env.store, id.as_str(), Some(&removed))
+                    .await?
+            }
+            _ => Vec::new(),
+        };
+        print_report_drawn(out, &r, &drawn, &released)
     })
 }
 
@@ -563,10 +670,14 @@ pub fn terminate(config: &Config, args: &TerminateArgs, out: Output) -> Result<(
             .await;
         save_sim(&env.store, &env.sim, config).await?;
         let r = r?;
+        let released = match r.failure {
+            None => super::promise::release_vnfcs(config, &env.store, id.as_str(), None).await?,
+            Some(_) => Vec::new(),
+        };
         if args.delete && r.failure.is_none() {
             env.lcm.delete(&id).await?;
         }
-        print_report(out, &r)
+        print_report_drawn(out, &r, &[], &released)
     })
 }
 

@@ -35,7 +35,10 @@ pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
         Command::Terminate(args) => lcm::terminate(&config, &args, out),
         Command::Instance(cmd) => lcm::instance(&config, &cmd, out),
         Command::Op(cmd) => lcm::op(&config, &cmd, out),
-        Command::Promise(args) => promise::run(&config, &args, out),
+        Command::Reservation(args) => promise::reservation(&config, &args, out),
+        Command::Allocation(args) => promise::allocation(&config, &args, out),
+        Command::Capacity(args) => promise::capacity(&config, &args, out),
+        Command::Provider(args) => promise::provider(&config, &args, out),
         Command::Serve(args) => crate::serve::run(config.with_serve_args(&args), out.quiet),
     }
 }

@@ -1,42 +1,105 @@
-//! `vnfm promise`: the OPNFV Promise reservation ledger of the state file.
+//! The OPNFV Promise commands over the ledger of the state file: `vnfm reservation`,
+//! `vnfm allocation`, `vnfm capacity` and `vnfm provider`; and the wiring of `instantiate`,
+//! `scale` and `terminate` to reservations.
 //!
-//! Each command loads the ledger from the state file (or starts one from the simulated
-//! cloud's zones, see [`crate::promise`]), advances it to `--now` (default: the clock), runs
-//! one ledger operation, saves the ledger and prints the result with the events it caused
-//! (reservations that started, expired, were preempted, ...). A reservation that does not fit
-//! is answered with Promise's counter-offer on stdout and exit status 4.
+//! Each command loads the ledger ([`crate::promise`]; the same document `vnfm serve` uses),
+//! advances it to `--now` (default: the clock, never before the ledger's last operation), runs
+//! one ledger operation, saves the ledger (also when the operation was refused: what fell due
+//! by `--now` happened) and prints the result with the events it caused (reservations that
+//! started, expired, were preempted, ...).
+//!
+//! # JSON (`--json`; every document also carries `"version": 1`)
+//! - `reservation create`: `{"result": "ok", "reservationId", "reservation"}`; when it does not
+//!   fit, exit 4 with `{"result": "conflict", "message", "offer": {"max": {<amounts>},
+//!   "earliestStart", "earliestEnd"}}` on stdout (`earliestStart` / `earliestEnd` null when
+//!   no window of that length fits within the policy's ranges). `reservation update` answers
+//!   the same way (`reservationId` of the updated one).
+//! - `reservation cancel`: `{"result": "ok", "reservation"}`; `show`: `{"reservation"}`;
+//!   `query`: `{"reservations": [...], "utilization": [...]}`.
+//! - `allocation create`: `{"result": "ok", "allocationId", "allocation", "reservation"}`
+//!   (`reservation` when drawn from one); `destroy`: `{"result": "ok", "allocation"}`.
+//! - `capacity query --zone Z`: `{"zone", "window": {"start", "end"}, "total", "reserved",
+//!   "used", "available"}`, each figure an object of amounts at its worst instant of the
+//!   window; without `--zone`: `{"zones": [<that object per zone>]}`; with `--utilization`:
+//!   `{"zone", "window", "utilization": [{"timestamp", "total", "reserved", "used",
+//!   "available"}]}`.
+//! - `capacity increase|decrease`: `{"result": "ok", "pool"}`; `capacity fit`: `{"fit":
+//!   [{"zone", "count"}]}`.
+//! - `provider add`: `{"result": "ok", "provider": {"name", "zones", "pools"}, "pools"}`;
+//!   `provider list`: `{"providers": [...]}`.
+//! - Every document has `"events"` when the command caused some.
+//!
+//! # Instantiate and scale drawing from a reservation
+//! `instantiate --reservation ID` and `scale --type out --reservation ID` ask the local granter
+//! for the operation's grant first ([`vnfm_core::lifecycle::Lifecycle::grant_only`]) and draw
+//! the new VNFCs it places in the reservation's zone from the reservation
+//! ([`vnfm_core::lifecycle::granter::draw_reservation`]: all or nothing, one allocation per
+//! VNFC, `instanceRef` `<vnfInstanceId>/<VNFC>`). When the draw is refused nothing is created
+//! (a new instance is deleted again). Otherwise the operation runs with every new VNFC pinned
+//! to the zone of that grant; if it fails, its allocations are destroyed, and a VNFC that
+//! reselection moved out of the reservation's zone gives its allocation back. A scale-in
+//! destroys the allocations of the VNFCs it removed, and a terminate those of the instance
+//! ([`release_vnfcs`]); a heal keeps them (a healed VNFC keeps its name).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Duration, Utc};
-use serde::Serialize;
+use serde_json::{json, Map, Value};
 use vnfm_core::driver::{ListZones, ZoneCatalog};
-use vnfm_core::id::ZoneId;
+use vnfm_core::grant::{GrantRequest, ResourceType};
+use vnfm_core::id::{VduId, ZoneId};
+use vnfm_core::lcm::VnfInstance;
+use vnfm_core::lifecycle::userdata::VnfcSlot;
+use vnfm_core::lifecycle::{GrantOnly, Lifecycle, OperationReport};
+use vnfm_core::package::VnfPackage;
 use vnfm_core::reservation::{
-    Allocation, Capacity, CapacityReport, CounterOffer, Event, LedgerError, Pool, PoolRequest,
-    Priority, Reservation, ReservationId, ReservationQuery, ReservationRequest, ResourceLine,
-    Window,
+    Allocation, AllocationId, AllocationRequest, Capacity, CapacityReport, CounterOffer,
+    ElementsFilter, Event, Ledger, LedgerError, PoolRequest, Priority, QueryWindow, Rejection,
+    Reservation, ReservationId, ReservationQuery, ReservationRequest, ReservationUpdate,
+    ResourceLine, Scope, Window, ZoneFit,
 };
 
 use super::lcm::{check_vim, open_sim, open_state, runtime};
-use crate::cli::{AmountArgs, PriorityArg, PromiseArgs, PromiseCommand};
+use crate::cli::{
+    AllocationArgs, AllocationCommand, AmountArgs, CapacityArgs, CapacityCommand, NowArgs,
+    PriorityArg, ProviderArgs, ProviderCommand, ReservationArgs, ReservationCommand, ScopeArg,
+};
 use crate::config::Config;
 use crate::error::CliError;
 use crate::output::Output;
-use crate::promise::{self, PromiseBook};
+use crate::promise::{self, PromiseBook, DECLARED_PROVIDER};
+use crate::store::SqliteStore;
 
 impl AmountArgs {
     /// The amounts as a ledger [`Capacity`] (unset lines zero).
     pub fn capacity(&self) -> Capacity {
-        Capacity {
-            cores: self.cores.unwrap_or(0),
-            ram: self.ram.unwrap_or(0),
-            instances: self.instances.unwrap_or(0),
-            addresses: self.addresses.unwrap_or(0),
-            volumes: self.volumes.unwrap_or(0),
-            size: self.size.unwrap_or(0),
-            snapshots: self.snapshots.unwrap_or(0),
+        self.over(Capacity::default())
+    }
+
+    /// `base` with the lines given replaced.
+    pub fn over(&self, base: Capacity) -> Capacity {
+        let mut c = base;
+        for (line, v) in self.given() {
+            c.set(line, v);
         }
+        c
+    }
+
+    /// The lines given, with their amounts.
+    pub fn given(&self) -> Vec<(ResourceLine, u64)> {
+        [
+            (ResourceLine::Cores, self.cores),
+            (ResourceLine::Ram, self.ram),
+            (ResourceLine::Instances, self.instances),
+            (ResourceLine::Addresses, self.addresses),
+            (ResourceLine::Volumes, self.volumes),
+            (ResourceLine::Size, self.size),
+            (ResourceLine::Snapshots, self.snapshots),
+        ]
+        .into_iter()
+        .filter_map(|(l, v)| v.map(|v| (l, v)))
+        .collect()
     }
 }
 
@@ -50,171 +113,750 @@ impl From<PriorityArg> for Priority {
     }
 }
 
-/// What `vnfm promise --json` prints.
-#[derive(Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PromiseReport {
-    /// The time the command acted at.
-    pub now: Option<DateTime<Utc>>,
-    /// Capacity per zone (`capacity`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub capacity: Vec<CapacityReport>,
-    /// The pool added or removed (`add-capacity`, `remove-capacity`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pool: Option<Pool>,
-    /// Reservations (`reserve`, `list`, `show`, `cancel`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub reservations: Vec<Reservation>,
-    /// The allocation (`draw`, `release`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub allocation: Option<Allocation>,
-    /// What would fit instead of a reservation that does not (`reserve`, exit 4).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub counter_offer: Option<CounterOffer>,
-    /// Every event the command caused, in time order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+impl From<ScopeArg> for Scope {
+    fn from(s: ScopeArg) -> Self {
+        match s {
+            ScopeArg::Inclusive => Scope::Inclusive,
+            ScopeArg::Exclusive => Scope::Exclusive,
+        }
+    }
+}
+
+/// What a ledger command prints: the human text and the JSON object.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Human-readable text.
+    pub human: String,
+    /// The JSON document (an object).
+    pub json: Map<String, Value>,
+    /// The events the command caused, in time order.
     pub events: Vec<Event>,
 }
 
-/// `vnfm promise ...`.
-///
-/// # Errors
-/// [`CliError::Promise`] when the ledger refuses the request (exit 4 when capacity is short,
-/// 2 for a bad request); [`CliError::State`] for an unusable state file; a usage error for a
-/// VIM not wired into this build.
-pub fn run(config: &Config, args: &PromiseArgs, out: Output) -> Result<(), CliError> {
+impl Report {
+    fn ok(human: String, members: Value) -> Self {
+        let mut json = Map::new();
+        json.insert("result".into(), "ok".into());
+        if let Value::Object(m) = members {
+            json.extend(m);
+        }
+        Report {
+            human,
+            json,
+            events: Vec::new(),
+        }
+    }
+
+    fn data(human: String, members: Value) -> Self {
+        let json = match members {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        Report {
+            human,
+            json,
+            events: Vec::new(),
+        }
+    }
+
+    /// The JSON document with `events` (when there are some).
+    pub fn document(&self) -> Value {
+        let mut m = self.json.clone();
+        if !self.events.is_empty() {
+            m.insert("events".into(), to_json(&self.events));
+        }
+        Value::Object(m)
+    }
+
+    /// The human text with the events.
+    pub fn text(&self) -> String {
+        let mut s = self.human.clone();
+        if !self.events.is_empty() {
+            s.push_str("events:\n");
+            for e in &self.events {
+                let _ = writeln!(s, "  {}", human_event(e));
+            }
+        }
+        s
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// The effective `now`: `--now`, else the clock, never before the ledger's last operation
+/// when not given.
+fn effective_now(now: Option<DateTime<Utc>>, ledger: &Ledger) -> DateTime<Utc> {
+    match now {
+        Some(t) => t,
+        None => {
+            let t = Utc::now();
+            ledger.now().map_or(t, |l| l.max(t))
+        }
+    }
+}
+
+/// Loads the ledger, advances it to `now`, runs `f`, saves, prints. A counter-offer of a
+/// refused reservation is printed on stdout before the error is returned.
+fn with_book(
+    config: &Config,
+    now: &NowArgs,
+    out: Output,
+    needs_provider: bool,
+    f: impl FnOnce(&mut PromiseBook, DateTime<Utc>) -> Result<Report, CliError>,
+) -> Result<(), CliError> {
     check_vim(config)?;
-    let now = args.now.unwrap_or_else(Utc::now);
     runtime()?.block_on(async {
         let store = open_state(config)?;
-        let mut book = match promise::load(&store, config).await? {
-            Some(book) => book,
-            None => {
-                let sim = open_sim(&store, None, config).await?;
-                let zones = sim.list_zones(ListZones::default()).await?;
-                PromiseBook::from_catalogue(&zones, config.vim.seed, now)?
-            }
-        };
-        let mut report = PromiseReport {
-            now: Some(now),
-            ..Default::default()
-        };
-        let result = execute(&mut book, &args.command, now, &mut report);
+        let mut book = promise::load_or_new(&store, config).await?;
+        if needs_provider && book.ledger.zones().is_empty() {
+            return Err(no_provider(config));
+        }
+        let at = effective_now(now.now, &book.ledger);
+        let advanced = book.ledger.advance_to(at);
+        let result = advanced.map_err(CliError::from).and_then(|o| {
+            let r = f(&mut book, at);
+            r.map(|mut r| {
+                let mut events = o.events;
+                events.append(&mut r.events);
+                r.events = events;
+                r
+            })
+        });
         // Transitions due by `now` happened even when the request was refused: keep them.
         promise::save(&store, &book, config).await?;
-        if let Err(CliError::Promise(LedgerError::DoesNotFit { offer, .. })) = &result {
-            report.counter_offer = Some((**offer).clone());
+        match result {
+            Ok(r) => out.data(&r.text(), &r.document()),
+            Err(e) => {
+                if let CliError::Promise(LedgerError::DoesNotFit { offer, .. }) = &e {
+                    let message = e.to_string();
+                    out.data(&human_offer(offer), &conflict(&message, offer))?;
+                }
+                Err(e)
+            }
         }
-        if result.is_ok() || report.counter_offer.is_some() {
-            out.data(&human(&report), &report)?;
-        }
-        result
     })
 }
 
-/// Runs one command on the ledger, filling `report`.
+fn no_provider(config: &Config) -> CliError {
+    CliError::Usage(format!(
+        "the reservation ledger of {} has no capacity yet; register a provider first: `vnfm \
+         provider add` (the simulated cloud's zones) or `vnfm provider add --declared --name \
+         NAME --zone ZONE --cores N ...`",
+        config.state_path().display()
+    ))
+}
+
+/// The `{"result": "conflict", ...}` document of a request that does not fit.
+pub fn conflict(message: &str, offer: &CounterOffer) -> Value {
+    json!({
+        "result": "conflict",
+        "message": message,
+        "offer": {
+            "max": offer.largest,
+            "earliestStart": offer.earliest.map(|w| w.start),
+            "earliestEnd": offer.earliest.and_then(|w| w.end),
+        },
+    })
+}
+
+fn human_offer(o: &CounterOffer) -> String {
+    let mut s = String::from("does not fit; counter-offer:\n");
+    let _ = writeln!(
+        s,
+        "  largest amount over the window: {}",
+        amounts(&o.largest)
+    );
+    match &o.earliest {
+        Some(w) => {
+            let _ = writeln!(
+                s,
+                "  earliest window where it fits: {}",
+                window(&w.start, w.end.as_ref())
+            );
+        }
+        None => s.push_str("  no window of that length fits within the policy's ranges\n"),
+    }
+    s
+}
+
+fn unknown_reservation(id: &str) -> CliError {
+    CliError::Promise(LedgerError::Rejected(Rejection::UnknownReservation(
+        ReservationId::new(id),
+    )))
+}
+
+fn reservation_of(ledger: &Ledger, id: &str) -> Result<Reservation, CliError> {
+    ledger
+        .reservation(&ReservationId::new(id))
+        .ok_or_else(|| unknown_reservation(id))
+}
+
+fn human_reservations(rs: &[Reservation]) -> String {
+    let mut s = String::new();
+    for r in rs {
+        human_reservation(&mut s, r);
+    }
+    s
+}
+
+/// `vnfm reservation ...`.
 ///
 /// # Errors
-/// [`CliError::Promise`] with the ledger's refusal.
-pub fn execute(
+/// [`CliError::Promise`] when the ledger refuses the request (exit 4 when it does not fit,
+/// with the counter-offer on stdout; 2 for a bad request: unknown reservation, policy limit,
+/// bad window); [`CliError::State`] for an unusable state file; [`CliError::Usage`] when no
+/// provider was registered.
+pub fn reservation(config: &Config, args: &ReservationArgs, out: Output) -> Result<(), CliError> {
+    let needs = matches!(args.command, ReservationCommand::Create { .. });
+    with_book(config, &args.now, out, needs, |book, now| {
+        reservation_command(book, &args.command, now)
+    })
+}
+
+/// Runs one `vnfm reservation` action on `book` at `now`.
+///
+/// # Errors
+/// As [`reservation`].
+pub fn reservation_command(
     book: &mut PromiseBook,
-    command: &PromiseCommand,
+    command: &ReservationCommand,
     now: DateTime<Utc>,
-    report: &mut PromiseReport,
-) -> Result<(), CliError> {
-    let advanced = book.ledger.advance_to(now)?;
-    report.events.extend(advanced.events);
-    let ids = &mut book.ids;
+) -> Result<Report, CliError> {
     let ledger = &mut book.ledger;
     match command {
-        PromiseCommand::Capacity { zone, start, end } => {
-            let start = start.unwrap_or(now);
-            let window = Window::new(start, end.unwrap_or(start + Duration::hours(1)));
-            report.capacity = match zone {
-                Some(z) => vec![ledger.capacity(&ZoneId::new(z.as_str()), window)?],
-                None => ledger.capacity_all(window)?,
-            };
-        }
-        PromiseCommand::AddCapacity {
-            zone,
-            amounts,
-            start,
-            end,
-        } => {
-            let mut req = PoolRequest::new(zone.as_str(), amounts.capacity())
-                .with_window(start.unwrap_or(now), *end);
-            req.source = Some("declared".into());
-            let o = ledger.increase_capacity(req, ids, now)?;
-            report.pool = Some(o.value);
-            report.events.extend(o.events);
-        }
-        PromiseCommand::RemoveCapacity {
-            zone,
-            amounts,
-            start,
-            end,
-            force,
-        } => {
-            let req = PoolRequest::new(zone.as_str(), amounts.capacity())
-                .with_window(start.unwrap_or(now), *end)
-                .with_force(*force);
-            let o = ledger.decrease_capacity(req, ids, now)?;
-            report.pool = Some(o.value);
-            report.events.extend(o.events);
-        }
-        PromiseCommand::Reserve {
+        ReservationCommand::Create {
             zone,
             amounts,
             start,
             end,
             expiry,
             priority,
+            elements,
             id,
         } => {
             let mut req = ReservationRequest::new(zone.as_str(), amounts.capacity())
-                .with_priority((*priority).into());
+                .with_priority((*priority).into())
+                .with_elements(elements.clone());
             req.start = *start;
             req.end = *end;
             req.expiry = *expiry;
             req.id = id.as_deref().map(ReservationId::new);
-            let o = ledger.create_reservation(req, ids, now)?;
-            report.reservations.push(o.value);
-            report.events.extend(o.events);
+            let o = ledger.create_reservation(req, &mut book.ids, now)?;
+            let r = o.value;
+            let mut report = Report::ok(
+                format!("reserved: {}", human_reservations(std::slice::from_ref(&r))),
+                json!({"reservationId": r.id, "reservation": r}),
+            );
+            report.events = o.events;
+            Ok(report)
         }
-        PromiseCommand::List { zone } => {
+        ReservationCommand::Update {
+            id,
+            zone,
+            amounts,
+            start,
+            end,
+            expiry,
+            elements,
+        } => {
+            let current = reservation_of(ledger, id)?;
+            let given = amounts.given();
+            let upd = ReservationUpdate {
+                zone: zone.as_deref().map(ZoneId::new),
+                capacity: (!given.is_empty()).then(|| amounts.over(current.capacity)),
+                start: *start,
+                end: *end,
+                expiry: *expiry,
+                elements: (!elements.is_empty()).then(|| elements.clone()),
+            };
+            if upd == ReservationUpdate::default() {
+                return Err(CliError::Usage(format!(
+                    "reservation update {id}: nothing to change; expected at least one of \
+                     --zone, --cores ... --snapshots, --start, --end, --expiry, --element"
+                )));
+            }
+            let o = ledger.update_reservation(&ReservationId::new(id.as_str()), upd, now)?;
+            let r = o.value;
+            let mut report = Report::ok(
+                format!("updated: {}", human_reservations(std::slice::from_ref(&r))),
+                json!({"reservationId": r.id, "reservation": r}),
+            );
+            report.events = o.events;
+            Ok(report)
+        }
+        ReservationCommand::Cancel { id } => {
+            reservation_of(ledger, id)?;
+            let o = ledger.cancel_reservation(&ReservationId::new(id.as_str()), now)?;
+            let r = o.value;
+            let mut report = Report::ok(
+                human_reservations(std::slice::from_ref(&r)),
+                json!({"reservation": r}),
+            );
+            report.events = o.events;
+            Ok(report)
+        }
+        ReservationCommand::Show { id } => {
+            let r = reservation_of(ledger, id)?;
+            Ok(Report::data(
+                human_reservations(std::slice::from_ref(&r)),
+                json!({"reservation": r}),
+            ))
+        }
+        ReservationCommand::Query {
+            zone,
+            start,
+            end,
+            scope,
+            without,
+            some,
+            every,
+            utilization,
+        } => {
             let q = ReservationQuery {
                 zone: zone.as_deref().map(ZoneId::new),
-                ..Default::default()
+                window: start.map(|start| QueryWindow {
+                    start,
+                    end: *end,
+                    scope: (*scope).into(),
+                }),
+                without: without.iter().map(ReservationId::new).collect(),
+                elements: ElementsFilter {
+                    some: some.clone(),
+                    every: every.clone(),
+                },
+                show_utilization: *utilization,
             };
-            report.reservations = ledger.query_reservations(&q)?.reservations;
-        }
-        PromiseCommand::Show { id } => {
-            report.reservations.push(reservation(ledger, id)?);
-        }
-        PromiseCommand::Cancel { id } => {
-            let o = ledger.cancel_reservation(&ReservationId::new(id.as_str()), now)?;
-            report.reservations.push(o.value);
-            report.events.extend(o.events);
-        }
-        PromiseCommand::Draw { id, amounts } => {
-            let rid = ReservationId::new(id.as_str());
-            let o = ledger.draw(&rid, amounts.capacity(), ids, now)?;
-            report.allocation = Some(o.value);
-            report.events.extend(o.events);
-            report.reservations.push(reservation(ledger, id)?);
-        }
-        PromiseCommand::Release { id } => {
-            let o = ledger
-                .destroy_instance(&vnfm_core::reservation::AllocationId::new(id.as_str()), now)?;
-            report.events.extend(o.events);
-            if let Some(r) = &o.value.reservation {
-                report.reservations.push(reservation(ledger, r.as_str())?);
+            let r = ledger.query_reservations(&q)?;
+            let mut human = human_reservations(&r.reservations);
+            if r.reservations.is_empty() {
+                human.push_str("no reservations\n");
             }
-            report.allocation = Some(o.value);
+            if let Some(points) = &r.utilization {
+                human.push_str("utilization:\n");
+                for p in points {
+                    let _ = writeln!(
+                        human,
+                        "  from {}: {} reservation(s) holding {}",
+                        time(&p.timestamp),
+                        p.count,
+                        amounts(&p.capacity)
+                    );
+                }
+            }
+            Ok(Report::data(human, to_json(&r)))
         }
     }
-    Ok(())
 }
+
+/// `vnfm allocation ...`.
+///
+/// # Errors
+/// [`CliError::Promise`] with the ledger's refusal: exit 4 when the reservation or the zone has
+/// not enough, 2 otherwise (unknown or inactive reservation, another zone).
+pub fn allocation(config: &Config, args: &AllocationArgs, out: Output) -> Result<(), CliError> {
+    let needs = matches!(args.command, AllocationCommand::Create { .. });
+    with_book(config, &args.now, out, needs, |book, now| {
+        allocation_command(book, &args.command, now)
+    })
+}
+
+/// Runs one `vnfm allocation` action on `book` at `now`.
+///
+/// # Errors
+/// As [`allocation`].
+pub fn allocation_command(
+    book: &mut PromiseBook,
+    command: &AllocationCommand,
+    now: DateTime<Utc>,
+) -> Result<Report, CliError> {
+    match command {
+        AllocationCommand::Create {
+            reservation,
+            zone,
+            amounts,
+            instance_ref,
+            id,
+        } => {
+            let req = AllocationRequest {
+                id: id.as_deref().map(AllocationId::new),
+                reservation: reservation.as_deref().map(ReservationId::new),
+                zone: zone.as_deref().map(ZoneId::new),
+                capacity: amounts.capacity(),
+                instance_ref: instance_ref.clone(),
+            };
+            let o = book.ledger.create_instance(req, &mut book.ids, now)?;
+            let a = o.value;
+            let r = match &a.reservation {
+                Some(r) => Some(reservation_of(&book.ledger, r.as_str())?),
+                None => None,
+            };
+            let mut human = human_allocation(&a);
+            if let Some(r) = &r {
+                human_reservation(&mut human, r);
+            }
+            let mut report = Report::ok(
+                human,
+                json!({"allocationId": a.id, "allocation": a, "reservation": r}),
+            );
+            if r.is_none() {
+                report.json.remove("reservation");
+            }
+            report.events = o.events;
+            Ok(report)
+        }
+        AllocationCommand::Destroy { id } => {
+            let aid = AllocationId::new(id.as_str());
+            if book.ledger.allocation(&aid).is_none() {
+                return Err(CliError::Usage(format!("allocation {id} does not exist")));
+            }
+            let o = book.ledger.destroy_instance(&aid, now)?;
+            let mut report = Report::ok(
+                format!("destroyed {}", human_allocation(&o.value)),
+                json!({"allocation": o.value}),
+            );
+            report.events = o.events;
+            Ok(report)
+        }
+    }
+}
+
+fn human_allocation(a: &Allocation) -> String {
+    format!(
+        "allocation {} in zone {}{}: {}{}\n",
+        a.id,
+        a.zone,
+        a.reservation
+            .as_ref()
+            .map(|r| format!(" from reservation {r}"))
+            .unwrap_or_default(),
+        amounts(&a.capacity),
+        a.end
+            .as_ref()
+            .map(|e| format!(", ended {}", time(e)))
+            .unwrap_or_default()
+    )
+}
+
+/// `vnfm capacity ...`.
+///
+/// # Errors
+/// [`CliError::Promise`] for an unknown zone or a bad window (exit 2), or a decrease that
+/// reservations hold without `--force` (exit 4).
+pub fn capacity(config: &Config, args: &CapacityArgs, out: Output) -> Result<(), CliError> {
+    with_book(config, &args.now, out, false, |book, now| {
+        capacity_command(book, &args.command, now)
+    })
+}
+
+fn query_window(
+    start: Option<DateTime<Utc>>,
+    end: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Window {
+    let start = start.unwrap_or(now);
+    Window::new(start, end.unwrap_or(start + Duration::hours(1)))
+}
+
+/// The `capacity query` object of one zone (see the module docs).
+pub fn capacity_json(c: &CapacityReport) -> Value {
+    json!({
+        "zone": c.zone,
+        "window": c.window,
+        "total": c.total,
+        "reserved": c.reserved,
+        "used": c.usage,
+        "available": c.available,
+    })
+}
+
+/// Runs one `vnfm capacity` action on `book` at `now`.
+///
+/// # Errors
+/// As [`capacity`].
+pub fn capacity_command(
+    book: &mut PromiseBook,
+    command: &CapacityCommand,
+    now: DateTime<Utc>,
+) -> Result<Report, CliError> {
+    let ledger = &mut book.ledger;
+    match command {
+        CapacityCommand::Query {
+            zone,
+            start,
+            end,
+            utilization,
+        } => {
+            let w = query_window(*start, *end, now);
+            match (zone, utilization) {
+                (Some(z), true) => {
+                    let points = ledger.utilization(&ZoneId::new(z.as_str()), w)?;
+                    let mut human = format!(
+                        "zone {z} over {}: utilization\n  {:<24} {:<10} {:>10} {:>10} {:>10} {:>10}\n",
+                        window(&w.start, w.end.as_ref()),
+                        "from",
+                        "line",
+                        "total",
+                        "reserved",
+                        "used",
+                        "available"
+                    );
+                    for p in &points {
+                        for l in ResourceLine::ALL {
+                            if p.total.get(l) == 0 && p.usage.get(l) == 0 {
+                                continue;
+                            }
+                            let _ = writeln!(
+                                human,
+                                "  {:<24} {:<10} {:>10} {:>10} {:>10} {:>10}",
+                                time(&p.timestamp),
+                                l.name(),
+                                p.total.get(l),
+                                p.reserved.get(l),
+                                p.usage.get(l),
+                                p.available.get(l)
+                            );
+                        }
+                    }
+                    let points: Vec<Value> = points
+                        .iter()
+                        .map(|p| {
+                            json!({"timestamp": p.timestamp, "total": p.total,
+                                   "reserved": p.reserved, "used": p.usage,
+                                   "available": p.available})
+                        })
+                        .collect();
+                    Ok(Report::data(
+                        human,
+                        json!({"zone": z, "window": w, "utilization": points}),
+                    ))
+                }
+                (Some(z), false) => {
+                    let c = ledger.capacity(&ZoneId::new(z.as_str()), w)?;
+                    Ok(Report::data(
+                        human_capacity(std::slice::from_ref(&c)),
+                        capacity_json(&c),
+                    ))
+                }
+                (None, _) => {
+                    let all = ledger.capacity_all(w)?;
+                    let mut human = human_capacity(&all);
+                    if all.is_empty() {
+                        human.push_str(
+                            "no zone has capacity; register a provider with `vnfm provider add`\n",
+                        );
+                    }
+                    let zones: Vec<Value> = all.iter().map(capacity_json).collect();
+                    Ok(Report::data(human, json!({"zones": zones})))
+                }
+            }
+        }
+        CapacityCommand::Increase {
+            zone,
+            amounts: a,
+            start,
+            end,
+        } => {
+            let mut req = PoolRequest::new(zone.as_str(), a.capacity())
+                .with_window(start.unwrap_or(now), *end);
+            req.source = Some(DECLARED_PROVIDER.into());
+            let o = ledger.increase_capacity(req, &mut book.ids, now)?;
+            let mut report = Report::ok(human_pool(&o.value), json!({"pool": o.value}));
+            report.events = o.events;
+            Ok(report)
+        }
+        CapacityCommand::Decrease {
+            zone,
+            amounts: a,
+            start,
+            end,
+            force,
+        } => {
+            let mut req = PoolRequest::new(zone.as_str(), a.capacity())
+                .with_window(start.unwrap_or(now), *end)
+                .with_force(*force);
+            req.source = Some(DECLARED_PROVIDER.into());
+            let o = ledger.decrease_capacity(req, &mut book.ids, now)?;
+            let mut report = Report::ok(human_pool(&o.value), json!({"pool": o.value}));
+            report.events = o.events;
+            Ok(report)
+        }
+        CapacityCommand::Fit {
+            zone,
+            amounts: a,
+            start,
+            end,
+        } => {
+            let w = query_window(*start, *end, now);
+            let flavour = a.capacity();
+            let fits = match zone {
+                Some(z) => {
+                    let zone = ZoneId::new(z.as_str());
+                    let count = ledger.fit_count(&zone, &flavour, w)?;
+                    vec![ZoneFit { zone, count }]
+                }
+                None => ledger.fit_counts(&flavour, w)?,
+            };
+            let mut human = format!(
+                "instances of {} that fit over {}:\n",
+                amounts(&flavour),
+                window(&w.start, w.end.as_ref())
+            );
+            for f in &fits {
+                let _ = writeln!(human, "  zone {:<10} {}", f.zone, f.count);
+            }
+            Ok(Report::data(human, json!({"fit": fits})))
+        }
+    }
+}
+
+fn human_pool(p: &vnfm_core::reservation::Pool) -> String {
+    format!(
+        "pool {} in zone {}{}: {} {} over {}\n",
+        p.id,
+        p.zone,
+        p.source
+            .as_ref()
+            .map(|s| format!(" (provider {s})"))
+            .unwrap_or_default(),
+        if p.decrease { "minus" } else { "plus" },
+        amounts(&p.capacity),
+        window(&p.start, p.end.as_ref())
+    )
+}
+
+fn human_capacity(reports: &[CapacityReport]) -> String {
+    let mut s = String::new();
+    for c in reports {
+        let _ = writeln!(
+            s,
+            "zone {} over {} (worst instant)",
+            c.zone,
+            window(&c.window.start, c.window.end.as_ref())
+        );
+        let _ = writeln!(
+            s,
+            "  {:<10} {:>10} {:>10} {:>10} {:>10}",
+            "line", "total", "reserved", "used", "available"
+        );
+        for l in ResourceLine::ALL {
+            let _ = writeln!(
+                s,
+                "  {:<10} {:>10} {:>10} {:>10} {:>10}",
+                l.name(),
+                c.total.get(l),
+                c.reserved.get(l),
+                c.usage.get(l),
+                c.available.get(l)
+            );
+        }
+    }
+    s
+}
+
+/// `vnfm provider ...`.
+///
+/// # Errors
+/// [`CliError::Usage`] when the zone catalogue is already registered; [`CliError::Promise`]
+/// for amounts the ledger refuses; the simulated cloud's errors.
+pub fn provider(config: &Config, args: &ProviderArgs, out: Output) -> Result<(), CliError> {
+    // The zone catalogue is read first (the simulated cloud of the state file, saved there
+    // when it is new, so that later operations run on the cloud whose zones were registered).
+    let zones = match &args.command {
+        ProviderCommand::Add {
+            declared: false,
+            cloud,
+            ..
+        } => {
+            check_vim(config)?;
+            Some(runtime()?.block_on(async {
+                let store = open_state(config)?;
+                let sim = open_sim(&store, cloud.as_deref(), config).await?;
+                super::lcm::save_sim(&store, &sim, config).await?;
+                Ok::<_, CliError>(sim.list_zones(ListZones::default()).await?)
+            })?)
+        }
+        _ => None,
+    };
+    with_book(config, &args.now, out, false, |book, now| {
+        match &args.command {
+            ProviderCommand::List => {
+                let providers = book.providers();
+                let mut human = String::new();
+                for p in &providers {
+                    let zones: Vec<&str> = p.zones.iter().map(ZoneId::as_str).collect();
+                    let _ = writeln!(
+                        human,
+                        "provider {}: zones {} ({} pool(s))",
+                        p.name,
+                        zones.join(", "),
+                        p.pools
+                    );
+                }
+                if providers.is_empty() {
+                    human.push_str("no providers; register one with `vnfm provider add`\n");
+                }
+                Ok(Report::data(human, json!({"providers": providers})))
+            }
+            ProviderCommand::Add {
+                name,
+                declared,
+                zone,
+                amounts: a,
+                ..
+            } => {
+                let (pools, events) = if *declared {
+                    let name = name.clone().unwrap_or_else(|| DECLARED_PROVIDER.into());
+                    let zone = zone.clone().unwrap_or_default();
+                    let mut req =
+                        PoolRequest::new(zone.as_str(), a.capacity()).with_window(now, None);
+                    req.source = Some(name);
+                    let o = book.ledger.increase_capacity(req, &mut book.ids, now)?;
+                    (vec![o.value], o.events)
+                } else {
+                    if let Some(n) = name
+                        .as_deref()
+                        .filter(|n| *n != promise::CATALOGUE_PROVIDER)
+                    {
+                        return Err(CliError::Usage(format!(
+                            "provider add --name {n:?}: the VIM's zone catalogue is the provider \
+                             {:?}; give --declared --zone ZONE and amounts for a provider named \
+                             {n:?}",
+                            promise::CATALOGUE_PROVIDER
+                        )));
+                    }
+                    if !a.given().is_empty() {
+                        return Err(CliError::Usage(
+                            "provider add: amount flags (--cores ...) need --declared and --zone; \
+                             the zone catalogue gives its own amounts"
+                                .into(),
+                        ));
+                    }
+                    let o = book.add_catalogue(zones.as_deref().unwrap_or_default(), now)?;
+                    (o.value, o.events)
+                };
+                let name = pools
+                    .first()
+                    .and_then(|p| p.source.clone())
+                    .unwrap_or_else(|| promise::CATALOGUE_PROVIDER.into());
+                let provider = book.providers().into_iter().find(|p| p.name == name);
+                let mut human = String::new();
+                for p in &pools {
+                    human.push_str(&human_pool(p));
+                }
+                if pools.is_empty() {
+                    human.push_str("the zone catalogue has no available zone with capacity\n");
+                }
+                let mut report = Report::ok(human, json!({"provider": provider, "pools": pools}));
+                report.events = events;
+                Ok(report)
+            }
+        }
+    })
+}
+
+// ----- grants and operations drawing from reservations --------------------------------------
 
 /// Draws the new VNFCs of `grant` granted into the zone of reservation `id` from it (see
 /// [`vnfm_core::lifecycle::granter::draw_reservation`]), in the ledger of the state file, and
@@ -226,18 +868,16 @@ pub fn execute(
 pub async fn draw_grant(
     config: &Config,
     grant: &mut vnfm_core::grant::Grant,
-    request: &vnfm_core::grant::GrantRequest,
+    request: &GrantRequest,
     flavour: &vnfm_core::package::Flavour,
     id: &str,
     now: Option<DateTime<Utc>>,
 ) -> Result<Vec<Allocation>, CliError> {
-    let now = now.unwrap_or_else(Utc::now);
     let store = open_state(config)?;
     let Some(mut book) = promise::load(&store, config).await? else {
-        return Err(CliError::Promise(LedgerError::Rejected(
-            vnfm_core::reservation::Rejection::UnknownReservation(ReservationId::new(id)),
-        )));
+        return Err(unknown_reservation(id));
     };
+    let now = effective_now(now, &book.ledger);
     let drawn = vnfm_core::lifecycle::granter::draw_reservation(
         grant,
         request,
@@ -251,12 +891,276 @@ pub async fn draw_grant(
     Ok(drawn?)
 }
 
-fn reservation(ledger: &vnfm_core::reservation::Ledger, id: &str) -> Result<Reservation, CliError> {
-    ledger.reservation(&ReservationId::new(id)).ok_or_else(|| {
-        CliError::Promise(LedgerError::Rejected(
-            vnfm_core::reservation::Rejection::UnknownReservation(ReservationId::new(id)),
+/// What an instantiate or a scale-out drew from a reservation before touching the stack.
+#[derive(Debug)]
+pub struct Drawn {
+    /// The ledger, with the allocations (saved by [`settle`]).
+    book: PromiseBook,
+    /// The allocations, one per VNFC placed in the reservation's zone.
+    pub allocations: Vec<Allocation>,
+    /// The zone of every new VNFC in the grant, by VNFC name: the operation's pins.
+    pub pinned: BTreeMap<String, ZoneId>,
+    /// The time of the draw.
+    now: DateTime<Utc>,
+}
+
+/// The `instanceRef` of the allocation of VNFC `vnfc` of instance `instance`.
+pub fn vnfc_ref(instance: &str, vnfc: &str) -> String {
+    format!("{instance}/{vnfc}")
+}
+
+/// The VNFC name (`VDU1-2`) of each new `COMPUTE` resource of `request`, by resource
+/// definition id: the VNFCs of a VDU take, in `addResources` order, the indices from the
+/// greater of the VDU's VNFC count and its highest index plus one (as
+/// [`vnfm_core::lifecycle::grant`] numbers them).
+///
+/// # Errors
+/// An existing VNFC with an invalid index.
+pub fn new_vnfc_names(
+    inst: &VnfInstance,
+    request: &GrantRequest,
+) -> Result<BTreeMap<String, String>, CliError> {
+    let mut first: BTreeMap<VduId, u32> = BTreeMap::new();
+    let mut counts: BTreeMap<VduId, u32> = BTreeMap::new();
+    for v in inst
+        .instantiated_vnf_info
+        .iter()
+        .flat_map(|i| i.vnfc_resource_info.iter())
+    {
+        let c = counts.entry(v.vdu_id.clone()).or_default();
+        *c = c.saturating_add(1);
+        if let Some(slot) = vnfm_core::lifecycle::grant::existing_slot(v)? {
+            let f = first.entry(v.vdu_id.clone()).or_default();
+            *f = (*f).max(slot.index.saturating_add(1));
+        }
+    }
+    for (vdu, c) in counts {
+        let f = first.entry(vdu).or_default();
+        *f = (*f).max(c);
+    }
+    let mut names = BTreeMap::new();
+    for r in &request.add_resources {
+        if r.type_ != ResourceType::Compute {
+            continue;
+        }
+        let Some(vdu) = &r.vdu_id else { continue };
+        let next = first.entry(vdu.clone()).or_default();
+        names.insert(r.id.clone(), VnfcSlot::new(vdu.clone(), *next).name());
+        *next = next.saturating_add(1);
+    }
+    Ok(names)
+}
+
+/// The reservation an operation draws from, and when.
+#[derive(Clone, Copy, Debug)]
+pub struct DrawFrom<'a> {
+    /// The reservation id.
+    pub reservation: &'a str,
+    /// The time of the draw [default: the clock, never before the ledger's last operation].
+    pub now: Option<DateTime<Utc>>,
+}
+
+/// Grants operation `op` of `inst` with the local granter and draws the new VNFCs placed in
+/// the zone of reservation `from.reservation` from it (see the module docs), in `store`'s ledger; nothing is
+/// saved yet ([`settle`] does, after the operation). A refusal saves the ledger (what fell due
+/// by `now`) and returns the error.
+///
+/// # Errors
+/// [`CliError::Promise`] when the reservation cannot give them (exit 4 when it has not enough
+/// left, 2 when it does not exist, is not active, or the grant places nothing in its zone);
+/// [`CliError::Grant`] when the local granter gives no grant (exit 3 or 4).
+pub async fn draw_operation(
+    config: &Config,
+    store: &SqliteStore,
+    lcm: &Lifecycle,
+    pkg: &VnfPackage,
+    inst: &VnfInstance,
+    op: GrantOnly,
+    from: DrawFrom<'_>,
+) -> Result<Drawn, CliError> {
+    let DrawFrom {
+        reservation: id,
+        now,
+    } = from;
+    let Some(mut book) = promise::load(store, config).await? else {
+        return Err(unknown_reservation(id));
+    };
+    let now = effective_now(now, &book.ledger);
+    let (request, grant) = match lcm.grant_only(pkg, inst, op).await? {
+        Ok(g) => g,
+        Err((_, kind, detail)) => return Err(CliError::Grant { kind, detail }),
+    };
+    let names = new_vnfc_names(inst, &request)?;
+    let mut pinned = BTreeMap::new();
+    for (rid, name) in &names {
+        if let Some(z) = grant.zone_of(rid) {
+            pinned.insert(name.clone(), z.clone());
+        }
+    }
+    // The allocations name the VNFC (`<instance>/<VNFC>`) rather than the resource definition
+    // of this grant, which the operation's own grant does not reuse.
+    let rename = |rid: &str| {
+        names
+            .get(rid)
+            .map_or_else(|| rid.to_owned(), |n| vnfc_ref(inst.id.as_str(), n))
+    };
+    let mut request = request.clone();
+    for r in &mut request.add_resources {
+        r.id = rename(&r.id);
+    }
+    let mut grant = grant;
+    for g in &mut grant.add_resources {
+        g.resource_definition_id = rename(&g.resource_definition_id);
+    }
+    let flavour_id = request.flavour_id.clone().unwrap_or_default();
+    let flavour = pkg.flavour(&flavour_id).ok_or_else(|| {
+        CliError::Usage(format!(
+            "the grant request names flavour {flavour_id:?}, not one of package {}",
+            pkg.descriptor_id
         ))
-    })
+    })?;
+    let drawn = vnfm_core::lifecycle::granter::draw_reservation(
+        &mut grant,
+        &request,
+        flavour,
+        &ReservationId::new(id),
+        &mut book.ledger,
+        &mut book.ids,
+        now,
+    );
+    match drawn {
+        Ok(allocations) => Ok(Drawn {
+            book,
+            allocations,
+            pinned,
+            now,
+        }),
+        Err(e) => {
+            promise::save(store, &book, config).await?;
+            Err(e.into())
+        }
+    }
+}
+
+/// After the operation a [`Drawn`] was for: keeps the allocations of the VNFCs that are in the
+/// reservation's zone, destroys the others (all of them when the operation failed or did not
+/// start), saves the ledger, and returns the allocations kept.
+///
+/// # Errors
+/// [`CliError::State`] when the ledger cannot be saved; [`CliError::Promise`] when the ledger
+/// refuses to destroy an allocation (a bug).
+pub async fn settle(
+    config: &Config,
+    store: &SqliteStore,
+    drawn: Drawn,
+    report: Option<&OperationReport>,
+) -> Result<Vec<Allocation>, CliError> {
+    let Drawn {
+        mut book,
+        allocations,
+        now,
+        ..
+    } = drawn;
+    let placed: BTreeMap<String, Option<ZoneId>> = report
+        .filter(|r| r.failure.is_none())
+        .map(|r| {
+            r.instance
+                .instantiated_vnf_info
+                .iter()
+                .flat_map(|i| i.vnfc_resource_info.iter())
+                .map(|v| (vnfc_ref(r.instance.id.as_str(), &v.id), v.zone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut kept = Vec::new();
+    for a in allocations {
+        let here = a
+            .instance_ref
+            .as_ref()
+            .and_then(|r| placed.get(r))
+            .is_some_and(|z| z.as_ref() == Some(&a.zone));
+        if here {
+            kept.push(a);
+        } else {
+            book.ledger.destroy_instance(&a.id, now)?;
+        }
+    }
+    promise::save(store, &book, config).await?;
+    Ok(kept)
+}
+
+/// Destroys the live allocations of the VNFCs `vnfcs` of instance `instance` (every VNFC of it
+/// when `None`) in the ledger of the state file (after a scale-in or a terminate), and saves
+/// it. Nothing happens without a ledger or such allocations.
+///
+/// # Errors
+/// [`CliError::State`] for an unusable state file.
+pub async fn release_vnfcs(
+    config: &Config,
+    store: &SqliteStore,
+    instance: &str,
+    vnfcs: Option<&BTreeSet<String>>,
+) -> Result<Vec<Allocation>, CliError> {
+    let Some(mut book) = promise::load(store, config).await? else {
+        return Ok(Vec::new());
+    };
+    let prefix = vnfc_ref(instance, "");
+    let mine: Vec<Allocation> = book
+        .ledger
+        .snapshot()
+        .allocations
+        .into_iter()
+        .filter(|a| a.is_live())
+        .filter(|a| {
+            a.instance_ref
+                .as_deref()
+                .and_then(|r| r.strip_prefix(prefix.as_str()))
+                .is_some_and(|v| vnfcs.is_none_or(|set| set.contains(v)))
+        })
+        .collect();
+    if mine.is_empty() {
+        return Ok(mine);
+    }
+    let now = effective_now(None, &book.ledger);
+    let mut released = Vec::new();
+    for a in mine {
+        released.push(book.ledger.destroy_instance(&a.id, now)?.value);
+    }
+    promise::save(store, &book, config).await?;
+    Ok(released)
+}
+
+/// The VNFC ids (`vnfcResourceInfo[].id`) of an instance.
+pub fn vnfc_ids(inst: &VnfInstance) -> BTreeSet<String> {
+    inst.instantiated_vnf_info
+        .iter()
+        .flat_map(|i| i.vnfc_resource_info.iter())
+        .map(|v| v.id.clone())
+        .collect()
+}
+
+/// The human lines of the allocations an operation drew and gave back.
+pub fn human_drawn(drawn: &[Allocation], released: &[Allocation]) -> String {
+    let mut s = String::new();
+    for (verb, list) in [("drew", drawn), ("gave back", released)] {
+        for a in list {
+            let _ = writeln!(
+                s,
+                "  {verb} {} for {}{} (allocation {})",
+                amounts(&a.capacity),
+                a.instance_ref.as_deref().unwrap_or("-"),
+                a.reservation
+                    .as_ref()
+                    .map(|r| format!(
+                        " {} reservation {r}",
+                        if verb == "drew" { "from" } else { "to" }
+                    ))
+                    .unwrap_or_default(),
+                a.id
+            );
+        }
+    }
+    s
 }
 
 /// `4 cores, 4096 MiB ram, 1 instances`: the non-zero lines (`nothing` when all are zero).
@@ -331,102 +1235,11 @@ fn human_event(e: &Event) -> String {
     }
 }
 
-/// The human form of a report.
-pub fn human(r: &PromiseReport) -> String {
-    let mut s = String::new();
-    for c in &r.capacity {
-        let _ = writeln!(
-            s,
-            "zone {} over {} (worst instant)",
-            c.zone,
-            window(&c.window.start, c.window.end.as_ref())
-        );
-        let _ = writeln!(
-            s,
-            "  {:<10} {:>10} {:>10} {:>10} {:>10}",
-            "line", "total", "reserved", "used", "available"
-        );
-        for l in ResourceLine::ALL {
-            let _ = writeln!(
-                s,
-                "  {:<10} {:>10} {:>10} {:>10} {:>10}",
-                l.name(),
-                c.total.get(l),
-                c.reserved.get(l),
-                c.usage.get(l),
-                c.available.get(l)
-            );
-        }
-    }
-    if let Some(p) = &r.pool {
-        let _ = writeln!(
-            s,
-            "pool {} in zone {}: {} {} over {}",
-            p.id,
-            p.zone,
-            if p.decrease { "minus" } else { "plus" },
-            amounts(&p.capacity),
-            window(&p.start, p.end.as_ref())
-        );
-    }
-    if let Some(a) = &r.allocation {
-        let _ = writeln!(
-            s,
-            "allocation {} in zone {}{}: {}{}",
-            a.id,
-            a.zone,
-            a.reservation
-                .as_ref()
-                .map(|r| format!(" from reservation {r}"))
-                .unwrap_or_default(),
-            amounts(&a.capacity),
-            a.end
-                .as_ref()
-                .map(|e| format!(", released at {}", time(e)))
-                .unwrap_or_default()
-        );
-    }
-    for res in &r.reservations {
-        human_reservation(&mut s, res);
-    }
-    if r.reservations.is_empty()
-        && r.capacity.is_empty()
-        && r.pool.is_none()
-        && r.allocation.is_none()
-        && r.counter_offer.is_none()
-    {
-        s.push_str("no reservations\n");
-    }
-    if let Some(o) = &r.counter_offer {
-        let _ = writeln!(s, "does not fit; counter-offer:");
-        let _ = writeln!(
-            s,
-            "  largest amount over the window: {}",
-            amounts(&o.largest)
-        );
-        match &o.earliest {
-            Some(w) => {
-                let _ = writeln!(
-                    s,
-                    "  earliest window where it fits: {}",
-                    window(&w.start, w.end.as_ref())
-                );
-            }
-            None => s.push_str("  no window of that length fits within the policy's ranges\n"),
-        }
-    }
-    if !r.events.is_empty() {
-        s.push_str("events:\n");
-        for e in &r.events {
-            let _ = writeln!(s, "  {}", human_event(e));
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vnfm_core::grant::ResourceDefinition;
+    use vnfm_core::lcm::{InstantiatedVnfInfo, VnfcResourceInfo};
     use vnfm_core::zone::{ComputeHost, ComputeZone, Resources};
 
     fn t(h: i64) -> DateTime<Utc> {
@@ -454,93 +1267,161 @@ mod tests {
         }
     }
 
-    fn reserve(cores: u64, start: i64, end: i64) -> PromiseCommand {
-        PromiseCommand::Reserve {
+    fn create(cores: u64, start: i64, end: i64, id: Option<&str>) -> ReservationCommand {
+        ReservationCommand::Create {
             zone: "AZ-1".into(),
             amounts: amounts_of(cores, 1024),
             start: Some(t(start)),
             end: Some(t(end)),
             expiry: None,
             priority: PriorityArg::Normal,
-            id: None,
+            elements: Vec::new(),
+            id: id.map(str::to_owned),
         }
     }
 
     #[test]
-    fn reserve_then_a_counter_offer_with_exit_4() {
+    fn create_answers_ok_or_a_conflict_with_the_issue_shape() {
         let mut b = book();
-        let mut r = PromiseReport::default();
-        execute(&mut b, &reserve(6, 1, 3), t(0), &mut r).unwrap();
-        assert_eq!(r.reservations.len(), 1);
-        let first_end = r.reservations[0].end;
-        let mut r = PromiseReport::default();
-        let err = execute(&mut b, &reserve(4, 2, 4), t(0), &mut r).unwrap_err();
+        let r = reservation_command(&mut b, &create(6, 1, 3, Some("r-1")), t(0)).unwrap();
+        let doc = r.document();
+        assert_eq!(doc["result"], "ok");
+        assert_eq!(doc["reservationId"], "r-1");
+        let err = reservation_command(&mut b, &create(4, 2, 4, None), t(0)).unwrap_err();
         assert_eq!(err.exit_code(), 4);
-        let CliError::Promise(LedgerError::DoesNotFit { offer, .. }) = err else {
+        let CliError::Promise(LedgerError::DoesNotFit { offer, .. }) = &err else {
             panic!("{err}")
         };
-        assert_eq!(offer.largest.cores, 2);
-        assert_eq!(offer.earliest.unwrap().start, first_end);
+        let c = conflict(&err.to_string(), offer);
+        assert_eq!(c["result"], "conflict");
+        assert_eq!(c["offer"]["max"]["cores"], 2);
+        assert_eq!(c["offer"]["earliestStart"], json!(t(3)));
+        assert_eq!(c["offer"]["earliestEnd"], json!(t(5)));
+        assert!(c["message"].as_str().unwrap().contains("AZ-1"));
+        assert!(human_offer(offer).contains("largest amount over the window: 2 cores"));
     }
 
     #[test]
-    fn draw_release_and_their_refusals() {
+    fn update_replaces_only_the_lines_given() {
         let mut b = book();
-        let mut r = PromiseReport::default();
-        execute(&mut b, &reserve(4, 1, 3), t(0), &mut r).unwrap();
-        let id = r.reservations[0].id.to_string();
-        let draw = |cores| PromiseCommand::Draw {
-            id: id.clone(),
+        reservation_command(&mut b, &create(4, 1, 3, Some("r-1")), t(0)).unwrap();
+        let upd = ReservationCommand::Update {
+            id: "r-1".into(),
+            zone: None,
+            amounts: AmountArgs {
+                cores: Some(5),
+                ..Default::default()
+            },
+            start: None,
+            end: None,
+            expiry: None,
+            elements: vec!["net-1".into()],
+        };
+        let r = reservation_command(&mut b, &upd, t(0)).unwrap();
+        let cap = &r.json["reservation"]["capacity"];
+        assert_eq!(cap["cores"], 5);
+        assert_eq!(cap["ram"], 1024);
+        assert_eq!(r.json["reservation"]["elements"], json!(["net-1"]));
+    }
+
+    #[test]
+    fn allocations_draw_and_give_back() {
+        let mut b = book();
+        reservation_command(&mut b, &create(4, 1, 3, Some("r-1")), t(0)).unwrap();
+        let draw = |cores| AllocationCommand::Create {
+            reservation: Some("r-1".into()),
+            zone: None,
             amounts: amounts_of(cores, 512),
+            instance_ref: None,
+            id: None,
         };
         // Not started yet: a bad request (exit 2) naming the status.
-        let err = execute(&mut b, &draw(2), t(0), &mut PromiseReport::default()).unwrap_err();
+        let err = allocation_command(&mut b, &draw(2), t(0)).unwrap_err();
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("initialized"), "{err}");
-        // Started: the reservation passes to active as the ledger advances to --now.
-        let mut r = PromiseReport::default();
-        execute(&mut b, &draw(3), t(1), &mut r).unwrap();
-        assert_eq!(r.reservations[0].remaining.cores, 1);
-        assert!(human(&r).contains("reservationStarted"), "{}", human(&r));
-        let alloc = r.allocation.unwrap().id.to_string();
-        // More than remains: capacity short (exit 4).
-        let err = execute(&mut b, &draw(2), t(1), &mut PromiseReport::default()).unwrap_err();
+        b.ledger.advance_to(t(1)).unwrap();
+        let r = allocation_command(&mut b, &draw(3), t(1)).unwrap();
+        assert_eq!(r.json["reservation"]["remaining"]["cores"], 1);
+        let id = r.json["allocationId"].as_str().unwrap().to_owned();
+        let err = allocation_command(&mut b, &draw(2), t(1)).unwrap_err();
         assert_eq!(err.exit_code(), 4);
-        let mut r = PromiseReport::default();
-        execute(&mut b, &PromiseCommand::Release { id: alloc }, t(2), &mut r).unwrap();
-        assert_eq!(r.reservations[0].remaining.cores, 4);
-        // Unknown reservation: exit 2.
-        let err = execute(
+        let r = allocation_command(&mut b, &AllocationCommand::Destroy { id }, t(2)).unwrap();
+        assert!(r.json["allocation"]["end"].is_string(), "{:?}", r.json);
+        let err = allocation_command(
             &mut b,
-            &PromiseCommand::Show { id: "nope".into() },
+            &AllocationCommand::Destroy { id: "a-404".into() },
             t(2),
-            &mut PromiseReport::default(),
         )
         .unwrap_err();
-        assert_eq!(err.exit_code(), 2);
-        assert!(err.to_string().contains("nope"), "{err}");
+        assert!(err.to_string().contains("a-404"), "{err}");
     }
 
     #[test]
     fn capacity_reports_the_worst_instant_of_the_window() {
         let mut b = book();
-        execute(
-            &mut b,
-            &reserve(5, 2, 3),
-            t(0),
-            &mut PromiseReport::default(),
-        )
-        .unwrap();
-        let mut r = PromiseReport::default();
-        let cmd = PromiseCommand::Capacity {
-            zone: Some("AZ-1".into()),
+        reservation_command(&mut b, &create(5, 2, 3, None), t(0)).unwrap();
+        let q = |zone: Option<&str>| CapacityCommand::Query {
+            zone: zone.map(str::to_owned),
             start: Some(t(0)),
             end: Some(t(4)),
+            utilization: false,
         };
-        execute(&mut b, &cmd, t(0), &mut r).unwrap();
-        assert_eq!(r.capacity[0].available.cores, 3);
-        assert_eq!(r.capacity[0].reserved.cores, 5);
-        assert!(human(&r).contains("cores"));
+        let r = capacity_command(&mut b, &q(Some("AZ-1")), t(0)).unwrap();
+        assert_eq!(r.json["available"]["cores"], 3);
+        assert_eq!(r.json["reserved"]["cores"], 5);
+        assert_eq!(r.json["used"]["cores"], 0);
+        assert!(r.human.contains("cores"));
+        let r = capacity_command(&mut b, &q(None), t(0)).unwrap();
+        assert_eq!(r.json["zones"][0]["zone"], "AZ-1");
+        let fit = CapacityCommand::Fit {
+            zone: None,
+            amounts: amounts_of(1, 0),
+            start: Some(t(2)),
+            end: Some(t(3)),
+        };
+        let r = capacity_command(&mut b, &fit, t(0)).unwrap();
+        assert_eq!(r.json["fit"], json!([{"zone": "AZ-1", "count": 3}]));
+    }
+
+    fn vnfc(vdu: &str, index: u32) -> VnfcResourceInfo {
+        serde_json::from_value(json!({
+            "id": format!("{vdu}-{index}"),
+            "vduId": vdu,
+            "computeResource": {"resourceId": format!("srv-{vdu}-{index}")},
+            "metadata": {"vdu_idx": index},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn new_vnfcs_are_named_after_the_existing_ones() {
+        let mut inst = VnfInstance::new("i-1", "vnfd");
+        let info: InstantiatedVnfInfo = serde_json::from_value(json!({
+            "flavourId": "default",
+            "vnfState": "STARTED",
+        }))
+        .unwrap();
+        let mut info = info;
+        // VDU1-0 and VDU1-3 exist: the next is VDU1-4; VDU2 starts at 0.
+        info.vnfc_resource_info = vec![vnfc("VDU1", 0), vnfc("VDU1", 3)];
+        inst.instantiated_vnf_info = Some(info);
+        let mut req: GrantRequest = serde_json::from_value(json!({
+            "vnfInstanceId": "i-1", "vnfLcmOpOccId": "op", "vnfdId": "vnfd",
+            "operation": "SCALE", "isAutomaticInvocation": false,
+            "_links": {"vnfLcmOpOcc": {"href": "x"}, "vnfInstance": {"href": "y"}}
+        }))
+        .unwrap();
+        req.add_resources = vec![
+            ResourceDefinition::new("a", ResourceType::Compute, "VDU1").with_vdu_id("VDU1"),
+            ResourceDefinition::new("s", ResourceType::Storage, "VDU1-Boot").with_vdu_id("VDU1"),
+            ResourceDefinition::new("b", ResourceType::Compute, "VDU1").with_vdu_id("VDU1"),
+            ResourceDefinition::new("c", ResourceType::Compute, "VDU2").with_vdu_id("VDU2"),
+        ];
+        let names = new_vnfc_names(&inst, &req).unwrap();
+        assert_eq!(names.get("a").map(String::as_str), Some("VDU1-4"));
+        assert_eq!(names.get("b").map(String::as_str), Some("VDU1-5"));
+        assert_eq!(names.get("c").map(String::as_str), Some("VDU2-0"));
+        assert!(!names.contains_key("s"));
     }
 
     #[test]
@@ -550,5 +1431,13 @@ mod tests {
             "2 cores, 512 MiB ram, 1 instances"
         );
         assert_eq!(amounts(&Capacity::default()), "nothing");
+        let a = AmountArgs {
+            size: Some(3),
+            ..Default::default()
+        };
+        assert_eq!(
+            a.over(Capacity::compute(1, 2, 3)),
+            Capacity::compute(1, 2, 3).with(ResourceLine::Size, 3)
+        );
     }
 }

@@ -430,13 +430,7 @@ impl Server {
                 ))
             })?;
         let addr = listener.local_addr().map_err(CliError::Output)?;
-        let (promise, notifications) = promise::Promise::open(&sqlite, lcm_cmd::id_salt())
-            .await
-            .map_err(|message| CliError::State {
-                path: config.state_path(),
-                message,
-                source: None,
-            })?;
+        let (promise, notifications) = promise::Promise::open(&sqlite, &config).await?;
         let app = Arc::new(App {
             alert_auth: Credentials::alerts(&config.prometheus_plugin),
             api_auth: Credentials::bearer(config.server.api_token.as_ref()),

@@ -27,8 +27,13 @@
 //! # Time, state and delivery
 //! `now` is the system clock (never before the ledger's own time). A ticker advances the
 //! ledger every [`TICK`], so reservations start, release their unallocated capacity and
-//! expire on time. After every change the ledger's snapshot is saved in the state file
-//! (document [`LEDGER_DOCUMENT`]) before the request is answered. Notifications are POSTed
+//! expire on time. The ledger is the one of the command line: the same state-file document
+//! ([`crate::promise::PROMISE_DOCUMENT`]: the snapshot and the id generator), loaded, encoded
+//! and written by [`crate::promise`]; a state file without it starts with an empty ledger.
+//! After every change the document is saved before the request is answered. Before every
+//! request and at every tick the server checks whether another process (e.g. `vnfm
+//! reservation create`) wrote the state file since (SQLite's `data_version`) and, when the
+//! document changed, reloads it; between two such checks the last writer wins. Notifications are POSTed
 //! as JSON (`Notification`: `subscriptionId`, `callbackUri`, `event`) to `http://` callback
 //! URIs, in order, each retried [`ATTEMPTS`] times; a callback answering 2xx has it.
 
@@ -49,20 +54,19 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 use vnfm_core::id::{IdGen, ZoneId};
+
+use crate::promise::{self as book_io, PromiseBook};
 use vnfm_core::problem::ProblemDetails;
 use vnfm_core::reservation::{
-    AllocationId, AllocationRequest, Capacity, ElementsFilter, Ledger, LedgerError, LedgerSnapshot,
-    Notification, Outcome, Policy, PoolRequest, QueryWindow, Rejection, ReservationId,
-    ReservationQuery, ReservationRequest, ReservationUpdate, ResourceLine, Scope,
-    SubscriptionFilter, SubscriptionId, Window,
+    AllocationId, AllocationRequest, Capacity, ElementsFilter, Ledger, LedgerError, Notification,
+    Outcome, Policy, PoolRequest, QueryWindow, Rejection, ReservationId, ReservationQuery,
+    ReservationRequest, ReservationUpdate, ResourceLine, Scope, SubscriptionFilter, SubscriptionId,
+    Window,
 };
 
 use super::http::{json, parse, problem, problem_of, read_body};
 use super::App;
 use crate::store::SqliteStore;
-
-/// The state-file document holding the ledger's snapshot.
-pub const LEDGER_DOCUMENT: &str = "promise_ledger";
 
 /// How often the ledger is advanced to the current time.
 pub const TICK: Duration = Duration::from_millis(500);
@@ -80,8 +84,8 @@ const BASE: &str = "/promise/v1";
 #[derive(Debug)]
 pub(crate) struct Promise {
     inner: Mutex<Inner>,
-    /// The generation last written to the state file.
-    persisted: tokio::sync::Mutex<u64>,
+    /// What the state file holds, as far as this server knows.
+    persisted: tokio::sync::Mutex<Persisted>,
     queue: mpsc::UnboundedSender<Notification>,
     /// Notifications a callback accepted.
     pub(crate) delivered: AtomicU64,
@@ -93,47 +97,53 @@ pub(crate) struct Promise {
 
 #[derive(Debug)]
 struct Inner {
-    ledger: Ledger,
-    ids: IdGen,
+    book: PromiseBook,
+    /// Bumped by every change (and reload) of `book`.
     generation: u64,
+}
+
+/// What the state file holds, as far as this server knows.
+#[derive(Debug, Default)]
+struct Persisted {
+    /// The generation of `book` the document holds.
+    generation: u64,
+    /// The store's `data_version` when the document was last looked at.
+    version: Option<i64>,
+    /// A hash of the document's body as last written or read.
+    hash: u64,
+}
+
+fn hash_of(body: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    body.hash(&mut h);
+    h.finish()
 }
 
 /// A saved snapshot: its generation and its JSON.
 type Saved = (u64, String);
 
 impl Promise {
-    /// Restores the ledger from `sqlite` (an empty one when none was saved) and returns it
-    /// with the receiving end of its delivery queue.
+    /// Loads the ledger of the state file ([`book_io::load_or_new`]: the same as the command
+    /// line's) and returns it with the receiving end of its delivery queue.
     pub(crate) async fn open(
         sqlite: &SqliteStore,
-        seed: u64,
-    ) -> Result<(Promise, mpsc::UnboundedReceiver<Notification>), String> {
-        let ledger = match sqlite
-            .document(LEDGER_DOCUMENT)
-            .await
-            .map_err(|e| format!("cannot read the Promise ledger: {e}"))?
-        {
-            None => Ledger::default(),
-            Some(doc) => {
-                let snap: LedgerSnapshot = serde_json::from_str(&doc).map_err(|e| {
-                    format!(
-                        "the saved Promise ledger (document {LEDGER_DOCUMENT}) is unreadable: {e}"
-                    )
-                })?;
-                Ledger::restore(snap).map_err(|e| {
-                    format!("the saved Promise ledger (document {LEDGER_DOCUMENT}) is inconsistent: {e}")
-                })?
-            }
-        };
+        config: &crate::config::Config,
+    ) -> Result<(Promise, mpsc::UnboundedReceiver<Notification>), crate::error::CliError> {
+        let version = sqlite.data_version().await.ok();
+        let book = book_io::load_or_new(sqlite, config).await?;
         let (tx, rx) = mpsc::unbounded_channel();
         Ok((
             Promise {
                 inner: Mutex::new(Inner {
-                    ledger,
-                    ids: IdGen::seeded(seed),
+                    book,
                     generation: 0,
                 }),
-                persisted: tokio::sync::Mutex::new(0),
+                persisted: tokio::sync::Mutex::new(Persisted {
+                    generation: 0,
+                    version,
+                    hash: 0,
+                }),
                 queue: tx,
                 delivered: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
@@ -143,13 +153,51 @@ impl Promise {
         ))
     }
 
+    /// Reloads the ledger when another process changed its document since the last look (see
+    /// the module docs). Unsaved changes of this server win: the reload waits for the next
+    /// look.
+    pub(crate) async fn refresh(&self, sqlite: &SqliteStore) -> Result<(), String> {
+        let mut p = self.persisted.lock().await;
+        let version = sqlite
+            .data_version()
+            .await
+            .map_err(|e| format!("cannot check the state file: {e}"))?;
+        if p.version == Some(version) {
+            return Ok(());
+        }
+        let Some(body) = sqlite
+            .document(book_io::PROMISE_DOCUMENT)
+            .await
+            .map_err(|e| format!("cannot read the Promise ledger: {e}"))?
+        else {
+            p.version = Some(version);
+            return Ok(());
+        };
+        let hash = hash_of(&body);
+        if hash == p.hash {
+            p.version = Some(version);
+            return Ok(());
+        }
+        let book = PromiseBook::decode(&body)?;
+        let mut g = self.lock();
+        if g.generation != p.generation {
+            return Ok(());
+        }
+        g.book = book;
+        g.generation += 1;
+        p.generation = g.generation;
+        p.version = Some(version);
+        p.hash = hash;
+        Ok(())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Runs a read-only `f` on the ledger.
     fn read<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
-        f(&self.lock().ledger)
+        f(&self.lock().book.ledger)
     }
 
     /// Runs a changing `f` at the current time; on success takes a snapshot to save and
@@ -159,8 +207,8 @@ impl Promise {
         f: impl FnOnce(&mut Ledger, &mut IdGen, DateTime<Utc>) -> Result<Outcome<T>, LedgerError>,
     ) -> Result<(T, Option<Saved>), LedgerError> {
         let mut g = self.lock();
-        let now = clock(&g.ledger);
-        let Inner { ledger, ids, .. } = &mut *g;
+        let now = clock(&g.book.ledger);
+        let PromiseBook { ledger, ids } = &mut g.book;
         let out = f(ledger, ids, now)?;
         let saved = snapshot_locked(&mut g);
         self.enqueue(out.notifications);
@@ -222,23 +270,27 @@ impl Promise {
             return Ok(());
         };
         let mut last = self.persisted.lock().await;
-        if *last >= generation {
+        if last.generation >= generation {
             return Ok(());
         }
-        sqlite
-            .put_document(LEDGER_DOCUMENT, body)
+        let hash = hash_of(&body);
+        book_io::write(sqlite, body)
             .await
             .map_err(|e| format!("cannot save the Promise ledger: {e}"))?;
-        *last = generation;
+        last.generation = generation;
+        last.hash = hash;
         Ok(())
     }
 
     /// Advances the ledger to now; saves it when something happened.
     pub(crate) async fn tick(&self, sqlite: &SqliteStore) {
+        if let Err(e) = self.refresh(sqlite).await {
+            eprintln!("vnfm serve: {e}");
+        }
         let saved = {
             let mut g = self.lock();
-            let now = clock(&g.ledger);
-            match g.ledger.advance_to(now) {
+            let now = clock(&g.book.ledger);
+            match g.book.ledger.advance_to(now) {
                 Err(e) => {
                     eprintln!("vnfm serve: cannot advance the Promise ledger: {e}");
                     None
@@ -272,10 +324,10 @@ fn clock(ledger: &Ledger) -> DateTime<Utc> {
 
 fn snapshot_locked(g: &mut Inner) -> Option<Saved> {
     g.generation += 1;
-    match serde_json::to_string(&g.ledger.snapshot()) {
+    match g.book.encode() {
         Ok(body) => Some((g.generation, body)),
         Err(e) => {
-            eprintln!("vnfm serve: cannot encode the Promise ledger: {e}");
+            eprintln!("vnfm serve: {e}");
             None
         }
     }
@@ -321,6 +373,9 @@ pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
 
 async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     if app.api_auth.admits(req.headers()) {
+        if let Err(e) = app.promise.refresh(&app.sqlite).await {
+            return problem_of(500, e);
+        }
         return next.run(req).await;
     }
     let mut r = problem_of(
@@ -820,7 +875,7 @@ async fn unsubscribe(
     let id = SubscriptionId(id);
     let removed = {
         let mut g = app.promise.lock();
-        match g.ledger.unsubscribe(&id) {
+        match g.book.ledger.unsubscribe(&id) {
             Ok(_) => Ok(snapshot_locked(&mut g)),
             Err(_) => Err(not_found("subscription", id.as_str())),
         }
@@ -842,7 +897,7 @@ async fn set_policy(State(app): State<Arc<App>>, body: Body) -> Result<Response,
     let policy: Policy = body_of(&app, body, "Policy").await?;
     let saved = {
         let mut g = app.promise.lock();
-        g.ledger.set_policy(policy.clone());
+        g.book.ledger.set_policy(policy.clone());
         snapshot_locked(&mut g)
     };
     app.promise
