@@ -362,7 +362,7 @@ async fn grant_only_gives_the_group_one_zone_apart_from_the_database() {
     use vnfm_core::lifecycle::GrantOnly;
     let (lcm, _sim, pkg, _store) = setup(true);
     let inst = created(&lcm, &pkg).await;
-    let (request, grant) = lcm
+    let (planned, grant) = lcm
         .grant_only(
             &pkg,
             &inst,
@@ -373,6 +373,7 @@ async fn grant_only_gives_the_group_one_zone_apart_from_the_database() {
         .await
         .unwrap()
         .unwrap();
+    let request = planned.request;
     let mut zones: BTreeMap<String, BTreeSet<ZoneId>> = BTreeMap::new();
     for r in request
         .add_resources

@@ -368,7 +368,8 @@ async fn reservations(
         )
         .await?
     {
-        Ok((request, mut grant)) => {
+        Ok((planned, mut grant)) => {
+            let request = planned.request;
             let flavour = pkg
                 .flavour("default")
                 .ok_or_else(|| CliError::Usage("the demo package has no flavour default".into()))?;

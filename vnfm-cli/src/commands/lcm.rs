@@ -736,7 +736,8 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
         };
         let lcm = Lifecycle::new(drivers, lcm_cfg);
         match lcm.grant_only(&pkg, &inst, op).await? {
-            Ok((request, mut grant)) => {
+            Ok((planned, mut grant)) => {
+                let request = planned.request;
                 let allocations = match &args.reservation {
                     Some(rid) => {
                         let flavour = pkg.flavour(request.flavour_id.as_deref().unwrap_or_default()).ok_or_else(|| {

@@ -47,10 +47,9 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Map, Value};
 use vnfm_core::driver::{ListZones, ZoneCatalog};
-use vnfm_core::grant::{GrantRequest, ResourceType};
-use vnfm_core::id::{VduId, ZoneId};
+use vnfm_core::grant::GrantRequest;
+use vnfm_core::id::ZoneId;
 use vnfm_core::lcm::VnfInstance;
-use vnfm_core::lifecycle::userdata::VnfcSlot;
 use vnfm_core::lifecycle::{GrantOnly, Lifecycle, OperationReport};
 use vnfm_core::package::VnfPackage;
 use vnfm_core::reservation::{
@@ -909,48 +908,6 @@ pub fn vnfc_ref(instance: &str, vnfc: &str) -> String {
     format!("{instance}/{vnfc}")
 }
 
-/// The VNFC name (`VDU1-2`) of each new `COMPUTE` resource of `request`, by resource
-/// definition id: the VNFCs of a VDU take, in `addResources` order, the indices from the
-/// greater of the VDU's VNFC count and its highest index plus one (as
-/// [`vnfm_core::lifecycle::grant`] numbers them).
-///
-/// # Errors
-/// An existing VNFC with an invalid index.
-pub fn new_vnfc_names(
-    inst: &VnfInstance,
-    request: &GrantRequest,
-) -> Result<BTreeMap<String, String>, CliError> {
-    let mut first: BTreeMap<VduId, u32> = BTreeMap::new();
-    let mut counts: BTreeMap<VduId, u32> = BTreeMap::new();
-    for v in inst
-        .instantiated_vnf_info
-        .iter()
-        .flat_map(|i| i.vnfc_resource_info.iter())
-    {
-        let c = counts.entry(v.vdu_id.clone()).or_default();
-        *c = c.saturating_add(1);
-        if let Some(slot) = vnfm_core::lifecycle::grant::existing_slot(v)? {
-            let f = first.entry(v.vdu_id.clone()).or_default();
-            *f = (*f).max(slot.index.saturating_add(1));
-        }
-    }
-    for (vdu, c) in counts {
-        let f = first.entry(vdu).or_default();
-        *f = (*f).max(c);
-    }
-    let mut names = BTreeMap::new();
-    for r in &request.add_resources {
-        if r.type_ != ResourceType::Compute {
-            continue;
-        }
-        let Some(vdu) = &r.vdu_id else { continue };
-        let next = first.entry(vdu.clone()).or_default();
-        names.insert(r.id.clone(), VnfcSlot::new(vdu.clone(), *next).name());
-        *next = next.saturating_add(1);
-    }
-    Ok(names)
-}
-
 /// The reservation an operation draws from, and when.
 #[derive(Clone, Copy, Debug)]
 pub struct DrawFrom<'a> {
@@ -986,11 +943,16 @@ pub async fn draw_operation(
         return Err(unknown_reservation(id));
     };
     let now = effective_now(now, &book.ledger);
-    let (request, grant) = match lcm.grant_only(pkg, inst, op).await? {
+    let (planned, grant) = match lcm.grant_only(pkg, inst, op).await? {
         Ok(g) => g,
         Err((_, kind, detail)) => return Err(CliError::Grant { kind, detail }),
     };
-    let names = new_vnfc_names(inst, &request)?;
+    let request = planned.request;
+    let names: BTreeMap<String, String> = planned
+        .new_vnfcs
+        .iter()
+        .map(|n| (n.resource_id.clone(), n.slot.name()))
+        .collect();
     let mut pinned = BTreeMap::new();
     for (rid, name) in &names {
         if let Some(z) = grant.zone_of(rid) {
@@ -1238,8 +1200,6 @@ fn human_event(e: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vnfm_core::grant::ResourceDefinition;
-    use vnfm_core::lcm::{InstantiatedVnfInfo, VnfcResourceInfo};
     use vnfm_core::zone::{ComputeHost, ComputeZone, Resources};
 
     fn t(h: i64) -> DateTime<Utc> {
@@ -1381,47 +1341,6 @@ mod tests {
         };
         let r = capacity_command(&mut b, &fit, t(0)).unwrap();
         assert_eq!(r.json["fit"], json!([{"zone": "AZ-1", "count": 3}]));
-    }
-
-    fn vnfc(vdu: &str, index: u32) -> VnfcResourceInfo {
-        serde_json::from_value(json!({
-            "id": format!("{vdu}-{index}"),
-            "vduId": vdu,
-            "computeResource": {"resourceId": format!("srv-{vdu}-{index}")},
-            "metadata": {"vdu_idx": index},
-        }))
-        .unwrap()
-    }
-
-    #[test]
-    fn new_vnfcs_are_named_after_the_existing_ones() {
-        let mut inst = VnfInstance::new("i-1", "vnfd");
-        let info: InstantiatedVnfInfo = serde_json::from_value(json!({
-            "flavourId": "default",
-            "vnfState": "STARTED",
-        }))
-        .unwrap();
-        let mut info = info;
-        // VDU1-0 and VDU1-3 exist: the next is VDU1-4; VDU2 starts at 0.
-        info.vnfc_resource_info = vec![vnfc("VDU1", 0), vnfc("VDU1", 3)];
-        inst.instantiated_vnf_info = Some(info);
-        let mut req: GrantRequest = serde_json::from_value(json!({
-            "vnfInstanceId": "i-1", "vnfLcmOpOccId": "op", "vnfdId": "vnfd",
-            "operation": "SCALE", "isAutomaticInvocation": false,
-            "_links": {"vnfLcmOpOcc": {"href": "x"}, "vnfInstance": {"href": "y"}}
-        }))
-        .unwrap();
-        req.add_resources = vec![
-            ResourceDefinition::new("a", ResourceType::Compute, "VDU1").with_vdu_id("VDU1"),
-            ResourceDefinition::new("s", ResourceType::Storage, "VDU1-Boot").with_vdu_id("VDU1"),
-            ResourceDefinition::new("b", ResourceType::Compute, "VDU1").with_vdu_id("VDU1"),
-            ResourceDefinition::new("c", ResourceType::Compute, "VDU2").with_vdu_id("VDU2"),
-        ];
-        let names = new_vnfc_names(&inst, &req).unwrap();
-        assert_eq!(names.get("a").map(String::as_str), Some("VDU1-4"));
-        assert_eq!(names.get("b").map(String::as_str), Some("VDU1-5"));
-        assert_eq!(names.get("c").map(String::as_str), Some("VDU2-0"));
-        assert!(!names.contains_key("s"));
     }
 
     #[test]

@@ -507,7 +507,8 @@ impl Lifecycle {
     /// Only grants: builds the instantiate (or scale-out) grant request of `inst` and answers
     /// it with the local granter, without touching any stack or the store. VDUs under an
     /// AutoScalingGroup get one zone each, as in an operation (see the module docs); the
-    /// request returned is the one granted.
+    /// request returned is the one granted, with the VNFC slot of each new compute resource
+    /// ([`PlannedGrant::new_vnfcs`]), so a caller can pin the operation to the granted zones.
     ///
     /// # Errors
     /// [`LcmError::Invalid`] for a request that does not fit; the granter's failure is returned
@@ -517,7 +518,7 @@ impl Lifecycle {
         pkg: &VnfPackage,
         inst: &VnfInstance,
         request: GrantOnly,
-    ) -> Result<Result<(GrantRequest, Grant), (GrantRequest, FailureKind, String)>, LcmError> {
+    ) -> Result<Result<(PlannedGrant, Grant), (GrantRequest, FailureKind, String)>, LcmError> {
         let op_id: OpOccId = self.next_id().into();
         let opts = self.grant_options(false);
         let planned = match &request {
@@ -555,7 +556,7 @@ impl Lifecycle {
             &BTreeMap::new(),
         );
         match self.grant(&granted, flavour, inst, &zones, &pinned) {
-            Ok(g) => Ok(Ok((granted.request, g))),
+            Ok(g) => Ok(Ok((granted, g))),
             Err(f) => Ok(Err((granted.request, f.kind, f.detail))),
         }
     }
