@@ -12,6 +12,7 @@
 //! - [`serve`]: `vnfm serve`, the HTTP server (SOL003 VNF LCM API, Prometheus alert endpoints,
 //!   `/metrics`).
 //! - [`promise`]: the Promise reservation ledger kept in the state file (`vnfm promise`).
+//! - [`vim`]: the VIM drivers of a command: the simulated cloud or a real OpenStack.
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
 
@@ -25,5 +26,6 @@ pub mod output;
 pub mod promise;
 pub mod serve;
 pub mod store;
+pub mod vim;
 
 pub use error::CliError;
