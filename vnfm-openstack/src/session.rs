@@ -748,8 +748,7 @@ pub(crate) fn route_key(service: &str, method: &Method, segments: &[&str]) -> St
         .iter()
         .map(|s| {
             if s.is_empty()
-                || s
-                    .chars()
+                || s.chars()
                     .any(|c| c.is_ascii_digit() || c.is_ascii_uppercase() || !c.is_ascii())
             {
                 "{id}"
