@@ -19,6 +19,10 @@
 #   VNFM_OS_PASSWORD   admin password            (default: secret)
 #   VNFM_OS_HOSTS      fake compute hosts        (default: "c1 c2")
 #   VNFM_OS_ZONES      "zone:host,host ..."      (default: "az1:c1 az2:c2")
+#   VNFM_OS_SMALL_HOSTS  hosts of VNFM_OS_HOSTS with about 1 GB of RAM to place (default:
+#                      none): one m1.tiny fits, one m1.small (2 GB) does not, so a zone of
+#                      such hosts stays a candidate but fails a bigger server with Nova's
+#                      real "No valid host was found"
 #   VNFM_OS_CONSTRAINTS  pip constraints file    (default: ../shared/real-openstack/
 #                      constraints.txt beside the project when it exists)
 # Ports (fixed, 127.0.0.1): keystone 5000, nova 8774, placement 8778, glance 9292,
@@ -41,6 +45,7 @@ DIR=${VNFM_OS_DIR:-$HOME/.cache/vnfm-openstack}
 PASSWORD=${VNFM_OS_PASSWORD:-secret}
 HOSTS=${VNFM_OS_HOSTS:-c1 c2}
 ZONES=${VNFM_OS_ZONES:-az1:c1 az2:c2}
+SMALL_HOSTS=${VNFM_OS_SMALL_HOSTS:-}
 CONSTRAINTS=${VNFM_OS_CONSTRAINTS:-$ROOT/../shared/real-openstack/constraints.txt}
 PY=${PYTHON:-python3}
 IP=127.0.0.1
@@ -143,8 +148,11 @@ project_name = admin
 user_domain_name = Default
 project_domain_name = Default
 region_name = RegionOne"
+    # token_cache_time = -1: every service validates every token with Keystone, so a revoked
+    # token is refused at once (the default in-process cache accepts it for 5 minutes)
     local authtoken="[keystone_authtoken]
 www_authenticate_uri = http://$IP:$KS_PORT/v3
+token_cache_time = -1
 $auth"
     local mq="rabbit://guest:guest@$IP:5672/"
 
@@ -207,10 +215,14 @@ $auth
 [neutron]
 $auth
 EOF
+    local small
     for h in $HOSTS; do
         mkdir -p "$DATA/nova-$h"
-        printf '[DEFAULT]\nhost = %s\nstate_path = %s\n' "$h" "$DATA/nova-$h" \
-            > "$CONF/nova/compute-$h.conf"
+        # the fake driver reports 800000 MB of RAM; a small host reserves all but 1000 MB
+        small=512
+        case " $SMALL_HOSTS " in *" $h "*) small=799000 ;; esac
+        printf '[DEFAULT]\nhost = %s\nstate_path = %s\nreserved_host_memory_mb = %s\nmemory_allocation_ratio = 1.0\n' \
+            "$h" "$DATA/nova-$h" "$small" > "$CONF/nova/compute-$h.conf"
     done
     cp "$VENV/etc/glance/glance-api-paste.ini" "$CONF/glance/glance-api-paste.ini"
     cat > "$CONF/glance/glance-api.conf" <<EOF
@@ -596,6 +608,15 @@ r = urllib.request.Request(f"http://{ip}:{port}/v3/auth/tokens", json.dumps(body
 print(json.load(urllib.request.urlopen(r, timeout=30))["token"]["project"]["id"])
 EOF
 )
+    # the first zone whose hosts are all small: it stays a candidate but cannot hold m1.small
+    local small_zone="" spec h all
+    for spec in $ZONES; do
+        all=1
+        for h in $(echo "${spec#*:}" | tr ',' ' '); do
+            case " $SMALL_HOSTS " in *" $h "*) ;; *) all=0 ;; esac
+        done
+        if [ -n "$SMALL_HOSTS" ] && [ "$all" = 1 ]; then small_zone=${spec%%:*}; break; fi
+    done
     cat <<EOF
 export OS_AUTH_URL=http://$IP:$KS_PORT/v3
 export OS_IDENTITY_API_VERSION=3
@@ -611,6 +632,7 @@ export VNFM_OS_TEST_ZONES="$(for z in $ZONES; do printf '%s ' "${z%%:*}"; done |
 export VNFM_OS_TEST_IMAGE=tiny
 export VNFM_OS_TEST_FLAVOR=m1.tiny
 export VNFM_OS_TEST_HUGE_FLAVOR=vnfm.huge
+export VNFM_OS_TEST_SMALL_ZONE=$small_zone
 EOF
 }
 

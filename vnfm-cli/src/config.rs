@@ -6,9 +6,11 @@
 //!
 //! ```toml
 //! [vim]
-//! kind = "sim"              # --vim, VNFM_VIM. "sim" (default): the simulated cloud
+//! kind = "sim"              # --vim, VNFM_VIM. "sim" (default): the simulated cloud;
+//!                           # "openstack": a real OpenStack (Keystone v3, Nova, Heat)
 //! cloud = "my-cloud.yaml"   # --cloud, VNFM_CLOUD. Cloud file of the simulator; default: built-in demo cloud
 //! seed = 0                  # --sim-seed, VNFM_SIM_SEED. Seed of the simulator's ids and choices
+//! os_cloud = "mycloud"      # openstack: the clouds.yaml entry; default: OS_CLOUD, else the OS_* variables
 //!
 //! [packages]
 //! dir = "packages"          # --packages-dir, VNFM_PACKAGES_DIR. Packages known by vnfdId
@@ -82,6 +84,10 @@ pub struct VimConfig {
     /// `seed`: the simulator's seed (default 0).
     #[serde(default)]
     pub seed: u64,
+    /// `os_cloud`: with `kind = "openstack"`, the `clouds.yaml` entry of the cloud (instead of
+    /// `OS_CLOUD`); `None` means `OS_CLOUD`, else the `OS_*` variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_cloud: Option<String>,
 }
 
 /// `[packages]`
@@ -469,6 +475,24 @@ mod tests {
         assert!(s.contains("v.toml"), "{s}");
         assert!(s.contains("line 2"), "{s}");
         assert!(s.contains("kindd"), "{s}");
+    }
+
+    #[test]
+    fn openstack_vim_with_a_named_cloud() {
+        let c = Config::from_toml(
+            Path::new("v.toml"),
+            "[vim]\nkind = \"openstack\"\nos_cloud = \"lab\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.vim.kind, VimKind::Openstack);
+        assert_eq!(c.vim.os_cloud.as_deref(), Some("lab"));
+        let c = Config::from_toml(Path::new("v.toml"), "").unwrap();
+        let c = c.with_overrides(&Overrides {
+            vim: Some(VimKind::Openstack),
+            ..Overrides::default()
+        });
+        assert_eq!(c.vim.kind, VimKind::Openstack);
+        assert_eq!(c.vim.os_cloud, None);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //!   `/metrics`).
 //! - [`promise`]: the Promise reservation ledger kept in the state file, shared by `vnfm
 //!   reservation | allocation | capacity | provider` and `vnfm serve`.
+//! - [`vim`]: the VIM drivers of a command: the simulated cloud or a real OpenStack.
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
 
@@ -26,5 +27,6 @@ pub mod output;
 pub mod promise;
 pub mod serve;
 pub mod store;
+pub mod vim;
 
 pub use error::CliError;

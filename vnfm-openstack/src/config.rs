@@ -289,15 +289,31 @@ impl CloudConfig {
     /// # Errors
     /// [`Error::Core`] (an invalid-input error) naming the variable or the file and field that is missing or wrong.
     pub fn from_env() -> Result<Self, Error> {
+        Self::from_env_with_cloud(None)
+    }
+
+    /// As [`CloudConfig::from_env`], with `cloud` (when given) naming the `clouds.yaml` entry
+    /// instead of `OS_CLOUD` (e.g. the `[vim] os_cloud` option of the CLI).
+    ///
+    /// # Errors
+    /// As [`CloudConfig::from_env`].
+    pub fn from_env_with_cloud(cloud: Option<&str>) -> Result<Self, Error> {
         let vars: BTreeMap<String, String> = std::env::vars()
             .filter(|(k, _)| k.starts_with("OS_"))
             .collect();
-        if let Some(cloud) = vars.get("OS_CLOUD").filter(|c| !c.is_empty()) {
+        let (cloud, origin) = match cloud.filter(|c| !c.is_empty()) {
+            Some(c) => (Some(c.to_owned()), "the cloud name"),
+            None => (
+                vars.get("OS_CLOUD").filter(|c| !c.is_empty()).cloned(),
+                "OS_CLOUD",
+            ),
+        };
+        if let Some(cloud) = cloud.as_deref() {
             let path = clouds_yaml_path(&vars).ok_or_else(|| {
                 Error::config(
-                    Location::default().with_field("OS_CLOUD"),
+                    Location::default().with_field(origin),
                     format!(
-                        "OS_CLOUD is {cloud:?} but no clouds.yaml was found (looked at \
+                        "{origin} is {cloud:?} but no clouds.yaml was found (looked at \
                          OS_CLIENT_CONFIG_FILE, ./clouds.yaml, ~/.config/openstack/clouds.yaml, \
                          /etc/openstack/clouds.yaml)"
                     ),

@@ -373,7 +373,27 @@ impl StackDriver for Heat {
         if req.nested_depth > 0 {
             call = call.query("nested_depth", req.nested_depth.to_string());
         }
-        let reply = self.session.call(call).await?;
+        let path = call.path.clone();
+        let query = call.query.clone();
+        let mut reply = self.session.call(call).await;
+        // Right after an update that replaced servers, Heat may answer a nested listing with a
+        // 404 about its own bookkeeping ("ResourcePropertiesData with id 59 not found") while
+        // it cleans the replaced resources up: the stack is there, so ask again (twice at most).
+        for _ in 0..2 {
+            match &reply {
+                Err(crate::Error::Http {
+                    status: 404,
+                    message,
+                    ..
+                }) if message.contains("ResourcePropertiesData") => {
+                    let mut again = Call::new(SERVICE, TYPE, Method::GET, path.clone());
+                    again.query = query.clone();
+                    reply = self.session.call(again).await;
+                }
+                _ => break,
+            }
+        }
+        let reply = reply?;
         let list = parse_resources(&reply, &id)?;
         if list.is_empty() {
             // Heat finds deleted stacks by id and lists them empty: the contract says NotFound

@@ -123,6 +123,26 @@ impl OpenStack {
         self.session.auth_count()
     }
 
+    /// How many requests the session sent, per route: `service METHOD path` with the path
+    /// relative to the service's endpoint and ids (segments with a digit or an upper case
+    /// letter) written `{id}`, e.g. `keystone POST auth/tokens`,
+    /// `nova GET os-availability-zone/detail`, `heat GET stacks/{id}/{id}`. The values add up
+    /// to [`OpenStack::request_count`]. Meant for tests and metrics that pin the calls an
+    /// operation makes.
+    pub fn request_counts(&self) -> BTreeMap<String, u64> {
+        self.session.route_counts()
+    }
+
+    /// The current token itself (authenticating first when there is none or it expires
+    /// soon), for a caller that must hand it to another tool (e.g. to revoke it with
+    /// `DELETE /v3/auth/tokens`). Its `Debug` is redacted.
+    ///
+    /// # Errors
+    /// As [`OpenStack::token`].
+    pub async fn current_token(&self) -> Result<Secret> {
+        self.session.token_secret().await
+    }
+
     /// Notes on degraded answers the caller should show (e.g. the zone listing fell back to
     /// `GET /os-availability-zone` because `/detail` is forbidden), without duplicates.
     pub fn warnings(&self) -> Vec<String> {

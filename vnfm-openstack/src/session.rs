@@ -250,6 +250,7 @@ pub(crate) struct Session {
     endpoints: Mutex<BTreeMap<String, String>>,
     requests: AtomicU64,
     auths: AtomicU64,
+    routes: Mutex<BTreeMap<String, u64>>,
     warnings: Mutex<Vec<String>>,
 }
 
@@ -287,6 +288,7 @@ impl Session {
             endpoints: Mutex::new(BTreeMap::new()),
             requests: AtomicU64::new(0),
             auths: AtomicU64::new(0),
+            routes: Mutex::new(BTreeMap::new()),
             warnings: Mutex::new(Vec::new()),
         })
     }
@@ -297,6 +299,22 @@ impl Session {
 
     pub(crate) fn auth_count(&self) -> u64 {
         self.auths.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn route_counts(&self) -> BTreeMap<String, u64> {
+        lock(&self.routes).clone()
+    }
+
+    /// Counts one request of `route` (see [`route_key`]).
+    fn count_route(&self, service: &str, method: &Method, segments: &[&str]) {
+        *lock(&self.routes)
+            .entry(route_key(service, method, segments))
+            .or_insert(0) += 1;
+    }
+
+    /// The current token itself (authenticating when there is none or it expires soon).
+    pub(crate) async fn token_secret(&self) -> Result<Secret> {
+        Ok(self.token().await?.value.clone())
     }
 
     pub(crate) fn warn(&self, w: String) {
@@ -378,6 +396,7 @@ impl Session {
     /// `POST /v3/auth/tokens`: a new token (the cached one is replaced).
     async fn authenticate(&self) -> Result<Arc<Token>> {
         let url = format!("{}/auth/tokens", self.config.identity_url());
+        self.count_route("keystone", &Method::POST, &["auth", "tokens"]);
         let reply = self
             .send_raw(
                 "keystone",
@@ -542,6 +561,7 @@ impl Session {
             services: Vec<Service>,
         }
         let url = format!("{}/services", self.config.identity_url());
+        self.count_route("keystone", &Method::GET, &["services"]);
         let r = self
             .send_raw("keystone", Method::GET, &url, Some(token), None, None)
             .await?;
@@ -572,6 +592,7 @@ impl Session {
             }
         }
         let url = url.to_string().trim_end_matches('?').to_owned();
+        self.count_route("keystone", &Method::GET, &["endpoints"]);
         let r = self
             .send_raw("keystone", Method::GET, &url, Some(token), None, None)
             .await?;
@@ -625,6 +646,7 @@ impl Session {
             let token = self.token().await?;
             let base = self.endpoint_for(call.service_type, &token).await?;
             let url = self.build_url(&base, &call)?;
+            self.count_route(call.service, &call.method, &call.path);
             let extra = (call.service_type == "compute").then_some((
                 "x-openstack-nova-api-version",
                 self.config.nova_microversion.as_str(),
@@ -715,6 +737,27 @@ impl Session {
             message,
         })
     }
+}
+
+/// The key of a request in [`crate::OpenStack::request_counts`]: `service METHOD path`, the
+/// path relative to the service's endpoint with every segment that holds a digit or an upper
+/// case letter (ids, names) replaced by `{id}`, e.g. `heat GET stacks/{id}/{id}` or
+/// `nova GET os-availability-zone/detail`.
+pub(crate) fn route_key(service: &str, method: &Method, segments: &[&str]) -> String {
+    let path: Vec<&str> = segments
+        .iter()
+        .map(|s| {
+            if s.is_empty()
+                || s.chars()
+                    .any(|c| c.is_ascii_digit() || c.is_ascii_uppercase() || !c.is_ascii())
+            {
+                "{id}"
+            } else {
+                s
+            }
+        })
+        .collect();
+    format!("{service} {method} {}", path.join("/"))
 }
 
 /// `%(project_id)s`, `%(tenant_id)s` (and the `$(...)s` spelling) replaced by `project`.

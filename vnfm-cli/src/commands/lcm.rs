@@ -1,9 +1,10 @@
 //! The LCM commands: `grant`, `instantiate`, `scale`, `heal`, `terminate`, `instance`, `op`.
 //!
 //! Each opens the state file, builds the drivers (the simulated cloud, continued from the state
-//! file), runs one operation of [`vnfm_core::lifecycle::Lifecycle`] and prints the result. The
-//! simulated cloud's state is saved in the state file after every operation, so scripted runs
-//! continue where the previous command stopped.
+//! file, or a real OpenStack with `--vim openstack`: see [`crate::vim`]), runs one operation of
+//! [`vnfm_core::lifecycle::Lifecycle`] and prints the result. The simulated cloud's state is
+//! saved in the state file after every operation, so scripted runs continue where the previous
+//! command stopped.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,9 +19,7 @@ use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, ScaleType, ScaleVnfRequest,
     TerminateVnfRequest, TerminationType, VnfInstance, VnfLcmOpOcc,
 };
-use vnfm_core::lifecycle::{
-    Drivers, GrantOnly, LcmConfig, Lifecycle, OperationOptions, OperationReport,
-};
+use vnfm_core::lifecycle::{GrantOnly, LcmConfig, Lifecycle, OperationOptions, OperationReport};
 use vnfm_core::package::VnfPackage;
 use vnfm_core::placement::Selection;
 use vnfm_core::reselect::{AttemptOutcome, InsufficientResourcePattern};
@@ -102,17 +101,12 @@ fn not_found(config: &Config, what: &str, id: &str, e: vnfm_core::driver::Driver
     }
 }
 
-/// Fails unless the configured VIM is wired into this build (the simulator).
+/// Fails unless the configured VIM is built into this program (see [`crate::vim::check`]).
 ///
 /// # Errors
-/// [`CliError::Usage`] for `openstack`.
+/// [`CliError::Usage`] for `openstack` in a build without the `openstack` feature.
 pub fn check_vim(config: &Config) -> Result<(), CliError> {
-    match config.vim.kind {
-        VimKind::Sim => Ok(()),
-        VimKind::Openstack => Err(CliError::Usage(
-            "the openstack VIM is not wired into this build of vnfm yet; use --vim sim".into(),
-        )),
-    }
+    crate::vim::check(config)
 }
 
 /// The simulated cloud of the state file, or a new one from `cloud_path` (else the configured
@@ -160,15 +154,18 @@ pub async fn open_sim(
     }
 }
 
-/// Saves the simulated cloud's state in the state file.
+/// Saves the simulated cloud's state in the state file (nothing when the VIM is a real cloud).
 ///
 /// # Errors
 /// [`CliError::State`] when the state file cannot be written.
 pub async fn save_sim(
     store: &SqliteStore,
-    sim: &SimCloud,
+    sim: &Option<SimCloud>,
     config: &Config,
 ) -> Result<(), CliError> {
+    let Some(sim) = sim else {
+        return Ok(());
+    };
     let snap = sim.snapshot()?;
     store
         .put_document(SIM_DOCUMENT, snap)
@@ -207,7 +204,7 @@ pub fn lcm_config(config: &Config, args: &PlacementArgs) -> Result<LcmConfig, Cl
                 .with_field("[placement] insufficient_resource_pattern"),
         )?;
     }
-    c.vim_connection_id = "vim-sim".into();
+    c.vim_connection_id = crate::vim::Vim::connection_id(config.vim.kind).into();
     Ok(c)
 }
 
@@ -274,7 +271,8 @@ fn parse_zones(specs: &[String]) -> Result<BTreeMap<String, ZoneId>, CliError> {
 /// The drivers of one command over the state file.
 struct Env {
     store: SqliteStore,
-    sim: SimCloud,
+    /// The simulated cloud, saved after the operation; `None` for a real cloud.
+    sim: Option<SimCloud>,
     lcm: Lifecycle,
 }
 
@@ -286,14 +284,9 @@ async fn env(
     check_vim(config)?;
     let lcm_cfg = lcm_config(config, placement)?;
     let store = open_state(config)?;
-    let sim = open_sim(&store, cloud_path, config).await?;
-    let drivers = Drivers {
-        stacks: Arc::new(sim.clone()),
-        zones: Arc::new(sim.clone()),
-        compute: Arc::new(sim.clone()),
-        store: Arc::new(store.clone()),
-        clock: Arc::new(SystemClock),
-    };
+    let vim = crate::vim::Vim::open(&store, cloud_path, config).await?;
+    let drivers = vim.drivers(Arc::new(store.clone()), Arc::new(SystemClock));
+    let sim = vim.sim;
     // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
     let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(id_salt());
     Ok(Env { store, sim, lcm })
@@ -703,20 +696,26 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
     let lcm_cfg = lcm_config(config, &args.placement)?;
     runtime()?.block_on(async {
         // A grant changes nothing: the cloud is the state file's simulated cloud when there is
-        // one and --cloud is not given, else a fresh one; the instance is transient unless
-        // scaling one out.
-        let (sim, inst, pkg, op) = match args.operation {
+        // one and --cloud is not given, else a fresh one (or the real OpenStack); the instance
+        // is transient unless scaling one out.
+        let (vim, inst, pkg, op) = match args.operation {
             GrantOperation::Instantiate => {
-                let (file, _) = cloud::load(args.cloud.as_deref().or(config.vim.cloud.as_deref()))?;
+                let vim = match config.vim.kind {
+                    VimKind::Sim => {
+                        let (file, _) = cloud::load(args.cloud.as_deref().or(config.vim.cloud.as_deref()))?;
+                        crate::vim::Vim::simulated(SimCloud::new(file, config.vim.seed))
+                    }
+                    VimKind::Openstack => crate::vim::Vim::open(&open_state(config)?, args.cloud.as_deref(), config).await?,
+                };
                 let pkg = load_package(args.package.as_deref(), config, None)?;
                 let flavour = default_flavour(&pkg, args.flavour.as_deref())?;
                 let mut inst = VnfInstance::new("grant-only", pkg.descriptor_id.clone());
                 inst.instantiation_state = Some(vnfm_core::lcm::InstantiationState::NotInstantiated);
-                (SimCloud::new(file, config.vim.seed), inst, pkg, GrantOnly::Instantiate { flavour_id: flavour })
+                (vim, inst, pkg, GrantOnly::Instantiate { flavour_id: flavour })
             }
             GrantOperation::ScaleOut => {
                 let store = open_state(config)?;
-                let sim = open_sim(&store, args.cloud.as_deref(), config).await?;
+                let vim = crate::vim::Vim::open(&store, args.cloud.as_deref(), config).await?;
                 let id = args.instance.clone().unwrap_or_default();
                 let inst = store.instance(&VnfInstanceId::from(id.as_str())).await.map_err(|e| not_found(config, "VNF instance", &id, e))?;
                 let pkg = load_package(args.package.as_deref(), config, Some(&inst.vnfd_id))?;
@@ -724,16 +723,10 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
                     aspect_id: args.aspect.clone().unwrap_or_default(),
                     steps: args.steps,
                 };
-                (sim, inst, pkg, op)
+                (vim, inst, pkg, op)
             }
         };
-        let drivers = Drivers {
-            stacks: Arc::new(sim.clone()),
-            zones: Arc::new(sim.clone()),
-            compute: Arc::new(sim.clone()),
-            store: Arc::new(vnfm_core::store::MemoryStore::new()),
-            clock: Arc::new(SystemClock),
-        };
+        let drivers = vim.drivers(Arc::new(vnfm_core::store::MemoryStore::new()), Arc::new(SystemClock));
         let lcm = Lifecycle::new(drivers, lcm_cfg);
         match lcm.grant_only(&pkg, &inst, op).await? {
             Ok((planned, mut grant)) => {

@@ -46,7 +46,6 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Map, Value};
-use vnfm_core::driver::{ListZones, ZoneCatalog};
 use vnfm_core::grant::GrantRequest;
 use vnfm_core::id::ZoneId;
 use vnfm_core::lcm::VnfInstance;
@@ -59,7 +58,7 @@ use vnfm_core::reservation::{
     ResourceLine, Scope, Window, ZoneFit,
 };
 
-use super::lcm::{check_vim, open_sim, open_state, runtime};
+use super::lcm::{check_vim, open_state, runtime};
 use crate::cli::{
     AllocationArgs, AllocationCommand, AmountArgs, CapacityArgs, CapacityCommand, NowArgs,
     PriorityArg, ProviderArgs, ProviderCommand, ReservationArgs, ReservationCommand, ScopeArg,
@@ -771,9 +770,18 @@ pub fn provider(config: &Config, args: &ProviderArgs, out: Output) -> Result<(),
             check_vim(config)?;
             Some(runtime()?.block_on(async {
                 let store = open_state(config)?;
-                let sim = open_sim(&store, cloud.as_deref(), config).await?;
-                super::lcm::save_sim(&store, &sim, config).await?;
-                Ok::<_, CliError>(sim.list_zones(ListZones::default()).await?)
+                let vim = crate::vim::Vim::open(&store, cloud.as_deref(), config).await?;
+                super::lcm::save_sim(&store, &vim.sim, config).await?;
+                let zones = vim.list_zones().await?;
+                if !zones.iter().any(|z| z.is_candidate() && z.free().is_some()) {
+                    return Err(CliError::Usage(
+                        "the VIM's zone catalogue reports no free capacity for any available \
+                         zone (a real Nova's availability-zone API does not); declare the \
+                         capacity with `vnfm provider add --declared --name NAME --zone ZONE ...`"
+                            .into(),
+                    ));
+                }
+                Ok::<_, CliError>(zones)
             })?)
         }
         _ => None,

@@ -58,7 +58,7 @@ use vnfm_core::lcm::{
     HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleVnfRequest,
     TerminateVnfRequest,
 };
-use vnfm_core::lifecycle::{Drivers, LcmError, Lifecycle, OperationOptions};
+use vnfm_core::lifecycle::{LcmError, Lifecycle, OperationOptions};
 use vnfm_core::package::VnfPackage;
 use vnfm_core::problem::ProblemDetails;
 use vnfm_core::sim::SimCloud;
@@ -95,7 +95,8 @@ pub(crate) struct App {
     sqlite: SqliteStore,
     store: ObservedStore,
     shared: Arc<Shared>,
-    sim: SimCloud,
+    /// The simulated cloud (saved in the state file), `None` for a real cloud.
+    sim: Option<SimCloud>,
     lcm: Lifecycle,
     alert_auth: Credentials,
     api_auth: Credentials,
@@ -383,7 +384,7 @@ impl Server {
         config.prometheus_plugin.plugin.validate()?;
         let lcm_cfg = lcm_cmd::lcm_config(&config, &PlacementArgs::default())?;
         let sqlite = lcm_cmd::open_state(&config)?;
-        let sim = lcm_cmd::open_sim(&sqlite, None, &config).await?;
+        let vim = crate::vim::Vim::open(&sqlite, None, &config).await?;
         let mut handler = AlertHandler::new(config.prometheus_plugin.plugin.clone());
         let state_err = |message: &str, e| CliError::State {
             path: config.state_path(),
@@ -413,13 +414,8 @@ impl Server {
         *shared.cache.write().unwrap_or_else(PoisonError::into_inner) =
             instances.into_iter().map(|i| (i.id.clone(), i)).collect();
         interrupt_unfinished(&store, &config).await?;
-        let drivers = Drivers {
-            stacks: Arc::new(sim.clone()),
-            zones: Arc::new(sim.clone()),
-            compute: Arc::new(sim.clone()),
-            store: Arc::new(store.clone()),
-            clock: Arc::new(SystemClock),
-        };
+        let drivers = vim.drivers(Arc::new(store.clone()), Arc::new(SystemClock));
+        let sim = vim.sim;
         let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(lcm_cmd::id_salt());
         let listener = tokio::net::TcpListener::bind(config.server.listen)
             .await

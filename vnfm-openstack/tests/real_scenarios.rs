@@ -1,0 +1,772 @@
+//! LCM scenarios of `vnfm_core::lifecycle::Lifecycle` over the OpenStack drivers, against real
+//! Keystone, Nova and Heat: AZ reselection after Nova's real "No valid host was found", a
+//! failure that is not a capacity error, scale-out and heal that reselect, and a token revoked
+//! in the middle of an operation. One of them pins the HTTP calls of a reselection round.
+//!
+//! Runs only with `VNFM_TEST_OPENSTACK=1` and a cloud brought up with a zone whose hosts cannot
+//! hold an m1.small (`VNFM_OS_TEST_SMALL_ZONE`):
+//!
+//! ```text
+//! eval "$(VNFM_OS_HOSTS="c1 c2 c3" VNFM_OS_ZONES="az1:c1 az2:c2 az3:c3" \
+//!         VNFM_OS_SMALL_HOSTS=c3 scripts/openstack-dev.sh start)"
+//! VNFM_TEST_OPENSTACK=1 cargo test -p vnfm-openstack --test real_scenarios -- --nocapture
+//! ```
+//!
+//! The package is `examples/packages/os-vnf`: VDU1 (m1.small, 2 GB) and VDU2 (m1.tiny), image
+//! `tiny`, one deployment flavour per case (`anti`, `affine`, `free`, `noimage`). Scenarios run
+//! one after the other (they share the small zone and disable a compute service for a while),
+//! each is timed, and the test fails at the end listing every scenario that failed. Every
+//! instance is terminated (or its failed stack rolled back) before the next scenario.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use vnfm_core::driver::{Clock, ListZones, ZoneCatalog};
+use vnfm_core::id::{ServerId, VnfInstanceId, ZoneId};
+use vnfm_core::lcm::{
+    CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleType,
+    ScaleVnfRequest, TerminateVnfRequest, TerminationType, VnfInstance,
+};
+use vnfm_core::lifecycle::{
+    Drivers, FailureKind, LcmConfig, Lifecycle, OperationOptions, OperationReport,
+};
+use vnfm_core::package::VnfPackage;
+use vnfm_core::reselect::AttemptOutcome;
+use vnfm_core::store::MemoryStore;
+use vnfm_openstack::OpenStack;
+
+/// Real time.
+#[derive(Debug)]
+struct TokioClock;
+
+#[async_trait]
+impl Clock for TokioClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now()
+    }
+    async fn sleep(&self, duration: Duration) {
+        tokio::time::sleep(duration).await;
+    }
+}
+
+type Res = Result<(), String>;
+type Run<'a> = Pin<Box<dyn Future<Output = Res> + 'a>>;
+
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+/// What every scenario shares.
+struct Fx {
+    pkg: VnfPackage,
+    /// A zone whose hosts cannot hold VDU1 (m1.small) but are up: still a candidate.
+    small: ZoneId,
+    /// zone → hosts, from Nova.
+    hosts: BTreeMap<ZoneId, BTreeSet<String>>,
+}
+
+impl Fx {
+    fn zone_of_host(&self, host: &str) -> Option<&ZoneId> {
+        self.hosts
+            .iter()
+            .find(|(_, hs)| hs.contains(host))
+            .map(|(z, _)| z)
+    }
+}
+
+fn lifecycle(cloud: &OpenStack, seed: u64) -> Lifecycle {
+    let drivers = Drivers {
+        stacks: Arc::new(cloud.heat()),
+        zones: Arc::new(cloud.nova()),
+        compute: Arc::new(cloud.nova()),
+        store: Arc::new(MemoryStore::new()),
+        clock: Arc::new(TokioClock),
+    };
+    let mut c = LcmConfig::standard().unwrap();
+    c.reselect_zones = true;
+    c.max_reselections = Some(3);
+    c.seed = seed;
+    c.vim_connection_id = "vim-openstack".into();
+    c.poll_interval = Duration::from_millis(500);
+    c.stack_timeout = Duration::from_secs(240);
+    Lifecycle::new(drivers, c).with_id_salt(seed ^ chrono::Utc::now().timestamp() as u64)
+}
+
+fn pins(p: &[(&str, &ZoneId)]) -> OperationOptions {
+    OperationOptions {
+        pinned: p
+            .iter()
+            .map(|(k, z)| ((*k).to_owned(), (*z).clone()))
+            .collect(),
+        automatic: false,
+    }
+}
+
+async fn create(lcm: &Lifecycle, fx: &Fx, name: &str) -> Result<VnfInstance, String> {
+    let mut req = CreateVnfRequest::new(fx.pkg.descriptor_id.clone());
+    req.vnf_instance_name = Some(name.to_owned());
+    lcm.create(&fx.pkg, &req).await.map_err(|e| chain(&e))
+}
+
+fn describe(r: &OperationReport) -> String {
+    format!(
+        "{:?} {:?} failure {:?} error {:?} attempts {}",
+        r.op_occ.operation,
+        r.op_occ.operation_state,
+        r.failure,
+        r.op_occ.error.as_ref().map(|e| e.detail.clone()),
+        serde_json::to_string(&r.op_occ.attempts).unwrap_or_default()
+    )
+}
+
+/// VNFC id → (server id, zone, host) as the instance records it.
+fn vnfcs(inst: &VnfInstance) -> BTreeMap<String, (String, Option<ZoneId>, Option<String>)> {
+    inst.instantiated_vnf_info
+        .iter()
+        .flat_map(|i| i.vnfc_resource_info.iter())
+        .map(|v| {
+            let host = v
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("host"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            (
+                v.id.clone(),
+                (v.compute_resource.resource_id.clone(), v.zone(), host),
+            )
+        })
+        .collect()
+}
+
+/// Nova's server show of every VNFC: ACTIVE, in the recorded zone and on a host of that zone.
+async fn check_servers(
+    cloud: &OpenStack,
+    fx: &Fx,
+    inst: &VnfInstance,
+) -> Result<BTreeMap<String, (ZoneId, String)>, String> {
+    let mut out = BTreeMap::new();
+    for (id, (server, zone, host)) in vnfcs(inst) {
+        let s = cloud
+            .nova()
+            .show_server(&ServerId::from(server.as_str()))
+            .await
+            .map_err(|e| format!("server show {server} of {id}: {}", chain(&e)))?;
+        ensure!(
+            s.status == "ACTIVE",
+            "{id}: server {server} is {}",
+            s.status
+        );
+        let real_zone = s.zone.clone().ok_or(format!("{id}: Nova shows no zone"))?;
+        let real_host = s
+            .host
+            .as_ref()
+            .map(ToString::to_string)
+            .ok_or(format!("{id}: Nova shows no host"))?;
+        ensure!(
+            zone.as_ref() == Some(&real_zone),
+            "{id}: the instance records zone {zone:?}, Nova says {real_zone}"
+        );
+        ensure!(
+            host.as_deref() == Some(real_host.as_str()),
+            "{id}: the instance records host {host:?}, Nova says {real_host}"
+        );
+        ensure!(
+            fx.zone_of_host(&real_host) == Some(&real_zone),
+            "{id}: host {real_host} is not a host of zone {real_zone} ({:?})",
+            fx.hosts
+        );
+        out.insert(id, (real_zone, real_host));
+    }
+    Ok(out)
+}
+
+/// The first attempt failed with Nova's real text, the last one succeeded, and the zones of
+/// the failed attempt were excluded.
+fn check_reselected(r: &OperationReport, small: &ZoneId) -> Res {
+    let a = &r.op_occ.attempts;
+    ensure!(a.len() >= 2, "expected a reselection, got {}", describe(r));
+    let first = &a[0];
+    ensure!(
+        first.outcome == Some(AttemptOutcome::Failed),
+        "first attempt: {first:?}"
+    );
+    let reason = first.status_reason.clone().unwrap_or_default();
+    ensure!(
+        reason.contains("No valid host was found"),
+        "first attempt failed without Nova's \"No valid host was found\": {reason}"
+    );
+    ensure!(
+        first.failed_zones.contains(small),
+        "the failed attempt excluded {:?}, expected {small}",
+        first.failed_zones
+    );
+    ensure!(
+        a.last().and_then(|x| x.outcome) == Some(AttemptOutcome::Succeeded),
+        "last attempt: {:?}",
+        a.last()
+    );
+    Ok(())
+}
+
+async fn terminate(lcm: &Lifecycle, id: &VnfInstanceId) -> Res {
+    let req = TerminateVnfRequest {
+        termination_type: TerminationType::Forceful,
+        graceful_termination_timeout: None,
+        additional_params: None,
+    };
+    let r = lcm
+        .terminate(id, &req, &OperationOptions::default())
+        .await
+        .map_err(|e| format!("terminate {id}: {}", chain(&e)))?;
+    ensure!(r.is_completed(), "terminate {id}: {}", describe(&r));
+    Ok(())
+}
+
+/// Terminates `id` when instantiated, else rolls its failed instantiation back (deleting the
+/// stack it created), so no scenario leaves servers behind.
+async fn clean(lcm: &Lifecycle, fx: &Fx, id: &VnfInstanceId) -> Res {
+    let inst = lcm
+        .drivers()
+        .store
+        .instance(id)
+        .await
+        .map_err(|e| chain(&e))?;
+    if inst.is_instantiated() {
+        return terminate(lcm, id).await;
+    }
+    let ops = lcm
+        .drivers()
+        .store
+        .op_occs(vnfm_core::driver::OpOccFilter::instance(id.clone()))
+        .await
+        .map_err(|e| chain(&e))?;
+    for op in ops
+        .iter()
+        .filter(|o| o.operation_state == LcmOperationStateType::FailedTemp)
+    {
+        let r = lcm
+            .rollback(&op.id, &fx.pkg)
+            .await
+            .map_err(|e| format!("rollback {}: {}", op.id, chain(&e)))?;
+        ensure!(
+            r.op_occ.operation_state == LcmOperationStateType::RolledBack,
+            "rollback of {}: {}",
+            op.id,
+            describe(&r)
+        );
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------ scenarios
+
+/// 1. Zone anti-affinity, VDU1 granted into the small zone: CREATE_FAILED with Nova's real
+///    text, reselection, UPDATE_COMPLETE; both ACTIVE in different zones, VDU1 on a host of
+///    its new zone. Also pins the HTTP calls of this reselection round.
+async fn anti_affinity_reselects(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 11);
+    let inst = create(&lcm, fx, "rs-anti").await?;
+    let before = cloud.request_counts();
+    ensure!(
+        before.is_empty(),
+        "requests before the operation: {before:?}"
+    );
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &fx.pkg,
+            &InstantiateVnfRequest::new("anti"),
+            &pins(&[("VDU1", &fx.small)]),
+        )
+        .await
+        .map_err(|e| chain(&e))?;
+    let counts = cloud.request_counts();
+    let outcome = async {
+        ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+        check_reselected(&r, &fx.small)?;
+        let servers = check_servers(&cloud, fx, &r.instance).await?;
+        let (z1, _) = &servers["VDU1-0"];
+        let (z2, _) = &servers["VDU2-0"];
+        ensure!(z1 != z2, "anti-affinity broken: both in {z1}");
+        ensure!(*z1 != fx.small, "VDU1 still in the small zone {z1}");
+        // The pinned-to-fail zone was tried first: the first attempt names it for VDU1.
+        ensure!(
+            r.op_occ.attempts[0].zones.values().any(|z| *z == fx.small),
+            "first attempt zones {:?}",
+            r.op_occ.attempts[0].zones
+        );
+        check_call_counts(&counts, r.op_occ.attempts.len(), 2)
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
+/// The calls of one instantiate with one reselection round: one authentication (one token
+/// lifetime), one zone listing for the whole operation, one stack create, one PATCH per
+/// reselection, one server show per VNFC; only the stack polls depend on timing.
+fn check_call_counts(counts: &BTreeMap<String, u64>, attempts: usize, vnfcs: u64) -> Res {
+    eprintln!("    calls of the reselection round: {counts:?}");
+    let get = |k: &str| counts.get(k).copied().unwrap_or(0);
+    ensure!(
+        get("keystone POST auth/tokens") == 1,
+        "authentications: {counts:?}"
+    );
+    ensure!(
+        get("nova GET os-availability-zone/detail") == 1,
+        "zone listings (expected one per operation): {counts:?}"
+    );
+    ensure!(get("heat POST stacks") == 1, "stack creates: {counts:?}");
+    ensure!(
+        get("heat PATCH stacks/{id}/{id}") == attempts as u64 - 1,
+        "stack updates (expected {} for {attempts} attempts): {counts:?}",
+        attempts - 1
+    );
+    ensure!(
+        get("nova GET servers/{id}") == vnfcs,
+        "server shows (expected one per VNFC): {counts:?}"
+    );
+    let polls = get("heat GET stacks/{id}/{id}");
+    ensure!(polls >= attempts as u64, "stack polls: {counts:?}");
+    // Nothing else than these routes and the resource listings that find the failed VDUs
+    // and the servers (one per attempt).
+    for (k, n) in counts {
+        let known = [
+            "keystone POST auth/tokens",
+            "nova GET os-availability-zone/detail",
+            "heat POST stacks",
+            "heat PATCH stacks/{id}/{id}",
+            "nova GET servers/{id}",
+            "heat GET stacks/{id}/{id}",
+        ];
+        if known.contains(&k.as_str()) {
+            continue;
+        }
+        ensure!(
+            k.starts_with("heat GET stacks/{id}/{id}/resources") && *n <= attempts as u64,
+            "unexpected or repeated call {k} x{n}: {counts:?}"
+        );
+    }
+    Ok(())
+}
+
+/// 2. Zone affinity, both granted into the small zone: VDU1 fails there, reselection moves the
+///    affinity group to one other zone.
+async fn affinity_reselects_together(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 12);
+    let inst = create(&lcm, fx, "rs-affine").await?;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &fx.pkg,
+            &InstantiateVnfRequest::new("affine"),
+            &pins(&[("VDU1", &fx.small), ("VDU2", &fx.small)]),
+        )
+        .await
+        .map_err(|e| chain(&e))?;
+    let outcome = async {
+        ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+        check_reselected(&r, &fx.small)?;
+        let servers = check_servers(&cloud, fx, &r.instance).await?;
+        let (z1, _) = &servers["VDU1-0"];
+        let (z2, _) = &servers["VDU2-0"];
+        ensure!(z1 == z2, "affinity broken: VDU1 in {z1}, VDU2 in {z2}");
+        ensure!(*z1 != fx.small, "still in the failed zone {z1}");
+        Ok(())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
+/// 3. A missing image: not a capacity error, so no reselection; FAILED_TEMP with Heat's reason.
+async fn missing_image_is_not_reselected(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 13);
+    let inst = create(&lcm, fx, "rs-noimage").await?;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &fx.pkg,
+            &InstantiateVnfRequest::new("noimage"),
+            &OperationOptions::default(),
+        )
+        .await
+        .map_err(|e| chain(&e))?;
+    let outcome = (|| {
+        ensure!(
+            r.op_occ.operation_state == LcmOperationStateType::FailedTemp,
+            "expected FAILED_TEMP: {}",
+            describe(&r)
+        );
+        ensure!(
+            r.failure != Some(FailureKind::CapacityExhausted),
+            "a missing image is not a capacity error: {}",
+            describe(&r)
+        );
+        ensure!(
+            r.op_occ.attempts.len() <= 1,
+            "no reselection expected: {}",
+            describe(&r)
+        );
+        let detail = r
+            .op_occ
+            .error
+            .as_ref()
+            .map(|e| e.detail.clone())
+            .unwrap_or_default();
+        ensure!(
+            detail.contains("vnfm-no-such-image"),
+            "the error should carry Heat's reason naming the image: {detail}"
+        );
+        eprintln!("    FAILED_TEMP: {detail}");
+        Ok(())
+    })();
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
+/// 4. Scale-out of VDU1 granted into the small zone reselects; then a heal of VDU2 whose host
+///    has its nova-compute disabled reselects; every other server keeps its id.
+async fn scale_out_and_heal_reselect(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 14);
+    let big: Vec<&ZoneId> = fx.hosts.keys().filter(|z| **z != fx.small).collect();
+    ensure!(
+        big.len() >= 2,
+        "need two zones besides {}: {:?}",
+        fx.small,
+        fx.hosts
+    );
+    let inst = create(&lcm, fx, "rs-scale-heal").await?;
+    let outcome = async {
+        let r = lcm
+            .instantiate(
+                &inst.id,
+                &fx.pkg,
+                &InstantiateVnfRequest::new("free"),
+                &pins(&[("VDU1", big[0]), ("VDU2", big[1])]),
+            )
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+        let before = vnfcs(&r.instance);
+
+        let mut req = ScaleVnfRequest::new(ScaleType::ScaleOut, "VDU1_scale");
+        req.number_of_steps = Some(1);
+        let r = lcm
+            .scale(&inst.id, &fx.pkg, &req, &pins(&[("VDU1-1", &fx.small)]))
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(r.is_completed(), "scale out: {}", describe(&r));
+        check_reselected(&r, &fx.small)?;
+        let servers = check_servers(&cloud, fx, &r.instance).await?;
+        let after = vnfcs(&r.instance);
+        for (id, (server, ..)) in &before {
+            ensure!(
+                after.get(id).map(|a| &a.0) == Some(server),
+                "{id} changed server on scale-out: {server} -> {:?}",
+                after.get(id)
+            );
+        }
+        let (z, _) = servers
+            .get("VDU1-1")
+            .ok_or(format!("no VDU1-1 after scale-out: {after:?}"))?;
+        ensure!(*z != fx.small, "VDU1-1 in the small zone {z}");
+
+        // Heal VDU2-0 after its host stops taking servers.
+        let (vdu2_zone, vdu2_host) = servers["VDU2-0"].clone();
+        let service = compute_service(&cloud, &vdu2_host).await?;
+        set_service(&cloud, &service, "disabled").await?;
+        let healed = lcm
+            .heal(
+                &inst.id,
+                &fx.pkg,
+                &HealVnfRequest {
+                    vnfc_instance_id: vec!["VDU2-0".into()],
+                    cause: Some("real-service test".into()),
+                    additional_params: None,
+                    heal_script: None,
+                },
+                &OperationOptions::default(),
+            )
+            .await;
+        let enabled = set_service(&cloud, &service, "enabled").await;
+        let r = healed.map_err(|e| chain(&e))?;
+        enabled?;
+        ensure!(r.is_completed(), "heal: {}", describe(&r));
+        let a = &r.op_occ.attempts;
+        ensure!(a.len() >= 2, "heal did not reselect: {}", describe(&r));
+        ensure!(
+            a[0].status_reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("No valid host was found"),
+            "heal's first attempt: {:?}",
+            a[0]
+        );
+        let servers = check_servers(&cloud, fx, &r.instance).await?;
+        let healed = vnfcs(&r.instance);
+        for id in ["VDU1-0", "VDU1-1"] {
+            ensure!(
+                healed.get(id).map(|h| &h.0) == after.get(id).map(|a| &a.0),
+                "{id} changed server on heal: {:?} -> {:?}",
+                after.get(id),
+                healed.get(id)
+            );
+        }
+        ensure!(
+            healed["VDU2-0"].0 != after["VDU2-0"].0,
+            "VDU2-0 was not re-created"
+        );
+        ensure!(
+            servers["VDU2-0"].0 != vdu2_zone,
+            "VDU2-0 stayed in {vdu2_zone}"
+        );
+        Ok(())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
+/// 5. The session's token is revoked after an instantiate, while the session still holds it:
+///    the scale-out that follows gets 401 on its first request, the session authenticates
+///    again and the operation completes. (Revoking it while Heat creates the stack fails the
+///    stack itself: heat-engine validates the nested resources with the caller's token, so a
+///    revocation in that window is Heat's failure, not the client's.)
+async fn revoked_token_reauthenticates(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let admin = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 15);
+    let big: Vec<&ZoneId> = fx.hosts.keys().filter(|z| **z != fx.small).collect();
+    let inst = create(&lcm, fx, "rs-token").await?;
+    let outcome = async {
+        let r = lcm
+            .instantiate(
+                &inst.id,
+                &fx.pkg,
+                &InstantiateVnfRequest::new("free"),
+                &pins(&[("VDU1", big[0]), ("VDU2", big[0])]),
+            )
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+        ensure!(cloud.auth_count() == 1, "auths: {}", cloud.auth_count());
+        let victim = cloud.current_token().await.map_err(|e| chain(&e))?;
+        let token = admin.current_token().await.map_err(|e| chain(&e))?;
+        let url = format!("{}/auth/tokens", admin.config().identity_url());
+        let resp = reqwest::Client::new()
+            .delete(&url)
+            .header("X-Auth-Token", token.expose())
+            .header("X-Subject-Token", victim.expose())
+            .send()
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(
+            resp.status().as_u16() == 204,
+            "DELETE /v3/auth/tokens: HTTP {}",
+            resp.status()
+        );
+        let mut req = ScaleVnfRequest::new(ScaleType::ScaleOut, "VDU1_scale");
+        req.number_of_steps = Some(1);
+        let r = lcm
+            .scale(&inst.id, &fx.pkg, &req, &pins(&[("VDU1-1", big[0])]))
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(
+            r.is_completed(),
+            "scale-out after revocation: {}",
+            describe(&r)
+        );
+        ensure!(
+            cloud.auth_count() == 2,
+            "expected one re-authentication after the revocation, got {} authentications \
+             ({:?})",
+            cloud.auth_count(),
+            cloud.request_counts()
+        );
+        check_servers(&cloud, fx, &r.instance).await?;
+        Ok(())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
+// ------------------------------------------------------------------------------ helpers
+
+/// The id of the nova-compute service of `host`.
+async fn compute_service(cloud: &OpenStack, host: &str) -> Result<String, String> {
+    let v = nova_call(
+        cloud,
+        reqwest::Method::GET,
+        &format!("os-services?binary=nova-compute&host={host}"),
+        None,
+    )
+    .await?;
+    v["services"][0]["id"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or(format!("no nova-compute service on {host}: {v}"))
+}
+
+/// `PUT /os-services/{id}` with `status` `enabled` or `disabled` (microversion 2.53).
+async fn set_service(cloud: &OpenStack, id: &str, status: &str) -> Res {
+    let mut body = json!({ "status": status });
+    if status == "disabled" {
+        body["disabled_reason"] = json!("vnfm real-service test");
+    }
+    nova_call(
+        cloud,
+        reqwest::Method::PUT,
+        &format!("os-services/{id}"),
+        Some(body),
+    )
+    .await
+    .map(|_| ())
+}
+
+async fn nova_call(
+    cloud: &OpenStack,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Value, String> {
+    let base = cloud.endpoint("compute").await.map_err(|e| chain(&e))?;
+    let token = cloud.current_token().await.map_err(|e| chain(&e))?;
+    let mut req = reqwest::Client::new()
+        .request(method.clone(), format!("{base}/{path}"))
+        .header("X-Auth-Token", token.expose())
+        .header("X-OpenStack-Nova-API-Version", "2.53")
+        .header("Accept", "application/json");
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.map_err(|e| chain(&e))?;
+    let status = resp.status();
+    let text = resp.text().await.map_err(|e| chain(&e))?;
+    ensure!(
+        status.is_success(),
+        "{method} {path}: HTTP {status}: {text}"
+    );
+    serde_json::from_str(&text).map_err(|e| format!("{method} {path}: {e}: {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lcm_scenarios_against_real_openstack() {
+    if std::env::var("VNFM_TEST_OPENSTACK").as_deref() != Ok("1") {
+        eprintln!(
+            "skipping: set VNFM_TEST_OPENSTACK=1 and the OS_* variables of a cloud with a \
+             small zone (see the header of tests/real_scenarios.rs) to run the LCM scenarios \
+             against real Keystone, Nova and Heat"
+        );
+        return;
+    }
+    let small = std::env::var("VNFM_OS_TEST_SMALL_ZONE")
+        .ok()
+        .filter(|z| !z.is_empty())
+        .expect(
+            "VNFM_OS_TEST_SMALL_ZONE: a zone whose hosts cannot hold an m1.small \
+             (scripts/openstack-dev.sh prints it when started with VNFM_OS_SMALL_HOSTS)",
+        );
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/os-vnf");
+    let pkg = vnfm_core::package::fs::load(&dir).expect("examples/packages/os-vnf");
+    let cloud = OpenStack::from_env().expect("OS_* configuration");
+    let zones = cloud
+        .nova()
+        .list_zones(ListZones::default())
+        .await
+        .expect("zone listing");
+    let hosts: BTreeMap<ZoneId, BTreeSet<String>> = zones
+        .iter()
+        .filter(|z| z.available)
+        .map(|z| {
+            (
+                z.name.clone(),
+                z.hosts
+                    .iter()
+                    .flatten()
+                    .map(|h| h.name.to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    let small = ZoneId::from(small.as_str());
+    assert!(
+        hosts.contains_key(&small),
+        "the small zone {small} is not an available zone: {hosts:?}"
+    );
+    let fx = Fx { pkg, small, hosts };
+    let f = &fx;
+    let suite: Vec<(&str, Run<'_>)> = vec![
+        (
+            "anti_affinity_reselects",
+            Box::pin(anti_affinity_reselects(f)),
+        ),
+        (
+            "affinity_reselects_together",
+            Box::pin(affinity_reselects_together(f)),
+        ),
+        (
+            "missing_image_is_not_reselected",
+            Box::pin(missing_image_is_not_reselected(f)),
+        ),
+        (
+            "scale_out_and_heal_reselect",
+            Box::pin(scale_out_and_heal_reselect(f)),
+        ),
+        (
+            "revoked_token_reauthenticates",
+            Box::pin(revoked_token_reauthenticates(f)),
+        ),
+    ];
+    let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();
+    let mut failed = Vec::new();
+    for (name, run) in suite {
+        if !only.is_empty() && !name.contains(&only) {
+            continue;
+        }
+        let t = Instant::now();
+        let r = run.await;
+        let secs = t.elapsed().as_secs_f64();
+        match r {
+            Ok(()) => eprintln!("ok     {name} ({secs:.1}s)"),
+            Err(e) => {
+                eprintln!("FAILED {name} ({secs:.1}s): {e}");
+                failed.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "failed scenarios:\n{}",
+        failed.join("\n")
+    );
+}
