@@ -2,8 +2,10 @@
 # Real OpenStack services for vnfm's tests, on 127.0.0.1 only: Keystone, Placement, Nova
 # (api, conductor, scheduler, one nova-compute per fake host, fake virt driver), Glance,
 # Heat (api + engine), RabbitMQ, and a Neutron stub that answers every list with [].
-# Everything comes from PyPI (one venv, pinned versions) and Debian (rabbitmq-server);
-# every database is sqlite.
+# Everything comes from PyPI (one venv, pinned versions) and Debian (rabbitmq-server,
+# mariadb-server); every database lives in one MariaDB server of our own (its data under
+# VNFM_OS_DIR, TCP on 127.0.0.1 only). sqlite was tried first: Nova and Heat on sqlite fail
+# concurrent writes with "database is locked" even in WAL mode, which made the suites flaky.
 #
 #   scripts/openstack-dev.sh start   install what is missing, start what is not running,
 #                                    seed flavors/image/zones, print the OS_* exports
@@ -23,10 +25,12 @@
 #                      none): one m1.tiny fits, one m1.small (2 GB) does not, so a zone of
 #                      such hosts stays a candidate but fails a bigger server with Nova's
 #                      real "No valid host was found"
+#   VNFM_OS_FRESH      1: stop what runs and start from empty databases and configuration
+#                      (the venv is kept)   (default: 0)
 #   VNFM_OS_CONSTRAINTS  pip constraints file    (default: ../shared/real-openstack/
 #                      constraints.txt beside the project when it exists)
 # Ports (fixed, 127.0.0.1): keystone 5000, nova 8774, placement 8778, glance 9292,
-# heat 8004, neutron stub 9696, amqp 5672, epmd 4369, erlang distribution 25672.
+# heat 8004, neutron stub 9696, amqp 5672, epmd 4369, erlang distribution 25672, mariadb 3306.
 #
 # `start` is idempotent: a second run installs nothing, restarts nothing that runs, and only
 # re-checks the seed data. Nothing listens on a non-loopback address.
@@ -39,6 +43,7 @@ PLACEMENT_VERSION=16.0.0
 GLANCE_VERSION=33.0.0
 HEAT_VERSION=27.0.1
 GUNICORN_VERSION=27.0.1
+PYMYSQL_VERSION=1.1.1
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DIR=${VNFM_OS_DIR:-$HOME/.cache/vnfm-openstack}
@@ -54,6 +59,10 @@ VENV=$DIR/venv
 RUN=$DIR/run     # pid files and logs
 CONF=$DIR/conf   # configuration
 DATA=$DIR/data   # databases, images, instance state
+DB_PORT=3306
+DB_DIR=$DATA/mariadb
+# every service's database URL is $DB/<name>
+DB="mysql+pymysql://root@$IP:$DB_PORT"
 
 say() { printf 'openstack-dev: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -114,15 +123,21 @@ stop() {
 
 # ------------------------------------------------------------------------------------ install
 install() {
-    if ! command -v rabbitmq-server >/dev/null 2>&1; then
-        say "installing rabbitmq-server (apt)"
+    local debs=()
+    command -v rabbitmq-server >/dev/null 2>&1 || debs+=(rabbitmq-server)
+    [ -x /usr/sbin/mariadbd ] || debs+=(mariadb-server)
+    if [ "${#debs[@]}" -gt 0 ]; then
+        say "installing ${debs[*]} (apt)"
         apt-get update -qq >/dev/null
+        # the packages' own services are not wanted: this script starts its own, on loopback
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            rabbitmq-server >/dev/null
+            "${debs[@]}" >/dev/null
+        rm -f /usr/sbin/policy-rc.d
     fi
     local want="keystone==$KEYSTONE_VERSION nova==$NOVA_VERSION \
 openstack-placement==$PLACEMENT_VERSION glance==$GLANCE_VERSION \
-openstack-heat==$HEAT_VERSION gunicorn==$GUNICORN_VERSION"
+openstack-heat==$HEAT_VERSION gunicorn==$GUNICORN_VERSION PyMySQL==$PYMYSQL_VERSION"
     if [ -f "$VENV/.installed" ] && [ "$(cat "$VENV/.installed")" = "$want" ]; then
         return 0
     fi
@@ -160,7 +175,7 @@ $auth"
 [DEFAULT]
 use_stderr = true
 [database]
-connection = sqlite:///$DATA/keystone.db?timeout=60
+connection = $DB/keystone?charset=utf8
 [token]
 provider = fernet
 [fernet_tokens]
@@ -177,7 +192,7 @@ EOF
 [DEFAULT]
 use_stderr = true
 [placement_database]
-connection = sqlite:///$DATA/placement.db?timeout=60
+connection = $DB/placement?charset=utf8
 [api]
 auth_strategy = keystone
 $authtoken
@@ -193,9 +208,9 @@ my_ip = $IP
 [api]
 auth_strategy = keystone
 [api_database]
-connection = sqlite:///$DATA/nova_api.db?timeout=60
+connection = $DB/nova_api?charset=utf8
 [database]
-connection = sqlite:///$DATA/nova_cell1.db?timeout=60
+connection = $DB/nova_cell1?charset=utf8
 [conductor]
 workers = 1
 [scheduler]
@@ -238,7 +253,7 @@ filesystem_store_datadir = $DATA/glance/staging
 [os_glance_tasks_store]
 filesystem_store_datadir = $DATA/glance/tasks
 [database]
-connection = sqlite:///$DATA/glance.db?timeout=60
+connection = $DB/glance?charset=utf8
 [paste_deploy]
 flavor = keystone
 config_file = $CONF/glance/glance-api-paste.ini
@@ -259,7 +274,7 @@ region_name_for_services = RegionOne
 heat_metadata_server_url = http://$IP:8000
 heat_waitcondition_server_url = http://$IP:8000/v1/waitcondition
 [database]
-connection = sqlite:///$DATA/heat.db?timeout=60
+connection = $DB/heat?charset=utf8
 [paste_deploy]
 api_paste_config = $hc/api-paste.ini
 [oslo_concurrency]
@@ -330,7 +345,7 @@ EOF
 # ------------------------------------------------------------------------------------ databases
 sync_databases() {
     local b=$VENV/bin
-    if [ ! -f "$DATA/.keystone-ready" ]; then
+    if [ ! -f "$DATA/.keystone-ready-mariadb" ]; then
         local km=("$b/keystone-manage" --config-file "$CONF/keystone/keystone.conf")
         {
             "${km[@]}" db_sync
@@ -343,31 +358,21 @@ sync_databases() {
                 --bootstrap-internal-url "http://$IP:$KS_PORT/v3" \
                 --bootstrap-public-url "http://$IP:$KS_PORT/v3"
         } > "$RUN/db-keystone.log" 2>&1 || die "keystone db setup failed, see $RUN/db-keystone.log"
-        touch "$DATA/.keystone-ready"
+        touch "$DATA/.keystone-ready-mariadb"
     fi
-    if [ ! -f "$DATA/.dbs-ready" ]; then
+    if [ ! -f "$DATA/.dbs-ready-mariadb" ]; then
         local nm=("$b/nova-manage" --config-file "$CONF/nova/nova.conf")
         {
             "$b/placement-manage" --config-file "$CONF/placement/placement.conf" db sync
             "${nm[@]}" api_db sync
-            "${nm[@]}" cell_v2 map_cell0 --database_connection "sqlite:///$DATA/nova_cell0.db?timeout=60"
+            "${nm[@]}" cell_v2 map_cell0 --database_connection "$DB/nova_cell0?charset=utf8"
             "${nm[@]}" cell_v2 list_cells | grep -q ' cell1 ' \
                 || "${nm[@]}" cell_v2 create_cell --name cell1
             "${nm[@]}" db sync
             "$b/glance-manage" --config-file "$CONF/glance/glance-api.conf" db_sync
             "$b/heat-manage" --config-file "$CONF/heat-home/.heat/heat.conf" db_sync
         } > "$RUN/db-services.log" 2>&1 || die "database setup failed, see $RUN/db-services.log"
-        touch "$DATA/.dbs-ready"
-    fi
-    if [ ! -f "$DATA/.wal" ]; then
-        # write-ahead logging (a property of the file): readers no longer block writers, which
-        # sqlite otherwise answers with "database is locked" under Nova's concurrent requests
-        "$VENV/bin/python" - "$DATA"/*.db <<'EOF'
-import sqlite3, sys
-for path in sys.argv[1:]:
-    sqlite3.connect(path).execute("PRAGMA journal_mode=WAL").fetchall()
-EOF
-        touch "$DATA/.wal"
+        touch "$DATA/.dbs-ready-mariadb"
     fi
 }
 
@@ -395,13 +400,45 @@ start_rabbitmq() {
     wait_for 90 rabbitmq port_open 5672
 }
 
+# MariaDB for every service: data in $DB_DIR, TCP on 127.0.0.1 only, root without a password
+# (a throwaway test deployment), log flushed once a second rather than at every commit.
+start_mariadb() {
+    if [ ! -d "$DB_DIR/mysql" ]; then
+        mkdir -p "$DB_DIR"
+        /usr/bin/mariadb-install-db --no-defaults --datadir="$DB_DIR" --user=root \
+            --auth-root-authentication-method=normal --skip-test-db \
+            > "$RUN/mariadb-install.log" 2>&1 \
+            || die "mariadb-install-db failed, see $RUN/mariadb-install.log"
+    fi
+    if ! port_open "$DB_PORT"; then
+        start_daemon mariadb /usr/sbin/mariadbd --no-defaults --datadir="$DB_DIR" --user=root \
+            --bind-address="$IP" --port="$DB_PORT" --socket="$RUN/mariadb.sock" \
+            --pid-file="$RUN/mariadbd.pidfile" --skip-name-resolve --max-connections=1000 \
+            --innodb-flush-log-at-trx-commit=2 --character-set-server=utf8mb4 \
+            --collation-server=utf8mb4_general_ci
+        wait_for 60 mariadb port_open "$DB_PORT"
+    fi
+    local db sql=""
+    for db in keystone placement nova_api nova_cell0 nova_cell1 glance heat; do
+        sql+="CREATE DATABASE IF NOT EXISTS $db CHARACTER SET utf8;"
+    done
+    /usr/bin/mariadb --no-defaults --socket="$RUN/mariadb.sock" -uroot -e "$sql" \
+        || die "cannot create the databases (log in $RUN/mariadb.log)"
+}
+
 start() {
     local t0 t1
     t0=$(now)
+    if [ "${VNFM_OS_FRESH:-0}" = 1 ]; then
+        stop
+        say "fresh start: removing $DATA and $CONF"
+        rm -rf "$DATA" "$CONF"
+    fi
     mkdir -p "$RUN" "$CONF" "$DATA"
     install
     t1=$(now); say "installed ($(( t1 - t0 ))s)"
     write_config
+    start_mariadb
     sync_databases
     t1=$(now); say "configured ($(( t1 - t0 ))s)"
     start_rabbitmq
@@ -589,7 +626,7 @@ check_loopback() {
     command -v ss >/dev/null 2>&1 || return 0
     local bad
     bad=$(ss -Hltnp 2>/dev/null | awk '{print $4, $6}' \
-        | grep -E 'gunicorn|nova|heat|glance|beam|epmd|python' \
+        | grep -E 'gunicorn|nova|heat|glance|beam|epmd|python|mariadb' \
         | grep -vE '^(127\.[0-9.]+|\[::1\]|\[::ffff:127\.[0-9.]+\]):' || true)
     [ -z "$bad" ] || die "listening beyond loopback: $bad"
 }

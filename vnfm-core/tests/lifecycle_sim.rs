@@ -143,6 +143,50 @@ async fn instantiate_reselects_out_of_a_full_zone() {
     assert_eq!(ops[0].attempts, *attempts);
 }
 
+/// The NFVO granted VDU1-0 into AZ-2, which then lost every nova-compute: Nova's API refuses
+/// the server with "The requested availability zone is not available" (HTTP 400), as real Nova
+/// 34 does when every host of the zone is disabled. That is a zone failure like a full zone:
+/// it is reselected, and AZ-2 is never chosen again.
+#[tokio::test]
+async fn instantiate_reselects_out_of_a_zone_that_became_unavailable() {
+    // Best effort: with AZ-2 gone only AZ-3 and AZ-4 hold the demo's m1.small and m1.medium
+    // VNFCs, so the zone anti-affinity over the three cannot hold.
+    let (lcm, sim, pkg, _) = setup_with(true, Selection::Random, true);
+    let inst = created(&lcm, &pkg).await;
+    sim.set_zone_available("AZ-2", false).unwrap();
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &pin("VDU1-0", "AZ-2"),
+        )
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    let attempts = &r.op_occ.attempts;
+    assert!(attempts.len() >= 2, "{attempts:?}");
+    let first = attempts[0].status_reason.as_deref().unwrap();
+    assert!(
+        first.contains("The requested availability zone is not available (HTTP 400)"),
+        "{first}"
+    );
+    // (The local granter may also have put a VNFC into the small AZ-1: both fail in one round.)
+    assert!(
+        attempts[0].failed_zones.contains(&ZoneId::from("AZ-2")),
+        "{attempts:?}"
+    );
+    for a in &attempts[1..] {
+        assert!(
+            !a.zones.values().any(|z| z.as_str() == "AZ-2"),
+            "AZ-2 chosen again: {attempts:?}"
+        );
+    }
+    let zones = zones_of(&r.instance);
+    assert_eq!(zones.len(), 3, "{zones:?}");
+    assert!(!zones.values().any(|z| z.as_str() == "AZ-2"), "{zones:?}");
+}
+
 #[tokio::test]
 async fn without_reselection_the_full_zone_fails_the_operation() {
     let (lcm, _sim, pkg, store) = setup(false, Selection::Random);

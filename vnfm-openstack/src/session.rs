@@ -273,6 +273,10 @@ impl Session {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(config.timeout)
+            // Never reuse a connection idle for longer than the shortest keep-alive of the
+            // servers OpenStack APIs run in (gunicorn's 2 s, behind which Heat and Nova run
+            // here): the server may close it while our request is on its way.
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .user_agent(concat!("vnfm-openstack/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|source| Error::Transport {
@@ -639,9 +643,13 @@ impl Session {
         Ok(url.to_string())
     }
 
-    /// Sends `call` with a valid token; on 401 authenticates again and retries once.
+    /// Sends `call` with a valid token; on 401 authenticates again and retries once. An
+    /// idempotent request (GET, HEAD, PUT, DELETE) whose connection broke before an answer came
+    /// is sent once more on a fresh connection (a keep-alive connection the server closed as
+    /// we reused it); a timeout is not retried.
     pub(crate) async fn call(&self, call: Call<'_>) -> Result<Reply> {
         let mut retried = false;
+        let mut resent = false;
         loop {
             let token = self.token().await?;
             let base = self.endpoint_for(call.service_type, &token).await?;
@@ -665,6 +673,11 @@ impl Session {
                 Err(Error::Http { status: 401, .. }) if !retried => {
                     retried = true;
                     self.invalidate(&token);
+                }
+                Err(Error::Transport { ref source, .. })
+                    if !resent && is_idempotent(&call.method) && !source.is_timeout() =>
+                {
+                    resent = true;
                 }
                 other => return other,
             }
@@ -737,6 +750,14 @@ impl Session {
             message,
         })
     }
+}
+
+/// How long an idle pooled connection may be reused: below gunicorn's 2 s keep-alive.
+const POOL_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Methods that may be sent twice with the effect of once (RFC 9110, 9.2.2).
+fn is_idempotent(m: &Method) -> bool {
+    [Method::GET, Method::HEAD, Method::PUT, Method::DELETE].contains(m)
 }
 
 /// The key of a request in [`crate::OpenStack::request_counts`]: `service METHOD path`, the

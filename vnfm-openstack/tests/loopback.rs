@@ -761,6 +761,52 @@ async fn not_found_bodies_and_delete_complete_are_not_found() {
     );
 }
 
+/// A GET whose keep-alive connection the server closed is sent once more, on a new connection.
+#[tokio::test]
+async fn a_get_on_a_connection_closed_by_the_server_is_sent_again() {
+    let Some((mock, cloud)) = session(config) else {
+        return;
+    };
+    let detail =
+        vector("nova/captured-nova-34.0.0/availability-zone-detail-resp.v2.1.json").unwrap();
+    mock.push(Reply::hang_up());
+    mock.push(Reply::json(200, detail));
+    let zones = cloud.nova().list_zones(ListZones::default()).await.unwrap();
+    assert_eq!(zone_names(&zones), ["az1", "nova"]);
+    let reqs = mock.requests();
+    let gets: Vec<_> = reqs.iter().filter(|r| r.method == "GET").collect();
+    assert_eq!(gets.len(), 2, "{reqs:#?}");
+    assert_eq!(gets[0].answered, 0);
+    assert_eq!(gets[1].answered, 200);
+    assert_eq!(gets[0].target, gets[1].target);
+}
+
+/// A POST is never sent twice: the server may have acted on it before the connection broke.
+#[tokio::test]
+async fn a_post_on_a_broken_connection_is_not_sent_again() {
+    let Some((mock, cloud)) = session(config) else {
+        return;
+    };
+    mock.push(Reply::hang_up());
+    let e = cloud
+        .heat()
+        .create_stack(CreateStack::new(
+            "vnf1",
+            TemplateBundle::default(),
+            Parameters::new(),
+        ))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, DriverError::Unavailable { .. }), "{e:?}");
+    let posts = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path().contains("/stacks"))
+        .count();
+    assert_eq!(posts, 1);
+    assert_eq!(mock.pending(), 0);
+}
+
 #[tokio::test]
 async fn duplicate_and_invalid_map_onto_kinds() {
     let Some((mock, cloud)) = session(config) else {

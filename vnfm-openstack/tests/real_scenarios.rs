@@ -523,12 +523,20 @@ async fn scale_out_and_heal_reselect(fx: &Fx) -> Res {
         ensure!(r.is_completed(), "heal: {}", describe(&r));
         let a = &r.op_occ.attempts;
         ensure!(a.len() >= 2, "heal did not reselect: {}", describe(&r));
+        // The zone's only host is disabled: Nova's API refuses the zone itself ("The requested
+        // availability zone is not available", HTTP 400, what Nova 34 answers once it sees
+        // the service disabled), or its scheduler finds no host ("No valid host was found").
+        // Either is a zone failure that the default pattern reselects.
+        let first = a[0].status_reason.as_deref().unwrap_or_default();
         ensure!(
-            a[0].status_reason
-                .as_deref()
-                .unwrap_or_default()
-                .contains("No valid host was found"),
+            first.contains("The requested availability zone is not available")
+                || first.contains("No valid host was found"),
             "heal's first attempt: {:?}",
+            a[0]
+        );
+        ensure!(
+            a[0].failed_zones.contains(&vdu2_zone),
+            "heal's first attempt did not exclude {vdu2_zone}: {:?}",
             a[0]
         );
         let servers = check_servers(&cloud, fx, &r.instance).await?;

@@ -33,8 +33,11 @@ use crate::id::StackId;
 
 /// The default `insufficient_resource_pattern`: matches create and update failures whose
 /// Nova fault is "No valid host was found" or "Exceeded maximum number of retries", with any
-/// nested resource path.
-pub const DEFAULT_INSUFFICIENT_RESOURCE_PATTERN: &str = r#"^Resource (?:CREATE|UPDATE) failed: (?:resources(?:\.[^:\s\[]+|\[\d+\])+: Resource CREATE failed: )?ResourceInError: resources(?:\.[^:\s\[]+|\[\d+\])+: Went to status ERROR due to "Message: (?:No valid host was found\.|Exceeded maximum number of retries\.)"#;
+/// nested resource path, and the create that Nova's API refuses with "The requested
+/// availability zone is not available (HTTP 400)": the granted zone lost its last enabled
+/// nova-compute between the grant and the stack (every host of it disabled or down), which
+/// another zone remedies just as it remedies a full one.
+pub const DEFAULT_INSUFFICIENT_RESOURCE_PATTERN: &str = r#"^Resource (?:CREATE|UPDATE) failed: (?:resources(?:\.[^:\s\[]+|\[\d+\])+: Resource CREATE failed: )?(?:ResourceInError: resources(?:\.[^:\s\[]+|\[\d+\])+: Went to status ERROR due to "Message: (?:No valid host was found\.|Exceeded maximum number of retries\.)|BadRequest: resources(?:\.[^:\s\[]+|\[\d+\])+: The requested availability zone is not available \(HTTP 400\))"#;
 
 /// The configured regular expression that tells an insufficient-resource failure from others.
 ///
@@ -89,8 +92,9 @@ impl InsufficientResourcePattern {
 /// Parses the resource path named by a Heat failure reason: `["VDU1-0", "VDU1"]` for
 /// `...resources.VDU1-0.resources.VDU1: Went to status ERROR...`, `["vdus", "0"]` for
 /// `resources.vdus.resources[0]` or for the update form `resources.vdus: Resource CREATE
-/// failed: ResourceInError: resources[0]: ...`. Returns `None` when the reason names no
-/// `ResourceInError` path.
+/// failed: ResourceInError: resources[0]: ...`; the same for a `BadRequest: <path>: ...` failure
+/// (Nova's API refusing the server, e.g. an unavailable zone). Returns `None` when the reason
+/// names no `ResourceInError` or `BadRequest` path.
 pub fn failed_path_from_reason(reason: &str) -> Option<Vec<String>> {
     let mut path = Vec::new();
     let mut rest = reason;
@@ -100,8 +104,11 @@ pub fn failed_path_from_reason(reason: &str) -> Option<Vec<String>> {
         path.extend(segments);
         rest = after.strip_prefix(": ")?;
     }
-    let idx = rest.find("ResourceInError: ")?;
-    let r = rest.get(idx + "ResourceInError: ".len()..)?;
+    let (idx, marker) = ["ResourceInError: ", "BadRequest: "]
+        .iter()
+        .filter_map(|m| rest.find(m).map(|i| (i, *m)))
+        .min()?;
+    let r = rest.get(idx + marker.len()..)?;
     let (segments, after) = parse_path(r)?;
     if !after.starts_with(": ") {
         return None;
@@ -204,6 +211,10 @@ mod tests {
         assert!(p.is_match("Resource CREATE failed: ResourceInError: resources.vdus.resources[0]: Went to status ERROR due to \"Message: No valid host was found. There are not enough hosts available., Code: 500\""));
         assert!(p.is_match("Resource UPDATE failed: resources.vdus: Resource CREATE failed: ResourceInError: resources[0]: Went to status ERROR due to \"Message: No valid host was found. There are not enough hosts available., Code: 500\""));
         assert!(p.is_match("Resource CREATE failed: ResourceInError: resources.VDU1-0.resources.VDU1: Went to status ERROR due to \"Message: Exceeded maximum number of retries. Exhausted all hosts available for retrying build failures for instance 3b2a1c4d-5e6f-4a1b-9c2d-7e8f90a1b2c3., Code: 500\""));
+        // Nova 34's real answer when every host of the granted zone is disabled (captured
+        // from the real-service suite's heal scenario), and the create form of the simulator.
+        assert!(p.is_match("Resource UPDATE failed: resources.VDU2-0: Resource CREATE failed: BadRequest: resources.VDU2: The requested availability zone is not available (HTTP 400) (Request-ID: req-9de6c519-9217-47d6-bae0-3395125bffc8)"));
+        assert!(p.is_match("Resource CREATE failed: BadRequest: resources.VDU1: The requested availability zone is not available (HTTP 400) (Request-ID: req-1)"));
     }
 
     #[test]
@@ -215,6 +226,8 @@ mod tests {
         assert!(!p.is_match(
             "Property error: resources.VDU1.properties.flavor: Error validating value 'x'"
         ));
+        // Other bad requests are not a zone's fault.
+        assert!(!p.is_match("Resource CREATE failed: BadRequest: resources.VDU1: Invalid key_name provided. (HTTP 400) (Request-ID: req-1)"));
     }
 
     #[test]
@@ -243,6 +256,8 @@ mod tests {
         assert_eq!(p("Resource CREATE failed: ResourceInError: resources.vdu-db-2.resources.vdu-db: Went"), Some(vec!["vdu-db-2".into(), "vdu-db".into()]));
         // The instance UUID in Nova's retry text does not leak into the path (Tacker's bug).
         assert_eq!(p("Resource CREATE failed: ResourceInError: resources.VDU1-0.resources.VDU1: Went to status ERROR due to \"Message: Exceeded maximum number of retries. Exhausted all hosts available for retrying build failures for instance 3b2a1c4d-5e6f-4a1b-9c2d-7e8f90a1b2c3., Code: 500\""), Some(vec!["VDU1-0".into(), "VDU1".into()]));
+        assert_eq!(p("Resource UPDATE failed: resources.VDU2-0: Resource CREATE failed: BadRequest: resources.VDU2: The requested availability zone is not available (HTTP 400) (Request-ID: req-9)"), Some(vec!["VDU2-0".into(), "VDU2".into()]));
+        assert_eq!(p("Resource CREATE failed: BadRequest: resources.VDU1: The requested availability zone is not available (HTTP 400)"), Some(vec!["VDU1".into()]));
         assert_eq!(p("Resource CREATE failed: unit test"), None);
         assert_eq!(
             p("Resource CREATE failed: ResourceInError: error.VDU1-0.res.VDU1: Went"),

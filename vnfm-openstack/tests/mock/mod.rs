@@ -36,6 +36,12 @@ impl Reply {
             html_without_accept: None,
         }
     }
+    /// No answer: the mock reads the request, records it (answered 0) and closes the
+    /// connection, as a server does with a keep-alive connection it timed out while the
+    /// request was on its way.
+    pub fn hang_up() -> Self {
+        Self::empty(0)
+    }
     pub fn with_header(mut self, k: &str, v: &str) -> Self {
         self.headers.push((k.into(), v.into()));
         self
@@ -163,6 +169,9 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
             });
             reply
         };
+        if reply.status == 0 {
+            return;
+        }
         let accepts_json = headers
             .get("accept")
             .is_some_and(|a| a.contains("application/json"));
