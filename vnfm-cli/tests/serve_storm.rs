@@ -208,3 +208,85 @@ async fn a_restart_in_the_middle_of_a_heal_window_still_heals_once() {
     assert_eq!(ops(addr, &id, "HEAL").await.len(), 1);
     server.shutdown().await.unwrap();
 }
+
+/// The alert state as saved in the state file right now (read through a second connection
+/// while the server runs, as a crash would leave it).
+async fn saved_alert_state(dir: &std::path::Path) -> vnfm_core::alert::AlertState {
+    let store = vnfm_cli::store::SqliteStore::open(dir.join("state.sqlite")).unwrap();
+    let body = store
+        .document(vnfm_cli::serve::ALERT_DOCUMENT)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| "{}".into());
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Accepted alerts are saved before their 204, also when many arrive at once and share one
+/// write (group commit): every alert answered is in the state file, with no shutdown between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_accepted_alerts_are_all_saved_before_their_answers() {
+    const N: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 3600)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
+    let posts: Vec<_> = (0..N)
+        .map(|i| {
+            let body = webhook(&[heal_alert(&id, &vnfc, &format!("fp-{i}"), "firing", false)]);
+            tokio::spawn(async move {
+                post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body)
+                    .await
+                    .status
+            })
+        })
+        .collect();
+    for p in posts {
+        assert_eq!(p.await.unwrap(), 204);
+    }
+    let saved = saved_alert_state(dir.path()).await;
+    let window = saved
+        .heal
+        .pending
+        .iter()
+        .find(|p| p.instance.as_str() == id)
+        .unwrap_or_else(|| panic!("no saved window for {id}: {saved:?}"));
+    let mut fps: Vec<_> = window
+        .alerts
+        .iter()
+        .map(|a| a.fingerprint.clone())
+        .collect();
+    fps.sort();
+    let mut want: Vec<_> = (0..N).map(|i| format!("fp-{i}")).collect();
+    want.sort();
+    assert_eq!(fps, want);
+    server.shutdown().await.unwrap();
+}
+
+/// A change that needs no write before its answer (a resolved notification forgetting an
+/// occurrence) still reaches the state file within a few seconds, without a shutdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deferred_alert_state_changes_are_saved_soon_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 3600)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
+    let firing = webhook(&[heal_alert(&id, &vnfc, "fp-deferred", "firing", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &firing).await;
+    assert_eq!(r.status, 204);
+    assert_eq!(saved_alert_state(dir.path()).await.heal.seen.len(), 1);
+    let resolved = webhook(&[heal_alert(&id, &vnfc, "fp-deferred", "resolved", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &resolved).await;
+    assert_eq!(r.status, 204);
+    let dir_path = dir.path().to_owned();
+    eventually(10, "the forgotten occurrence saved", || {
+        let d = dir_path.clone();
+        async move {
+            let s = saved_alert_state(&d).await;
+            s.heal.seen.is_empty().then_some(())
+        }
+    })
+    .await;
+    server.shutdown().await.unwrap();
+}

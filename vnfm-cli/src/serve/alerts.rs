@@ -71,7 +71,7 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
     };
     let metrics = &app.shared.metrics;
     metrics.received(endpoint, webhook.alerts.len());
-    let (outcomes, snapshot) = {
+    let (outcomes, generation) = {
         let mut h = app.lock_alerts();
         let outcomes = {
             let cache = app
@@ -81,8 +81,7 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
                 .unwrap_or_else(PoisonError::into_inner);
             h.handle_alerts(endpoint, &webhook, &*cache, Utc::now())
         };
-        let snapshot = app.snapshot_locked(&h);
-        (outcomes, snapshot)
+        (outcomes, app.changed_locked(&h))
     };
     let mut accepted = false;
     let mut scales = Vec::new();
@@ -111,12 +110,12 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
     }
     if accepted {
         // Saved before the answer: an accepted alert survives a restart.
-        app.persist(snapshot).await;
+        app.persist(generation).await;
         app.shared.wake.notify_one();
-    } else {
-        let app = app.clone();
-        tokio::spawn(async move { app.persist(snapshot).await });
     }
+    // Otherwise only the de-duplication memory changed (when an alert was last seen, a
+    // resolved alert forgotten): the dispatcher saves it within a second, together with
+    // whatever else changed meanwhile, and the answer does not wait for it.
     for job in scales {
         let opts = job.options();
         // The handler marked the instance busy; the operation's end marks it idle.
@@ -174,20 +173,22 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
         if *stop.borrow() {
             return;
         }
-        let (jobs, next, snapshot) = {
+        let (jobs, next, generation) = {
             let mut h = app.lock_alerts();
             let jobs = h.poll_due(Utc::now());
-            let snapshot = (!jobs.is_empty()).then(|| app.snapshot_locked(&h));
-            (jobs, h.poll_timeout(), snapshot)
+            let generation = (!jobs.is_empty()).then(|| app.changed_locked(&h));
+            (jobs, h.poll_timeout(), generation)
         };
-        if let Some(s) = snapshot {
+        if let Some(g) = generation {
             // Saved before the heals start: a restart does not run them again.
-            app.persist(s).await;
+            app.persist(g).await;
             for job in jobs {
                 start_heal(&app, job);
             }
             continue;
         }
+        // Changes that did not need saving before their answer (see `receive`).
+        app.persist_now().await;
         let wait = next
             .map(|t| (t - Utc::now()).to_std().unwrap_or(Duration::ZERO))
             .unwrap_or(Duration::from_secs(3600))

@@ -135,18 +135,26 @@ impl App {
         }
     }
 
-    /// Takes a snapshot of the alert state if `changed` (under the lock the caller holds).
-    fn snapshot_locked(&self, h: &AlertHandler) -> (u64, AlertState) {
-        let g = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        (g, h.snapshot())
+    /// Records a change of the alert state (call it under the `alerts` lock, after the
+    /// change); returns the change's generation, to pass to [`App::persist`].
+    fn changed_locked(&self, _h: &AlertHandler) -> u64 {
+        self.generation.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    /// Writes a snapshot taken by [`App::snapshot_locked`], unless a newer one was written.
-    async fn persist(&self, (generation, state): (u64, AlertState)) {
+    /// Makes generation `generation` of the alert state durable. Returns at once when a write
+    /// covering it is done; otherwise writes the state as it is *now* (its generation is at
+    /// least `generation`). That is a group commit: every request that waited on the
+    /// `persisted` lock during a write is covered by the next one, so N concurrent accepted
+    /// alerts cost one snapshot and one SQLite transaction, not N.
+    async fn persist(&self, generation: u64) {
         let mut last = self.persisted.lock().await;
         if *last >= generation {
             return;
         }
+        let (current, state) = {
+            let h = self.lock_alerts();
+            (self.generation.load(Ordering::SeqCst), h.snapshot())
+        };
         let body = match serde_json::to_string(&state) {
             Ok(b) => b,
             Err(e) => {
@@ -155,17 +163,15 @@ impl App {
             }
         };
         match self.sqlite.put_document(ALERT_DOCUMENT, body).await {
-            Ok(()) => *last = generation,
+            Ok(()) => *last = current,
             Err(e) => eprintln!("vnfm serve: cannot save the alert state: {e}"),
         }
     }
 
+    /// Writes every change of the alert state made so far (at a stop, and from the
+    /// dispatcher for changes that need not be durable before the answer).
     async fn persist_now(&self) {
-        let snap = {
-            let h = self.lock_alerts();
-            self.snapshot_locked(&h)
-        };
-        self.persist(snap).await;
+        self.persist(self.generation.load(Ordering::SeqCst)).await;
     }
 
     /// The package of `vnfd_id` (cached).
