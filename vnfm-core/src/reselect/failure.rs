@@ -89,12 +89,15 @@ impl InsufficientResourcePattern {
     }
 }
 
+/// What Nova's API says of a server whose zone has no enabled nova-compute left.
+const AZ_NOT_AVAILABLE: &str = ": The requested availability zone is not available";
+
 /// Parses the resource path named by a Heat failure reason: `["VDU1-0", "VDU1"]` for
 /// `...resources.VDU1-0.resources.VDU1: Went to status ERROR...`, `["vdus", "0"]` for
 /// `resources.vdus.resources[0]` or for the update form `resources.vdus: Resource CREATE
-/// failed: ResourceInError: resources[0]: ...`; the same for a `BadRequest: <path>: ...` failure
-/// (Nova's API refusing the server, e.g. an unavailable zone). Returns `None` when the reason
-/// names no `ResourceInError` or `BadRequest` path.
+/// failed: ResourceInError: resources[0]: ...`; the same for `BadRequest: <path>: The requested
+/// availability zone is not available` (Nova's API refusing the server's zone). Returns `None`
+/// when the reason names no such path (e.g. another bad request).
 pub fn failed_path_from_reason(reason: &str) -> Option<Vec<String>> {
     let mut path = Vec::new();
     let mut rest = reason;
@@ -104,12 +107,19 @@ pub fn failed_path_from_reason(reason: &str) -> Option<Vec<String>> {
         path.extend(segments);
         rest = after.strip_prefix(": ")?;
     }
-    let (idx, marker) = ["ResourceInError: ", "BadRequest: "]
-        .iter()
-        .filter_map(|m| rest.find(m).map(|i| (i, *m)))
-        .min()?;
-    let r = rest.get(idx + marker.len()..)?;
-    let (segments, after) = parse_path(r)?;
+    // A server in ERROR, or Nova's API refusing its zone (any other bad request, e.g. a port
+    // on a missing network, names no zone failure).
+    let (segments, after) = match rest.find("ResourceInError: ") {
+        Some(idx) => parse_path(rest.get(idx + "ResourceInError: ".len()..)?)?,
+        None => {
+            let idx = rest.find("BadRequest: ")?;
+            let (segments, after) = parse_path(rest.get(idx + "BadRequest: ".len()..)?)?;
+            if !after.starts_with(AZ_NOT_AVAILABLE) {
+                return None;
+            }
+            (segments, after)
+        }
+    };
     if !after.starts_with(": ") {
         return None;
     }
@@ -258,6 +268,7 @@ mod tests {
         assert_eq!(p("Resource CREATE failed: ResourceInError: resources.VDU1-0.resources.VDU1: Went to status ERROR due to \"Message: Exceeded maximum number of retries. Exhausted all hosts available for retrying build failures for instance 3b2a1c4d-5e6f-4a1b-9c2d-7e8f90a1b2c3., Code: 500\""), Some(vec!["VDU1-0".into(), "VDU1".into()]));
         assert_eq!(p("Resource UPDATE failed: resources.VDU2-0: Resource CREATE failed: BadRequest: resources.VDU2: The requested availability zone is not available (HTTP 400) (Request-ID: req-9)"), Some(vec!["VDU2-0".into(), "VDU2".into()]));
         assert_eq!(p("Resource CREATE failed: BadRequest: resources.VDU1: The requested availability zone is not available (HTTP 400)"), Some(vec!["VDU1".into()]));
+        assert_eq!(p("Resource CREATE failed: BadRequest: resources.VDU1-0.resources.VDU1_CP1: Invalid input for operation: network not found."), None);
         assert_eq!(p("Resource CREATE failed: unit test"), None);
         assert_eq!(
             p("Resource CREATE failed: ResourceInError: error.VDU1-0.res.VDU1: Went"),
