@@ -216,6 +216,72 @@ impl SqliteStore {
         .await
     }
 
+    /// In one transaction: stores every `(name, body)` of `put` (replacing what was there),
+    /// then deletes the documents whose names start with `prune.0` and sort at or before
+    /// `prune.1`. The server's alert journal appends entries and folds them into a snapshot
+    /// this way.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when the database cannot be written (nothing is written then).
+    pub async fn write_documents(
+        &self,
+        put: Vec<(String, String)>,
+        prune: Option<(String, String)>,
+    ) -> Result<(), DriverError> {
+        self.with_conn(move |conn, file| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| sql_error(file, "starting a transaction", e))?;
+            {
+                let mut st = tx
+                    .prepare_cached(
+                        "INSERT INTO documents (name, body) VALUES (?1, ?2)
+                         ON CONFLICT (name) DO UPDATE SET body = excluded.body",
+                    )
+                    .map_err(|e| sql_error(file, "preparing a document write", e))?;
+                for (name, body) in &put {
+                    st.execute(params![name, body])
+                        .map_err(|e| sql_error(file, format!("writing document {name}"), e))?;
+                }
+            }
+            if let Some((prefix, upto)) = &prune {
+                tx.execute(
+                    "DELETE FROM documents WHERE substr(name, 1, length(?1)) = ?1 AND name <= ?2",
+                    params![prefix, upto],
+                )
+                .map_err(|e| sql_error(file, format!("deleting documents {prefix}*"), e))?;
+            }
+            tx.commit()
+                .map_err(|e| sql_error(file, "committing documents", e))
+        })
+        .await
+    }
+
+    /// The documents whose names start with `prefix`, in name order.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when the database cannot be read.
+    pub async fn documents_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, DriverError> {
+        let prefix = prefix.to_owned();
+        self.with_conn(move |conn, file| {
+            let read = |e| sql_error(file, format!("reading documents {prefix}*"), e);
+            let mut st = conn
+                .prepare_cached(
+                    "SELECT name, body FROM documents WHERE substr(name, 1, length(?1)) = ?1
+                     ORDER BY name",
+                )
+                .map_err(read)?;
+            let rows = st
+                .query_map([&prefix], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(read)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(read)
+        })
+        .await
+    }
+
     /// SQLite's `PRAGMA data_version` of this store's connection: it changes when another
     /// connection (another `vnfm` process) commits to the file, never for this store's own
     /// writes. A long-running server compares it to tell when to re-read a document.

@@ -209,16 +209,15 @@ async fn a_restart_in_the_middle_of_a_heal_window_still_heals_once() {
     server.shutdown().await.unwrap();
 }
 
-/// The alert state as saved in the state file right now (read through a second connection
-/// while the server runs, as a crash would leave it).
+/// The alert state as saved in the state file right now (snapshot and journal, read through
+/// a second connection while the server runs, as a crash would leave them).
 async fn saved_alert_state(dir: &std::path::Path) -> vnfm_core::alert::AlertState {
     let store = vnfm_cli::store::SqliteStore::open(dir.join("state.sqlite")).unwrap();
-    let body = store
-        .document(vnfm_cli::serve::ALERT_DOCUMENT)
+    let plugin = config(dir, 3600).prometheus_plugin.plugin;
+    vnfm_cli::serve::load_alert_handler(&store, &plugin)
         .await
         .unwrap()
-        .unwrap_or_else(|| "{}".into());
-    serde_json::from_str(&body).unwrap()
+        .snapshot()
 }
 
 /// Accepted alerts are saved before their 204, also when many arrive at once and share one

@@ -13,7 +13,7 @@ use axum::routing::post;
 use axum::Router;
 use chrono::Utc;
 use tokio::sync::watch;
-use vnfm_core::alert::{bad_request, Action, Endpoint, HealJob, Webhook};
+use vnfm_core::alert::{bad_request, Action, AlertHandler, Endpoint, HealJob, Webhook};
 
 use super::http::{problem, problem_of, read_body};
 use super::metrics::endpoint_label;
@@ -71,7 +71,8 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
     };
     let metrics = &app.shared.metrics;
     metrics.received(endpoint, webhook.alerts.len());
-    let (outcomes, generation) = {
+    let now = Utc::now();
+    let (outcomes, generation, journaled) = {
         let mut h = app.lock_alerts();
         let outcomes = {
             let cache = app
@@ -79,9 +80,14 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
                 .cache
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
-            h.handle_alerts(endpoint, &webhook, &*cache, Utc::now())
+            h.handle_alerts(endpoint, &webhook, &*cache, now)
         };
-        (outcomes, app.changed_locked(&h))
+        let generation = app.changed_locked(&h);
+        let entries = AlertHandler::heal_entries(&webhook, &outcomes, now);
+        if !entries.is_empty() {
+            app.journal_locked(&h, generation, &entries);
+        }
+        (outcomes, generation, !entries.is_empty())
     };
     let mut accepted = false;
     let mut scales = Vec::new();
@@ -109,8 +115,14 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
         }
     }
     if accepted {
-        // Saved before the answer: an accepted alert survives a restart.
-        app.persist(generation).await;
+        // Saved before the answer: an accepted alert survives a restart. Heal alerts as
+        // journal entries (one small write shared by the requests waiting together); a
+        // scale changed the cooldowns, saved with the whole state.
+        if scales.is_empty() && journaled {
+            app.flush_journal(generation).await;
+        } else {
+            app.persist(generation).await;
+        }
         app.shared.wake.notify_one();
     }
     // Otherwise only the de-duplication memory changed (when an alert was last seen, a

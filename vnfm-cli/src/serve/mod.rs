@@ -23,8 +23,13 @@
 //! # State
 //! Instances and occurrences live in the state file ([`crate::store::SqliteStore`]), with the
 //! simulated cloud (saved after every operation) and the alert handler's pending state
-//! (heal windows, remembered alerts, scale cooldowns: document [`ALERT_DOCUMENT`], saved before
-//! an accepted alert is answered). After a restart the pending heal windows still run, once.
+//! (heal windows, remembered alerts, scale cooldowns: document [`ALERT_DOCUMENT`]). An accepted
+//! alert is saved before it is answered: an auto-heal alert as a small journal entry (documents
+//! [`ALERT_JOURNAL_PREFIX`]`<generation>:<n>`, appended by one group commit for every request
+//! waiting at the time), a scale with the whole state. The whole state is written again within a
+//! second of any change and before heals start, and that write drops the journal entries it
+//! covers; [`load_alert_handler`] reads the state back (snapshot, then the journal after it).
+//! After a restart the pending heal windows still run, once.
 //! Operations that a stop interrupted are set to `FAILED_TEMP` at start.
 
 // Handlers return `Result<_, Response>` (axum's idiom: the error is the response to send),
@@ -51,7 +56,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tokio::sync::{oneshot, watch, Notify};
-use vnfm_core::alert::{AlertHandler, AlertState};
+use vnfm_core::alert::{AlertHandler, AlertState, HealEntry};
 use vnfm_core::driver::{OpOccFilter, Store, StoreBatch};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{
@@ -74,6 +79,75 @@ use observe::{ObservedStore, Shared, Started};
 
 /// The state-file document holding the alert handler's pending state.
 pub const ALERT_DOCUMENT: &str = "alert_state";
+
+/// The state-file document holding the generation that [`ALERT_DOCUMENT`] covers.
+pub const ALERT_GENERATION_DOCUMENT: &str = "alert_state:generation";
+
+/// Prefix of the alert journal's documents: `alert_journal:<generation, 20 digits>:<n, 6
+/// digits>`, each a JSON [`HealEntry`], replayed after [`ALERT_DOCUMENT`] by
+/// [`load_alert_handler`].
+pub const ALERT_JOURNAL_PREFIX: &str = "alert_journal:";
+
+fn journal_name(generation: u64, n: usize) -> String {
+    format!("{ALERT_JOURNAL_PREFIX}{generation:020}:{n:06}")
+}
+
+/// The generation of a journal entry's name, `None` for a name not made by `journal_name`.
+fn journal_generation(name: &str) -> Option<u64> {
+    name.strip_prefix(ALERT_JOURNAL_PREFIX)?
+        .split(':')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The alert handler saved in `sqlite`: [`ALERT_DOCUMENT`], then every journal entry of a later
+/// generation than the one it covers, in order. A missing state is an empty handler.
+///
+/// # Errors
+/// The state file cannot be read, or a saved document is not what vnfm wrote (named).
+pub async fn load_alert_handler(
+    sqlite: &SqliteStore,
+    config: &vnfm_core::alert::PrometheusPluginConfig,
+) -> Result<AlertHandler, String> {
+    let mut handler = AlertHandler::new(config.clone());
+    let read = |what: &str, e: vnfm_core::driver::DriverError| format!("cannot read {what}: {e}");
+    if let Some(doc) = sqlite
+        .document(ALERT_DOCUMENT)
+        .await
+        .map_err(|e| read("the alert state", e))?
+    {
+        let state: AlertState = serde_json::from_str(&doc).map_err(|e| {
+            format!("the saved alert state (document {ALERT_DOCUMENT}) is unreadable: {e}")
+        })?;
+        handler.restore(state);
+    }
+    let covered = match sqlite
+        .document(ALERT_GENERATION_DOCUMENT)
+        .await
+        .map_err(|e| read("the alert state's generation", e))?
+    {
+        Some(g) => g.trim().parse::<u64>().map_err(|e| {
+            format!("document {ALERT_GENERATION_DOCUMENT} is not a generation ({g:?}): {e}")
+        })?,
+        None => 0,
+    };
+    for (name, body) in sqlite
+        .documents_with_prefix(ALERT_JOURNAL_PREFIX)
+        .await
+        .map_err(|e| read("the alert journal", e))?
+    {
+        let generation = journal_generation(&name)
+            .ok_or_else(|| format!("alert journal entry {name:?}: not a journal entry's name"))?;
+        if generation <= covered {
+            continue;
+        }
+        let entry: HealEntry = serde_json::from_str(&body)
+            .map_err(|e| format!("alert journal entry {name} is unreadable: {e}"))?;
+        handler.replay_heal(&entry);
+    }
+    Ok(handler)
+}
 
 /// How long a stop waits for running operations.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -105,6 +179,11 @@ pub(crate) struct App {
     generation: AtomicU64,
     /// The generation last written to the state file.
     persisted: tokio::sync::Mutex<u64>,
+    /// Journal entries (name, JSON) not yet written, in generation order, with the latest
+    /// generation among them.
+    journal: Mutex<(Vec<(String, String)>, u64)>,
+    /// The generation up to which the journal is written.
+    journaled: tokio::sync::Mutex<u64>,
     running: AtomicUsize,
     idle: Notify,
     /// The Promise capacity ledger.
@@ -141,11 +220,11 @@ impl App {
         self.generation.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    /// Makes generation `generation` of the alert state durable. Returns at once when a write
-    /// covering it is done; otherwise writes the state as it is *now* (its generation is at
-    /// least `generation`). That is a group commit: every request that waited on the
-    /// `persisted` lock during a write is covered by the next one, so N concurrent accepted
-    /// alerts cost one snapshot and one SQLite transaction, not N.
+    /// Makes generation `generation` of the alert state durable with a snapshot. Returns at
+    /// once when a snapshot covering it is written; otherwise writes the state as it is *now*
+    /// (its generation is at least `generation`) and drops the journal entries it covers. That
+    /// is a group commit: every caller that waited on the `persisted` lock during a write is
+    /// covered by the next one.
     async fn persist(&self, generation: u64) {
         let mut last = self.persisted.lock().await;
         if *last >= generation {
@@ -162,9 +241,49 @@ impl App {
                 return;
             }
         };
-        match self.sqlite.put_document(ALERT_DOCUMENT, body).await {
+        let put = vec![
+            (ALERT_DOCUMENT.to_owned(), body),
+            (ALERT_GENERATION_DOCUMENT.to_owned(), current.to_string()),
+        ];
+        let prune = (
+            ALERT_JOURNAL_PREFIX.to_owned(),
+            journal_name(current, 999_999),
+        );
+        match self.sqlite.write_documents(put, Some(prune)).await {
             Ok(()) => *last = current,
             Err(e) => eprintln!("vnfm serve: cannot save the alert state: {e}"),
+        }
+    }
+
+    /// Queues the journal entries of change `generation` (call it under the `alerts` lock,
+    /// right after [`App::changed_locked`], so that the queue stays in generation order).
+    fn journal_locked(&self, _h: &AlertHandler, generation: u64, entries: &[HealEntry]) {
+        let mut q = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
+        for (n, e) in entries.iter().enumerate() {
+            match serde_json::to_string(e) {
+                Ok(body) => q.0.push((journal_name(generation, n), body)),
+                Err(e) => eprintln!("vnfm serve: cannot encode an alert journal entry: {e}"),
+            }
+        }
+        q.1 = q.1.max(generation);
+    }
+
+    /// Makes the journal entries of change `generation` durable: returns at once when a write
+    /// covering them is done, otherwise writes every queued entry in one transaction (group
+    /// commit: the requests queued meanwhile share it). The queue is in generation order, so
+    /// a write that covered a later generation covered this one.
+    async fn flush_journal(&self, generation: u64) {
+        let mut last = self.journaled.lock().await;
+        if *last >= generation {
+            return;
+        }
+        let (batch, upto) = {
+            let mut q = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
+            (std::mem::take(&mut q.0), q.1)
+        };
+        match self.sqlite.write_documents(batch, None).await {
+            Ok(()) => *last = upto,
+            Err(e) => eprintln!("vnfm serve: cannot save the alert journal: {e}"),
         }
     }
 
@@ -391,26 +510,35 @@ impl Server {
         let lcm_cfg = lcm_cmd::lcm_config(&config, &PlacementArgs::default())?;
         let sqlite = lcm_cmd::open_state(&config)?;
         let vim = crate::vim::Vim::open(&sqlite, None, &config).await?;
-        let mut handler = AlertHandler::new(config.prometheus_plugin.plugin.clone());
         let state_err = |message: &str, e| CliError::State {
             path: config.state_path(),
             message: message.to_owned(),
             source: Some(e),
         };
-        if let Some(doc) = sqlite
-            .document(ALERT_DOCUMENT)
+        let state_msg = |message: String| CliError::State {
+            path: config.state_path(),
+            message,
+            source: None,
+        };
+        let handler = load_alert_handler(&sqlite, &config.prometheus_plugin.plugin)
             .await
-            .map_err(|e| state_err("cannot read the alert state", e))?
-        {
-            let state: AlertState = serde_json::from_str(&doc).map_err(|e| CliError::State {
-                path: config.state_path(),
-                message: format!(
-                    "the saved alert state (document {ALERT_DOCUMENT}) is unreadable: {e}"
-                ),
-                source: None,
-            })?;
-            handler.restore(state);
-        }
+            .map_err(state_msg)?;
+        // Fold the journal into the snapshot: this process counts generations from 0 again.
+        let folded = serde_json::to_string(&handler.snapshot())
+            .map_err(|e| state_msg(format!("cannot encode the alert state: {e}")))?;
+        sqlite
+            .write_documents(
+                vec![
+                    (ALERT_DOCUMENT.to_owned(), folded),
+                    (ALERT_GENERATION_DOCUMENT.to_owned(), "0".to_owned()),
+                ],
+                Some((
+                    ALERT_JOURNAL_PREFIX.to_owned(),
+                    format!("{ALERT_JOURNAL_PREFIX}~"),
+                )),
+            )
+            .await
+            .map_err(|e| state_err("cannot save the alert state", e))?;
         let shared = Arc::new(Shared::new(handler));
         let store = ObservedStore::new(sqlite.clone(), shared.clone());
         let instances = store
@@ -446,6 +574,8 @@ impl Server {
             packages: Mutex::new(HashMap::new()),
             generation: AtomicU64::new(0),
             persisted: tokio::sync::Mutex::new(0),
+            journal: Mutex::new((Vec::new(), 0)),
+            journaled: tokio::sync::Mutex::new(0),
             running: AtomicUsize::new(0),
             idle: Notify::new(),
             promise,
@@ -597,5 +727,92 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {},
         () = term => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use vnfm_core::alert::{AlertKey, PrometheusPluginConfig};
+
+    fn entry(vnfc: &str, fp: &str, secs: i64) -> HealEntry {
+        let at = Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap();
+        HealEntry {
+            instance: VnfInstanceId::new("i"),
+            vnfc: vnfc.into(),
+            alert: AlertKey {
+                fingerprint: fp.into(),
+                starts_at: at,
+            },
+            at,
+        }
+    }
+
+    fn doc(e: &HealEntry) -> String {
+        serde_json::to_string(e).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_saved_state_is_the_snapshot_then_the_journal_after_it() {
+        let sqlite = SqliteStore::open_in_memory().unwrap();
+        let cfg = PrometheusPluginConfig::default().with_all_enabled();
+        // Nothing saved: an empty handler.
+        let h = load_alert_handler(&sqlite, &cfg).await.unwrap();
+        assert_eq!(h.snapshot(), AlertState::default());
+
+        // A snapshot at generation 2 holding VDU1's alert; journal entries of generations 1
+        // (covered by the snapshot: skipped), 3 and 4.
+        let mut saved = AlertHandler::new(cfg.clone());
+        saved.replay_heal(&entry("VDU1", "a", 0));
+        let skipped = entry("VDU9", "z", 1);
+        sqlite
+            .write_documents(
+                vec![
+                    (
+                        ALERT_DOCUMENT.into(),
+                        serde_json::to_string(&saved.snapshot()).unwrap(),
+                    ),
+                    (ALERT_GENERATION_DOCUMENT.into(), "2".into()),
+                    (journal_name(1, 0), doc(&skipped)),
+                    (journal_name(3, 0), doc(&entry("VDU2", "b", 2))),
+                    (journal_name(4, 0), doc(&entry("VDU3", "c", 3))),
+                    (journal_name(4, 1), doc(&entry("VDU2", "b", 2))),
+                ],
+                None,
+            )
+            .await
+            .unwrap();
+        let h = load_alert_handler(&sqlite, &cfg).await.unwrap();
+        let window = h
+            .heal_batcher()
+            .pending(&VnfInstanceId::new("i"))
+            .unwrap()
+            .clone();
+        assert_eq!(window.vnfcs, ["VDU1", "VDU2", "VDU3"]);
+        assert_eq!(window.alerts.len(), 3, "the repeated entry is a duplicate");
+
+        // A snapshot at generation 4 drops the entries it covers.
+        sqlite
+            .write_documents(
+                vec![(ALERT_GENERATION_DOCUMENT.into(), "4".into())],
+                Some((ALERT_JOURNAL_PREFIX.into(), journal_name(4, 999_999))),
+            )
+            .await
+            .unwrap();
+        assert!(sqlite
+            .documents_with_prefix(ALERT_JOURNAL_PREFIX)
+            .await
+            .unwrap()
+            .is_empty());
+
+        // A damaged entry is named.
+        sqlite
+            .write_documents(vec![(journal_name(5, 0), "{".into())], None)
+            .await
+            .unwrap();
+        let e = load_alert_handler(&sqlite, &cfg).await.unwrap_err();
+        assert!(e.contains(&journal_name(5, 0)), "{e}");
     }
 }

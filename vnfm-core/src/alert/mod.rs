@@ -147,6 +147,23 @@ pub enum Action {
     Ignored(IgnoreReason),
 }
 
+/// One accepted auto-heal alert, as a journal entry: applying it with
+/// [`AlertHandler::replay_heal`] to the state saved before it gives the state after it. A
+/// server saves these (small, append-only) before answering, instead of the whole
+/// [`AlertState`] for every accepted alert, and folds them into a snapshot from time to time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealEntry {
+    /// The VNF instance.
+    pub instance: VnfInstanceId,
+    /// The `VnfcInfo.id`.
+    pub vnfc: String,
+    /// The alert occurrence.
+    pub alert: AlertKey,
+    /// When it was handled.
+    pub at: DateTime<Utc>,
+}
+
 /// The persistent state of an [`AlertHandler`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -308,6 +325,37 @@ impl AlertHandler {
     /// Marks the operation on `instance` over; a heal that waited for it is due again.
     pub fn mark_idle(&mut self, instance: &VnfInstanceId) {
         self.heal.mark_idle(instance);
+    }
+
+    /// The journal entries of the alerts of `webhook` that `outcomes` (from
+    /// [`AlertHandler::handle_alerts`] at `at`) queued for a heal.
+    pub fn heal_entries(
+        webhook: &Webhook,
+        outcomes: &[AlertOutcome],
+        at: DateTime<Utc>,
+    ) -> Vec<HealEntry> {
+        outcomes
+            .iter()
+            .filter_map(|o| match &o.action {
+                Action::HealQueued { instance, vnfc, .. } => {
+                    webhook.alerts.get(o.index).map(|a| HealEntry {
+                        instance: instance.clone(),
+                        vnfc: vnfc.clone(),
+                        alert: a.key(),
+                        at,
+                    })
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Applies a journal entry to the restored state: the alert joins (or opens) its
+    /// instance's window as when it was accepted. An entry the state already holds (saved in
+    /// the snapshot too) changes nothing: it is a duplicate occurrence.
+    pub fn replay_heal(&mut self, entry: &HealEntry) {
+        self.heal
+            .handle_alert(&entry.instance, &entry.vnfc, &entry.alert, entry.at);
     }
 
     /// The state to persist.
@@ -600,5 +648,41 @@ mod tests {
             .unwrap();
         assert_eq!(labels(&out), ["cooldown"]);
         assert_eq!(after.poll_due(t(20))[0].vnfcs, ["VDU1-a"]);
+    }
+
+    #[test]
+    fn a_snapshot_plus_the_journal_after_it_is_the_state() {
+        let store = BTreeMap::from([(VnfInstanceId::new("i"), inst("i", 1))]);
+        let cfg = PrometheusPluginConfig::default().with_all_enabled();
+        let mut h = AlertHandler::new(cfg.clone());
+        let w1 = Webhook::from_slice(&body(&[heal("VDU1-a", "f1", "firing")])).unwrap();
+        let out = h.handle_alerts(Endpoint::AutoHealing, &w1, &store, t(0));
+        assert!(AlertHandler::heal_entries(&w1, &out, t(0)).len() == 1);
+        let snapshot = h.snapshot();
+        // After the snapshot: a new VNFC joins, a duplicate and a scale are not heal entries.
+        let w2 = Webhook::from_slice(&body(&[
+            heal("VDU2-b", "f2", "firing"),
+            heal("VDU1-a", "f1", "firing"),
+        ]))
+        .unwrap();
+        let out = h.handle_alerts(Endpoint::AutoHealing, &w2, &store, t(5));
+        let journal = AlertHandler::heal_entries(&w2, &out, t(5));
+        assert_eq!(journal.len(), 1, "{out:?}");
+        assert_eq!(journal[0].vnfc, "VDU2-b");
+        let text = serde_json::to_string(&journal[0]).unwrap();
+
+        let mut after = AlertHandler::new(cfg);
+        after.restore(snapshot);
+        after.replay_heal(&serde_json::from_str(&text).unwrap());
+        assert_eq!(
+            after.heal_batcher().pending(&VnfInstanceId::new("i")),
+            h.heal_batcher().pending(&VnfInstanceId::new("i"))
+        );
+        // Replaying an entry the state already holds changes nothing.
+        let before = after.snapshot();
+        after.replay_heal(&journal[0]);
+        assert_eq!(after.snapshot().heal.pending, before.heal.pending);
+        let job = after.poll_due(t(20));
+        assert_eq!(job[0].vnfcs, ["VDU1-a", "VDU2-b"]);
     }
 }
