@@ -104,6 +104,9 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
             }
             Action::Ignored(reason) => {
                 metrics.ignored(endpoint, reason.label());
+                if app.quiet {
+                    continue;
+                }
                 app.note(&format!(
                     "{} alert #{} (fingerprint {}) ignored [{}]: {reason}",
                     endpoint_label(endpoint),
