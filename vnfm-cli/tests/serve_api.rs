@@ -372,3 +372,20 @@ async fn scale_alert_scales_one_step_then_cooldown_and_max_level() {
     assert_eq!(ops(addr, &id, "SCALE").await.len(), 2);
     server.shutdown().await.unwrap();
 }
+
+/// A basic-auth user without a password (as the flags or environment may give) is refused at
+/// start, exit 2, rather than leaving the alert endpoints open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_a_basic_auth_pair_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 3);
+    c.prometheus_plugin.bearer_token = None;
+    c.prometheus_plugin.basic_auth_password = None;
+    let e = vnfm_cli::serve::Server::start(c, true).await.unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let text = e.to_string();
+    assert!(
+        text.contains("--alert-basic-password") && text.contains("open"),
+        "{text}"
+    );
+}

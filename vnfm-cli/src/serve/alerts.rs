@@ -117,15 +117,16 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
             }
         }
     }
+    let mut saved = true;
     if accepted {
         // Saved before the answer: an accepted alert survives a restart. Heal alerts as
         // journal entries (one small write shared by the requests waiting together); a
         // scale changed the cooldowns, saved with the whole state.
-        if scales.is_empty() && journaled {
-            app.flush_journal(generation).await;
+        saved = if scales.is_empty() && journaled {
+            app.flush_journal(generation).await
         } else {
-            app.persist(generation).await;
-        }
+            app.persist(generation).await
+        };
         app.shared.wake.notify_one();
     }
     // Otherwise only the de-duplication memory changed (when an alert was last seen, a
@@ -140,6 +141,16 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
             OpRequest::Scale(job.request),
             opts,
         ));
+    }
+    if !saved {
+        // Alertmanager retries a 5xx: the retry finds the alerts known (duplicates), and the
+        // dispatcher keeps trying to save the state, so nothing runs twice, and nothing is lost
+        // while this process lives.
+        return problem_of(
+            503,
+            "the alerts were accepted but the state file could not be written (see the \
+             server's log); retry",
+        );
     }
     StatusCode::NO_CONTENT.into_response()
 }

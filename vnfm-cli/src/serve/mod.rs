@@ -225,10 +225,11 @@ impl App {
     /// (its generation is at least `generation`) and drops the journal entries it covers. That
     /// is a group commit: every caller that waited on the `persisted` lock during a write is
     /// covered by the next one.
-    async fn persist(&self, generation: u64) {
+    /// Returns whether the state up to `generation` is saved.
+    async fn persist(&self, generation: u64) -> bool {
         let mut last = self.persisted.lock().await;
         if *last >= generation {
-            return;
+            return true;
         }
         let (current, state) = {
             let h = self.lock_alerts();
@@ -238,7 +239,7 @@ impl App {
             Ok(b) => b,
             Err(e) => {
                 eprintln!("vnfm serve: cannot encode the alert state: {e}");
-                return;
+                return false;
             }
         };
         let put = vec![
@@ -250,8 +251,14 @@ impl App {
             journal_name(current, 999_999),
         );
         match self.sqlite.write_documents(put, Some(prune)).await {
-            Ok(()) => *last = current,
-            Err(e) => eprintln!("vnfm serve: cannot save the alert state: {e}"),
+            Ok(()) => {
+                *last = current;
+                true
+            }
+            Err(e) => {
+                eprintln!("vnfm serve: cannot save the alert state: {e}");
+                false
+            }
         }
     }
 
@@ -272,25 +279,37 @@ impl App {
     /// covering them is done, otherwise writes every queued entry in one transaction (group
     /// commit: the requests queued meanwhile share it). The queue is in generation order, so
     /// a write that covered a later generation covered this one.
-    async fn flush_journal(&self, generation: u64) {
+    /// Returns whether they are saved.
+    async fn flush_journal(&self, generation: u64) -> bool {
         let mut last = self.journaled.lock().await;
         if *last >= generation {
-            return;
+            return true;
         }
         let (batch, upto) = {
             let mut q = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
             (std::mem::take(&mut q.0), q.1)
         };
-        match self.sqlite.write_documents(batch, None).await {
-            Ok(()) => *last = upto,
-            Err(e) => eprintln!("vnfm serve: cannot save the alert journal: {e}"),
+        match self.sqlite.write_documents(batch.clone(), None).await {
+            Ok(()) => {
+                *last = upto;
+                true
+            }
+            Err(e) => {
+                eprintln!("vnfm serve: cannot save the alert journal: {e}");
+                // Back in the queue, ahead of what came meanwhile: the next flush retries.
+                let mut q = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
+                let later = std::mem::replace(&mut q.0, batch);
+                q.0.extend(later);
+                false
+            }
         }
     }
 
     /// Writes every change of the alert state made so far (at a stop, and from the
     /// dispatcher for changes that need not be durable before the answer).
     async fn persist_now(&self) {
-        self.persist(self.generation.load(Ordering::SeqCst)).await;
+        // A failure is logged by `persist`; the next call tries again.
+        let _saved = self.persist(self.generation.load(Ordering::SeqCst)).await;
     }
 
     /// The package of `vnfd_id` (cached).
@@ -507,6 +526,17 @@ impl Server {
     pub async fn start(config: Config, quiet: bool) -> Result<Server, CliError> {
         lcm_cmd::check_vim(&config)?;
         config.prometheus_plugin.plugin.validate()?;
+        // The file's parser refuses half a pair; flags and environment are merged after it.
+        let p = &config.prometheus_plugin;
+        if p.basic_auth_user.is_some() != p.basic_auth_password.is_some() {
+            return Err(CliError::Usage(
+                "the alert endpoints' basic auth needs both a user and a password \
+                 (--alert-basic-user / VNFM_ALERT_BASIC_USER and --alert-basic-password / \
+                 VNFM_ALERT_BASIC_PASSWORD, or [prometheus_plugin] basic_auth_user and \
+                 basic_auth_password); only one is given, which would leave the endpoints open"
+                    .into(),
+            ));
+        }
         let lcm_cfg = lcm_cmd::lcm_config(&config, &PlacementArgs::default())?;
         let sqlite = lcm_cmd::open_state(&config)?;
         let vim = crate::vim::Vim::open(&sqlite, None, &config).await?;
