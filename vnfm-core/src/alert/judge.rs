@@ -31,6 +31,7 @@
 //! Instances are looked up through [`InstanceLookup`], which the caller implements over its
 //! store (any `Fn(&VnfInstanceId) -> Option<VnfInstance>` is one), so this module stays pure.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -72,22 +73,23 @@ impl Endpoint {
 
 /// Looks VNF instances up by id, synchronously (the caller's store or cache).
 pub trait InstanceLookup {
-    /// The instance `id`, or `None` when there is none.
-    fn instance(&self, id: &VnfInstanceId) -> Option<VnfInstance>;
+    /// The instance `id`, or `None` when there is none: borrowed when the lookup holds it (a
+    /// cache), so that judging an alert copies nothing.
+    fn instance(&self, id: &VnfInstanceId) -> Option<Cow<'_, VnfInstance>>;
 }
 
 impl<F> InstanceLookup for F
 where
     F: Fn(&VnfInstanceId) -> Option<VnfInstance>,
 {
-    fn instance(&self, id: &VnfInstanceId) -> Option<VnfInstance> {
-        self(id)
+    fn instance(&self, id: &VnfInstanceId) -> Option<Cow<'_, VnfInstance>> {
+        self(id).map(Cow::Owned)
     }
 }
 
 impl InstanceLookup for BTreeMap<VnfInstanceId, VnfInstance> {
-    fn instance(&self, id: &VnfInstanceId) -> Option<VnfInstance> {
-        self.get(id).cloned()
+    fn instance(&self, id: &VnfInstanceId) -> Option<Cow<'_, VnfInstance>> {
+        self.get(id).map(Cow::Borrowed)
     }
 }
 
