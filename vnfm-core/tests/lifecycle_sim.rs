@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use vnfm_core::cloud::CloudFile;
-use vnfm_core::driver::{ComputeInventory, OpOccFilter, Store, VirtualClock};
+use vnfm_core::driver::{Clock, ComputeInventory, OpOccFilter, Store, VirtualClock};
 use vnfm_core::id::ZoneId;
 use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleType,
@@ -603,4 +603,129 @@ async fn failed_temp_is_failed_or_rolled_back() {
         .unwrap();
     assert!(t.is_completed());
     assert!(sim.server_ids().is_empty());
+}
+
+/// The simulator, except that its resource listing shows one resource still in progress for
+/// the first `busy` listings (Heat failing a stack while a sibling nested stack is still being
+/// created).
+#[derive(Clone, Debug)]
+struct Unsettled {
+    sim: SimCloud,
+    busy: Arc<std::sync::atomic::AtomicUsize>,
+    listings: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl vnfm_core::driver::StackDriver for Unsettled {
+    async fn create_stack(
+        &self,
+        req: vnfm_core::driver::CreateStack,
+    ) -> Result<vnfm_core::id::StackId, vnfm_core::driver::DriverError> {
+        self.sim.create_stack(req).await
+    }
+    async fn update_stack(
+        &self,
+        req: vnfm_core::driver::UpdateStack,
+    ) -> Result<(), vnfm_core::driver::DriverError> {
+        self.sim.update_stack(req).await
+    }
+    async fn show_stack(
+        &self,
+        id: &vnfm_core::id::StackId,
+    ) -> Result<vnfm_core::driver::Stack, vnfm_core::driver::DriverError> {
+        self.sim.show_stack(id).await
+    }
+    async fn delete_stack(
+        &self,
+        id: &vnfm_core::id::StackId,
+    ) -> Result<(), vnfm_core::driver::DriverError> {
+        self.sim.delete_stack(id).await
+    }
+    async fn list_resources(
+        &self,
+        req: vnfm_core::driver::ListResources,
+    ) -> Result<Vec<vnfm_core::driver::StackResource>, vnfm_core::driver::DriverError> {
+        use std::sync::atomic::Ordering;
+        self.listings.fetch_add(1, Ordering::SeqCst);
+        let mut res = self.sim.list_resources(req).await?;
+        let still_busy = self
+            .busy
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |b| b.checked_sub(1))
+            .is_ok();
+        if still_busy {
+            if let Some(r) = res
+                .iter_mut()
+                .find(|r| r.resource_status.state != vnfm_core::driver::StackState::Failed)
+            {
+                r.resource_status.state = vnfm_core::driver::StackState::InProgress;
+            }
+        }
+        Ok(res)
+    }
+    async fn mark_unhealthy(
+        &self,
+        req: vnfm_core::driver::MarkUnhealthy,
+    ) -> Result<(), vnfm_core::driver::DriverError> {
+        self.sim.mark_unhealthy(req).await
+    }
+}
+
+/// After a failed attempt, the next stack update waits until no resource of the failed stack
+/// is in progress (Heat cancels, and fails, an update sent while a nested stack is still being
+/// created).
+#[tokio::test]
+async fn reselection_waits_for_the_failed_stack_to_settle() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let cloud = CloudFile::load(examples().join("clouds/demo.yaml")).unwrap();
+    let sim = SimCloud::new(cloud, 1);
+    let stacks = Unsettled {
+        sim: sim.clone(),
+        busy: Arc::new(AtomicUsize::new(3)),
+        listings: Arc::new(AtomicUsize::new(0)),
+    };
+    let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .unwrap()
+        .to_utc();
+    let clock = VirtualClock::new(start);
+    let drivers = Drivers {
+        stacks: Arc::new(stacks.clone()),
+        zones: Arc::new(sim.clone()),
+        compute: Arc::new(sim.clone()),
+        store: Arc::new(MemoryStore::new()),
+        clock: Arc::new(clock.clone()),
+    };
+    let mut config = LcmConfig::standard().unwrap();
+    config.reselect_zones = true;
+    config.seed = 3;
+    let lcm = Lifecycle::new(drivers, config.clone());
+    let pkg = fs::load(&examples().join("packages/demo-vnf")).unwrap();
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &pin("VDU1-0", "AZ-1"),
+        )
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    let failed = r
+        .op_occ
+        .attempts
+        .iter()
+        .filter(|a| a.outcome == Some(AttemptOutcome::Failed))
+        .count();
+    assert!(failed >= 1);
+    // Three listings found a resource in progress and were asked again, one poll interval
+    // apart, before the listing the reselection used; then one lists the servers at the end.
+    assert_eq!(
+        stacks.listings.load(Ordering::SeqCst),
+        failed + 3 + 1,
+        "{:?}",
+        r.op_occ.attempts
+    );
+    assert!(
+        Clock::now(&clock) - start >= chrono::Duration::from_std(config.poll_interval * 3).unwrap()
+    );
 }

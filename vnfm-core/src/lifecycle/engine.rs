@@ -1213,6 +1213,33 @@ impl Lifecycle {
         }
     }
 
+    /// The resources of the failed stack `id` (nested ones included) once none of them is in
+    /// progress, polled like the stack (at most `stack_timeout`, then as they are). Heat fails
+    /// a stack as soon as one resource fails, while sibling nested stacks may still be being
+    /// created; an update sent then makes Heat cancel them and fail the update itself
+    /// ("Resource UPDATE failed: resources.VDU2-0: Stack UPDATE cancelled", seen against real
+    /// Heat 27). Waiting also shows every server that failed, not only the first.
+    async fn settled_resources(
+        &self,
+        id: &StackId,
+    ) -> Result<Vec<crate::driver::StackResource>, Failed> {
+        let mut waited = Duration::ZERO;
+        loop {
+            let res = self
+                .drivers
+                .stacks
+                .list_resources(ListResources::new(id.clone(), 5))
+                .await
+                .map_err(|e| Failed::driver(&e))?;
+            let busy = res.iter().any(|r| r.resource_status.is_in_progress());
+            if !busy || waited >= self.config.stack_timeout {
+                return Ok(res);
+            }
+            self.drivers.clock.sleep(self.config.poll_interval).await;
+            waited += self.config.poll_interval;
+        }
+    }
+
     /// Grants (unless `heal_zones` gives the starting zones), then drives the stack through
     /// the reselection machine. `existing` are the VNFCs that stay, with their zones.
     #[allow(clippy::too_many_arguments)]
@@ -1390,11 +1417,9 @@ impl Lifecycle {
                         break;
                     };
                     let res = self
-                        .drivers
-                        .stacks
-                        .list_resources(ListResources::new(id.clone(), 5))
+                        .settled_resources(id)
                         .await
-                        .map_err(|e| fail(&m, &target, Failed::driver(&e)))?;
+                        .map_err(|e| fail(&m, &target, e))?;
                     m.handle_resources(id, &res);
                 }
                 Action::ListZones => {
