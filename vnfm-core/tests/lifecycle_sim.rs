@@ -34,26 +34,46 @@ fn setup_with(
     selection: Selection,
     best_effort: bool,
 ) -> (Lifecycle, SimCloud, VnfPackage, MemoryStore) {
-    let cloud = CloudFile::load(examples().join("clouds/demo.yaml")).unwrap();
-    let sim = SimCloud::new(cloud, 1);
+    let sim = SimCloud::new(
+        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
+        1,
+    );
+    let (lcm, pkg, store, _) = setup_over(&sim, Arc::new(sim.clone()), reselect, |c| {
+        c.fallback_best_effort = best_effort;
+        c.selection = selection;
+    });
+    (lcm, sim, pkg, store)
+}
+
+/// The lifecycle over `sim`, with `stacks` as its stack driver (the simulator, or a wrapper of
+/// it), seed 3, the demo package; `tune` adjusts the configuration.
+fn setup_over(
+    sim: &SimCloud,
+    stacks: Arc<dyn vnfm_core::driver::StackDriver>,
+    reselect: bool,
+    tune: impl FnOnce(&mut LcmConfig),
+) -> (Lifecycle, VnfPackage, MemoryStore, VirtualClock) {
     let store = MemoryStore::new();
-    let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
-        .unwrap()
-        .to_utc();
+    let clock = VirtualClock::new(start());
     let drivers = Drivers {
-        stacks: Arc::new(sim.clone()),
+        stacks,
         zones: Arc::new(sim.clone()),
         compute: Arc::new(sim.clone()),
         store: Arc::new(store.clone()),
-        clock: Arc::new(VirtualClock::new(start)),
+        clock: Arc::new(clock.clone()),
     };
     let mut config = LcmConfig::standard().unwrap();
     config.reselect_zones = reselect;
-    config.fallback_best_effort = best_effort;
-    config.selection = selection;
     config.seed = 3;
+    tune(&mut config);
     let pkg = fs::load(&examples().join("packages/demo-vnf")).unwrap();
-    (Lifecycle::new(drivers, config), sim, pkg, store)
+    (Lifecycle::new(drivers, config), pkg, store, clock)
+}
+
+fn start() -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .unwrap()
+        .to_utc()
 }
 
 async fn created(lcm: &Lifecycle, pkg: &VnfPackage) -> VnfInstance {
@@ -676,29 +696,17 @@ impl vnfm_core::driver::StackDriver for Unsettled {
 #[tokio::test]
 async fn reselection_waits_for_the_failed_stack_to_settle() {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let cloud = CloudFile::load(examples().join("clouds/demo.yaml")).unwrap();
-    let sim = SimCloud::new(cloud, 1);
+    let sim = SimCloud::new(
+        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
+        1,
+    );
     let stacks = Unsettled {
         sim: sim.clone(),
         busy: Arc::new(AtomicUsize::new(3)),
         listings: Arc::new(AtomicUsize::new(0)),
     };
-    let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
-        .unwrap()
-        .to_utc();
-    let clock = VirtualClock::new(start);
-    let drivers = Drivers {
-        stacks: Arc::new(stacks.clone()),
-        zones: Arc::new(sim.clone()),
-        compute: Arc::new(sim.clone()),
-        store: Arc::new(MemoryStore::new()),
-        clock: Arc::new(clock.clone()),
-    };
-    let mut config = LcmConfig::standard().unwrap();
-    config.reselect_zones = true;
-    config.seed = 3;
-    let lcm = Lifecycle::new(drivers, config.clone());
-    let pkg = fs::load(&examples().join("packages/demo-vnf")).unwrap();
+    let (lcm, pkg, _, clock) = setup_over(&sim, Arc::new(stacks.clone()), true, |_| {});
+    let poll = LcmConfig::standard().unwrap().poll_interval;
     let inst = created(&lcm, &pkg).await;
     let r = lcm
         .instantiate(
@@ -725,7 +733,5 @@ async fn reselection_waits_for_the_failed_stack_to_settle() {
         "{:?}",
         r.op_occ.attempts
     );
-    assert!(
-        Clock::now(&clock) - start >= chrono::Duration::from_std(config.poll_interval * 3).unwrap()
-    );
+    assert!(Clock::now(&clock) - start() >= chrono::Duration::from_std(poll * 3).unwrap());
 }
