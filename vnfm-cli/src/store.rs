@@ -203,17 +203,8 @@ impl SqliteStore {
     /// # Errors
     /// [`DriverError::Other`] when the database cannot be written.
     pub async fn put_document(&self, name: &str, body: String) -> Result<(), DriverError> {
-        let name = name.to_owned();
-        self.with_conn(move |conn, file| {
-            conn.execute(
-                "INSERT INTO documents (name, body) VALUES (?1, ?2)
-                 ON CONFLICT (name) DO UPDATE SET body = excluded.body",
-                params![name, body],
-            )
-            .map(|_| ())
-            .map_err(|e| sql_error(file, format!("writing document {name}"), e))
-        })
-        .await
+        self.write_documents(vec![(name.to_owned(), body)], None)
+            .await
     }
 
     /// In one transaction: stores every `(name, body)` of `put` (replacing what was there),

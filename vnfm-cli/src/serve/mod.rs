@@ -92,6 +92,15 @@ fn journal_name(generation: u64, n: usize) -> String {
     format!("{ALERT_JOURNAL_PREFIX}{generation:020}:{n:06}")
 }
 
+/// The prune bound that covers every journal entry of `generation` and before: `;` sorts
+/// after the `:<n>` of any entry name of that generation.
+fn journal_through(generation: u64) -> (String, String) {
+    (
+        ALERT_JOURNAL_PREFIX.to_owned(),
+        format!("{ALERT_JOURNAL_PREFIX}{generation:020};"),
+    )
+}
+
 /// The generation of a journal entry's name, `None` for a name not made by `journal_name`.
 fn journal_generation(name: &str) -> Option<u64> {
     name.strip_prefix(ALERT_JOURNAL_PREFIX)?
@@ -179,9 +188,8 @@ pub(crate) struct App {
     generation: AtomicU64,
     /// The generation last written to the state file.
     persisted: tokio::sync::Mutex<u64>,
-    /// Journal entries (name, JSON) not yet written, in generation order, with the latest
-    /// generation among them.
-    journal: Mutex<(Vec<(String, String)>, u64)>,
+    /// Journal entries (name, JSON) not yet written, in generation order.
+    journal: Mutex<Vec<(String, String)>>,
     /// The generation up to which the journal is written.
     journaled: tokio::sync::Mutex<u64>,
     running: AtomicUsize,
@@ -225,6 +233,7 @@ impl App {
     /// (its generation is at least `generation`) and drops the journal entries it covers. That
     /// is a group commit: every caller that waited on the `persisted` lock during a write is
     /// covered by the next one.
+    ///
     /// Returns whether the state up to `generation` is saved.
     async fn persist(&self, generation: u64) -> bool {
         let mut last = self.persisted.lock().await;
@@ -246,11 +255,11 @@ impl App {
             (ALERT_DOCUMENT.to_owned(), body),
             (ALERT_GENERATION_DOCUMENT.to_owned(), current.to_string()),
         ];
-        let prune = (
-            ALERT_JOURNAL_PREFIX.to_owned(),
-            journal_name(current, 999_999),
-        );
-        match self.sqlite.write_documents(put, Some(prune)).await {
+        match self
+            .sqlite
+            .write_documents(put, Some(journal_through(current)))
+            .await
+        {
             Ok(()) => {
                 *last = current;
                 true
@@ -268,26 +277,29 @@ impl App {
         let mut q = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
         for (n, e) in entries.iter().enumerate() {
             match serde_json::to_string(e) {
-                Ok(body) => q.0.push((journal_name(generation, n), body)),
+                Ok(body) => q.push((journal_name(generation, n), body)),
                 Err(e) => eprintln!("vnfm serve: cannot encode an alert journal entry: {e}"),
             }
         }
-        q.1 = q.1.max(generation);
     }
 
     /// Makes the journal entries of change `generation` durable: returns at once when a write
     /// covering them is done, otherwise writes every queued entry in one transaction (group
     /// commit: the requests queued meanwhile share it). The queue is in generation order, so
     /// a write that covered a later generation covered this one.
+    ///
     /// Returns whether they are saved.
     async fn flush_journal(&self, generation: u64) -> bool {
         let mut last = self.journaled.lock().await;
         if *last >= generation {
             return true;
         }
-        let (batch, upto) = {
-            let mut q = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
-            (std::mem::take(&mut q.0), q.1)
+        let batch =
+            std::mem::take(&mut *self.journal.lock().unwrap_or_else(PoisonError::into_inner));
+        // The queue is in generation order: its last entry is the latest generation written.
+        let Some(upto) = batch.last().and_then(|(name, _)| journal_generation(name)) else {
+            // Nothing queued for `generation`: its entries could not be encoded (logged).
+            return false;
         };
         match self.sqlite.write_documents(batch.clone(), None).await {
             Ok(()) => {
@@ -298,8 +310,8 @@ impl App {
                 eprintln!("vnfm serve: cannot save the alert journal: {e}");
                 // Back in the queue, ahead of what came meanwhile: the next flush retries.
                 let mut q = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
-                let later = std::mem::replace(&mut q.0, batch);
-                q.0.extend(later);
+                let later = std::mem::replace(&mut *q, batch);
+                q.extend(later);
                 false
             }
         }
@@ -562,10 +574,7 @@ impl Server {
                     (ALERT_DOCUMENT.to_owned(), folded),
                     (ALERT_GENERATION_DOCUMENT.to_owned(), "0".to_owned()),
                 ],
-                Some((
-                    ALERT_JOURNAL_PREFIX.to_owned(),
-                    format!("{ALERT_JOURNAL_PREFIX}~"),
-                )),
+                Some(journal_through(u64::MAX)),
             )
             .await
             .map_err(|e| state_err("cannot save the alert state", e))?;
@@ -604,7 +613,7 @@ impl Server {
             packages: Mutex::new(HashMap::new()),
             generation: AtomicU64::new(0),
             persisted: tokio::sync::Mutex::new(0),
-            journal: Mutex::new((Vec::new(), 0)),
+            journal: Mutex::new(Vec::new()),
             journaled: tokio::sync::Mutex::new(0),
             running: AtomicUsize::new(0),
             idle: Notify::new(),
@@ -827,7 +836,7 @@ mod tests {
         sqlite
             .write_documents(
                 vec![(ALERT_GENERATION_DOCUMENT.into(), "4".into())],
-                Some((ALERT_JOURNAL_PREFIX.into(), journal_name(4, 999_999))),
+                Some(journal_through(4)),
             )
             .await
             .unwrap();

@@ -1185,32 +1185,51 @@ impl Lifecycle {
         Ok((bundle, params))
     }
 
-    async fn wait(&self, id: &StackId) -> Result<crate::driver::Stack, Failed> {
+    /// Reads with `read` every `poll_interval` until `done` holds of the answer, or until
+    /// `stack_timeout` has passed; returns the last answer and whether `done` held.
+    async fn poll_until<T, F, Fut>(
+        &self,
+        mut read: F,
+        done: impl Fn(&T) -> bool,
+    ) -> Result<(T, bool), Failed>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, crate::driver::DriverError>>,
+    {
         let mut waited = Duration::ZERO;
         loop {
-            let s = self
-                .drivers
-                .stacks
-                .show_stack(id)
-                .await
-                .map_err(|e| Failed::driver(&e))?;
-            if !s.stack_status.is_in_progress() {
-                return Ok(s);
+            let answer = read().await.map_err(|e| Failed::driver(&e))?;
+            if done(&answer) {
+                return Ok((answer, true));
             }
             if waited >= self.config.stack_timeout {
-                return Err(Failed::new(
-                    FailureKind::Backend,
-                    "stack timed out",
-                    format!(
-                        "stack {id} still {} after {}s",
-                        s.stack_status,
-                        waited.as_secs()
-                    ),
-                ));
+                return Ok((answer, false));
             }
             self.drivers.clock.sleep(self.config.poll_interval).await;
             waited += self.config.poll_interval;
         }
+    }
+
+    /// The stack `id` once it is no longer in progress; a failure after `stack_timeout`.
+    async fn wait(&self, id: &StackId) -> Result<crate::driver::Stack, Failed> {
+        let (s, settled) = self
+            .poll_until(
+                || self.drivers.stacks.show_stack(id),
+                |s| !s.stack_status.is_in_progress(),
+            )
+            .await?;
+        if settled {
+            return Ok(s);
+        }
+        Err(Failed::new(
+            FailureKind::Backend,
+            "stack timed out",
+            format!(
+                "stack {id} still {} after {}s",
+                s.stack_status,
+                self.config.stack_timeout.as_secs()
+            ),
+        ))
     }
 
     /// The resources of the failed stack `id` (nested ones included) once none of them is in
@@ -1223,21 +1242,19 @@ impl Lifecycle {
         &self,
         id: &StackId,
     ) -> Result<Vec<crate::driver::StackResource>, Failed> {
-        let mut waited = Duration::ZERO;
-        loop {
-            let res = self
-                .drivers
-                .stacks
-                .list_resources(ListResources::new(id.clone(), 5))
-                .await
-                .map_err(|e| Failed::driver(&e))?;
-            let busy = res.iter().any(|r| r.resource_status.is_in_progress());
-            if !busy || waited >= self.config.stack_timeout {
-                return Ok(res);
-            }
-            self.drivers.clock.sleep(self.config.poll_interval).await;
-            waited += self.config.poll_interval;
-        }
+        let (res, _settled) = self
+            .poll_until(
+                || {
+                    self.drivers
+                        .stacks
+                        .list_resources(ListResources::new(id.clone(), 5))
+                },
+                |res: &Vec<crate::driver::StackResource>| {
+                    !res.iter().any(|r| r.resource_status.is_in_progress())
+                },
+            )
+            .await?;
+        Ok(res)
     }
 
     /// Grants (unless `heal_zones` gives the starting zones), then drives the stack through
