@@ -3,7 +3,7 @@
 //! [`vnfm_core::alert::AlertHandler`]; this module only feeds it and carries out its jobs.
 
 use std::sync::{Arc, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::State;
@@ -193,8 +193,15 @@ fn start_heal(app: &Arc<App>, mut job: HealJob) {
     ));
 }
 
+/// How often the dispatcher saves the alert state changes that did not need saving before
+/// their answer (see `receive`): a snapshot of the whole state, so not at every wake-up (an
+/// accepted alert wakes the dispatcher; a snapshot per accepted alert cost more than the
+/// alerts did).
+const SAVE_EVERY: Duration = Duration::from_secs(1);
+
 /// Runs heal windows as they close, until `stop` turns true.
 pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
+    let mut saved_at: Option<Instant> = None;
     loop {
         if *stop.borrow() {
             return;
@@ -213,14 +220,23 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
             }
             continue;
         }
-        // Changes that did not need saving before their answer (see `receive`).
-        app.persist_now().await;
+        // Changes that did not need saving before their answer (see `receive`), at most
+        // every SAVE_EVERY.
+        let since = saved_at.map_or(SAVE_EVERY, |t| t.elapsed());
+        let save_in = if since >= SAVE_EVERY {
+            app.persist_now().await;
+            saved_at = Some(Instant::now());
+            SAVE_EVERY
+        } else {
+            SAVE_EVERY - since
+        };
         let wait = next
             .map(|t| (t - Utc::now()).to_std().unwrap_or(Duration::ZERO))
             .unwrap_or(Duration::from_secs(3600))
             // The batcher's due times have sub-second precision; poll at least every
             // second so a restored window is never late by more than that.
-            .min(Duration::from_secs(1));
+            .min(Duration::from_secs(1))
+            .min(save_in);
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
             () = app.shared.wake.notified() => {}
