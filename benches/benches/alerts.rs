@@ -1,7 +1,7 @@
 //! Alert endpoint throughput: `POST /alert/auto_healing` of `vnfm serve` against a bare axum
 //! handler answering 204, in the same run, over the same keep-alive loopback client.
 //!
-//! The server runs in-process on a 2-worker tokio runtime over a temporary state file, with
+//! The servers run in-process on a 2-worker tokio runtime over temporary state files, each with
 //! `INSTANCES` demo VNFs instantiated through its LCM API (auto-heal enabled) and bearer-token
 //! auth on the alert endpoints. `timer_interval` is an hour so no heal runs during the
 //! measurement: what is measured is the endpoint (auth, body limit, parsing, the validation
@@ -11,8 +11,11 @@
 //! - `vnfm_duplicates`: every request repeats an alert already queued (the storm case:
 //!   Alertmanager re-sends, duplicated groups): ignored `duplicate`, counted, 204;
 //! - `vnfm_new_alerts`: every request is a new occurrence (new `startsAt`) of a VNFC alert,
-//!   joining its instance's open window: accepted, and the alert state saved to SQLite before
-//!   the 204 (so that an accepted alert survives a restart);
+//!   joining its instance's open window: accepted, and written to the SQLite state file
+//!   before the 204 (so that an accepted alert survives a restart), fsynced within a second
+//!   (`[server] alert_fsync = "periodic"`, the default);
+//! - `vnfm_new_alerts_fsync_each`: the same on a second server with `alert_fsync = "each"`
+//!   (an fsync before the 204);
 //! - `bare_axum_204`: the baseline, an axum route that reads the body and answers 204.
 //!
 //! At the end the bench prints each workload's throughput relative to the baseline; the
@@ -41,8 +44,13 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
-use vnfm_cli::config::{Config, Secret};
+use vnfm_cli::config::{AlertFsync, Config, Secret};
 use vnfm_cli::serve::Server;
+
+/// The allocator of the `vnfm` binary, so that the server measured here is the one shipped
+/// (the baseline runs in the same process, over the same allocator).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const DEMO_VNFD: &str = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d";
 const TOKEN: &str = "vnfm-bench-token";
@@ -285,11 +293,40 @@ async fn blast(
 
 struct Bench {
     rt: Runtime,
+    /// `vnfm serve` with the default `[server] alert_fsync = "periodic"`.
     vnfm: SocketAddr,
+    /// `vnfm serve` with `alert_fsync = "each"`.
+    vnfm_each: SocketAddr,
     bare: SocketAddr,
     targets: Arc<Vec<(String, String)>>,
-    _server: Server,
+    targets_each: Arc<Vec<(String, String)>>,
+    _servers: [Server; 2],
     _dir: tempfile::TempDir,
+}
+
+/// Starts a server over its own state file in `dir` and instantiates `INSTANCES` VNFs;
+/// returns it, its address and its (instance, VNFC) pairs.
+async fn serve(
+    dir: &std::path::Path,
+    cloud: &std::path::Path,
+    fsync: AlertFsync,
+) -> (Server, SocketAddr, Vec<(String, String)>) {
+    let mut c = Config::default();
+    c.state.path = Some(dir.join(format!("state-{fsync:?}.sqlite")));
+    c.server.listen = "127.0.0.1:0".parse().unwrap();
+    c.server.alert_fsync = fsync;
+    c.vim.cloud = Some(cloud.to_owned());
+    c.prometheus_plugin.plugin.auto_healing = true;
+    c.prometheus_plugin.plugin.timer_interval = 3600;
+    c.prometheus_plugin.bearer_token = Some(Secret::new(TOKEN));
+    let server = Server::start(c, true).await.expect("server starts");
+    let addr = server.local_addr();
+    let mut targets = Vec::new();
+    for _ in 0..INSTANCES {
+        let (id, vnfcs) = instantiated(addr).await;
+        targets.extend(vnfcs.into_iter().map(|v| (id.clone(), v)));
+    }
+    (server, addr, targets)
 }
 
 fn setup() -> Bench {
@@ -316,21 +353,10 @@ fn setup() -> Bench {
         ),
     )
     .unwrap();
-    let mut c = Config::default();
-    c.state.path = Some(dir.path().join("state.sqlite"));
-    c.server.listen = "127.0.0.1:0".parse().unwrap();
-    c.vim.cloud = Some(cloud);
-    c.prometheus_plugin.plugin.auto_healing = true;
-    c.prometheus_plugin.plugin.timer_interval = 3600;
-    c.prometheus_plugin.bearer_token = Some(Secret::new(TOKEN));
-    let (server, vnfm, bare, targets) = rt.block_on(async {
-        let server = Server::start(c, true).await.expect("server starts");
-        let vnfm = server.local_addr();
-        let mut targets = Vec::new();
-        for _ in 0..INSTANCES {
-            let (id, vnfcs) = instantiated(vnfm).await;
-            targets.extend(vnfcs.into_iter().map(|v| (id.clone(), v)));
-        }
+    let (servers, vnfm, vnfm_each, bare, targets, targets_each) = rt.block_on(async {
+        let (server, vnfm, targets) = serve(dir.path(), &cloud, AlertFsync::Periodic).await;
+        let (server_each, vnfm_each, targets_each) =
+            serve(dir.path(), &cloud, AlertFsync::Each).await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let bare = listener.local_addr().unwrap();
         let app = Router::new().route(
@@ -338,14 +364,23 @@ fn setup() -> Bench {
             post(|_body: Bytes| async { StatusCode::NO_CONTENT }),
         );
         tokio::spawn(async move { axum::serve(listener, app).await });
-        (server, vnfm, bare, targets)
+        (
+            [server, server_each],
+            vnfm,
+            vnfm_each,
+            bare,
+            targets,
+            targets_each,
+        )
     });
     Bench {
         rt,
         vnfm,
+        vnfm_each,
         bare,
         targets: Arc::new(targets),
-        _server: server,
+        targets_each: Arc::new(targets_each),
+        _servers: servers,
         _dir: dir,
     }
 }
@@ -369,8 +404,7 @@ fn alerts(c: &mut Criterion) {
     ));
     // New occurrences: a fresh startsAt per request (the dedupe key is fingerprint + startsAt).
     let seq = Arc::new(AtomicU64::new(0));
-    let new_body: Arc<dyn Fn(u64) -> Vec<u8> + Send + Sync> = {
-        let t = targets.clone();
+    let new_body = |t: Arc<Vec<(String, String)>>| -> Arc<dyn Fn(u64) -> Vec<u8> + Send + Sync> {
         let seq = seq.clone();
         Arc::new(move |i| {
             let (id, v) = &t[(i as usize) % t.len()];
@@ -391,7 +425,12 @@ fn alerts(c: &mut Criterion) {
     for (name, addr, body) in [
         ("bare_axum_204", b.bare, dup_body.clone()),
         ("vnfm_duplicates", b.vnfm, dup_body.clone()),
-        ("vnfm_new_alerts", b.vnfm, new_body.clone()),
+        ("vnfm_new_alerts", b.vnfm, new_body(targets.clone())),
+        (
+            "vnfm_new_alerts_fsync_each",
+            b.vnfm_each,
+            new_body(b.targets_each.clone()),
+        ),
     ] {
         let rt = &b.rt;
         let per: Arc<std::sync::Mutex<Vec<f64>>> = Arc::default();
@@ -422,7 +461,7 @@ fn alerts(c: &mut Criterion) {
             |b| format!("{:.2} of bare axum", b / secs),
         );
         println!(
-            "  {name:<16} {:>9.0} req/s  ({:>7.1} µs/req)  {ratio}",
+            "  {name:<27} {:>9.0} req/s  ({:>7.1} µs/req)  {ratio}",
             1.0 / secs,
             secs * 1e6,
         );

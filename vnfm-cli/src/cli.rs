@@ -166,6 +166,10 @@ pub struct ServeArgs {
         value_name = "PASSWORD"
     )]
     pub alert_basic_password: Option<String>,
+    /// When an accepted alert is fsynced: periodic (written before the answer, fsynced
+    /// within a second) or each (fsynced before the answer) [default: periodic].
+    #[arg(long, env = "VNFM_ALERT_FSYNC", value_name = "WHEN")]
+    pub alert_fsync: Option<crate::config::AlertFsync>,
     /// Bearer token the LCM API requires.
     #[arg(
         long,

@@ -32,6 +32,9 @@
 //! api_token = "..."              # VNFM_API_TOKEN: bearer token the LCM API requires; unset = none
 //! body_limit = 1048576           # largest request body in bytes (413 beyond)
 //! request_timeout = 30           # seconds a request may take (503 beyond)
+//! alert_fsync = "periodic"       # --alert-fsync, VNFM_ALERT_FSYNC: "periodic" (an accepted alert
+//!                                # is written before its answer, fsynced within a second) or
+//!                                # "each" (fsynced before its answer); see AlertFsync
 //!
 //! [prometheus_plugin]            # the alert endpoints of `vnfm serve`
 //! auto_healing = false           # --auto-healing, VNFM_AUTO_HEALING: POST /alert/auto_healing
@@ -215,6 +218,25 @@ pub struct ServerConfig {
     pub body_limit: usize,
     /// `request_timeout`: seconds a request may take (default 30).
     pub request_timeout: u64,
+    /// `alert_fsync`: when an accepted alert reaches the disk (default `periodic`).
+    pub alert_fsync: AlertFsync,
+}
+
+/// `[server] alert_fsync`: when the state file is fsynced for an accepted alert. Either way
+/// the alert is written to the state file before its answer (so it survives a crash, a kill
+/// or a restart of the server) and the file stays consistent; the choice is what a power loss
+/// or an OS crash may take.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertFsync {
+    /// The fsync comes with the next save of the whole alert state, within a second: a power
+    /// loss may take the alerts of the last second (Alertmanager sends them again at its
+    /// next notification of the group). Several times the throughput of `each`.
+    #[default]
+    Periodic,
+    /// An fsync before every answer that accepted an alert (shared by the requests that wait
+    /// together): nothing answered is lost to a power loss.
+    Each,
 }
 
 impl Default for ServerConfig {
@@ -224,6 +246,7 @@ impl Default for ServerConfig {
             api_token: None,
             body_limit: 1024 * 1024,
             request_timeout: 30,
+            alert_fsync: AlertFsync::Periodic,
         }
     }
 }
@@ -389,6 +412,9 @@ impl Config {
         if let Some(t) = &a.api_token {
             self.server.api_token = Some(Secret::new(t.clone()));
         }
+        if let Some(f) = a.alert_fsync {
+            self.server.alert_fsync = f;
+        }
         let p = &mut self.prometheus_plugin;
         if let Some(v) = a.auto_healing {
             p.plugin.auto_healing = v;
@@ -548,12 +574,33 @@ mod tests {
                 "go together",
             ),
             ("[server]\nlisten = \"nowhere\"\n", "nowhere"),
+            (
+                "[server]\nalert_fsync = \"never\"\n",
+                "unknown variant `never`, expected `periodic` or `each`",
+            ),
         ] {
             let e = Config::from_toml(Path::new("v.toml"), text)
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(want) && e.contains("v.toml"), "{e}");
         }
+    }
+
+    #[test]
+    fn alert_fsync_from_the_file_and_from_the_flag() {
+        let c = Config::default();
+        assert_eq!(c.server.alert_fsync, AlertFsync::Periodic);
+        let c =
+            Config::from_toml(Path::new("v.toml"), "[server]\nalert_fsync = \"each\"\n").unwrap();
+        assert_eq!(c.server.alert_fsync, AlertFsync::Each);
+        let args = crate::cli::ServeArgs {
+            alert_fsync: Some(AlertFsync::Periodic),
+            ..Default::default()
+        };
+        assert_eq!(
+            c.with_serve_args(&args).server.alert_fsync,
+            AlertFsync::Periodic
+        );
     }
 
     #[test]

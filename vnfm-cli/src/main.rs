@@ -5,6 +5,12 @@ use std::process::ExitCode;
 use clap::Parser;
 use vnfm_cli::{cli, commands, exit, output};
 
+/// mimalloc rather than the system allocator: `vnfm serve` allocates from many threads at
+/// once, and glibc's malloc spent a third of the alert endpoint's time in its arena locks
+/// (`benches/README.md`). A program that embeds the library picks its own allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
     let out = output::Output::new(args.global.format(), args.global.quiet, args.global.verbose);

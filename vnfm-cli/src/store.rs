@@ -172,6 +172,8 @@ impl SqliteStore {
             .map_err(|e| sql_error(&file, "cannot switch to WAL journal mode", e))?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(|e| sql_error(&file, "cannot enable foreign keys", e))?;
+        // Every commit is durable unless a write asks otherwise (`Flush::Deferred`).
+        set_synchronous(&conn, &file, "FULL")?;
         let schema_version = migrate(&mut conn, &file, migrations)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
@@ -203,14 +205,15 @@ impl SqliteStore {
     /// # Errors
     /// [`DriverError::Other`] when the database cannot be written.
     pub async fn put_document(&self, name: &str, body: String) -> Result<(), DriverError> {
-        self.write_documents(vec![(name.to_owned(), body)], None)
+        self.write_documents(vec![(name.to_owned(), body)], None, Flush::Commit)
             .await
     }
 
     /// In one transaction: stores every `(name, body)` of `put` (replacing what was there),
     /// then deletes the documents whose names start with `prune.0` and sort at or before
     /// `prune.1`. The server's alert journal appends entries and folds them into a snapshot
-    /// this way.
+    /// this way. `flush` says when the transaction reaches the disk (every other write of
+    /// the store is [`Flush::Commit`]).
     ///
     /// # Errors
     /// [`DriverError::Other`] when the database cannot be written (nothing is written then).
@@ -218,32 +221,18 @@ impl SqliteStore {
         &self,
         put: Vec<(String, String)>,
         prune: Option<(String, String)>,
+        flush: Flush,
     ) -> Result<(), DriverError> {
         self.with_conn(move |conn, file| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(|e| sql_error(file, "starting a transaction", e))?;
-            {
-                let mut st = tx
-                    .prepare_cached(
-                        "INSERT INTO documents (name, body) VALUES (?1, ?2)
-                         ON CONFLICT (name) DO UPDATE SET body = excluded.body",
-                    )
-                    .map_err(|e| sql_error(file, "preparing a document write", e))?;
-                for (name, body) in &put {
-                    st.execute(params![name, body])
-                        .map_err(|e| sql_error(file, format!("writing document {name}"), e))?;
-                }
+            if flush == Flush::Deferred {
+                set_synchronous(conn, file, "NORMAL")?;
             }
-            if let Some((prefix, upto)) = &prune {
-                tx.execute(
-                    "DELETE FROM documents WHERE substr(name, 1, length(?1)) = ?1 AND name <= ?2",
-                    params![prefix, upto],
-                )
-                .map_err(|e| sql_error(file, format!("deleting documents {prefix}*"), e))?;
+            let written = write_documents_tx(conn, file, &put, prune.as_ref());
+            if flush == Flush::Deferred {
+                // Back to the store's default even when the write failed.
+                set_synchronous(conn, file, "FULL")?;
             }
-            tx.commit()
-                .map_err(|e| sql_error(file, "committing documents", e))
+            written
         })
         .await
     }
@@ -314,6 +303,58 @@ impl SqliteStore {
                 source: Some(Box::new(e)),
             })?
     }
+}
+
+/// One transaction of [`SqliteStore::write_documents`].
+fn write_documents_tx(
+    conn: &mut Connection,
+    file: &str,
+    put: &[(String, String)],
+    prune: Option<&(String, String)>,
+) -> Result<(), DriverError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| sql_error(file, "starting a transaction", e))?;
+    {
+        let mut st = tx
+            .prepare_cached(
+                "INSERT INTO documents (name, body) VALUES (?1, ?2)
+                         ON CONFLICT (name) DO UPDATE SET body = excluded.body",
+            )
+            .map_err(|e| sql_error(file, "preparing a document write", e))?;
+        for (name, body) in put {
+            st.execute(params![name, body])
+                .map_err(|e| sql_error(file, format!("writing document {name}"), e))?;
+        }
+    }
+    if let Some((prefix, upto)) = prune {
+        tx.execute(
+            "DELETE FROM documents WHERE substr(name, 1, length(?1)) = ?1 AND name <= ?2",
+            params![prefix, upto],
+        )
+        .map_err(|e| sql_error(file, format!("deleting documents {prefix}*"), e))?;
+    }
+    tx.commit()
+        .map_err(|e| sql_error(file, "committing documents", e))
+}
+
+/// Sets `PRAGMA synchronous` of the connection (outside a transaction).
+fn set_synchronous(conn: &Connection, file: &str, level: &str) -> Result<(), DriverError> {
+    conn.pragma_update(None, "synchronous", level)
+        .map_err(|e| sql_error(file, format!("cannot set PRAGMA synchronous = {level}"), e))
+}
+
+/// When a write of [`SqliteStore::write_documents`] reaches the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// The commit returns after an fsync (SQLite's `synchronous = FULL`, the store's default):
+    /// the write survives a power loss or an OS crash.
+    Commit,
+    /// The commit returns without an fsync (`synchronous = NORMAL` in WAL mode): the write
+    /// survives a crash or a kill of the process at once, and a power loss or an OS crash
+    /// once a later [`Flush::Commit`] write (or a checkpoint) has synced the WAL. The
+    /// database stays consistent either way.
+    Deferred,
 }
 
 #[async_trait]
@@ -701,6 +742,42 @@ mod tests {
 
     fn raw(path: &Path) -> Connection {
         Connection::open(path).unwrap()
+    }
+
+    /// The connection's `PRAGMA synchronous` (2 = FULL, 1 = NORMAL).
+    async fn synchronous(store: &SqliteStore) -> i64 {
+        store
+            .with_conn(|conn, _| Ok(conn.pragma_query_value(None, "synchronous", |r| r.get(0))))
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_deferred_write_is_in_the_file_and_later_writes_are_synced_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, store) = file_store(&dir);
+        assert_eq!(synchronous(&store).await, 2, "FULL from the start");
+        store
+            .write_documents(
+                vec![("a".into(), "1".into()), ("b".into(), "2".into())],
+                None,
+                Flush::Deferred,
+            )
+            .await
+            .unwrap();
+        assert_eq!(synchronous(&store).await, 2, "FULL again after the write");
+        // Another connection (another process) sees the committed write at once.
+        let body: String = raw(&path)
+            .query_row("SELECT body FROM documents WHERE name = 'b'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(body, "2");
+        drop(store);
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.document("a").await.unwrap().as_deref(), Some("1"));
+        assert_eq!(synchronous(&store).await, 2);
     }
 
     // ---- the shared suite, in memory and in a file ----

@@ -127,7 +127,8 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
         } else {
             app.persist(generation).await
         };
-        app.shared.wake.notify_one();
+        // The dispatcher is not woken: a window opened now is due `timer_interval` (at least
+        // a second) from now, and the dispatcher looks at the due times at least every second.
     }
     // Otherwise only the de-duplication memory changed (when an alert was last seen, a
     // resolved alert forgotten): the dispatcher saves it within a second, together with
@@ -194,9 +195,8 @@ fn start_heal(app: &Arc<App>, mut job: HealJob) {
 }
 
 /// How often the dispatcher saves the alert state changes that did not need saving before
-/// their answer (see `receive`): a snapshot of the whole state, so not at every wake-up (an
-/// accepted alert wakes the dispatcher; a snapshot per accepted alert cost more than the
-/// alerts did).
+/// their answer (see `receive`): a snapshot of the whole state, so not at every wake-up (the
+/// end of an operation wakes the dispatcher).
 const SAVE_EVERY: Duration = Duration::from_secs(1);
 
 /// Runs heal windows as they close, until `stop` turns true.

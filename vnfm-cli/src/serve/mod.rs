@@ -70,9 +70,9 @@ use vnfm_core::sim::SimCloud;
 
 use crate::cli::PlacementArgs;
 use crate::commands::lcm::{self as lcm_cmd, SystemClock};
-use crate::config::Config;
+use crate::config::{AlertFsync, Config};
 use crate::error::CliError;
-use crate::store::SqliteStore;
+use crate::store::{Flush, SqliteStore};
 use auth::Credentials;
 use metrics::Gauges;
 use observe::{ObservedStore, Shared, Started};
@@ -257,7 +257,7 @@ impl App {
         ];
         match self
             .sqlite
-            .write_documents(put, Some(journal_through(current)))
+            .write_documents(put, Some(journal_through(current)), Flush::Commit)
             .await
         {
             Ok(()) => {
@@ -301,7 +301,15 @@ impl App {
             // Nothing queued for `generation`: its entries could not be encoded (logged).
             return false;
         };
-        match self.sqlite.write_documents(batch.clone(), None).await {
+        let flush = match self.config.server.alert_fsync {
+            AlertFsync::Periodic => Flush::Deferred,
+            AlertFsync::Each => Flush::Commit,
+        };
+        match self
+            .sqlite
+            .write_documents(batch.clone(), None, flush)
+            .await
+        {
             Ok(()) => {
                 *last = upto;
                 true
@@ -575,6 +583,7 @@ impl Server {
                     (ALERT_GENERATION_DOCUMENT.to_owned(), "0".to_owned()),
                 ],
                 Some(journal_through(u64::MAX)),
+                Flush::Commit,
             )
             .await
             .map_err(|e| state_err("cannot save the alert state", e))?;
@@ -820,6 +829,7 @@ mod tests {
                     (journal_name(4, 1), doc(&entry("VDU2", "b", 2))),
                 ],
                 None,
+                Flush::Deferred,
             )
             .await
             .unwrap();
@@ -837,6 +847,7 @@ mod tests {
             .write_documents(
                 vec![(ALERT_GENERATION_DOCUMENT.into(), "4".into())],
                 Some(journal_through(4)),
+                Flush::Commit,
             )
             .await
             .unwrap();
@@ -848,7 +859,7 @@ mod tests {
 
         // A damaged entry is named.
         sqlite
-            .write_documents(vec![(journal_name(5, 0), "{".into())], None)
+            .write_documents(vec![(journal_name(5, 0), "{".into())], None, Flush::Commit)
             .await
             .unwrap();
         let e = load_alert_handler(&sqlite, &cfg).await.unwrap_err();
