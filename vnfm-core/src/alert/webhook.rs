@@ -146,6 +146,12 @@ impl Webhook {
     /// or has the wrong type or value: the location is the field path (`alerts[0].status`) and
     /// the message names the value found and what was expected.
     pub fn from_slice(body: &[u8]) -> Result<Self, Error> {
+        // The typed reading takes a well-formed body in one pass; anything it does not take
+        // goes through the `Value` walk, which accepts exactly the same bodies (test
+        // `the_typed_reading_agrees_with_the_value_walk`) and names what is wrong.
+        if let Some(w) = typed::read(body) {
+            return Ok(w);
+        }
         let value: Value = serde_json::from_slice(body).map_err(|e| {
             Error::invalid(
                 Location::default().with_line(e.line()),
@@ -255,6 +261,109 @@ impl Alert {
             ends_at,
             generator_url: opt_string(map, at, "generatorURL")?.unwrap_or_default(),
             fingerprint,
+        })
+    }
+}
+
+/// The typed reading of a body: serde straight into [`Webhook`], no intermediate `Value`.
+/// `None` for anything the `Value` walk of [`Webhook::from_value`] might read differently or
+/// refuse (a missing or mistyped field, a duplicate key, a bad time or version), so that it
+/// decides, and words the error.
+mod typed {
+    use std::borrow::Cow;
+    use std::collections::BTreeMap;
+
+    use chrono::{DateTime, Datelike, Utc};
+    use serde::{Deserialize, Deserializer};
+    use serde_json::{Map, Value};
+
+    use super::{Alert, AlertStatus, Webhook, WEBHOOK_VERSION};
+
+    #[derive(Deserialize)]
+    struct Body<'a> {
+        #[serde(borrow, default)]
+        version: Option<Cow<'a, str>>,
+        #[serde(rename = "groupKey", default)]
+        group_key: Option<String>,
+        #[serde(rename = "truncatedAlerts", default)]
+        truncated_alerts: Option<u64>,
+        #[serde(default)]
+        status: Option<AlertStatus>,
+        #[serde(default)]
+        receiver: Option<String>,
+        #[serde(rename = "groupLabels", default)]
+        group_labels: Option<BTreeMap<String, String>>,
+        #[serde(rename = "commonLabels", default)]
+        common_labels: Option<BTreeMap<String, String>>,
+        #[serde(rename = "commonAnnotations", default)]
+        common_annotations: Option<BTreeMap<String, String>>,
+        #[serde(rename = "externalURL", default)]
+        external_url: Option<String>,
+        #[serde(borrow)]
+        alerts: Vec<TypedAlert<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    struct TypedAlert<'a> {
+        status: AlertStatus,
+        /// Required, and `null` reads as no labels (as in the `Value` walk).
+        #[serde(deserialize_with = "null_or_map")]
+        labels: BTreeMap<String, String>,
+        annotations: Map<String, Value>,
+        #[serde(rename = "startsAt", borrow)]
+        starts_at: Cow<'a, str>,
+        #[serde(rename = "endsAt", borrow, default)]
+        ends_at: Option<Cow<'a, str>>,
+        #[serde(rename = "generatorURL", default)]
+        generator_url: Option<String>,
+        fingerprint: String,
+    }
+
+    fn null_or_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+        Ok(Option::<BTreeMap<String, String>>::deserialize(d)?.unwrap_or_default())
+    }
+
+    fn time(text: &str) -> Option<DateTime<Utc>> {
+        DateTime::parse_from_rfc3339(text)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    }
+
+    pub(super) fn read(body: &[u8]) -> Option<Webhook> {
+        let b: Body<'_> = serde_json::from_slice(body).ok()?;
+        if b.version.as_deref().is_some_and(|v| v != WEBHOOK_VERSION) {
+            return None;
+        }
+        let alerts = b
+            .alerts
+            .into_iter()
+            .map(|a| {
+                let ends_at = match a.ends_at {
+                    None => None,
+                    Some(t) => Some(time(&t)?),
+                };
+                Some(Alert {
+                    status: a.status,
+                    labels: a.labels,
+                    annotations: a.annotations,
+                    starts_at: time(&a.starts_at)?,
+                    ends_at: ends_at.filter(|t: &DateTime<Utc>| t.year() > 1),
+                    generator_url: a.generator_url.unwrap_or_default(),
+                    fingerprint: a.fingerprint,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Webhook {
+            version: b.version.map(Cow::into_owned),
+            group_key: b.group_key,
+            truncated_alerts: b.truncated_alerts.unwrap_or(0),
+            status: b.status,
+            receiver: b.receiver,
+            group_labels: b.group_labels.unwrap_or_default(),
+            common_labels: b.common_labels.unwrap_or_default(),
+            common_annotations: b.common_annotations.unwrap_or_default(),
+            external_url: b.external_url,
+            alerts,
         })
     }
 }
@@ -399,6 +508,7 @@ fn ser_end<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::E
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use serde_json::json;
 
     const FIRING: &str = r#"{"receiver":"vnfm-auto-heal","status":"firing","alerts":[{"status":"firing","labels":{"alertname":"VnfcDown","function_type":"auto_heal","receiver_type":"tacker","vnf_instance_id":"i-1","vnfc_info_id":"VDU1-a"},"annotations":{},"startsAt":"2026-11-21T10:15:12.979001097Z","endsAt":"0001-01-01T00:00:00Z","generatorURL":"","fingerprint":"4158b72fcca2dd56"}],"groupLabels":{"vnf_instance_id":"i-1"},"commonLabels":{"alertname":"VnfcDown"},"commonAnnotations":{},"externalURL":"http://127.0.0.1:19093","version":"4","groupKey":"{}:{}","truncatedAlerts":0}"#;
 
@@ -471,6 +581,158 @@ mod tests {
         );
         let empty = Webhook::from_slice(br#"{"alerts":[]}"#).unwrap();
         assert!(empty.alerts.is_empty());
+    }
+
+    /// The `Value` walk alone (what `from_slice` did before the typed reading).
+    fn walked(body: &[u8]) -> Option<Webhook> {
+        let v: Value = serde_json::from_slice(body).ok()?;
+        Webhook::from_value(&v).ok()
+    }
+
+    /// The typed reading takes a body exactly when the walk does, with the same result.
+    fn assert_agree(body: &[u8]) {
+        assert_eq!(
+            typed::read(body),
+            walked(body),
+            "{}",
+            String::from_utf8_lossy(body)
+        );
+    }
+
+    #[test]
+    fn the_typed_reading_agrees_with_the_value_walk() {
+        assert!(typed::read(FIRING.as_bytes()).is_some());
+        let base: Value = serde_json::from_str(FIRING).unwrap();
+        let replacements = [
+            json!(null),
+            json!(1),
+            json!(-1),
+            json!(1.5),
+            json!(true),
+            json!("x"),
+            json!("4"),
+            json!("firing"),
+            json!("resolved"),
+            json!("2022-06-21T23:47:36+02:00"),
+            json!("0001-01-01T00:00:00Z"),
+            json!([]),
+            json!({}),
+            json!({"a": "b"}),
+            json!({"a": 1}),
+        ];
+        let top = base
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>();
+        let alert = base["alerts"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>();
+        let mut cases = 0;
+        for (in_alert, keys) in [(false, &top), (true, &alert)] {
+            for key in keys.iter().chain([&"unknownField".to_owned()]) {
+                fn target(v: &mut Value, in_alert: bool) -> &mut Map<String, Value> {
+                    let v = if in_alert { &mut v["alerts"][0] } else { v };
+                    v.as_object_mut().unwrap()
+                }
+                let mut removed = base.clone();
+                target(&mut removed, in_alert).remove(key);
+                assert_agree(&serde_json::to_vec(&removed).unwrap());
+                for r in &replacements {
+                    let mut v = base.clone();
+                    target(&mut v, in_alert).insert(key.clone(), r.clone());
+                    assert_agree(&serde_json::to_vec(&v).unwrap());
+                    cases += 1;
+                }
+            }
+        }
+        for body in [
+            "[]",
+            "null",
+            "{}",
+            r#"{"alerts":[]}"#,
+            r#"{"alerts":[null]}"#,
+            r#"{"alerts":[[]]}"#,
+            r#"{"alerts":[],"version":null,"truncatedAlerts":null,"status":null}"#,
+            r#"{"alerts":[],"truncatedAlerts":1e2}"#,
+            r#"{"alerts":[],"truncatedAlerts":18446744073709551615}"#,
+            r#"{"alerts":[{"status":"firing","labels":null,"annotations":{},"startsAt":"2022-06-21T23:47:36Z","endsAt":null,"generatorURL":null,"fingerprint":"f"}]}"#,
+            r#"{"alerts":[{"status":"firing","labels":{"a\u00e9":"\n"},"annotations":{"z":1,"a":[]},"startsAt":"2022-06-21T23:47:36\u005a","fingerprint":"f\"q"}]}"#,
+        ] {
+            assert_agree(body.as_bytes());
+        }
+        assert!(cases > 200, "{cases}");
+    }
+
+    #[test]
+    fn a_duplicate_key_is_read_as_the_walk_reads_it() {
+        let body = r#"{"receiver":"a","alerts":[],"receiver":"b"}"#;
+        assert_eq!(typed::read(body.as_bytes()), None, "serde refuses it");
+        let w = Webhook::from_slice(body.as_bytes()).unwrap();
+        assert_eq!(
+            w.receiver.as_deref(),
+            Some("b"),
+            "the last one, as the walk reads it"
+        );
+    }
+
+    /// Every webhook body of the shared vectors (the Alertmanager captures, and every object
+    /// with `alerts` in Tacker's Prometheus-plugin files) is read the same both ways.
+    #[cfg(feature = "vectors")]
+    #[test]
+    fn the_typed_reading_agrees_on_every_vector_body() {
+        fn bodies(v: &Value, out: &mut Vec<Vec<u8>>) {
+            match v {
+                Value::Object(m) => {
+                    if m.contains_key("alerts") {
+                        out.push(serde_json::to_vec(v).unwrap());
+                    }
+                    m.values().for_each(|x| bodies(x, out));
+                }
+                Value::Array(a) => a.iter().for_each(|x| bodies(x, out)),
+                _ => {}
+            }
+        }
+        fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    files(&p, out);
+                } else if p.extension().is_some_and(|x| x == "json") {
+                    out.push(p);
+                }
+            }
+        }
+        let Some(root) = crate::vectors::shared_vectors(
+            env!("CARGO_MANIFEST_DIR"),
+            "the typed webhook reading against the vector bodies",
+        ) else {
+            return;
+        };
+        let mut paths = Vec::new();
+        files(&root.join("alertmanager"), &mut paths);
+        files(&root.join("tacker/prometheus"), &mut paths);
+        let mut read = 0;
+        for p in paths {
+            let raw = std::fs::read(&p).unwrap();
+            let Ok(v) = serde_json::from_slice::<Value>(&raw) else {
+                continue;
+            };
+            let mut all = Vec::new();
+            if v.get("alerts").is_some() {
+                all.push(raw);
+            }
+            bodies(&v, &mut all);
+            for b in all {
+                assert_agree(&b);
+                read += 1;
+            }
+        }
+        assert!(read >= 40, "only {read} bodies found");
     }
 
     #[test]
