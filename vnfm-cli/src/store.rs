@@ -224,17 +224,37 @@ impl SqliteStore {
         flush: Flush,
     ) -> Result<(), DriverError> {
         self.with_conn(move |conn, file| {
-            if flush == Flush::Deferred {
-                set_synchronous(conn, file, "NORMAL")?;
-            }
-            let written = write_documents_tx(conn, file, &put, prune.as_ref());
-            if flush == Flush::Deferred {
-                // Back to the store's default even when the write failed.
-                set_synchronous(conn, file, "FULL")?;
-            }
-            written
+            write_documents_tx(conn, file, &put, prune.as_ref(), flush)
         })
         .await
+    }
+
+    /// [`SqliteStore::write_documents`] on the calling thread, for a thread of its own
+    /// outside the async runtime (it blocks on file IO).
+    ///
+    /// # Errors
+    /// As [`SqliteStore::write_documents`].
+    pub fn write_documents_blocking(
+        &self,
+        put: &[(String, String)],
+        prune: Option<&(String, String)>,
+        flush: Flush,
+    ) -> Result<(), DriverError> {
+        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        write_documents_tx(&mut conn, &self.file, put, prune, flush)
+    }
+
+    /// A second connection to the same state file (the file's writers take turns; SQLite's
+    /// busy timeout covers the waits), for a writer that should not queue behind this one;
+    /// an in-memory store answers itself.
+    ///
+    /// # Errors
+    /// As [`SqliteStore::open`].
+    pub fn reopen(&self) -> Result<Self, DriverError> {
+        match &self.path {
+            Some(p) => Self::open(p),
+            None => Ok(self.clone()),
+        }
     }
 
     /// The documents whose names start with `prefix`, in name order.
@@ -305,8 +325,27 @@ impl SqliteStore {
     }
 }
 
-/// One transaction of [`SqliteStore::write_documents`].
+/// [`SqliteStore::write_documents`] on `conn`.
 fn write_documents_tx(
+    conn: &mut Connection,
+    file: &str,
+    put: &[(String, String)],
+    prune: Option<&(String, String)>,
+    flush: Flush,
+) -> Result<(), DriverError> {
+    if flush == Flush::Deferred {
+        set_synchronous(conn, file, "NORMAL")?;
+    }
+    let written = documents_tx(conn, file, put, prune);
+    if flush == Flush::Deferred {
+        // Back to the store's default even when the write failed.
+        set_synchronous(conn, file, "FULL")?;
+    }
+    written
+}
+
+/// The transaction of [`write_documents_tx`].
+fn documents_tx(
     conn: &mut Connection,
     file: &str,
     put: &[(String, String)],

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serve_common::*;
+use vnfm_cli::config::AlertFsync;
 
 const INSTANCES: usize = 100;
 const ALERTS: usize = 10_000;
@@ -221,12 +222,21 @@ async fn saved_alert_state(dir: &std::path::Path) -> vnfm_core::alert::AlertStat
 }
 
 /// Accepted alerts are saved before their 204, also when many arrive at once and share one
-/// write (group commit): every alert answered is in the state file, with no shutdown between.
+/// write (group commit): every alert answered is in the state file, with no shutdown between,
+/// under either `[server] alert_fsync`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_accepted_alerts_are_all_saved_before_their_answers() {
+    for fsync in [AlertFsync::Periodic, AlertFsync::Each] {
+        accepted_alerts_saved_before_their_answers(fsync).await;
+    }
+}
+
+async fn accepted_alerts_saved_before_their_answers(fsync: AlertFsync) {
     const N: usize = 40;
     let dir = tempfile::tempdir().unwrap();
-    let server = start(config(dir.path(), 3600)).await;
+    let mut c = config(dir.path(), 3600);
+    c.server.alert_fsync = fsync;
+    let server = start(c).await;
     let addr = server.local_addr();
     let id = instantiated(addr).await;
     let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
@@ -259,6 +269,89 @@ async fn concurrent_accepted_alerts_are_all_saved_before_their_answers() {
     let mut want: Vec<_> = (0..N).map(|i| format!("fp-{i}")).collect();
     want.sort();
     assert_eq!(fps, want);
+    server.shutdown().await.unwrap();
+}
+
+/// When the state file refuses the write of an accepted alert, the answer is 503 (so that
+/// Alertmanager sends it again), counted; the alert is kept, and saved once the file takes
+/// writes again, before and across a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_write_answers_503_and_the_alert_is_saved_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let server = start(config(dir.path(), 3600)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
+    let raw = rusqlite::Connection::open(&state).unwrap();
+    raw.execute_batch(
+        "CREATE TRIGGER refuse BEFORE INSERT ON documents WHEN NEW.name LIKE 'alert_%' \
+         BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+    )
+    .unwrap();
+    let body = webhook(&[heal_alert(&id, &vnfc, "fp-refused", "firing", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    let p = r.problem(503);
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("could not be written"),
+        "{p}"
+    );
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alert_requests_total{endpoint=\"auto_healing\",code=\"503\"}"
+        ),
+        1,
+        "{m}"
+    );
+    assert_eq!(
+        metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}"),
+        1
+    );
+    assert!(saved_alert_state(dir.path()).await.heal.pending.is_empty());
+
+    raw.execute_batch("DROP TRIGGER refuse").unwrap();
+    // Alertmanager's retry: the alert is known, nothing runs twice.
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(r.status, 204);
+    let d = dir.path().to_owned();
+    let want = id.clone();
+    eventually(10, "the refused alert saved", || {
+        let d = d.clone();
+        let want = want.clone();
+        async move {
+            let s = saved_alert_state(&d).await;
+            s.heal
+                .pending
+                .iter()
+                .any(|p| p.instance.as_str() == want && p.alerts.len() == 1)
+                .then_some(())
+        }
+    })
+    .await;
+    server.shutdown().await.unwrap();
+    let server = start(config(dir.path(), 3600)).await;
+    let r = post_alert(
+        server.local_addr(),
+        "auto_healing",
+        Some(BASIC_HEADER),
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, 204);
+    let m = metrics(server.local_addr()).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alerts_ignored_total{endpoint=\"auto_healing\",reason=\"duplicate\"}"
+        ),
+        1,
+        "known after the restart: {m}"
+    );
     server.shutdown().await.unwrap();
 }
 

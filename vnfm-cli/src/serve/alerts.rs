@@ -84,10 +84,9 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
         };
         let generation = app.changed_locked(&h);
         let entries = AlertHandler::heal_entries(&webhook, &outcomes, now);
-        if !entries.is_empty() {
-            app.journal_locked(&h, generation, &entries);
-        }
-        (outcomes, generation, !entries.is_empty())
+        // Not journaled (an entry that cannot be encoded): the whole state is saved instead.
+        let journaled = !entries.is_empty() && app.journal_locked(&h, generation, &entries);
+        (outcomes, generation, journaled)
     };
     let mut accepted = false;
     let mut scales = Vec::new();

@@ -39,6 +39,7 @@
 mod alerts;
 mod auth;
 mod http;
+mod journal;
 mod lcm_api;
 mod metrics;
 mod observe;
@@ -188,10 +189,8 @@ pub(crate) struct App {
     generation: AtomicU64,
     /// The generation last written to the state file.
     persisted: tokio::sync::Mutex<u64>,
-    /// Journal entries (name, JSON) not yet written, in generation order.
-    journal: Mutex<Vec<(String, String)>>,
-    /// The generation up to which the journal is written.
-    journaled: tokio::sync::Mutex<u64>,
+    /// The writer of the alert journal.
+    journal: journal::Journal,
     running: AtomicUsize,
     idle: Notify,
     /// The Promise capacity ledger.
@@ -273,56 +272,28 @@ impl App {
 
     /// Queues the journal entries of change `generation` (call it under the `alerts` lock,
     /// right after [`App::changed_locked`], so that the queue stays in generation order).
-    fn journal_locked(&self, _h: &AlertHandler, generation: u64, entries: &[HealEntry]) {
-        let mut q = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
+    /// Returns whether every entry is queued (one that cannot be encoded is logged).
+    fn journal_locked(&self, _h: &AlertHandler, generation: u64, entries: &[HealEntry]) -> bool {
+        let mut all = true;
+        let mut encoded = Vec::with_capacity(entries.len());
         for (n, e) in entries.iter().enumerate() {
             match serde_json::to_string(e) {
-                Ok(body) => q.push((journal_name(generation, n), body)),
-                Err(e) => eprintln!("vnfm serve: cannot encode an alert journal entry: {e}"),
+                Ok(body) => encoded.push((journal_name(generation, n), body)),
+                Err(e) => {
+                    eprintln!("vnfm serve: cannot encode an alert journal entry: {e}");
+                    all = false;
+                }
             }
         }
+        self.journal.push(encoded);
+        all
     }
 
-    /// Makes the journal entries of change `generation` durable: returns at once when a write
-    /// covering them is done, otherwise writes every queued entry in one transaction (group
-    /// commit: the requests queued meanwhile share it). The queue is in generation order, so
-    /// a write that covered a later generation covered this one.
-    ///
-    /// Returns whether they are saved.
+    /// Makes the journal entries of change `generation` durable (as `[server] alert_fsync`
+    /// says): the journal's writer appends every queued entry in one transaction, so the
+    /// requests queued together share it. Returns whether they are saved.
     async fn flush_journal(&self, generation: u64) -> bool {
-        let mut last = self.journaled.lock().await;
-        if *last >= generation {
-            return true;
-        }
-        let batch =
-            std::mem::take(&mut *self.journal.lock().unwrap_or_else(PoisonError::into_inner));
-        // The queue is in generation order: its last entry is the latest generation written.
-        let Some(upto) = batch.last().and_then(|(name, _)| journal_generation(name)) else {
-            // Nothing queued for `generation`: its entries could not be encoded (logged).
-            return false;
-        };
-        let flush = match self.config.server.alert_fsync {
-            AlertFsync::Periodic => Flush::Deferred,
-            AlertFsync::Each => Flush::Commit,
-        };
-        match self
-            .sqlite
-            .write_documents(batch.clone(), None, flush)
-            .await
-        {
-            Ok(()) => {
-                *last = upto;
-                true
-            }
-            Err(e) => {
-                eprintln!("vnfm serve: cannot save the alert journal: {e}");
-                // Back in the queue, ahead of what came meanwhile: the next flush retries.
-                let mut q = self.journal.lock().unwrap_or_else(PoisonError::into_inner);
-                let later = std::mem::replace(&mut *q, batch);
-                q.extend(later);
-                false
-            }
-        }
+        self.journal.wait(generation).await
     }
 
     /// Writes every change of the alert state made so far (at a stop, and from the
@@ -609,6 +580,20 @@ impl Server {
             })?;
         let addr = listener.local_addr().map_err(CliError::Output)?;
         let (promise, notifications) = promise::Promise::open(&sqlite, &config).await?;
+        let journal_flush = match config.server.alert_fsync {
+            AlertFsync::Periodic => Flush::Deferred,
+            AlertFsync::Each => Flush::Commit,
+        };
+        let journal = sqlite
+            .reopen()
+            .map_err(|e| state_err("cannot open the state file for the alert journal", e))
+            .and_then(|store| {
+                journal::Journal::start(store, journal_flush, journal_generation).map_err(|e| {
+                    CliError::Output(std::io::Error::other(format!(
+                        "cannot start the alert journal's writer thread: {e}"
+                    )))
+                })
+            })?;
         let app = Arc::new(App {
             alert_auth: Credentials::alerts(&config.prometheus_plugin),
             api_auth: Credentials::bearer(config.server.api_token.as_ref()),
@@ -622,8 +607,7 @@ impl Server {
             packages: Mutex::new(HashMap::new()),
             generation: AtomicU64::new(0),
             persisted: tokio::sync::Mutex::new(0),
-            journal: Mutex::new(Vec::new()),
-            journaled: tokio::sync::Mutex::new(0),
+            journal,
             running: AtomicUsize::new(0),
             idle: Notify::new(),
             promise,
@@ -684,6 +668,7 @@ impl Server {
             );
         }
         app.persist_now().await;
+        app.journal.stop().await;
         app.promise.persist_now(&app.sqlite).await;
         lcm_cmd::save_sim(&app.sqlite, &app.sim, &app.config).await?;
         match served {

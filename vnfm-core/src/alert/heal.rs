@@ -45,12 +45,27 @@ pub struct HealJob {
     pub instance: VnfInstanceId,
     /// The `VnfcInfo.id`s to heal, in the order their alerts arrived, each once.
     pub vnfcs: Vec<String>,
-    /// The alert occurrences that asked for it.
+    /// The alert occurrences that asked for it: the first [`WINDOW_ALERTS`].
     pub alerts: Vec<AlertKey>,
+    /// How many more occurrences asked for it (counted, not kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_alerts: u64,
     /// When the window opened (the first alert).
     pub opened_at: DateTime<Utc>,
     /// When the window closed.
     pub due: DateTime<Utc>,
+}
+
+/// How many alert occurrences a heal window keeps ([`PendingHeal::alerts`]); later ones are
+/// only counted ([`PendingHeal::more_alerts`]). A window stays open `timer_interval`, and
+/// longer while an operation runs on its instance, and every new occurrence (a new
+/// `startsAt` of a flapping alert) joins it: without a bound, its size, and that of every save
+/// of the alert state, would grow with the alert rate. The occurrences only serve to word the
+/// heal's cause; the de-duplication memory is separate (`dedupe_capacity`).
+pub const WINDOW_ALERTS: usize = 64;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl HealJob {
@@ -60,7 +75,7 @@ impl HealJob {
             vnfc_instance_id: self.vnfcs.clone(),
             cause: Some(format!(
                 "auto-heal: {} Prometheus alert(s) for {} VNFC(s)",
-                self.alerts.len(),
+                (self.alerts.len() as u64).saturating_add(self.more_alerts),
                 self.vnfcs.len()
             )),
             ..HealVnfRequest::default()
@@ -119,8 +134,11 @@ pub struct PendingHeal {
     pub instance: VnfInstanceId,
     /// VNFCs, in arrival order, each once.
     pub vnfcs: Vec<String>,
-    /// The alert occurrences.
+    /// The alert occurrences: the first [`WINDOW_ALERTS`].
     pub alerts: Vec<AlertKey>,
+    /// How many more occurrences joined (counted, not kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_alerts: u64,
     /// When the window opened.
     pub opened_at: DateTime<Utc>,
     /// When it closes.
@@ -236,7 +254,11 @@ impl HealBatcher {
                 if !p.vnfcs.iter().any(|v| v == vnfc) {
                     p.vnfcs.push(vnfc.to_owned());
                 }
-                p.alerts.push(alert.clone());
+                if p.alerts.len() < WINDOW_ALERTS {
+                    p.alerts.push(alert.clone());
+                } else {
+                    p.more_alerts = p.more_alerts.saturating_add(1);
+                }
                 HealOutcome::Joined { due: p.due }
             }
             None => {
@@ -249,6 +271,7 @@ impl HealBatcher {
                         instance: instance.clone(),
                         vnfcs: vec![vnfc.to_owned()],
                         alerts: vec![alert.clone()],
+                        more_alerts: 0,
                         opened_at: now,
                         due,
                     },
@@ -345,6 +368,7 @@ impl HealBatcher {
                 instance: p.instance,
                 vnfcs: p.vnfcs,
                 alerts: p.alerts,
+                more_alerts: p.more_alerts,
                 opened_at: p.opened_at,
                 due: p.due,
             })
@@ -400,6 +424,7 @@ impl HealBatcher {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use serde_json::Value;
 
     fn t(s: i64) -> DateTime<Utc> {
         Utc.timestamp_opt(1_800_000_000 + s, 0).unwrap()
@@ -414,6 +439,37 @@ mod tests {
 
     fn id(s: &str) -> VnfInstanceId {
         VnfInstanceId::new(s)
+    }
+
+    #[test]
+    fn a_window_keeps_the_first_occurrences_and_counts_the_rest() {
+        let mut b = HealBatcher::new(20, 600, 100_000);
+        let n = WINDOW_ALERTS as i64 + 936;
+        for i in 0..n {
+            b.handle_alert(&id("i"), "VDU1", &key("f", i), t(0));
+        }
+        let p = b.pending(&id("i")).unwrap();
+        assert_eq!(p.alerts.len(), WINDOW_ALERTS);
+        assert_eq!(p.alerts[0], key("f", 0), "the first ones are kept");
+        assert_eq!(p.more_alerts, 936);
+        // The count survives a restart, and words the heal's cause.
+        let saved = serde_json::to_string(&b.snapshot()).unwrap();
+        let mut c = HealBatcher::new(20, 600, 100_000);
+        c.restore(serde_json::from_str(&saved).unwrap());
+        let job = c.poll_due(t(20)).pop().unwrap();
+        assert_eq!(job.more_alerts, 936);
+        assert_eq!(
+            job.request().cause.as_deref(),
+            Some("auto-heal: 1000 Prometheus alert(s) for 1 VNFC(s)")
+        );
+        // A state saved before the count existed reads as none beyond the kept ones.
+        let mut old: Value = serde_json::from_str(&saved).unwrap();
+        old["pending"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("moreAlerts");
+        let old: HealBatcherState = serde_json::from_value(old).unwrap();
+        assert_eq!(old.pending[0].more_alerts, 0);
     }
 
     #[test]
