@@ -10,6 +10,8 @@
 //! Workloads (one alert per webhook, Alertmanager's shape):
 //! - `vnfm_duplicates`: every request repeats an alert already queued (the storm case:
 //!   Alertmanager re-sends, duplicated groups): ignored `duplicate`, counted, 204;
+//! - `vnfm_storm`: the storm of the acceptance test (10,000 alerts, 300 occurrences):
+//!   one request in 33 is a new occurrence, the others repeat queued ones;
 //! - `vnfm_new_alerts`: every request is a new occurrence (new `startsAt`) of a VNFC alert,
 //!   joining its instance's open window: accepted, and written to the SQLite state file
 //!   before the 204 (so that an accepted alert survives a restart), fsynced within a second
@@ -55,6 +57,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const DEMO_VNFD: &str = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d";
 const TOKEN: &str = "vnfm-bench-token";
 const INSTANCES: usize = 10;
+/// In the `vnfm_storm` workload, one request in this many brings a new occurrence.
+const STORM_REPEATS: u64 = 33;
 /// Concurrent keep-alive connections of the client.
 const CONNECTIONS: usize = 8;
 
@@ -440,9 +444,23 @@ fn alerts(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
     let mut medians = Vec::new();
+    // The storm of the acceptance test: 10,000 alerts carrying 300 occurrences, so
+    // one request in 33 brings a new occurrence and the others repeat queued ones.
+    let storm_body: Arc<dyn Fn(u64) -> Vec<u8> + Send + Sync> = {
+        let new = new_body(&targets);
+        let dup = dup_body.clone();
+        Arc::new(move |i| {
+            if i % STORM_REPEATS == 0 {
+                new(i)
+            } else {
+                dup(i)
+            }
+        })
+    };
     for (name, addr, body) in [
         ("bare_axum_204", b.bare, dup_body.clone()),
         ("vnfm_duplicates", b.vnfm, dup_body.clone()),
+        ("vnfm_storm", b.vnfm, storm_body),
         ("vnfm_new_alerts", b.vnfm, new_body(&targets)),
         (
             "vnfm_new_alerts_fsync_each",

@@ -389,3 +389,133 @@ async fn half_a_basic_auth_pair_is_refused_at_start() {
         "{text}"
     );
 }
+
+/// An operation of instance `id` in `state`, written to the state file in `dir` by another
+/// connection (as a `vnfm` command on the same file, or an earlier run, would leave it).
+async fn foreign_op(dir: &std::path::Path, op_id: &str, id: &str, state: &str) {
+    use vnfm_core::driver::{Store, StoreBatch};
+    use vnfm_core::lcm::{LcmOperationStateType, LcmOperationType, VnfLcmOpOcc};
+    let store = vnfm_cli::store::SqliteStore::open(dir.join("state.sqlite")).unwrap();
+    let mut op = VnfLcmOpOcc::new(op_id, id, LcmOperationType::Heal, chrono::Utc::now());
+    let state: LcmOperationStateType =
+        serde_json::from_value(serde_json::Value::String(state.into())).unwrap();
+    op.enter(state, chrono::Utc::now());
+    store
+        .commit(StoreBatch::new().with_op_occ(op))
+        .await
+        .unwrap();
+}
+
+/// A heal window for an instance whose operation stopped in FAILED_TEMP (here one that a
+/// restart interrupted) waits until that operation is failed, then runs: it is not dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heal_window_waits_for_a_failed_temp_operation_to_be_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let id = instantiated(server.local_addr()).await;
+    let vnfc = servers(server.local_addr(), &id)
+        .await
+        .into_keys()
+        .next()
+        .unwrap();
+    server.shutdown().await.unwrap();
+    // Left PROCESSING by a stop: the next start sets it FAILED_TEMP.
+    foreign_op(dir.path(), "op-interrupted", &id, "PROCESSING").await;
+
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let body = webhook(&[heal_alert(&id, &vnfc, "fp-wait", "firing", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(r.status, 204);
+    // The window (1 s) closes; the heal waits for the instance.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert!(ops(addr, &id, "HEAL")
+        .await
+        .iter()
+        .all(|o| o["id"] == "op-interrupted"));
+    let m = metrics(addr).await;
+    assert_eq!(metric(&m, "vnfm_heal_windows_pending"), 1, "{m}");
+    // Another operation is refused meanwhile, and says why.
+    let r = post_json(
+        addr,
+        &format!("/vnflcm/v2/vnf_instances/{id}/heal"),
+        &serde_json::json!({}),
+    )
+    .await;
+    assert!(
+        r.problem(409)["detail"]
+            .as_str()
+            .unwrap()
+            .contains("FAILED_TEMP"),
+        "{:?}",
+        r.json()
+    );
+
+    let r = post_json(
+        addr,
+        "/vnflcm/v2/vnf_lcm_op_occs/op-interrupted/fail",
+        &serde_json::json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    let heal = eventually(20, "the heal after the fail", || async {
+        ops(addr, &id, "HEAL")
+            .await
+            .into_iter()
+            .find(|o| o["id"] != "op-interrupted" && o["operationState"] == "COMPLETED")
+    })
+    .await;
+    assert_eq!(heal["isAutomaticInvocation"], true);
+    assert_eq!(
+        heal["operationParams"]["vnfcInstanceId"],
+        serde_json::json!([vnfc])
+    );
+    server.shutdown().await.unwrap();
+}
+
+/// A scale alert whose scale the lifecycle refuses (an operation that another program left
+/// FAILED_TEMP on the instance) does not start the cooldown: the next alert tries again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_that_does_not_start_leaves_no_cooldown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.prometheus_plugin.plugin.scale_cooldown = 3600;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    foreign_op(dir.path(), "op-foreign", &id, "FAILED_TEMP").await;
+    let bearer = format!("Bearer {BEARER}");
+    for fp in ["s1", "s2"] {
+        let r = post_alert(
+            addr,
+            "auto_scaling",
+            Some(&bearer),
+            &webhook(&[scale_alert(&id, "VDU1_scale", "SCALE_OUT", fp)]),
+        )
+        .await;
+        assert_eq!(r.status, 204);
+        eventually(10, "the refused scale released", || async {
+            let m = metrics(addr).await;
+            (metric(&m, "vnfm_lcm_operations_running") == 0).then_some(())
+        })
+        .await;
+        // The refusal is reported back a moment after the operation ends.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_scaling\"}"),
+        2,
+        "both admitted, none ignored for a cooldown: {m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alerts_ignored_total{endpoint=\"auto_scaling\",reason=\"cooldown\"}"
+        ),
+        0,
+        "{m}"
+    );
+    assert!(ops(addr, &id, "SCALE").await.is_empty());
+    server.shutdown().await.unwrap();
+}

@@ -134,13 +134,24 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
     // whatever else changed meanwhile, and the answer does not wait for it.
     for job in scales {
         let opts = job.options();
+        let aspect = job.request.aspect_id.clone();
         // The handler marked the instance busy; the operation's end marks it idle.
-        drop(spawn_op(
+        let started = spawn_op(
             app,
             job.instance.clone(),
             OpRequest::Scale(job.request),
             opts,
-        ));
+        );
+        let app = app.clone();
+        tokio::spawn(async move {
+            if let Ok(Err(_)) = started.await {
+                // Refused before it started (logged by `spawn_op`): the handler ends the
+                // cooldown it started for it.
+                let mut h = app.lock_alerts();
+                h.scale_not_started(&job.instance, &aspect);
+                app.changed_locked(&h);
+            }
+        });
     }
     if !saved {
         // Alertmanager retries a 5xx: the retry finds the alerts known (duplicates), and the

@@ -330,8 +330,9 @@ impl App {
             return Err(ProblemDetails::new(
                 409,
                 format!(
-                    "an LCM operation is in progress on VNF instance {id}; one operation at a \
-                     time per instance"
+                    "an LCM operation is in progress on VNF instance {id}, or stopped in \
+                     FAILED_TEMP (fail it with POST /vnflcm/v2/vnf_lcm_op_occs/{{opOccId}}/fail); \
+                     one operation at a time per instance"
                 ),
             ));
         }
@@ -566,7 +567,7 @@ impl Server {
             .map_err(|e| state_err("cannot read the VNF instances", e))?;
         *shared.cache.write().unwrap_or_else(PoisonError::into_inner) =
             instances.into_iter().map(|i| (i.id.clone(), i)).collect();
-        interrupt_unfinished(&store, &config).await?;
+        interrupt_unfinished(&store, &shared, &config).await?;
         let drivers = vim.drivers(Arc::new(store.clone()), Arc::new(SystemClock));
         let sim = vim.sim;
         let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(lcm_cmd::id_salt());
@@ -681,7 +682,11 @@ impl Server {
 
 /// Sets the occurrences that a previous run left `STARTING` / `PROCESSING` to `FAILED_TEMP`
 /// (their operation no longer runs); `fail` them to run other operations on the instance.
-async fn interrupt_unfinished(store: &ObservedStore, config: &Config) -> Result<(), CliError> {
+async fn interrupt_unfinished(
+    store: &ObservedStore,
+    shared: &Shared,
+    config: &Config,
+) -> Result<(), CliError> {
     let ops = store
         .op_occs(OpOccFilter::all())
         .await
@@ -692,6 +697,14 @@ async fn interrupt_unfinished(store: &ObservedStore, config: &Config) -> Result<
         })?;
     let now = chrono::Utc::now();
     let mut batch = StoreBatch::new();
+    {
+        // An instance whose last operation is not over (FAILED_TEMP, now also the interrupted
+        // ones) takes no other until it is failed: busy, as while an operation runs.
+        let mut h = shared.alerts.lock().unwrap_or_else(PoisonError::into_inner);
+        for op in ops.iter().filter(|o| !o.is_terminal()) {
+            h.mark_busy(&op.vnf_instance_id);
+        }
+    }
     for mut op in ops.into_iter().filter(|o| {
         matches!(
             o.operation_state,

@@ -112,15 +112,21 @@ impl ObservedStore {
                         send_started(&s, Ok(op.id.clone()));
                     }
                 }
-                LcmOperationStateType::Completed | LcmOperationStateType::FailedTemp => {
+                LcmOperationStateType::Completed => {
                     m.reselections(op.attempts.len().saturating_sub(1) as u64);
                     // The operation is over once this is stored: the instance takes the next
                     // one at once (a client that saw this state must not get a 409).
                     self.shared.release(&op.vnf_instance_id);
                 }
-                LcmOperationStateType::Failed
-                | LcmOperationStateType::RolledBack
-                | LcmOperationStateType::RollingBack => {}
+                LcmOperationStateType::FailedTemp => {
+                    // Not over (SOL003): the instance takes no other operation until this one
+                    // is failed, so it stays busy; a heal window for it waits, a scale alert
+                    // is ignored as `operation_in_progress`.
+                    m.reselections(op.attempts.len().saturating_sub(1) as u64);
+                }
+                LcmOperationStateType::Failed | LcmOperationStateType::RolledBack => {
+                    self.shared.release(&op.vnf_instance_id);
+                }
                 _ => {}
             }
         }

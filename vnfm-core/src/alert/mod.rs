@@ -327,6 +327,15 @@ impl AlertHandler {
         self.heal.mark_idle(instance);
     }
 
+    /// The scale of `aspect` of `instance` that an [`Action::Scale`] asked for did not start
+    /// (the lifecycle refused it: e.g. an operation that another program started on the
+    /// instance): its cooldown ends, so that the next alert may try again, and the instance
+    /// is idle. Returns whether a cooldown was running.
+    pub fn scale_not_started(&mut self, instance: &VnfInstanceId, aspect: &str) -> bool {
+        self.heal.mark_idle(instance);
+        self.scale.reset(instance, aspect)
+    }
+
     /// The journal entries of the alerts of `webhook` that `outcomes` (from
     /// [`AlertHandler::handle_alerts`] at `at`) queued for a heal.
     pub fn heal_entries(
@@ -525,6 +534,18 @@ mod tests {
             )
             .unwrap();
         assert_eq!(labels(&out), ["cooldown"]);
+        // A scale that did not start does not hold the cooldown.
+        assert!(h.scale_not_started(&"i".into(), "A"));
+        assert!(!h.is_busy(&"i".into()));
+        let out = h
+            .handle_webhook(
+                Endpoint::AutoScaling,
+                &body(&[scale("SCALE_IN")]),
+                &store,
+                t(31),
+            )
+            .unwrap();
+        assert_eq!(labels(&out), ["scale ScaleIn"]);
     }
 
     #[test]
