@@ -267,3 +267,66 @@ fn fixtures_exist() {
     assert!(!root.join("tests/cmd/config/no-such.toml").exists());
     assert!(root.join("../examples/packages/demo-vnf").is_dir());
 }
+
+// ---- vnfm serve ----
+
+/// `vnfm serve` with alert endpoints on says at start when they take webhooks without
+/// credentials, and not when a token guards them; SIGTERM stops it (exit 0).
+#[cfg(unix)]
+#[test]
+fn serve_warns_when_the_alert_endpoints_are_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let state = state.to_str().unwrap();
+    for (token, warned) in [(None, true), (Some("t0k3n"), false)] {
+        let mut args = vec![
+            "serve",
+            "--state",
+            state,
+            "--listen",
+            "127.0.0.1:0",
+            "--auto-healing",
+        ];
+        if let Some(t) = token {
+            args.extend(["--alert-bearer-token", t]);
+        }
+        let mut cmd = vnfm(&args);
+        for var in [
+            "VNFM_LISTEN",
+            "VNFM_AUTO_HEALING",
+            "VNFM_AUTO_SCALING",
+            "VNFM_ALERT_BEARER_TOKEN",
+            "VNFM_ALERT_BASIC_USER",
+            "VNFM_ALERT_BASIC_PASSWORD",
+        ] {
+            cmd.env_remove(var);
+        }
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("vnfm serve starts");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        stderr.read_line(&mut first).unwrap();
+        assert!(
+            first.starts_with("vnfm serve: listening on http://127.0.0.1:"),
+            "{first}"
+        );
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{first}{rest}");
+        assert_eq!(
+            rest.contains("the alert endpoints take webhooks without credentials"),
+            warned,
+            "token {token:?}: {rest}"
+        );
+        assert!(rest.contains("vnfm serve: stopping"), "{rest}");
+    }
+}

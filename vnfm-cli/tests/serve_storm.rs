@@ -355,6 +355,51 @@ async fn a_refused_write_answers_503_and_the_alert_is_saved_later() {
     server.shutdown().await.unwrap();
 }
 
+/// A request that outlives `[server] request_timeout` (here: its alert's write waits for
+/// another program's write transaction on the state file) is answered 503 and counted; the
+/// alert is written once the file is free, and the retry is a duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_the_timeout_answers_503_and_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 3600);
+    c.server.request_timeout = 1;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
+    let raw = rusqlite::Connection::open(dir.path().join("state.sqlite")).unwrap();
+    raw.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let body = webhook(&[heal_alert(&id, &vnfc, "fp-slow", "firing", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    let p = r.problem(503);
+    assert!(
+        p["detail"].as_str().unwrap().contains("request_timeout"),
+        "{p}"
+    );
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alert_requests_total{endpoint=\"auto_healing\",code=\"503\"}"
+        ),
+        1,
+        "{m}"
+    );
+    raw.execute_batch("ROLLBACK").unwrap();
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(r.status, 204);
+    let d = dir.path().to_owned();
+    eventually(15, "the slow alert saved", || {
+        let d = d.clone();
+        async move {
+            let s = saved_alert_state(&d).await;
+            (s.heal.pending.len() == 1).then_some(())
+        }
+    })
+    .await;
+    server.shutdown().await.unwrap();
+}
+
 /// A change that needs no write before its answer (a resolved notification forgetting an
 /// occurrence) still reaches the state file within a few seconds, without a shutdown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -469,12 +469,19 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
 
 async fn timeout(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let secs = app.config.server.request_timeout;
+    let alert_endpoint = vnfm_core::alert::Endpoint::from_path(req.uri().path());
     match tokio::time::timeout(Duration::from_secs(secs), next.run(req)).await {
         Ok(r) => r,
-        Err(_) => http::problem_of(
-            503,
-            format!("the request took longer than {secs} s ([server] request_timeout)"),
-        ),
+        Err(_) => {
+            // The alert handlers count their own answers; this one replaces theirs.
+            if let Some(e) = alert_endpoint {
+                app.shared.metrics.request(e, 503);
+            }
+            http::problem_of(
+                503,
+                format!("the request took longer than {secs} s ([server] request_timeout)"),
+            )
+        }
     }
 }
 
@@ -743,11 +750,22 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
             )))
         })?;
     rt.block_on(async move {
+        let open_alerts = {
+            let p = &config.prometheus_plugin;
+            (p.plugin.auto_healing || p.plugin.auto_scaling) && !p.requires_auth()
+        };
+        let stop = shutdown_signal();
         let server = Server::start(config, quiet).await?;
         if !quiet {
             eprintln!("vnfm serve: listening on http://{}", server.local_addr());
+            if open_alerts {
+                eprintln!(
+                    "vnfm serve: the alert endpoints take webhooks without credentials; set \
+                     [prometheus_plugin] bearer_token or basic_auth_user / basic_auth_password"
+                );
+            }
         }
-        shutdown_signal().await;
+        stop.await;
         if !quiet {
             eprintln!("vnfm serve: stopping");
         }
@@ -755,24 +773,29 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
     })
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves at the first Ctrl-C or SIGTERM. The handlers are installed when this is called,
+/// not when it is first awaited: a signal that comes before the await is not lost (nor does
+/// it kill the process with the default action).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        #[cfg(unix)]
+        let term = async move {
+            match term {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {},
+            () = term => {},
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
     }
 }
 
