@@ -522,3 +522,33 @@ async fn a_scale_that_does_not_start_leaves_no_cooldown() {
     assert!(ops(addr, &id, "SCALE").await.is_empty());
     server.shutdown().await.unwrap();
 }
+
+/// The same when another program (`vnfm op fail`) fails the occurrence on the state file: the
+/// server notices within a second or two, and the waiting heal runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heal_window_waits_for_a_failed_temp_operation_failed_by_another_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
+    server.shutdown().await.unwrap();
+    foreign_op(dir.path(), "op-stuck", &id, "FAILED_TEMP").await;
+
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let body = webhook(&[heal_alert(&id, &vnfc, "fp-foreign", "firing", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(r.status, 204);
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(ops(addr, &id, "HEAL").await.len(), 1, "only the stuck one");
+    foreign_op(dir.path(), "op-stuck", &id, "FAILED").await;
+    eventually(20, "the heal after the other program's fail", || async {
+        ops(addr, &id, "HEAL")
+            .await
+            .into_iter()
+            .find(|o| o["id"] != "op-stuck" && o["operationState"] == "COMPLETED")
+    })
+    .await;
+    server.shutdown().await.unwrap();
+}

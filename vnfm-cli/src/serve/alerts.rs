@@ -14,6 +14,7 @@ use axum::Router;
 use chrono::Utc;
 use tokio::sync::watch;
 use vnfm_core::alert::{bad_request, Action, AlertHandler, Endpoint, HealJob, Webhook};
+use vnfm_core::driver::Store;
 
 use super::http::{problem, problem_of, read_body};
 use super::metrics::endpoint_label;
@@ -204,6 +205,21 @@ fn start_heal(app: &Arc<App>, mut job: HealJob) {
     ));
 }
 
+/// Releases the instances held by an occurrence that is now over: failed or rolled back by
+/// another program on the state file (`vnfm op fail`, `vnfm op rollback`), or gone. This
+/// server's own fail releases at once (see `observe`).
+async fn release_ended_holds(app: &Arc<App>) {
+    for (instance, op) in app.shared.held() {
+        let over = match app.store.op_occ(&op).await {
+            Ok(o) => o.is_terminal(),
+            Err(e) => e.is_not_found(),
+        };
+        if over {
+            app.shared.release_hold(&instance, &op);
+        }
+    }
+}
+
 /// How often the dispatcher saves the alert state changes that did not need saving before
 /// their answer (see `receive`): a snapshot of the whole state, so not at every wake-up (the
 /// end of an operation wakes the dispatcher).
@@ -230,6 +246,7 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
             }
             continue;
         }
+        release_ended_holds(&app).await;
         // Changes that did not need saving before their answer (see `receive`), at most
         // every SAVE_EVERY.
         let since = saved_at.map_or(SAVE_EVERY, |t| t.elapsed());

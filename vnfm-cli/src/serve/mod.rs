@@ -704,13 +704,10 @@ async fn interrupt_unfinished(
         })?;
     let now = chrono::Utc::now();
     let mut batch = StoreBatch::new();
-    {
-        // An instance whose last operation is not over (FAILED_TEMP, now also the interrupted
-        // ones) takes no other until it is failed: busy, as while an operation runs.
-        let mut h = shared.alerts.lock().unwrap_or_else(PoisonError::into_inner);
-        for op in ops.iter().filter(|o| !o.is_terminal()) {
-            h.mark_busy(&op.vnf_instance_id);
-        }
+    // An instance whose last operation is not over (FAILED_TEMP, now also the interrupted
+    // ones) takes no other until it is failed: busy, as while an operation runs.
+    for op in ops.iter().filter(|o| !o.is_terminal()) {
+        shared.hold(&op.vnf_instance_id, &op.id);
     }
     for mut op in ops.into_iter().filter(|o| {
         matches!(

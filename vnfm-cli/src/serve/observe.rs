@@ -35,6 +35,10 @@ pub(crate) struct Shared {
     pub metrics: Metrics,
     /// Requests waiting for the occurrence of the operation they launched, by instance.
     pub started: Mutex<HashMap<VnfInstanceId, Started>>,
+    /// Instances kept busy by an occurrence in `FAILED_TEMP` (or another state that is not
+    /// over), with that occurrence: released when it is failed or rolled back, through this
+    /// server or by another program on the state file (see [`Shared::held`]).
+    held: Mutex<BTreeMap<VnfInstanceId, OpOccId>>,
 }
 
 impl Shared {
@@ -46,11 +50,49 @@ impl Shared {
             cache: RwLock::default(),
             metrics: Metrics::default(),
             started: Mutex::default(),
+            held: Mutex::default(),
         }
+    }
+
+    /// Keeps `instance` busy until `op` is over (it stopped without ending: `FAILED_TEMP`).
+    pub(crate) fn hold(&self, instance: &VnfInstanceId, op: &OpOccId) {
+        self.alerts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .mark_busy(instance);
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(instance.clone(), op.clone());
+    }
+
+    /// Releases `instance` if `op` still holds it (an operation started since then keeps it
+    /// busy).
+    pub(crate) fn release_hold(&self, instance: &VnfInstanceId, op: &OpOccId) {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.get(instance) == Some(op) {
+            held.remove(instance);
+            drop(held);
+            self.release(instance);
+        }
+    }
+
+    /// The instances held by an occurrence that is not over, with it.
+    pub(crate) fn held(&self) -> Vec<(VnfInstanceId, OpOccId)> {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(i, o)| (i.clone(), o.clone()))
+            .collect()
     }
 
     /// Ends the claim on `instance` and wakes the dispatcher (a queued heal may run now).
     pub(crate) fn release(&self, instance: &VnfInstanceId) {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(instance);
         self.alerts
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -123,6 +165,7 @@ impl ObservedStore {
                     // is failed, so it stays busy; a heal window for it waits, a scale alert
                     // is ignored as `operation_in_progress`.
                     m.reselections(op.attempts.len().saturating_sub(1) as u64);
+                    self.shared.hold(&op.vnf_instance_id, &op.id);
                 }
                 LcmOperationStateType::Failed | LcmOperationStateType::RolledBack => {
                     self.shared.release(&op.vnf_instance_id);
