@@ -409,33 +409,46 @@ async fn foreign_op(dir: &std::path::Path, op_id: &str, id: &str, state: &str) {
         .unwrap();
 }
 
+/// An instance with `op_id` left in `state` by an earlier run, a server started over it, and
+/// a heal alert for one of its VNFCs whose window (1 s) has closed since: returns the
+/// server, the instance and the VNFC.
+async fn heal_window_behind(
+    dir: &std::path::Path,
+    op_id: &str,
+    state: &str,
+) -> (vnfm_cli::serve::Server, String, String) {
+    let server = start(config(dir, 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
+    server.shutdown().await.unwrap();
+    foreign_op(dir, op_id, &id, state).await;
+
+    let server = start(config(dir, 1)).await;
+    let addr = server.local_addr();
+    let body = webhook(&[heal_alert(&id, &vnfc, "fp-behind", "firing", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(r.status, 204);
+    // The window closes; the heal waits for the instance.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert!(
+        ops(addr, &id, "HEAL")
+            .await
+            .iter()
+            .all(|o| o["id"] == op_id),
+        "no heal while {op_id} holds the instance"
+    );
+    (server, id, vnfc)
+}
+
 /// A heal window for an instance whose operation stopped in FAILED_TEMP (here one that a
 /// restart interrupted) waits until that operation is failed, then runs: it is not dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heal_window_waits_for_a_failed_temp_operation_to_be_failed() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(config(dir.path(), 1)).await;
-    let id = instantiated(server.local_addr()).await;
-    let vnfc = servers(server.local_addr(), &id)
-        .await
-        .into_keys()
-        .next()
-        .unwrap();
-    server.shutdown().await.unwrap();
     // Left PROCESSING by a stop: the next start sets it FAILED_TEMP.
-    foreign_op(dir.path(), "op-interrupted", &id, "PROCESSING").await;
-
-    let server = start(config(dir.path(), 1)).await;
+    let (server, id, vnfc) = heal_window_behind(dir.path(), "op-interrupted", "PROCESSING").await;
     let addr = server.local_addr();
-    let body = webhook(&[heal_alert(&id, &vnfc, "fp-wait", "firing", false)]);
-    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
-    assert_eq!(r.status, 204);
-    // The window (1 s) closes; the heal waits for the instance.
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    assert!(ops(addr, &id, "HEAL")
-        .await
-        .iter()
-        .all(|o| o["id"] == "op-interrupted"));
     let m = metrics(addr).await;
     assert_eq!(metric(&m, "vnfm_heal_windows_pending"), 1, "{m}");
     // Another operation is refused meanwhile, and says why.
@@ -528,20 +541,8 @@ async fn a_scale_that_does_not_start_leaves_no_cooldown() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heal_window_waits_for_a_failed_temp_operation_failed_by_another_program() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(config(dir.path(), 1)).await;
+    let (server, id, _) = heal_window_behind(dir.path(), "op-stuck", "FAILED_TEMP").await;
     let addr = server.local_addr();
-    let id = instantiated(addr).await;
-    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
-    server.shutdown().await.unwrap();
-    foreign_op(dir.path(), "op-stuck", &id, "FAILED_TEMP").await;
-
-    let server = start(config(dir.path(), 1)).await;
-    let addr = server.local_addr();
-    let body = webhook(&[heal_alert(&id, &vnfc, "fp-foreign", "firing", false)]);
-    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
-    assert_eq!(r.status, 204);
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    assert_eq!(ops(addr, &id, "HEAL").await.len(), 1, "only the stuck one");
     foreign_op(dir.path(), "op-stuck", &id, "FAILED").await;
     eventually(20, "the heal after the other program's fail", || async {
         ops(addr, &id, "HEAL")
@@ -550,5 +551,43 @@ async fn a_heal_window_waits_for_a_failed_temp_operation_failed_by_another_progr
             .find(|o| o["id"] != "op-stuck" && o["operationState"] == "COMPLETED")
     })
     .await;
+    server.shutdown().await.unwrap();
+}
+
+/// A heal whose start the lifecycle refuses because another program left an occurrence in
+/// FAILED_TEMP on the instance while the server ran (the server did not know of it) is not
+/// dropped: its window waits for that occurrence to be failed, then runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heal_refused_for_another_programs_operation_waits_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
+    foreign_op(dir.path(), "op-other", &id, "FAILED_TEMP").await;
+    let body = webhook(&[heal_alert(&id, &vnfc, "fp-other", "firing", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(r.status, 204);
+    // The window (1 s) closes, its heal is refused, and the window is back.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let m = metrics(addr).await;
+    assert_eq!(metric(&m, "vnfm_heal_windows_pending"), 1, "{m}");
+    assert_eq!(ops(addr, &id, "HEAL").await.len(), 1, "only the other one");
+    foreign_op(dir.path(), "op-other", &id, "FAILED").await;
+    let heal = eventually(
+        20,
+        "the heal once the other operation is failed",
+        || async {
+            ops(addr, &id, "HEAL")
+                .await
+                .into_iter()
+                .find(|o| o["id"] != "op-other" && o["operationState"] == "COMPLETED")
+        },
+    )
+    .await;
+    assert_eq!(
+        heal["operationParams"]["vnfcInstanceId"],
+        serde_json::json!([vnfc])
+    );
     server.shutdown().await.unwrap();
 }

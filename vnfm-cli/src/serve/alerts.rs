@@ -14,11 +14,12 @@ use axum::Router;
 use chrono::Utc;
 use tokio::sync::watch;
 use vnfm_core::alert::{bad_request, Action, AlertHandler, Endpoint, HealJob, Webhook};
-use vnfm_core::driver::Store;
+use vnfm_core::driver::{OpOccFilter, Store};
 
 use super::http::{problem, problem_of, read_body};
 use super::metrics::endpoint_label;
 use super::{spawn_op, App, OpRequest};
+use crate::commands::lcm as lcm_cmd;
 
 pub(crate) fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -197,12 +198,49 @@ fn start_heal(app: &Arc<App>, mut job: HealJob) {
         return;
     }
     let opts = job.options();
-    drop(spawn_op(
+    let started = spawn_op(
         app,
         job.instance.clone(),
         OpRequest::Heal(job.request()),
         opts,
-    ));
+    );
+    let app = app.clone();
+    tokio::spawn(async move {
+        if let Ok(Err(_)) = started.await {
+            // Refused before it started (logged by `spawn_op`): the handler decides whether
+            // the window waits, from whether an unfinished occurrence holds the instance
+            // (one this server did not start: another program's, on the state file).
+            heal_not_started(&app, job).await;
+        }
+    });
+}
+
+async fn heal_not_started(app: &Arc<App>, job: HealJob) {
+    let holder = app
+        .store
+        .op_occs(OpOccFilter::instance(job.instance.clone()))
+        .await
+        .ok()
+        .and_then(|ops| ops.into_iter().find(|o| !o.is_terminal()));
+    let instance = job.instance.clone();
+    let (waits, generation) = {
+        let mut h = app.lock_alerts();
+        let waits = h.heal_not_started(job, holder.is_some());
+        (waits, app.changed_locked(&h))
+    };
+    match holder {
+        Some(op) if waits => {
+            app.shared.hold(&instance, &op.id);
+            app.note(&format!(
+                "heal window of VNF instance {instance} waits for operation {} ({})",
+                op.id,
+                lcm_cmd::sol(&op.operation_state)
+            ));
+            // Back in the saved state before anything else happens to it.
+            app.persist(generation).await;
+        }
+        _ => app.shared.wake.notify_one(),
+    }
 }
 
 /// Releases the instances held by an occurrence that is now over: failed or rolled back by

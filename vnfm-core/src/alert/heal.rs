@@ -306,6 +306,38 @@ impl HealBatcher {
         self.pending.remove(instance)
     }
 
+    /// Puts back the window of a job that [`HealBatcher::poll_due`] returned but that could not
+    /// run (another operation holds its instance): due at once, in front of what joined a
+    /// window opened for the instance since (its VNFCs first, then theirs; its occurrences
+    /// first). The instance stays busy: the job's heal runs after [`HealBatcher::mark_idle`].
+    pub fn requeue(&mut self, job: HealJob) {
+        let mut back = PendingHeal {
+            instance: job.instance,
+            vnfcs: job.vnfcs,
+            alerts: job.alerts,
+            more_alerts: job.more_alerts,
+            opened_at: job.opened_at,
+            due: job.due,
+        };
+        if let Some(since) = self.pending.remove(&back.instance) {
+            for v in since.vnfcs {
+                if !back.vnfcs.contains(&v) {
+                    back.vnfcs.push(v);
+                }
+            }
+            for a in since.alerts {
+                if back.alerts.len() < WINDOW_ALERTS {
+                    back.alerts.push(a);
+                } else {
+                    back.more_alerts = back.more_alerts.saturating_add(1);
+                }
+            }
+            back.more_alerts = back.more_alerts.saturating_add(since.more_alerts);
+        }
+        self.busy.insert(back.instance.clone());
+        self.pending.insert(back.instance.clone(), back);
+    }
+
     /// Marks an operation on `instance` in progress: its windows wait.
     pub fn mark_busy(&mut self, instance: &VnfInstanceId) {
         self.busy.insert(instance.clone());
@@ -439,6 +471,26 @@ mod tests {
 
     fn id(s: &str) -> VnfInstanceId {
         VnfInstanceId::new(s)
+    }
+
+    #[test]
+    fn a_requeued_job_runs_after_the_operation_before_what_joined_since() {
+        let mut b = HealBatcher::new(20, 600, 100);
+        b.handle_alert(&id("i"), "VDU1", &key("a", 0), t(0));
+        let job = b.poll_due(t(20)).pop().unwrap();
+        // Meanwhile another alert opens a new window.
+        b.handle_alert(&id("i"), "VDU2", &key("b", 21), t(21));
+        b.requeue(job);
+        assert!(b.is_busy(&id("i")));
+        assert!(
+            b.poll_due(t(100)).is_empty(),
+            "not while the instance is held"
+        );
+        b.mark_idle(&id("i"));
+        let job = b.poll_due(t(22)).pop().unwrap();
+        assert_eq!(job.vnfcs, ["VDU1", "VDU2"]);
+        assert_eq!(job.alerts, [key("a", 0), key("b", 21)]);
+        assert_eq!(job.due, t(20), "due at once: the first window's close");
     }
 
     #[test]

@@ -327,6 +327,21 @@ impl AlertHandler {
         self.heal.mark_idle(instance);
     }
 
+    /// The heal of `job` (from [`AlertHandler::poll_due`]) did not start. When an operation
+    /// that is not over holds its instance (`held`: e.g. one that another program started on
+    /// the state file), the job waits for it like a window that closed during an operation
+    /// (see [`HealBatcher::requeue`]): returns `true`, the instance stays busy, and the caller
+    /// marks it idle when that operation ends. Otherwise the heal is dropped (`false`; the
+    /// instance's state forbids it, e.g. it is no longer instantiated) and the instance idle.
+    pub fn heal_not_started(&mut self, job: HealJob, held: bool) -> bool {
+        if held {
+            self.heal.requeue(job);
+        } else {
+            self.heal.mark_idle(&job.instance);
+        }
+        held
+    }
+
     /// The scale of `aspect` of `instance` that an [`Action::Scale`] asked for did not start
     /// (the lifecycle refused it: e.g. an operation that another program started on the
     /// instance): its cooldown ends, so that the next alert may try again, and the instance
