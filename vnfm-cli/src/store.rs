@@ -338,8 +338,10 @@ fn write_documents_tx(
     }
     let written = documents_tx(conn, file, put, prune);
     if flush == Flush::Deferred {
-        // Back to the store's default even when the write failed.
-        set_synchronous(conn, file, "FULL")?;
+        // Back to the store's default even when the write failed; the write's own error
+        // comes first.
+        let reset = set_synchronous(conn, file, "FULL");
+        return written.and(reset);
     }
     written
 }

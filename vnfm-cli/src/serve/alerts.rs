@@ -147,8 +147,8 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
         let app = app.clone();
         tokio::spawn(async move {
             if let Ok(Err(_)) = started.await {
-                // Refused before it started (logged by `spawn_op`): the handler ends the
-                // cooldown it started for it.
+                // Refused before it started (logged by `spawn_op`, which also marked the
+                // instance idle): the handler ends the cooldown it started for it.
                 let mut h = app.lock_alerts();
                 h.scale_not_started(&job.instance, &aspect);
                 app.changed_locked(&h);

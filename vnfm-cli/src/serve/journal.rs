@@ -152,11 +152,19 @@ impl Inner {
                     .send_modify(|p| p.written = p.written.max(upto)),
                 Err(e) => {
                     eprintln!("vnfm serve: cannot save the alert journal: {e}");
-                    // Back in the queue, ahead of what came meanwhile.
+                    // Back in the queue, ahead of what came meanwhile. Everything queued now
+                    // counts as failed: the requests that queued during the write (their wake-up
+                    // came while the writer was busy) are answered too, not left to time out.
                     let mut q = self.lock();
                     let later = std::mem::replace(&mut q.entries, batch);
                     q.entries.extend(later);
-                    self.progress.send_modify(|p| p.failed = p.failed.max(upto));
+                    let queued = q
+                        .entries
+                        .last()
+                        .and_then(|(name, _)| generation_of(name))
+                        .unwrap_or(upto);
+                    self.progress
+                        .send_modify(|p| p.failed = p.failed.max(upto).max(queued));
                     if q.stop {
                         // The stop's save of the whole state covers what is left.
                         return;
@@ -228,9 +236,20 @@ mod tests {
         );
         assert_eq!(store.documents_with_prefix("j:").await.unwrap().len(), 5);
 
-        // The stop writes what is queued first.
+        // Entries queued while a write fails are answered as failed too.
+        raw.execute_batch(REFUSE).unwrap();
         journal.push([entry(5, 0)]);
+        journal.push([entry(6, 0)]);
+        assert!(!journal.wait(6).await);
+        assert!(!journal.wait(5).await);
+        raw.execute_batch("DROP TRIGGER refuse").unwrap();
+        journal.push([entry(7, 0)]);
+        assert!(journal.wait(7).await);
+        assert_eq!(store.documents_with_prefix("j:").await.unwrap().len(), 8);
+
+        // The stop writes what is queued first.
+        journal.push([entry(8, 0)]);
         journal.stop().await;
-        assert_eq!(store.documents_with_prefix("j:").await.unwrap().len(), 6);
+        assert_eq!(store.documents_with_prefix("j:").await.unwrap().len(), 9);
     }
 }

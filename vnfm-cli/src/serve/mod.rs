@@ -773,26 +773,34 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
 /// Resolves at the first Ctrl-C or SIGTERM. The handlers are installed when this is called,
 /// not when it is first awaited: a signal that comes before the await is not lost (nor does
 /// it kill the process with the default action).
+#[cfg(unix)]
 fn shutdown_signal() -> impl std::future::Future<Output = ()> {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    async move {
-        #[cfg(unix)]
-        let term = async move {
-            match term {
-                Some(mut s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending::<()>().await,
+    use tokio::signal::unix::{signal, Signal, SignalKind};
+    // `tokio::signal::ctrl_c` installs its handler only when first polled: SIGINT is taken
+    // the same way as SIGTERM instead.
+    let int = signal(SignalKind::interrupt()).ok();
+    let term = signal(SignalKind::terminate()).ok();
+    async fn recv(s: Option<Signal>) {
+        match s {
+            Some(mut s) => {
+                s.recv().await;
             }
-        };
-        #[cfg(not(unix))]
-        let term = std::future::pending::<()>();
-        tokio::select! {
-            _ = ctrl_c => {},
-            () = term => {},
+            None => std::future::pending::<()>().await,
         }
+    }
+    async move {
+        tokio::select! {
+            () = recv(int) => {},
+            () = recv(term) => {},
+        }
+    }
+}
+
+/// Resolves at the first Ctrl-C.
+#[cfg(not(unix))]
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -327,27 +327,26 @@ impl AlertHandler {
         self.heal.mark_idle(instance);
     }
 
-    /// The heal of `job` (from [`AlertHandler::poll_due`]) did not start. When an operation
-    /// that is not over holds its instance (`held`: e.g. one that another program started on
-    /// the state file), the job waits for it like a window that closed during an operation
-    /// (see [`HealBatcher::requeue`]): returns `true`, the instance stays busy, and the caller
-    /// marks it idle when that operation ends. Otherwise the heal is dropped (`false`; the
-    /// instance's state forbids it, e.g. it is no longer instantiated) and the instance idle.
+    /// The heal of `job` (from [`AlertHandler::poll_due`]) did not start, and the caller has
+    /// marked its instance idle. When an operation that is not over holds the instance
+    /// (`held`: e.g. one that another program started on the state file), the job waits for
+    /// it like a window that closed during an operation (see [`HealBatcher::requeue`]): returns
+    /// `true`, the instance is busy again, and the caller marks it idle when that operation
+    /// ends. Otherwise the heal is dropped (`false`: the instance's state forbids it, e.g. it
+    /// is no longer instantiated).
     pub fn heal_not_started(&mut self, job: HealJob, held: bool) -> bool {
         if held {
             self.heal.requeue(job);
-        } else {
-            self.heal.mark_idle(&job.instance);
         }
         held
     }
 
     /// The scale of `aspect` of `instance` that an [`Action::Scale`] asked for did not start
     /// (the lifecycle refused it: e.g. an operation that another program started on the
-    /// instance): its cooldown ends, so that the next alert may try again, and the instance
-    /// is idle. Returns whether a cooldown was running.
+    /// instance): its cooldown ends, so that the next alert may try again. Returns whether a
+    /// cooldown was running. (The instance's busy mark is the caller's, who clears it when the
+    /// operation is refused, before this: a later clear could end another operation's.)
     pub fn scale_not_started(&mut self, instance: &VnfInstanceId, aspect: &str) -> bool {
-        self.heal.mark_idle(instance);
         self.scale.reset(instance, aspect)
     }
 
@@ -551,7 +550,6 @@ mod tests {
         assert_eq!(labels(&out), ["cooldown"]);
         // A scale that did not start does not hold the cooldown.
         assert!(h.scale_not_started(&"i".into(), "A"));
-        assert!(!h.is_busy(&"i".into()));
         let out = h
             .handle_webhook(
                 Endpoint::AutoScaling,

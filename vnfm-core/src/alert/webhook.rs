@@ -272,12 +272,45 @@ impl Alert {
 mod typed {
     use std::borrow::Cow;
     use std::collections::BTreeMap;
+    use std::fmt;
+    use std::marker::PhantomData;
 
     use chrono::{DateTime, Datelike, Utc};
+    use serde::de::{value::MapAccessDeserializer, MapAccess, Visitor};
     use serde::{Deserialize, Deserializer};
     use serde_json::{Map, Value};
 
     use super::{Alert, AlertStatus, Webhook, WEBHOOK_VERSION};
+
+    /// `T` read from a JSON object only: serde's derived structs also take a JSON array of
+    /// their fields in order, which the `Value` walk refuses.
+    struct ObjectOnly<T>(T);
+
+    impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Object<T>(PhantomData<T>);
+            impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
+                type Value = T;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                    T::deserialize(MapAccessDeserializer::new(map))
+                }
+            }
+            d.deserialize_map(Object(PhantomData)).map(ObjectOnly)
+        }
+    }
+
+    /// `firing` or `resolved` from a JSON string only (a derived enum also takes
+    /// `{"firing": null}`).
+    fn status(text: &str) -> Option<AlertStatus> {
+        match text {
+            "firing" => Some(AlertStatus::Firing),
+            "resolved" => Some(AlertStatus::Resolved),
+            _ => None,
+        }
+    }
 
     #[derive(Deserialize)]
     struct Body<'a> {
@@ -287,8 +320,8 @@ mod typed {
         group_key: Option<String>,
         #[serde(rename = "truncatedAlerts", default)]
         truncated_alerts: Option<u64>,
-        #[serde(default)]
-        status: Option<AlertStatus>,
+        #[serde(borrow, default)]
+        status: Option<Cow<'a, str>>,
         #[serde(default)]
         receiver: Option<String>,
         #[serde(rename = "groupLabels", default)]
@@ -300,12 +333,13 @@ mod typed {
         #[serde(rename = "externalURL", default)]
         external_url: Option<String>,
         #[serde(borrow)]
-        alerts: Vec<TypedAlert<'a>>,
+        alerts: Vec<ObjectOnly<TypedAlert<'a>>>,
     }
 
     #[derive(Deserialize)]
     struct TypedAlert<'a> {
-        status: AlertStatus,
+        #[serde(borrow)]
+        status: Cow<'a, str>,
         /// Required, and `null` reads as no labels (as in the `Value` walk).
         #[serde(deserialize_with = "null_or_map")]
         labels: BTreeMap<String, String>,
@@ -330,20 +364,24 @@ mod typed {
     }
 
     pub(super) fn read(body: &[u8]) -> Option<Webhook> {
-        let b: Body<'_> = serde_json::from_slice(body).ok()?;
+        let ObjectOnly(b): ObjectOnly<Body<'_>> = serde_json::from_slice(body).ok()?;
         if b.version.as_deref().is_some_and(|v| v != WEBHOOK_VERSION) {
             return None;
         }
+        let webhook_status = match b.status {
+            None => None,
+            Some(s) => Some(status(&s)?),
+        };
         let alerts = b
             .alerts
             .into_iter()
-            .map(|a| {
+            .map(|ObjectOnly(a)| {
                 let ends_at = match a.ends_at {
                     None => None,
                     Some(t) => Some(time(&t)?),
                 };
                 Some(Alert {
-                    status: a.status,
+                    status: status(&a.status)?,
                     labels: a.labels,
                     annotations: a.annotations,
                     starts_at: time(&a.starts_at)?,
@@ -357,7 +395,7 @@ mod typed {
             version: b.version.map(Cow::into_owned),
             group_key: b.group_key,
             truncated_alerts: b.truncated_alerts.unwrap_or(0),
-            status: b.status,
+            status: webhook_status,
             receiver: b.receiver,
             group_labels: b.group_labels.unwrap_or_default(),
             common_labels: b.common_labels.unwrap_or_default(),
@@ -659,6 +697,11 @@ mod tests {
             r#"{"alerts":[[]]}"#,
             r#"{"alerts":[],"version":null,"truncatedAlerts":null,"status":null}"#,
             r#"{"alerts":[],"truncatedAlerts":1e2}"#,
+            // serde's derived structs and enums take these; the walk does not.
+            "[null,null,null,null,null,null,null,null,null,[]]",
+            r#"{"alerts":[["firing",{},{},"2022-06-21T23:47:36Z",null,null,"f"]]}"#,
+            r#"{"alerts":[],"status":{"firing":null}}"#,
+            r#"{"alerts":[{"status":{"resolved":null},"labels":{},"annotations":{},"startsAt":"2022-06-21T23:47:36Z","fingerprint":"f"}]}"#,
             r#"{"alerts":[],"truncatedAlerts":18446744073709551615}"#,
             r#"{"alerts":[{"status":"firing","labels":null,"annotations":{},"startsAt":"2022-06-21T23:47:36Z","endsAt":null,"generatorURL":null,"fingerprint":"f"}]}"#,
             r#"{"alerts":[{"status":"firing","labels":{"a\u00e9":"\n"},"annotations":{"z":1,"a":[]},"startsAt":"2022-06-21T23:47:36\u005a","fingerprint":"f\"q"}]}"#,
