@@ -228,18 +228,15 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
         let waits = h.heal_not_started(job, holder.is_some());
         (waits, app.changed_locked(&h))
     };
-    match holder {
-        Some(op) if waits => {
-            app.shared.hold(&instance, &op.id);
-            app.note(&format!(
-                "heal window of VNF instance {instance} waits for operation {} ({})",
-                op.id,
-                lcm_cmd::sol(&op.operation_state)
-            ));
-            // Back in the saved state before anything else happens to it.
-            app.persist(generation).await;
-        }
-        _ => app.shared.wake.notify_one(),
+    if let Some(op) = holder.filter(|_| waits) {
+        app.shared.hold(&instance, &op.id);
+        app.note(&format!(
+            "heal window of VNF instance {instance} waits for operation {} ({})",
+            op.id,
+            lcm_cmd::sol(&op.operation_state)
+        ));
+        // Back in the saved state before anything else happens to it.
+        app.persist(generation).await;
     }
 }
 

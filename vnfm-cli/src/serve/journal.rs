@@ -28,6 +28,8 @@ struct Progress {
 struct Queue {
     /// (document name, JSON body), in generation order.
     entries: Vec<(String, String)>,
+    /// The generation of the last push: every entry queued is of it or before.
+    upto: u64,
     stop: bool,
 }
 
@@ -52,16 +54,11 @@ impl std::fmt::Debug for Journal {
 
 impl Journal {
     /// Starts the writer over `store` (a connection of its own: see
-    /// [`SqliteStore::reopen`]); each turn is written with `flush`. `generation_of` reads the
-    /// generation from an entry's name.
+    /// [`SqliteStore::reopen`]); each turn is written with `flush`.
     ///
     /// # Errors
     /// When the thread cannot be started.
-    pub(crate) fn start(
-        store: SqliteStore,
-        flush: Flush,
-        generation_of: fn(&str) -> Option<u64>,
-    ) -> std::io::Result<Journal> {
+    pub(crate) fn start(store: SqliteStore, flush: Flush) -> std::io::Result<Journal> {
         let inner = Arc::new(Inner {
             queue: Mutex::new(Queue::default()),
             ready: Condvar::new(),
@@ -70,17 +67,23 @@ impl Journal {
         let worker = inner.clone();
         let thread = std::thread::Builder::new()
             .name("vnfm-alert-journal".into())
-            .spawn(move || worker.run(&store, flush, generation_of))?;
+            .spawn(move || worker.run(&store, flush))?;
         Ok(Journal {
             inner,
             thread: Mutex::new(Some(thread)),
         })
     }
 
-    /// Queues `entries` (call it under the alert lock, so that generations stay in order).
-    pub(crate) fn push(&self, entries: impl IntoIterator<Item = (String, String)>) {
+    /// Queues the `entries` of change `generation` (call it under the alert lock, so that
+    /// generations stay in order).
+    pub(crate) fn push(
+        &self,
+        generation: u64,
+        entries: impl IntoIterator<Item = (String, String)>,
+    ) {
         let mut q = self.inner.lock();
         q.entries.extend(entries);
+        q.upto = generation;
         self.inner.ready.notify_one();
     }
 
@@ -104,8 +107,7 @@ impl Journal {
 
     /// Stops the writer once the queue is written, and waits for it.
     pub(crate) async fn stop(&self) {
-        self.inner.lock().stop = true;
-        self.inner.ready.notify_one();
+        self.inner.stop();
         let thread = self
             .thread
             .lock()
@@ -119,8 +121,7 @@ impl Journal {
 
 impl Drop for Journal {
     fn drop(&mut self) {
-        self.inner.lock().stop = true;
-        self.inner.ready.notify_one();
+        self.inner.stop();
     }
 }
 
@@ -129,9 +130,15 @@ impl Inner {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn run(&self, store: &SqliteStore, flush: Flush, generation_of: fn(&str) -> Option<u64>) {
+    /// Tells the writer to stop once the queue is written.
+    fn stop(&self) {
+        self.lock().stop = true;
+        self.ready.notify_one();
+    }
+
+    fn run(&self, store: &SqliteStore, flush: Flush) {
         loop {
-            let batch = {
+            let (batch, upto) = {
                 let mut q = self.lock();
                 while q.entries.is_empty() && !q.stop {
                     q = self.ready.wait(q).unwrap_or_else(PoisonError::into_inner);
@@ -139,13 +146,8 @@ impl Inner {
                 if q.entries.is_empty() {
                     return;
                 }
-                std::mem::take(&mut q.entries)
+                (std::mem::take(&mut q.entries), q.upto)
             };
-            // The queue is in generation order: its last entry is the latest generation.
-            let upto = batch
-                .last()
-                .and_then(|(name, _)| generation_of(name))
-                .unwrap_or(0);
             match store.write_documents_blocking(&batch, None, flush) {
                 Ok(()) => self
                     .progress
@@ -158,13 +160,9 @@ impl Inner {
                     let mut q = self.lock();
                     let later = std::mem::replace(&mut q.entries, batch);
                     q.entries.extend(later);
-                    let queued = q
-                        .entries
-                        .last()
-                        .and_then(|(name, _)| generation_of(name))
-                        .unwrap_or(upto);
+                    let queued = q.upto;
                     self.progress
-                        .send_modify(|p| p.failed = p.failed.max(upto).max(queued));
+                        .send_modify(|p| p.failed = p.failed.max(queued));
                     if q.stop {
                         // The stop's save of the whole state covers what is left.
                         return;
@@ -186,10 +184,6 @@ impl Inner {
 mod tests {
     use super::*;
 
-    fn generation_of(name: &str) -> Option<u64> {
-        name.strip_prefix("j:")?.split(':').next()?.parse().ok()
-    }
-
     fn entry(generation: u64, n: u32) -> (String, String) {
         (
             format!("j:{generation:04}:{n}"),
@@ -206,11 +200,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.sqlite");
         let store = SqliteStore::open(&path).unwrap();
-        let journal =
-            Journal::start(store.reopen().unwrap(), Flush::Deferred, generation_of).unwrap();
+        let journal = Journal::start(store.reopen().unwrap(), Flush::Deferred).unwrap();
 
-        journal.push([entry(1, 0), entry(1, 1)]);
-        journal.push([entry(2, 0)]);
+        journal.push(1, [entry(1, 0), entry(1, 1)]);
+        journal.push(2, [entry(2, 0)]);
         assert!(journal.wait(2).await);
         assert!(journal.wait(1).await, "an earlier generation is covered");
         let names: Vec<String> = store
@@ -225,10 +218,10 @@ mod tests {
         // A write that fails is answered as failed, kept, and retried with the next push.
         let raw = rusqlite::Connection::open(&path).unwrap();
         raw.execute_batch(REFUSE).unwrap();
-        journal.push([entry(3, 0)]);
+        journal.push(3, [entry(3, 0)]);
         assert!(!journal.wait(3).await);
         raw.execute_batch("DROP TRIGGER refuse").unwrap();
-        journal.push([entry(4, 0)]);
+        journal.push(4, [entry(4, 0)]);
         assert!(journal.wait(4).await);
         assert!(
             journal.wait(3).await,
@@ -238,17 +231,17 @@ mod tests {
 
         // Entries queued while a write fails are answered as failed too.
         raw.execute_batch(REFUSE).unwrap();
-        journal.push([entry(5, 0)]);
-        journal.push([entry(6, 0)]);
+        journal.push(5, [entry(5, 0)]);
+        journal.push(6, [entry(6, 0)]);
         assert!(!journal.wait(6).await);
         assert!(!journal.wait(5).await);
         raw.execute_batch("DROP TRIGGER refuse").unwrap();
-        journal.push([entry(7, 0)]);
+        journal.push(7, [entry(7, 0)]);
         assert!(journal.wait(7).await);
         assert_eq!(store.documents_with_prefix("j:").await.unwrap().len(), 8);
 
         // The stop writes what is queued first.
-        journal.push([entry(8, 0)]);
+        journal.push(8, [entry(8, 0)]);
         journal.stop().await;
         assert_eq!(store.documents_with_prefix("j:").await.unwrap().len(), 9);
     }

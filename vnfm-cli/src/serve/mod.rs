@@ -285,7 +285,7 @@ impl App {
                 }
             }
         }
-        self.journal.push(encoded);
+        self.journal.push(generation, encoded);
         all
     }
 
@@ -596,7 +596,7 @@ impl Server {
             .reopen()
             .map_err(|e| state_err("cannot open the state file for the alert journal", e))
             .and_then(|store| {
-                journal::Journal::start(store, journal_flush, journal_generation).map_err(|e| {
+                journal::Journal::start(store, journal_flush).map_err(|e| {
                     CliError::Output(std::io::Error::other(format!(
                         "cannot start the alert journal's writer thread: {e}"
                     )))

@@ -69,10 +69,13 @@ impl Shared {
     /// Releases `instance` if `op` still holds it (an operation started since then keeps it
     /// busy).
     pub(crate) fn release_hold(&self, instance: &VnfInstanceId, op: &OpOccId) {
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        if held.get(instance) == Some(op) {
-            held.remove(instance);
-            drop(held);
+        let still = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(instance)
+            == Some(op);
+        if still {
             self.release(instance);
         }
     }

@@ -145,6 +145,24 @@ pub struct PendingHeal {
     pub due: DateTime<Utc>,
 }
 
+impl PendingHeal {
+    /// Adds `vnfc` unless the window has it.
+    fn add_vnfc(&mut self, vnfc: &str) {
+        if !self.vnfcs.iter().any(|v| v == vnfc) {
+            self.vnfcs.push(vnfc.to_owned());
+        }
+    }
+
+    /// Keeps `alert` among the first [`WINDOW_ALERTS`], or counts it.
+    fn add_alert(&mut self, alert: AlertKey) {
+        if self.alerts.len() < WINDOW_ALERTS {
+            self.alerts.push(alert);
+        } else {
+            self.more_alerts = self.more_alerts.saturating_add(1);
+        }
+    }
+}
+
 /// A remembered alert occurrence and when it was last received.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -251,14 +269,8 @@ impl HealBatcher {
         }
         match self.pending.get_mut(instance) {
             Some(p) => {
-                if !p.vnfcs.iter().any(|v| v == vnfc) {
-                    p.vnfcs.push(vnfc.to_owned());
-                }
-                if p.alerts.len() < WINDOW_ALERTS {
-                    p.alerts.push(alert.clone());
-                } else {
-                    p.more_alerts = p.more_alerts.saturating_add(1);
-                }
+                p.add_vnfc(vnfc);
+                p.add_alert(alert.clone());
                 HealOutcome::Joined { due: p.due }
             }
             None => {
@@ -320,17 +332,11 @@ impl HealBatcher {
             due: job.due,
         };
         if let Some(since) = self.pending.remove(&back.instance) {
-            for v in since.vnfcs {
-                if !back.vnfcs.contains(&v) {
-                    back.vnfcs.push(v);
-                }
+            for v in &since.vnfcs {
+                back.add_vnfc(v);
             }
             for a in since.alerts {
-                if back.alerts.len() < WINDOW_ALERTS {
-                    back.alerts.push(a);
-                } else {
-                    back.more_alerts = back.more_alerts.saturating_add(1);
-                }
+                back.add_alert(a);
             }
             back.more_alerts = back.more_alerts.saturating_add(since.more_alerts);
         }
