@@ -305,6 +305,16 @@ fn run_from(
                 let z = block_on(sim.list_zones(ListZones::default())).expect("list zones");
                 m.handle_zones(z);
             }
+            Action::LocateFailedServers { servers } => {
+                let zones = servers
+                    .into_iter()
+                    .map(|s| {
+                        let z = block_on(sim.server(&s)).ok().and_then(|i| i.zone);
+                        (s, z)
+                    })
+                    .collect();
+                m.handle_failed_servers(zones);
+            }
             Action::LocateServers { servers } => {
                 let hosts = servers
                     .into_iter()

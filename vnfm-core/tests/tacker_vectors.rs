@@ -343,6 +343,21 @@ fn drive(
                 t.zone_listings += 1;
                 m.handle_zones(nova.to_vec());
             }
+            Action::LocateFailedServers { servers } => {
+                // Nova: a failed server `srv-<unit>` is in the zone its unit was applied in.
+                let last = t.applies.last().cloned().unwrap_or_default();
+                let zones = servers
+                    .into_iter()
+                    .map(|s| {
+                        let z = s
+                            .as_str()
+                            .strip_prefix("srv-")
+                            .and_then(|u| last.get(u).cloned());
+                        (s, z)
+                    })
+                    .collect();
+                m.handle_failed_servers(zones);
+            }
             Action::LocateServers { servers } => {
                 m.handle_hosts(servers.into_keys().map(|u| (u, None)).collect());
             }

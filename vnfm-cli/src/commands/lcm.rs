@@ -382,6 +382,7 @@ pub fn human_operation(op: &VnfLcmOpOcc, inst: &VnfInstance) -> String {
         let outcome = match a.outcome {
             Some(AttemptOutcome::Succeeded) => "succeeded",
             Some(AttemptOutcome::Failed) => "failed",
+            Some(AttemptOutcome::Refused) => "refused",
             None => "unfinished",
         };
         let _ = writeln!(s, "  attempt {}: {} -> {outcome}", i + 1, zones.join(" "));

@@ -1398,28 +1398,30 @@ impl Lifecycle {
                     let (bundle, params) = self
                         .heat_input(pkg, flavour, &slots, &zones)
                         .map_err(|f| fail(&m, &target, f))?;
-                    let id = match &target {
-                        StackTarget::Create(name) => {
-                            let id = self
-                                .drivers
-                                .stacks
-                                .create_stack(CreateStack::new(name.clone(), bundle, params))
-                                .await
-                                .map_err(|e| fail(&m, &target, Failed::driver(&e)))?;
-                            target = StackTarget::Existing(id.clone());
-                            id
-                        }
-                        StackTarget::Existing(id) => {
-                            self.drivers
-                                .stacks
-                                .update_stack(UpdateStack {
-                                    id: id.clone(),
-                                    parameters: params,
-                                    template: Some(bundle),
-                                })
-                                .await
-                                .map_err(|e| fail(&m, &target, Failed::driver(&e)))?;
-                            id.clone()
+                    let applied = match &target {
+                        StackTarget::Create(name) => self
+                            .drivers
+                            .stacks
+                            .create_stack(CreateStack::new(name.clone(), bundle, params))
+                            .await
+                            .inspect(|id| target = StackTarget::Existing(id.clone())),
+                        StackTarget::Existing(id) => self
+                            .drivers
+                            .stacks
+                            .update_stack(UpdateStack {
+                                id: id.clone(),
+                                parameters: params,
+                                template: Some(bundle),
+                            })
+                            .await
+                            .map(|()| id.clone()),
+                    };
+                    let id = match applied {
+                        Ok(id) => id,
+                        Err(e) => {
+                            // The attempt has an outcome: Heat refused it.
+                            m.handle_apply_refused(&chain(&e));
+                            return Err(fail(&m, &target, Failed::driver(&e)));
                         }
                     };
                     let stack = self.wait(&id).await.map_err(|f| fail(&m, &target, f))?;
@@ -1447,6 +1449,22 @@ impl Lifecycle {
                         .await
                         .map_err(|e| fail(&m, &target, Failed::driver(&e)))?;
                     m.handle_zones(z);
+                }
+                Action::LocateFailedServers { servers } => {
+                    // Where Nova put each failed server (`OS-EXT-AZ:availability_zone`); a
+                    // server it cannot show is charged to the zone asked for, by the machine.
+                    let mut zones = BTreeMap::new();
+                    for server in servers {
+                        let zone = self
+                            .drivers
+                            .compute
+                            .server(&server)
+                            .await
+                            .ok()
+                            .and_then(|s| s.zone);
+                        zones.insert(server, zone);
+                    }
+                    m.handle_failed_servers(zones);
                 }
                 Action::LocateServers { servers } => {
                     // Only the capacity estimate reads these hosts: a server the inventory
@@ -1494,6 +1512,7 @@ impl Lifecycle {
                     | GiveUp::ReselectionDisabled { .. }
                     | GiveUp::FixedUnitFailed { .. } => FailureKind::CapacityExhausted,
                     GiveUp::Infeasible { .. } => FailureKind::Infeasible,
+                    GiveUp::Refused { .. } => FailureKind::Invalid,
                     _ => FailureKind::StackFailed,
                 };
                 let tried: Vec<String> = m.excluded().iter().map(ToString::to_string).collect();

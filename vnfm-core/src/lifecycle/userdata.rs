@@ -34,6 +34,16 @@
 //! reads `{get_param: [nfv, VDU, <VDU>, desired_capacity]}`, it is set to that (a literal
 //! count in the template would make scaling impossible). `min_size` and `max_size` are kept;
 //! Heat rejects a count outside them.
+//!
+//! The group's `rolling_updates` gets `max_batch_size` = the number of VNFCs of the VDU (at
+//! least 1) and `min_in_service: 0` (its `pause_time`, when given, is kept; 0 otherwise). Heat
+//! replaces the members whose definition changed `max_batch_size` at a time, 1 by default: a
+//! reselection that moves the group to another zone would move one member per stack update,
+//! while Heat rebuilds every other failed member with its old definition, in the old zone,
+//! where it fails again (captured against real Heat 27). With the whole group in one batch one
+//! update moves every member. vnfm changes a member's definition only to move the group's zone
+//! (a scale adds or removes members, a heal replaces the member marked unhealthy), so this
+//! changes nothing else of what the BaseHOT means.
 
 use std::collections::BTreeMap;
 
@@ -170,6 +180,8 @@ pub fn build(
             Some(Layout::Group { resource }) => {
                 if let Some(def) = resources.get_mut(resource.as_str()) {
                     drive_desired_capacity(def, vdu);
+                    let members = vnfcs.iter().filter(|s| &s.vdu == vdu).count();
+                    replace_in_one_batch(def, u64::try_from(members.max(1)).unwrap_or(u64::MAX));
                 }
             }
             _ => {
@@ -368,6 +380,26 @@ fn drive_desired_capacity(def: &mut Yaml, vdu: &VduId) {
     let mut get = Mapping::new();
     get.insert(Yaml::from("get_param"), path);
     props.insert(Yaml::from(DESIRED_CAPACITY), Yaml::Mapping(get));
+}
+
+/// Sets the group's `rolling_updates` so that one update replaces every member: see the
+/// [module docs](self).
+fn replace_in_one_batch(def: &mut Yaml, members: u64) {
+    let Some(props) = def.get_mut("properties").and_then(Yaml::as_mapping_mut) else {
+        return;
+    };
+    let key = Yaml::from("rolling_updates");
+    if !props.get(&key).is_some_and(Yaml::is_mapping) {
+        props.insert(key.clone(), Yaml::Mapping(Mapping::new()));
+    }
+    let Some(policy) = props.get_mut(&key).and_then(Yaml::as_mapping_mut) else {
+        return;
+    };
+    policy.insert(Yaml::from("max_batch_size"), Yaml::from(members));
+    policy.insert(Yaml::from("min_in_service"), Yaml::from(0_u64));
+    if !policy.contains_key("pause_time") {
+        policy.insert(Yaml::from("pause_time"), Yaml::from(0_u64));
+    }
 }
 
 /// Fills `nfv.VDU.<vdu>` of a VDU in the group layout.
@@ -743,6 +775,10 @@ resources:
             .collect();
         assert_eq!(dc, ["nfv", "VDU", "VDU1", "desired_capacity"]);
         assert_eq!(group["max_size"].as_u64(), Some(3));
+        // One update replaces every member (both VNFCs of VDU1 in one batch).
+        assert_eq!(group["rolling_updates"]["max_batch_size"].as_u64(), Some(2));
+        assert_eq!(group["rolling_updates"]["min_in_service"].as_u64(), Some(0));
+        assert_eq!(group["rolling_updates"]["pause_time"].as_u64(), Some(0));
         let expected = serde_json::json!({
             "VDU": {
                 "VDU1": {
@@ -756,6 +792,29 @@ resources:
             "CP": {"VDU1_CP1": {"network": "net0"}}
         });
         assert_eq!(out.nfv, expected);
+    }
+
+    #[test]
+    fn a_rolling_update_policy_of_the_basehot_keeps_its_pause_time() {
+        let top = GROUP_TOP.replace(
+            "      desired_capacity: 1\n",
+            "      desired_capacity: 1\n      rolling_updates: {max_batch_size: 1, min_in_service: 1, pause_time: 5}\n",
+        );
+        let mut slots = group_slots();
+        slots.push(VnfcSlot::new("VDU1", 2));
+        let out = build(
+            "top.yaml",
+            &top,
+            &["VDU1".into(), "VDU2".into()],
+            &slots,
+            &group_values(),
+        )
+        .unwrap();
+        let doc: Yaml = serde_yaml::from_str(&out.template).unwrap();
+        let policy = &doc["resources"]["VDU1_group"]["properties"]["rolling_updates"];
+        assert_eq!(policy["max_batch_size"].as_u64(), Some(3));
+        assert_eq!(policy["min_in_service"].as_u64(), Some(0));
+        assert_eq!(policy["pause_time"].as_u64(), Some(5));
     }
 
     #[test]
@@ -790,7 +849,12 @@ resources:
         )
         .unwrap();
         let before: Yaml = serde_yaml::from_str(&top).unwrap();
-        let after: Yaml = serde_yaml::from_str(&out.template).unwrap();
+        let mut after: Yaml = serde_yaml::from_str(&out.template).unwrap();
+        // Only the rolling-update policy is added.
+        let props = after["resources"]["VDU1_group"]["properties"]
+            .as_mapping_mut()
+            .unwrap();
+        assert!(props.remove("rolling_updates").is_some());
         assert_eq!(
             before["resources"]["VDU1_group"],
             after["resources"]["VDU1_group"]

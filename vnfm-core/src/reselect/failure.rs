@@ -16,6 +16,22 @@
 //! member of a `ResourceGroup` (`resources.vdus.resources[0]`). The resource path is the
 //! sequence of those names from the top stack down.
 //!
+//! Real Heat 27 glues the group's name to the member's failure when an update of an
+//! `OS::Heat::AutoScalingGroup` fails (captured, `captured-heat-27.0.1-asg`):
+//!
+//! ```text
+//! Resource UPDATE failed: resources.3anlrib6cpvf: resources.VDU1_scale_group.Resource CREATE failed: ResourceInError: resources.VDU1: Went to status ERROR due to "Message: No valid host was found. , Code: 500"
+//! ```
+//!
+//! (member `3anlrib6cpvf` of group `VDU1_scale_group`, its server `VDU1`): the path read from it
+//! is `["VDU1_scale_group", "3anlrib6cpvf", "VDU1"]`.
+//!
+//! A resource of the listing is judged by the same pattern, in the form Heat gives the stack
+//! when that resource is the one reported: `Resource <ACTION> failed: <its reason>`
+//! ([`resource_reason_matches`]). So a capacity failure is recognised even when the top-level
+//! reason is worded in a way the pattern does not know, as long as one failed resource's own
+//! reason is.
+//!
 //! Differences from Tacker, on purpose:
 //! - Tacker extracts the failed VDU with the greedy `resources\.((.*)-([0-9]+))`, which runs to
 //!   the last `-<digit>` of the message (inside an instance UUID for Nova's "Exceeded maximum
@@ -33,11 +49,13 @@ use crate::id::StackId;
 
 /// The default `insufficient_resource_pattern`: matches create and update failures whose
 /// Nova fault is "No valid host was found" or "Exceeded maximum number of retries", with any
-/// nested resource path, and the create that Nova's API refuses with "The requested
+/// nested resource path (nested updates may chain `resources.<name>: Resource UPDATE failed: `
+/// and an AutoScalingGroup's update glues `resources.<group>.` before `Resource CREATE
+/// failed`, see the [module docs](self)), and the create that Nova's API refuses with "The requested
 /// availability zone is not available (HTTP 400)": the granted zone lost its last enabled
 /// nova-compute between the grant and the stack (every host of it disabled or down), which
 /// another zone remedies just as it remedies a full one.
-pub const DEFAULT_INSUFFICIENT_RESOURCE_PATTERN: &str = r#"^Resource (?:CREATE|UPDATE) failed: (?:resources(?:\.[^:\s\[]+|\[\d+\])+: Resource CREATE failed: )?(?:ResourceInError: resources(?:\.[^:\s\[]+|\[\d+\])+: Went to status ERROR due to "Message: (?:No valid host was found\.|Exceeded maximum number of retries\.)|BadRequest: resources(?:\.[^:\s\[]+|\[\d+\])+: The requested availability zone is not available \(HTTP 400\))"#;
+pub const DEFAULT_INSUFFICIENT_RESOURCE_PATTERN: &str = r#"^Resource (?:CREATE|UPDATE) failed: (?:resources(?:\.[^:\s\[]+|\[\d+\])+: (?:resources(?:\.[^:\s\[.]+)+\.)?Resource (?:CREATE|UPDATE) failed: )*(?:ResourceInError: resources(?:\.[^:\s\[]+|\[\d+\])+: Went to status ERROR due to "Message: (?:No valid host was found\.|Exceeded maximum number of retries\.)|BadRequest: resources(?:\.[^:\s\[]+|\[\d+\])+: The requested availability zone is not available \(HTTP 400\))"#;
 
 /// The configured regular expression that tells an insufficient-resource failure from others.
 ///
@@ -101,11 +119,23 @@ const AZ_NOT_AVAILABLE: &str = ": The requested availability zone is not availab
 pub fn failed_path_from_reason(reason: &str) -> Option<Vec<String>> {
     let mut path = Vec::new();
     let mut rest = reason;
-    // Update form: "Resource UPDATE failed: <path>: Resource CREATE failed: ...".
-    if let Some(r) = rest.strip_prefix("Resource UPDATE failed: ") {
+    // Update form: "Resource UPDATE failed: <path>: Resource CREATE failed: ...", possibly
+    // chained through nested stacks, and the AutoScalingGroup form that glues the group's path
+    // in front: "<member path>: resources.<group>.Resource CREATE failed: ...".
+    while let Some(r) = rest.strip_prefix("Resource UPDATE failed: ") {
         let (segments, after) = parse_path(r)?;
-        path.extend(segments);
-        rest = after.strip_prefix(": ")?;
+        let after = after.strip_prefix(": ")?;
+        match glued_group(after) {
+            Some((group, after)) => {
+                path.extend(group);
+                path.extend(segments);
+                rest = after;
+            }
+            None => {
+                path.extend(segments);
+                rest = after;
+            }
+        }
     }
     // A server in ERROR, or Nova's API refusing its zone (any other bad request, e.g. a port
     // on a missing network, names no zone failure).
@@ -125,6 +155,29 @@ pub fn failed_path_from_reason(reason: &str) -> Option<Vec<String>> {
     }
     path.extend(segments);
     Some(path)
+}
+
+/// The group path Heat glues in front of a member's failure (`resources.VDU1_scale_group.` +
+/// `Resource CREATE failed: ...`): its segments and the rest from `Resource`.
+fn glued_group(s: &str) -> Option<(Vec<String>, &str)> {
+    let mut rest = s.strip_prefix("resources")?;
+    let mut segments = Vec::new();
+    while let Some(r) = rest.strip_prefix('.') {
+        if r.starts_with("Resource ") {
+            return (!segments.is_empty()).then_some((segments, r));
+        }
+        let end = r.find(|c: char| c == '.' || c == ':' || c == '[' || c.is_whitespace())?;
+        let name = r.get(..end)?;
+        if name.is_empty() || name == "resources" {
+            return None;
+        }
+        segments.push(name.to_owned());
+        rest = r.get(end..)?;
+        if let Some(r) = rest.strip_prefix(".resources") {
+            rest = r;
+        }
+    }
+    None
 }
 
 /// Parses `resources.a.resources[0].resources.b` at the start of `s`; returns the segments and
@@ -179,6 +232,17 @@ pub fn failed_top_resources(root: &StackId, resources: &[StackResource]) -> Vec<
     out
 }
 
+/// True when `r` failed and its own reason, in the form Heat gives the stack when `r` is the
+/// resource it reports (`Resource <ACTION> failed: <reason>`), matches `pattern`.
+pub fn resource_reason_matches(pattern: &InsufficientResourcePattern, r: &StackResource) -> bool {
+    r.resource_status.state == StackState::Failed
+        && pattern.is_match(&format!(
+            "Resource {} failed: {}",
+            r.resource_status.action.as_str(),
+            r.resource_status_reason
+        ))
+}
+
 /// The name of the resource of `root` that (transitively) owns `r`, or `r`'s own name when it
 /// is a resource of `root`; `None` when `r` hangs under no resource of `root` in `all`.
 pub fn top_level_resource(
@@ -205,6 +269,8 @@ fn top_ancestor(root: &StackId, r: &StackResource, all: &[StackResource]) -> Opt
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use crate::driver::StackStatus;
 
@@ -238,6 +304,102 @@ mod tests {
         ));
         // Other bad requests are not a zone's fault.
         assert!(!p.is_match("Resource CREATE failed: BadRequest: resources.VDU1: Invalid key_name provided. (HTTP 400) (Request-ID: req-1)"));
+    }
+
+    #[test]
+    fn glued_autoscaling_group_update_form() {
+        let glued = "Resource UPDATE failed: resources.3anlrib6cpvf: resources.VDU1_scale_group.Resource CREATE failed: ResourceInError: resources.VDU1: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\"";
+        assert!(pat().is_match(glued));
+        assert_eq!(
+            failed_path_from_reason(glued),
+            Some(vec![
+                "VDU1_scale_group".to_string(),
+                "3anlrib6cpvf".into(),
+                "VDU1".into()
+            ])
+        );
+        // Chained nested updates.
+        let chained = "Resource UPDATE failed: resources.A-0: Resource UPDATE failed: resources.inner: Resource CREATE failed: ResourceInError: resources.srv: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\"";
+        assert!(pat().is_match(chained));
+        assert_eq!(
+            failed_path_from_reason(chained),
+            Some(vec!["A-0".to_string(), "inner".into(), "srv".into()])
+        );
+        // A glued form whose cause is not a capacity error does not match.
+        assert!(!pat().is_match("Resource UPDATE failed: resources.3anlrib6cpvf: resources.VDU1_scale_group.Resource CREATE failed: ResourceInError: resources.VDU1: Went to status ERROR due to \"Message: Unknown, Code: Unknown\""));
+    }
+
+    /// Every round of the real Heat 27 captures of stacks moved between zones
+    /// (`../shared/vectors/openstack/heat/captured-heat-27.0.1-asg/`, read when present): the
+    /// reason of every failed round matches the default pattern (create and update, plain
+    /// server, AutoScalingGroup, the glued form), the path read from it starts at the top-level
+    /// resource of the failed server, and every failed server of the listing matches by its
+    /// own reason.
+    #[test]
+    fn captured_heat_27_zone_moves() {
+        let dir = "openstack/heat/captured-heat-27.0.1-asg";
+        let files = [
+            "heat-asg-raw.json",
+            "heat-asgbatch-raw.json",
+            "heat-srv-raw-a.json",
+            "heat-srv-raw-b.json",
+        ];
+        let p = pat();
+        let mut failed_rounds = 0;
+        let mut failed_servers = 0;
+        for f in files {
+            let Some(text) =
+                crate::vectors::read_vector(env!("CARGO_MANIFEST_DIR"), &format!("{dir}/{f}"))
+            else {
+                return;
+            };
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let top: BTreeSet<String> = v["rounds"][0]["resources"]["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r.get("parent_resource").is_none())
+                .map(|r| r["resource_name"].as_str().unwrap().to_owned())
+                .collect();
+            for round in v["rounds"].as_array().unwrap() {
+                let status = round["stack_status"].as_str().unwrap();
+                let reason = round["stack_status_reason"].as_str().unwrap();
+                if !status.ends_with("_FAILED") {
+                    assert!(!p.is_match(reason), "{f}: {reason}");
+                    continue;
+                }
+                failed_rounds += 1;
+                assert!(p.is_match(reason), "{f} {}: {reason}", round["label"]);
+                let path = failed_path_from_reason(reason).unwrap();
+                assert!(top.contains(&path[0]), "{f}: {path:?} from {reason}");
+                for r in round["resources"]["resources"].as_array().unwrap() {
+                    let res = StackResource {
+                        resource_name: r["resource_name"].as_str().unwrap().into(),
+                        physical_resource_id: String::new(),
+                        resource_type: r["resource_type"].as_str().unwrap().into(),
+                        resource_status: r["resource_status"].as_str().unwrap().parse().unwrap(),
+                        resource_status_reason: r["resource_status_reason"]
+                            .as_str()
+                            .unwrap()
+                            .into(),
+                        parent_resource: None,
+                        stack_id: "x".into(),
+                        nested_stack_id: None,
+                    };
+                    if res.resource_type == "OS::Nova::Server"
+                        && res.resource_status.state == StackState::Failed
+                    {
+                        failed_servers += 1;
+                        assert!(resource_reason_matches(&p, &res), "{f}: {r}");
+                    }
+                    if res.resource_status.state == StackState::Failed {
+                        // every failed resource, group and member included
+                        assert!(resource_reason_matches(&p, &res), "{f}: {r}");
+                    }
+                }
+            }
+        }
+        assert_eq!((failed_rounds, failed_servers), (10, 13));
     }
 
     #[test]

@@ -7,7 +7,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::failure::{
-    failed_path_from_reason, failed_top_resources, top_level_resource, InsufficientResourcePattern,
+    failed_path_from_reason, failed_top_resources, resource_reason_matches, top_level_resource,
+    InsufficientResourcePattern,
 };
 use crate::constraint::{Constraint, Scope};
 use crate::driver::{StackResource, StackState};
@@ -81,6 +82,16 @@ pub enum Action {
     /// List the stack's resources with nested ones (Heat `nested_depth` ≥ 2) and call
     /// [`Reselection::handle_resources`].
     ListResources,
+    /// Show these failed servers and call [`Reselection::handle_failed_servers`] with the zone
+    /// the compute service reports for each (Nova's `OS-EXT-AZ:availability_zone`), `None`
+    /// when it no longer knows the server. The zones excluded after a failure are the zones
+    /// where the failed servers really were, not the zones the machine asked for: Heat's
+    /// rolling update of an AutoScalingGroup rebuilds a member it has not replaced yet with
+    /// its old definition, in its old zone (captured against real Heat 27).
+    LocateFailedServers {
+        /// The failed servers (physical ids of `OS::Nova::Server` resources in `*_FAILED`).
+        servers: Vec<ServerId>,
+    },
     /// List the compute zones and call [`Reselection::handle_zones`].
     ListZones,
     /// Show these servers (unit → server) and call [`Reselection::handle_hosts`] with the
@@ -102,6 +113,9 @@ pub enum AttemptOutcome {
     Succeeded,
     /// The stack reached `*_FAILED`.
     Failed,
+    /// The create or update request itself failed (Heat refused it, e.g. HTTP 400, or could
+    /// not be reached): the stack was not changed by it.
+    Refused,
 }
 
 /// One stack create or update of the operation.
@@ -131,6 +145,12 @@ pub struct Attempt {
 #[serde(tag = "kind", rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum GiveUp {
+    /// The stack create or update request failed: nothing to reselect.
+    #[error("the stack request failed: {reason}")]
+    Refused {
+        /// The refusal.
+        reason: String,
+    },
     /// The failure is not an insufficient-resource error: no reselection.
     #[error("the stack failed with an error that is not an insufficient-resource error: {reason}")]
     NotACapacityError {
@@ -214,6 +234,7 @@ pub enum Outcome {
 enum State {
     Applying,
     AwaitResources,
+    AwaitFailedZones,
     AwaitZones,
     AwaitHosts,
     Finished,
@@ -234,7 +255,19 @@ pub struct Reselection {
     attempts: Vec<Attempt>,
     excluded: BTreeSet<ZoneId>,
     zones: Option<Vec<ComputeZone>>,
-    round_failed_zones: BTreeSet<ZoneId>,
+    /// The units that move this round: the failed ones and the new ones in a failed zone.
+    round_affected: BTreeSet<String>,
+    /// Whether the last failure's top-level reason matched the pattern.
+    top_matched: bool,
+    /// The failed units of the round being read.
+    round_failed_units: BTreeSet<String>,
+    /// The failed servers of the round being read, with their unit.
+    failed_servers: BTreeMap<ServerId, String>,
+    /// Failed units of the round with no failed server to locate (Nova refused the server, or
+    /// only the reason names them): charged to the zone they were asked in.
+    unlocated_units: BTreeSet<String>,
+    /// The completed servers of the round being read.
+    round_resources_servers: BTreeMap<String, ServerId>,
     /// The server of each unit whose server completed in the last attempt.
     servers: BTreeMap<String, ServerId>,
     /// The host of each unit, as last located.
@@ -266,7 +299,12 @@ impl Reselection {
             attempts: Vec::new(),
             excluded: BTreeSet::new(),
             zones: None,
-            round_failed_zones: BTreeSet::new(),
+            round_affected: BTreeSet::new(),
+            top_matched: false,
+            round_failed_units: BTreeSet::new(),
+            failed_servers: BTreeMap::new(),
+            unlocated_units: BTreeSet::new(),
+            round_resources_servers: BTreeMap::new(),
             servers: BTreeMap::new(),
             hosts: BTreeMap::new(),
             last_reason: String::new(),
@@ -350,12 +388,10 @@ impl Reselection {
             a.outcome = Some(AttemptOutcome::Failed);
             a.status_reason = Some(reason.to_owned());
         }
-        if !self.config.pattern.is_match(reason) {
-            return self.give_up(GiveUp::NotACapacityError {
-                reason: reason.to_owned(),
-            });
-        }
-        if !self.config.enabled {
+        // A reason the pattern does not know is not the end yet: a failed resource of the
+        // listing whose own reason matches makes it a capacity failure too.
+        self.top_matched = self.config.pattern.is_match(reason);
+        if self.top_matched && !self.config.enabled {
             return self.give_up(GiveUp::ReselectionDisabled {
                 reason: reason.to_owned(),
             });
@@ -364,10 +400,38 @@ impl Reselection {
         self.pending.push_back(Action::ListResources);
     }
 
+    /// The create or update request of the last [`Action::ApplyStack`] was refused (`reason`:
+    /// the refusal, e.g. Heat's HTTP 400); the attempt ends [`AttemptOutcome::Refused`] and the
+    /// machine gives up.
+    pub fn handle_apply_refused(&mut self, reason: &str) {
+        if self.state != State::Applying {
+            return;
+        }
+        self.last_reason = reason.to_owned();
+        if let Some(a) = self.attempts.last_mut() {
+            a.outcome = Some(AttemptOutcome::Refused);
+            a.status_reason = Some(reason.to_owned());
+        }
+        self.give_up(GiveUp::Refused {
+            reason: reason.to_owned(),
+        });
+    }
+
     /// The resources of the stack (`root`), nested ones included, after a failure.
     pub fn handle_resources(&mut self, root: &StackId, resources: &[StackResource]) {
         if self.state != State::AwaitResources {
             return;
+        }
+        let reason = self.last_reason.clone();
+        let capacity = self.top_matched
+            || resources
+                .iter()
+                .any(|r| resource_reason_matches(&self.config.pattern, r));
+        if !capacity {
+            return self.give_up(GiveUp::NotACapacityError { reason });
+        }
+        if !self.config.enabled {
+            return self.give_up(GiveUp::ReselectionDisabled { reason });
         }
         let mut failed: BTreeSet<String> = failed_top_resources(root, resources)
             .into_iter()
@@ -380,7 +444,6 @@ impl Reselection {
                 failed.insert(first);
             }
         }
-        let reason = self.last_reason.clone();
         if failed.is_empty() {
             return self.give_up(GiveUp::UnknownFailedUnit { reason });
         }
@@ -391,17 +454,66 @@ impl Reselection {
             let unit = fixed.clone();
             return self.give_up(GiveUp::FixedUnitFailed { unit, reason });
         }
-        let failed_zones: BTreeSet<ZoneId> = failed
+        self.failed_servers = failed_servers(root, resources, &self.units);
+        self.unlocated_units = failed
             .iter()
-            .filter_map(|n| self.units.get(n).map(|u| u.zone.clone()))
+            .filter(|u| !self.failed_servers.values().any(|s| s == *u))
+            .cloned()
             .collect();
+        self.round_failed_units = failed;
+        self.round_resources_servers = completed_servers(root, resources, &self.units);
+        if self.failed_servers.is_empty() {
+            return self.attribute(&BTreeMap::new());
+        }
+        self.state = State::AwaitFailedZones;
+        self.pending.push_back(Action::LocateFailedServers {
+            servers: self.failed_servers.keys().cloned().collect(),
+        });
+    }
+
+    /// The zones of the failed servers of the last [`Action::LocateFailedServers`] (`None`, or
+    /// a missing server, when the compute service no longer knows it: the zone the machine
+    /// asked for that server's unit is excluded instead).
+    pub fn handle_failed_servers(&mut self, zones: BTreeMap<ServerId, Option<ZoneId>>) {
+        if self.state != State::AwaitFailedZones {
+            return;
+        }
+        self.attribute(&zones);
+    }
+
+    /// Excludes the zones where the round's failed servers were, then lists zones, locates
+    /// servers or reselects.
+    fn attribute(&mut self, located: &BTreeMap<ServerId, Option<ZoneId>>) {
+        let mut failed_zones: BTreeSet<ZoneId> = BTreeSet::new();
+        for (server, unit) in &self.failed_servers {
+            let known = located
+                .get(server)
+                .cloned()
+                .flatten()
+                .filter(|z| !z.as_str().is_empty());
+            match known {
+                Some(z) => {
+                    failed_zones.insert(z);
+                }
+                None => failed_zones.extend(self.units.get(unit).map(|u| u.zone.clone())),
+            }
+        }
+        for unit in &self.unlocated_units {
+            failed_zones.extend(self.units.get(unit).map(|u| u.zone.clone()));
+        }
+        let failed = std::mem::take(&mut self.round_failed_units);
         if let Some(a) = self.attempts.last_mut() {
             a.failed_units = failed.iter().cloned().collect();
             a.failed_zones = failed_zones.iter().cloned().collect();
         }
         self.excluded.extend(failed_zones.iter().cloned());
-        self.round_failed_zones = failed_zones;
-        self.servers = completed_servers(root, resources, &self.units);
+        self.round_affected = self
+            .units
+            .values()
+            .filter(|u| u.movable && (failed.contains(&u.name) || failed_zones.contains(&u.zone)))
+            .map(|u| u.name.clone())
+            .collect();
+        self.servers = std::mem::take(&mut self.round_resources_servers);
         if self.zones.is_none() {
             self.state = State::AwaitZones;
             self.pending.push_back(Action::ListZones);
@@ -453,7 +565,7 @@ impl Reselection {
     fn staying_new_units(&self) -> impl Iterator<Item = &Unit> {
         self.units
             .values()
-            .filter(|u| u.movable && !self.round_failed_zones.contains(&u.zone))
+            .filter(|u| u.movable && !self.round_affected.contains(&u.name))
     }
 
     /// Asks where the staying new units' servers run when `capacity-aware` will read the
@@ -499,12 +611,7 @@ impl Reselection {
             let tried = self.excluded.iter().cloned().collect();
             return self.give_up(GiveUp::NoCandidates { tried, reason });
         }
-        let affected: BTreeSet<String> = self
-            .units
-            .values()
-            .filter(|u| u.movable && self.round_failed_zones.contains(&u.zone))
-            .map(|u| u.name.clone())
-            .collect();
+        let affected = self.round_affected.clone();
         match self.choose(&affected, &candidates) {
             Ok((zones, relaxed)) => {
                 for (name, zone) in zones {
@@ -640,6 +747,27 @@ impl Reselection {
         self.pending.clear();
         self.outcome = Some(outcome);
     }
+}
+
+/// Every `OS::Nova::Server` of `resources` in `*_FAILED` that Nova created (a physical id) and
+/// that hangs under a unit of `units`, with that unit.
+fn failed_servers(
+    root: &StackId,
+    resources: &[StackResource],
+    units: &BTreeMap<String, Unit>,
+) -> BTreeMap<ServerId, String> {
+    resources
+        .iter()
+        .filter(|r| {
+            r.resource_type == "OS::Nova::Server"
+                && r.resource_status.state == StackState::Failed
+                && !r.physical_resource_id.is_empty()
+        })
+        .filter_map(|r| {
+            let top = top_level_resource(root, r, resources).filter(|t| units.contains_key(t))?;
+            Some((ServerId::from(r.physical_resource_id.clone()), top))
+        })
+        .collect()
 }
 
 /// The server of every unit of `units` that has exactly one `OS::Nova::Server` under it in

@@ -3,11 +3,21 @@
 //!
 //! When a stack create or update fails because a zone is out of resources, the machine reads
 //! the failure, asks for the stack's resources (to find every failed VNFC, nested ones
-//! included) and for the compute zones (once per operation), excludes the zones that failed,
-//! reselects zones for the affected VNFCs that still honour the zone-scope affinity /
-//! anti-affinity constraints, and asks for the stack to be applied again — until the stack
-//! succeeds, the failure is not a capacity error, no candidate zone is left, or the retry
-//! limit is reached.
+//! included), asks where the failed servers really were (Nova's zone of each), and for the
+//! compute zones (once per operation), excludes the zones where servers failed, reselects
+//! zones for the affected VNFCs that still honour the zone-scope affinity / anti-affinity
+//! constraints, and asks for the stack to be applied again — until the stack succeeds, the
+//! failure is not a capacity error, no candidate zone is left, or the retry limit is reached.
+//!
+//! A failure is a capacity failure when the stack's reason matches the configured pattern, or
+//! when a failed resource's own reason does (read as Heat would report it at the top:
+//! `Resource <ACTION> failed: <reason>`), so a new wording of the top-level reason alone does
+//! not end reselection. The zones excluded are facts, not the zones asked for: Heat's rolling
+//! update of an AutoScalingGroup can rebuild a member not yet replaced with its old
+//! definition, in its old zone, while the zone asked for had room (real Heat 27); a failed
+//! server Nova no longer knows (or never created) is charged to the zone its unit was asked
+//! in. The VNFCs moved in a round are the failed ones and the new ones in a zone where a
+//! server failed.
 //!
 //! The machine never awaits, sleeps, reads a clock or draws unseeded random numbers. The
 //! caller (the LCM driver loop) takes [`Action`]s from [`Reselection::poll_action`], performs
@@ -16,9 +26,12 @@
 //! ```text
 //!   poll_action -> ApplyStack{zones}      caller creates/updates the stack, waits for a terminal state
 //!   handle_stack_succeeded()              -> Done
+//!   handle_apply_refused(reason)          -> GiveUp (the request itself was refused)
 //!   handle_stack_failed(reason)           -> ListResources | GiveUp
-//!   handle_resources(resources)           -> ListZones (first round) | ApplyStack | GiveUp
-//!   handle_zones(zones)                   -> ApplyStack | GiveUp
+//!   handle_resources(resources)           -> LocateFailedServers | ListZones | ApplyStack | GiveUp
+//!   handle_failed_servers(zones)          -> ListZones (first round) | LocateServers | ApplyStack | GiveUp
+//!   handle_zones(zones)                   -> LocateServers | ApplyStack | GiveUp
+//!   handle_hosts(hosts)                   -> ApplyStack | GiveUp
 //! ```
 //!
 //! Units: the machine places *units*, the top-level stack resources that carry one zone each:
@@ -32,8 +45,8 @@ mod machine;
 mod tests;
 
 pub use failure::{
-    failed_path_from_reason, failed_top_resources, top_level_resource, InsufficientResourcePattern,
-    DEFAULT_INSUFFICIENT_RESOURCE_PATTERN,
+    failed_path_from_reason, failed_top_resources, resource_reason_matches, top_level_resource,
+    InsufficientResourcePattern, DEFAULT_INSUFFICIENT_RESOURCE_PATTERN,
 };
 pub use machine::{
     Action, Attempt, AttemptOutcome, GiveUp, Outcome, ReselectConfig, Reselection, Unit,

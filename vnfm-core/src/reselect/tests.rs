@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::constraint::{Constraint, Scope};
 use crate::driver::{StackResource, StackStatus};
-use crate::id::{HostId, StackId, ZoneId};
+use crate::id::{HostId, ServerId, StackId, ZoneId};
 use crate::placement::Selection;
 use crate::zone::{ComputeHost, ComputeZone, Resources};
 
@@ -47,6 +47,23 @@ struct Trace {
     applies: usize,
     zone_listings: usize,
     resource_listings: usize,
+    failed_server_lookups: usize,
+}
+
+/// What Nova says of the scripted cloud's failed servers (`srv-<unit>`): they are in the zone
+/// their unit was asked in.
+fn nova_zones(m: &Reselection, servers: Vec<ServerId>) -> BTreeMap<ServerId, Option<ZoneId>> {
+    let zones = m.zones();
+    servers
+        .into_iter()
+        .map(|s| {
+            let z = s
+                .as_str()
+                .strip_prefix("srv-")
+                .and_then(|u| zones.get(u).cloned());
+            (s, z)
+        })
+        .collect()
 }
 
 fn reason(first: bool, unit: &str) -> String {
@@ -140,6 +157,11 @@ fn drive(
                 t.zone_listings += 1;
                 m.handle_zones(listing.to_vec());
             }
+            Action::LocateFailedServers { servers } => {
+                t.failed_server_lookups += 1;
+                let zones = nova_zones(m, servers);
+                m.handle_failed_servers(zones);
+            }
             Action::LocateServers { servers } => {
                 m.handle_hosts(servers.into_keys().map(|u| (u, None)).collect());
             }
@@ -205,7 +227,197 @@ fn other_failure_is_not_reselected() {
         m.outcome(),
         Some(Outcome::GaveUp(GiveUp::NotACapacityError { .. }))
     ));
-    assert_eq!((t.applies, t.zone_listings, t.resource_listings), (1, 0, 0));
+    // The listing is read (a failed resource's own reason could have matched), nothing else.
+    assert_eq!(
+        (
+            t.applies,
+            t.zone_listings,
+            t.resource_listings,
+            t.failed_server_lookups
+        ),
+        (1, 0, 1, 0)
+    );
+}
+
+/// A top-level reason in a wording the pattern does not know, with a failed server whose own
+/// reason it does know: a capacity failure all the same, reselected.
+#[test]
+fn a_failed_resource_whose_own_reason_matches_is_a_capacity_failure() {
+    let mut m = Reselection::new(
+        config(true, None),
+        vec![unit("VDU1-0", "az-1", true)],
+        vec![],
+    );
+    let nova = "ResourceInError: resources.VDU1: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\"";
+    let mut applied = Vec::new();
+    while let Some(a) = m.poll_action() {
+        match a {
+            Action::ApplyStack { zones } => {
+                let z = zones["VDU1-0"].clone();
+                applied.push(z.clone());
+                if z.as_str() == "az-1" {
+                    m.handle_stack_failed("Resource UPDATE failed: a wording of some future Heat");
+                } else {
+                    m.handle_stack_succeeded();
+                }
+            }
+            Action::ListResources => {
+                let mut res = resources(&m.zones(), &set(&["az-1"]), &BTreeSet::new());
+                for r in &mut res {
+                    if r.resource_type == "OS::Nova::Server" {
+                        r.resource_status_reason = nova.into();
+                    }
+                }
+                m.handle_resources(&StackId::from("root"), &res);
+            }
+            Action::ListZones => m.handle_zones(zones(&["az-1", "az-2"])),
+            Action::LocateFailedServers { servers } => {
+                let z = nova_zones(&m, servers);
+                m.handle_failed_servers(z);
+            }
+            Action::LocateServers { .. } => m.handle_hosts(BTreeMap::new()),
+        }
+    }
+    assert!(matches!(m.outcome(), Some(Outcome::Succeeded)));
+    assert_eq!(applied, vec![ZoneId::from("az-1"), ZoneId::from("az-2")]);
+    // Without such a resource reason, the unknown wording ends it.
+    let mut m = Reselection::new(
+        config(true, None),
+        vec![unit("VDU1-0", "az-1", true)],
+        vec![],
+    );
+    let t = drive(
+        &mut m,
+        &zones(&["az-1", "az-2"]),
+        &set(&["az-1"]),
+        Some("Resource UPDATE failed: a wording of some future Heat"),
+    );
+    assert_eq!(t.applies, 1);
+    assert!(matches!(
+        m.outcome(),
+        Some(Outcome::GaveUp(GiveUp::NotACapacityError { .. }))
+    ));
+}
+
+/// Heat's rolling update (real Heat 27, one member per batch): vnfm asked az-1 for the group,
+/// one member came up there, the other was rebuilt with its old definition in az-3 and failed.
+/// The zone excluded is az-3, where the server really failed (Nova says so), not az-1; the
+/// group is the failed unit and moves; az-1 stays a candidate.
+#[test]
+fn the_zone_excluded_is_where_the_failed_server_really_was() {
+    let group = Unit::new("VDU1_scale_group", "VDU1", "az-3", true, SMALL);
+    let mut m = Reselection::new(config(true, None), vec![group], vec![])
+        .with_zone_listing(zones(&["az-1", "az-3"]));
+    let root = StackId::from("root");
+    let status = |s: &str| s.parse::<StackStatus>().unwrap();
+    let res = |name: &str, ty: &str, st: &str, stack: &str, nested: Option<&str>, pid: &str| {
+        StackResource {
+            resource_name: name.into(),
+            physical_resource_id: pid.into(),
+            resource_type: ty.into(),
+            resource_status: status(st),
+            resource_status_reason: String::new(),
+            parent_resource: None,
+            stack_id: stack.into(),
+            nested_stack_id: nested.map(StackId::from),
+        }
+    };
+    let listing = vec![
+        res(
+            "VDU1_scale_group",
+            "OS::Heat::AutoScalingGroup",
+            "UPDATE_FAILED",
+            "root",
+            Some("g"),
+            "g",
+        ),
+        res(
+            "3anlrib6cpvf",
+            "VDU1.yaml",
+            "UPDATE_COMPLETE",
+            "g",
+            Some("m1"),
+            "m1",
+        ),
+        res(
+            "gek2puwtkyro",
+            "VDU1.yaml",
+            "UPDATE_FAILED",
+            "g",
+            Some("m2"),
+            "m2",
+        ),
+        res(
+            "VDU1",
+            "OS::Nova::Server",
+            "CREATE_COMPLETE",
+            "m1",
+            None,
+            "srv-ok",
+        ),
+        res(
+            "VDU1",
+            "OS::Nova::Server",
+            "CREATE_FAILED",
+            "m2",
+            None,
+            "srv-old-def",
+        ),
+    ];
+    let glued = "Resource UPDATE failed: resources.gek2puwtkyro: resources.VDU1_scale_group.Resource CREATE failed: ResourceInError: resources.VDU1: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\"";
+    let mut rounds = 0;
+    let mut asked = Vec::new();
+    while let Some(a) = m.poll_action() {
+        match a {
+            Action::ApplyStack { zones } => {
+                rounds += 1;
+                let z = zones["VDU1_scale_group"].clone();
+                match rounds {
+                    1 => m.handle_stack_failed("Resource CREATE failed: ResourceInError: resources.VDU1_scale_group.resources.3anlrib6cpvf.resources.VDU1: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\""),
+                    // the reselection asks az-1, the only other zone
+                    2 => {
+                        assert_eq!(z.as_str(), "az-1");
+                        m.handle_stack_failed(glued);
+                    }
+                    _ => m.handle_stack_succeeded(),
+                }
+            }
+            Action::ListResources => {
+                if rounds == 1 {
+                    let mut first = listing.clone();
+                    first[4].physical_resource_id = "srv-first".into();
+                    first[3].resource_status = status("CREATE_FAILED");
+                    first[3].physical_resource_id = "srv-first-2".into();
+                    m.handle_resources(&root, &first);
+                } else {
+                    m.handle_resources(&root, &listing);
+                }
+            }
+            Action::LocateFailedServers { servers } => {
+                asked.push(servers.clone());
+                // Nova: every failed server was in az-3.
+                let z = servers
+                    .into_iter()
+                    .map(|s| (s, Some(ZoneId::from("az-3"))))
+                    .collect();
+                m.handle_failed_servers(z);
+            }
+            Action::ListZones => unreachable!("the listing was given"),
+            Action::LocateServers { .. } => m.handle_hosts(BTreeMap::new()),
+        }
+    }
+    assert_eq!(rounds, 3);
+    let a = m.attempts();
+    assert_eq!(
+        a[1].failed_zones,
+        vec![ZoneId::from("az-3")],
+        "not az-1, the zone asked"
+    );
+    assert_eq!(a[1].failed_units, vec!["VDU1_scale_group".to_string()]);
+    assert_eq!(asked[1], vec![ServerId::from("srv-old-def")]);
+    // az-1 was not excluded, so the third attempt may ask it again
+    assert_eq!(a[2].zones["VDU1_scale_group"], ZoneId::from("az-1"));
+    assert!(!m.excluded().contains(&ZoneId::from("az-1")));
 }
 
 /// Tacker `update_stack_retry_retry_out_no_zone`: 4 zones, all full: every other zone tried once
@@ -356,6 +568,7 @@ fn unknown_failed_unit_gives_up() {
             Action::ApplyStack { .. } => m.handle_stack_failed(text),
             Action::ListResources => m.handle_resources(&StackId::from("root"), &[]),
             Action::ListZones => m.handle_zones(vec![]),
+            Action::LocateFailedServers { .. } => m.handle_failed_servers(BTreeMap::new()),
             Action::LocateServers { .. } => m.handle_hosts(BTreeMap::new()),
         }
     }
@@ -637,6 +850,10 @@ fn capacity_aware_charges_staying_servers_to_their_real_hosts() {
                     );
                 }
                 Action::ListZones => m.handle_zones(listing.clone()),
+                Action::LocateFailedServers { servers } => {
+                    let zones = nova_zones(&m, servers);
+                    m.handle_failed_servers(zones);
+                }
                 Action::LocateServers { servers } => {
                     located = servers.values().map(ToString::to_string).collect();
                     // Heat created C-0 first on the roomiest host, then A-0 on the other one.
@@ -700,6 +917,10 @@ fn random_policy_does_not_locate_servers() {
                 );
             }
             Action::ListZones => unreachable!("the listing was given"),
+            Action::LocateFailedServers { servers } => {
+                let zones = nova_zones(&m, servers);
+                m.handle_failed_servers(zones);
+            }
             Action::LocateServers { .. } => {
                 asked = true;
                 m.handle_hosts(BTreeMap::new());
