@@ -62,8 +62,8 @@ use super::userdata::{self, Layout, NfvValues, VnfcSlot};
 use crate::constraint::Constraint;
 use crate::driver::{
     Clock, ComputeInventory, CreateStack, DriverError, ListResources, ListZones, MarkUnhealthy,
-    OpOccFilter, Parameters, StackDriver, StackResource, Store, StoreBatch, TemplateBundle,
-    UpdateStack, ZoneCatalog,
+    OpOccFilter, Parameters, StackAction, StackDriver, StackResource, Store, StoreBatch,
+    TemplateBundle, UpdateStack, ZoneCatalog,
 };
 use crate::error::{Error, Location};
 use crate::grant::{
@@ -1427,6 +1427,8 @@ impl Lifecycle {
                     let stack = self.wait(&id).await.map_err(|f| fail(&m, &target, f))?;
                     if succeeded(&stack) {
                         m.handle_stack_succeeded();
+                    } else if stack.stack_status.action == StackAction::Rollback {
+                        m.handle_stack_rolled_back(&stack.stack_status_reason);
                     } else {
                         m.handle_stack_failed(&stack.stack_status_reason);
                     }

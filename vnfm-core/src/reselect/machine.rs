@@ -400,6 +400,24 @@ impl Reselection {
         self.pending.push_back(Action::ListResources);
     }
 
+    /// The stack applied by the last [`Action::ApplyStack`] was rolled back by Heat
+    /// (`ROLLBACK_COMPLETE` or `ROLLBACK_FAILED`, a stack created with rollback enabled): the
+    /// attempt failed, and as the rollback deleted what failed there is nothing to read or
+    /// reselect: the machine gives up ([`GiveUp::NotACapacityError`] with `reason`).
+    pub fn handle_stack_rolled_back(&mut self, reason: &str) {
+        if self.state != State::Applying {
+            return;
+        }
+        self.last_reason = reason.to_owned();
+        if let Some(a) = self.attempts.last_mut() {
+            a.outcome = Some(AttemptOutcome::Failed);
+            a.status_reason = Some(reason.to_owned());
+        }
+        self.give_up(GiveUp::NotACapacityError {
+            reason: reason.to_owned(),
+        });
+    }
+
     /// The create or update request of the last [`Action::ApplyStack`] was refused (`reason`:
     /// the refusal, e.g. Heat's HTTP 400); the attempt ends [`AttemptOutcome::Refused`] and the
     /// machine gives up.

@@ -27,6 +27,7 @@
 //!   poll_action -> ApplyStack{zones}      caller creates/updates the stack, waits for a terminal state
 //!   handle_stack_succeeded()              -> Done
 //!   handle_apply_refused(reason)          -> GiveUp (the request itself was refused)
+//!   handle_stack_rolled_back(reason)      -> GiveUp (Heat rolled the stack back)
 //!   handle_stack_failed(reason)           -> ListResources | GiveUp
 //!   handle_resources(resources)           -> LocateFailedServers | ListZones | ApplyStack | GiveUp
 //!   handle_failed_servers(zones)          -> ListZones (first round) | LocateServers | ApplyStack | GiveUp
