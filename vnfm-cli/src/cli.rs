@@ -194,7 +194,9 @@ pub struct PlacementArgs {
     /// Seed of every random choice [default: placement.seed of the configuration, else 0].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Zone selection policy [default: placement.selection of the configuration, else random].
+    /// Zone selection policy of the granter and of reselection [default: placement.selection of
+    /// the configuration; unset: a capacity-aware granter (random where capacity is unknown) and
+    /// random reselection].
     #[arg(long, value_name = "POLICY")]
     pub selection: Option<crate::config::SelectionKind>,
     /// Set fallbackBestEffort on every placement constraint.

@@ -24,7 +24,11 @@
 //! reselect_zones = false         # reselect zones when a stack fails for lack of resources
 //! insufficient_resource_pattern = "..."  # regex on stack_status_reason; default: see below
 //! max_reselections = 3           # stack updates after the first attempt; unset = no limit
-//! selection = "random"           # "random" (the spec) or "capacity-aware"
+//! selection = "random"           # "random" (the spec) or "capacity-aware": reselection's
+//!                                # policy and, when set, the granter's too. Unset: the granter
+//!                                # is capacity-aware (random where capacity is unknown) and
+//!                                # reselection random
+//! grant_selection = "capacity-aware"  # the granter's policy alone (overrides `selection`)
 //! seed = 0                       # seed of the random choices (also --seed)
 //!
 //! [server]                       # `vnfm serve`
@@ -138,9 +142,13 @@ pub struct PlacementConfig {
     /// `max_reselections`; `None` means no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_reselections: Option<u32>,
-    /// `selection` (default random).
-    #[serde(default)]
-    pub selection: SelectionKind,
+    /// `selection`: reselection's policy (default random) and, when set, the granter's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<SelectionKind>,
+    /// `grant_selection`: the local granter's policy (default: `selection` when set, else
+    /// capacity-aware, which falls back to random where the catalogue reports no capacity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_selection: Option<SelectionKind>,
     /// `seed` (default 0).
     #[serde(default)]
     pub seed: u64,

@@ -185,13 +185,20 @@ fn a_scripted_lifecycle_over_the_state_file() {
     for (k, s) in &before {
         assert_eq!(&after[k], s, "{k} moved on scale-out");
     }
-    let last = v["vnfLcmOpOcc"]["attempts"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
-    assert!(!last["relaxed"].as_array().unwrap().is_empty(), "{last}");
+    // The default granter reads the zones' free capacity: it relaxes the zone anti-affinity
+    // in the grant (AZ-1 has no room), and the first attempt succeeds.
+    let attempts = v["vnfLcmOpOcc"]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert_eq!(attempts[0]["outcome"], "succeeded");
+    let params = &v["grant"]["additionalParams"];
+    assert!(
+        !params["relaxedPlacementConstraints"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{params}"
+    );
+    assert_eq!(params["zoneSelection"]["policy"], "capacity-aware");
 
     // Heal VDU1-0: new server, others untouched.
     let out = run(

@@ -133,6 +133,9 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
     config.reselect_zones = true;
     config.fallback_best_effort = true;
     config.selection = Selection::Random;
+    // The story is the spec's: a granter blind to capacity (as an NFVO without capacity
+    // information is), so that the scale-out meets the full zone and relaxes a constraint.
+    config.grant_selection = Selection::Random;
     config.seed = seed;
     config.vim_connection_id = "vim-sim".into();
     let lcm = Lifecycle::new(drivers, config);
@@ -353,6 +356,7 @@ async fn reservations(
     let mut config = LcmConfig::standard()?;
     config.fallback_best_effort = true;
     config.selection = Selection::CapacityAware;
+    config.grant_selection = Selection::CapacityAware;
     config.seed = seed;
     let lcm = Lifecycle::new(drivers, config);
     let mut inst = vnfm_core::lcm::VnfInstance::new("rollout", pkg.descriptor_id.clone());

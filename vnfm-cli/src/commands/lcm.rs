@@ -187,10 +187,19 @@ pub fn lcm_config(config: &Config, args: &PlacementArgs) -> Result<LcmConfig, Cl
     c.fallback_best_effort = args.fallback_best_effort || p.fallback_best_effort;
     c.reselect_zones = args.reselect_zones || p.reselect_zones;
     c.max_reselections = args.max_reselections.or(p.max_reselections);
-    c.selection = match args.selection.unwrap_or(p.selection) {
+    let policy = |k: SelectionKind| match k {
         SelectionKind::Random => Selection::Random,
         SelectionKind::CapacityAware => Selection::CapacityAware,
     };
+    // `--selection` / `selection` set both policies; unset, the granter is capacity-aware
+    // (random where the catalogue reports no capacity) and reselection keeps the spec's random.
+    let selection = args.selection.or(p.selection);
+    c.selection = selection.map_or(Selection::Random, policy);
+    c.grant_selection = p
+        .grant_selection
+        .filter(|_| args.selection.is_none())
+        .or(selection)
+        .map_or(Selection::CapacityAware, policy);
     c.seed = args.seed.unwrap_or(p.seed);
     if let Some(pattern) = args.insufficient_resource_pattern.as_deref() {
         c.pattern = InsufficientResourcePattern::new(
@@ -765,6 +774,13 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
                         c.resource.len(),
                         c.is_fallback_best_effort()
                     );
+                }
+                if let Some(how) = grant.additional_params.as_ref().and_then(|p| p.get(vnfm_core::lifecycle::granter::ZONE_SELECTION)) {
+                    let policy = how.get("policy").and_then(|v| v.as_str()).unwrap_or_default();
+                    match how.get("reason").and_then(|v| v.as_str()) {
+                        Some(why) => { let _ = writeln!(human, "  zones chosen: {policy} ({why})"); }
+                        None => { let _ = writeln!(human, "  zones chosen: {policy}"); }
+                    }
                 }
                 if let Some(relaxed) = grant.additional_params.as_ref().and_then(|p| p.get("relaxedPlacementConstraints")) {
                     for r in relaxed.as_array().into_iter().flatten() {

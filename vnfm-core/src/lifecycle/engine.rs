@@ -112,8 +112,13 @@ pub struct LcmConfig {
     pub pattern: InsufficientResourcePattern,
     /// Stack updates allowed after the first attempt; `None` = no limit.
     pub max_reselections: Option<u32>,
-    /// Zone selection policy of the granter and of reselection.
+    /// Zone selection policy of reselection (default `random`, the spec's).
     pub selection: Selection,
+    /// Zone selection policy of the local granter (default `capacity-aware`: the compliant
+    /// zones with the most free capacity the zone catalogue reports; where it reports none,
+    /// the granter falls back to `random` and says so in the grant, see
+    /// [`granter::ZONE_SELECTION`]).
+    pub grant_selection: Selection,
     /// Seed of every random choice and id.
     pub seed: u64,
     /// The VIM connection id recorded on resources.
@@ -125,8 +130,9 @@ pub struct LcmConfig {
 }
 
 impl LcmConfig {
-    /// The defaults: no best effort, no reselection, the default pattern, no limit, `random`,
-    /// seed 0, VIM connection `vim-0`, polling every 2 s for at most 20 minutes.
+    /// The defaults: no best effort, no reselection, the default pattern, no limit, a
+    /// `capacity-aware` granter and `random` reselection, seed 0, VIM connection `vim-0`,
+    /// polling every 2 s for at most 20 minutes.
     ///
     /// # Errors
     /// None in practice (the default pattern compiles).
@@ -137,6 +143,7 @@ impl LcmConfig {
             pattern: InsufficientResourcePattern::standard()?,
             max_reselections: None,
             selection: Selection::Random,
+            grant_selection: Selection::CapacityAware,
             seed: 0,
             vim_connection_id: "vim-0".into(),
             poll_interval: Duration::from_secs(2),
@@ -482,7 +489,7 @@ impl Lifecycle {
             instance: inst,
             zones,
             pinned,
-            selection: self.config.selection,
+            selection: self.config.grant_selection,
             seed: self.config.seed,
         };
         granter::grant(&planned.request, &ctx)
@@ -861,12 +868,7 @@ impl Lifecycle {
                 opts.automatic,
             )
             .await?;
-        let result = match self.drivers.stacks.delete_stack(&stack_id).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(Failed::driver(&e)),
-        }
-        .map(|()| {
+        let result = self.delete_stack(&stack_id).await.map(|()| {
             let mut new = inst.clone();
             new.instantiation_state = Some(InstantiationState::NotInstantiated);
             new.instantiated_vnf_info = None;
@@ -955,12 +957,7 @@ impl Lifecycle {
         let result: Result<VnfInstance, Failed> = if op.operation == LcmOperationType::Instantiate {
             match stack_of(&inst) {
                 None => Ok(inst.clone()),
-                Some(stack_id) => match self.drivers.stacks.delete_stack(&stack_id).await {
-                    Ok(()) => Ok(()),
-                    Err(e) if e.is_not_found() => Ok(()),
-                    Err(e) => Err(Failed::driver(&e)),
-                }
-                .map(|()| {
+                Some(stack_id) => self.delete_stack(&stack_id).await.map(|()| {
                     let mut new = inst.clone();
                     if let Some(m) = new.metadata.as_mut() {
                         m.remove(STACK_ID_KEY);
@@ -1229,6 +1226,56 @@ impl Lifecycle {
                 s.stack_status,
                 self.config.stack_timeout.as_secs()
             ),
+        ))
+    }
+
+    /// Deletes the stack `id` and waits until it is gone (`show_stack` answers not found, or
+    /// `DELETE_COMPLETE`), polled like a create: the operation ends only once Heat has really
+    /// deleted the servers (Heat answers the DELETE at once and works on afterwards). A stack
+    /// already unknown is gone. `DELETE_FAILED` ends the operation with Heat's reason; a
+    /// delete still in progress after `stack_timeout`, with a timeout naming it.
+    async fn delete_stack(&self, id: &StackId) -> Result<(), Failed> {
+        match self.drivers.stacks.delete_stack(id).await {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) => return Err(Failed::driver(&e)),
+        }
+        let (last, gone) = self
+            .poll_until(
+                || async {
+                    match self.drivers.stacks.show_stack(id).await {
+                        Ok(s) => Ok(Some(s)),
+                        Err(e) if e.is_not_found() => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                },
+                |s: &Option<crate::driver::Stack>| {
+                    s.as_ref().is_none_or(|s| !s.stack_status.is_in_progress())
+                },
+            )
+            .await?;
+        let Some(stack) = last else {
+            return Ok(());
+        };
+        let status = stack.stack_status;
+        if status.action == StackAction::Delete && status.is_complete() {
+            return Ok(());
+        }
+        if !gone {
+            return Err(Failed::new(
+                FailureKind::Backend,
+                "stack delete timed out",
+                format!(
+                    "stack {id} still {status} after {}s: {}",
+                    self.config.stack_timeout.as_secs(),
+                    stack.stack_status_reason
+                ),
+            ));
+        }
+        Err(Failed::new(
+            FailureKind::StackFailed,
+            "stack delete failed",
+            format!("stack {id} is {status}: {}", stack.stack_status_reason),
         ))
     }
 

@@ -13,7 +13,11 @@
 //!   are not checked against the constraints; the other VNFCs are placed around them (a pinned
 //!   VNFC counts like an existing one).
 //! - Selection `random` (the spec) chooses among compliant zones whatever their free capacity;
-//!   `capacity-aware` ranks them by the free capacity the zone catalogue reports.
+//!   `capacity-aware` (vnfm's default for the granter) ranks them by the free capacity the zone
+//!   catalogue reports. When the catalogue reports no free capacity for any host (e.g. an
+//!   OpenStack user that may not read the Placement API), `capacity-aware` falls back to
+//!   `random`. The grant says which policy chose its zones, and why, in
+//!   `additionalParams.zoneSelection` ([`ZONE_SELECTION`]).
 //! - The grant lists one `ZoneInfo` per zone used (`id` = `zone-<n>`), and one `GrantInfo` per
 //!   resource definition referring to it. Constraints relaxed under `fallbackBestEffort` are
 //!   reported in `additionalParams.relaxedPlacementConstraints` (one sentence each), since
@@ -41,6 +45,39 @@ use crate::reservation::{
     Allocation, AllocationRequest, Capacity, Ledger, LedgerError, Rejection, ReservationId,
 };
 use crate::zone::{ComputeZone, Resources};
+
+/// The key of the grant's `additionalParams` that says how its zones were chosen:
+/// `{"policy": "capacity-aware" | "random", "configured": <the configured policy>, "reason":
+/// <why, when the policy is not the configured one>}`.
+pub const ZONE_SELECTION: &str = "zoneSelection";
+
+/// The policy the granter really uses for `configured` over `zones`, and why when it differs:
+/// `capacity-aware` needs at least one available host whose free capacity is known.
+pub fn effective_selection(
+    configured: Selection,
+    zones: &[ComputeZone],
+) -> (Selection, Option<&'static str>) {
+    let known = zones
+        .iter()
+        .flat_map(|z| z.hosts.iter().flatten())
+        .any(|h| h.available && h.free.is_some());
+    match configured {
+        Selection::CapacityAware if !known => (
+            Selection::Random,
+            Some(
+                "capacity unknown: the zone catalogue reports no free capacity for any host                  (an OpenStack user that may not read the Placement API sees none); zones                  chosen at random among the compliant ones, as the spec does",
+            ),
+        ),
+        s => (s, None),
+    }
+}
+
+fn selection_name(s: Selection) -> &'static str {
+    match s {
+        Selection::Random => "random",
+        Selection::CapacityAware => "capacity-aware",
+    }
+}
 
 /// Everything the local granter needs besides the request.
 #[derive(Clone, Debug)]
@@ -222,7 +259,8 @@ pub fn grant(
         }
         constraints.push(solver_constraint(ci, pc, members));
     }
-    let zones: Vec<ComputeZone> = match ctx.selection {
+    let (selection, fallback) = effective_selection(ctx.selection, ctx.zones);
+    let zones: Vec<ComputeZone> = match selection {
         Selection::CapacityAware => ctx.zones.to_vec(),
         Selection::Random => ctx
             .zones
@@ -233,14 +271,40 @@ pub fn grant(
     };
     let mut existing: Vec<ExistingMember> = existing.into_values().collect();
     existing.extend(pinned_members);
-    let placement = PlacementRequest::new(zones)
-        .with_items(items)
-        .with_existing(existing)
-        .with_constraints(constraints)
-        .with_selection(ctx.selection)
-        .with_seed(ctx.seed)
-        .place()
-        .map_err(GrantError::Placement)?;
+    let request_for = |zones: Vec<ComputeZone>| {
+        PlacementRequest::new(zones)
+            .with_items(items.clone())
+            .with_existing(existing.clone())
+            .with_constraints(constraints.clone())
+            .with_selection(selection)
+            .with_seed(ctx.seed)
+    };
+    let placement = match request_for(zones).place() {
+        Ok(p) => p,
+        // Constraints that hold when capacity is ignored are blocked by capacity: a capacity
+        // error (exit 4), not an infeasible request (exit 3).
+        Err(e @ PlacementError::Infeasible { .. })
+            if selection == Selection::CapacityAware
+                && request_for(
+                    ctx.zones
+                        .iter()
+                        .cloned()
+                        .map(ComputeZone::without_capacity)
+                        .collect(),
+                )
+                .place()
+                .is_ok() =>
+        {
+            return Err(GrantError::Placement(PlacementError::CapacityExhausted {
+                items: Vec::new(),
+                detail: format!(
+                    "{e}; the constraints can be met, but not with the free capacity the zone \
+                     catalogue reports"
+                ),
+            }));
+        }
+        Err(e) => return Err(GrantError::Placement(e)),
+    };
 
     let mut g = Grant::for_request(ctx.grant_id.clone(), request);
     let mut zone_ids: BTreeMap<ZoneId, String> = BTreeMap::new();
@@ -291,8 +355,15 @@ pub fn grant(
         .iter()
         .map(|r| GrantInfo::new(r.id.clone()))
         .collect();
+    let mut params = crate::grant::KeyValuePairs::new();
+    let mut how = serde_json::Map::new();
+    how.insert("policy".into(), selection_name(selection).into());
+    how.insert("configured".into(), selection_name(ctx.selection).into());
+    if let Some(why) = fallback {
+        how.insert("reason".into(), why.into());
+    }
+    params.insert(ZONE_SELECTION.into(), serde_json::Value::Object(how));
     if placement.is_relaxed() {
-        let mut params = crate::grant::KeyValuePairs::new();
         params.insert(
             "relaxedPlacementConstraints".into(),
             placement
@@ -301,8 +372,8 @@ pub fn grant(
                 .map(|r| serde_json::Value::String(r.to_string()))
                 .collect(),
         );
-        g.additional_params = Some(params);
     }
+    g.additional_params = Some(params);
     g.links.insert(
         "self".into(),
         Link::new(format!("/grant/v2/grants/{}", g.id)),
