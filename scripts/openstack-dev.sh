@@ -19,6 +19,12 @@
 # Environment (all optional):
 #   VNFM_OS_DIR        state and venv            (default: $HOME/.cache/vnfm-openstack)
 #   VNFM_OS_PASSWORD   admin password            (default: secret)
+#   VNFM_OS_MEMBER_USERNAME, VNFM_OS_MEMBER_PASSWORD, VNFM_OS_MEMBER_PROJECT
+#                      a non-admin user (role `member`, the role Nova's and Heat's default
+#                      policies ask of a project's users) in a project of its own, with
+#                      unlimited quotas: it creates servers and stacks there, but Placement,
+#                      os-availability-zone/detail and server hosts are refused to it
+#                      (default: vnfm-member / member-secret / vnfm-member)
 #   VNFM_OS_HOSTS      fake compute hosts        (default: "c1 c2")
 #   VNFM_OS_ZONES      "zone:host,host ..."      (default: "az1:c1 az2:c2")
 #   VNFM_OS_SMALL_HOSTS  hosts of VNFM_OS_HOSTS with about 1 GB of RAM to place (default:
@@ -48,6 +54,9 @@ PYMYSQL_VERSION=1.1.1
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DIR=${VNFM_OS_DIR:-$HOME/.cache/vnfm-openstack}
 PASSWORD=${VNFM_OS_PASSWORD:-secret}
+MEMBER_USER=${VNFM_OS_MEMBER_USERNAME:-vnfm-member}
+MEMBER_PASSWORD=${VNFM_OS_MEMBER_PASSWORD:-member-secret}
+MEMBER_PROJECT=${VNFM_OS_MEMBER_PROJECT:-vnfm-member}
 HOSTS=${VNFM_OS_HOSTS:-c1 c2}
 ZONES=${VNFM_OS_ZONES:-az1:c1 az2:c2}
 SMALL_HOSTS=${VNFM_OS_SMALL_HOSTS:-}
@@ -524,8 +533,9 @@ EOF
 # Waits for every Nova service to report in since this start (RPC casts
 # sent earlier are lost), maps the compute hosts, waits for heat-engine, then creates what
 # the tests use: image `tiny`, flavors m1.tiny, m1.small and vnfm.huge (bigger than any host),
-# unlimited quotas and one aggregate per zone of VNFM_OS_ZONES.
+# unlimited quotas, one aggregate per zone of VNFM_OS_ZONES, and the non-admin user.
 seed() {
+    VNFM_MEMBER="$MEMBER_USER:$MEMBER_PROJECT" VNFM_MEMBER_PASSWORD="$MEMBER_PASSWORD" \
     "$VENV/bin/python" - "$IP" "$KS_PORT" "$PASSWORD" "$1" "$ZONES" "$VENV/bin/nova-manage" \
         "$CONF/nova/nova.conf" $HOSTS <<'EOF'
 import json, subprocess, sys, time, urllib.error, urllib.request
@@ -622,6 +632,40 @@ for spec in zones.split():
     for host in members.split(","):
         if host not in (agg.get("hosts") or []):
             nova("POST", f"/os-aggregates/{agg['id']}/action", {"add_host": {"host": host}})
+
+# The non-admin user: role `member` (what Nova's and Heat's default policies ask of a project's
+# users; Keystone's bootstrap makes it imply `reader`) on a project of its own.
+import os
+from urllib.parse import quote
+member_user, member_project = os.environ["VNFM_MEMBER"].split(":", 1)
+member_password = os.environ["VNFM_MEMBER_PASSWORD"]
+
+
+def keystone(method, path, body=None):
+    return req(method, KS + path, body, token)[1]
+
+
+def one(path, kind, name, create):
+    found = keystone("GET", f"{path}?name={quote(name)}&domain_id=default")[kind]
+    return found[0] if found else keystone("POST", path, create)[kind[:-1]]
+
+
+proj = one("/projects", "projects", member_project, {"project": {
+    "name": member_project, "domain_id": "default", "enabled": True,
+    "description": "vnfm tests: a non-admin user's project"}})
+user = one("/users", "users", member_user, {"user": {
+    "name": member_user, "domain_id": "default", "enabled": True,
+    "password": member_password, "default_project_id": proj["id"]}})
+try:  # a password changed since the user was created is set again
+    req("POST", KS + "/auth/tokens", {"auth": {"identity": {"methods": ["password"],
+        "password": {"user": {"id": user["id"], "password": member_password}}}}})
+except urllib.error.HTTPError:
+    keystone("PATCH", f"/users/{user['id']}", {"user": {"password": member_password}})
+role = keystone("GET", "/roles?name=member")["roles"][0]
+req("PUT", KS + f"/projects/{proj['id']}/users/{user['id']}/roles/{role['id']}", token=token)
+nova("PUT", f"/os-quota-sets/{proj['id']}", {"quota_set": {
+    "cores": -1, "ram": -1, "instances": -1, "server_groups": -1,
+    "server_group_members": -1}})
 EOF
 }
 
@@ -674,6 +718,9 @@ export VNFM_OS_TEST_IMAGE=tiny
 export VNFM_OS_TEST_FLAVOR=m1.tiny
 export VNFM_OS_TEST_HUGE_FLAVOR=vnfm.huge
 export VNFM_OS_TEST_SMALL_ZONE=$small_zone
+export VNFM_OS_MEMBER_USERNAME=$MEMBER_USER
+export VNFM_OS_MEMBER_PASSWORD=$MEMBER_PASSWORD
+export VNFM_OS_MEMBER_PROJECT=$MEMBER_PROJECT
 EOF
 }
 

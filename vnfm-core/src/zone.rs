@@ -65,8 +65,8 @@ pub struct ComputeHost {
     /// True when the host runs a nova-compute service that is enabled and up
     /// (Nova: `available: true, active: true`).
     pub available: bool,
-    /// Free capacity when the backend knows it exactly (the simulator does; Nova's
-    /// availability-zone API does not report it).
+    /// Free capacity when the backend knows it (the simulator does; OpenStack does from
+    /// Placement when the credentials may read it); `None` means unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub free: Option<Resources>,
 }

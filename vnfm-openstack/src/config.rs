@@ -186,11 +186,14 @@ pub struct CloudConfig {
     pub nova_microversion: String,
     /// Timeout of one HTTP request.
     pub timeout: Duration,
+    /// Ask Placement for the free capacity of the hosts of a zone listing (default `true`;
+    /// see [`crate::placement`]). Off, every host reports `free: None`.
+    pub free_capacity: bool,
 }
 
 impl CloudConfig {
     /// A configuration with default region, interface (public), endpoint source (token
-    /// catalog), Nova microversion and a 60 s timeout.
+    /// catalog), Nova microversion, a 60 s timeout and free capacity from Placement.
     pub fn new(auth_url: impl Into<String>, credentials: Credentials) -> Self {
         Self {
             auth_url: auth_url.into(),
@@ -201,6 +204,7 @@ impl CloudConfig {
             endpoint_overrides: BTreeMap::new(),
             nova_microversion: DEFAULT_NOVA_MICROVERSION.to_owned(),
             timeout: Duration::from_secs(60),
+            free_capacity: true,
         }
     }
 
@@ -268,6 +272,13 @@ impl CloudConfig {
     /// The same configuration with another request timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// The same configuration with the free capacity of hosts asked of Placement (`yes`, the
+    /// default) or not.
+    pub fn with_free_capacity(mut self, yes: bool) -> Self {
+        self.free_capacity = yes;
         self
     }
 

@@ -22,7 +22,7 @@ pub enum Error {
     /// The service answered with an error status.
     #[error("{method} {url}: HTTP {status}: {message}")]
     Http {
-        /// `keystone`, `nova` or `heat`.
+        /// `keystone`, `nova`, `placement` or `heat`.
         service: &'static str,
         /// The request method.
         method: String,
@@ -38,7 +38,7 @@ pub enum Error {
     /// The request did not get an answer (connection refused, timeout, TLS).
     #[error("{method} {url}: no answer")]
     Transport {
-        /// `keystone`, `nova` or `heat`.
+        /// `keystone`, `nova`, `placement` or `heat`.
         service: &'static str,
         /// The request method.
         method: String,
@@ -51,7 +51,7 @@ pub enum Error {
     /// The service answered something the adapter cannot read.
     #[error("{method} {url}: unexpected answer: {what}")]
     Decode {
-        /// `keystone`, `nova` or `heat`.
+        /// `keystone`, `nova`, `placement` or `heat`.
         service: &'static str,
         /// The request method.
         method: String,

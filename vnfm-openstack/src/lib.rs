@@ -6,7 +6,7 @@
 //! | type | trait | API |
 //! |---|---|---|
 //! | [`Heat`] | [`StackDriver`](vnfm_core::driver::StackDriver) | Heat v1 stacks, resources (`nested_depth`), events, mark unhealthy |
-//! | [`Nova`] | [`ZoneCatalog`](vnfm_core::driver::ZoneCatalog), [`ComputeInventory`](vnfm_core::driver::ComputeInventory) | `os-availability-zone/detail` (falls back to `os-availability-zone` on 403), server show, server groups |
+//! | [`Nova`] | [`ZoneCatalog`](vnfm_core::driver::ZoneCatalog), [`ComputeInventory`](vnfm_core::driver::ComputeInventory) | `os-availability-zone/detail` (falls back to `os-availability-zone` on 403) with the hosts' free capacity from Placement ([`placement`]: resource providers, allocation candidates), server show, server groups |
 //!
 //! Both come from one [`OpenStack`] session, which authenticates with Keystone v3 (password
 //! or application credential), reuses its token until shortly before it expires, renews it
@@ -41,6 +41,7 @@ pub mod config;
 pub mod error;
 pub mod heat;
 pub mod nova;
+pub mod placement;
 pub mod session;
 
 use std::collections::BTreeMap;
@@ -53,6 +54,7 @@ pub use config::{
 pub use error::{Error, Result};
 pub use heat::{Heat, ListEvents, StackEvent};
 pub use nova::{Nova, NovaServer, ServerGroup};
+pub use placement::{CapacityNote, CapacityReport, CapacityUnknown, ZoneListing};
 pub use session::{CatalogEndpoint, CatalogService, Endpoint, EndpointFilter, Service, TokenInfo};
 
 use session::Session;
@@ -147,6 +149,13 @@ impl OpenStack {
     /// `GET /os-availability-zone` because `/detail` is forbidden), without duplicates.
     pub fn warnings(&self) -> Vec<String> {
         self.session.warnings()
+    }
+
+    /// What the last zone listing of this session ([`Nova::list_zones_with_capacity`] or
+    /// [`ZoneCatalog::list_zones`](vnfm_core::driver::ZoneCatalog::list_zones)) knew of the
+    /// free capacity of its hosts, and why not where it did not; `None` before the first.
+    pub fn capacity_report(&self) -> Option<CapacityReport> {
+        self.session.last_capacity()
     }
 
     /// The current token's information, authenticating when there is no valid token (or

@@ -1,5 +1,6 @@
-//! Nova: availability zones ([`ZoneCatalog`]), server show ([`ComputeInventory`]), server
-//! groups. Every request carries `X-OpenStack-Nova-API-Version`
+//! Nova: availability zones ([`ZoneCatalog`]) with the free capacity of their hosts from
+//! Placement ([`crate::placement`]), server show ([`ComputeInventory`]), server groups. Every
+//! request carries `X-OpenStack-Nova-API-Version`
 //! ([`CloudConfig::nova_microversion`](crate::CloudConfig::nova_microversion)).
 
 use std::fmt;
@@ -17,10 +18,11 @@ use vnfm_core::id::{FlavorId, HostId, ServerId, ZoneId};
 use vnfm_core::zone::{ComputeHost, ComputeZone};
 
 use crate::error::Error;
+use crate::placement::{self, CapacityReport, CapacityUnknown, ZoneListing};
 use crate::session::{Call, Reply, Session};
 
-const SERVICE: &str = "nova";
-const TYPE: &str = "compute";
+pub(crate) const SERVICE: &str = "nova";
+pub(crate) const TYPE: &str = "compute";
 
 /// The Nova client: implements [`ZoneCatalog`] and [`ComputeInventory`]; clones share the
 /// session (token, counters, warnings).
@@ -163,6 +165,50 @@ impl Nova {
             .collect::<Result<_, _>>()?)
     }
 
+    /// The compute zones (`GET /os-availability-zone/detail`, or `GET /os-availability-zone`
+    /// when `/detail` is forbidden) with the free capacity of their hosts from Placement
+    /// ([`crate::placement`] says how, and how many requests it costs), and a report of which
+    /// hosts have it and why the others do not. Placement's refusal or failure does not fail
+    /// the listing: the hosts keep `free: None`. The report is also kept as
+    /// [`OpenStack::capacity_report`](crate::OpenStack::capacity_report), and a reason other
+    /// than [`CapacityUnknown::Disabled`] or [`CapacityUnknown::NoHosts`] becomes a warning
+    /// ([`OpenStack::warnings`](crate::OpenStack::warnings)).
+    ///
+    /// # Errors
+    /// The kinds as mapped from Nova's HTTP status.
+    pub async fn list_zones_with_capacity(&self) -> Result<ZoneListing, DriverError> {
+        let mut zones = self.zones().await?;
+        let capacity = self.fill_free_capacity(&mut zones).await;
+        Ok(ZoneListing { zones, capacity })
+    }
+
+    /// Sets `free` of every host of `zones` from Placement (`None` where it cannot be known)
+    /// and reports what is known, as [`Nova::list_zones_with_capacity`] does for its listing;
+    /// never fails.
+    pub async fn fill_free_capacity(&self, zones: &mut [ComputeZone]) -> CapacityReport {
+        let report = placement::fill(&self.session, zones).await;
+        if let Some(n) = &report.unknown {
+            if !matches!(
+                n.reason,
+                CapacityUnknown::Disabled | CapacityUnknown::NoHosts
+            ) {
+                self.session.warn(format!(
+                    "placement: the free capacity of hosts is unknown, zones are chosen without \
+                     it: {}",
+                    n.message
+                ));
+            }
+        }
+        for (h, n) in &report.hosts {
+            self.session.warn(format!(
+                "placement: the free capacity of host {h} is unknown: {}",
+                n.message
+            ));
+        }
+        self.session.set_last_capacity(report.clone());
+        report
+    }
+
     async fn zones(&self) -> Result<Vec<ComputeZone>, Error> {
         let detail = Call::new(
             SERVICE,
@@ -198,7 +244,7 @@ impl Nova {
 #[async_trait]
 impl ZoneCatalog for Nova {
     async fn list_zones(&self, _opts: ListZones) -> Result<Vec<ComputeZone>, DriverError> {
-        Ok(self.zones().await?)
+        Ok(self.list_zones_with_capacity().await?.zones)
     }
 }
 

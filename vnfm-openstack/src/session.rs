@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use crate::config::{CloudConfig, Credentials, DomainRef, EndpointSource, Scope, Secret, UserRef};
 use crate::error::{Error, Result};
+use crate::placement::{CapacityNote, CapacityReport};
 
 /// A token is renewed when it expires within this many seconds.
 const RENEW_MARGIN_SECS: i64 = 120;
@@ -252,6 +253,11 @@ pub(crate) struct Session {
     auths: AtomicU64,
     routes: Mutex<BTreeMap<String, u64>>,
     warnings: Mutex<Vec<String>>,
+    /// Placement's refusal (403, no endpoint) and the authentication it was given to (the
+    /// value of `auths` then): not asked again with the same token.
+    capacity_refusal: Mutex<Option<(u64, CapacityNote)>>,
+    /// The capacity report of the last zone listing.
+    last_capacity: Mutex<Option<CapacityReport>>,
 }
 
 impl fmt::Debug for Session {
@@ -294,6 +300,8 @@ impl Session {
             auths: AtomicU64::new(0),
             routes: Mutex::new(BTreeMap::new()),
             warnings: Mutex::new(Vec::new()),
+            capacity_refusal: Mutex::new(None),
+            last_capacity: Mutex::new(None),
         })
     }
 
@@ -330,6 +338,27 @@ impl Session {
 
     pub(crate) fn warnings(&self) -> Vec<String> {
         lock(&self.warnings).clone()
+    }
+
+    /// Remembers Placement's refusal for the current token.
+    pub(crate) fn remember_capacity_refusal(&self, note: CapacityNote) {
+        *lock(&self.capacity_refusal) = Some((self.auth_count(), note));
+    }
+
+    /// Placement's refusal, when it was given to the current token.
+    pub(crate) fn capacity_refusal(&self) -> Option<CapacityNote> {
+        lock(&self.capacity_refusal)
+            .as_ref()
+            .filter(|(auth, _)| *auth == self.auth_count())
+            .map(|(_, n)| n.clone())
+    }
+
+    pub(crate) fn set_last_capacity(&self, report: CapacityReport) {
+        *lock(&self.last_capacity) = Some(report);
+    }
+
+    pub(crate) fn last_capacity(&self) -> Option<CapacityReport> {
+        lock(&self.last_capacity).clone()
     }
 
     fn auth_body(&self) -> Value {
@@ -655,10 +684,17 @@ impl Session {
             let base = self.endpoint_for(call.service_type, &token).await?;
             let url = self.build_url(&base, &call)?;
             self.count_route(call.service, &call.method, &call.path);
-            let extra = (call.service_type == "compute").then_some((
-                "x-openstack-nova-api-version",
-                self.config.nova_microversion.as_str(),
-            ));
+            let extra = match call.service_type {
+                crate::nova::TYPE => Some((
+                    "x-openstack-nova-api-version",
+                    self.config.nova_microversion.as_str(),
+                )),
+                crate::placement::TYPE => Some((
+                    "openstack-api-version",
+                    crate::placement::API_VERSION_HEADER,
+                )),
+                _ => None,
+            };
             match self
                 .send_raw(
                     call.service,
@@ -795,7 +831,8 @@ pub(crate) fn substitute(url: &str, project: &str) -> String {
 
 /// The error type and message of an OpenStack error body: Keystone `{"error": {"message"}}`,
 /// Heat `{"explanation", "error": {"type", "message"}}`, Nova `{"itemNotFound": {"message"}}`,
-/// or the start of the body.
+/// Placement (the API working group's form) `{"errors": [{"code", "title", "detail"}]}` (its
+/// whitespace collapsed), or the start of the body.
 pub(crate) fn error_message(body: &[u8]) -> (Option<String>, String) {
     let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(body) else {
         return (None, snippet(body));
@@ -808,6 +845,21 @@ pub(crate) fn error_message(body: &[u8]) -> (Option<String>, String) {
             .or_else(|| map.get("explanation").and_then(Value::as_str));
         if let Some(m) = msg {
             return (ty, m.trim().to_owned());
+        }
+    }
+    if let Some(first) = map
+        .get("errors")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        let text = first
+            .get("detail")
+            .and_then(Value::as_str)
+            .filter(|d| !d.trim().is_empty())
+            .or_else(|| first.get("title").and_then(Value::as_str));
+        if let Some(t) = text {
+            let code = first.get("code").and_then(Value::as_str).map(str::to_owned);
+            return (code, t.split_whitespace().collect::<Vec<_>>().join(" "));
         }
     }
     for (k, v) in &map {
@@ -864,6 +916,16 @@ mod tests {
             "\"<html>oops</html>\""
         );
         assert_eq!(error_message(b"").1, "an empty body");
+        let placement = br#"{"errors": [{"status": 403, "title": "Forbidden", "detail": "Access was denied to this resource.\n\n Policy does not allow placement:resource_providers:list to be performed.  ", "code": "placement.undefined_code", "request_id": "req-1"}]}"#;
+        assert_eq!(
+            error_message(placement),
+            (
+                Some("placement.undefined_code".into()),
+                "Access was denied to this resource. Policy does not allow \
+                 placement:resource_providers:list to be performed."
+                    .into()
+            )
+        );
     }
 
     #[test]

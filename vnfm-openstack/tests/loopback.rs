@@ -70,6 +70,12 @@ fn config(mock: &Mock) -> CloudConfig {
     )
 }
 
+/// [`config`] without the free capacity of hosts: for the tests of something else (tokens,
+/// retries, zone parsing) that list zones with hosts, whose catalog names Placement.
+fn config_without_capacity(mock: &Mock) -> CloudConfig {
+    config(mock).with_free_capacity(false)
+}
+
 /// A mock with an authentication queued, and the session.
 fn session(cfg: impl FnOnce(&Mock) -> CloudConfig) -> Option<(Mock, OpenStack)> {
     let mock = Mock::start();
@@ -86,7 +92,7 @@ fn zone_names(zones: &[vnfm_core::zone::ComputeZone]) -> Vec<&str> {
 
 #[tokio::test]
 async fn password_auth_then_token_and_catalog_are_used() {
-    let Some((mock, cloud)) = session(config) else {
+    let Some((mock, cloud)) = session(config_without_capacity) else {
         return;
     };
     let detail =
@@ -274,7 +280,7 @@ async fn official_endpoint_and_service_samples_parse() {
 
 #[tokio::test]
 async fn token_renewed_on_401_and_request_retried_once() {
-    let Some((mock, cloud)) = session(config) else {
+    let Some((mock, cloud)) = session(config_without_capacity) else {
         return;
     };
     let unauthorized =
@@ -325,7 +331,7 @@ async fn token_close_to_expiry_is_renewed_before_use() {
     mock.push(auth_reply(&mock, "tok-new", &in_one_hour()).unwrap());
     mock.push(Reply::json(200, detail.clone()));
     mock.push(Reply::json(200, detail));
-    let cloud = OpenStack::new(config(&mock)).unwrap();
+    let cloud = OpenStack::new(config_without_capacity(&mock)).unwrap();
     let nova = cloud.nova();
     for _ in 0..3 {
         nova.list_zones(ListZones::default()).await.unwrap();
@@ -394,7 +400,7 @@ async fn tacker_multi_az_over_http() {
     else {
         return;
     };
-    let Some((mock, cloud)) = session(config) else {
+    let Some((mock, cloud)) = session(config_without_capacity) else {
         return;
     };
     mock.push(Reply::json(200, body));
@@ -764,7 +770,7 @@ async fn not_found_bodies_and_delete_complete_are_not_found() {
 /// A GET whose keep-alive connection the server closed is sent once more, on a new connection.
 #[tokio::test]
 async fn a_get_on_a_connection_closed_by_the_server_is_sent_again() {
-    let Some((mock, cloud)) = session(config) else {
+    let Some((mock, cloud)) = session(config_without_capacity) else {
         return;
     };
     let detail =

@@ -12,6 +12,12 @@
 //! `VNFM_OS_TEST_IMAGE`, `VNFM_OS_TEST_FLAVOR` and `VNFM_OS_TEST_HUGE_FLAVOR` (a flavor no host
 //! can hold), which the script prints too. Every behaviour runs, each is timed, and the test
 //! fails at the end listing every behaviour that failed.
+//!
+//! The free capacity of hosts: with the admin credentials, what the zone catalogue reports per
+//! host equals what this test computes itself from Placement's inventories and usages over raw
+//! HTTP, before, while and after a server runs; with the non-admin user of
+//! `VNFM_OS_MEMBER_USERNAME` / `_PASSWORD` / `_PROJECT` (printed by the script), capacity is
+//! unknown and the report says why, and that user's servers come and go.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -20,12 +26,17 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
+use serde_json::{json, Value};
 use vnfm_core::conformance::{
     compute, stack, zone, Capabilities, ConformanceError, Fixture, Polling,
 };
 use vnfm_core::driver::Clock;
-use vnfm_openstack::OpenStack;
+use vnfm_core::id::HostId;
+use vnfm_core::zone::{ComputeZone, Resources};
+use vnfm_openstack::{CapacityUnknown, CloudConfig, OpenStack};
 
 /// Real time, for the suite's polls.
 #[derive(Debug)]
@@ -188,4 +199,416 @@ async fn conformance_against_real_openstack() {
         "failed behaviours:\n{}",
         failed.join("\n")
     );
+}
+
+// ------------------------------------------------------------------------ free capacity
+
+fn enabled() -> bool {
+    if std::env::var("VNFM_TEST_OPENSTACK").as_deref() == Ok("1") {
+        return true;
+    }
+    eprintln!("skipping: set VNFM_TEST_OPENSTACK=1 and the OS_* variables of a cloud");
+    false
+}
+
+/// Plain HTTP to Keystone, Nova and Placement, apart from the adapter's code.
+struct Raw {
+    http: reqwest::Client,
+    token: String,
+    nova: String,
+    placement: String,
+}
+
+impl Raw {
+    async fn admin() -> Raw {
+        let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set"));
+        let http = reqwest::Client::new();
+        let auth = env("OS_AUTH_URL");
+        let auth = auth.trim_end_matches('/').trim_end_matches("/v3");
+        let body = json!({"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": env("OS_USERNAME"), "password": env("OS_PASSWORD"),
+                "domain": {"name": env_or("OS_USER_DOMAIN_NAME", "Default")}}}},
+            "scope": {"project": {"name": env("OS_PROJECT_NAME"),
+                "domain": {"name": env_or("OS_PROJECT_DOMAIN_NAME", "Default")}}}}});
+        let resp = http
+            .post(format!("{auth}/v3/auth/tokens"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 201, "raw login");
+        let token = resp.headers()["x-subject-token"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let v: Value = resp.json().await.unwrap();
+        let url = |kind: &str| -> String {
+            v["token"]["catalog"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["type"] == kind)
+                .flat_map(|s| s["endpoints"].as_array().unwrap().iter())
+                .find(|e| e["interface"] == "public")
+                .unwrap_or_else(|| panic!("no public {kind} endpoint"))["url"]
+                .as_str()
+                .unwrap()
+                .trim_end_matches('/')
+                .to_owned()
+        };
+        Raw {
+            nova: url("compute"),
+            placement: url("placement"),
+            http,
+            token,
+        }
+    }
+
+    async fn send(&self, method: reqwest::Method, url: String, body: Option<Value>) -> Value {
+        let mut req = self
+            .http
+            .request(method.clone(), &url)
+            .header("X-Auth-Token", &self.token)
+            .header("Accept", "application/json")
+            .header("X-OpenStack-Nova-API-Version", "2.79")
+            .header("OpenStack-API-Version", "placement 1.29");
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        assert!(status.is_success(), "{method} {url}: {status} {text}");
+        if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap()
+        }
+    }
+
+    async fn get(&self, url: String) -> Value {
+        self.send(reqwest::Method::GET, url, None).await
+    }
+
+    async fn provider(&self, host: &str) -> String {
+        let v = self
+            .get(format!("{}/resource_providers?name={host}", self.placement))
+            .await;
+        v["resource_providers"][0]["uuid"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no resource provider named {host}: {v}"))
+            .to_owned()
+    }
+
+    /// `int((total - reserved) * allocation_ratio) - used` per class, from the provider's
+    /// inventories and usages.
+    async fn free(&self, host: &str) -> Resources {
+        let uuid = self.provider(host).await;
+        let base = format!("{}/resource_providers/{uuid}", self.placement);
+        let inv = self.get(format!("{base}/inventories")).await;
+        let used = self.get(format!("{base}/usages")).await;
+        let class = |c: &str| -> u64 {
+            let i = &inv["inventories"][c];
+            let cap = ((i["total"].as_f64().unwrap() - i["reserved"].as_f64().unwrap())
+                * i["allocation_ratio"].as_f64().unwrap())
+            .trunc();
+            (cap - used["usages"][c].as_f64().unwrap_or(0.0)).max(0.0) as u64
+        };
+        Resources::new(class("VCPU"), class("MEMORY_MB"), class("DISK_GB"))
+    }
+
+    async fn free_all(&self, hosts: &[HostId]) -> BTreeMap<HostId, Resources> {
+        let mut out = BTreeMap::new();
+        for h in hosts {
+            out.insert(h.clone(), self.free(h.as_str()).await);
+        }
+        out
+    }
+}
+
+fn hosts_of(zones: &[ComputeZone]) -> BTreeMap<HostId, Option<Resources>> {
+    zones
+        .iter()
+        .flat_map(|z| z.hosts.iter().flatten())
+        .map(|h| (h.name.clone(), h.free))
+        .collect()
+}
+
+/// Lists the zones until Placement holds still around the listing (other tests share the
+/// cloud), then checks that every host's free capacity is what `raw` computes; returns it.
+async fn catalogue_matches_placement(
+    cloud: &OpenStack,
+    raw: &Raw,
+    when: &str,
+) -> BTreeMap<HostId, Resources> {
+    for attempt in 1..=10 {
+        let before = cloud.request_counts();
+        let listing = cloud.nova().list_zones_with_capacity().await.unwrap();
+        let after = cloud.request_counts();
+        let hosts = hosts_of(&listing.zones);
+        let names: Vec<HostId> = hosts.keys().cloned().collect();
+        let raw_after = raw.free_all(&names).await;
+        let raw_again = raw.free_all(&names).await;
+        if raw_after != raw_again {
+            eprintln!("{when}: Placement changed while being read (attempt {attempt}), again");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        let got: BTreeMap<HostId, Resources> = hosts
+            .iter()
+            .map(|(h, f)| {
+                (
+                    h.clone(),
+                    f.unwrap_or_else(|| {
+                        panic!(
+                            "{when}: host {h} has no free capacity: {:?}",
+                            listing.capacity
+                        )
+                    }),
+                )
+            })
+            .collect();
+        if got != raw_after {
+            eprintln!(
+                "{when}: catalogue {got:?} != Placement {raw_after:?} (attempt {attempt}), again"
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        assert!(listing.capacity.is_complete(), "{:?}", listing.capacity);
+        let calls: BTreeMap<&String, u64> = after
+            .iter()
+            .map(|(k, v)| (k, v - before.get(k).copied().unwrap_or(0)))
+            .filter(|(k, n)| *n > 0 && !k.starts_with("keystone "))
+            .collect();
+        eprintln!(
+            "{when}: catalogue == Placement for {} hosts; requests of the listing: {calls:?}",
+            got.len()
+        );
+        let want: BTreeMap<String, u64> = [
+            "nova GET os-availability-zone/detail",
+            "placement GET resource_providers",
+            "placement GET allocation_candidates",
+        ]
+        .into_iter()
+        .map(|k| (k.to_owned(), 1))
+        .collect();
+        let calls: BTreeMap<String, u64> = calls.into_iter().map(|(k, v)| (k.clone(), v)).collect();
+        assert_eq!(calls, want, "{when}: the listing's requests");
+        return got;
+    }
+    panic!("{when}: the catalogue never matched Placement in 10 attempts");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn free_capacity_is_placements_with_admin_credentials() {
+    if !enabled() {
+        return;
+    }
+    let cloud = OpenStack::from_env().expect("OS_* configuration");
+    let raw = Raw::admin().await;
+    let idle = catalogue_matches_placement(&cloud, &raw, "before").await;
+    eprintln!("free per host: {idle:?}");
+
+    // a server in the second zone (the conformance suite boots in the first)
+    let zones = env_or("VNFM_OS_TEST_ZONES", "nova");
+    let zone = zones.split_whitespace().nth(1).unwrap_or("nova").to_owned();
+    let flavor_name = env_or("VNFM_OS_TEST_FLAVOR", "m1.tiny");
+    let flavors = raw.get(format!("{}/flavors/detail", raw.nova)).await;
+    let flavor = flavors["flavors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == flavor_name.as_str())
+        .unwrap()
+        .clone();
+    let images = raw
+        .get(format!(
+            "{}/images?name={}",
+            raw.nova.replace(":8774/v2.1", ":9292/v2"),
+            env_or("VNFM_OS_TEST_IMAGE", "tiny")
+        ))
+        .await;
+    let name = format!("vnfm-rt-capacity-{}", chrono::Utc::now().timestamp());
+    let created = raw
+        .send(
+            reqwest::Method::POST,
+            format!("{}/servers", raw.nova),
+            Some(
+                json!({"server": {"name": name, "imageRef": images["images"][0]["id"],
+                "flavorRef": flavor["id"], "availability_zone": zone, "networks": "none"}}),
+            ),
+        )
+        .await;
+    let id = created["server"]["id"].as_str().unwrap().to_owned();
+    let server_url = format!("{}/servers/{id}", raw.nova);
+
+    let raw = Arc::new(raw);
+    let during = {
+        let (raw, cloud, id, server_url) =
+            (raw.clone(), cloud.clone(), id.clone(), server_url.clone());
+        async move {
+            let mut host = None;
+            for _ in 0..240 {
+                let s = raw.get(server_url.clone()).await;
+                match s["server"]["status"].as_str() {
+                    Some("ACTIVE") => {
+                        host = s["server"]["OS-EXT-SRV-ATTR:host"]
+                            .as_str()
+                            .map(str::to_owned);
+                        break;
+                    }
+                    Some("ERROR") => panic!("server {id} went to ERROR: {s}"),
+                    _ => tokio::time::sleep(Duration::from_millis(500)).await,
+                }
+            }
+            let host = host.unwrap_or_else(|| panic!("server {id} not ACTIVE in 2 minutes"));
+            // the server's allocation is on its host's provider, of the flavor's amounts
+            let rp = raw.provider(&host).await;
+            let alloc = raw.get(format!("{}/allocations/{id}", raw.placement)).await;
+            let res = &alloc["allocations"][&rp]["resources"];
+            assert_eq!(
+                (
+                    res["VCPU"].as_u64(),
+                    res["MEMORY_MB"].as_u64(),
+                    res["DISK_GB"].as_u64()
+                ),
+                (
+                    flavor["vcpus"].as_u64(),
+                    flavor["ram"].as_u64(),
+                    flavor["disk"].as_u64()
+                ),
+                "allocation of server {id}: {alloc}"
+            );
+            let running = catalogue_matches_placement(&cloud, &raw, "with a server").await;
+            eprintln!(
+                "server {id} on {host}: free {:?} -> {:?}",
+                idle.get(&HostId::new(host.as_str())),
+                running.get(&HostId::new(host.as_str()))
+            );
+        }
+    };
+    // run the checks, then delete the server whatever happened
+    let outcome = tokio::spawn(during).await;
+    let _ = raw
+        .http
+        .delete(&server_url)
+        .header("X-Auth-Token", &raw.token)
+        .send()
+        .await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+    for _ in 0..120 {
+        let r = raw
+            .http
+            .get(format!("{}/allocations/{id}", raw.placement))
+            .header("X-Auth-Token", &raw.token)
+            .header("OpenStack-API-Version", "placement 1.29")
+            .send()
+            .await
+            .unwrap();
+        let v: Value = r.json().await.unwrap();
+        if v["allocations"].as_object().is_some_and(|a| a.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    catalogue_matches_placement(&cloud, &raw, "after the server was deleted").await;
+}
+
+/// The configuration of the non-admin user of `scripts/openstack-dev.sh`.
+fn member_config() -> Option<CloudConfig> {
+    let mut vars: BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("OS_") && k != "OS_PROJECT_ID" && k != "OS_CLOUD")
+        .collect();
+    for (os, member) in [
+        ("OS_USERNAME", "VNFM_OS_MEMBER_USERNAME"),
+        ("OS_PASSWORD", "VNFM_OS_MEMBER_PASSWORD"),
+        ("OS_PROJECT_NAME", "VNFM_OS_MEMBER_PROJECT"),
+    ] {
+        vars.insert(os.to_owned(), std::env::var(member).ok()?);
+    }
+    Some(CloudConfig::from_env_vars(&vars).expect("member configuration"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn free_capacity_is_unknown_to_a_member_and_says_why() {
+    if !enabled() {
+        return;
+    }
+    let Some(config) = member_config() else {
+        panic!(
+            "VNFM_OS_MEMBER_USERNAME / _PASSWORD / _PROJECT are not set \
+             (eval \"$(scripts/openstack-dev.sh env)\" prints them)"
+        );
+    };
+    let member = OpenStack::new(config).unwrap();
+    let listing = member.nova().list_zones_with_capacity().await.unwrap();
+    assert!(!listing.zones.is_empty());
+    assert!(
+        listing.zones.iter().all(|z| z.hosts.is_none()),
+        "{:?}",
+        listing.zones
+    );
+    let n = listing.capacity.unknown.clone().unwrap();
+    assert_eq!(n.reason, CapacityUnknown::NoHosts, "{n}");
+    eprintln!("member listing: {n}");
+
+    // the admin's hosts, asked of Placement with the member's token: the real 403
+    let admin = OpenStack::from_env().unwrap();
+    let mut zones = vnfm_core::driver::ZoneCatalog::list_zones(&admin.nova(), Default::default())
+        .await
+        .unwrap();
+    zones = zones
+        .into_iter()
+        .map(ComputeZone::without_capacity)
+        .collect();
+    let report = member.nova().fill_free_capacity(&mut zones).await;
+    assert!(hosts_of(&zones).values().all(Option::is_none));
+    let n = report.unknown.clone().unwrap();
+    assert_eq!(n.reason, CapacityUnknown::Forbidden, "{n}");
+    assert!(
+        n.message
+            .contains("HTTP 403: Access was denied to this resource. Policy does not allow placement:resource_providers:list to be performed."),
+        "{n}"
+    );
+    eprintln!("member asking Placement: {n}");
+    assert!(
+        member.warnings().iter().any(|w| w.contains("HTTP 403")),
+        "{:?}",
+        member.warnings()
+    );
+    let before = member.request_count();
+    member.nova().fill_free_capacity(&mut zones).await;
+    assert_eq!(
+        member.request_count(),
+        before,
+        "a refusal is not asked again"
+    );
+
+    // the member creates and deletes servers through Heat; its zone listing stays the same
+    let zones_env = env_or("VNFM_OS_TEST_ZONES", "nova");
+    let zone_names: Vec<&str> = zones_env.split_whitespace().collect();
+    let stamp = chrono::Utc::now().timestamp() % 1_000_000;
+    let fx = Fixture::new(
+        zone_names[zone_names.len().min(3) - 1],
+        env_or("VNFM_OS_TEST_FLAVOR", "m1.tiny"),
+        env_or("VNFM_OS_TEST_HUGE_FLAVOR", "vnfm.huge"),
+        env_or("VNFM_OS_TEST_IMAGE", "tiny"),
+    )
+    .with_name_prefix(format!("vnfm-rt-member-{stamp}"))
+    .with_capabilities(
+        Capabilities::openstack_admin()
+            .with_free_capacity(false)
+            .with_hosts(false),
+    )
+    .with_polling(Polling::new(240, Duration::from_millis(500)))
+    .with_clock(Arc::new(TokioClock));
+    let (heat, nova) = (member.heat(), member.nova());
+    stack::create_complete(&heat, &fx).await.unwrap();
+    zone::free_capacity_follows_servers(&heat, &nova, &fx)
+        .await
+        .unwrap();
 }

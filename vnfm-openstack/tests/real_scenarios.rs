@@ -328,7 +328,8 @@ async fn anti_affinity_reselects(fx: &Fx) -> Res {
 }
 
 /// The calls of one instantiate with one reselection round: one authentication (one token
-/// lifetime), one zone listing for the whole operation, one stack create, one PATCH per
+/// lifetime), one zone listing for the whole operation (Nova's, and Placement's providers and
+/// allocation candidates for the hosts' free capacity), one stack create, one PATCH per
 /// reselection, one server show per VNFC; only the stack polls depend on timing.
 fn check_call_counts(counts: &BTreeMap<String, u64>, attempts: usize, vnfcs: u64) -> Res {
     eprintln!("    calls of the reselection round: {counts:?}");
@@ -337,10 +338,16 @@ fn check_call_counts(counts: &BTreeMap<String, u64>, attempts: usize, vnfcs: u64
         get("keystone POST auth/tokens") == 1,
         "authentications: {counts:?}"
     );
-    ensure!(
-        get("nova GET os-availability-zone/detail") == 1,
-        "zone listings (expected one per operation): {counts:?}"
-    );
+    for route in [
+        "nova GET os-availability-zone/detail",
+        "placement GET resource_providers",
+        "placement GET allocation_candidates",
+    ] {
+        ensure!(
+            get(route) == 1,
+            "zone listings (expected one {route} per operation): {counts:?}"
+        );
+    }
     ensure!(get("heat POST stacks") == 1, "stack creates: {counts:?}");
     ensure!(
         get("heat PATCH stacks/{id}/{id}") == attempts as u64 - 1,
@@ -362,6 +369,8 @@ fn check_call_counts(counts: &BTreeMap<String, u64>, attempts: usize, vnfcs: u64
         let known = [
             "keystone POST auth/tokens",
             "nova GET os-availability-zone/detail",
+            "placement GET resource_providers",
+            "placement GET allocation_candidates",
             "heat POST stacks",
             "heat PATCH stacks/{id}/{id}",
             "nova GET servers/{id}",

@@ -87,7 +87,8 @@ use crate::id::{FlavorId, NodeName, StackId, ZoneId};
 #[non_exhaustive]
 pub struct Capabilities {
     /// Hosts report their free capacity ([`ComputeHost::free`](crate::zone::ComputeHost)): the
-    /// simulator does, Nova's availability-zone API does not.
+    /// simulator does; OpenStack does when its credentials may read Placement (admin), not
+    /// for a non-admin user.
     pub reports_free_capacity: bool,
     /// [`StackDriver::mark_unhealthy`] is supported; when false the suite checks that it fails
     /// with [`DriverError::NotImplemented`].
@@ -135,11 +136,11 @@ impl Capabilities {
         self
     }
 
-    /// A real OpenStack with admin credentials: asynchronous stacks, hosts reported, no free
-    /// capacity in the zone listing, `mark_unhealthy` supported.
+    /// A real OpenStack with admin credentials: asynchronous stacks, hosts reported, free
+    /// capacity in the zone listing (from Placement), `mark_unhealthy` supported.
     pub fn openstack_admin() -> Self {
         Self {
-            reports_free_capacity: false,
+            reports_free_capacity: true,
             mark_unhealthy: true,
             synchronous_stacks: false,
             reports_hosts: true,
