@@ -390,3 +390,88 @@ async fn grant_only_gives_the_group_one_zone_apart_from_the_database() {
     assert_eq!(zones["VDU2"].len(), 1, "{zones:?}");
     assert!(zones["VDU1"].is_disjoint(&zones["VDU2"]), "{zones:?}");
 }
+
+/// Issue 10, acceptance 1: the workers' group is granted into Z1, which holds one of its two
+/// members; Z2 holds none; Z3 has room; Z4 holds the database, which the zone anti-affinity
+/// keeps apart from the workers. Of the two other zones only Z3 can hold the group. Every seed
+/// ends COMPLETED with both members in Z3 and each attempt's `failedZones` naming only the zone
+/// where a server failed; some seed's first reselection picks Z3 at once, another's the other
+/// full zone Z2 first (both runs with `max_reselections` unset).
+#[tokio::test]
+async fn a_group_granted_into_a_full_zone_ends_in_the_only_zone_that_fits() {
+    const CLOUD: &str = "
+zones:
+  Z1:
+    hosts:
+      h1: {vcpus: 1, memory_mb: 2560, disk_gb: 40}
+  Z2:
+    hosts:
+      h2: {vcpus: 1, memory_mb: 1024, disk_gb: 40}
+  Z3:
+    hosts:
+      h3: {vcpus: 8, memory_mb: 16384, disk_gb: 160}
+  Z4:
+    hosts:
+      h4: {vcpus: 8, memory_mb: 16384, disk_gb: 160}
+flavors:
+  m1.small: {vcpus: 1, memory_mb: 2048, disk_gb: 20}
+  m1.medium: {vcpus: 2, memory_mb: 4096, disk_gb: 40}
+images: [cirros]
+";
+    let pkg = fs::load(&examples().join("packages/asg-vnf")).unwrap();
+    let mut first_choices = BTreeSet::new();
+    for seed in 0..16 {
+        let sim = SimCloud::new(CloudFile::from_yaml("asg.yaml", CLOUD).unwrap(), seed);
+        let start = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let drivers = Drivers {
+            stacks: Arc::new(sim.clone()),
+            zones: Arc::new(sim.clone()),
+            compute: Arc::new(sim.clone()),
+            store: Arc::new(MemoryStore::new()),
+            clock: Arc::new(VirtualClock::new(start)),
+        };
+        let mut config = LcmConfig::standard().unwrap();
+        config.reselect_zones = true;
+        config.max_reselections = None;
+        config.seed = seed;
+        let lcm = Lifecycle::new(drivers, config);
+        let (_, r) = instantiate(&lcm, &pkg, &pin(&[("VDU1", "Z1"), ("VDU2", "Z4")])).await;
+        assert!(r.is_completed(), "seed {seed}: {:?}", r.op_occ.error);
+        let a = &r.op_occ.attempts;
+        // Z1: one member fits, the other failed there; nothing else failed in that attempt.
+        assert_eq!(a[0].zones[GROUP], ZoneId::from("Z1"));
+        assert_eq!(a[0].failed_zones, vec![ZoneId::from("Z1")], "seed {seed}");
+        assert_eq!(a[0].failed_units, vec![GROUP.to_owned()]);
+        first_choices.insert(a[1].zones[GROUP].clone());
+        for (i, at) in a.iter().enumerate().skip(1) {
+            let z = &at.zones[GROUP];
+            match at.outcome {
+                Some(AttemptOutcome::Failed) => {
+                    // only the zone asked, which is also where its servers really failed
+                    assert_eq!(z, &ZoneId::from("Z2"), "seed {seed} attempt {i}");
+                    assert_eq!(at.failed_zones, vec![z.clone()], "seed {seed} attempt {i}");
+                }
+                Some(AttemptOutcome::Succeeded) => assert_eq!(z, &ZoneId::from("Z3")),
+                o => panic!("seed {seed} attempt {i}: {o:?}"),
+            }
+        }
+        assert!(a.len() <= 3, "seed {seed}: {a:?}");
+        // Both members run in Z3 (Nova's view), the database in Z4.
+        assert_eq!(zones_of(&r.instance, "VDU1"), BTreeSet::from([ZoneId::from("Z3")]));
+        assert_eq!(servers_of(&r.instance, "VDU1").len(), 2);
+        for id in servers_of(&r.instance, "VDU1").values() {
+            let s = sim.server(&id.as_str().into()).await.unwrap();
+            assert_eq!(s.zone, Some(ZoneId::from("Z3")));
+            assert_eq!(s.status, "ACTIVE");
+        }
+        assert_eq!(zones_of(&r.instance, "VDU2"), BTreeSet::from([ZoneId::from("Z4")]));
+        check_consistent(&sim, &r.instance).await;
+    }
+    assert_eq!(
+        first_choices,
+        BTreeSet::from([ZoneId::from("Z2"), ZoneId::from("Z3")]),
+        "some seed reselects Z3 at once, another the other full zone Z2 first"
+    );
+}
