@@ -1774,7 +1774,8 @@ impl State {
                 if let (Some(e), Some(_)) = (&existing, old) {
                     self.delete_res(e);
                 }
-                let count = desired.or(min_size).unwrap_or(0);
+                // Heat: `desired_capacity or min_size` (0 counts as not given)
+                let count = desired.filter(|d| *d > 0).or(min_size).unwrap_or(0);
                 let nid = self.new_nested(
                     sid,
                     &def.name,
