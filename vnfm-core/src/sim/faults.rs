@@ -120,6 +120,34 @@ pub enum BuildFault {
     },
 }
 
+/// How the next stack deletes go (the `delete_stack` call itself is accepted).
+///
+/// Without a planned fault a delete shows `DELETE_IN_PROGRESS` (`Stack DELETE started`) to
+/// the first [`StackDriver::show_stack`] of the stack and is gone (`NotFound`) at the next one;
+/// the stack's servers keep their capacity until then.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub enum StackDeleteFault {
+    /// The stack shows `DELETE_IN_PROGRESS` to the next `shows` calls of `show_stack`, and
+    /// is gone at the one after (`shows: 0`: gone at the first).
+    Slow {
+        /// How many `show_stack` calls still see the delete in progress.
+        shows: u32,
+    },
+    /// After one `show_stack` that sees `DELETE_IN_PROGRESS`, the delete ends `DELETE_FAILED`
+    /// and the stack stays, with every resource and server; a later `delete_stack` starts
+    /// over (and can succeed). The first server of the stack (listing order, nested stacks
+    /// included) is the one Nova failed to delete, with the text of Heat's Nova client
+    /// plugin: `Resource DELETE failed: ResourceInError: resources.VDU1: Went to status
+    /// ERROR due to "Server <name> delete failed: (500) <message>"` (path and nesting as
+    /// Heat builds them). No Heat capture of a failed delete exists: the wording comes from
+    /// Heat 27's code, not from a capture.
+    Failed {
+        /// Nova's fault message for the server that could not be deleted.
+        message: String,
+    },
+}
+
 /// A [`SimCloud`] that fails chosen calls. Clones share the fault plan and the cloud.
 #[derive(Clone, Debug)]
 pub struct FaultySim {
@@ -162,6 +190,11 @@ impl FaultySim {
     /// Makes the next `n` server builds fail with `fault`.
     pub fn fail_next_builds(&self, n: u32, fault: BuildFault) {
         self.inner.push_build_faults(n, fault);
+    }
+
+    /// Makes the next `n` stack deletes go as `fault` says (after deletes already planned).
+    pub fn fail_next_stack_deletes(&self, n: u32, fault: StackDeleteFault) {
+        self.inner.push_delete_faults(n, fault);
     }
 
     fn check(&self, method: Method) -> Result<(), DriverError> {

@@ -11,7 +11,8 @@
 //! Resource types: `OS::Nova::Server` (flavor, image, availability_zone,
 //! scheduler_hints.group, name), `OS::Nova::ServerGroup` (`policies` or `policy`),
 //! `OS::Heat::ResourceGroup` (count, resource_def with `%index%`),
-//! `OS::Heat::AutoScalingGroup` (desired_capacity / min_size, resource), a key of the bundle's
+//! `OS::Heat::AutoScalingGroup` (desired_capacity, min_size, max_size, resource,
+//! rolling_updates), a key of the bundle's
 //! `files` (a nested stack whose parameters are the resource's properties); every other
 //! `OS::*` / `AWS::*` type is tracked without capacity. Anything else is rejected.
 //!
@@ -41,8 +42,72 @@
 //! Parameters are merged. Servers that failed, were marked unhealthy, or whose flavor, image,
 //! availability zone or server group changed are replaced (new id); others are kept. Nested
 //! stacks are always updated in place (Heat's `StackResource`), unless marked unhealthy.
-//! A ResourceGroup shrinks by its highest indexes; an AutoScalingGroup by its newest members.
-//! Resources no longer in the template are deleted.
+//! A ResourceGroup shrinks by its highest indexes. Resources no longer in the template are
+//! deleted.
+//!
+//! Replacement follows Heat's convergence engine (captured `heat-srv-raw-a`, `-b`): the new
+//! server is built while the old row and its server stay (a healthy original then reads
+//! `UPDATE_COMPLETE` / `The Resource VDU1 requires replacement.`); the old rows go when a
+//! replacement succeeds. At the next update a failed replacement is dropped in favour of a
+//! kept original that did not fail, which stays as it is when it matches the new definition.
+//! A resource whose rows were all replaced moves to the end of its stack's listing (Heat lists
+//! rows in id order).
+//!
+//! # Failure texts of nested stacks
+//! A resource backed by a nested stack (template resource, group) fails with Heat's
+//! `ResourceFailure` of the nested stack's reason: when that reason holds `Resource <ACTION>
+//! failed: ` for the resource's own action it is split on `:` and re-glued as
+//! `<error>: resources.<name>.<path>: <message>`, else kept whole behind
+//! `resources.<name>: `. That gives the captured create form
+//! `ResourceInError: resources.VDU1_scale_group.resources.3anlrib6cpvf.resources.VDU1: ...`
+//! and the captured autoscaling-group update form
+//! `resources.3anlrib6cpvf: resources.VDU1_scale_group.Resource CREATE failed: ResourceInError: resources.VDU1: ...`.
+//!
+//! # AutoScalingGroup (Heat 27 `autoscaling_group.py` / `instance_group.py`)
+//! - Members are named by Heat's `short_id.generate_id()` (base32 of a uuid's 60 random
+//!   bits, lowercased: `3anlrib6cpvf`), drawn from the seeded generator, and built oldest
+//!   first.
+//! - Each member keeps its own definition in the group's nested template. An update whose
+//!   `resource` property differs from the one last applied with success is a rolling update:
+//!   batches from Heat's `rolling_update.next_batch` (`rolling_updates.max_batch_size`
+//!   default 1, `min_in_service` default 0 — kept in service by growing the group with new
+//!   members during a batch; `pause_time` is not waited); each batch gives the new definition
+//!   to as many members as it may in `grouputils.get_members` order (failed members first,
+//!   then the oldest); the others keep their old definition, and a failed one is rebuilt with
+//!   it (captured `update@az1`: one member came up in az1, the other failed again in az3).
+//!   The first failed batch ends the update; the definition is remembered as applied only on
+//!   success, so the same update again rolls on.
+//! - Then the group is resized to `desired_capacity` (bounded by `min_size` / `max_size`):
+//!   failed members are removed first, then the oldest.
+//! - A group's nested stack reports its first failed member in get_members order.
+//! - In-progress snapshots: Heat fails a stack the moment one member fails, so a listing
+//!   taken right then may still show a sibling `*_IN_PROGRESS` (three of the seven failed
+//!   captured rounds do, others of the same situations show it settled: timing). The
+//!   simulator settles synchronously and never shows them; callers poll `list_resources`
+//!   until nothing is in progress in both cases.
+//!
+//! # Delete
+//! `delete_stack` sets `DELETE_IN_PROGRESS` (`Stack DELETE started`); the stack and its
+//! servers (and their capacity) stay until the delete completes: at the second `show_stack`
+//! of the stack, or as soon as the caller does anything else (another stack, zones, servers),
+//! the time a delete takes having passed. With a planned [`StackDeleteFault`] only the shows
+//! of the stack count ([`StackDeleteFault::Slow`]: after N of them). A completed delete is
+//! [`DriverError::NotFound`], the `StackDriver` contract (real Heat keeps showing a deleted
+//! stack as `DELETE_COMPLETE` by id, `show_deleted=True` in its `_get_stack`; the OpenStack
+//! driver turns that into `NotFound`). [`StackDeleteFault::Failed`] ends a delete
+//! `DELETE_FAILED`; the stack stays until deleted again. An update of a stack being deleted
+//! (or whose delete failed) is refused as Heat refuses it: `Updating a stack when it is
+//! deleting is not supported.`
+//!
+//! # Where the texts come from
+//! Captured (Heat 27.0.1 / Nova 34, `shared/vectors/openstack/heat/`): the create and update
+//! failure texts of servers, ResourceGroups, template resources and AutoScalingGroups
+//! (`captured-heat-27.0.1`, `captured-heat-27.0.1-asg`; replayed by
+//! `tests/heat_asg_replay.rs`), `state changed`, `Stack <ACTION> completed successfully`,
+//! `The Resource VDU1 requires replacement.`. Taken from Heat's code, not captured:
+//! `Stack DELETE started`, the `DELETE_FAILED` texts (`Server <name> delete failed: (500)
+//! <message>` from Heat's Nova client plugin), `Updating a stack when it is deleting is not
+//! supported.`, and the `StackValidationFailed` text of a nested flavor (see Validation).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -50,7 +115,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::hot::{self, Scope, Template, PSEUDO_PARAMS};
-use super::{format_path, not_found, status, Boot, Failure, GroupRec, State, DRIVER};
+use super::{
+    format_path, not_found, resource_failure, status, Boot, Failure, GroupRec, StackDeleteFault,
+    State, DRIVER,
+};
 use crate::driver::{
     CreateStack, DriverError, MarkUnhealthy, Stack, StackAction, StackOutput, StackResource,
     StackState, StackStatus, UpdateStack,
@@ -88,6 +156,29 @@ pub(crate) struct ResRec {
     created: u64,
     unhealthy: bool,
     failure: Option<Failure>,
+    /// Earlier rows of this resource that Heat's convergence engine keeps until a
+    /// replacement succeeds: the original of a replaced server (`UPDATE_COMPLETE`, `The
+    /// Resource VDU1 requires replacement.`) and failed servers, with their servers.
+    #[serde(default)]
+    older: Vec<ResRec>,
+    /// Set when the resource got a new row and every earlier row was purged: Heat lists a
+    /// stack's rows in id order, so the resource moves to the end of the listing. The value
+    /// orders such resources among themselves.
+    #[serde(default)]
+    relisted: Option<u64>,
+}
+
+/// A stack delete that has not completed yet.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Deleting {
+    /// `show_stack` calls that still see `DELETE_IN_PROGRESS`.
+    shows_left: u32,
+    /// Nova's message when the delete is to end `DELETE_FAILED`.
+    fail: Option<String>,
+    /// A delete without a planned fault: it also completes when the caller does anything
+    /// else than polling this stack.
+    #[serde(default)]
+    quick: bool,
 }
 
 /// A stack (top-level or nested).
@@ -103,6 +194,12 @@ pub(crate) struct StackRec {
     reason: String,
     failure: Option<Failure>,
     resources: Vec<ResRec>,
+    /// The nested stack of an AutoScalingGroup: its members are built in template order.
+    #[serde(default)]
+    asg: bool,
+    /// A delete in progress.
+    #[serde(default)]
+    deleting: Option<Deleting>,
 }
 
 fn invalid(message: impl Into<String>) -> DriverError {
@@ -604,6 +701,8 @@ impl State {
                 reason: "Stack CREATE started".into(),
                 failure: None,
                 resources: Vec::new(),
+                asg: false,
+                deleting: None,
             },
         );
         self.converge(&id, StackAction::Create);
@@ -615,6 +714,12 @@ impl State {
             .stacks
             .get(&req.id)
             .ok_or_else(|| not_found("stack", req.id.as_str()))?;
+        if stack.status.action == StackAction::Delete {
+            // Heat's engine refuses with NotSupported (HTTP 400)
+            return Err(invalid(
+                "Updating a stack when it is deleting is not supported.",
+            ));
+        }
         let (tv, files) = match &req.template {
             Some(b) => (
                 hot::parse_text(&b.template).map_err(invalid)?,
@@ -637,6 +742,142 @@ impl State {
         }
         self.converge(&req.id, StackAction::Update);
         Ok(())
+    }
+
+    /// `show_stack` as a poller sees it: a stack being deleted shows `DELETE_IN_PROGRESS` for
+    /// as many calls as its delete was given, then the delete completes (the stack is gone,
+    /// or stays `DELETE_FAILED` when a [`StackDeleteFault::Failed`] was planned).
+    pub(crate) fn show_stack_polled(&mut self, id: &StackId) -> Result<Stack, DriverError> {
+        if let Some(d) = self.stacks.get_mut(id).and_then(|s| s.deleting.as_mut()) {
+            if d.shows_left > 0 {
+                d.shows_left -= 1;
+            } else {
+                self.finish_delete(id);
+            }
+        }
+        self.show_stack(id)
+    }
+
+    /// Completes the quick deletes (see [`Deleting::quick`]) of every stack but `polled`.
+    pub(crate) fn finish_quick_deletes(&mut self, polled: Option<&StackId>) {
+        let quick: Vec<StackId> = self
+            .stacks
+            .values()
+            .filter(|s| s.deleting.as_ref().is_some_and(|d| d.quick))
+            .filter(|s| Some(&s.id) != polled)
+            .map(|s| s.id.clone())
+            .collect();
+        for id in quick {
+            self.finish_delete(&id);
+        }
+    }
+
+    /// Completes the delete in progress of a stack.
+    fn finish_delete(&mut self, id: &StackId) {
+        self.tick();
+        let Some(d) = self.stacks.get_mut(id).and_then(|s| s.deleting.take()) else {
+            return;
+        };
+        match d.fail {
+            None => self.delete_stack_rec(id),
+            Some(message) => self.fail_delete(id, &message),
+        }
+    }
+
+    /// Ends a stack delete `DELETE_FAILED`: the first server (listing order, depth first)
+    /// could not be deleted; the failure climbs the nested stacks as Heat words it.
+    fn fail_delete(&mut self, id: &StackId, message: &str) {
+        // the chain (stack, resource) from the top stack down to the server's resource
+        let mut chain: Vec<(StackId, String)> = Vec::new();
+        let mut found_server: Option<String> = None;
+        let mut at = id.clone();
+        'down: for _ in 0..=MAX_NESTING {
+            let Some(s) = self.stacks.get(&at) else { break };
+            let order: Vec<&ResRec> = listing_order(s);
+            // a server of this stack, else the first nested stack holding one
+            if let Some(r) = order.iter().find(|r| matches!(r.kind, ResKind::Server(_))) {
+                if let ResKind::Server(sv) = &r.kind {
+                    found_server = Some(
+                        self.servers
+                            .get(sv)
+                            .map_or_else(|| r.name.clone(), |x| x.name.clone()),
+                    );
+                }
+                chain.push((at.clone(), r.name.clone()));
+                break 'down;
+            }
+            let next = order.iter().find_map(|r| match &r.kind {
+                ResKind::Nested(n) if self.has_server(n) => Some((r.name.clone(), n.clone())),
+                _ => None,
+            });
+            match next {
+                Some((name, n)) => {
+                    chain.push((at.clone(), name));
+                    at = n;
+                }
+                None => {
+                    if let Some(r) = order.first() {
+                        chain.push((at.clone(), r.name.clone()));
+                    }
+                    break 'down;
+                }
+            }
+        }
+        let delete_failed = StackStatus::new(StackAction::Delete, StackState::Failed);
+        let mut failure = match (&found_server, chain.last()) {
+            (Some(server), Some((_, res))) => Failure::new(
+                Some("ResourceInError"),
+                vec!["resources".into(), res.clone()],
+                format!(
+                    "Went to status ERROR due to \"Server {server} delete failed: (500) {message}\""
+                ),
+            ),
+            (None, Some((_, res))) => Failure::new(
+                Some("Error"),
+                vec!["resources".into(), res.clone()],
+                message,
+            ),
+            (_, None) => Failure::new(Some("Error"), Vec::new(), message),
+        };
+        if chain.is_empty() {
+            if let Some(s) = self.stacks.get_mut(id) {
+                s.status = delete_failed;
+                s.reason = format!("Resource DELETE failed: {failure}");
+                s.failure = Some(failure);
+            }
+            return;
+        }
+        for (i, (sid, res)) in chain.iter().enumerate().rev() {
+            if i + 1 < chain.len() {
+                // a nested stack resource: Heat's ResourceFailure of its stack's reason
+                failure = resource_failure(
+                    &format!("Resource DELETE failed: {failure}"),
+                    res,
+                    StackAction::Delete,
+                );
+            }
+            if let Some(s) = self.stacks.get_mut(sid) {
+                if let Some(r) = s.resources.iter_mut().find(|r| &r.name == res) {
+                    r.status = delete_failed;
+                    r.reason = failure.to_string();
+                    r.failure = Some(failure.clone());
+                }
+                s.status = delete_failed;
+                s.reason = format!("Resource DELETE failed: {failure}");
+                s.failure = Some(failure.clone());
+            }
+        }
+    }
+
+    /// Whether a stack or one of its nested stacks holds a server.
+    fn has_server(&self, id: &StackId) -> bool {
+        self.stacks.get(id).is_some_and(|s| {
+            s.resources.iter().any(|r| match &r.kind {
+                ResKind::Server(_) => true,
+                ResKind::Nested(n) => self.has_server(n),
+                _ => false,
+            })
+        })
     }
 
     pub(crate) fn show_stack(&self, id: &StackId) -> Result<Stack, DriverError> {
@@ -672,12 +913,40 @@ impl State {
         })
     }
 
+    /// Starts deleting a stack (see [`State::show_stack_polled`] for when it completes). A
+    /// stack already being deleted is left as it is, as Heat accepts a repeated delete.
     pub(crate) fn delete_stack(&mut self, id: &StackId) -> Result<(), DriverError> {
-        if !self.stacks.contains_key(id) {
-            return Err(not_found("stack", id.as_str()));
+        let deleting = match self.stacks.get(id) {
+            None => return Err(not_found("stack", id.as_str())),
+            Some(s) => s.deleting.is_some(),
+        };
+        if deleting {
+            return Ok(());
         }
         self.tick();
-        self.delete_stack_rec(id);
+        let d = match self.delete_faults.pop_front() {
+            Some(StackDeleteFault::Slow { shows }) => Deleting {
+                shows_left: shows,
+                fail: None,
+                quick: false,
+            },
+            Some(StackDeleteFault::Failed { message }) => Deleting {
+                shows_left: 1,
+                fail: Some(message),
+                quick: false,
+            },
+            None => Deleting {
+                shows_left: 1,
+                fail: None,
+                quick: true,
+            },
+        };
+        if let Some(s) = self.stacks.get_mut(id) {
+            s.status = StackStatus::new(StackAction::Delete, StackState::InProgress);
+            s.reason = "Stack DELETE started".into();
+            s.failure = None;
+            s.deleting = Some(d);
+        }
         Ok(())
     }
 
@@ -765,6 +1034,9 @@ impl State {
             ResKind::Nested(n) => self.delete_stack_rec(n),
             ResKind::Plain => {}
         }
+        for o in &r.older {
+            self.delete_res(o);
+        }
     }
 
     fn find_res(&self, sid: &StackId, name: &str) -> Option<ResRec> {
@@ -790,6 +1062,7 @@ impl State {
         let Some(stack) = self.stacks.get(sid) else {
             return;
         };
+        let forward = stack.asg;
         let parsed = Template::parse(&stack.template)
             .and_then(|t| t.resolve_params(&stack.given).map(|p| (t, p)));
         let (t, _) = match parsed {
@@ -830,14 +1103,20 @@ impl State {
             s.status = StackStatus::new(action, StackState::InProgress);
         }
         // build order: dependencies first, independent resources in reverse template order
+        // (an autoscaling group's members in template order: oldest first)
         let mut order: Vec<&hot::ResDef> = Vec::new();
         while order.len() < active.len() {
-            let next = active.iter().rev().find(|r| {
+            let pick = |r: &&hot::ResDef| {
                 !order.iter().any(|o| o.name == r.name)
                     && r.deps(&names)
                         .iter()
                         .all(|d| order.iter().any(|o| &o.name == d))
-            });
+            };
+            let next = if forward {
+                active.iter().find(pick)
+            } else {
+                active.iter().rev().find(pick)
+            };
             match next.or_else(|| {
                 active
                     .iter()
@@ -867,6 +1146,8 @@ impl State {
                         created: self.clock,
                         unhealthy: false,
                         failure: None,
+                        older: Vec::new(),
+                        relisted: None,
                     };
                     self.upsert(sid, rec);
                 }
@@ -904,9 +1185,8 @@ impl State {
             match def.rtype.as_str() {
                 "OS::Nova::Server" => self.apply_server(sid, def, deps, props),
                 "OS::Nova::ServerGroup" => self.apply_group(sid, def, deps, props),
-                "OS::Heat::ResourceGroup" | "OS::Heat::AutoScalingGroup" => {
-                    self.apply_nested(sid, def, deps, props, &files)
-                }
+                "OS::Heat::ResourceGroup" => self.apply_nested(sid, def, deps, props, &files),
+                "OS::Heat::AutoScalingGroup" => self.apply_asg(sid, def, deps, props, &files),
                 t if files.contains_key(t) => self.apply_nested(sid, def, deps, props, &files),
                 _ => self.apply_plain(sid, def, deps, props),
             }
@@ -958,7 +1238,9 @@ impl State {
         failure: Option<Failure>,
     ) {
         let now = self.tick();
-        let created = match (action, self.find_res(sid, &def.name)) {
+        let previous = self.find_res(sid, &def.name);
+        let relisted = previous.as_ref().and_then(|p| p.relisted);
+        let created = match (action, previous) {
             (StackAction::Update, Some(old)) => old.created,
             _ => now,
         };
@@ -976,6 +1258,8 @@ impl State {
             created,
             unhealthy: false,
             failure,
+            older: Vec::new(),
+            relisted,
         };
         self.upsert(sid, rec);
     }
@@ -990,6 +1274,18 @@ impl State {
         }
     }
 
+    /// Whether the server behind a resource row still exists.
+    fn alive(&self, r: &ResRec) -> bool {
+        matches!(&r.kind, ResKind::Server(id) if self.servers.contains_key(id))
+    }
+
+    /// A server resource, the way Heat's convergence engine treats its rows: a server whose
+    /// definition changed (or that failed, or was marked unhealthy) gets a new row and a new
+    /// server while the old row and its server are kept (the original reads `UPDATE_COMPLETE`
+    /// / `The Resource VDU1 requires replacement.`); the old rows are deleted when a
+    /// replacement succeeds. At the next update a failed replacement is dropped in favour of
+    /// a kept original that did not fail (Heat's `_get_best_existing_rsrc_db`), which is kept
+    /// as it is when it matches the new definition (captured `heat-srv-raw-a`).
     fn apply_server(&mut self, sid: &StackId, def: &hot::ResDef, deps: Vec<String>, props: Value) {
         let flavor = text(props.get("flavor")).unwrap_or_default();
         let key = serde_json::json!({
@@ -998,21 +1294,42 @@ impl State {
             "zone": text(props.get("availability_zone")),
             "group": text(props.get("scheduler_hints").and_then(|h| h.get("group"))),
         });
-        let existing = self.find_res(sid, &def.name);
-        if let Some(e) = &existing {
-            let alive = matches!(&e.kind, ResKind::Server(id) if self.servers.contains_key(id));
-            if alive && !e.status.is_failed() && !e.unhealthy && e.props == key {
-                if let Some(r) = self
-                    .stacks
-                    .get_mut(sid)
-                    .and_then(|s| s.resources.iter_mut().find(|r| r.name == def.name))
-                {
-                    r.deps = deps;
+        let failed = |r: &ResRec| r.status.is_failed() || r.unhealthy;
+        let mut older: Vec<ResRec> = Vec::new();
+        let mut relisted = None;
+        let replacing = match self.find_res(sid, &def.name) {
+            None => false,
+            Some(mut cur) => {
+                older = std::mem::take(&mut cur.older);
+                relisted = cur.relisted;
+                if failed(&cur) {
+                    let back = older
+                        .iter()
+                        .rposition(|o| !failed(o) && self.alive(o))
+                        .map(|pos| older.remove(pos));
+                    if let Some(back) = back {
+                        self.delete_res(&cur);
+                        cur = back;
+                    }
                 }
-                return;
+                let alive = self.alive(&cur);
+                if alive && !failed(&cur) && cur.props == key {
+                    cur.deps = deps;
+                    cur.older = older;
+                    cur.relisted = relisted;
+                    self.upsert(sid, cur);
+                    return;
+                }
+                if alive {
+                    if !failed(&cur) {
+                        cur.status = StackStatus::new(StackAction::Update, StackState::Complete);
+                        cur.reason = format!("The Resource {} requires replacement.", def.name);
+                    }
+                    older.push(cur);
+                }
+                true
             }
-            self.delete_res(e);
-        }
+        };
         let stack_name = self
             .stacks
             .get(sid)
@@ -1033,8 +1350,25 @@ impl State {
             Some(id) => (ResKind::Server(id.clone()), id.0),
             None => (ResKind::Plain, String::new()),
         };
+        let ok = failure.is_none();
         self.record(sid, def, deps, kind, pid, StackAction::Create, failure);
-        self.set_props(sid, &def.name, key);
+        if ok {
+            for o in older.drain(..) {
+                self.delete_res(&o);
+            }
+            if replacing {
+                relisted = Some(self.tick());
+            }
+        }
+        if let Some(r) = self
+            .stacks
+            .get_mut(sid)
+            .and_then(|s| s.resources.iter_mut().find(|r| r.name == def.name))
+        {
+            r.props = key;
+            r.older = older;
+            r.relisted = relisted;
+        }
     }
 
     fn apply_group(&mut self, sid: &StackId, def: &hot::ResDef, deps: Vec<String>, props: Value) {
@@ -1105,8 +1439,7 @@ impl State {
 
     /// The template and parameters of the nested stack of a group or template resource.
     fn nested_spec(
-        &mut self,
-        existing: Option<&StackId>,
+        &self,
         def: &hot::ResDef,
         props: &Value,
         files: &BTreeMap<String, String>,
@@ -1138,31 +1471,6 @@ impl State {
                     .map(|i| (i.to_string(), t.clone(), hot::replace_index(&p, i)))
                     .collect();
                 Ok((generated(members), Map::new()))
-            }
-            "OS::Heat::AutoScalingGroup" => {
-                let desired = number(props.get("desired_capacity"))
-                    .or_else(|| number(props.get("min_size")))
-                    .unwrap_or(0) as usize;
-                // the nested stack keeps its members oldest first (generation order)
-                let mut names: Vec<String> = existing
-                    .and_then(|n| self.stacks.get(n))
-                    .map(|s| s.resources.iter().map(|r| r.name.clone()).collect())
-                    .unwrap_or_default();
-                names.truncate(desired);
-                while names.len() < desired {
-                    let n = self.short_id();
-                    names.push(n);
-                }
-                let (t, p) = member(props.get("resource"));
-                Ok((
-                    generated(
-                        names
-                            .into_iter()
-                            .map(|n| (n, t.clone(), p.clone()))
-                            .collect(),
-                    ),
-                    Map::new(),
-                ))
             }
             other => {
                 let text = files.get(other).cloned().unwrap_or_default();
@@ -1199,7 +1507,7 @@ impl State {
             ))
         };
         let spec = self
-            .nested_spec(nested_id.as_ref().filter(|_| in_place), def, &props, files)
+            .nested_spec(def, &props, files)
             .and_then(|(tv, params)| {
                 self.validate(&tv, files, Some(&params), true, 0)?;
                 Ok((tv, params))
@@ -1228,65 +1536,325 @@ impl State {
                 if let (Some(e), Some(_)) = (&existing, old) {
                     self.delete_res(e);
                 }
-                let parent_name = self
-                    .stacks
-                    .get(sid)
-                    .map(|s| s.name.clone())
-                    .unwrap_or_default();
-                let n = StackId::new(self.uuid());
-                let name = format!("{parent_name}-{}-{}", def.name, self.short_id());
-                self.stacks.insert(
-                    n.clone(),
-                    StackRec {
-                        id: n.clone(),
-                        name,
-                        parent: Some(sid.clone()),
-                        template: tv,
-                        files: files.clone(),
-                        given: params,
-                        status: StackStatus::new(StackAction::Create, StackState::InProgress),
-                        reason: String::new(),
-                        failure: None,
-                        resources: Vec::new(),
-                    },
-                );
-                n
+                self.new_nested(sid, &def.name, tv, params, files, false)
             }
         };
         self.converge(&nid, action);
-        let failure = self.stacks.get(&nid).and_then(|n| {
-            if !n.status.is_failed() {
-                return None;
-            }
-            Some(match action {
-                StackAction::Update => Failure::new(
-                    None,
-                    vec!["resources".into(), def.name.clone()],
-                    n.reason.clone(),
-                ),
-                _ => n
-                    .failure
-                    .as_ref()
-                    .map(|f| f.prefixed(&def.name))
-                    .unwrap_or_else(|| {
-                        Failure::new(
-                            None,
-                            vec!["resources".into(), def.name.clone()],
-                            n.reason.clone(),
-                        )
-                    }),
-            })
-        });
+        let failure = self.nested_failure(&nid, &def.name, action);
         let pid = nid.0.clone();
         self.record(sid, def, deps, ResKind::Nested(nid), pid, action, failure);
     }
+    /// A new nested stack for resource `res` of stack `sid` (not converged yet).
+    fn new_nested(
+        &mut self,
+        sid: &StackId,
+        res: &str,
+        template: Value,
+        given: Map<String, Value>,
+        files: &Arc<BTreeMap<String, String>>,
+        asg: bool,
+    ) -> StackId {
+        let parent_name = self
+            .stacks
+            .get(sid)
+            .map(|s| s.name.clone())
+            .unwrap_or_default();
+        let n = StackId::new(self.uuid());
+        let name = format!("{parent_name}-{res}-{}", self.short_id());
+        self.stacks.insert(
+            n.clone(),
+            StackRec {
+                id: n.clone(),
+                name,
+                parent: Some(sid.clone()),
+                template,
+                files: files.clone(),
+                given,
+                status: StackStatus::new(StackAction::Create, StackState::InProgress),
+                reason: String::new(),
+                failure: None,
+                resources: Vec::new(),
+                asg,
+                deleting: None,
+            },
+        );
+        n
+    }
+
+    /// The failure of a resource backed by nested stack `nid`, if that stack failed: Heat's
+    /// `ResourceFailure` of the nested stack's reason.
+    fn nested_failure(&self, nid: &StackId, res: &str, action: StackAction) -> Option<Failure> {
+        let n = self.stacks.get(nid)?;
+        n.status
+            .is_failed()
+            .then(|| resource_failure(&n.reason, res, action))
+    }
+
+    /// The members of an autoscaling group's nested stack with their definitions, in the
+    /// order Heat's `grouputils.get_member_definitions(include_failed=True)` gives them:
+    /// failed members first, then by creation time, then by name.
+    fn asg_members(&self, nid: &StackId) -> Vec<(String, Value)> {
+        let Some(s) = self.stacks.get(nid) else {
+            return Vec::new();
+        };
+        let defs = s.template.get("resources").and_then(Value::as_object);
+        let mut rows: Vec<&ResRec> = s.resources.iter().collect();
+        rows.sort_by(|a, b| {
+            (!a.status.is_failed(), a.created, &a.name).cmp(&(
+                !b.status.is_failed(),
+                b.created,
+                &b.name,
+            ))
+        });
+        rows.into_iter()
+            .filter_map(|r| {
+                defs.and_then(|d| d.get(&r.name))
+                    .map(|d| (r.name.clone(), d.clone()))
+            })
+            .collect()
+    }
+
+    /// Heat's `heat.scaling.template.member_definitions`: `num` members, the first of
+    /// `old` dropped when shrinking, new members (named by [`State::short_id`]) with
+    /// `new_def`, and among the kept ones the first `num_new` minus the new ones whose
+    /// definition differs get `new_def`; the others keep their own (old) definition.
+    fn member_definitions(
+        &mut self,
+        old: &[(String, Value)],
+        new_def: &Value,
+        num: usize,
+        num_new: usize,
+    ) -> Vec<(String, Value)> {
+        let old = &old[old.len().saturating_sub(num)..];
+        let num_create = num - old.len();
+        let mut num_replace = num_new as i64 - num_create as i64;
+        let mut out = Vec::with_capacity(num);
+        for i in 0..num {
+            match old.get(i) {
+                Some((name, odef)) => {
+                    if odef != new_def && num_replace > 0 {
+                        num_replace -= 1;
+                        out.push((name.clone(), new_def.clone()));
+                    } else {
+                        out.push((name.clone(), odef.clone()));
+                    }
+                }
+                None => {
+                    let name = self.short_id();
+                    out.push((name, new_def.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Replaces the template of an autoscaling group's nested stack with these members and
+    /// converges it. Returns the failure of the group resource, if any.
+    fn asg_apply_members(
+        &mut self,
+        nid: &StackId,
+        res: &str,
+        members: Vec<(String, Value)>,
+        files: &Arc<BTreeMap<String, String>>,
+        action: StackAction,
+    ) -> Option<Failure> {
+        let mut r = Map::new();
+        for (n, d) in members {
+            r.insert(n, d);
+        }
+        let tv = serde_json::json!({"heat_template_version": "2015-04-30", "resources": r});
+        if let Err(msg) = self.validate(&tv, files, Some(&Map::new()), true, 0) {
+            return Some(Failure::new(
+                Some("StackValidationFailed"),
+                vec!["resources".into(), res.to_owned()],
+                msg,
+            ));
+        }
+        if let Some(s) = self.stacks.get_mut(nid) {
+            s.template = tv;
+            s.given = Map::new();
+            s.files = files.clone();
+        }
+        self.converge(nid, action);
+        self.nested_failure(nid, res, action)
+    }
+
+    /// An `OS::Heat::AutoScalingGroup` as Heat 27 runs one (`autoscaling_group.py`,
+    /// `instance_group.py`):
+    /// - create: `desired_capacity` (else `min_size`) members named by [`State::short_id`];
+    /// - update, when the `resource` property differs from the one last applied with
+    ///   success: a rolling update in the batches of `heat.scaling.rolling_update.next_batch`
+    ///   (`rolling_updates`: `max_batch_size` default 1, `min_in_service` default 0;
+    ///   `pause_time` is not waited), each batch giving the new definition to as many
+    ///   members as it may, failed members first, then the oldest; the other members keep
+    ///   their own definition (a failed one is rebuilt with it). The first batch that fails
+    ///   ends the update;
+    /// - then the resize to `desired_capacity` (bounded by `min_size` / `max_size`), which
+    ///   removes failed members first, then the oldest.
+    ///
+    /// The definition is remembered as applied only when the update succeeds, so a failed
+    /// update followed by the same one rolls on (captured `update-again@az1`).
+    fn apply_asg(
+        &mut self,
+        sid: &StackId,
+        def: &hot::ResDef,
+        deps: Vec<String>,
+        props: Value,
+        files: &Arc<BTreeMap<String, String>>,
+    ) {
+        let member_def = props
+            .get("resource")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new()));
+        let desired = number(props.get("desired_capacity")).map(|n| n as usize);
+        let min_size = number(props.get("min_size")).map(|n| n as usize);
+        let max_size = number(props.get("max_size")).map(|n| n as usize);
+        let rolling = props.get("rolling_updates");
+        let batch_size =
+            number(rolling.and_then(|r| r.get("max_batch_size"))).map_or(1, |n| n.max(1) as usize);
+        let min_in_service =
+            number(rolling.and_then(|r| r.get("min_in_service"))).map_or(0, |n| n as usize);
+
+        let existing = self.find_res(sid, &def.name);
+        let nested_id = existing.as_ref().and_then(|e| match &e.kind {
+            ResKind::Nested(n) if self.stacks.contains_key(n) => Some(n.clone()),
+            _ => None,
+        });
+        let applied = existing
+            .as_ref()
+            .and_then(|e| e.props.get("member").cloned());
+        let in_place = nested_id.is_some() && !existing.as_ref().is_some_and(|e| e.unhealthy);
+        let (nid, action, failure) = match (nested_id, in_place) {
+            (Some(nid), true) => {
+                let mut failure = None;
+                if applied.as_ref() != Some(&member_def) {
+                    let capacity = self.asg_members(&nid).len();
+                    let target = desired.filter(|d| *d > 0).unwrap_or(capacity).min(capacity);
+                    for (total, num_new) in
+                        rolling_batches(target, capacity, batch_size, min_in_service)
+                    {
+                        let old = self.asg_members(&nid);
+                        let members = self.member_definitions(&old, &member_def, total, num_new);
+                        failure = self.asg_apply_members(
+                            &nid,
+                            &def.name,
+                            members,
+                            files,
+                            StackAction::Update,
+                        );
+                        if failure.is_some() {
+                            break;
+                        }
+                    }
+                }
+                if failure.is_none() {
+                    let old = self.asg_members(&nid);
+                    let healthy = self.stacks.get(&nid).map_or(0, |s| {
+                        s.resources.iter().filter(|r| !r.status.is_failed()).count()
+                    });
+                    let mut size = desired.filter(|d| *d > 0).unwrap_or(healthy);
+                    if let Some(max) = max_size {
+                        size = size.min(max);
+                    }
+                    if let Some(min) = min_size {
+                        size = size.max(min);
+                    }
+                    let members = self.member_definitions(&old, &member_def, size, 0);
+                    failure = self.asg_apply_members(
+                        &nid,
+                        &def.name,
+                        members,
+                        files,
+                        StackAction::Update,
+                    );
+                }
+                (nid, StackAction::Update, failure)
+            }
+            (old, _) => {
+                if let (Some(e), Some(_)) = (&existing, old) {
+                    self.delete_res(e);
+                }
+                // Heat: `desired_capacity or min_size` (0 counts as not given)
+                let count = desired.filter(|d| *d > 0).or(min_size).unwrap_or(0);
+                let nid = self.new_nested(
+                    sid,
+                    &def.name,
+                    Value::Object(Map::new()),
+                    Map::new(),
+                    files,
+                    true,
+                );
+                let members = self.member_definitions(&[], &member_def, count, count);
+                let failure =
+                    self.asg_apply_members(&nid, &def.name, members, files, StackAction::Create);
+                (nid, StackAction::Create, failure)
+            }
+        };
+        let keep = if failure.is_none() || action == StackAction::Create {
+            Some(member_def)
+        } else {
+            applied
+        };
+        let pid = nid.0.clone();
+        self.record(sid, def, deps, ResKind::Nested(nid), pid, action, failure);
+        self.set_props(
+            sid,
+            &def.name,
+            serde_json::json!({ "member": keep.unwrap_or(Value::Null) }),
+        );
+    }
+}
+
+/// The batches of a rolling update, as Heat's `InstanceGroup._get_batches` iterates
+/// `heat.scaling.rolling_update.next_batch`: each is (size of the group after the batch,
+/// members that may get the new definition in it).
+fn rolling_batches(
+    target: usize,
+    capacity: usize,
+    batch_size: usize,
+    min_in_service: usize,
+) -> Vec<(usize, usize)> {
+    let (target, mut capacity) = (target as i64, capacity as i64);
+    let (batch_size, min_in_service) = (batch_size as i64, min_in_service as i64);
+    let mut updated = 0i64;
+    let mut out = Vec::new();
+    // needs_update; the bound only guards against a loop Heat's arithmetic never makes
+    while !(updated >= capacity && capacity == target) && out.len() < 1000 {
+        let (new_capacity, efft_batch) =
+            next_batch(target, capacity, updated, batch_size, min_in_service);
+        out.push((new_capacity.max(0) as usize, efft_batch.max(0) as usize));
+        capacity = new_capacity;
+        updated += efft_batch;
+    }
+    out
+}
+
+/// One batch of a rolling update (Heat's `rolling_update.next_batch`): the group's size after
+/// it and how many members get the new definition. `min_in_service` members are kept in
+/// service by growing the group during the batch (with new members) instead of replacing
+/// members in place; the extra members are removed when the update ends.
+fn next_batch(
+    target: i64,
+    capacity: i64,
+    updated: i64,
+    batch_size: i64,
+    min_in_service: i64,
+) -> (i64, i64) {
+    let efft_min = min_in_service.min(target).min(capacity);
+    let efft_batch = batch_size.min((target - updated).max(0));
+    let new_capacity = efft_batch + capacity.min(target - efft_batch).max(efft_min);
+    (new_capacity, efft_batch)
 }
 
 /// Heat's resource-list order within a stack: a resource comes after every resource that
-/// depends on it (the captures list `vdus` before `grp`), otherwise template order.
+/// depends on it (the captures list `vdus` before `grp`), otherwise template order; a
+/// resource whose rows were all replaced by a new one comes last (Heat lists rows in id
+/// order; captured `heat-srv-raw-b`: `VDU2` before `VDU1`).
 fn listing_order(s: &StackRec) -> Vec<&ResRec> {
-    let mut remaining: Vec<&ResRec> = s.resources.iter().collect();
-    let mut out = Vec::with_capacity(remaining.len());
+    let (mut moved, mut remaining): (Vec<&ResRec>, Vec<&ResRec>) =
+        s.resources.iter().partition(|r| r.relisted.is_some());
+    moved.sort_by_key(|r| r.relisted);
+    let mut out = Vec::with_capacity(s.resources.len());
     while !remaining.is_empty() {
         let pick = remaining
             .iter()
@@ -1294,6 +1862,7 @@ fn listing_order(s: &StackRec) -> Vec<&ResRec> {
             .unwrap_or(0);
         out.push(remaining.remove(pick));
     }
+    out.extend(moved);
     out
 }
 
@@ -1417,7 +1986,7 @@ mod tests {
     use crate::cloud::CloudFile;
     use crate::driver::*;
     use crate::id::StackId;
-    use crate::sim::{BuildFault, FaultKind, FaultySim, Method, SimCloud};
+    use crate::sim::{BuildFault, FaultKind, FaultySim, Method, SimCloud, StackDeleteFault};
     use crate::vectors::read_vector;
     use crate::zone::Resources;
 
@@ -1982,6 +2551,205 @@ resources:
         assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
     }
 
+    // --- autoscaling groups and stack deletes ------------------------------------------
+
+    #[test]
+    fn rolling_update_batches_follow_heat() {
+        use super::{next_batch, rolling_batches};
+        // (target, current, updated, batch size, min in service) -> batch, from Heat's
+        // heat/tests/autoscaling/test_rolling_update.py scenarios
+        for (args, want) in [
+            ((4, 4, 0, 1, 0), (4, 1)),
+            ((4, 4, 0, 1, 4), (5, 1)),
+            ((4, 5, 4, 1, 4), (4, 0)),
+            ((4, 4, 0, 2, 4), (6, 2)),
+            ((5, 5, 4, 2, 0), (5, 1)),
+        ] {
+            let (t, c, u, b, m) = args;
+            assert_eq!(next_batch(t, c, u, b, m), want, "{args:?}");
+        }
+        // no rolling_updates: one member per batch; a batch of the group's size: one batch
+        assert_eq!(rolling_batches(2, 2, 1, 0), vec![(2, 1), (2, 1)]);
+        assert_eq!(rolling_batches(2, 2, 4, 0), vec![(2, 2)]);
+        // min_in_service 2 of 2: the group grows by a new member, then shrinks back
+        assert_eq!(rolling_batches(2, 2, 1, 2), vec![(3, 1), (3, 1), (2, 0)]);
+    }
+
+    const ASG_TOP: &str = "
+heat_template_version: 2013-05-23
+parameters:
+  zone: {type: string}
+  n: {type: number, default: 2}
+resources:
+  grp:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 0
+      max_size: 4
+      desired_capacity: {get_param: n}
+ROLLING
+      resource:
+        type: member.yaml
+        properties: {zone: {get_param: zone}}
+";
+
+    const ASG_MEMBER: &str = "
+heat_template_version: 2013-05-23
+parameters:
+  zone: {type: string}
+resources:
+  VDU1: {type: OS::Nova::Server, properties: {name: VDU1, flavor: m1.small, image: cirros, availability_zone: {get_param: zone}}}
+";
+
+    fn asg_bundle(rolling: &str) -> TemplateBundle {
+        bundle(
+            &ASG_TOP.replace("ROLLING", rolling),
+            &[("member.yaml", ASG_MEMBER)],
+        )
+    }
+
+    async fn member_zones(s: &SimCloud, id: &StackId) -> Vec<(String, String, String)> {
+        let res = s
+            .list_resources(ListResources::new(id.clone(), 2))
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        for r in res.iter().filter(|r| r.resource_name == "VDU1") {
+            let info = s
+                .server(&r.physical_resource_id.as_str().into())
+                .await
+                .unwrap();
+            out.push((
+                r.parent_resource.clone().unwrap(),
+                info.zone.map(|z| z.0).unwrap_or_default(),
+                info.status,
+            ));
+        }
+        out.sort();
+        out
+    }
+
+    #[tokio::test]
+    async fn autoscaling_group_rolls_one_member_per_batch_and_stops_at_a_failed_batch() {
+        // AZ-1 has room for 4 m1.small, AZ-2 for 1
+        let s = sim("
+zones:
+  AZ-1: {hosts: {c1: {vcpus: 8, memory_mb: 8192, disk_gb: 80}}}
+  AZ-2: {hosts: {c2: {vcpus: 1, memory_mb: 2048, disk_gb: 20}}}
+flavors:
+  m1.small: {vcpus: 1, memory_mb: 2048, disk_gb: 20}
+");
+        let st = create(&s, "a", asg_bundle(""), json!({"zone": "AZ-1"})).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_COMPLETE");
+        let first = s
+            .list_resources(ListResources::new(st.id.clone(), 1))
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|r| r.parent_resource.as_deref() == Some("grp"))
+            .unwrap()
+            .resource_name;
+        // no rolling_updates: batches of one; the first moves the oldest member into AZ-2's
+        // only slot, the second fails there and ends the update
+        let st = patch(&s, &st.id, json!({"zone": "AZ-2"})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_FAILED");
+        assert!(
+            st.stack_status_reason.starts_with("Resource UPDATE failed: resources.")
+                && st.stack_status_reason.ends_with(": resources.grp.Resource CREATE failed: ResourceInError: resources.VDU1: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\"")
+                && !st.stack_status_reason.contains(&first),
+            "{}",
+            st.stack_status_reason
+        );
+        let members = member_zones(&s, &st.id).await;
+        assert!(
+            members.contains(&(first.clone(), "AZ-2".into(), "ACTIVE".into())),
+            "{members:?}"
+        );
+        assert_eq!(
+            members.iter().filter(|m| m.2 == "ERROR").count(),
+            1,
+            "{members:?}"
+        );
+        // the second member's old server in AZ-1 is kept while its replacement failed
+        assert_eq!(s.server_ids().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_whole_group_batch_moves_every_member_in_one_update() {
+        let s = sim(DEMO);
+        let rolling =
+            "      rolling_updates: {max_batch_size: 2, min_in_service: 0, pause_time: 0}";
+        let st = create(&s, "w", asg_bundle(rolling), json!({"zone": "AZ-1"})).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_COMPLETE");
+        let st = patch(&s, &st.id, json!({"zone": "AZ-2"})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        let members = member_zones(&s, &st.id).await;
+        assert!(members.iter().all(|m| m.1 == "AZ-2"), "{members:?}");
+        assert_eq!(s.server_ids().len(), 2, "the old servers are gone");
+    }
+
+    #[tokio::test]
+    async fn slow_and_failed_stack_deletes() {
+        let f = FaultySim::new(sim(DEMO));
+        let s = f.sim().clone();
+        // kept in progress for three shows
+        let st = create(&s, "slow", bundle(ONE_VM, &[]), json!({})).await;
+        f.fail_next_stack_deletes(1, StackDeleteFault::Slow { shows: 3 });
+        f.delete_stack(&st.id).await.unwrap();
+        for _ in 0..3 {
+            let shown = f.show_stack(&st.id).await.unwrap();
+            assert_eq!(shown.stack_status.to_string(), "DELETE_IN_PROGRESS");
+            assert_eq!(s.server_ids().len(), 1, "a slow delete holds its servers");
+            let zones = s.list_zones(ListZones::default()).await.unwrap();
+            assert_eq!(zones[0].free(), Some(Resources::new(7, 14336, 140)));
+        }
+        assert!(f.show_stack(&st.id).await.unwrap_err().is_not_found());
+        assert!(s.server_ids().is_empty());
+
+        // a failed delete of a stack whose server is in a group's nested stack
+        let st = create(&s, "fails", asg_bundle(""), json!({"zone": "AZ-1"})).await;
+        f.fail_next_stack_deletes(
+            1,
+            StackDeleteFault::Failed {
+                message: "boom".into(),
+            },
+        );
+        f.delete_stack(&st.id).await.unwrap();
+        let shown = f.show_stack(&st.id).await.unwrap();
+        assert_eq!(shown.stack_status.to_string(), "DELETE_IN_PROGRESS");
+        let shown = f.show_stack(&st.id).await.unwrap();
+        assert_eq!(shown.stack_status.to_string(), "DELETE_FAILED");
+        let re = regex::Regex::new(r#"^Resource DELETE failed: ResourceInError: resources\.grp\.resources\.[a-z2-7]{12}\.resources\.VDU1: Went to status ERROR due to "Server VDU1 delete failed: \(500\) boom"$"#).unwrap();
+        assert!(
+            re.is_match(&shown.stack_status_reason),
+            "{}",
+            shown.stack_status_reason
+        );
+        let res = f
+            .list_resources(ListResources::new(st.id.clone(), 2))
+            .await
+            .unwrap();
+        assert_eq!(res[0].resource_status.to_string(), "DELETE_FAILED");
+        assert_eq!(s.server_ids().len(), 2, "nothing was deleted");
+        assert!(matches!(
+            f.update_stack(UpdateStack::parameters(st.id.clone(), Parameters::new()))
+                .await,
+            Err(DriverError::Invalid { .. })
+        ));
+        // it stays DELETE_FAILED until deleted again, and then it goes
+        let shown = f.show_stack(&st.id).await.unwrap();
+        assert_eq!(shown.stack_status.to_string(), "DELETE_FAILED");
+        f.delete_stack(&st.id).await.unwrap();
+        assert_eq!(
+            f.show_stack(&st.id).await.unwrap().stack_status.to_string(),
+            "DELETE_IN_PROGRESS"
+        );
+        assert!(f.show_stack(&st.id).await.unwrap_err().is_not_found());
+        assert!(s.server_ids().is_empty());
+        let zones = s.list_zones(ListZones::default()).await.unwrap();
+        assert_eq!(zones[0].free(), Some(Resources::new(8, 16384, 160)));
+    }
+
     // --- HOT features ------------------------------------------------------------------
 
     const DEMO: &str = "
@@ -2034,7 +2802,7 @@ outputs:
     }
 
     #[tokio::test]
-    async fn autoscaling_group_scales_and_removes_newest_first() {
+    async fn autoscaling_group_scales_in_by_its_oldest_members_as_heat_does() {
         let s = sim(DEMO);
         let worker = r#"
 heat_template_version: 2013-05-23
@@ -2099,11 +2867,21 @@ outputs:
         assert_eq!(&grown[..2], &before[..]);
         let st = patch(&s, &st.id, json!({"size": 1})).await;
         assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        // Heat's member_definitions keeps the last members of get_members' order (failed
+        // first, then oldest first): the newest is kept
         assert_eq!(
             members(s.clone(), st.id.clone()).await,
-            vec![before[0].clone()],
-            "the oldest is kept"
+            vec![grown[2].clone()],
+            "the newest is kept"
         );
+        for m in &grown {
+            assert_eq!(m.len(), 12);
+            assert!(
+                m.bytes()
+                    .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b)),
+                "Heat's short id alphabet: {m}"
+            );
+        }
         assert_eq!(s.server_ids().len(), 1);
     }
 
@@ -2283,6 +3061,14 @@ outputs:
         let zones = s.list_zones(ListZones::default()).await.unwrap();
         assert_eq!(zones[0].free(), Some(Resources::default()));
         s.delete_stack(&a.id).await.unwrap();
+        let shown = s.show_stack(&a.id).await.unwrap();
+        assert_eq!(shown.stack_status.to_string(), "DELETE_IN_PROGRESS");
+        assert_eq!(shown.stack_status_reason, "Stack DELETE started");
+        s.delete_stack(&a.id).await.unwrap();
+        assert!(s
+            .update_stack(UpdateStack::parameters(a.id.clone(), Parameters::new()))
+            .await
+            .is_err_and(|e| matches!(e, DriverError::Invalid { .. })));
         assert!(s.show_stack(&a.id).await.unwrap_err().is_not_found());
         assert!(s.delete_stack(&a.id).await.unwrap_err().is_not_found());
         let zones = s.list_zones(ListZones::default()).await.unwrap();
@@ -2293,6 +3079,11 @@ outputs:
             "UPDATE_COMPLETE",
             "a failed server is retried"
         );
+        // a quick delete is over once the caller looks at anything else
+        s.delete_stack(&b.id).await.unwrap();
+        let zones = s.list_zones(ListZones::default()).await.unwrap();
+        assert_eq!(zones[0].free(), Some(Resources::new(1, 2048, 20)));
+        assert!(s.show_stack(&b.id).await.unwrap_err().is_not_found());
     }
 
     #[tokio::test]

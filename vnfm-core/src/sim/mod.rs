@@ -6,8 +6,13 @@
 //! # Model
 //! - Zones, hosts, flavors and images come from a [`CloudFile`]. A host's free capacity is its
 //!   capacity minus the flavors of the `ACTIVE` servers on it.
-//! - Stacks are Heat stacks. Operations complete synchronously: when `create_stack` or
-//!   `update_stack` returns, `show_stack` reports `*_COMPLETE` or `*_FAILED`.
+//! - Stacks are Heat stacks. Creates and updates complete synchronously: when `create_stack`
+//!   or `update_stack` returns, `show_stack` reports `*_COMPLETE` or `*_FAILED`. A delete
+//!   takes a moment: a `show_stack` right after `delete_stack` reports `DELETE_IN_PROGRESS`,
+//!   the next one finds the stack gone ([`DriverError::NotFound`]); any call about something
+//!   else (another stack, zones, servers) also comes after that moment. The capacity is
+//!   freed when the delete completes. [`FaultySim::fail_next_stack_deletes`] makes deletes
+//!   slower (in progress for N shows, whatever else happens) or fail.
 //! - Everything is deterministic: ids come from an [`IdGen`] seeded by the seed given to
 //!   [`SimCloud::new`], and a virtual clock (a counter) orders events.
 //! - Clones share state (`Arc<Mutex<_>>`), so a clone handed to the code under test and one
@@ -52,9 +57,12 @@
 //!   resources.vdus.resources[0]: Went to status ERROR due to "Message: ..., Code: 500"`, and
 //!   on update `Resource UPDATE failed: resources.vdus: Resource CREATE failed: ...`.
 //! - Update merges parameters (PATCH); servers that failed, were marked unhealthy, or whose
-//!   flavor, image, zone or server group changed are replaced, the others kept; nested stacks
-//!   are updated in place; a ResourceGroup shrinks by its highest indexes, an
-//!   AutoScalingGroup by its newest members.
+//!   flavor, image, zone or server group changed are replaced, the others kept (a replaced
+//!   server is kept until its replacement succeeds, as Heat's convergence engine does);
+//!   nested stacks are updated in place; a ResourceGroup shrinks by its highest indexes.
+//! - An AutoScalingGroup names its members with Heat's 12-character short ids, replaces
+//!   them in rolling-update batches (`rolling_updates`, one member per batch by default) and
+//!   words its failures as Heat glues them (see the `heat` module).
 //! - `list_resources` lists a stack's resources dependents first (as the captures list `vdus`
 //!   before `grp`), then nested stacks level by level with `parent_resource` set.
 
@@ -79,7 +87,7 @@ use crate::driver::{
 use crate::id::{HostId, IdGen, ServerId, StackId, ZoneId};
 use crate::zone::{ComputeHost, ComputeZone, Resources};
 
-pub use faults::{BuildFault, FaultKind, FaultySim, Method};
+pub use faults::{BuildFault, FaultKind, FaultySim, Method, StackDeleteFault};
 
 pub(crate) const DRIVER: &str = "sim";
 
@@ -132,6 +140,8 @@ pub(crate) struct State {
     groups: BTreeMap<String, GroupRec>,
     stacks: BTreeMap<StackId, heat::StackRec>,
     build_faults: VecDeque<BuildFault>,
+    #[serde(default)]
+    delete_faults: VecDeque<StackDeleteFault>,
     cluster: cluster::ClusterState,
 }
 
@@ -154,17 +164,47 @@ impl Failure {
             message: message.into(),
         }
     }
+}
 
-    /// The same failure seen from the parent stack: its path gets `resources.<name>` in front.
-    fn prefixed(&self, resource: &str) -> Failure {
-        let mut path = vec!["resources".to_owned(), resource.to_owned()];
-        path.extend(self.path.iter().cloned());
-        Failure {
-            kind: self.kind.clone(),
-            path,
-            message: self.message.clone(),
-        }
+/// Heat's `short_id.get_id`: the 60-bit `time` field of a uuid (`time_low`, `time_mid` and the
+/// 12 low bits of `time_hi_and_version`), as 12 base32 characters, lowercased.
+pub(crate) fn short_id_of(uuid: &str) -> String {
+    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let hex: String = uuid.chars().filter(char::is_ascii_hexdigit).collect();
+    let part = |r: std::ops::Range<usize>| {
+        hex.get(r)
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .unwrap_or(0)
+    };
+    let time = ((part(12..16) & 0x0fff) << 48) | (part(8..12) << 32) | part(0..8);
+    (0..12)
+        .map(|i| char::from(ALPHABET[((time >> (55 - 5 * i)) & 31) as usize]))
+        .collect()
+}
+
+/// Heat's `ResourceFailure` built from the status reason of a resource's nested stack
+/// (`heat/common/exception.py`): when the reason holds `Resource <ACTION> failed: ` for the
+/// resource's own action, it is split on `:` and re-joined as `<error>: <path>: <message>`
+/// with `resources.<name>` in front of the path, otherwise the reason is kept whole behind
+/// `resources.<name>: `. This is what glues an autoscaling group's update failure into
+/// `resources.3anlrib6cpvf: resources.VDU1_scale_group.Resource CREATE failed: ...`.
+pub(crate) fn resource_failure(
+    reason: &str,
+    resource: &str,
+    action: crate::driver::StackAction,
+) -> Failure {
+    let mut path = vec!["resources".to_owned(), resource.to_owned()];
+    let marker = format!("Resource {} failed: ", action.as_str());
+    if !reason.contains(&marker) {
+        return Failure::new(None, path, reason);
     }
+    let parsed: Vec<&str> = reason.split(':').map(str::trim).collect();
+    if parsed.len() < 4 {
+        return Failure::new(None, path, reason);
+    }
+    path.extend(parsed[2].split('.').map(str::to_owned));
+    let error = Some(parsed[1]).filter(|e| !e.is_empty());
+    Failure::new(error, path, parsed[3..].join(": "))
 }
 
 /// Heat's path format: `resources.vdus.resources[0]` (numeric names as indices).
@@ -241,6 +281,7 @@ impl State {
             groups: BTreeMap::new(),
             stacks: BTreeMap::new(),
             build_faults: VecDeque::new(),
+            delete_faults: VecDeque::new(),
             cluster,
         }
     }
@@ -249,14 +290,11 @@ impl State {
         self.ids.next_uuid()
     }
 
-    /// A 12-character lowercase id, like Heat's `short_id`.
+    /// A 12-character id drawn from the seeded generator the way Heat's
+    /// `short_id.generate_id()` makes one: the 60 random bits of a version 4 uuid's `time`
+    /// field, base32-encoded and lowercased (alphabet `a-z`, `2-7`, e.g. `3anlrib6cpvf`).
     fn short_id(&mut self) -> String {
-        self.ids
-            .next_uuid()
-            .replace('-', "")
-            .chars()
-            .take(12)
-            .collect()
+        short_id_of(&self.ids.next_uuid())
     }
 
     fn tick(&mut self) -> u64 {
@@ -551,6 +589,15 @@ impl SimCloud {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The state, after completing the quick stack deletes (those without a planned
+    /// [`StackDeleteFault`]) of every stack but `polled`: a call about anything else comes
+    /// after the moment such a delete takes.
+    fn settled(&self, polled: Option<&StackId>) -> MutexGuard<'_, State> {
+        let mut st = self.lock();
+        st.finish_quick_deletes(polled);
+        st
+    }
+
     /// The whole state of the simulated cloud (stacks, servers, capacity, ids, virtual time)
     /// as JSON, so that a later process can continue where this one stopped (the CLI keeps it
     /// in its state file).
@@ -558,7 +605,7 @@ impl SimCloud {
     /// # Errors
     /// [`DriverError::Other`] if the state cannot be encoded (not expected).
     pub fn snapshot(&self) -> Result<String, DriverError> {
-        serde_json::to_string(&*self.lock()).map_err(|e| DriverError::Other {
+        serde_json::to_string(&*self.settled(None)).map_err(|e| DriverError::Other {
             driver: DRIVER,
             message: "cannot encode the simulator state".into(),
             source: Some(Box::new(e)),
@@ -595,7 +642,7 @@ impl SimCloud {
     /// # Errors
     /// [`DriverError::NotFound`] for an unknown zone.
     pub fn set_zone_available(&self, zone: &str, available: bool) -> Result<(), DriverError> {
-        let mut st = self.lock();
+        let mut st = self.settled(None);
         st.tick();
         let z = st
             .zones
@@ -610,7 +657,7 @@ impl SimCloud {
     /// # Errors
     /// [`DriverError::NotFound`] for an unknown host.
     pub fn set_host_available(&self, host: &str, available: bool) -> Result<(), DriverError> {
-        let mut st = self.lock();
+        let mut st = self.settled(None);
         st.tick();
         let h = st
             .hosts
@@ -626,7 +673,7 @@ impl SimCloud {
     /// # Errors
     /// [`DriverError::NotFound`] for an unknown host.
     pub fn set_host_capacity(&self, host: &str, capacity: Resources) -> Result<(), DriverError> {
-        let mut st = self.lock();
+        let mut st = self.settled(None);
         st.tick();
         let h = st
             .hosts
@@ -638,13 +685,20 @@ impl SimCloud {
 
     /// The ids of every server, in id order.
     pub fn server_ids(&self) -> Vec<ServerId> {
-        self.lock().servers.keys().cloned().collect()
+        self.settled(None).servers.keys().cloned().collect()
     }
 
     fn push_build_faults(&self, n: u32, fault: BuildFault) {
         let mut st = self.lock();
         for _ in 0..n {
             st.build_faults.push_back(fault.clone());
+        }
+    }
+
+    fn push_delete_faults(&self, n: u32, fault: StackDeleteFault) {
+        let mut st = self.lock();
+        for _ in 0..n {
+            st.delete_faults.push_back(fault.clone());
         }
     }
 }
@@ -659,29 +713,30 @@ pub(crate) fn not_found(kind: &str, what: &str) -> DriverError {
 #[async_trait]
 impl StackDriver for SimCloud {
     async fn create_stack(&self, req: CreateStack) -> Result<StackId, DriverError> {
-        self.lock().create_stack(req)
+        self.settled(None).create_stack(req)
     }
     async fn update_stack(&self, req: UpdateStack) -> Result<(), DriverError> {
-        self.lock().update_stack(req)
+        self.settled(Some(&req.id)).update_stack(req)
     }
     async fn show_stack(&self, id: &StackId) -> Result<Stack, DriverError> {
-        self.lock().show_stack(id)
+        self.settled(Some(id)).show_stack_polled(id)
     }
     async fn delete_stack(&self, id: &StackId) -> Result<(), DriverError> {
-        self.lock().delete_stack(id)
+        self.settled(Some(id)).delete_stack(id)
     }
     async fn list_resources(&self, req: ListResources) -> Result<Vec<StackResource>, DriverError> {
-        self.lock().list_resources(&req.id, req.nested_depth)
+        self.settled(Some(&req.id))
+            .list_resources(&req.id, req.nested_depth)
     }
     async fn mark_unhealthy(&self, req: MarkUnhealthy) -> Result<(), DriverError> {
-        self.lock().mark_unhealthy(req)
+        self.settled(Some(&req.stack_id)).mark_unhealthy(req)
     }
 }
 
 #[async_trait]
 impl ZoneCatalog for SimCloud {
     async fn list_zones(&self, _opts: ListZones) -> Result<Vec<ComputeZone>, DriverError> {
-        let st = self.lock();
+        let st = self.settled(None);
         Ok(st
             .zones
             .iter()
@@ -707,7 +762,7 @@ impl ZoneCatalog for SimCloud {
 #[async_trait]
 impl ComputeInventory for SimCloud {
     async fn server(&self, id: &ServerId) -> Result<ServerInfo, DriverError> {
-        let st = self.lock();
+        let st = self.settled(None);
         let s = st
             .servers
             .get(id)
@@ -820,8 +875,47 @@ flavors:
         );
         assert_eq!(f.to_string(), "ResourceInError: resources[0]: m");
         assert_eq!(
-            f.prefixed("vdus").to_string(),
+            resource_failure(
+                &format!("Resource CREATE failed: {f}"),
+                "vdus",
+                crate::driver::StackAction::Create
+            )
+            .to_string(),
             "ResourceInError: resources.vdus.resources[0]: m"
+        );
+        // the reason of an autoscaling group whose member failed in an update (captured)
+        let nested = "Resource UPDATE failed: resources.3anlrib6cpvf: Resource CREATE failed: ResourceInError: resources.VDU1: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\"";
+        assert_eq!(
+            resource_failure(nested, "VDU1_scale_group", crate::driver::StackAction::Update).to_string(),
+            "resources.3anlrib6cpvf: resources.VDU1_scale_group.Resource CREATE failed: ResourceInError: resources.VDU1: Went to status ERROR due to \"Message: No valid host was found. , Code: 500\""
+        );
+        // another action's failure is kept whole behind the resource's path
+        assert_eq!(
+            resource_failure(
+                "Resource CREATE failed: x: y",
+                "vdus",
+                crate::driver::StackAction::Update
+            )
+            .to_string(),
+            "resources.vdus: Resource CREATE failed: x: y"
+        );
+        // Heat's short ids: base32 of the uuid's 60 time bits
+        assert_eq!(
+            short_id_of("00000000-0000-4000-8000-000000000000"),
+            "aaaaaaaaaaaa"
+        );
+        assert_eq!(
+            short_id_of("ffffffff-ffff-4fff-bfff-ffffffffffff"),
+            "777777777777"
+        );
+        assert_eq!(
+            short_id_of("00000001-0000-4000-8000-000000000000"),
+            "aaaaaaaaaaab"
+        );
+        // computed with heat.common.short_id.get_id
+        assert_eq!(
+            short_id_of("3f2a9c4e-1b2d-4c5e-9f00-123456789abc"),
+            "yxq3fu7svhco"
         );
         let g = Failure::new(None, vec!["resources".into(), "VDU1-0".into()], "x");
         assert_eq!(g.to_string(), "resources.VDU1-0: x");
