@@ -591,3 +591,73 @@ async fn a_heal_refused_for_another_programs_operation_waits_for_it() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// Creates and instantiates the demo VNF through the LCM API; returns the finished occurrence.
+async fn instantiate_op(addr: std::net::SocketAddr) -> serde_json::Value {
+    let r = post_json(
+        addr,
+        "/vnflcm/v2/vnf_instances",
+        &serde_json::json!({"vnfdId": serve_common::DEMO_VNFD}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    let r = post_json(
+        addr,
+        &format!("/vnflcm/v2/vnf_instances/{id}/instantiate"),
+        &serde_json::json!({"flavourId": "default"}),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    wait_op(addr, r.header("location").unwrap()).await
+}
+
+/// Issue 10, acceptance 5: `vnfm serve` with nothing configured but its state file, on the
+/// built-in demo cloud whose first zone (AZ-1) cannot hold the demo VNF: the capacity-aware
+/// granter avoids it, and the instantiate completes at the first attempt (no reselection is
+/// configured). With `selection = "random"` the spec's blind choice comes back: some seed
+/// grants a VNFC into AZ-1, and that instantiate fails there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn defaults_instantiate_on_a_cloud_whose_first_zone_is_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = vnfm_cli::config::Config::default();
+    c.state.path = Some(dir.path().join("state.sqlite"));
+    c.server.listen = "127.0.0.1:0".parse().unwrap();
+    let server = start(c.clone()).await;
+    let op = instantiate_op(server.local_addr()).await;
+    assert_eq!(op["operationState"], "COMPLETED", "{op}");
+    let attempts = op["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{op}");
+    assert!(
+        attempts[0]["zones"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|z| z != "AZ-1"),
+        "{op}"
+    );
+    drop(server);
+
+    let mut failed_in_az1 = None;
+    for seed in 0..8 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = c.clone();
+        c.state.path = Some(dir.path().join("state.sqlite"));
+        c.placement.selection = Some(vnfm_cli::config::SelectionKind::Random);
+        c.placement.seed = seed;
+        let server = start(c).await;
+        let op = instantiate_op(server.local_addr()).await;
+        let zones = op["attempts"][0]["zones"].as_object().unwrap().clone();
+        if zones.values().any(|z| z == "AZ-1") {
+            assert_eq!(op["operationState"], "FAILED_TEMP", "{op}");
+            assert_eq!(op["attempts"][0]["outcome"], "failed", "{op}");
+            failed_in_az1 = Some(seed);
+            break;
+        }
+        assert_eq!(op["operationState"], "COMPLETED", "{op}");
+    }
+    assert!(
+        failed_in_az1.is_some(),
+        "no seed of the random granter chose AZ-1"
+    );
+}

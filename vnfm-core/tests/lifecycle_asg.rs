@@ -459,14 +459,20 @@ images: [cirros]
         }
         assert!(a.len() <= 3, "seed {seed}: {a:?}");
         // Both members run in Z3 (Nova's view), the database in Z4.
-        assert_eq!(zones_of(&r.instance, "VDU1"), BTreeSet::from([ZoneId::from("Z3")]));
+        assert_eq!(
+            zones_of(&r.instance, "VDU1"),
+            BTreeSet::from([ZoneId::from("Z3")])
+        );
         assert_eq!(servers_of(&r.instance, "VDU1").len(), 2);
         for id in servers_of(&r.instance, "VDU1").values() {
             let s = sim.server(&id.as_str().into()).await.unwrap();
             assert_eq!(s.zone, Some(ZoneId::from("Z3")));
             assert_eq!(s.status, "ACTIVE");
         }
-        assert_eq!(zones_of(&r.instance, "VDU2"), BTreeSet::from([ZoneId::from("Z4")]));
+        assert_eq!(
+            zones_of(&r.instance, "VDU2"),
+            BTreeSet::from([ZoneId::from("Z4")])
+        );
         check_consistent(&sim, &r.instance).await;
     }
     assert_eq!(

@@ -740,3 +740,170 @@ async fn reselection_waits_for_the_failed_stack_to_settle() {
     );
     assert!(Clock::now(&clock) - start() >= chrono::Duration::from_std(poll * 3).unwrap());
 }
+
+/// Issue 10, acceptance 4 (simulator part): terminate and rollback end only once the stack is
+/// gone; a delete that Heat fails ends the operation FAILED_TEMP naming Heat's reason, and a
+/// later terminate (after failing the occurrence) succeeds.
+#[tokio::test]
+async fn stack_deletes_are_awaited_and_a_failed_delete_is_failed_temp() {
+    use vnfm_core::driver::StackDriver;
+    use vnfm_core::lifecycle::engine::STACK_ID_KEY;
+    use vnfm_core::sim::{FaultySim, StackDeleteFault};
+    let sim = SimCloud::new(
+        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
+        1,
+    );
+    let faulty = FaultySim::new(sim.clone());
+    let (lcm, pkg, _store, _clock) = setup_over(&sim, Arc::new(faulty.clone()), false, |_| {});
+    let stack_of = |inst: &VnfInstance| -> vnfm_core::id::StackId {
+        inst.metadata.as_ref().unwrap()[STACK_ID_KEY]
+            .as_str()
+            .unwrap()
+            .into()
+    };
+
+    // Terminate with a slow delete: COMPLETED only once the stack is gone.
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    let stack = stack_of(&r.instance);
+    let servers = sim.server_ids().len();
+    assert_eq!(servers, 3);
+    faulty.fail_next_stack_deletes(1, StackDeleteFault::Slow { shows: 4 });
+    let t = lcm
+        .terminate(
+            &inst.id,
+            &serde_json::from_value::<TerminateVnfRequest>(
+                serde_json::json!({"terminationType": "FORCEFUL"}),
+            )
+            .unwrap(),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(t.is_completed(), "{:?}", t.op_occ.error);
+    let shown = faulty.show_stack(&stack).await;
+    assert!(
+        shown.as_ref().is_err_and(|e| e.is_not_found()),
+        "terminate returned before the stack was gone: {shown:?}"
+    );
+    assert!(sim.server_ids().is_empty());
+
+    // A delete that fails: FAILED_TEMP with Heat's reason; the instance stays instantiated.
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    faulty.fail_next_stack_deletes(
+        1,
+        StackDeleteFault::Failed {
+            message: "compute host unreachable".into(),
+        },
+    );
+    let t = lcm
+        .terminate(
+            &inst.id,
+            &serde_json::from_value::<TerminateVnfRequest>(
+                serde_json::json!({"terminationType": "FORCEFUL"}),
+            )
+            .unwrap(),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(t.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    let err = t.op_occ.error.as_ref().unwrap();
+    assert_eq!(err.title.as_deref(), Some("stack delete failed"));
+    assert!(
+        err.detail.contains("DELETE_FAILED") && err.detail.contains("compute host unreachable"),
+        "{err:?}"
+    );
+    assert_eq!(t.failure, Some(FailureKind::StackFailed));
+    assert!(t.instance.is_instantiated());
+    lcm.fail(&t.op_occ.id).await.unwrap();
+    let t = lcm
+        .terminate(
+            &inst.id,
+            &serde_json::from_value::<TerminateVnfRequest>(
+                serde_json::json!({"terminationType": "FORCEFUL"}),
+            )
+            .unwrap(),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(t.is_completed(), "{:?}", t.op_occ.error);
+    assert!(sim.server_ids().is_empty());
+
+    // Rollback of a failed instantiate: ROLLED_BACK only once the stack is gone.
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &pin("VDU1-0", "AZ-1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    let stack = stack_of(&r.instance);
+    faulty.fail_next_stack_deletes(1, StackDeleteFault::Slow { shows: 2 });
+    let rb = lcm.rollback(&r.op_occ.id, &pkg).await.unwrap();
+    assert_eq!(
+        rb.op_occ.operation_state,
+        LcmOperationStateType::RolledBack,
+        "{:?}",
+        rb.op_occ.error
+    );
+    assert!(faulty
+        .show_stack(&stack)
+        .await
+        .is_err_and(|e| e.is_not_found()));
+    assert!(sim.server_ids().is_empty());
+}
+
+/// A create that Heat refuses (HTTP 400) is an attempt with an outcome.
+#[tokio::test]
+async fn a_refused_create_is_an_attempt_with_an_outcome() {
+    use vnfm_core::sim::{FaultKind, FaultySim, Method};
+    let sim = SimCloud::new(
+        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
+        1,
+    );
+    let faulty = FaultySim::new(sim.clone());
+    let (lcm, pkg, _store, _clock) = setup_over(&sim, Arc::new(faulty.clone()), true, |_| {});
+    faulty.fail_next(Method::CreateStack, 1, FaultKind::Invalid);
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    assert_eq!(r.op_occ.attempts.len(), 1);
+    assert_eq!(r.op_occ.attempts[0].outcome, Some(AttemptOutcome::Refused));
+    assert!(r.op_occ.attempts[0]
+        .status_reason
+        .as_deref()
+        .is_some_and(|s| s.contains("injected fault")));
+    assert_eq!(r.failure, Some(FailureKind::Invalid));
+}
