@@ -283,6 +283,18 @@ struct Env {
     /// The simulated cloud, saved after the operation; `None` for a real cloud.
     sim: Option<SimCloud>,
     lcm: Lifecycle,
+    /// The VIM, for the notes on its degraded answers printed when the command ends.
+    vim: crate::vim::Vim,
+}
+
+impl Drop for Env {
+    /// Prints the real cloud's notes on degraded answers (e.g. the hosts' free capacity is
+    /// unknown to these credentials, so the granter fell back to random) on stderr.
+    fn drop(&mut self) {
+        for w in self.vim.warnings() {
+            eprintln!("warning: {w}");
+        }
+    }
 }
 
 async fn env(
@@ -293,12 +305,17 @@ async fn env(
     check_vim(config)?;
     let lcm_cfg = lcm_config(config, placement)?;
     let store = open_state(config)?;
-    let vim = crate::vim::Vim::open(&store, cloud_path, config).await?;
+    let mut vim = crate::vim::Vim::open(&store, cloud_path, config).await?;
     let drivers = vim.drivers(Arc::new(store.clone()), Arc::new(SystemClock));
-    let sim = vim.sim;
+    let sim = vim.sim.take();
     // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
     let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(id_salt());
-    Ok(Env { store, sim, lcm })
+    Ok(Env {
+        store,
+        sim,
+        lcm,
+        vim,
+    })
 }
 
 /// A salt for ids that differs between runs: the wall clock and the process id.
