@@ -49,9 +49,45 @@ fn create(bundle: TemplateBundle) -> Result<(), DriverError> {
         .map(|_| ())
 }
 
+/// The stack is created *and* completes: one ACTIVE server `web` in `edge-a` (the simulator
+/// answers `Ok` to a create whose stack then ends `CREATE_FAILED`, so `Ok` alone proves
+/// nothing).
 #[test]
 fn the_valid_package_creates_its_stack() {
-    create(base_hot("mini")).unwrap();
+    use vnfm_core::driver::{ComputeInventory, ListResources};
+    let cloud = CloudFile::load(fixture("clouds/small.yaml")).unwrap();
+    let sim = SimCloud::new(cloud, 0);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let id = sim
+            .create_stack(CreateStack::new("vnf1", base_hot("mini"), parameters()))
+            .await
+            .unwrap();
+        let stack = sim.show_stack(&id).await.unwrap();
+        assert_eq!(
+            stack.stack_status.to_string(),
+            "CREATE_COMPLETE",
+            "{}",
+            stack.stack_status_reason
+        );
+        let res = sim
+            .list_resources(ListResources::new(id.clone(), 5))
+            .await
+            .unwrap();
+        let servers: Vec<_> = res
+            .iter()
+            .filter(|r| r.resource_type == "OS::Nova::Server")
+            .collect();
+        assert_eq!(servers.len(), 1, "{res:?}");
+        let s = sim
+            .server(&servers[0].physical_resource_id.as_str().into())
+            .await
+            .unwrap();
+        assert_eq!(s.status, "ACTIVE");
+        assert_eq!(s.zone.as_ref().map(|z| z.as_str()), Some("edge-a"));
+    });
 }
 
 #[test]
