@@ -22,8 +22,10 @@
 #   VNFM_OS_MEMBER_USERNAME, VNFM_OS_MEMBER_PASSWORD, VNFM_OS_MEMBER_PROJECT
 #                      a non-admin user (role `member`, the role Nova's and Heat's default
 #                      policies ask of a project's users) in a project of its own, with
-#                      unlimited quotas: it creates servers and stacks there, but Placement,
-#                      os-availability-zone/detail and server hosts are refused to it
+#                      unlimited quotas: it creates servers and stacks there and, through
+#                      the policy.yaml written beside nova.conf, reads
+#                      os-availability-zone/detail (the zones' hosts), but Placement and
+#                      server hosts are refused to it
 #                      (default: vnfm-member / member-secret / vnfm-member)
 #   VNFM_OS_HOSTS      fake compute hosts        (default: "c1 c2")
 #   VNFM_OS_ZONES      "zone:host,host ..."      (default: "az1:c1 az2:c2")
@@ -238,6 +240,15 @@ $auth
 $auth
 [neutron]
 $auth
+EOF
+    # Nova's policy override (oslo.policy finds policy.yaml beside nova.conf and re-reads it
+    # when it changes, so a running nova-api picks it up): a project `member` may read
+    # os-availability-zone/detail, i.e. see the zones' hosts. Nova's default refuses that to
+    # non-admins; this is what vnfm's warning (vnfm-openstack/src/nova.rs) tells operators to
+    # grant, and it lets the tests see the other half: hosts listed, Placement still refusing
+    # the member (HTTP 403), so the free capacity stays unknown and the granter falls back.
+    cat > "$CONF/nova/policy.yaml" <<EOF
+"os_compute_api:os-availability-zone:detail": "role:admin or role:member"
 EOF
     local small
     for h in $HOSTS; do
