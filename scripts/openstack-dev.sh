@@ -704,14 +704,18 @@ r = urllib.request.Request(f"http://{ip}:{port}/v3/auth/tokens", json.dumps(body
 print(json.load(urllib.request.urlopen(r, timeout=30))["token"]["project"]["id"])
 EOF
 )
-    # the first zone whose hosts are all small: it stays a candidate but cannot hold m1.small
-    local small_zone="" spec h all
+    # the zones whose hosts are all small (and the first of them): they stay candidates but
+    # cannot hold an m1.small
+    local small_zone="" small_zones="" spec h all
     for spec in $ZONES; do
         all=1
         for h in $(echo "${spec#*:}" | tr ',' ' '); do
             case " $SMALL_HOSTS " in *" $h "*) ;; *) all=0 ;; esac
         done
-        if [ -n "$SMALL_HOSTS" ] && [ "$all" = 1 ]; then small_zone=${spec%%:*}; break; fi
+        if [ -n "$SMALL_HOSTS" ] && [ "$all" = 1 ]; then
+            [ -n "$small_zone" ] || small_zone=${spec%%:*}
+            small_zones="$small_zones${small_zones:+ }${spec%%:*}"
+        fi
     done
     cat <<EOF
 export OS_AUTH_URL=http://$IP:$KS_PORT/v3
@@ -729,6 +733,7 @@ export VNFM_OS_TEST_IMAGE=tiny
 export VNFM_OS_TEST_FLAVOR=m1.tiny
 export VNFM_OS_TEST_HUGE_FLAVOR=vnfm.huge
 export VNFM_OS_TEST_SMALL_ZONE=$small_zone
+export VNFM_OS_TEST_SMALL_ZONES="$small_zones"
 export VNFM_OS_MEMBER_USERNAME=$MEMBER_USER
 export VNFM_OS_MEMBER_PASSWORD=$MEMBER_PASSWORD
 export VNFM_OS_MEMBER_PROJECT=$MEMBER_PROJECT
