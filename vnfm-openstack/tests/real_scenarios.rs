@@ -955,10 +955,11 @@ async fn deletes_are_awaited(fx: &Fx) -> Res {
         let t = Instant::now();
         terminate(&lcm, &inst.id).await?;
         let secs = t.elapsed().as_secs_f64();
+        let calls = diff_counts(&polls_before, &cloud.request_counts());
         check_stack_gone(&cloud, &stack, &servers).await?;
         eprintln!(
-            "    terminate returned after {secs:.1}s, the stack gone (Heat's delete); calls: {:?}",
-            diff_counts(&polls_before, &cloud.request_counts())
+            "    terminate returned after {secs:.1}s, the stack gone (Heat's delete); calls: \
+             {calls:?}"
         );
         Ok(())
     }
