@@ -22,8 +22,10 @@
 #   VNFM_OS_MEMBER_USERNAME, VNFM_OS_MEMBER_PASSWORD, VNFM_OS_MEMBER_PROJECT
 #                      a non-admin user (role `member`, the role Nova's and Heat's default
 #                      policies ask of a project's users) in a project of its own, with
-#                      unlimited quotas: it creates servers and stacks there, but Placement,
-#                      os-availability-zone/detail and server hosts are refused to it
+#                      unlimited quotas: it creates servers and stacks there and, through
+#                      the policy.yaml written beside nova.conf, reads
+#                      os-availability-zone/detail (the zones' hosts), but Placement and
+#                      server hosts are refused to it
 #                      (default: vnfm-member / member-secret / vnfm-member)
 #   VNFM_OS_HOSTS      fake compute hosts        (default: "c1 c2")
 #   VNFM_OS_ZONES      "zone:host,host ..."      (default: "az1:c1 az2:c2")
@@ -238,6 +240,15 @@ $auth
 $auth
 [neutron]
 $auth
+EOF
+    # Nova's policy override (oslo.policy finds policy.yaml beside nova.conf and re-reads it
+    # when it changes, so a running nova-api picks it up): a project `member` may read
+    # os-availability-zone/detail, i.e. see the zones' hosts. Nova's default refuses that to
+    # non-admins; this is what vnfm's warning (vnfm-openstack/src/nova.rs) tells operators to
+    # grant, and it lets the tests see the other half: hosts listed, Placement still refusing
+    # the member (HTTP 403), so the free capacity stays unknown and the granter falls back.
+    cat > "$CONF/nova/policy.yaml" <<EOF
+"os_compute_api:os-availability-zone:detail": "role:admin or role:member"
 EOF
     local small
     for h in $HOSTS; do
@@ -693,14 +704,18 @@ r = urllib.request.Request(f"http://{ip}:{port}/v3/auth/tokens", json.dumps(body
 print(json.load(urllib.request.urlopen(r, timeout=30))["token"]["project"]["id"])
 EOF
 )
-    # the first zone whose hosts are all small: it stays a candidate but cannot hold m1.small
-    local small_zone="" spec h all
+    # the zones whose hosts are all small (and the first of them): they stay candidates but
+    # cannot hold an m1.small
+    local small_zone="" small_zones="" spec h all
     for spec in $ZONES; do
         all=1
         for h in $(echo "${spec#*:}" | tr ',' ' '); do
             case " $SMALL_HOSTS " in *" $h "*) ;; *) all=0 ;; esac
         done
-        if [ -n "$SMALL_HOSTS" ] && [ "$all" = 1 ]; then small_zone=${spec%%:*}; break; fi
+        if [ -n "$SMALL_HOSTS" ] && [ "$all" = 1 ]; then
+            [ -n "$small_zone" ] || small_zone=${spec%%:*}
+            small_zones="$small_zones${small_zones:+ }${spec%%:*}"
+        fi
     done
     cat <<EOF
 export OS_AUTH_URL=http://$IP:$KS_PORT/v3
@@ -718,6 +733,7 @@ export VNFM_OS_TEST_IMAGE=tiny
 export VNFM_OS_TEST_FLAVOR=m1.tiny
 export VNFM_OS_TEST_HUGE_FLAVOR=vnfm.huge
 export VNFM_OS_TEST_SMALL_ZONE=$small_zone
+export VNFM_OS_TEST_SMALL_ZONES="$small_zones"
 export VNFM_OS_MEMBER_USERNAME=$MEMBER_USER
 export VNFM_OS_MEMBER_PASSWORD=$MEMBER_PASSWORD
 export VNFM_OS_MEMBER_PROJECT=$MEMBER_PROJECT

@@ -43,12 +43,15 @@ fi
 # Real Keystone, Nova (fake virt driver), Placement, Glance and Heat on MariaDB and RabbitMQ
 # (PyPI + Debian; first run ~3 min and 1.4 GB, then ~1 min): the conformance suite
 # (vnfm-openstack/tests/real_openstack.rs), the LCM scenarios (real_scenarios.rs) and
-# `vnfm --vim openstack` as a process (vnfm-cli/tests/real_openstack_lcm.rs). Three zones, one
-# of them (az3) too small for an m1.small; the service state starts empty on CI
-# (VNFM_OS_FRESH=1), the installed venv is kept.
+# `vnfm --vim openstack` as a process (vnfm-cli/tests/real_openstack_lcm.rs). Four zones, two
+# of them (az3, az4) too small for an m1.small: the AutoScalingGroup scenarios need a big zone
+# that the group's anti-affinity rule forbids and a second small zone for reselection to try
+# (the script exports VNFM_OS_TEST_SMALL_ZONE=az3 and VNFM_OS_TEST_SMALL_ZONES="az3 az4"); the
+# service state starts empty on CI (VNFM_OS_FRESH=1), the installed venv is kept.
 if [ "${VNFM_TEST_OPENSTACK:-$(on_ci)}" = "1" ]; then
   step "real OpenStack suites (Keystone, Nova, Placement, Glance, Heat on 127.0.0.1)"
-  export VNFM_OS_HOSTS="c1 c2 c3" VNFM_OS_ZONES="az1:c1 az2:c2 az3:c3" VNFM_OS_SMALL_HOSTS="c3"
+  export VNFM_OS_HOSTS="c1 c2 c3 c4" VNFM_OS_ZONES="az1:c1 az2:c2 az3:c3 az4:c4"
+  export VNFM_OS_SMALL_HOSTS="c3 c4"
   export VNFM_OS_FRESH=${VNFM_OS_FRESH:-$(on_ci)}
   trap 'scripts/openstack-dev.sh stop' EXIT
   os_env=$(scripts/openstack-dev.sh start)

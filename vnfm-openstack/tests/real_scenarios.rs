@@ -1,22 +1,28 @@
 //! LCM scenarios of `vnfm_core::lifecycle::Lifecycle` over the OpenStack drivers, against real
 //! Keystone, Nova and Heat: AZ reselection after Nova's real "No valid host was found", a
-//! failure that is not a capacity error, scale-out and heal that reselect, and a token revoked
-//! in the middle of an operation. One of them pins the HTTP calls of a reselection round.
+//! failure that is not a capacity error, scale-out and heal that reselect, a token revoked
+//! in the middle of an operation, an AutoScalingGroup moved whole by reselection (the zones
+//! blamed checked against Nova's failed servers), and deletes that end once Heat reports the
+//! stack gone. One of them pins the HTTP calls of a reselection round.
 //!
-//! Runs only with `VNFM_TEST_OPENSTACK=1` and a cloud brought up with a zone whose hosts cannot
-//! hold an m1.small (`VNFM_OS_TEST_SMALL_ZONE`):
+//! Runs only with `VNFM_TEST_OPENSTACK=1` and a cloud brought up with zones whose hosts cannot
+//! hold an m1.small (`VNFM_OS_TEST_SMALL_ZONE`, and `VNFM_OS_TEST_SMALL_ZONES` naming two of
+//! them for the AutoScalingGroup scenarios, besides two zones that can):
 //!
 //! ```text
-//! eval "$(VNFM_OS_HOSTS="c1 c2 c3" VNFM_OS_ZONES="az1:c1 az2:c2 az3:c3" \
-//!         VNFM_OS_SMALL_HOSTS=c3 scripts/openstack-dev.sh start)"
+//! eval "$(VNFM_OS_HOSTS="c1 c2 c3 c4" VNFM_OS_ZONES="az1:c1 az2:c2 az3:c3 az4:c4" \
+//!         VNFM_OS_SMALL_HOSTS="c3 c4" scripts/openstack-dev.sh start)"
 //! VNFM_TEST_OPENSTACK=1 cargo test -p vnfm-openstack --test real_scenarios -- --nocapture
 //! ```
 //!
+//! `VNFM_TEST_ONLY=<part of a name>` runs only the matching scenarios.
+//!
 //! The package is `examples/packages/os-vnf`: VDU1 (m1.small, 2 GB) and VDU2 (m1.tiny), image
-//! `tiny`, one deployment flavour per case (`anti`, `affine`, `free`, `noimage`). Scenarios run
-//! one after the other (they share the small zone and disable a compute service for a while),
-//! each is timed, and the test fails at the end listing every scenario that failed. Every
-//! instance is terminated (or its failed stack rolled back) before the next scenario.
+//! `tiny`, one deployment flavour per case (`anti`, `affine`, `free`, `noimage`, and `group`:
+//! VDU1 as the members of an `OS::Heat::AutoScalingGroup`). Scenarios run one after the other
+//! (they share the small zones and disable a compute service for a while), each is timed, and
+//! the test fails at the end listing every scenario that failed. Every instance is terminated
+//! (or its failed stack rolled back) before the next scenario.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -29,12 +35,13 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use vnfm_core::driver::{Clock, ListZones, ZoneCatalog};
-use vnfm_core::id::{ServerId, VnfInstanceId, ZoneId};
+use vnfm_core::driver::{Clock, ListResources, ListZones, StackDriver, ZoneCatalog};
+use vnfm_core::id::{ServerId, StackId, VnfInstanceId, ZoneId};
 use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleType,
     ScaleVnfRequest, TerminateVnfRequest, TerminationType, VnfInstance,
 };
+use vnfm_core::lifecycle::engine::STACK_ID_KEY;
 use vnfm_core::lifecycle::{
     Drivers, FailureKind, LcmConfig, Lifecycle, OperationOptions, OperationReport,
 };
@@ -84,17 +91,32 @@ struct Fx {
     pkg: VnfPackage,
     /// A zone whose hosts cannot hold VDU1 (m1.small) but are up: still a candidate.
     small: ZoneId,
+    /// Every such zone (`VNFM_OS_TEST_SMALL_ZONES`; `small` first).
+    small_zones: Vec<ZoneId>,
     /// zone → hosts, from Nova.
     hosts: BTreeMap<ZoneId, BTreeSet<String>>,
 }
 
 impl Fx {
+    /// The available zones that can hold an m1.small, in name order.
+    fn big(&self) -> Vec<&ZoneId> {
+        self.hosts
+            .keys()
+            .filter(|z| !self.small_zones.contains(z))
+            .collect()
+    }
+
     fn zone_of_host(&self, host: &str) -> Option<&ZoneId> {
         self.hosts
             .iter()
             .find(|(_, hs)| hs.contains(host))
             .map(|(z, _)| z)
     }
+}
+
+/// The id salt of this run (ids, and so stack names, differ from a previous run's).
+fn salt() -> u64 {
+    chrono::Utc::now().timestamp() as u64
 }
 
 fn lifecycle(cloud: &OpenStack, seed: u64) -> Lifecycle {
@@ -112,7 +134,7 @@ fn lifecycle(cloud: &OpenStack, seed: u64) -> Lifecycle {
     c.vim_connection_id = "vim-openstack".into();
     c.poll_interval = Duration::from_millis(500);
     c.stack_timeout = Duration::from_secs(240);
-    Lifecycle::new(drivers, c).with_id_salt(seed ^ chrono::Utc::now().timestamp() as u64)
+    Lifecycle::new(drivers, c).with_id_salt(seed ^ salt())
 }
 
 fn pins(p: &[(&str, &ZoneId)]) -> OperationOptions {
@@ -469,11 +491,11 @@ async fn missing_image_is_not_reselected(fx: &Fx) -> Res {
 async fn scale_out_and_heal_reselect(fx: &Fx) -> Res {
     let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
     let lcm = lifecycle(&cloud, 14);
-    let big: Vec<&ZoneId> = fx.hosts.keys().filter(|z| **z != fx.small).collect();
+    let big = fx.big();
     ensure!(
         big.len() >= 2,
-        "need two zones besides {}: {:?}",
-        fx.small,
+        "need two zones besides the small ones {:?}: {:?}",
+        fx.small_zones,
         fx.hosts
     );
     let inst = create(&lcm, fx, "rs-scale-heal").await?;
@@ -585,7 +607,7 @@ async fn revoked_token_reauthenticates(fx: &Fx) -> Res {
     let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
     let admin = OpenStack::from_env().map_err(|e| chain(&e))?;
     let lcm = lifecycle(&cloud, 15);
-    let big: Vec<&ZoneId> = fx.hosts.keys().filter(|z| **z != fx.small).collect();
+    let big = fx.big();
     let inst = create(&lcm, fx, "rs-token").await?;
     let outcome = async {
         let r = lcm
@@ -638,6 +660,383 @@ async fn revoked_token_reauthenticates(fx: &Fx) -> Res {
     .await;
     let cleaned = clean(&lcm, fx, &inst.id).await;
     outcome.and(cleaned)
+}
+
+/// The zones Nova says a server failed in since `since`: every server changed since then
+/// (`changes-since` lists deleted ones too, without their fault) whose `create` instance action
+/// ended in `Error` (the scheduler's "No valid host" among its events), by its
+/// `OS-EXT-AZ:availability_zone`. These are the facts a reselection may blame.
+async fn failed_server_zones(
+    cloud: &OpenStack,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<BTreeMap<ZoneId, Vec<String>>, String> {
+    let since = (since - chrono::Duration::seconds(2)).format("%Y-%m-%dT%H:%M:%SZ");
+    let v = nova_call(
+        cloud,
+        reqwest::Method::GET,
+        &format!("servers/detail?all_tenants=1&changes-since={since}"),
+        None,
+    )
+    .await?;
+    let mut out: BTreeMap<ZoneId, Vec<String>> = BTreeMap::new();
+    for srv in v["servers"].as_array().into_iter().flatten() {
+        let id = srv["id"].as_str().unwrap_or_default();
+        let actions = nova_call(
+            cloud,
+            reqwest::Method::GET,
+            &format!("servers/{id}/os-instance-actions"),
+            None,
+        )
+        .await?;
+        let failed_create = actions["instanceActions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|a| a["action"] == "create" && a["message"] == "Error");
+        if !failed_create {
+            continue;
+        }
+        let zone = srv["OS-EXT-AZ:availability_zone"]
+            .as_str()
+            .unwrap_or_default();
+        out.entry(ZoneId::from(zone)).or_default().push(format!(
+            "{id} {} {} host {}",
+            srv["name"].as_str().unwrap_or_default(),
+            srv["status"].as_str().unwrap_or_default(),
+            srv["OS-EXT-SRV-ATTR:host"].as_str().unwrap_or("-")
+        ));
+    }
+    Ok(out)
+}
+
+/// Every attempt's `failedZones` names only zones where Nova shows a failed server since
+/// `since`, and a failed attempt names at least one.
+async fn check_failed_zones_are_facts(
+    cloud: &OpenStack,
+    r: &OperationReport,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Res {
+    let facts = failed_server_zones(cloud, since).await?;
+    for (i, a) in r.op_occ.attempts.iter().enumerate() {
+        for z in &a.failed_zones {
+            ensure!(
+                facts.contains_key(z),
+                "attempt {i} blames zone {z}, where Nova shows no failed server since the \
+                 operation started: {facts:?}; attempt {a:?}"
+            );
+        }
+        ensure!(
+            a.outcome != Some(AttemptOutcome::Failed) || !a.failed_zones.is_empty(),
+            "failed attempt {i} blames no zone: {a:?}"
+        );
+    }
+    eprintln!("    servers Nova shows failed, per zone: {facts:?}");
+    Ok(())
+}
+
+/// The `group` flavour pinned so that only one zone can hold the workers' AutoScalingGroup:
+/// the group into `start` (a small zone), VDU2 into a big zone that its zone anti-affinity
+/// rule then forbids to the group; the other small zone is a candidate that fails too.
+/// Returns the report and the zone that fits.
+async fn instantiate_group(
+    cloud: &OpenStack,
+    lcm: &Lifecycle,
+    fx: &Fx,
+    id: &VnfInstanceId,
+    start: &ZoneId,
+) -> Result<(OperationReport, ZoneId), String> {
+    let big = fx.big();
+    ensure!(
+        big.len() >= 2 && fx.small_zones.len() >= 2,
+        "the group scenarios need two big and two small zones (VNFM_OS_TEST_SMALL_ZONES): \
+         big {big:?}, small {:?}",
+        fx.small_zones
+    );
+    let (fits, blocked) = (big[0].clone(), big[1]);
+    let since = chrono::Utc::now();
+    let r = lcm
+        .instantiate(
+            id,
+            &fx.pkg,
+            &InstantiateVnfRequest::new("group"),
+            &pins(&[("VDU1", start), ("VDU2", blocked)]),
+        )
+        .await
+        .map_err(|e| chain(&e))?;
+    eprintln!("    instantiate: {}", describe(&r));
+    ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+    let a = &r.op_occ.attempts;
+    ensure!(
+        a.first().and_then(|x| x.zones.get("VDU1_group")) == Some(start),
+        "the first attempt should put the group VDU1_group in {start}: {a:?}"
+    );
+    let reason = a[0].status_reason.clone().unwrap_or_default();
+    ensure!(
+        reason.contains("No valid host was found"),
+        "the first attempt failed without Nova's \"No valid host was found\": {reason}"
+    );
+    check_failed_zones_are_facts(cloud, &r, since).await?;
+    // The update that moved the group into the zone that fits moved both members at once
+    // (rolling_updates max_batch_size = members): no attempt in that zone failed.
+    for (i, x) in a.iter().enumerate() {
+        if x.zones.get("VDU1_group") == Some(&fits) {
+            ensure!(
+                x.outcome == Some(AttemptOutcome::Succeeded),
+                "attempt {i} moved the group into {fits}, which fits, and did not succeed: {x:?}"
+            );
+        }
+        ensure!(
+            x.zones.get("VDU1_group") != Some(blocked),
+            "attempt {i} put the group in {blocked}, against the anti-affinity rule: {x:?}"
+        );
+    }
+    let servers = check_servers(cloud, fx, &r.instance).await?;
+    let members: Vec<_> = servers
+        .iter()
+        .filter(|(k, _)| k.starts_with("VDU1-"))
+        .collect();
+    ensure!(
+        members.len() == 2,
+        "expected two members of VDU1_group: {servers:?}"
+    );
+    for (k, (z, h)) in &members {
+        ensure!(*z == fits, "{k} is in {z} (host {h}), expected {fits}");
+    }
+    ensure!(
+        servers.get("VDU2-0").map(|s| &s.0) == Some(blocked),
+        "VDU2-0 should stay in {blocked}: {servers:?}"
+    );
+    Ok((r, fits))
+}
+
+/// 6. The workers' AutoScalingGroup (two m1.small members) granted into a small zone: real
+///    Heat fails the stack with Nova's "No valid host", reselection moves the whole group into
+///    the one zone that fits (the other big zone holds VDU2, which the anti-affinity rule
+///    keeps apart; the other small zone fails too), both members ACTIVE there. Every attempt
+///    blames only zones where Nova shows a failed server.
+async fn asg_group_reselects(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 16);
+    let inst = create(&lcm, fx, "rs-asg").await?;
+    let outcome = instantiate_group(&cloud, &lcm, fx, &inst.id, &fx.small)
+        .await
+        .map(|_| ());
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
+/// The seed of [`asg_group_via_other_small_zone`]: random reselection's first choice from
+/// {the fitting zone, the other small zone} is the small one.
+const ASG_SMALL_FIRST_SEED: u64 = 2;
+
+/// 7. The same with `max_reselections` unset and a seed for which reselection first moves the
+///    group into the other small zone: that update fails as well (both zones blamed from
+///    Nova's facts), the next one completes in the zone that fits. Then a scale-out adds a
+///    third member in the group's zone, keeping the two others.
+async fn asg_group_via_other_small_zone(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    // VNFM_OS_TEST_ASG_SEED overrides the seed (to find another one if the choice changes)
+    let seed = std::env::var("VNFM_OS_TEST_ASG_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(ASG_SMALL_FIRST_SEED);
+    let mut lcm = lifecycle(&cloud, seed);
+    lcm = {
+        let mut c = lcm.config().clone();
+        c.max_reselections = None;
+        Lifecycle::new(lcm.drivers().clone(), c).with_id_salt(seed ^ salt())
+    };
+    let inst = create(&lcm, fx, "rs-asg-small").await?;
+    let outcome = async {
+        let (r, fits) = instantiate_group(&cloud, &lcm, fx, &inst.id, &fx.small).await?;
+        let other_small = &fx.small_zones[1];
+        let a = &r.op_occ.attempts;
+        ensure!(
+            a.len() == 3
+                && a[1].zones.get("VDU1_group") == Some(other_small)
+                && a[1].failed_zones.contains(other_small),
+            "expected the first reselection into {other_small} to fail (pick another seed for \
+             ASG_SMALL_FIRST_SEED if random chose differently): {a:?}"
+        );
+        let before = vnfcs(&r.instance);
+        let mut req = ScaleVnfRequest::new(ScaleType::ScaleOut, "VDU1_scale");
+        req.number_of_steps = Some(1);
+        let r = lcm
+            .scale(&inst.id, &fx.pkg, &req, &OperationOptions::default())
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(r.is_completed(), "scale out: {}", describe(&r));
+        let servers = check_servers(&cloud, fx, &r.instance).await?;
+        let after = vnfcs(&r.instance);
+        for (id, (server, ..)) in &before {
+            ensure!(
+                after.get(id).map(|a| &a.0) == Some(server),
+                "{id} changed server on scale-out: {server} -> {:?}",
+                after.get(id)
+            );
+        }
+        let members: Vec<_> = servers
+            .iter()
+            .filter(|(k, _)| k.starts_with("VDU1-"))
+            .collect();
+        ensure!(members.len() == 3, "expected three members: {servers:?}");
+        for (k, (z, _)) in &members {
+            ensure!(
+                *z == fits,
+                "{k} is in {z}, expected the group's zone {fits}"
+            );
+        }
+        Ok(())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
+/// Heat's view of `stack` right after an operation that deleted it: gone (404) or
+/// DELETE_COMPLETE, and Nova has none of `servers`.
+async fn check_stack_gone(cloud: &OpenStack, stack: &StackId, servers: &[String]) -> Res {
+    match cloud.heat().show_stack(stack).await {
+        Err(e) if e.is_not_found() => {}
+        Ok(s) => ensure!(
+            s.stack_status.to_string() == "DELETE_COMPLETE",
+            "stack {stack} is {} right after the operation returned: {}",
+            s.stack_status,
+            s.stack_status_reason
+        ),
+        Err(e) => return Err(format!("stack show {stack}: {}", chain(&e))),
+    }
+    for id in servers {
+        match cloud.nova().show_server(&ServerId::from(id.as_str())).await {
+            Err(e) if e.is_not_found() => {}
+            Ok(s) => ensure!(
+                s.status == "DELETED",
+                "server {id} of the deleted stack is still {}",
+                s.status
+            ),
+            Err(e) => return Err(format!("server show {id}: {}", chain(&e))),
+        }
+    }
+    Ok(())
+}
+
+fn stack_id_of(inst: &VnfInstance) -> Result<StackId, String> {
+    inst.metadata
+        .as_ref()
+        .and_then(|m| m.get(STACK_ID_KEY))
+        .and_then(Value::as_str)
+        .map(StackId::from)
+        .ok_or(format!("instance {} records no stack id", inst.id))
+}
+
+/// 8. Deletes are awaited: a terminate returns COMPLETED only once Heat reports the stack gone
+///    and Nova has none of its servers; a failed instantiate (reselection off, VDU1 pinned into
+///    the small zone) ends FAILED_TEMP, and its rollback returns ROLLED_BACK with the stack
+///    gone. Prints how long each delete took.
+async fn deletes_are_awaited(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 17);
+    let big = fx.big();
+    let inst = create(&lcm, fx, "rs-delete").await?;
+    let outcome = async {
+        let r = lcm
+            .instantiate(
+                &inst.id,
+                &fx.pkg,
+                &InstantiateVnfRequest::new("free"),
+                &pins(&[("VDU1", big[0]), ("VDU2", big[0])]),
+            )
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+        let stack = stack_id_of(&r.instance)?;
+        let servers: Vec<String> = vnfcs(&r.instance).into_values().map(|v| v.0).collect();
+        let polls_before = cloud.request_counts();
+        let t = Instant::now();
+        terminate(&lcm, &inst.id).await?;
+        let secs = t.elapsed().as_secs_f64();
+        let calls = diff_counts(&polls_before, &cloud.request_counts());
+        check_stack_gone(&cloud, &stack, &servers).await?;
+        eprintln!(
+            "    terminate returned after {secs:.1}s, the stack gone (Heat's delete); calls: \
+             {calls:?}"
+        );
+        Ok(())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    let first = outcome.and(cleaned);
+
+    let mut c = lcm.config().clone();
+    c.reselect_zones = false;
+    let lcm = Lifecycle::new(lcm.drivers().clone(), c).with_id_salt(0xdead ^ salt());
+    let inst = create(&lcm, fx, "rs-rollback").await?;
+    let outcome = async {
+        let r = lcm
+            .instantiate(
+                &inst.id,
+                &fx.pkg,
+                &InstantiateVnfRequest::new("free"),
+                &pins(&[("VDU1", &fx.small), ("VDU2", big[0])]),
+            )
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(
+            r.op_occ.operation_state == LcmOperationStateType::FailedTemp,
+            "expected FAILED_TEMP: {}",
+            describe(&r)
+        );
+        let stored = lcm
+            .drivers()
+            .store
+            .instance(&inst.id)
+            .await
+            .map_err(|e| chain(&e))?;
+        let stack = stack_id_of(&stored)?;
+        let servers: Vec<String> = cloud
+            .heat()
+            .list_resources(ListResources::new(stack.clone(), 3))
+            .await
+            .map_err(|e| chain(&e))?
+            .into_iter()
+            .filter(|x| x.resource_type == "OS::Nova::Server" && !x.physical_resource_id.is_empty())
+            .map(|x| x.physical_resource_id)
+            .collect();
+        ensure!(
+            !servers.is_empty(),
+            "the failed stack {stack} has no server to delete"
+        );
+        let t = Instant::now();
+        let rb = lcm
+            .rollback(&r.op_occ.id, &fx.pkg)
+            .await
+            .map_err(|e| chain(&e))?;
+        let secs = t.elapsed().as_secs_f64();
+        ensure!(
+            rb.op_occ.operation_state == LcmOperationStateType::RolledBack,
+            "rollback: {}",
+            describe(&rb)
+        );
+        check_stack_gone(&cloud, &stack, &servers).await?;
+        eprintln!(
+            "    rollback returned after {secs:.1}s, the failed stack and its {} servers gone",
+            servers.len()
+        );
+        Ok(())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    first.and(outcome).and(cleaned)
+}
+
+/// The calls made between two snapshots of the request counters.
+fn diff_counts(a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    b.iter()
+        .filter_map(|(k, n)| {
+            let d = n - a.get(k).copied().unwrap_or(0);
+            (d > 0).then(|| (k.clone(), d))
+        })
+        .collect()
 }
 
 // ------------------------------------------------------------------------------ helpers
@@ -743,7 +1142,25 @@ async fn lcm_scenarios_against_real_openstack() {
         hosts.contains_key(&small),
         "the small zone {small} is not an available zone: {hosts:?}"
     );
-    let fx = Fx { pkg, small, hosts };
+    let mut small_zones: Vec<ZoneId> = std::env::var("VNFM_OS_TEST_SMALL_ZONES")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(ZoneId::from)
+        .filter(|z| *z != small)
+        .collect();
+    small_zones.insert(0, small.clone());
+    for z in &small_zones {
+        assert!(
+            hosts.contains_key(z),
+            "the small zone {z} is not an available zone: {hosts:?}"
+        );
+    }
+    let fx = Fx {
+        pkg,
+        small,
+        small_zones,
+        hosts,
+    };
     let f = &fx;
     let suite: Vec<(&str, Run<'_>)> = vec![
         (
@@ -766,6 +1183,12 @@ async fn lcm_scenarios_against_real_openstack() {
             "revoked_token_reauthenticates",
             Box::pin(revoked_token_reauthenticates(f)),
         ),
+        ("asg_group_reselects", Box::pin(asg_group_reselects(f))),
+        (
+            "asg_group_via_other_small_zone",
+            Box::pin(asg_group_via_other_small_zone(f)),
+        ),
+        ("deletes_are_awaited", Box::pin(deletes_are_awaited(f))),
     ];
     let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();
     let mut failed = Vec::new();

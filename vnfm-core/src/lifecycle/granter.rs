@@ -65,7 +65,9 @@ pub fn effective_selection(
         Selection::CapacityAware if !known => (
             Selection::Random,
             Some(
-                "capacity unknown: the zone catalogue reports no free capacity for any host                  (an OpenStack user that may not read the Placement API sees none); zones                  chosen at random among the compliant ones, as the spec does",
+                "capacity unknown: the zone catalogue reports no free capacity for any host \
+                 (an OpenStack user that may not read the Placement API sees none); zones \
+                 chosen at random among the compliant ones, as the spec does",
             ),
         ),
         s => (s, None),
