@@ -1,14 +1,71 @@
 #!/usr/bin/env bash
-# The project's test command (the README's second set-up command; .ci/run calls it).
-# Runs, in order: formatting check, clippy with warnings as errors, rustdoc with warnings as
-# errors, every test and doctest of the workspace with all features, then (on CI, or when
-# asked) the suites against real Prometheus / Alertmanager and real OpenStack services on
-# 127.0.0.1. Reference payloads are read from ../shared/vectors when that folder exists beside
-# the project (tests print "skipping ..." otherwise).
+# The project's test command (the README's second set-up command; .ci/run calls it with
+# --strict). Runs, in order: formatting check, clippy with warnings as errors, rustdoc with
+# warnings as errors, every test and doctest of the workspace with all features, then (on CI,
+# or when asked) the suites against real Prometheus / Alertmanager and real OpenStack services
+# on 127.0.0.1, and ends with a summary of what ran and what was skipped, and why.
+#
+# Reference payloads are read from ../shared/vectors when that folder exists beside the
+# project; without it those tests skip (vnfm_core::vectors::skip). Every skip is recorded.
+#
+#   --strict (or VNFM_STRICT=1)  every skip is a failure: missing vectors, a real-service
+#                                suite not run, a filter matching nothing. CI runs this way.
+#   CI=true|1|yes|on             run the real-service suites (as VNFM_TEST_PROMETHEUS=1
+#                                VNFM_TEST_OPENSTACK=1); either set to 0 skips that suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
+
+# The usual spellings of a boolean variable; a typo is an error, not a silent "no".
+truthy() {
+  local v=${1:-}
+  case "${v,,}" in
+    1|true|yes|on) return 0 ;;
+    ""|0|false|no|off) return 1 ;;
+    *) echo "test.sh: '$v' is not a boolean (1, true, yes, on / 0, false, no, off)" >&2; exit 2 ;;
+  esac
+}
+for arg in "$@"; do
+  case "$arg" in
+    --strict) export VNFM_STRICT=1 ;;
+    *) echo "test.sh: unknown argument $arg (usage: scripts/test.sh [--strict])" >&2; exit 2 ;;
+  esac
+done
+# Refuse a misspelled value at once (a subshell below could not stop the script).
+for var in CI VNFM_STRICT VNFM_TEST_PROMETHEUS VNFM_TEST_OPENSTACK; do truthy "${!var:-}" || :; done
+strict=0
+if truthy "${VNFM_STRICT:-}"; then strict=1; export VNFM_STRICT=1; fi
+on_ci() { truthy "${CI:-}" && echo 1 || echo 0; }
+suite_on() { # suite_on VAR: is the real-service suite of VAR asked for (default: on CI)?
+  local v=${!1:-$(on_ci)}
+  truthy "$v" && echo 1 || echo 0
+}
+
+# Every skip of every test is appended here (suite, what, why); the summary reads it.
+work=$(mktemp -d)
+export VNFM_SKIP_LOG=$work/skips.tsv
+: > "$VNFM_SKIP_LOG"
+results=$work/results.txt   # "<suite> <passed> <failed> <ignored>" per test binary
+: > "$results"
+ran_suites=""
+# Runs cargo test with the given arguments, keeping its output and the counts of every binary
+# under the suite name $1.
+run_tests() {
+  local suite=$1; shift
+  local log=$work/$suite.log
+  set +e
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  awk -v s="$suite" '/^test result:/ {
+      p=0; f=0; i=0
+      for (k = 1; k <= NF; k++) {
+        if ($(k+1) ~ /^passed/) p=$k; if ($(k+1) ~ /^failed/) f=$k; if ($(k+1) ~ /^ignored/) i=$k
+      }
+      print s, p, f, i }' "$log" >> "$results"
+  return "$rc"
+}
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -20,24 +77,28 @@ step "cargo doc (workspace, all features, warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked
 
 step "cargo test (workspace, all features, incl. doctests)"
-# Without the services: the real-service suites skip here, and run below once they are up
-# (VNFM_TEST_PROMETHEUS=1 / VNFM_TEST_OPENSTACK=1 in the caller's environment asks for those).
-env -u VNFM_TEST_PROMETHEUS -u VNFM_TEST_OPENSTACK cargo test --workspace --all-features --locked
+# Without the services: the real-service suites skip here (deferred: they run below once their
+# services are up, and the summary checks that they did).
+VNFM_SKIP_DEFERRED=real-prometheus,real-openstack \
+  run_tests workspace env -u VNFM_TEST_PROMETHEUS -u VNFM_TEST_OPENSTACK \
+  cargo test --workspace --all-features --locked
 
-# The real-service suites run on CI (CI=true) and when asked with VNFM_TEST_PROMETHEUS=1 /
-# VNFM_TEST_OPENSTACK=1; set either to 0 to skip that suite. Each service script installs what
-# is missing (apt, pip), binds 127.0.0.1 only, and stops what it started when its suite ends,
-# even when the suite fails. The suites reuse the workspace build above (`--workspace`).
-on_ci() { [ "${CI:-}" = "true" ] && echo 1 || echo 0; }
+# The real-service suites run on CI and when asked with VNFM_TEST_PROMETHEUS=1 /
+# VNFM_TEST_OPENSTACK=1; set either to 0 to skip that suite (a failure under --strict). Each
+# service script installs what is missing (apt, pip), binds 127.0.0.1 only, and stops what it
+# started when its suite ends, even when the suite fails. The suites reuse the workspace build
+# above (`--workspace`).
 
 # Real Prometheus 2.42 + Alertmanager 0.25 (Debian): vnfm-cli/tests/serve_prometheus.rs.
-if [ "${VNFM_TEST_PROMETHEUS:-$(on_ci)}" = "1" ]; then
+if [ "$(suite_on VNFM_TEST_PROMETHEUS)" = "1" ]; then
   step "real Prometheus + Alertmanager suite"
   scripts/prometheus-dev.sh start
   trap 'scripts/prometheus-dev.sh stop' EXIT
-  VNFM_TEST_PROMETHEUS=1 cargo test --workspace --all-features --locked --test serve_prometheus
+  VNFM_TEST_PROMETHEUS=1 run_tests real-prometheus \
+    cargo test --workspace --all-features --locked --test serve_prometheus
   scripts/prometheus-dev.sh stop
   trap - EXIT
+  ran_suites="$ran_suites real-prometheus"
 fi
 
 # Real Keystone, Nova (fake virt driver), Placement, Glance and Heat on MariaDB and RabbitMQ
@@ -48,7 +109,7 @@ fi
 # that the group's anti-affinity rule forbids and a second small zone for reselection to try
 # (the script exports VNFM_OS_TEST_SMALL_ZONE=az3 and VNFM_OS_TEST_SMALL_ZONES="az3 az4"); the
 # service state starts empty on CI (VNFM_OS_FRESH=1), the installed venv is kept.
-if [ "${VNFM_TEST_OPENSTACK:-$(on_ci)}" = "1" ]; then
+if [ "$(suite_on VNFM_TEST_OPENSTACK)" = "1" ]; then
   step "real OpenStack suites (Keystone, Nova, Placement, Glance, Heat on 127.0.0.1)"
   export VNFM_OS_HOSTS="c1 c2 c3 c4" VNFM_OS_ZONES="az1:c1 az2:c2 az3:c3 az4:c4"
   export VNFM_OS_SMALL_HOSTS="c3 c4"
@@ -56,8 +117,40 @@ if [ "${VNFM_TEST_OPENSTACK:-$(on_ci)}" = "1" ]; then
   trap 'scripts/openstack-dev.sh stop' EXIT
   os_env=$(scripts/openstack-dev.sh start)
   eval "$os_env"
-  VNFM_TEST_OPENSTACK=1 cargo test --workspace --all-features --locked \
+  VNFM_TEST_OPENSTACK=1 run_tests real-openstack cargo test --workspace --all-features --locked \
     --test real_openstack --test real_scenarios --test real_openstack_lcm -- --nocapture
   scripts/openstack-dev.sh stop
   trap - EXIT
+  ran_suites="$ran_suites real-openstack"
 fi
+
+# The summary: tests run per suite, and every skip with its reason. A deferred suite that
+# skipped in the workspace pass and ran afterwards is not a skip.
+step "summary"
+awk '{ p[$1] += $2; f[$1] += $3; i[$1] += $4 }
+     END { for (s in p) printf "  %-16s %6d passed, %d failed, %d ignored\n", s, p[s], f[s], i[s] }' \
+  "$results" | sort
+skipped=0
+while IFS=$'\t' read -r suite what why; do
+  case " $ran_suites " in *" $suite "*) continue ;; esac
+  skipped=$((skipped + 1))
+  printf '  skipped %s: %s: %s\n' "$suite" "$what" "$why"
+done < "$VNFM_SKIP_LOG"
+for suite in real-prometheus real-openstack; do
+  case " $ran_suites " in
+    *" $suite "*) ;;
+    *) if ! grep -q "^$suite"$'\t' "$VNFM_SKIP_LOG"; then
+         skipped=$((skipped + 1))
+         printf '  skipped %s: the whole suite: not asked for (CI unset, or its VNFM_TEST_* is 0)\n' "$suite"
+       fi ;;
+  esac
+done
+passed=$(awk '{ n += $2 } END { print n + 0 }' "$results")
+failed=$(awk '{ n += $3 } END { print n + 0 }' "$results")
+rm -rf "$work"
+if [ "$strict" = "1" ] && [ "$skipped" -gt 0 ]; then
+  echo "strict mode: $skipped skipped (listed above); every test must run" >&2
+  echo "summary: $passed passed, $failed failed, $skipped skipped"
+  exit 1
+fi
+echo "summary: $passed passed, $failed failed, $skipped skipped"

@@ -160,11 +160,13 @@ fn json_of(o: &Output, what: &str) -> Value {
 
 #[test]
 fn lcm_commands_against_real_openstack() {
-    if std::env::var("VNFM_TEST_OPENSTACK").as_deref() != Ok("1") {
-        eprintln!(
-            "skipping: set VNFM_TEST_OPENSTACK=1 and the OS_* variables of a cloud \
-             (eval \"$(scripts/openstack-dev.sh start)\") to run vnfm --vim openstack"
-        );
+    if !vnfm_core::vectors::real_suite_enabled(
+        "VNFM_TEST_OPENSTACK",
+        "real-openstack",
+        module_path!(),
+        "set VNFM_TEST_OPENSTACK=1 and the OS_* variables of a cloud \
+             (eval \"$(scripts/openstack-dev.sh start)\") to run vnfm --vim openstack",
+    ) {
         return;
     }
     let zones = std::env::var("VNFM_OS_TEST_ZONES").unwrap_or_else(|_| "nova".into());

@@ -46,8 +46,12 @@ fn sum(text: &str, family: &str, needle: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_prometheus_and_alertmanager_heal_scale_resolve_and_refuse_bad_credentials() {
-    if std::env::var("VNFM_TEST_PROMETHEUS").as_deref() != Ok("1") {
-        eprintln!("skipping the real Prometheus suite: set VNFM_TEST_PROMETHEUS=1 after scripts/prometheus-dev.sh start");
+    if !vnfm_core::vectors::real_suite_enabled(
+        "VNFM_TEST_PROMETHEUS",
+        "real-prometheus",
+        module_path!(),
+        "set VNFM_TEST_PROMETHEUS=1 after scripts/prometheus-dev.sh start",
+    ) {
         return;
     }
     let prom_dir = PathBuf::from(env_or(

@@ -76,12 +76,14 @@ type Run<'a> = Pin<Box<dyn Future<Output = Result<(), ConformanceError>> + 'a>>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_against_real_openstack() {
-    if std::env::var("VNFM_TEST_OPENSTACK").as_deref() != Ok("1") {
-        eprintln!(
-            "skipping: set VNFM_TEST_OPENSTACK=1 and the OS_* variables of a cloud \
+    if !vnfm_core::vectors::real_suite_enabled(
+        "VNFM_TEST_OPENSTACK",
+        "real-openstack",
+        module_path!(),
+        "set VNFM_TEST_OPENSTACK=1 and the OS_* variables of a cloud \
              (eval \"$(scripts/openstack-dev.sh start)\") to run the conformance suite \
-             against real Keystone, Nova and Heat"
-        );
+             against real Keystone, Nova and Heat",
+    ) {
         return;
     }
     let cloud = OpenStack::from_env().expect("OS_* configuration");
@@ -206,11 +208,12 @@ async fn conformance_against_real_openstack() {
 // ------------------------------------------------------------------------ free capacity
 
 fn enabled() -> bool {
-    if std::env::var("VNFM_TEST_OPENSTACK").as_deref() == Ok("1") {
-        return true;
-    }
-    eprintln!("skipping: set VNFM_TEST_OPENSTACK=1 and the OS_* variables of a cloud");
-    false
+    vnfm_core::vectors::real_suite_enabled(
+        "VNFM_TEST_OPENSTACK",
+        "real-openstack",
+        module_path!(),
+        "set VNFM_TEST_OPENSTACK=1 and the OS_* variables of a cloud",
+    )
 }
 
 /// Plain HTTP to Keystone, Nova and Placement, apart from the adapter's code.

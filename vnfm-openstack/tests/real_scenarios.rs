@@ -1100,12 +1100,14 @@ async fn nova_call(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lcm_scenarios_against_real_openstack() {
-    if std::env::var("VNFM_TEST_OPENSTACK").as_deref() != Ok("1") {
-        eprintln!(
-            "skipping: set VNFM_TEST_OPENSTACK=1 and the OS_* variables of a cloud with a \
+    if !vnfm_core::vectors::real_suite_enabled(
+        "VNFM_TEST_OPENSTACK",
+        "real-openstack",
+        module_path!(),
+        "set VNFM_TEST_OPENSTACK=1 and the OS_* variables of a cloud with a \
              small zone (see the header of tests/real_scenarios.rs) to run the LCM scenarios \
-             against real Keystone, Nova and Heat"
-        );
+             against real Keystone, Nova and Heat",
+    ) {
         return;
     }
     let small = std::env::var("VNFM_OS_TEST_SMALL_ZONE")
@@ -1191,11 +1193,14 @@ async fn lcm_scenarios_against_real_openstack() {
         ("deletes_are_awaited", Box::pin(deletes_are_awaited(f))),
     ];
     let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();
+    let names: Vec<&str> = suite.iter().map(|(n, _)| *n).collect();
     let mut failed = Vec::new();
+    let mut ran = 0;
     for (name, run) in suite {
         if !only.is_empty() && !name.contains(&only) {
             continue;
         }
+        ran += 1;
         let t = Instant::now();
         let r = run.await;
         let secs = t.elapsed().as_secs_f64();
@@ -1207,6 +1212,11 @@ async fn lcm_scenarios_against_real_openstack() {
             }
         }
     }
+    // A filter that matches nothing ran nothing: that is no pass.
+    assert!(
+        ran > 0,
+        "VNFM_TEST_ONLY={only:?} matches no scenario of {names:?}"
+    );
     assert!(
         failed.is_empty(),
         "failed scenarios:\n{}",
