@@ -935,6 +935,10 @@ fn random_policy_does_not_locate_servers() {
 // Properties against a cloud with known capacity
 // ---------------------------------------------------------------------------------------------
 
+/// A generated rule: members (unit indexes), affinity (else anti-affinity), host scope (else
+/// zone), best effort.
+type Rule = (Vec<usize>, bool, bool, bool);
+
 /// A scenario on a cloud whose hosts have a known free capacity (in units of
 /// [`cap_units`]), with zone- and host-scope rules.
 #[derive(Debug, Clone)]
@@ -943,9 +947,7 @@ struct CapScenario {
     zones: Vec<Vec<u64>>,
     /// Name, zone index, movable, demand in units.
     units: Vec<(String, usize, bool, u64)>,
-    /// Members (unit indexes), affinity (else anti-affinity), host scope (else zone), best
-    /// effort.
-    rules: Vec<(Vec<usize>, bool, bool, bool)>,
+    rules: Vec<Rule>,
     max: Option<u32>,
     seed: u64,
     capacity_aware: bool,
@@ -1339,7 +1341,7 @@ proptest! {
         }
         prop_assert!(attempts.len() <= s.zones.len() + 1);
         let mut excluded: BTreeSet<ZoneId> = BTreeSet::new();
-        let zone_rules: Vec<(usize, &(Vec<usize>, bool, bool, bool))> =
+        let zone_rules: Vec<(usize, &Rule)> =
             s.rules.iter().enumerate().filter(|(_, r)| !r.2).collect();
         for (i, a) in attempts.iter().enumerate() {
             for (n, zi, mv, _) in &s.units {
