@@ -12,7 +12,9 @@
 //! - the same seed gives the same trace;
 //! - with `capacity-aware`, when a compliant assignment with enough capacity exists among the
 //!   remaining zones (the VNFCs the machine keeps staying where they are), the operation
-//!   succeeds;
+//!   succeeds, and when it says the rules cannot be met, no assignment honours them; the
+//!   oracle is an exhaustive search over every zone assignment and host packing written in
+//!   this file (not the placement solver);
 //! - with `capacity-aware`, a zone chosen by reselection never fails for lack of room (the
 //!   simulator's capacity is exact).
 #![cfg(feature = "proptest")]
@@ -23,7 +25,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use vnfm_core::cloud::{CloudFile, HostSpec, ZoneSpec};
-use vnfm_core::constraint::{Constraint, Scope};
+use vnfm_core::constraint::{Constraint, ConstraintKind, Scope};
 use vnfm_core::driver::{ComputeInventory, ListZones, VirtualClock, ZoneCatalog};
 use vnfm_core::id::ZoneId;
 use vnfm_core::lcm::{
@@ -33,11 +35,12 @@ use vnfm_core::lifecycle::{
     Drivers, FailureKind, LcmConfig, Lifecycle, OperationOptions, OperationReport,
 };
 use vnfm_core::package::VnfPackage;
-use vnfm_core::placement::{ExistingMember, Item, PlacementRequest, Selection};
+use vnfm_core::placement::Selection;
 use vnfm_core::reselect::Attempt;
 use vnfm_core::sim::SimCloud;
 use vnfm_core::store::MemoryStore;
 use vnfm_core::strategy::{self, CloudShape, GeneratedPackage, PackageShape};
+use vnfm_core::zone::Resources;
 
 /// The zone every pinned VNFC is pinned to: available, one available host with no room.
 const SMALL_ZONE: &str = "az-0";
@@ -65,7 +68,14 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         .with_hosts_per_zone(1..=2)
         .with_host_units(0..=8);
     (
-        strategy::cloud_and_package(shape, PackageShape::default()),
+        // At most 4 zones besides az-0 and 6 new VNFCs, so that the exhaustive oracle stays small.
+        strategy::cloud_and_package(
+            shape,
+            PackageShape {
+                min_instances: 1..=1,
+                ..PackageShape::default()
+            },
+        ),
         any::<bool>(),
         0usize..3,
         any::<bool>(),
@@ -326,6 +336,104 @@ fn candidates(listing: &[vnfm_core::zone::ComputeZone]) -> usize {
     listing.iter().filter(|z| z.is_candidate()).count()
 }
 
+/// The oracle of the completeness check, independent of the placement solver: every
+/// assignment of `items` (id, demand) to `zones`, the members of `keep` staying in their zone;
+/// the first one under which every rule of `hard` holds (affinity: one zone for all members;
+/// anti-affinity: pairwise different zones) and, when `capacity`, each zone's share packs onto
+/// its available hosts' free capacity (every packing tried). `None` when there is none.
+fn brute_force(
+    items: &[(String, Resources)],
+    keep: &BTreeMap<String, ZoneId>,
+    zones: &[&vnfm_core::zone::ComputeZone],
+    hard: &[Constraint],
+    capacity: bool,
+) -> Option<BTreeMap<String, ZoneId>> {
+    fn rules_hold(hard: &[Constraint], zone_of: &dyn Fn(&str) -> Option<ZoneId>) -> bool {
+        hard.iter().all(|c| {
+            let zs: Vec<ZoneId> = c.members.iter().filter_map(|m| zone_of(m)).collect();
+            match c.kind {
+                ConstraintKind::Affinity => zs.iter().all(|z| z == &zs[0]),
+                ConstraintKind::AntiAffinity => {
+                    (0..zs.len()).all(|i| (i + 1..zs.len()).all(|j| zs[i] != zs[j]))
+                }
+            }
+        })
+    }
+    /// Whether `demands` pack onto hosts of free capacity `free` (`None`: unknown, unbounded).
+    fn packs(demands: &[Resources], free: &mut [Option<(u64, u64, u64)>]) -> bool {
+        let Some((d, rest)) = demands.split_first() else {
+            return true;
+        };
+        for i in 0..free.len() {
+            let before = free[i];
+            match before {
+                None => {
+                    if packs(rest, free) {
+                        return true;
+                    }
+                }
+                Some((c, m, g)) if c >= d.vcpus && m >= d.memory_mb && g >= d.disk_gb => {
+                    free[i] = Some((c - d.vcpus, m - d.memory_mb, g - d.disk_gb));
+                    let ok = packs(rest, free);
+                    free[i] = before;
+                    if ok {
+                        return true;
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        false
+    }
+    let n = items.len();
+    let k = zones.len();
+    if k == 0 {
+        return None;
+    }
+    let mut choice = vec![0usize; n];
+    loop {
+        let assignment: BTreeMap<String, ZoneId> = items
+            .iter()
+            .zip(&choice)
+            .map(|((id, _), z)| (id.clone(), zones[*z].name.clone()))
+            .collect();
+        let zone_of = |m: &str| assignment.get(m).or_else(|| keep.get(m)).cloned();
+        let fits = !capacity
+            || zones.iter().enumerate().all(|(zi, z)| {
+                let demands: Vec<Resources> = items
+                    .iter()
+                    .zip(&choice)
+                    .filter(|(_, c)| **c == zi)
+                    .map(|((_, d), _)| *d)
+                    .collect();
+                let mut free: Vec<Option<(u64, u64, u64)>> = z
+                    .hosts
+                    .iter()
+                    .flatten()
+                    .filter(|h| h.available)
+                    .map(|h| h.free.map(|f| (f.vcpus, f.memory_mb, f.disk_gb)))
+                    .collect();
+                packs(&demands, &mut free)
+            });
+        if fits && rules_hold(hard, &zone_of) {
+            return Some(assignment);
+        }
+        // Next assignment (odometer).
+        let mut i = 0;
+        loop {
+            if i == n {
+                return None;
+            }
+            choice[i] += 1;
+            if choice[i] < k {
+                break;
+            }
+            choice[i] = 0;
+            i += 1;
+        }
+    }
+}
+
 /// Checks the invariants of one operation. `new` are the VNFCs it creates, `existing` those
 /// that were there before, `pinned` the new ones the NFVO pinned; `listing` the exact zone
 /// listing before it and `after` the one after it.
@@ -411,7 +519,9 @@ fn check_op(
         failed.extend(a.failed_zones.iter().cloned());
     }
     // Capacity-aware: if the machine gave up (not at its retry limit), no compliant assignment
-    // with enough room exists among the remaining zones, with the VNFCs it keeps where they are.
+    // with enough room exists among the remaining zones, with the VNFCs it keeps where they are
+    // (an exhaustive search over every zone assignment, written here, is the oracle); and when
+    // it says the rules cannot be met, no assignment honours them even ignoring capacity.
     let gave_up_on_placement = matches!(
         t.failure,
         Some(FailureKind::CapacityExhausted | FailureKind::Infeasible)
@@ -422,41 +532,65 @@ fn check_op(
     if s.selection == Selection::CapacityAware && gave_up_on_placement && n > 0 {
         let last = &t.attempts[n - 1];
         let last_failed: BTreeSet<&ZoneId> = last.failed_zones.iter().collect();
-        let items: Vec<Item> = new
+        let items: Vec<(String, Resources)> = new
             .iter()
             .filter(|m| last.zones.get(*m).is_some_and(|z| last_failed.contains(z)))
             .map(|m| {
                 let vdu = m.rsplit_once('-').map(|(v, _)| v).unwrap();
-                Item::new(m.clone(), vdu, s.generated.vdu(vdu).unwrap().demand)
+                (m.clone(), s.generated.vdu(vdu).unwrap().demand)
             })
             .collect();
-        let keep: Vec<ExistingMember> = last
+        let keep: BTreeMap<String, ZoneId> = last
             .zones
             .iter()
-            .filter(|(m, _)| !items.iter().any(|i| &i.id == *m))
+            .filter(|(m, _)| !items.iter().any(|(i, _)| i == *m))
             .chain(existing.iter())
-            .map(|(m, z)| ExistingMember::new(m.clone(), z.clone(), format!("{m}@{z}")))
+            .map(|(m, z)| (m.clone(), z.clone()))
             .collect();
         let hard: Vec<Constraint> = cons
             .iter()
             .filter(|c| !c.fallback_best_effort)
             .cloned()
             .collect();
-        let soft_ok = PlacementRequest::new(after.to_vec())
-            .with_items(items.clone())
-            .with_existing(keep)
-            .with_constraints(cons.clone())
-            .with_excluded([ZoneId::from(SMALL_ZONE)])
-            .with_selection(Selection::CapacityAware)
-            .place();
-        prop_assert!(
-            items.is_empty() || soft_ok.is_err(),
-            "capacity-aware gave up ({:?}) although {:?} fits the remaining zones (hard rules {:?}): attempts {:#?}",
-            t.detail,
-            soft_ok.map(|p| p.assignments),
-            hard.iter().map(|c| &c.name).collect::<Vec<_>>(),
-            t.attempts
-        );
+        // The remaining zones: not tried and failed in this operation, not the pinned small
+        // one, available with an available host.
+        let tried: BTreeSet<ZoneId> = t
+            .attempts
+            .iter()
+            .flat_map(|a| a.failed_zones.iter().cloned())
+            .chain([ZoneId::from(SMALL_ZONE)])
+            .collect();
+        let remaining: Vec<&vnfm_core::zone::ComputeZone> = after
+            .iter()
+            .filter(|z| {
+                !tried.contains(&z.name)
+                    && z.available
+                    && z.hosts.iter().flatten().any(|h| h.available)
+            })
+            .collect();
+        if !items.is_empty() {
+            let with_room = brute_force(&items, &keep, &remaining, &hard, true);
+            prop_assert!(
+                with_room.is_none(),
+                "capacity-aware gave up ({:?}) although {:?} honours the hard rules {:?} and fits \
+                 the remaining zones: attempts {:#?}",
+                t.detail,
+                with_room,
+                hard.iter().map(|c| &c.name).collect::<Vec<_>>(),
+                t.attempts
+            );
+            if t.failure == Some(FailureKind::Infeasible) {
+                let any = brute_force(&items, &keep, &remaining, &hard, false);
+                prop_assert!(
+                    any.is_none(),
+                    "capacity-aware says the rules cannot be met ({:?}) although {:?} honours \
+                     the hard rules {:?} in the remaining zones",
+                    t.detail,
+                    any,
+                    hard.iter().map(|c| &c.name).collect::<Vec<_>>()
+                );
+            }
+        }
     }
     Ok(())
 }

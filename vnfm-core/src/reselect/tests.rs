@@ -930,3 +930,533 @@ fn random_policy_does_not_locate_servers() {
     assert!(!asked);
     assert!(matches!(m.outcome(), Some(Outcome::Succeeded)));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Properties against a cloud with known capacity
+// ---------------------------------------------------------------------------------------------
+
+/// A generated rule: members (unit indexes), affinity (else anti-affinity), host scope (else
+/// zone), best effort.
+type Rule = (Vec<usize>, bool, bool, bool);
+
+/// A scenario on a cloud whose hosts have a known free capacity (in units of
+/// [`cap_units`]), with zone- and host-scope rules.
+#[derive(Debug, Clone)]
+struct CapScenario {
+    /// Free units of each host, per zone.
+    zones: Vec<Vec<u64>>,
+    /// Name, zone index, movable, demand in units.
+    units: Vec<(String, usize, bool, u64)>,
+    rules: Vec<Rule>,
+    max: Option<u32>,
+    seed: u64,
+    capacity_aware: bool,
+    /// Whether the listing given to the machine tells the free capacity (the cloud enforces it
+    /// either way).
+    known: bool,
+}
+
+fn cap_units(n: u64) -> Resources {
+    Resources::new(n, n * 512, n)
+}
+
+fn cap_scenario() -> impl Strategy<Value = CapScenario> {
+    (1usize..=4, 1usize..=5, 0usize..=3).prop_flat_map(|(nz, nu, nr)| {
+        (
+            proptest::collection::vec(proptest::collection::vec(0u64..=3, 1..=2), nz),
+            proptest::collection::vec((0..nz, proptest::bool::weighted(0.8), 1u64..=2), nu),
+            proptest::collection::vec(
+                (
+                    proptest::collection::btree_set(0..nu, 2.min(nu)..=nu),
+                    proptest::bool::weighted(0.3),
+                    proptest::bool::weighted(0.3),
+                    any::<bool>(),
+                ),
+                nr,
+            ),
+            proptest::option::weighted(0.3, 0u32..4),
+            any::<u64>(),
+            proptest::bool::weighted(0.7),
+            proptest::bool::weighted(0.8),
+        )
+            .prop_map(
+                move |(zones, units, rules, max, seed, capacity_aware, known)| CapScenario {
+                    zones,
+                    units: units
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, (z, m, d))| (format!("VDU{i}-0"), z, m, d))
+                        .collect(),
+                    rules: rules
+                        .into_iter()
+                        .filter(|(m, ..)| m.len() >= 2)
+                        .map(|(m, a, h, b)| (m.into_iter().collect(), a, h, b))
+                        .collect(),
+                    max,
+                    seed,
+                    capacity_aware,
+                    known,
+                },
+            )
+    })
+}
+
+fn cap_zone_name(z: usize) -> ZoneId {
+    ZoneId::new(format!("az-{z}"))
+}
+
+fn cap_host_name(z: usize, h: usize) -> HostId {
+    HostId::from(format!("az-{z}-h{h}"))
+}
+
+/// The listing: every host available, free capacity as generated (existing units already
+/// counted in it) or unknown.
+fn cap_listing(s: &CapScenario) -> Vec<ComputeZone> {
+    s.zones
+        .iter()
+        .enumerate()
+        .map(|(z, hosts)| ComputeZone {
+            name: cap_zone_name(z),
+            available: true,
+            hosts: Some(
+                hosts
+                    .iter()
+                    .enumerate()
+                    .map(|(h, free)| ComputeHost {
+                        name: cap_host_name(z, h),
+                        available: true,
+                        free: s.known.then(|| cap_units(*free)),
+                    })
+                    .collect(),
+            ),
+        })
+        .collect()
+}
+
+fn cap_constraints(s: &CapScenario) -> Vec<Constraint> {
+    s.rules
+        .iter()
+        .enumerate()
+        .map(|(i, (m, affinity, host, best_effort))| {
+            let members = m.iter().map(|x| s.units[*x].0.clone());
+            let scope = if *host { Scope::Host } else { Scope::Zone };
+            let c = if *affinity {
+                Constraint::affinity(format!("rule-{i}"), scope, members)
+            } else {
+                Constraint::anti_affinity(format!("rule-{i}"), scope, members)
+            };
+            c.with_fallback_best_effort(*best_effort)
+        })
+        .collect()
+}
+
+/// Whether `demands` (units) pack onto hosts with `free` units, every packing tried; on
+/// success the host index of each demand.
+fn pack(demands: &[u64], free: &mut [u64]) -> Option<Vec<usize>> {
+    let Some((d, rest)) = demands.split_first() else {
+        return Some(Vec::new());
+    };
+    for h in 0..free.len() {
+        if free[h] >= *d {
+            free[h] -= d;
+            let r = pack(rest, free);
+            free[h] += d;
+            if let Some(mut r) = r {
+                r.insert(0, h);
+                return Some(r);
+            }
+        }
+    }
+    None
+}
+
+/// The scripted cloud: a server per movable unit, on a host. Applying zones deletes the
+/// servers of units whose zone changed, then creates the missing servers zone by zone: a
+/// zone's new servers are created when they all pack onto its hosts' remaining free capacity
+/// (every packing tried), else none is and the last one reports Nova's "No valid host".
+#[derive(Debug)]
+struct CapCloud {
+    /// Free units per host per zone (existing units already counted).
+    free: Vec<Vec<u64>>,
+    /// unit -> (server id, zone index, host index).
+    servers: BTreeMap<String, (ServerId, usize, usize)>,
+    /// Every server ever created or failed: id -> zone.
+    known: BTreeMap<ServerId, ZoneId>,
+    created: usize,
+}
+
+impl CapCloud {
+    fn new(s: &CapScenario) -> Self {
+        CapCloud {
+            free: s.zones.clone(),
+            servers: BTreeMap::new(),
+            known: BTreeMap::new(),
+            created: 0,
+        }
+    }
+
+    /// Applies `zones` for the movable `units` (name -> demand); returns the failed units
+    /// and the resources listing.
+    fn apply(
+        &mut self,
+        zones: &BTreeMap<String, ZoneId>,
+        units: &BTreeMap<String, u64>,
+    ) -> (Vec<String>, Vec<StackResource>) {
+        let zone_index = |z: &ZoneId| {
+            z.as_str()
+                .strip_prefix("az-")
+                .and_then(|i| i.parse::<usize>().ok())
+                .unwrap()
+        };
+        // Delete the servers that move.
+        let moving: Vec<String> = self
+            .servers
+            .iter()
+            .filter(|(u, (_, z, _))| zones.get(*u).map(zone_index) != Some(*z))
+            .map(|(u, _)| u.clone())
+            .collect();
+        for u in moving {
+            let (_, z, h) = self.servers.remove(&u).unwrap();
+            self.free[z][h] += units[&u];
+        }
+        let mut failed = Vec::new();
+        let mut failed_servers: BTreeMap<String, ServerId> = BTreeMap::new();
+        let mut by_zone: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for (u, z) in zones {
+            if units.contains_key(u) && !self.servers.contains_key(u) {
+                by_zone.entry(zone_index(z)).or_default().push(u.clone());
+            }
+        }
+        for (z, new) in by_zone {
+            let demands: Vec<u64> = new.iter().map(|u| units[u]).collect();
+            let mut free = self.free[z].clone();
+            match pack(&demands, &mut free) {
+                Some(hosts) => {
+                    for (u, h) in new.iter().zip(hosts) {
+                        self.created += 1;
+                        let id = ServerId::from(format!("srv-{}", self.created));
+                        self.free[z][h] -= units[u];
+                        self.known.insert(id.clone(), cap_zone_name(z));
+                        self.servers.insert(u.clone(), (id, z, h));
+                    }
+                }
+                None => {
+                    let u = new.last().unwrap().clone();
+                    self.created += 1;
+                    let id = ServerId::from(format!("srv-{}", self.created));
+                    self.known.insert(id.clone(), cap_zone_name(z));
+                    failed_servers.insert(u.clone(), id);
+                    failed.push(u);
+                }
+            }
+        }
+        let status = |s: &str| s.parse::<StackStatus>().unwrap();
+        let mut res = Vec::new();
+        for name in zones.keys() {
+            let (server, ok) = match (self.servers.get(name), failed_servers.get(name)) {
+                (Some((id, ..)), _) => (Some(id.clone()), true),
+                (None, Some(id)) => (Some(id.clone()), false),
+                (None, None) => (None, !failed.contains(name)),
+            };
+            let st = if ok {
+                "CREATE_COMPLETE"
+            } else {
+                "CREATE_FAILED"
+            };
+            res.push(StackResource {
+                resource_name: name.clone(),
+                physical_resource_id: format!("nested-{name}"),
+                resource_type: "VDU.yaml".into(),
+                resource_status: status(st),
+                resource_status_reason: String::new(),
+                parent_resource: None,
+                stack_id: "root".into(),
+                nested_stack_id: Some(format!("nested-{name}").into()),
+            });
+            if let Some(id) = server {
+                res.push(StackResource {
+                    resource_name: "server".into(),
+                    physical_resource_id: id.to_string(),
+                    resource_type: "OS::Nova::Server".into(),
+                    resource_status: status(st),
+                    resource_status_reason: String::new(),
+                    parent_resource: Some(name.clone()),
+                    stack_id: format!("nested-{name}").into(),
+                    nested_stack_id: None,
+                });
+            }
+        }
+        (failed, res)
+    }
+}
+
+/// Runs the machine of `s` against its [`CapCloud`] to the end.
+fn run_cap(s: &CapScenario) -> (Reselection, CapCloud) {
+    let units: Vec<Unit> = s
+        .units
+        .iter()
+        .map(|(n, z, mv, d)| {
+            let vdu = crate::lifecycle::userdata::rm_idx(n).to_owned();
+            Unit::new(n, vdu, cap_zone_name(*z), *mv, cap_units(*d))
+        })
+        .collect();
+    let movable: BTreeMap<String, u64> = s
+        .units
+        .iter()
+        .filter(|u| u.2)
+        .map(|u| (u.0.clone(), u.3))
+        .collect();
+    let mut cfg = config(true, s.max);
+    cfg.seed = s.seed;
+    if s.capacity_aware {
+        cfg.selection = Selection::CapacityAware;
+    }
+    let mut m = Reselection::new(cfg, units, cap_constraints(s));
+    let mut cloud = CapCloud::new(s);
+    let mut last = Vec::new();
+    let mut applies = 0;
+    for _ in 0..1000 {
+        let Some(a) = m.poll_action() else { break };
+        match a {
+            Action::ApplyStack { zones } => {
+                applies += 1;
+                let (failed, res) = cloud.apply(&zones, &movable);
+                last = res;
+                match failed.first() {
+                    Some(u) => m.handle_stack_failed(&reason(applies == 1, u)),
+                    None => m.handle_stack_succeeded(),
+                }
+            }
+            Action::ListResources => m.handle_resources(&StackId::from("root"), &last),
+            Action::ListZones => m.handle_zones(cap_listing(s)),
+            Action::LocateFailedServers { servers } => {
+                let zones = servers
+                    .into_iter()
+                    .map(|id| {
+                        let z = cloud.known.get(&id).cloned();
+                        (id, z)
+                    })
+                    .collect();
+                m.handle_failed_servers(zones);
+            }
+            Action::LocateServers { servers } => {
+                let hosts = servers
+                    .into_iter()
+                    .map(|(u, id)| {
+                        let h = cloud
+                            .servers
+                            .get(&u)
+                            .filter(|(sid, ..)| *sid == id)
+                            .map(|(_, z, h)| cap_host_name(*z, *h));
+                        (u, h)
+                    })
+                    .collect();
+                m.handle_hosts(hosts);
+            }
+        }
+    }
+    assert!(m.is_finished());
+    (m, cloud)
+}
+
+/// The outcome oracle, independent of the machine and of the placement solver: every
+/// assignment of the `moving` units (name, demand) to the `zones` (indexes), the other units
+/// staying where `stay` says; the first under which every hard zone-scope rule holds and each
+/// zone's moving units pack onto its hosts' `free` units. `None` when there is none.
+fn cap_brute_force(
+    s: &CapScenario,
+    moving: &[(String, u64)],
+    stay: &BTreeMap<String, ZoneId>,
+    zones: &[usize],
+    free: &[Vec<u64>],
+) -> Option<BTreeMap<String, ZoneId>> {
+    let hard: Vec<(Vec<String>, bool)> = s
+        .rules
+        .iter()
+        .filter(|(_, _, host, best_effort)| !host && !best_effort)
+        .map(|(m, affinity, ..)| (m.iter().map(|x| s.units[*x].0.clone()).collect(), *affinity))
+        .collect();
+    if zones.is_empty() {
+        return None;
+    }
+    let n = moving.len();
+    let mut choice = vec![0usize; n];
+    loop {
+        let assignment: BTreeMap<String, ZoneId> = moving
+            .iter()
+            .zip(&choice)
+            .map(|((u, _), c)| (u.clone(), cap_zone_name(zones[*c])))
+            .collect();
+        let zone_of = |u: &String| assignment.get(u).or_else(|| stay.get(u)).cloned().unwrap();
+        let rules_hold = hard.iter().all(|(members, affinity)| {
+            let zs: Vec<ZoneId> = members.iter().map(zone_of).collect();
+            if *affinity {
+                zs.iter().all(|z| *z == zs[0])
+            } else {
+                (0..zs.len()).all(|i| (i + 1..zs.len()).all(|j| zs[i] != zs[j]))
+            }
+        });
+        let fits = zones.iter().enumerate().all(|(k, z)| {
+            let demands: Vec<u64> = moving
+                .iter()
+                .zip(&choice)
+                .filter(|(_, c)| **c == k)
+                .map(|((_, d), _)| *d)
+                .collect();
+            pack(&demands, &mut free[*z].clone()).is_some()
+        });
+        if rules_hold && fits {
+            return Some(assignment);
+        }
+        let mut i = 0;
+        loop {
+            if i == n {
+                return None;
+            }
+            choice[i] += 1;
+            if choice[i] < zones.len() {
+                break;
+            }
+            choice[i] = 0;
+            i += 1;
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Against a cloud with known capacity and zone- and host-scope rules: the safety
+    /// invariants (bounded attempts, failed zones never chosen again, existing units never
+    /// move, hard zone-scope rules kept or best-effort ones reported relaxed), and the outcome:
+    /// when capacity-aware (told the capacity) gives up other than at its retry limit, no
+    /// assignment of the units it would move to the zones not excluded honours the hard
+    /// zone-scope rules with room (exhaustive search); a zone it chooses never fails.
+    #[test]
+    fn capacity_aware_reselection_finds_a_zone_when_one_exists(s in cap_scenario()) {
+        let (m, cloud) = run_cap(&s);
+        let attempts = m.attempts();
+        if let Some(max) = s.max {
+            prop_assert!(attempts.len() as u32 <= max + 1);
+        }
+        prop_assert!(attempts.len() <= s.zones.len() + 1);
+        let mut excluded: BTreeSet<ZoneId> = BTreeSet::new();
+        let zone_rules: Vec<(usize, &Rule)> =
+            s.rules.iter().enumerate().filter(|(_, r)| !r.2).collect();
+        for (i, a) in attempts.iter().enumerate() {
+            for (n, zi, mv, _) in &s.units {
+                if !mv {
+                    prop_assert_eq!(&a.zones[n], &cap_zone_name(*zi));
+                }
+            }
+            if i > 0 {
+                let prev = &attempts[i - 1];
+                for (name, z) in &a.zones {
+                    if prev.zones[name] != *z {
+                        prop_assert!(!excluded.contains(z), "{} moved into excluded {}", name, z);
+                        // capacity-aware told the capacity: a zone it chooses has room
+                        if s.capacity_aware && s.known {
+                            prop_assert!(
+                                !a.failed_units.contains(name),
+                                "capacity-aware moved {} into {}, which had no room: {:#?}",
+                                name, z, attempts
+                            );
+                        }
+                    }
+                }
+                for (ci, (members, affinity, _, best_effort)) in &zone_rules {
+                    let zs: Vec<&ZoneId> = members.iter().map(|x| &a.zones[&s.units[*x].0]).collect();
+                    let holds = if *affinity {
+                        zs.iter().all(|z| *z == zs[0])
+                    } else {
+                        (0..zs.len()).all(|p| (p + 1..zs.len()).all(|q| zs[p] != zs[q]))
+                    };
+                    let was = {
+                        let pz: Vec<&ZoneId> = members.iter().map(|x| &prev.zones[&s.units[*x].0]).collect();
+                        if *affinity {
+                            pz.iter().all(|z| *z == pz[0])
+                        } else {
+                            (0..pz.len()).all(|p| (p + 1..pz.len()).all(|q| pz[p] != pz[q]))
+                        }
+                    };
+                    let moved = members.iter().any(|x| {
+                        let n = &s.units[*x].0;
+                        a.zones[n] != prev.zones[n]
+                    });
+                    if !holds && moved && was {
+                        let name = format!("\"rule-{ci}\"");
+                        prop_assert!(*best_effort, "hard rule-{} broken in attempt {}: {:?}", ci, i, a);
+                        prop_assert!(a.relaxed.iter().any(|r| r.contains(&name)),
+                            "rule-{} broken unreported in attempt {}: {:?}", ci, i, a);
+                    }
+                }
+            }
+            excluded.extend(a.failed_zones.iter().cloned());
+        }
+        // The outcome.
+        let gave_up = match m.outcome() {
+            Some(Outcome::GaveUp(GiveUp::RetryLimit { .. })) | Some(Outcome::Succeeded) => None,
+            Some(Outcome::GaveUp(g)) => Some(g.clone()),
+            None => None,
+        };
+        if let (true, true, Some(g)) = (s.capacity_aware, s.known, gave_up) {
+            let last = attempts.last().unwrap();
+            // The units the machine would move: the movable ones in a zone where a server
+            // failed; the others stay, with their servers.
+            let failed: BTreeSet<&ZoneId> = last.failed_zones.iter().collect();
+            let moving: Vec<(String, u64)> = s
+                .units
+                .iter()
+                .filter(|(n, _, mv, _)| *mv && failed.contains(&last.zones[n]))
+                .map(|(n, _, _, d)| (n.clone(), *d))
+                .collect();
+            let stay: BTreeMap<String, ZoneId> = last
+                .zones
+                .iter()
+                .filter(|(n, _)| !moving.iter().any(|(m, _)| m == *n))
+                .map(|(n, z)| (n.clone(), z.clone()))
+                .collect();
+            let remaining: Vec<usize> = (0..s.zones.len())
+                .filter(|z| !excluded.contains(&cap_zone_name(*z)))
+                .collect();
+            // The cloud's free capacity now: the staying servers hold theirs.
+            let found = cap_brute_force(&s, &moving, &stay, &remaining, &cloud.free);
+            prop_assert!(
+                moving.is_empty() || found.is_none(),
+                "capacity-aware gave up ({}) although {:?} honours the hard zone rules with room \
+                 in the remaining zones {:?}: attempts {:#?}",
+                g, found, remaining, attempts
+            );
+        }
+        // the same seed gives the same trace
+        let (m2, _) = run_cap(&s);
+        prop_assert_eq!(m.attempts(), m2.attempts());
+        prop_assert_eq!(m.outcome(), m2.outcome());
+    }
+}
+
+/// The capacity scenarios exercise the outcome property: capacity-aware reselects, succeeds
+/// after a failed grant, and gives up, each in a good share of the cases.
+#[test]
+fn capacity_scenarios_exercise_reselection() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let (mut reselected_ok, mut gave_up, mut host_rules) = (0, 0, 0);
+    for _ in 0..200 {
+        let mut s = cap_scenario().new_tree(&mut runner).unwrap().current();
+        s.capacity_aware = true;
+        s.known = true;
+        host_rules += usize::from(s.rules.iter().any(|r| r.2));
+        let (m, _) = run_cap(&s);
+        match m.outcome() {
+            Some(Outcome::Succeeded) if m.attempts().len() > 1 => reselected_ok += 1,
+            Some(Outcome::GaveUp(_)) => gave_up += 1,
+            _ => {}
+        }
+    }
+    println!("of 200: {reselected_ok} succeeded after reselection, {gave_up} gave up, {host_rules} with host rules");
+    assert!(reselected_ok >= 20, "{reselected_ok}");
+    assert!(gave_up >= 20, "{gave_up}");
+    assert!(host_rules >= 20, "{host_rules}");
+}
