@@ -287,8 +287,7 @@ async fn heal_alerts_in_one_window_become_one_heal_in_both_label_spellings() {
     )
     .await;
     assert_eq!(r.status, 204);
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    assert_eq!(ops(addr, &id, "HEAL").await.len(), 1);
+    // Counted before the answer: the repeat is a duplicate and opened no window.
     let m = metrics(addr).await;
     assert_eq!(
         metric(
@@ -300,8 +299,28 @@ async fn heal_alerts_in_one_window_become_one_heal_in_both_label_spellings() {
     );
     assert_eq!(
         metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}"),
-        2
+        2,
+        "{m}"
     );
+    // Settled: no window left and no instance busy, so no heal runs or is about to start.
+    let m = settled(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_lcm_operations_total{operation=\"HEAL\",state=\"STARTING\"}"
+        ),
+        1,
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alert_actions_not_started_total{endpoint=\"auto_healing\"}"
+        ),
+        0,
+        "{m}"
+    );
+    assert_eq!(ops(addr, &id, "HEAL").await.len(), 1);
     server.shutdown().await.unwrap();
 }
 
@@ -429,8 +448,18 @@ async fn heal_window_behind(
     let body = webhook(&[heal_alert(&id, &vnfc, "fp-behind", "firing", false)]);
     let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
     assert_eq!(r.status, 204);
-    // The window closes; the heal waits for the instance.
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    // The window closes, and the dispatcher leaves it waiting for the instance: it did not
+    // even try to start its heal.
+    let m = metric_reaches(addr, "vnfm_heal_windows_waiting", 1).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alert_actions_not_started_total{endpoint=\"auto_healing\"}"
+        ),
+        0,
+        "{m}"
+    );
+    assert_eq!(metric(&m, "vnfm_lcm_operations_running"), 0, "{m}");
     assert!(
         ops(addr, &id, "HEAL")
             .await
@@ -501,7 +530,8 @@ async fn a_scale_that_does_not_start_leaves_no_cooldown() {
     let id = instantiated(addr).await;
     foreign_op(dir.path(), "op-foreign", &id, "FAILED_TEMP").await;
     let bearer = format!("Bearer {BEARER}");
-    for fp in ["s1", "s2"] {
+    let mut m = String::new();
+    for (n, fp) in [(1, "s1"), (2, "s2")] {
         let r = post_alert(
             addr,
             "auto_scaling",
@@ -510,15 +540,14 @@ async fn a_scale_that_does_not_start_leaves_no_cooldown() {
         )
         .await;
         assert_eq!(r.status, 204);
-        eventually(10, "the refused scale released", || async {
-            let m = metrics(addr).await;
-            (metric(&m, "vnfm_lcm_operations_running") == 0).then_some(())
-        })
+        // Counted once the handler has ended the cooldown the refused scale started.
+        m = metric_reaches(
+            addr,
+            "vnfm_alert_actions_not_started_total{endpoint=\"auto_scaling\"}",
+            n,
+        )
         .await;
-        // The refusal is reported back a moment after the operation ends.
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    let m = metrics(addr).await;
     assert_eq!(
         metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_scaling\"}"),
         2,
@@ -568,11 +597,26 @@ async fn a_heal_refused_for_another_programs_operation_waits_for_it() {
     let body = webhook(&[heal_alert(&id, &vnfc, "fp-other", "firing", false)]);
     let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
     assert_eq!(r.status, 204);
-    // The window (1 s) closes, its heal is refused, and the window is back.
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    let m = metrics(addr).await;
+    // The window (1 s) closes, its heal is refused, and the window is back, waiting.
+    let m = metric_reaches(
+        addr,
+        "vnfm_alert_actions_not_started_total{endpoint=\"auto_healing\"}",
+        1,
+    )
+    .await;
     assert_eq!(metric(&m, "vnfm_heal_windows_pending"), 1, "{m}");
+    assert_eq!(metric(&m, "vnfm_instances_busy"), 1, "held: {m}");
     assert_eq!(ops(addr, &id, "HEAL").await.len(), 1, "only the other one");
+    // The dispatcher sees it closed and leaves it waiting (it tries no second start).
+    let m = metric_reaches(addr, "vnfm_heal_windows_waiting", 1).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alert_actions_not_started_total{endpoint=\"auto_healing\"}"
+        ),
+        1,
+        "{m}"
+    );
     foreign_op(dir.path(), "op-other", &id, "FAILED").await;
     let heal = eventually(
         20,

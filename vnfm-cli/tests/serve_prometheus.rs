@@ -8,7 +8,6 @@ mod serve_common;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde_json::json;
 use serve_common::*;
@@ -42,6 +41,10 @@ fn sum(text: &str, family: &str, needle: &str) -> f64 {
         .filter(|l| l.starts_with(&format!("{family}{{")) && l.contains(needle))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
+}
+
+async fn am_metrics(am: SocketAddr) -> String {
+    String::from_utf8(get(am, "/metrics").await.body).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,8 +102,39 @@ async fn real_prometheus_and_alertmanager_heal_scale_resolve_and_refuse_bad_cred
         (count(&h, "COMPLETED") == 1 && count(&s, "COMPLETED") == 1).then_some(())
     })
     .await;
-    // Prometheus keeps re-sending the firing alerts to Alertmanager: still one of each.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Prometheus keeps re-sending the firing alerts to Alertmanager: still one of each. Wait
+    // for two such re-sends of both alerts to reach Alertmanager, then until vnfm has answered
+    // every webhook request Alertmanager made, and is settled (no window left, no instance
+    // busy): whatever it was sent is then fully handled.
+    let firing = |t: &str| sum(t, "alertmanager_alerts_received_total", "status=\"firing\"");
+    let received0 = firing(&am_metrics(am).await);
+    eventually(60, "the firing alerts re-sent to Alertmanager", || async {
+        (firing(&am_metrics(am).await) >= received0 + 4.0).then_some(())
+    })
+    .await;
+    eventually(
+        60,
+        "every webhook request of Alertmanager answered",
+        || async {
+            let sent = sum(
+                &am_metrics(am).await,
+                "alertmanager_notification_requests_total",
+                "integration=\"webhook\"",
+            );
+            let answered = sum(
+                &metrics(addr).await,
+                "vnfm_alert_requests_total",
+                "endpoint=",
+            );
+            (answered >= sent).then_some(())
+        },
+    )
+    .await;
+    let m = settled(addr).await;
+    for e in ["auto_healing", "auto_scaling"] {
+        let series = format!("vnfm_alerts_accepted_total{{endpoint=\"{e}\"}}");
+        assert_eq!(metric(&m, &series), 1, "{series}:\n{m}");
+    }
     let heals = ops(addr, &id, "HEAL").await;
     assert_eq!(heals.len(), 1, "{heals:?}");
     assert_eq!(heals[0]["isAutomaticInvocation"], true);
@@ -144,7 +178,7 @@ async fn real_prometheus_and_alertmanager_heal_scale_resolve_and_refuse_bad_cred
 
     // 3. Missing and wrong credentials: 401, nothing happens, Alertmanager retries.
     let m0 = metrics(addr).await;
-    let am0 = String::from_utf8(get(am, "/metrics").await.body).unwrap();
+    let am0 = am_metrics(am).await;
     let failed0 = sum(
         &am0,
         "alertmanager_notifications_failed_total",
@@ -169,7 +203,7 @@ async fn real_prometheus_and_alertmanager_heal_scale_resolve_and_refuse_bad_cred
             .then_some(())
     })
     .await;
-    let am1 = String::from_utf8(get(am, "/metrics").await.body).unwrap();
+    let am1 = am_metrics(am).await;
     let failed1 = sum(
         &am1,
         "alertmanager_notifications_failed_total",

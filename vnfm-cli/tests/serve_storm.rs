@@ -121,7 +121,8 @@ async fn ten_thousand_alerts_for_a_hundred_instances_give_one_heal_each() {
         (done == INSTANCES).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Settled: no window left, no instance busy: no other heal runs or is about to start.
+    settled(addr).await;
     for id in &ids {
         let heals = ops(addr, id, "HEAL").await;
         assert_eq!(heals.len(), 1, "{id}: {heals:?}");
@@ -164,10 +165,45 @@ async fn ten_thousand_alerts_for_a_hundred_instances_give_one_heal_each() {
     server.shutdown().await.unwrap();
 }
 
+/// Moves the close of every heal window saved in the state file of `dir` to its opening: the
+/// window's time passes while no server runs (virtual time: the test never waits for a
+/// window, nor depends on how fast the machine restarts a server).
+async fn close_saved_windows(dir: &std::path::Path) {
+    use vnfm_cli::serve::{ALERT_DOCUMENT, ALERT_GENERATION_DOCUMENT, ALERT_JOURNAL_PREFIX};
+    let store = vnfm_cli::store::SqliteStore::open(dir.join("state.sqlite")).unwrap();
+    // A stopped server folded its journal into the snapshot.
+    assert!(store
+        .documents_with_prefix(ALERT_JOURNAL_PREFIX)
+        .await
+        .unwrap()
+        .is_empty());
+    let mut state = saved_alert_state(dir).await;
+    assert!(!state.heal.pending.is_empty(), "no window to close");
+    for p in &mut state.heal.pending {
+        p.due = p.opened_at;
+    }
+    store
+        .write_documents(
+            vec![
+                (
+                    ALERT_DOCUMENT.to_owned(),
+                    serde_json::to_string(&state).unwrap(),
+                ),
+                (ALERT_GENERATION_DOCUMENT.to_owned(), "0".to_owned()),
+            ],
+            None,
+            vnfm_cli::store::Flush::Commit,
+        )
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_in_the_middle_of_a_heal_window_still_heals_once() {
+    // Windows of an hour: the window stays open across the first restart, however slow the
+    // machine; `close_saved_windows` closes it between the second and the third start.
     let dir = tempfile::tempdir().unwrap();
-    let server = start(config(dir.path(), 3)).await;
+    let server = start(config(dir.path(), 3600)).await;
     let addr = server.local_addr();
     let id = instantiated(addr).await;
     let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
@@ -176,7 +212,7 @@ async fn a_restart_in_the_middle_of_a_heal_window_still_heals_once() {
     assert_eq!(r.status, 204);
     server.shutdown().await.unwrap();
 
-    let server = start(config(dir.path(), 3)).await;
+    let server = start(config(dir.path(), 3600)).await;
     let addr = server.local_addr();
     assert!(
         ops(addr, &id, "HEAL").await.is_empty(),
@@ -187,6 +223,27 @@ async fn a_restart_in_the_middle_of_a_heal_window_still_heals_once() {
     // Alertmanager re-sends the same alert to the new process: still the same window.
     let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
     assert_eq!(r.status, 204);
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alerts_ignored_total{endpoint=\"auto_healing\",reason=\"duplicate\"}"
+        ),
+        1,
+        "the re-sent alert is a duplicate: {m}"
+    );
+    assert_eq!(
+        metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}"),
+        0,
+        "{m}"
+    );
+    assert_eq!(metric(&m, "vnfm_heal_windows_pending"), 1, "{m}");
+    server.shutdown().await.unwrap();
+
+    // The window closes while no server runs; the next start heals, once.
+    close_saved_windows(dir.path()).await;
+    let server = start(config(dir.path(), 3600)).await;
+    let addr = server.local_addr();
     let heal = eventually(20, "the heal", || async {
         ops(addr, &id, "HEAL")
             .await
@@ -198,14 +255,31 @@ async fn a_restart_in_the_middle_of_a_heal_window_still_heals_once() {
         heal["operationParams"]["vnfcInstanceId"],
         serde_json::json!([vnfc])
     );
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Settled: no window left, no instance busy: no other heal runs or is about to start.
+    let m = settled(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_lcm_operations_total{operation=\"HEAL\",state=\"STARTING\"}"
+        ),
+        1,
+        "{m}"
+    );
     assert_eq!(ops(addr, &id, "HEAL").await.len(), 1);
     server.shutdown().await.unwrap();
 
-    // And a third start does not run it again.
-    let server = start(config(dir.path(), 3)).await;
+    // And a fourth start does not run it again: it starts with no window, and nothing runs.
+    let server = start(config(dir.path(), 3600)).await;
     let addr = server.local_addr();
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    let m = settled(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_lcm_operations_total{operation=\"HEAL\",state=\"STARTING\"}"
+        ),
+        0,
+        "{m}"
+    );
     assert_eq!(ops(addr, &id, "HEAL").await.len(), 1);
     server.shutdown().await.unwrap();
 }
@@ -385,9 +459,29 @@ async fn a_request_past_the_timeout_answers_503_and_is_counted() {
         1,
         "{m}"
     );
+    assert_eq!(
+        metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}"),
+        1,
+        "accepted before its write stalled: {m}"
+    );
     raw.execute_batch("ROLLBACK").unwrap();
     let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
     assert_eq!(r.status, 204);
+    // Counted before the answer: the retry is a duplicate of the alert accepted above.
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alerts_ignored_total{endpoint=\"auto_healing\",reason=\"duplicate\"}"
+        ),
+        1,
+        "{m}"
+    );
+    assert_eq!(
+        metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}"),
+        1,
+        "{m}"
+    );
     let d = dir.path().to_owned();
     eventually(15, "the slow alert saved", || {
         let d = d.clone();

@@ -149,9 +149,12 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
             if let Ok(Err(_)) = started.await {
                 // Refused before it started (logged by `spawn_op`, which also marked the
                 // instance idle): the handler ends the cooldown it started for it.
-                let mut h = app.lock_alerts();
-                h.scale_not_started(&job.instance, &aspect);
-                app.changed_locked(&h);
+                {
+                    let mut h = app.lock_alerts();
+                    h.scale_not_started(&job.instance, &aspect);
+                    app.changed_locked(&h);
+                }
+                app.shared.metrics.not_started(Endpoint::AutoScaling);
             }
         });
     }
@@ -238,6 +241,8 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
         // Back in the saved state before anything else happens to it.
         app.persist(generation).await;
     }
+    // Last: a test that waits for this count sees the refusal fully handled.
+    app.shared.metrics.not_started(Endpoint::AutoHealing);
 }
 
 /// Releases the instances held by an occurrence that is now over: failed or rolled back by
@@ -269,7 +274,12 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
         }
         let (jobs, next, generation) = {
             let mut h = app.lock_alerts();
-            let jobs = h.poll_due(Utc::now());
+            let now = Utc::now();
+            let jobs = h.poll_due(now);
+            // What this look left: closed windows whose instance is held.
+            app.shared
+                .metrics
+                .heal_windows_waiting(h.heal_batcher().waiting(now));
             let generation = (!jobs.is_empty()).then(|| app.changed_locked(&h));
             (jobs, h.poll_timeout(), generation)
         };

@@ -29,6 +29,8 @@ const ENDPOINTS: [Endpoint; 2] = [Endpoint::AutoHealing, Endpoint::AutoScaling];
 pub(crate) struct Gauges {
     /// Heal windows not yet dispatched.
     pub pending_heals: usize,
+    /// Instances that take no other operation now (read with `pending_heals`, under one lock).
+    pub busy_instances: usize,
     /// Alert occurrences remembered for de-duplication.
     pub remembered_alerts: usize,
     /// LCM operations running now.
@@ -41,9 +43,12 @@ pub(crate) struct Metrics {
     received: [AtomicU64; 2],
     accepted: [AtomicU64; 2],
     ignored: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
+    not_started: [AtomicU64; 2],
     requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
     operations: Mutex<BTreeMap<(String, String), u64>>,
     reselections: AtomicU64,
+    /// Set by the heal dispatcher at every look at the windows.
+    heal_windows_waiting: AtomicU64,
 }
 
 fn bump<K: Ord>(m: &Mutex<BTreeMap<K, u64>>, key: K, n: u64) {
@@ -62,6 +67,18 @@ impl Metrics {
 
     pub(crate) fn ignored(&self, e: Endpoint, reason: &'static str) {
         bump(&self.ignored, (endpoint_label(e), reason), 1);
+    }
+
+    /// The operation of an accepted alert (a heal window, a scale) was refused before it
+    /// started, and the alert handler has taken that into account (the window waits again or
+    /// is dropped; the cooldown ended).
+    pub(crate) fn not_started(&self, e: Endpoint) {
+        self.not_started[index(e)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The heal dispatcher's count of closed windows that wait for their instance.
+    pub(crate) fn heal_windows_waiting(&self, n: usize) {
+        self.heal_windows_waiting.store(n as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn request(&self, e: Endpoint, status: u16) {
@@ -143,6 +160,22 @@ impl Metrics {
         }
         header(
             &mut s,
+            "vnfm_alert_actions_not_started_total",
+            "counter",
+            "Accepted alerts whose operation (heal window, scale) the lifecycle refused before \
+             it started, by endpoint; counted once the refusal is handled (the window waits \
+             for the operation holding its instance, or is dropped; the scale cooldown ends).",
+        );
+        for e in ENDPOINTS {
+            let n = self.not_started[index(e)].load(Ordering::Relaxed);
+            let _ = writeln!(
+                s,
+                "vnfm_alert_actions_not_started_total{{endpoint=\"{}\"}} {n}",
+                endpoint_label(e)
+            );
+        }
+        header(
+            &mut s,
             "vnfm_lcm_operations_total",
             "counter",
             "LCM operation occurrences that entered a state, by operation and state.",
@@ -174,6 +207,18 @@ impl Metrics {
                 "vnfm_heal_windows_pending",
                 "Auto-heal windows not yet dispatched.",
                 g.pending_heals,
+            ),
+            (
+                "vnfm_heal_windows_waiting",
+                "Closed auto-heal windows that wait for the operation holding their instance, \
+                 as the dispatcher last saw them.",
+                self.heal_windows_waiting.load(Ordering::Relaxed) as usize,
+            ),
+            (
+                "vnfm_instances_busy",
+                "VNF instances that take no other operation now: one runs or is being started \
+                 on them, or one that is not over (FAILED_TEMP) holds them.",
+                g.busy_instances,
             ),
             (
                 "vnfm_alerts_remembered",
@@ -211,8 +256,11 @@ mod tests {
         m.request(Endpoint::AutoScaling, 401);
         m.operation("HEAL".into(), "COMPLETED".into());
         m.reselections(2);
+        m.not_started(Endpoint::AutoScaling);
+        m.heal_windows_waiting(3);
         let t = m.render(Gauges {
             pending_heals: 1,
+            busy_instances: 2,
             ..Gauges::default()
         });
         for line in [
@@ -224,6 +272,10 @@ mod tests {
             "vnfm_lcm_operations_total{operation=\"HEAL\",state=\"COMPLETED\"} 1",
             "vnfm_reselections_total 2",
             "vnfm_heal_windows_pending 1",
+            "vnfm_heal_windows_waiting 3",
+            "vnfm_instances_busy 2",
+            "vnfm_alert_actions_not_started_total{endpoint=\"auto_scaling\"} 1",
+            "vnfm_alert_actions_not_started_total{endpoint=\"auto_healing\"} 0",
             "# TYPE vnfm_alerts_ignored_total counter",
         ] {
             assert!(t.lines().any(|l| l == line), "missing {line:?} in\n{t}");

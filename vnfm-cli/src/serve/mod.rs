@@ -212,11 +212,15 @@ impl App {
     }
 
     fn gauges(&self) -> Gauges {
+        // One look under the lock: no window and no busy instance together mean that no
+        // alert-driven operation runs or is about to start (a window that the dispatcher took
+        // keeps its instance busy until its heal ends or is refused).
         let h = self.lock_alerts();
-        let snapshot_pending = h.snapshot().heal.pending.len();
+        let b = h.heal_batcher();
         Gauges {
-            pending_heals: snapshot_pending,
-            remembered_alerts: h.heal_batcher().remembered(),
+            pending_heals: b.pending_windows(),
+            busy_instances: b.busy_instances(),
+            remembered_alerts: b.remembered(),
             running_operations: self.running.load(Ordering::Relaxed),
         }
     }

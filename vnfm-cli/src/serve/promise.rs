@@ -93,6 +93,8 @@ pub(crate) struct Promise {
     pub(crate) failed: AtomicU64,
     /// Notifications queued and not yet delivered or given up.
     queued: AtomicU64,
+    /// Ticks done (see [`Promise::tick`]).
+    ticks: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -148,6 +150,7 @@ impl Promise {
                 delivered: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
                 queued: AtomicU64::new(0),
+                ticks: AtomicU64::new(0),
             },
             rx,
         ))
@@ -248,6 +251,13 @@ impl Promise {
                 self.queued.load(Ordering::Relaxed),
             ),
             (
+                "vnfm_promise_ticks_total",
+                "counter",
+                "Advances of the Promise ledger to the current time (every 0.5 s), counted \
+                 once their notifications are queued and the ledger saved.",
+                self.ticks.load(Ordering::Relaxed),
+            ),
+            (
                 "vnfm_promise_reservations",
                 "gauge",
                 "Reservations in the Promise ledger (every status).",
@@ -282,7 +292,9 @@ impl Promise {
         Ok(())
     }
 
-    /// Advances the ledger to now; saves it when something happened.
+    /// Advances the ledger to now; saves it when something happened. Counted in
+    /// `vnfm_promise_ticks_total` at the end: a tick counted after some moment started after
+    /// it, when the count has gone up by two since.
     pub(crate) async fn tick(&self, sqlite: &SqliteStore) {
         if let Err(e) = self.refresh(sqlite).await {
             eprintln!("vnfm serve: {e}");
@@ -305,6 +317,7 @@ impl Promise {
         if let Err(e) = self.persist(sqlite, saved).await {
             eprintln!("vnfm serve: {e}");
         }
+        self.ticks.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Saves the ledger now.

@@ -346,3 +346,31 @@ pub async fn metrics(addr: SocketAddr) -> String {
     assert_eq!(r.status, 200);
     String::from_utf8(r.body).unwrap()
 }
+
+/// The metrics once the server is settled: no heal window pending, no instance busy (nothing
+/// runs, and nothing an alert asked for is about to start: a window the dispatcher took keeps
+/// its instance busy until its heal ends or is refused) and no operation task left. Both
+/// gauges are read in one look under the server's lock. A positive signal to wait for before
+/// asserting that nothing else happened; only valid when no operation holds an instance.
+pub async fn settled(addr: SocketAddr) -> String {
+    eventually(30, "no pending window, no busy instance", || async {
+        let m = metrics(addr).await;
+        (metric(&m, "vnfm_heal_windows_pending") == 0
+            && metric(&m, "vnfm_instances_busy") == 0
+            && metric(&m, "vnfm_lcm_operations_running") == 0)
+            .then_some(m)
+    })
+    .await
+}
+
+/// Waits until the counter `series` reaches `want`, asserts that it did not go past it, and
+/// returns the metrics text of that moment.
+pub async fn metric_reaches(addr: SocketAddr, series: &str, want: u64) -> String {
+    let m = eventually(30, &format!("{series} = {want}"), || async {
+        let m = metrics(addr).await;
+        (metric(&m, series) >= want).then_some(m)
+    })
+    .await;
+    assert_eq!(metric(&m, series), want, "{series}:\n{m}");
+    m
+}

@@ -245,9 +245,29 @@ impl HealBatcher {
         self.busy.contains(instance)
     }
 
+    /// How many instances are marked busy.
+    pub fn busy_instances(&self) -> usize {
+        self.busy.len()
+    }
+
+    /// How many windows are not yet dispatched.
+    pub fn pending_windows(&self) -> usize {
+        self.pending.len()
+    }
+
     /// How many alert occurrences are remembered (at most `dedupe_capacity`).
     pub fn remembered(&self) -> usize {
         self.seen.len()
+    }
+
+    /// How many windows are closed at `now` but wait for their instance (busy: an operation
+    /// runs on it, or one that is not over holds it). Right after [`HealBatcher::poll_due`] at
+    /// the same `now`, these are every closed window it left.
+    pub fn waiting(&self, now: DateTime<Utc>) -> usize {
+        self.pending
+            .values()
+            .filter(|p| p.due <= now && self.busy.contains(&p.instance))
+            .count()
     }
 
     // ---- handle_* ---------------------------------------------------------------------
@@ -497,6 +517,26 @@ mod tests {
         assert_eq!(job.vnfcs, ["VDU1", "VDU2"]);
         assert_eq!(job.alerts, [key("a", 0), key("b", 21)]);
         assert_eq!(job.due, t(20), "due at once: the first window's close");
+    }
+
+    #[test]
+    fn closed_windows_of_busy_instances_are_counted_as_waiting() {
+        let mut b = HealBatcher::new(20, 600, 100);
+        b.handle_alert(&id("i"), "VDU1", &key("a", 0), t(0));
+        b.handle_alert(&id("j"), "VDU1", &key("b", 0), t(0));
+        b.mark_busy(&id("i"));
+        assert_eq!(b.waiting(t(19)), 0, "not closed yet");
+        assert_eq!(b.waiting(t(20)), 1, "closed, its instance busy");
+        // poll_due takes the other one; the busy one stays, waiting.
+        assert_eq!(b.poll_due(t(20)).len(), 1);
+        assert_eq!(b.waiting(t(20)), 1);
+        b.mark_idle(&id("i"));
+        assert_eq!(b.waiting(t(20)), 0, "due now, no longer waiting");
+        assert_eq!(
+            (b.pending_windows(), b.busy_instances()),
+            (1, 1),
+            "j's heal runs"
+        );
     }
 
     #[test]
