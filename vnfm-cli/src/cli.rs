@@ -40,6 +40,10 @@ pub struct GlobalArgs {
     /// Seed of the simulated cloud's ids and choices [default: 0].
     #[arg(long, global = true, env = "VNFM_SIM_SEED", value_name = "N")]
     pub sim_seed: Option<u64>,
+    /// Reproducible ids for scripts and tests: instance and operation ids come from N and a
+    /// run counter in the state file, not from the clock.
+    #[arg(long, global = true, env = "VNFM_ID_SALT", value_name = "N")]
+    pub id_salt: Option<u64>,
     /// Directory of VNF packages known by vnfdId.
     #[arg(long, global = true, env = "VNFM_PACKAGES_DIR", value_name = "DIR")]
     pub packages_dir: Option<PathBuf>,
@@ -75,6 +79,7 @@ impl GlobalArgs {
             sim_seed: self.sim_seed,
             packages_dir: self.packages_dir.clone(),
             state: self.state.clone(),
+            id_salt: self.id_salt,
         }
     }
 }

@@ -18,6 +18,7 @@
 //! [state]
 //! path = "vnfm.sqlite"      # --state, VNFM_STATE. Default: $XDG_STATE_HOME/vnfm/state.sqlite
 //!                           # (or ~/.local/state/vnfm/state.sqlite)
+//!                           # (no key) --id-salt, VNFM_ID_SALT: reproducible ids for scripts
 //!
 //! [placement]
 //! fallback_best_effort = false   # fallbackBestEffort of every placement constraint
@@ -113,6 +114,11 @@ pub struct StateConfig {
     /// `path`: the SQLite state file; `None` means the default location.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
+    /// `--id-salt` / `VNFM_ID_SALT` only (not a key of the file): when set, the operations
+    /// draw instance and operation ids from this number and a run counter kept in the state
+    /// file instead of the clock, so a replayed script gets the same ids.
+    #[serde(skip)]
+    pub id_salt: Option<u64>,
 }
 
 /// How a zone is chosen among the compliant ones.
@@ -247,6 +253,24 @@ pub enum AlertFsync {
     Each,
 }
 
+impl ServerConfig {
+    /// Checks the values `vnfm serve` cannot work with: `request_timeout = 0` would answer
+    /// every request 503.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] (exit 2) naming the key.
+    pub fn validate(&self) -> Result<(), CliError> {
+        if self.request_timeout == 0 {
+            return Err(CliError::Usage(
+                "[server] request_timeout is 0; expected at least 1 second (every request \
+                 would be answered 503)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
@@ -352,6 +376,8 @@ pub struct Overrides {
     pub packages_dir: Option<PathBuf>,
     /// `--state`
     pub state: Option<PathBuf>,
+    /// `--id-salt`
+    pub id_salt: Option<u64>,
 }
 
 impl Config {
@@ -408,6 +434,9 @@ impl Config {
         }
         if let Some(s) = &o.state {
             self.state.path = Some(s.clone());
+        }
+        if let Some(s) = o.id_salt {
+            self.state.id_salt = Some(s);
         }
         self
     }
@@ -609,6 +638,17 @@ mod tests {
             c.with_serve_args(&args).server.alert_fsync,
             AlertFsync::Periodic
         );
+    }
+
+    #[test]
+    fn a_request_timeout_of_zero_is_refused() {
+        assert!(ServerConfig::default().validate().is_ok());
+        let c = ServerConfig {
+            request_timeout: 0,
+            ..ServerConfig::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("[server] request_timeout is 0"), "{e}");
     }
 
     #[test]

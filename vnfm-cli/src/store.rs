@@ -282,6 +282,34 @@ impl SqliteStore {
         .await
     }
 
+    /// Adds one to the counter kept as the document `name` (created at 1) and returns the new
+    /// value, in one statement: two processes on the same file never get the same value. A
+    /// body that is not a number counts as 0.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when the database cannot be written.
+    pub async fn increment_counter(&self, name: &str) -> Result<u64, DriverError> {
+        let name = name.to_owned();
+        self.with_conn(move |conn, file| {
+            let body: String = conn
+                .query_row(
+                    "INSERT INTO documents (name, body) VALUES (?1, '1')
+                     ON CONFLICT (name) DO UPDATE
+                         SET body = CAST(CAST(body AS INTEGER) + 1 AS TEXT)
+                     RETURNING body",
+                    [&name],
+                    |r| r.get(0),
+                )
+                .map_err(|e| sql_error(file, format!("incrementing counter {name}"), e))?;
+            body.parse().map_err(|_| DriverError::Other {
+                driver: DRIVER,
+                message: format!("{file}: counter {name} holds {body:?}, not a count"),
+                source: None,
+            })
+        })
+        .await
+    }
+
     /// SQLite's `PRAGMA data_version` of this store's connection: it changes when another
     /// connection (another `vnfm` process) commits to the file, never for this store's own
     /// writes. A long-running server compares it to tell when to re-read a document.
@@ -1094,6 +1122,19 @@ mod tests {
             again.document("sim").await.unwrap().as_deref(),
             Some("{\"a\":2}")
         );
+    }
+
+    #[tokio::test]
+    async fn counters_count_from_one_and_persist() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, store) = file_store(&dir);
+        assert_eq!(store.increment_counter("n").await.unwrap(), 1);
+        assert_eq!(store.increment_counter("n").await.unwrap(), 2);
+        assert_eq!(store.increment_counter("m").await.unwrap(), 1);
+        drop(store);
+        let again = SqliteStore::open(&path).unwrap();
+        assert_eq!(again.increment_counter("n").await.unwrap(), 3);
+        assert_eq!(again.document("n").await.unwrap().as_deref(), Some("3"));
     }
 
     #[tokio::test]

@@ -21,6 +21,7 @@ fn vnfm(state: &Path, args: &[&str]) -> Output {
         "VNFM_STATE",
         "VNFM_VIM",
         "VNFM_SIM_SEED",
+        "VNFM_ID_SALT",
         "VNFM_PACKAGES_DIR",
         "VNFM_CLOUD",
     ] {

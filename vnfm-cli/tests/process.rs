@@ -18,6 +18,7 @@ const VNFM_ENV: &[&str] = &[
     "VNFM_STATE",
     "VNFM_VIM",
     "VNFM_SIM_SEED",
+    "VNFM_ID_SALT",
     "VNFM_PACKAGES_DIR",
     "VNFM_CLOUD",
 ];

@@ -628,6 +628,7 @@ fn cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
         "VNFM_STATE",
         "VNFM_VIM",
         "VNFM_SIM_SEED",
+        "VNFM_ID_SALT",
         "VNFM_PACKAGES_DIR",
         "VNFM_CLOUD",
     ] {

@@ -132,6 +132,18 @@ impl IdGen {
     }
 }
 
+/// A salt for the ids of the `n`-th run of a program over one state, for
+/// [`crate::lifecycle::Lifecycle::with_id_salt`] (the CLI runs one operation per process): a
+/// fixed `base` and a run counter give ids that are the same in every replay of a script and
+/// still differ from run to run. Distinct `n` for one `base` give distinct salts (SplitMix64's
+/// finalizer, a bijection, over `base + n * golden ratio`).
+pub fn run_salt(base: u64, n: u64) -> u64 {
+    let mut z = base.wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +156,14 @@ mod tests {
         assert_eq!(a.len(), 36);
         assert_eq!(&a[14..15], "4");
         assert_ne!(a, IdGen::seeded(8).next_uuid());
+    }
+
+    #[test]
+    fn run_salts_are_reproducible_and_differ_between_runs() {
+        assert_eq!(run_salt(1, 2), run_salt(1, 2));
+        let salts: std::collections::BTreeSet<u64> = (0..1000).map(|n| run_salt(42, n)).collect();
+        assert_eq!(salts.len(), 1000);
+        assert_ne!(run_salt(1, 1), run_salt(2, 1));
     }
 
     #[test]

@@ -309,13 +309,39 @@ async fn env(
     let drivers = vim.drivers(Arc::new(store.clone()), Arc::new(SystemClock));
     let sim = vim.sim.take();
     // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
-    let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(id_salt());
+    let salt = run_id_salt(&store, config).await?;
+    let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
     Ok(Env {
         store,
         sim,
         lcm,
         vim,
     })
+}
+
+/// The document of the state file counting the runs of `--id-salt` / `VNFM_ID_SALT`.
+pub const ID_RUNS_DOCUMENT: &str = "id-salt-runs";
+
+/// The id salt of one command over the state file: [`id_salt`] (the clock), or with
+/// `--id-salt N` / `VNFM_ID_SALT` a salt derived from `N` and the state file's run counter
+/// ([`vnfm_core::id::run_salt`]), which this call advances: a script replayed on a new state
+/// file gets the same ids, and no two commands on one state file get the same salt.
+///
+/// # Errors
+/// [`CliError::State`] when the counter cannot be written.
+pub async fn run_id_salt(store: &SqliteStore, config: &Config) -> Result<u64, CliError> {
+    let Some(base) = config.state.id_salt else {
+        return Ok(id_salt());
+    };
+    let n = store
+        .increment_counter(ID_RUNS_DOCUMENT)
+        .await
+        .map_err(|e| CliError::State {
+            path: config.state_path(),
+            message: "cannot count the runs of --id-salt".into(),
+            source: Some(e),
+        })?;
+    Ok(vnfm_core::id::run_salt(base, n))
 }
 
 /// A salt for ids that differs between runs: the wall clock and the process id.

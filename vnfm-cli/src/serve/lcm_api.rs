@@ -256,7 +256,11 @@ async fn modify(app: &App, id: &VnfInstanceId, patch: &Map<String, Value>) -> Re
         inst.metadata = Some(meta);
     }
     let now = chrono::Utc::now();
-    let op_id = OpOccId::from(IdGen::seeded(crate::commands::lcm::id_salt()).next_uuid());
+    let salt = match crate::commands::lcm::run_id_salt(&app.sqlite, &app.config).await {
+        Ok(s) => s,
+        Err(e) => return problem_of(500, e.to_string()),
+    };
+    let op_id = OpOccId::from(IdGen::seeded(salt).next_uuid());
     let mut op = VnfLcmOpOcc::new(op_id.clone(), id.clone(), LcmOperationType::ModifyInfo, now)
         .with_operation_params(Value::Object(patch.clone()));
     op.links.insert(

@@ -524,10 +524,11 @@ impl Server {
     /// current tokio runtime.
     ///
     /// # Errors
-    /// An invalid configuration (`[prometheus_plugin]`, `[placement]`, an unsupported VIM),
-    /// an unusable state file, or an address that cannot be bound.
+    /// An invalid configuration (`[server]`, `[prometheus_plugin]`, `[placement]`, an
+    /// unsupported VIM), an unusable state file, or an address that cannot be bound.
     pub async fn start(config: Config, quiet: bool) -> Result<Server, CliError> {
         lcm_cmd::check_vim(&config)?;
+        config.server.validate()?;
         config.prometheus_plugin.plugin.validate()?;
         // The file's parser refuses half a pair; flags and environment are merged after it.
         let p = &config.prometheus_plugin;
@@ -581,7 +582,8 @@ impl Server {
         interrupt_unfinished(&store, &shared, &config).await?;
         let drivers = vim.drivers(Arc::new(store.clone()), Arc::new(SystemClock));
         let sim = vim.sim;
-        let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(lcm_cmd::id_salt());
+        let salt = lcm_cmd::run_id_salt(&sqlite, &config).await?;
+        let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
         let listener = tokio::net::TcpListener::bind(config.server.listen)
             .await
             .map_err(|e| {

@@ -115,9 +115,10 @@ pub enum LedgerError {
         /// What would fit instead.
         offer: Box<CounterOffer>,
     },
-    /// An allocation was rejected.
+    /// An allocation was rejected. The message includes the rejection's, so it is not also
+    /// the error's source (a chain printer would say it twice).
     #[error("allocation rejected: {0}")]
-    Rejected(#[source] Rejection),
+    Rejected(Rejection),
     /// A capacity decrease would take capacity that reservations or allocations hold.
     #[error(
         "decreasing {line} in zone {zone} would leave it short by {shortfall}; \
