@@ -51,7 +51,7 @@ use crate::id::StackId;
 /// Nova fault is "No valid host was found" or "Exceeded maximum number of retries", with any
 /// nested resource path (nested updates may chain `resources.<name>: Resource UPDATE failed: `
 /// and an AutoScalingGroup's update glues `resources.<group>.` before `Resource CREATE
-/// failed`, see the [module docs](self)), and the create that Nova's API refuses with "The requested
+/// failed`, see [`crate::reselect`]), and the create that Nova's API refuses with "The requested
 /// availability zone is not available (HTTP 400)": the granted zone lost its last enabled
 /// nova-compute between the grant and the stack (every host of it disabled or down), which
 /// another zone remedies just as it remedies a full one.

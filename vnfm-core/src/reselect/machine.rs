@@ -405,34 +405,39 @@ impl Reselection {
     /// attempt failed, and as the rollback deleted what failed there is nothing to read or
     /// reselect: the machine gives up ([`GiveUp::NotACapacityError`] with `reason`).
     pub fn handle_stack_rolled_back(&mut self, reason: &str) {
-        if self.state != State::Applying {
-            return;
-        }
-        self.last_reason = reason.to_owned();
-        if let Some(a) = self.attempts.last_mut() {
-            a.outcome = Some(AttemptOutcome::Failed);
-            a.status_reason = Some(reason.to_owned());
-        }
-        self.give_up(GiveUp::NotACapacityError {
-            reason: reason.to_owned(),
-        });
+        self.end_attempt(
+            AttemptOutcome::Failed,
+            reason,
+            GiveUp::NotACapacityError {
+                reason: reason.to_owned(),
+            },
+        );
     }
 
     /// The create or update request of the last [`Action::ApplyStack`] was refused (`reason`:
     /// the refusal, e.g. Heat's HTTP 400); the attempt ends [`AttemptOutcome::Refused`] and the
     /// machine gives up.
     pub fn handle_apply_refused(&mut self, reason: &str) {
+        self.end_attempt(
+            AttemptOutcome::Refused,
+            reason,
+            GiveUp::Refused {
+                reason: reason.to_owned(),
+            },
+        );
+    }
+
+    /// Ends the running attempt with `outcome` and Heat's `reason`, and gives up with `why`.
+    fn end_attempt(&mut self, outcome: AttemptOutcome, reason: &str, why: GiveUp) {
         if self.state != State::Applying {
             return;
         }
         self.last_reason = reason.to_owned();
         if let Some(a) = self.attempts.last_mut() {
-            a.outcome = Some(AttemptOutcome::Refused);
+            a.outcome = Some(outcome);
             a.status_reason = Some(reason.to_owned());
         }
-        self.give_up(GiveUp::Refused {
-            reason: reason.to_owned(),
-        });
+        self.give_up(why);
     }
 
     /// The resources of the stack (`root`), nested ones included, after a failure.
