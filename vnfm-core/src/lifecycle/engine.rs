@@ -1557,6 +1557,7 @@ impl Lifecycle {
                     // A fixed unit fails only with an insufficient-resource error (the pattern
                     // matched), e.g. a scale-out of a VDU under an AutoScalingGroup.
                     GiveUp::NoCandidates { .. }
+                    | GiveUp::NoRoom { .. }
                     | GiveUp::RetryLimit { .. }
                     | GiveUp::ReselectionDisabled { .. }
                     | GiveUp::FixedUnitFailed { .. } => FailureKind::CapacityExhausted,

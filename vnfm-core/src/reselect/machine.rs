@@ -193,6 +193,15 @@ pub enum GiveUp {
         /// Heat's last reason.
         reason: String,
     },
+    /// The remaining zones could honour the constraints, but not with the free capacity the
+    /// zone catalogue reports (`capacity-aware`).
+    #[error("no remaining zone has room for the VNFCs that honours the constraints: {why}")]
+    NoRoom {
+        /// The placement error under the reported capacity.
+        why: String,
+        /// Heat's last reason.
+        reason: String,
+    },
     /// The remaining zones cannot honour a constraint that is not best effort.
     #[error("no remaining zone honours the constraints: {why}")]
     Infeasible {
@@ -686,15 +695,17 @@ impl Reselection {
                 .map(ComputeZone::without_capacity)
                 .collect(),
         };
-        let request = PlacementRequest::new(zones)
-            .with_items(items)
-            .with_existing(existing)
-            .with_constraints(self.constraints.clone())
-            .with_excluded(self.excluded.iter().cloned())
-            .with_selection(self.config.selection)
-            .with_seed(seed);
+        let request_for = |zones: Vec<ComputeZone>| {
+            PlacementRequest::new(zones)
+                .with_items(items.clone())
+                .with_existing(existing.clone())
+                .with_constraints(self.constraints.clone())
+                .with_excluded(self.excluded.iter().cloned())
+                .with_selection(self.config.selection)
+                .with_seed(seed)
+        };
         let reason = self.last_reason.clone();
-        match request.place() {
+        match request_for(zones).place() {
             Ok(p) => Ok((
                 p.assignments.into_iter().map(|a| (a.id, a.zone)).collect(),
                 p.relaxed.iter().map(ToString::to_string).collect(),
@@ -705,6 +716,25 @@ impl Reselection {
                 tried: self.excluded.iter().cloned().collect(),
                 reason,
             }),
+            // Constraints that hold when capacity is ignored are blocked by capacity: no zone
+            // left with room, not an infeasible request (as the granter decides).
+            Err(e @ PlacementError::Infeasible { .. })
+                if self.config.selection == Selection::CapacityAware
+                    && request_for(
+                        candidates
+                            .iter()
+                            .cloned()
+                            .map(ComputeZone::without_capacity)
+                            .collect(),
+                    )
+                    .place()
+                    .is_ok() =>
+            {
+                Err(GiveUp::NoRoom {
+                    why: error_chain(&e),
+                    reason,
+                })
+            }
             Err(e) => Err(GiveUp::Infeasible {
                 why: error_chain(&e),
                 reason,
