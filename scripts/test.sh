@@ -81,7 +81,7 @@ step "cargo test (workspace, all features, incl. doctests)"
 # services are up, and the summary checks that they did).
 VNFM_SKIP_DEFERRED=real-prometheus,real-openstack \
   run_tests workspace env -u VNFM_TEST_PROMETHEUS -u VNFM_TEST_OPENSTACK \
-  cargo test --workspace --all-features --locked
+  cargo test --workspace --all-features --locked --no-fail-fast
 
 # The real-service suites run on CI and when asked with VNFM_TEST_PROMETHEUS=1 /
 # VNFM_TEST_OPENSTACK=1; set either to 0 to skip that suite (a failure under --strict). Each
@@ -95,7 +95,7 @@ if [ "$(suite_on VNFM_TEST_PROMETHEUS)" = "1" ]; then
   scripts/prometheus-dev.sh start
   trap 'scripts/prometheus-dev.sh stop' EXIT
   VNFM_TEST_PROMETHEUS=1 run_tests real-prometheus \
-    cargo test --workspace --all-features --locked --test serve_prometheus
+    cargo test --workspace --all-features --locked --no-fail-fast --test serve_prometheus
   scripts/prometheus-dev.sh stop
   trap - EXIT
   ran_suites="$ran_suites real-prometheus"
@@ -118,7 +118,7 @@ if [ "$(suite_on VNFM_TEST_OPENSTACK)" = "1" ]; then
   os_env=$(scripts/openstack-dev.sh start)
   eval "$os_env"
   VNFM_TEST_OPENSTACK=1 run_tests real-openstack cargo test --workspace --all-features --locked \
-    --test real_openstack --test real_scenarios --test real_openstack_lcm -- --nocapture
+    --no-fail-fast --test real_openstack --test real_scenarios --test real_openstack_lcm -- --nocapture
   scripts/openstack-dev.sh stop
   trap - EXIT
   ran_suites="$ran_suites real-openstack"

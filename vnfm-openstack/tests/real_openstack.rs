@@ -227,7 +227,13 @@ struct Raw {
 impl Raw {
     async fn admin() -> Raw {
         let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set"));
-        let http = reqwest::Client::new();
+        // As the adapter's session does: never reuse a connection idle for longer than the
+        // servers' keep-alive (gunicorn's 2 s), or the server may close it under our request.
+        let http = reqwest::Client::builder()
+            .pool_idle_timeout(Duration::from_secs(1))
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap();
         let auth = env("OS_AUTH_URL");
         let auth = auth.trim_end_matches('/').trim_end_matches("/v3");
         let body = json!({"auth": {
@@ -281,9 +287,25 @@ impl Raw {
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let resp = req.send().await.unwrap();
+        // A GET is sent again once when the connection fails under it (the server closed a
+        // kept-alive connection as the request left); anything else fails the test, named.
+        let retry = req.try_clone().filter(|_| method == reqwest::Method::GET);
+        let resp = match (req.send().await, retry) {
+            (Ok(r), _) => r,
+            (Err(e), Some(again)) => {
+                eprintln!("{method} {url}: {e}; sent again");
+                again
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("{method} {url}: {e}"))
+            }
+            (Err(e), None) => panic!("{method} {url}: {e}"),
+        };
         let status = resp.status();
-        let text = resp.text().await.unwrap();
+        let text = resp
+            .text()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {url}: reading the body: {e}"));
         assert!(status.is_success(), "{method} {url}: {status} {text}");
         if text.is_empty() {
             Value::Null
