@@ -24,6 +24,8 @@
 //!   decisions (validation chain, heal batching and de-duplication, scale cooldown).
 //! - `strategy` (feature `proptest`): proptest strategies for zones, clouds, constraints,
 //!   placement requests and VNF packages, to property-test placement policies.
+//! - [`intent`]: intent-based cloud selection (ONAP OOF / Multi-Cloud, OSM PLA): filtering with
+//!   reasons, exact choice, realisation in the template.
 //! - [`reservation`]: the OPNFV Promise capacity ledger (pools, reservations, allocations,
 //!   policy, priority, counter-offers, notifications) over time windows.
 //!
@@ -43,6 +45,7 @@ pub mod driver;
 pub mod error;
 pub mod grant;
 pub mod id;
+pub mod intent;
 pub mod lcm;
 pub mod lifecycle;
 pub mod package;
