@@ -2063,16 +2063,450 @@ fn line_ops(a: &[&str], b: &[&str]) -> Vec<Op> {
                 ops.push(Op::Same(pre + i, pre + j));
                 i += 1;
                 j += 1;
-            } else if j < m && (i == n || at(i, j + 1) >= at(i + 1, j)) {
-                ops.push(Op::Ins(pre + i, pre + j));
-                j += 1;
-            } else {
+            } else if i < n && (j == m || at(i + 1, j) >= at(i, j + 1)) {
                 ops.push(Op::Del(pre + i, pre + j));
                 i += 1;
+            } else {
+                ops.push(Op::Ins(pre + i, pre + j));
+                j += 1;
             }
         }
     }
     let (sa, sb) = (a.len() - suf, b.len() - suf);
     ops.extend((0..suf).map(|k| Op::Same(sa + k, sb + k)));
     ops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAIN: &str = "main.yaml";
+
+    fn bundle(top: &str, files: &[(&str, &str)]) -> TemplateBundle {
+        TemplateBundle {
+            template: top.to_owned(),
+            files: files
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    fn region(hosts: u32) -> RegionOffer {
+        RegionOffer {
+            hosts,
+            flavours: vec![
+                RegionFlavour::new("m1.small", 1, 2048, 20)
+                    .with_burstable(25, "m1.small.b25")
+                    .with_burstable(50, "m1.small.b50"),
+                RegionFlavour::new("x16", 16, 32768, 160).with_burstable(25, "x16.b25"),
+            ],
+        }
+    }
+
+    fn req(r: Realisation, hosts: u32, best_effort: bool) -> RealiseRequest {
+        RealiseRequest {
+            vdus: vec![r],
+            region: region(hosts),
+            best_effort,
+        }
+    }
+
+    fn doc(text: &str) -> Yaml {
+        serde_yaml::from_str(text).unwrap()
+    }
+
+    fn at<'v>(v: &'v Yaml, path: &str) -> &'v Yaml {
+        path.split('.')
+            .try_fold(v, |v, k| v.get(k))
+            .unwrap_or_else(|| panic!("no {path} in {v:?}"))
+    }
+
+    const PLAIN: &str = "
+heat_template_version: 2018-08-31
+parameters:
+  flavor: {type: string, default: m1.small}
+resources:
+  VDU1-0: {type: OS::Nova::Server, properties: {flavor: m1.small, image: cirros}}
+  VDU1-1: {type: OS::Nova::Server, properties: {flavor: m1.small, image: cirros, scheduler_hints: {different_host: x}}}
+  VDU2: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}, image: cirros}}
+";
+
+    #[test]
+    fn burst_maximum_rounds_up() {
+        assert_eq!(burst_maximum(16, 25), 20);
+        assert_eq!(burst_maximum(32 * 1024, 25), 40 * 1024);
+        assert_eq!(burst_maximum(1, 25), 2);
+        assert_eq!(burst_maximum(3, 0), 3);
+    }
+
+    #[test]
+    fn ha_on_plain_servers_adds_one_group_and_every_hint() {
+        let out = realise(
+            MAIN,
+            &bundle(PLAIN, &[]),
+            &Parameters::new(),
+            &req(Realisation::new("VDU1").with_ha(), 2, false),
+        )
+        .unwrap();
+        let d = doc(&out.template.template);
+        let groups: Vec<_> = resources(&d)
+            .into_iter()
+            .filter(|(_, d)| rtype(d) == Some(SERVER_GROUP))
+            .collect();
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].0, "VDU1_anti_affinity");
+        assert_eq!(
+            written_policy(&groups[0].1).as_deref(),
+            Some("anti-affinity")
+        );
+        for s in ["VDU1-0", "VDU1-1"] {
+            let g = at(
+                &d,
+                &format!("resources.{s}.properties.scheduler_hints.group"),
+            );
+            assert_eq!(resource_name(g), Some("VDU1_anti_affinity"));
+        }
+        // other hints kept, other VDUs untouched
+        assert_eq!(
+            at(
+                &d,
+                "resources.VDU1-1.properties.scheduler_hints.different_host"
+            )
+            .as_str(),
+            Some("x")
+        );
+        assert!(at(&d, "resources.VDU2.properties")
+            .get("scheduler_hints")
+            .is_none());
+        assert!(out.diff.contains("+  VDU1_anti_affinity:"), "{}", out.diff);
+        assert!(out
+            .diff
+            .starts_with("--- a/main.yaml\n+++ b/main.yaml\n@@ "));
+        assert!(!out.is_degraded());
+        let texts: Vec<String> = out.changes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            texts[0],
+            "VDU1: added server group VDU1_anti_affinity (OS::Nova::ServerGroup, policies [anti-affinity])"
+        );
+    }
+
+    #[test]
+    fn too_few_hosts_refused_or_softened() {
+        let r = Realisation::new("VDU1").with_ha().with_max_instances(3);
+        let e = realise(
+            MAIN,
+            &bundle(PLAIN, &[]),
+            &Parameters::new(),
+            &req(r.clone(), 2, false),
+        )
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            RealiseError::TooFewHosts {
+                hosts: 2,
+                max_instances: 3,
+                ..
+            }
+        ));
+        assert!(
+            e.to_string().contains("VDU VDU1: the region has 2 hosts"),
+            "{e}"
+        );
+        let out = realise(
+            MAIN,
+            &bundle(PLAIN, &[]),
+            &Parameters::new(),
+            &req(r, 2, true),
+        )
+        .unwrap();
+        assert!(out.is_degraded());
+        let d = doc(&out.template.template);
+        assert_eq!(
+            written_policy(at(&d, "resources.VDU1_anti_affinity")).as_deref(),
+            Some("soft-anti-affinity")
+        );
+        assert!(out.changes[0].to_string().contains("microversion 2.15"));
+    }
+
+    #[test]
+    fn flavour_literal_and_get_param_default() {
+        let burst = Isolation::Burstable { percent: 25 };
+        let mut rq = req(Realisation::new("VDU1").with_isolation(burst), 2, false);
+        rq.vdus.push(Realisation::new("VDU2").with_isolation(burst));
+        let out = realise(MAIN, &bundle(PLAIN, &[]), &Parameters::new(), &rq).unwrap();
+        let d = doc(&out.template.template);
+        assert_eq!(
+            at(&d, "resources.VDU1-0.properties.flavor").as_str(),
+            Some("m1.small.b25")
+        );
+        assert_eq!(
+            at(&d, "resources.VDU1-1.properties.flavor").as_str(),
+            Some("m1.small.b25")
+        );
+        // get_param: the template keeps reading the parameter; the parameter gets the value
+        assert_eq!(
+            param_name(at(&d, "resources.VDU2.properties.flavor")),
+            Some("flavor")
+        );
+        assert_eq!(out.parameters["flavor"], Json::from("m1.small.b25"));
+        assert!(out.changes.iter().any(|c| matches!(
+            c,
+            Change::FlavourChanged { at: FlavourAt::Parameter { path }, .. } if path == "flavor"
+        )));
+        // back to guaranteed from a variant
+        let mut back = Parameters::new();
+        back.insert("flavor".into(), Json::from("m1.small.b50"));
+        let out = realise(
+            MAIN,
+            &bundle(PLAIN, &[]),
+            &back,
+            &req(Realisation::new("VDU2"), 2, false),
+        )
+        .unwrap();
+        assert_eq!(out.parameters["flavor"], Json::from("m1.small"));
+        assert!(out.diff.is_empty());
+        assert_eq!(out.template.template, PLAIN);
+    }
+
+    #[test]
+    fn unsupported_percent_and_unknown_flavour() {
+        let r = Realisation::new("VDU1").with_isolation(Isolation::Burstable { percent: 30 });
+        let e = realise(
+            MAIN,
+            &bundle(PLAIN, &[]),
+            &Parameters::new(),
+            &req(r, 2, false),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "VDU VDU1: flavour m1.small has no burstable variant at 30 % (allowed: 25, 50)"
+        );
+        let mut rq = req(Realisation::new("VDU1"), 2, false);
+        rq.region.flavours.remove(0);
+        let e = realise(MAIN, &bundle(PLAIN, &[]), &Parameters::new(), &rq).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "VDU VDU1: flavour m1.small is not offered by the region (flavours: x16)"
+        );
+        let mut rq = req(
+            Realisation::new("VDU1").with_isolation(Isolation::Burstable { percent: 25 }),
+            2,
+            false,
+        );
+        if let Some(v) = rq.region.flavours[0].oversubscribed.get_mut(&25) {
+            v.max_vcpus = 1;
+        }
+        let e = realise(MAIN, &bundle(PLAIN, &[]), &Parameters::new(), &rq).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                RealiseError::VariantMismatch {
+                    expected_vcpus: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    const GROUPED: &str = "
+heat_template_version: 2018-08-31
+resources:
+  aa: {type: OS::Nova::ServerGroup, properties: {name: aa, policies: [anti-affinity]}}
+  aff: {type: OS::Nova::ServerGroup, properties: {name: aff, policies: [affinity]}}
+  VDU1-0: {type: OS::Nova::Server, properties: {flavor: m1.small, scheduler_hints: {group: {get_resource: aa}}}}
+  VDU1-1: {type: OS::Nova::Server, properties: {flavor: m1.small}}
+  VDU2: {type: OS::Nova::Server, properties: {flavor: m1.small, scheduler_hints: {group: {get_resource: aff}}}}
+";
+
+    #[test]
+    fn existing_group_reused_softened_or_refused() {
+        let out = realise(
+            MAIN,
+            &bundle(GROUPED, &[]),
+            &Parameters::new(),
+            &req(Realisation::new("VDU1").with_ha(), 2, false),
+        )
+        .unwrap();
+        let d = doc(&out.template.template);
+        assert_eq!(
+            resource_name(at(&d, "resources.VDU1-1.properties.scheduler_hints.group")),
+            Some("aa")
+        );
+        assert!(
+            matches!(&out.changes[0], Change::ServerGroupReused { resource, .. } if resource == "aa")
+        );
+        assert_eq!(
+            resources(&d)
+                .iter()
+                .filter(|(_, d)| rtype(d) == Some(SERVER_GROUP))
+                .count(),
+            2
+        );
+        // best effort softens the reused group
+        let out = realise(
+            MAIN,
+            &bundle(GROUPED, &[]),
+            &Parameters::new(),
+            &req(Realisation::new("VDU1").with_ha(), 1, true),
+        )
+        .unwrap();
+        let d = doc(&out.template.template);
+        assert_eq!(
+            written_policy(at(&d, "resources.aa")).as_deref(),
+            Some("soft-anti-affinity")
+        );
+        assert!(out.changes.iter().any(|c| matches!(
+            c,
+            Change::ServerGroupPolicyChanged {
+                to: GroupPolicy::SoftAntiAffinity,
+                ..
+            }
+        )));
+        // an affinity group is not anti-affinity
+        let e = realise(
+            MAIN,
+            &bundle(GROUPED, &[]),
+            &Parameters::new(),
+            &req(Realisation::new("VDU2").with_ha(), 2, false),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "VDU VDU2: main.yaml: resources.aff: server group policy `affinity`, expected anti-affinity"
+        );
+    }
+
+    const RG_TOP: &str = "
+heat_template_version: 2018-08-31
+parameters:
+  size: {type: number, default: 3}
+resources:
+  VDU1_group:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: {get_param: size}
+      resource_def:
+        type: vdu1.yaml
+        properties: {flavor: m1.small}
+  other: {type: vdu1.yaml, properties: {flavor: m1.small}}
+";
+    const RG_NESTED: &str = "
+heat_template_version: 2018-08-31
+parameters:
+  flavor: {type: string}
+resources:
+  VDU1: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}, image: cirros}}
+";
+
+    #[test]
+    fn resource_group_counts_and_shared_nested_template() {
+        let b = bundle(RG_TOP, &[("vdu1.yaml", RG_NESTED)]);
+        // `other` also uses vdu1.yaml: it belongs to VDU1 (the file defines server VDU1)
+        let out = realise(
+            MAIN,
+            &b,
+            &Parameters::new(),
+            &req(Realisation::new("VDU1").with_ha(), 2, true),
+        )
+        .unwrap();
+        // 3 in the group + 1 = 4 > 2 hosts
+        assert!(matches!(
+            out.changes[0],
+            Change::AntiAffinitySoftened {
+                max_instances: 4,
+                hosts: 2,
+                ..
+            }
+        ));
+        let d = doc(&out.template.template);
+        for p in [
+            "resources.VDU1_group.properties.resource_def.properties.server_group",
+            "resources.other.properties.server_group",
+        ] {
+            assert_eq!(resource_name(at(&d, p)), Some("VDU1_anti_affinity"));
+        }
+        let n = doc(&out.template.files["vdu1.yaml"]);
+        assert_eq!(
+            param_name(at(&n, "resources.VDU1.properties.scheduler_hints.group")),
+            Some("server_group")
+        );
+        assert_eq!(
+            at(&n, "parameters.server_group.type").as_str(),
+            Some("string")
+        );
+        assert!(out.diff.contains("--- a/vdu1.yaml"), "{}", out.diff);
+
+        // a resource of another name reading the file for another VDU: shared
+        let top = RG_TOP.replace("other: {type: vdu1.yaml", "VDU9: {type: vdu1.yaml");
+        let b = bundle(&top, &[("vdu1.yaml", RG_NESTED)]);
+        let e = realise(
+            MAIN,
+            &b,
+            &Parameters::new(),
+            &req(Realisation::new("VDU9").with_ha(), 9, false),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, RealiseError::SharedTemplate { ref resource, .. } if resource == "VDU1_group"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn conflicts_duplicates_and_missing_vdus() {
+        let top = "
+heat_template_version: 2018-08-31
+parameters:
+  flavor: {type: string, default: m1.small}
+resources:
+  VDU1: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}}}
+  VDU2: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}}}
+";
+        let mut rq = req(
+            Realisation::new("VDU1").with_isolation(Isolation::Burstable { percent: 25 }),
+            2,
+            false,
+        );
+        rq.vdus.push(Realisation::new("VDU2"));
+        let e = realise(MAIN, &bundle(top, &[]), &Parameters::new(), &rq).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "parameters: flavor: VDU VDU1 needs flavour m1.small.b25, VDU VDU2 needs m1.small"
+        );
+        rq.vdus[1] = Realisation::new("VDU1");
+        assert!(matches!(
+            realise(MAIN, &bundle(top, &[]), &Parameters::new(), &rq),
+            Err(RealiseError::DuplicateVdu { .. })
+        ));
+        let e = realise(
+            MAIN,
+            &bundle(top, &[]),
+            &Parameters::new(),
+            &req(Realisation::new("VDU7"), 2, false),
+        )
+        .unwrap_err();
+        assert!(matches!(e, RealiseError::VduNotFound { .. }));
+        let rq = req(Realisation::new("VDU1"), 2, false);
+        let e = realise(MAIN, &bundle("a: [", &[]), &Parameters::new(), &rq).unwrap_err();
+        assert!(matches!(e, RealiseError::Parse { .. }));
+    }
+
+    #[test]
+    fn unified_diff_hunks() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n";
+        let new = "a\nB\nc\nd\ne\nf\ng\nh\ni\nj\nk\n";
+        assert_eq!(
+            unified_diff("a/x", "b/x", old, new),
+            "--- a/x\n+++ b/x\n@@ -1,5 +1,5 @@\n a\n-b\n+B\n c\n d\n e\n@@ -8,3 +8,4 @@\n h\n i\n j\n+k\n"
+        );
+        assert_eq!(unified_diff("a", "b", old, old), "");
+        assert_eq!(
+            unified_diff("a", "b", "", "x\n"),
+            "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n"
+        );
+    }
 }
