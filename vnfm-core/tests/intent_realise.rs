@@ -235,9 +235,6 @@ async fn ha_on_nested_servers_adds_one_group_and_spreads_them_on_hosts() {
     assert!(out.diff.contains("--- a/VDU1.yaml"), "{}", out.diff);
     assert!(out.diff.contains("+      server_group:"), "{}", out.diff);
     assert!(!out.diff.contains("--- a/VDU2.yaml"));
-    for c in &out.changes {
-        println!("{c}");
-    }
 
     let sim = demo_sim();
     let (ok, reason, servers) = deploy(&sim, &out, "VDU1").await;

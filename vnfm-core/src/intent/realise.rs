@@ -652,7 +652,7 @@ pub enum RealiseError {
     #[error("{at}: VDU {first_vdu} needs flavour {first}, VDU {second_vdu} needs {second}")]
     ConflictingFlavour {
         /// Where.
-        at: FlavourAt,
+        at: Box<FlavourAt>,
         /// The first VDU.
         first_vdu: VduId,
         /// Its flavour.
@@ -1791,7 +1791,7 @@ impl<'a> Work<'a> {
         if let Some((first, first_vdu)) = self.set_flavours.get(&key) {
             if first != target {
                 return Err(RealiseError::ConflictingFlavour {
-                    at: shown,
+                    at: Box::new(shown),
                     first_vdu: first_vdu.clone(),
                     first: first.clone(),
                     second_vdu: r.vdu.clone(),
