@@ -672,8 +672,40 @@ type Result<T, E = RealiseError> = std::result::Result<T, E>;
 /// # Errors
 /// A [`RealiseError`] naming the VDU, the template and the field when a template cannot be
 /// read, a VDU has no server, the region cannot honour HA (and best effort is off), an
-/// existing server group has another policy, or a flavour is unknown to the region or has no
-/// variant at the requested percentage.
+/// existing server group has another policy, or a flavour is unknown to the region (also under
+/// [`Isolation::Guaranteed`]) or has no variant at the requested percentage.
+///
+/// # Example
+/// ```
+/// use vnfm_core::driver::{Parameters, TemplateBundle};
+/// use vnfm_core::intent::realise::{
+///     realise, Isolation, RealiseRequest, Realisation, RegionFlavour, RegionOffer,
+/// };
+///
+/// let bundle = TemplateBundle {
+///     template: "heat_template_version: 2018-08-31\nresources:\n  \
+///                VDU1: {type: OS::Nova::Server, properties: {flavor: m1.large, image: cirros}}\n"
+///         .into(),
+///     files: Default::default(),
+/// };
+/// let request = RealiseRequest {
+///     vdus: vec![Realisation::new("VDU1")
+///         .with_ha()
+///         .with_isolation(Isolation::Burstable { percent: 25 })],
+///     region: RegionOffer {
+///         hosts: 3,
+///         flavours: vec![RegionFlavour::new("m1.large", 16, 32768, 80)
+///             .with_burstable(25, "m1.large.b25")],
+///     },
+///     best_effort: false,
+/// };
+/// let out = realise("main.yaml", &bundle, &Parameters::new(), &request)?;
+/// // a server group, the server's scheduler hint, the flavour
+/// assert_eq!(out.changes.len(), 3);
+/// assert!(out.template.template.contains("flavor: m1.large.b25"));
+/// assert!(out.diff.contains("+      - anti-affinity"));
+/// # Ok::<(), vnfm_core::intent::realise::RealiseError>(())
+/// ```
 pub fn realise(
     source: &str,
     bundle: &TemplateBundle,
@@ -2493,6 +2525,74 @@ resources:
         let rq = req(Realisation::new("VDU1"), 2, false);
         let e = realise(MAIN, &bundle("a: [", &[]), &Parameters::new(), &rq).unwrap_err();
         assert!(matches!(e, RealiseError::Parse { .. }));
+    }
+
+    #[test]
+    fn nested_literal_flavour_and_unusable_hints() {
+        let top = "
+heat_template_version: 2018-08-31
+resources:
+  VDU1: {type: v.yaml}
+  VDU2: {type: w.yaml, properties: {flavor: m1.small}}
+";
+        let v = "
+heat_template_version: 2018-08-31
+resources:
+  VDU1: {type: OS::Nova::Server, properties: {flavor: m1.small, scheduler_hints: {group: abc-uuid}}}
+";
+        let w = "
+heat_template_version: 2018-08-31
+parameters:
+  flavor: {type: string, default: m1.small}
+  grp: {type: string}
+resources:
+  VDU2: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}, scheduler_hints: {group: {get_param: grp}}}}
+";
+        let b = bundle(top, &[("v.yaml", v), ("w.yaml", w)]);
+        let burst = Isolation::Burstable { percent: 50 };
+        let out = realise(
+            MAIN,
+            &b,
+            &Parameters::new(),
+            &req(Realisation::new("VDU1").with_isolation(burst), 2, false),
+        )
+        .unwrap();
+        let n = doc(&out.template.files["v.yaml"]);
+        assert_eq!(
+            at(&n, "resources.VDU1.properties.flavor").as_str(),
+            Some("m1.small.b50")
+        );
+        let e = realise(
+            MAIN,
+            &b,
+            &Parameters::new(),
+            &req(Realisation::new("VDU1").with_ha(), 2, false),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "VDU VDU1: v.yaml: resources.VDU1.properties.scheduler_hints.group: \"abc-uuid\" where {get_param: <parameter>} is expected"
+            ),
+            "{e}"
+        );
+        // the nested parameter `grp` is passed the new group; `flavor` is passed a literal
+        let mut rq = req(
+            Realisation::new("VDU2").with_ha().with_isolation(burst),
+            2,
+            false,
+        );
+        rq.region.hosts = 1;
+        let out = realise(MAIN, &b, &Parameters::new(), &rq).unwrap();
+        let d = doc(&out.template.template);
+        assert_eq!(
+            resource_name(at(&d, "resources.VDU2.properties.grp")),
+            Some("VDU2_anti_affinity")
+        );
+        assert_eq!(
+            at(&d, "resources.VDU2.properties.flavor").as_str(),
+            Some("m1.small.b50")
+        );
+        assert_eq!(out.template.files["w.yaml"], w);
     }
 
     #[test]
