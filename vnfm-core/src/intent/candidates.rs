@@ -243,14 +243,10 @@ impl CandidateFile {
 
     /// The flavour `name` of `region`: the region's, else its owner's.
     pub fn flavour<'a>(&'a self, region: &'a Region, name: &str) -> Option<&'a Flavour> {
-        region
-            .flavours
-            .iter()
-            .find(|f| f.name == name)
-            .or_else(|| {
-                self.owner(&region.owner)
-                    .and_then(|o| o.flavours.iter().find(|f| f.name == name))
-            })
+        region.flavours.iter().find(|f| f.name == name).or_else(|| {
+            self.owner(&region.owner)
+                .and_then(|o| o.flavours.iter().find(|f| f.name == name))
+        })
     }
 }
 
@@ -348,7 +344,9 @@ impl Capacities {
                         .iter()
                         .find(|n| !zones.iter().any(|z| z.name.as_str() == n.as_str()))
                     {
-                        return FreeCapacity::Unknown(format!("zone {missing} is not in the catalogue"));
+                        return FreeCapacity::Unknown(format!(
+                            "zone {missing} is not in the catalogue"
+                        ));
                     }
                 }
                 let mut free = Resources::default();
@@ -370,12 +368,7 @@ impl Capacities {
                             ))
                         }
                     }
-                    hosts += z
-                        .hosts
-                        .iter()
-                        .flatten()
-                        .filter(|h| h.available)
-                        .count() as u64;
+                    hosts += z.hosts.iter().flatten().filter(|h| h.available).count() as u64;
                 }
                 FreeCapacity::Free {
                     free,
@@ -404,7 +397,10 @@ impl Parser<'_> {
             if owners.iter().any(|x| x.name == o.name) {
                 return Err(self.err(
                     &format!("{at}.name"),
-                    format!("value {:?} listed twice: expected unique owner names", o.name),
+                    format!(
+                        "value {:?} listed twice: expected unique owner names",
+                        o.name
+                    ),
                 ));
             }
             owners.push(o);
@@ -419,14 +415,21 @@ impl Parser<'_> {
                     format!(
                         "value {:?}: expected one of the owners ({})",
                         r.owner,
-                        owners.iter().map(|o| o.name.as_str()).collect::<Vec<_>>().join(", ")
+                        owners
+                            .iter()
+                            .map(|o| o.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ));
             }
             if regions.iter().any(|x| x.id == r.id && x.owner == r.owner) {
                 return Err(self.err(
                     &format!("{at}.id"),
-                    format!("value {:?} listed twice for owner {:?}: expected unique regions", r.id, r.owner),
+                    format!(
+                        "value {:?} listed twice for owner {:?}: expected unique regions",
+                        r.id, r.owner
+                    ),
                 ));
             }
             regions.push(r);
@@ -434,20 +437,38 @@ impl Parser<'_> {
         Ok(CandidateFile { owners, regions })
     }
 
-    fn required<'v>(&self, m: &'v serde_json::Map<String, Value>, at: &str, k: &str, what: &str) -> Result<&'v Value> {
+    fn required<'v>(
+        &self,
+        m: &'v serde_json::Map<String, Value>,
+        at: &str,
+        k: &str,
+        what: &str,
+    ) -> Result<&'v Value> {
         m.get(k)
             .ok_or_else(|| self.err(&format!("{at}.{k}"), format!("missing: expected {what}")))
     }
 
     fn owner(&self, v: &Value, at: &str) -> Result<CloudOwner> {
         let m = self.obj(v, at)?;
-        self.keys(m, at, &["name", "cloud_type", "supports", "cost", "flavours"])?;
+        self.keys(
+            m,
+            at,
+            &["name", "cloud_type", "supports", "cost", "flavours"],
+        )?;
         let name = self
-            .string(self.required(m, at, "name", "an owner name")?, &format!("{at}.name"))?
+            .string(
+                self.required(m, at, "name", "an owner name")?,
+                &format!("{at}.name"),
+            )?
             .to_owned();
         let cloud_type = CloudType::from(
             self.string(
-                self.required(m, at, "cloud_type", "a cloud type (OpenStack, Kubernetes, VMware VIO, Azure, ...)")?,
+                self.required(
+                    m,
+                    at,
+                    "cloud_type",
+                    "a cloud type (OpenStack, Kubernetes, VMware VIO, Azure, ...)",
+                )?,
                 &format!("{at}.cloud_type"),
             )?
             .to_owned(),
@@ -464,7 +485,11 @@ impl Parser<'_> {
             None => CostModel::Fixed(0.0),
             Some(c) => {
                 let cm = self.obj(c, &cost_at)?;
-                self.keys(cm, &cost_at, &["fixed", "per_instance_type", "feature_group_discounts"])?;
+                self.keys(
+                    cm,
+                    &cost_at,
+                    &["fixed", "per_instance_type", "feature_group_discounts"],
+                )?;
                 match (cm.get("fixed"), cm.get("per_instance_type")) {
                     (Some(x), None) => {
                         if cm.contains_key("feature_group_discounts") {
@@ -486,7 +511,10 @@ impl Parser<'_> {
                         if let Some(d) = cm.get("feature_group_discounts") {
                             let dat = format!("{cost_at}.feature_group_discounts");
                             let items = d.as_array().ok_or_else(|| {
-                                self.err(&dat, format!("value {}: expected a list of discounts", show(d)))
+                                self.err(
+                                    &dat,
+                                    format!("value {}: expected a list of discounts", show(d)),
+                                )
                             })?;
                             for (i, item) in items.iter().enumerate() {
                                 let iat = format!("{dat}[{i}]");
@@ -495,7 +523,10 @@ impl Parser<'_> {
                                 let fat = format!("{iat}.features");
                                 let mut features = Vec::new();
                                 for (j, f) in self
-                                    .string_set(self.required(im, &iat, "features", "a list of features")?, &fat)?
+                                    .string_set(
+                                        self.required(im, &iat, "features", "a list of features")?,
+                                        &fat,
+                                    )?
                                     .iter()
                                     .enumerate()
                                 {
@@ -509,7 +540,9 @@ impl Parser<'_> {
                                 if percent > 100.0 {
                                     return Err(self.err(
                                         &pcat,
-                                        format!("value {percent}: expected a percentage from 0 to 100"),
+                                        format!(
+                                            "value {percent}: expected a percentage from 0 to 100"
+                                        ),
                                     ));
                                 }
                                 feature_group_discounts.push(FeatureDiscount { features, percent });
@@ -523,7 +556,10 @@ impl Parser<'_> {
                     _ => {
                         return Err(self.err(
                             &cost_at,
-                            format!("value {}: expected exactly one of fixed or per_instance_type", show(c)),
+                            format!(
+                                "value {}: expected exactly one of fixed or per_instance_type",
+                                show(c)
+                            ),
                         ))
                     }
                 }
@@ -550,16 +586,26 @@ impl Parser<'_> {
 
     fn flavours(&self, v: Option<&Value>, at: &str) -> Result<Vec<Flavour>> {
         let Some(v) = v else { return Ok(Vec::new()) };
-        let items = v
-            .as_array()
-            .ok_or_else(|| self.err(at, format!("value {}: expected a list of flavours", show(v))))?;
+        let items = v.as_array().ok_or_else(|| {
+            self.err(
+                at,
+                format!("value {}: expected a list of flavours", show(v)),
+            )
+        })?;
         let mut out: Vec<Flavour> = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let fat = format!("{at}[{i}]");
             let m = self.obj(item, &fat)?;
-            self.keys(m, &fat, &["name", "vcpus", "memory_mb", "disk_gb", "oversubscription"])?;
+            self.keys(
+                m,
+                &fat,
+                &["name", "vcpus", "memory_mb", "disk_gb", "oversubscription"],
+            )?;
             let name = self
-                .string(self.required(m, &fat, "name", "a flavour name")?, &format!("{fat}.name"))?
+                .string(
+                    self.required(m, &fat, "name", "a flavour name")?,
+                    &format!("{fat}.name"),
+                )?
                 .to_owned();
             if out.iter().any(|f| f.name == name) {
                 return Err(self.err(
@@ -568,21 +614,30 @@ impl Parser<'_> {
                 ));
             }
             let amount = |k: &str| -> Result<u64> {
-                self.unsigned(self.required(m, &fat, k, "a non-negative integer")?, &format!("{fat}.{k}"))
+                self.unsigned(
+                    self.required(m, &fat, k, "a non-negative integer")?,
+                    &format!("{fat}.{k}"),
+                )
             };
-            let resources = Resources::new(amount("vcpus")?, amount("memory_mb")?, amount("disk_gb")?);
+            let resources =
+                Resources::new(amount("vcpus")?, amount("memory_mb")?, amount("disk_gb")?);
             let mut oversubscription: Vec<Oversubscription> = Vec::new();
             if let Some(o) = m.get("oversubscription") {
                 let oat = format!("{fat}.oversubscription");
                 let list = o.as_array().ok_or_else(|| {
-                    self.err(&oat, format!("value {}: expected a list of variants", show(o)))
+                    self.err(
+                        &oat,
+                        format!("value {}: expected a list of variants", show(o)),
+                    )
                 })?;
                 for (j, x) in list.iter().enumerate() {
                     let vat = format!("{oat}[{j}]");
                     let vm = self.obj(x, &vat)?;
                     self.keys(vm, &vat, &["percent", "max_vcpus", "max_memory_mb"])?;
-                    let percent =
-                        self.percent(self.required(vm, &vat, "percent", "a percentage")?, &format!("{vat}.percent"))?;
+                    let percent = self.percent(
+                        self.required(vm, &vat, "percent", "a percentage")?,
+                        &format!("{vat}.percent"),
+                    )?;
                     let max_vcpus = self.unsigned(
                         self.required(vm, &vat, "max_vcpus", "a vCPU ceiling")?,
                         &format!("{vat}.max_vcpus"),
@@ -594,7 +649,10 @@ impl Parser<'_> {
                     if max_vcpus < resources.vcpus {
                         return Err(self.err(
                             &format!("{vat}.max_vcpus"),
-                            format!("value {max_vcpus}: expected at least the reserved {} vCPUs", resources.vcpus),
+                            format!(
+                                "value {max_vcpus}: expected at least the reserved {} vCPUs",
+                                resources.vcpus
+                            ),
                         ));
                     }
                     if max_memory_mb < resources.memory_mb {
@@ -609,7 +667,9 @@ impl Parser<'_> {
                     if oversubscription.iter().any(|x| x.percent == percent) {
                         return Err(self.err(
                             &format!("{vat}.percent"),
-                            format!("value {percent} listed twice: expected one variant per percentage"),
+                            format!(
+                                "value {percent} listed twice: expected one variant per percentage"
+                            ),
                         ));
                     }
                     oversubscription.push(Oversubscription {
@@ -633,13 +693,21 @@ impl Parser<'_> {
         self.keys(
             m,
             at,
-            &["id", "owner", "location", "tenant", "capacity", "flavours", "hosts", "cost"],
+            &[
+                "id", "owner", "location", "tenant", "capacity", "flavours", "hosts", "cost",
+            ],
         )?;
         let id = self
-            .string(self.required(m, at, "id", "a region id")?, &format!("{at}.id"))?
+            .string(
+                self.required(m, at, "id", "a region id")?,
+                &format!("{at}.id"),
+            )?
             .to_owned();
         let owner = self
-            .string(self.required(m, at, "owner", "an owner name")?, &format!("{at}.owner"))?
+            .string(
+                self.required(m, at, "owner", "an owner name")?,
+                &format!("{at}.owner"),
+            )?
             .to_owned();
         let lat_at = format!("{at}.location");
         let lm = self.obj(self.required(m, at, "location", "{lat, lon}")?, &lat_at)?;
@@ -652,7 +720,10 @@ impl Parser<'_> {
                 &kat,
             )?;
             if x.abs() > max {
-                return Err(self.err(&kat, format!("value {x}: expected degrees from -{max} to {max}")));
+                return Err(self.err(
+                    &kat,
+                    format!("value {x}: expected degrees from -{max} to {max}"),
+                ));
             }
             Ok(x)
         };
@@ -672,7 +743,10 @@ impl Parser<'_> {
                     let dm = self.obj(d, &dat)?;
                     self.keys(dm, &dat, &["vcpus", "memory_mb", "disk_gb"])?;
                     let amount = |k: &str| -> Result<u64> {
-                        self.unsigned(self.required(dm, &dat, k, "a non-negative integer")?, &format!("{dat}.{k}"))
+                        self.unsigned(
+                            self.required(dm, &dat, k, "a non-negative integer")?,
+                            &format!("{dat}.{k}"),
+                        )
                     };
                     CapacitySource::Declared(Resources::new(
                         amount("vcpus")?,
@@ -682,10 +756,14 @@ impl Parser<'_> {
                 } else if let Some(z) = cm.get("zones") {
                     match z {
                         Value::String(s) if s == "all" => CapacitySource::Zones(None),
-                        _ => CapacitySource::Zones(Some(self.string_set(z, &format!("{cat}.zones"))?)),
+                        _ => CapacitySource::Zones(Some(
+                            self.string_set(z, &format!("{cat}.zones"))?,
+                        )),
                     }
                 } else if let Some(p) = cm.get("reservation") {
-                    CapacitySource::Reservation(self.string(p, &format!("{cat}.reservation"))?.to_owned())
+                    CapacitySource::Reservation(
+                        self.string(p, &format!("{cat}.reservation"))?.to_owned(),
+                    )
                 } else {
                     return Err(self.err(&cat, format!("value {}: {expect}", show(cv))));
                 }
@@ -735,17 +813,31 @@ regions:
 
     #[test]
     fn errors_name_file_field_value_and_expectation() {
-        let bad = FILE.replace("capacity: public", "capacity: {declared: {vcpus: -4, memory_mb: 1, disk_gb: 1}}");
+        let bad = FILE.replace(
+            "capacity: public",
+            "capacity: {declared: {vcpus: -4, memory_mb: 1, disk_gb: 1}}",
+        );
         let e = CandidateFile::from_text("c.yaml", &bad).unwrap_err();
         let s = e.to_string();
-        assert!(s.starts_with("c.yaml: regions[0].capacity.declared.vcpus: value -4"), "{s}");
+        assert!(
+            s.starts_with("c.yaml: regions[0].capacity.declared.vcpus: value -4"),
+            "{s}"
+        );
         assert!(s.contains("expected a non-negative integer"), "{s}");
         let bad = FILE.replace("owner: os,", "owner: nobody,");
         let e = CandidateFile::from_text("c.yaml", &bad).unwrap_err();
-        assert!(e.to_string().contains("regions[0].owner: value \"nobody\": expected one of the owners (os)"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("regions[0].owner: value \"nobody\": expected one of the owners (os)"),
+            "{e}"
+        );
         let bad = FILE.replace("Guaranteed QoS", "Turbo");
         let e = CandidateFile::from_text("c.yaml", &bad).unwrap_err();
-        assert!(e.to_string().contains("owners[0].supports[1]: value \"Turbo\""), "{e}");
+        assert!(
+            e.to_string()
+                .contains("owners[0].supports[1]: value \"Turbo\""),
+            "{e}"
+        );
     }
 
     #[test]

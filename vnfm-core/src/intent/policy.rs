@@ -552,12 +552,8 @@ impl Parser<'_> {
     }
 
     pub(crate) fn obj<'v>(&self, v: &'v Value, field: &str) -> Result<&'v Map<String, Value>> {
-        v.as_object().ok_or_else(|| {
-            self.err(
-                field,
-                format!("value {}: expected a mapping", show(v)),
-            )
-        })
+        v.as_object()
+            .ok_or_else(|| self.err(field, format!("value {}: expected a mapping", show(v))))
     }
 
     pub(crate) fn keys(&self, m: &Map<String, Value>, field: &str, allowed: &[&str]) -> Result<()> {
@@ -619,12 +615,18 @@ impl Parser<'_> {
                 "false" | "no" => Ok(false),
                 _ => Err(self.err(
                     field,
-                    format!("value {}: expected true or false (or \"TRUE\"/\"FALSE\")", show(v)),
+                    format!(
+                        "value {}: expected true or false (or \"TRUE\"/\"FALSE\")",
+                        show(v)
+                    ),
                 )),
             },
             _ => Err(self.err(
                 field,
-                format!("value {}: expected true or false (or \"TRUE\"/\"FALSE\")", show(v)),
+                format!(
+                    "value {}: expected true or false (or \"TRUE\"/\"FALSE\")",
+                    show(v)
+                ),
             )),
         }
     }
@@ -638,10 +640,7 @@ impl Parser<'_> {
         };
         match n {
             Some(x) if x.is_finite() => Ok(x),
-            _ => Err(self.err(
-                field,
-                format!("value {}: expected a number", show(v)),
-            )),
+            _ => Err(self.err(field, format!("value {}: expected a number", show(v)))),
         }
     }
 
@@ -678,7 +677,10 @@ impl Parser<'_> {
             Ok(p) if (1..=100).contains(&p) => Ok(p as u32),
             _ => Err(self.err(
                 field,
-                format!("value {}: expected an integer percentage from 1 to 100", show(v)),
+                format!(
+                    "value {}: expected an integer percentage from 1 to 100",
+                    show(v)
+                ),
             )),
         }
     }
@@ -712,7 +714,10 @@ impl Parser<'_> {
         };
         if let Some(v) = content.get("policyType") {
             let t = self.string(v, &f("policyType"))?;
-            if !matches!(t, "cloudDeploymentPolicy" | "cloudSelectionPolicy" | "AllPolicy") {
+            if !matches!(
+                t,
+                "cloudDeploymentPolicy" | "cloudSelectionPolicy" | "AllPolicy"
+            ) {
                 return Err(self.err(
                     &f("policyType"),
                     format!(
@@ -835,7 +840,10 @@ impl Parser<'_> {
             for prev in &out {
                 let overlap = prev.cloud_types.is_empty()
                     || entry.cloud_types.is_empty()
-                    || prev.cloud_types.iter().any(|t| entry.cloud_types.contains(t));
+                    || prev
+                        .cloud_types
+                        .iter()
+                        .any(|t| entry.cloud_types.contains(t));
                 let iso_of = |e: &IntentEntry| {
                     e.intents
                         .iter()
@@ -880,7 +888,12 @@ impl Parser<'_> {
                 self.keys(
                     im,
                     &iat,
-                    &["intent-attribute-key", "intent-attribute-value", "operator", "unit"],
+                    &[
+                        "intent-attribute-key",
+                        "intent-attribute-value",
+                        "operator",
+                        "unit",
+                    ],
                 )?;
                 let key_at = format!("{iat}.intent-attribute-key");
                 let key = self.string(
@@ -894,7 +907,9 @@ impl Parser<'_> {
                     if o != "=" {
                         return Err(self.err(
                             &op_at,
-                            format!("value {o:?}: expected \"=\" (intent attributes state a value)"),
+                            format!(
+                                "value {o:?}: expected \"=\" (intent attributes state a value)"
+                            ),
                         ));
                     }
                 }
@@ -902,10 +917,9 @@ impl Parser<'_> {
                     let u_at = format!("{iat}.unit");
                     let us = self.string(u, &u_at)?;
                     if !matches!(us, "" | "%") {
-                        return Err(self.err(
-                            &u_at,
-                            format!("value {us:?}: expected \"\" or \"%\""),
-                        ));
+                        return Err(
+                            self.err(&u_at, format!("value {us:?}: expected \"\" or \"%\""))
+                        );
                     }
                 }
                 let val_at = format!("{iat}.intent-attribute-value");
@@ -923,7 +937,9 @@ impl Parser<'_> {
                 if key != HA_INTENT {
                     return Err(self.err(
                         at.trim_end_matches(".intent-attribute-value"),
-                        format!("unknown attribute {key:?} of {HA_INTENT:?}: expected {HA_INTENT:?}"),
+                        format!(
+                            "unknown attribute {key:?} of {HA_INTENT:?}: expected {HA_INTENT:?}"
+                        ),
                     ));
                 }
                 on = self.boolean(val, at)?;
@@ -1099,12 +1115,7 @@ impl Parser<'_> {
             "<=" => Comparison::Le,
             ">" => Comparison::Gt,
             ">=" => Comparison::Ge,
-            _ => {
-                return Err(self.err(
-                    &op_at,
-                    format!("value {op:?}: expected <, <=, > or >="),
-                ))
-            }
+            _ => return Err(self.err(&op_at, format!("value {op:?}: expected <, <=, > or >="))),
         };
         let unit_at = format!("{field}.unit");
         let unit = match m.get("unit") {
@@ -1114,12 +1125,7 @@ impl Parser<'_> {
         let km = match unit {
             "km" => value,
             "mi" | "miles" => value * 1.609_344,
-            _ => {
-                return Err(self.err(
-                    &unit_at,
-                    format!("value {unit:?}: expected km or mi"),
-                ))
-            }
+            _ => return Err(self.err(&unit_at, format!("value {unit:?}: expected km or mi"))),
         };
         Ok(DistanceBound { operator, km })
     }
@@ -1182,7 +1188,13 @@ mod tests {
             r#"{"objective": {"mode": "has-casablanca", "weights": {"wd": 3}}}"#,
         )
         .unwrap();
-        assert_eq!(p.weights, Weights { distance: 3.0, cost: 3.0 });
+        assert_eq!(
+            p.weights,
+            Weights {
+                distance: 3.0,
+                cost: 3.0
+            }
+        );
     }
 
     #[test]
