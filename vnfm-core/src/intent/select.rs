@@ -7,7 +7,8 @@
 //! `region R: distance 1730 km > 1500 km (bound < 1500 km)`. The constraints, in order:
 //! owner and region filters (`cloudOwner`, `cloudRegion`), cloud type, the owner's support
 //! of each intent, the flavour, the over-subscription variant of a burstable intent, hosts for
-//! HA (`max(2, instances)` distinct hosts), free capacity (`instances ×` the flavour's reserved
+//! HA (`max(2, instances)` distinct hosts; these two only when the owner supports the
+//! intent at all, so that one missing capability gives one reason), free capacity (`instances ×` the flavour's reserved
 //! amount; public clouds always pass), the distance bound, and a price when cost counts.
 //!
 //! Survivors are valued ([`Ranked::terms`], [`Ranked::contributions`]):
@@ -664,9 +665,12 @@ fn evaluate(
     }
     if let Some(fl) = flavour {
         for i in &intents {
-            if let Intent::Isolation {
-                isolation: Isolation::Burstable { percent },
-            } = i
+            if let (
+                true,
+                Intent::Isolation {
+                    isolation: Isolation::Burstable { percent },
+                },
+            ) = (owner.supports.contains(&i.feature()), i)
             {
                 match fl.variant(*percent) {
                     Some(v) => variant = Some(v.clone()),
@@ -681,7 +685,9 @@ fn evaluate(
         }
     }
     let free = caps.free(region);
-    if intents.contains(&Intent::HighAvailability) {
+    if intents.contains(&Intent::HighAvailability)
+        && owner.supports.contains(&Feature::HighAvailability)
+    {
         let needed = demand.instances.max(2);
         let hosts = region.hosts.or(match &free {
             FreeCapacity::Free { hosts, .. } => *hosts,
