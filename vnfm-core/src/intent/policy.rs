@@ -238,10 +238,11 @@ impl fmt::Display for Term {
 }
 
 /// How survivors are compared.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
 pub enum Objective {
     /// The design note: minimise `wd·distance + wc·cost`.
+    #[default]
     Weighted,
     /// Casablanca HAS semantics: minimise `wd·(distance + cost)` (one weight for both, as
     /// HAS's `distance_between` adds the candidate cost to the distance).
@@ -251,12 +252,6 @@ pub enum Objective {
         /// Terms, most important first.
         order: Vec<Term>,
     },
-}
-
-impl Default for Objective {
-    fn default() -> Self {
-        Objective::Weighted
-    }
 }
 
 /// The weights of the objective (`wd`, `wc` in the design note).
