@@ -1,1 +1,848 @@
-//! (being written)
+//! The candidate file: cloud owners, their regions, cost models, flavours and capacity
+//! sources, in YAML or JSON.
+//!
+//! ```yaml
+//! owners:
+//!   - name: vio-east
+//!     cloud_type: VMware VIO                 # OpenStack, Kubernetes, VMware VIO, Azure or any name
+//!     supports: [HA, Guaranteed QoS, Burstable QoS]
+//!     cost: {fixed: 100}                     # price per instance, whatever the flavour
+//!     flavours:                              # shared by the owner's regions (optional)
+//!       - name: m1.xlarge
+//!         vcpus: 16
+//!         memory_mb: 32768
+//!         disk_gb: 40
+//!         oversubscription:                  # burstable variants: percent -> burst ceiling
+//!           - {percent: 25, max_vcpus: 20, max_memory_mb: 40960}
+//!   - name: azure
+//!     cloud_type: Azure
+//!     supports: [HA, Guaranteed QoS]
+//!     cost:
+//!       per_instance_type: {m1.xlarge: 80}   # price per instance of that type
+//!       feature_group_discounts:             # applied when every listed feature is used
+//!         - {features: [HA], percent: 10}
+//! regions:
+//!   - id: RegionOne
+//!     owner: vio-east
+//!     location: {lat: 40.71, lon: -74.01}
+//!     tenant: vcpe                           # optional
+//!     hosts: 4                               # compute hosts, for HA (optional)
+//!     cost: 90                               # optional: fixed price per instance here
+//!     capacity: {declared: {vcpus: 64, memory_mb: 131072, disk_gb: 2000}}
+//!     # capacity: public                     # unlimited: always passes
+//!     # capacity: {zones: all}               # free capacity of the region's zone catalogue
+//!     # capacity: {zones: [AZ-1, AZ-2]}      # ... of these zones only
+//!     # capacity: {reservation: pool-1}      # free capacity of a Promise pool
+//!     flavours: []                           # region flavours; same names override the owner's
+//! ```
+//!
+//! One unit system, the project's [`Resources`]: vCPUs, memory in MiB, disk in GiB. A flavour's
+//! `vcpus`/`memory_mb`/`disk_gb` are what one instance reserves (its guaranteed amount); an
+//! over-subscription variant says how far a burstable instance may burst (`max_* >=` the
+//! reserved amount).
+//!
+//! Capacity that is not in the file (zone catalogues, Promise pools) is given by the caller in
+//! [`Capacities`]: the core stays pure. Errors name the file, the field path
+//! (`regions[2].capacity.declared.vcpus`), the value and what was expected.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::policy::{parse_text, show, CloudType, Feature, Parser};
+use crate::error::{Error, Result};
+use crate::reservation::CapacityReport;
+use crate::zone::{ComputeZone, Resources};
+
+/// A point on Earth, in degrees.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GeoPoint {
+    /// Latitude, -90..=90.
+    pub lat: f64,
+    /// Longitude, -180..=180.
+    pub lon: f64,
+}
+
+impl GeoPoint {
+    /// Mean Earth radius in km (IUGG), the radius HAS's haversine uses too (6371 km, rounded).
+    pub const EARTH_RADIUS_KM: f64 = 6371.0;
+
+    /// A point.
+    pub const fn new(lat: f64, lon: f64) -> Self {
+        GeoPoint { lat, lon }
+    }
+
+    /// Great-circle (haversine) distance in km.
+    pub fn distance_km(&self, other: &GeoPoint) -> f64 {
+        let (p1, p2) = (self.lat.to_radians(), other.lat.to_radians());
+        let dp = p2 - p1;
+        let dl = (other.lon - self.lon).to_radians();
+        let a = (dp / 2.0).sin().powi(2) + p1.cos() * p2.cos() * (dl / 2.0).sin().powi(2);
+        2.0 * Self::EARTH_RADIUS_KM * a.sqrt().min(1.0).asin()
+    }
+}
+
+/// An over-subscription variant of a flavour: how far a burstable instance may burst.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Oversubscription {
+    /// The over-subscription percentage (1..=100).
+    pub percent: u32,
+    /// Burst ceiling of vCPUs.
+    pub max_vcpus: u64,
+    /// Burst ceiling of memory in MiB.
+    pub max_memory_mb: u64,
+}
+
+/// A flavour (instance type).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flavour {
+    /// Name.
+    pub name: String,
+    /// What one instance reserves.
+    pub resources: Resources,
+    /// Burstable variants.
+    pub oversubscription: Vec<Oversubscription>,
+}
+
+impl Flavour {
+    /// The variant for `percent`.
+    pub fn variant(&self, percent: u32) -> Option<&Oversubscription> {
+        self.oversubscription.iter().find(|o| o.percent == percent)
+    }
+}
+
+/// A discount for using a group of features together.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FeatureDiscount {
+    /// The features; the discount applies when every one is used.
+    pub features: Vec<Feature>,
+    /// Discount percentage, 0..=100.
+    pub percent: f64,
+}
+
+/// How an owner prices a deployment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CostModel {
+    /// One price per instance, whatever the flavour.
+    Fixed(f64),
+    /// A price per instance type, with feature-group discounts.
+    PerInstanceType {
+        /// Price per instance, by flavour name.
+        prices: BTreeMap<String, f64>,
+        /// Discounts.
+        feature_group_discounts: Vec<FeatureDiscount>,
+    },
+}
+
+/// A cloud owner.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CloudOwner {
+    /// Name.
+    pub name: String,
+    /// Cloud type.
+    pub cloud_type: CloudType,
+    /// Supported intents.
+    pub supports: Vec<Feature>,
+    /// Cost model.
+    pub cost: CostModel,
+    /// Flavours shared by the owner's regions.
+    pub flavours: Vec<Flavour>,
+}
+
+/// Where a region's free capacity comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacitySource {
+    /// A public cloud: unlimited, the check always passes.
+    Public,
+    /// Free amounts written in the file.
+    Declared(Resources),
+    /// The region's zone catalogue ([`Capacities::with_zone_catalogue`] or
+    /// [`Capacities::with_zone_free`]); `None`: every zone.
+    Zones(Option<Vec<String>>),
+    /// A Promise pool of the reservation ledger ([`Capacities::with_pool_free`]).
+    Reservation(String),
+}
+
+impl fmt::Display for CapacitySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CapacitySource::Public => f.write_str("public"),
+            CapacitySource::Declared(_) => f.write_str("declared"),
+            CapacitySource::Zones(None) => f.write_str("zone catalogue"),
+            CapacitySource::Zones(Some(z)) => write!(f, "zone catalogue ({})", z.join(", ")),
+            CapacitySource::Reservation(p) => write!(f, "reservation pool {p}"),
+        }
+    }
+}
+
+/// A cloud region: a candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Region {
+    /// Region id.
+    pub id: String,
+    /// Owner name.
+    pub owner: String,
+    /// Location.
+    pub location: GeoPoint,
+    /// Tenant (OpenStack project) the capacity is checked for, when any.
+    pub tenant: Option<String>,
+    /// Capacity source.
+    pub capacity: CapacitySource,
+    /// Region flavours (override the owner's of the same name).
+    pub flavours: Vec<Flavour>,
+    /// Compute hosts, when known.
+    pub hosts: Option<u64>,
+    /// Fixed price per instance in this region, overriding the owner's cost model.
+    pub cost: Option<f64>,
+}
+
+/// A validated candidate file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CandidateFile {
+    /// Cloud owners.
+    pub owners: Vec<CloudOwner>,
+    /// Regions, in candidate order (the tie-break order).
+    pub regions: Vec<Region>,
+}
+
+impl CandidateFile {
+    /// Parses and validates a candidate file written in YAML or JSON.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the field, the value and the expectation: malformed text,
+    /// unknown keys, an unknown feature, a negative or non-numeric amount or price, a bad
+    /// location, a duplicate owner or region, a region of an unknown owner, a burst ceiling
+    /// below the reserved amount.
+    pub fn from_text(source_name: &str, text: &str) -> Result<CandidateFile> {
+        let doc = parse_text(source_name, text)?;
+        Parser { file: source_name }.candidates(&doc)
+    }
+
+    /// Reads and validates a candidate file.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be read, else as [`CandidateFile::from_text`].
+    pub fn load(path: impl AsRef<Path>) -> Result<CandidateFile> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_text(&path.display().to_string(), &text)
+    }
+
+    /// The owner named `name`.
+    pub fn owner(&self, name: &str) -> Option<&CloudOwner> {
+        self.owners.iter().find(|o| o.name == name)
+    }
+
+    /// The flavour `name` of `region`: the region's, else its owner's.
+    pub fn flavour<'a>(&'a self, region: &'a Region, name: &str) -> Option<&'a Flavour> {
+        region.flavours.iter().find(|f| f.name == name).or_else(|| {
+            self.owner(&region.owner)
+                .and_then(|o| o.flavours.iter().find(|f| f.name == name))
+        })
+    }
+}
+
+/// Free capacity the caller knows and the file does not: zone catalogues per region and
+/// Promise pools. Pure data: the caller reads the catalogue or the ledger, the core compares.
+#[derive(Clone, Debug, Default)]
+pub struct Capacities {
+    catalogues: BTreeMap<String, Vec<ComputeZone>>,
+    totals: BTreeMap<String, Resources>,
+    pools: BTreeMap<String, Resources>,
+}
+
+/// What a capacity lookup found for a region.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FreeCapacity {
+    /// Unlimited (public cloud).
+    Unlimited,
+    /// This much is free; `hosts` is the count of available hosts when the source knows it.
+    Free {
+        /// Free amount.
+        free: Resources,
+        /// Available hosts, when known.
+        hosts: Option<u64>,
+    },
+    /// Unknown, and why.
+    Unknown(String),
+}
+
+impl Capacities {
+    /// No capacity known.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The zone catalogue of `region` (as [`crate::driver`]'s `ZoneCatalog` lists it).
+    pub fn with_zone_catalogue(mut self, region: impl Into<String>, zones: &[ComputeZone]) -> Self {
+        self.catalogues.insert(region.into(), zones.to_vec());
+        self
+    }
+
+    /// The free total of `region`'s zones, computed by the caller (used when no catalogue is
+    /// given for the region).
+    pub fn with_zone_free(mut self, region: impl Into<String>, free: Resources) -> Self {
+        self.totals.insert(region.into(), free);
+        self
+    }
+
+    /// The free amount of the Promise pool `pool`.
+    pub fn with_pool_free(mut self, pool: impl Into<String>, free: Resources) -> Self {
+        self.pools.insert(pool.into(), free);
+        self
+    }
+
+    /// The free amount of the Promise pool `pool` from a ledger capacity report
+    /// ([`crate::reservation::Ledger::capacity`] over the deployment's window): `cores` →
+    /// vCPUs, `ram` → memory (MiB); negative amounts count as zero. The ledger's compute lines
+    /// have no root disk, so disk is not limited by a pool.
+    pub fn with_pool_report(self, pool: impl Into<String>, report: &CapacityReport) -> Self {
+        let a = &report.available;
+        let free = Resources::new(
+            u64::try_from(a.cores).unwrap_or(0),
+            u64::try_from(a.ram).unwrap_or(0),
+            u64::MAX,
+        );
+        self.with_pool_free(pool, free)
+    }
+
+    /// The free capacity of `region` by its source.
+    pub fn free(&self, region: &Region) -> FreeCapacity {
+        match &region.capacity {
+            CapacitySource::Public => FreeCapacity::Unlimited,
+            CapacitySource::Declared(r) => FreeCapacity::Free {
+                free: *r,
+                hosts: None,
+            },
+            CapacitySource::Reservation(pool) => match self.pools.get(pool) {
+                Some(r) => FreeCapacity::Free {
+                    free: *r,
+                    hosts: None,
+                },
+                None => FreeCapacity::Unknown(format!("no free amount given for pool {pool}")),
+            },
+            CapacitySource::Zones(names) => {
+                let Some(zones) = self.catalogues.get(&region.id) else {
+                    return match self.totals.get(&region.id) {
+                        Some(r) => FreeCapacity::Free {
+                            free: *r,
+                            hosts: None,
+                        },
+                        None => FreeCapacity::Unknown("no zone catalogue given".to_owned()),
+                    };
+                };
+                if let Some(names) = names {
+                    if let Some(missing) = names
+                        .iter()
+                        .find(|n| !zones.iter().any(|z| z.name.as_str() == n.as_str()))
+                    {
+                        return FreeCapacity::Unknown(format!(
+                            "zone {missing} is not in the catalogue"
+                        ));
+                    }
+                }
+                let mut free = Resources::default();
+                let mut hosts = 0u64;
+                for z in zones.iter().filter(|z| {
+                    names
+                        .as_ref()
+                        .is_none_or(|n| n.iter().any(|n| n.as_str() == z.name.as_str()))
+                }) {
+                    if !z.is_candidate() {
+                        continue;
+                    }
+                    match z.free() {
+                        Some(f) => free = free.saturating_add(&f),
+                        None => {
+                            return FreeCapacity::Unknown(format!(
+                                "zone {} does not report free capacity",
+                                z.name.as_str()
+                            ))
+                        }
+                    }
+                    hosts += z.hosts.iter().flatten().filter(|h| h.available).count() as u64;
+                }
+                FreeCapacity::Free {
+                    free,
+                    hosts: Some(hosts),
+                }
+            }
+        }
+    }
+}
+
+impl Parser<'_> {
+    fn candidates(&self, doc: &Value) -> Result<CandidateFile> {
+        let top = self.obj(doc, "<document>")?;
+        self.keys(top, "", &["owners", "regions"])?;
+        let list = |k: &str| -> Result<&Vec<Value>> {
+            let v = top
+                .get(k)
+                .ok_or_else(|| self.err(k, format!("missing: expected a list of {k}")))?;
+            v.as_array()
+                .ok_or_else(|| self.err(k, format!("value {}: expected a list of {k}", show(v))))
+        };
+        let mut owners: Vec<CloudOwner> = Vec::new();
+        for (i, v) in list("owners")?.iter().enumerate() {
+            let at = format!("owners[{i}]");
+            let o = self.owner(v, &at)?;
+            if owners.iter().any(|x| x.name == o.name) {
+                return Err(self.err(
+                    &format!("{at}.name"),
+                    format!(
+                        "value {:?} listed twice: expected unique owner names",
+                        o.name
+                    ),
+                ));
+            }
+            owners.push(o);
+        }
+        let mut regions: Vec<Region> = Vec::new();
+        for (i, v) in list("regions")?.iter().enumerate() {
+            let at = format!("regions[{i}]");
+            let r = self.region(v, &at)?;
+            if !owners.iter().any(|o| o.name == r.owner) {
+                return Err(self.err(
+                    &format!("{at}.owner"),
+                    format!(
+                        "value {:?}: expected one of the owners ({})",
+                        r.owner,
+                        owners
+                            .iter()
+                            .map(|o| o.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            if regions.iter().any(|x| x.id == r.id && x.owner == r.owner) {
+                return Err(self.err(
+                    &format!("{at}.id"),
+                    format!(
+                        "value {:?} listed twice for owner {:?}: expected unique regions",
+                        r.id, r.owner
+                    ),
+                ));
+            }
+            regions.push(r);
+        }
+        Ok(CandidateFile { owners, regions })
+    }
+
+    fn required<'v>(
+        &self,
+        m: &'v serde_json::Map<String, Value>,
+        at: &str,
+        k: &str,
+        what: &str,
+    ) -> Result<&'v Value> {
+        m.get(k)
+            .ok_or_else(|| self.err(&format!("{at}.{k}"), format!("missing: expected {what}")))
+    }
+
+    fn owner(&self, v: &Value, at: &str) -> Result<CloudOwner> {
+        let m = self.obj(v, at)?;
+        self.keys(
+            m,
+            at,
+            &["name", "cloud_type", "supports", "cost", "flavours"],
+        )?;
+        let name = self
+            .string(
+                self.required(m, at, "name", "an owner name")?,
+                &format!("{at}.name"),
+            )?
+            .to_owned();
+        let cloud_type = CloudType::from(
+            self.string(
+                self.required(
+                    m,
+                    at,
+                    "cloud_type",
+                    "a cloud type (OpenStack, Kubernetes, VMware VIO, Azure, ...)",
+                )?,
+                &format!("{at}.cloud_type"),
+            )?
+            .to_owned(),
+        );
+        let mut supports = Vec::new();
+        if let Some(s) = m.get("supports") {
+            let sat = format!("{at}.supports");
+            for (i, f) in self.string_set(s, &sat)?.iter().enumerate() {
+                supports.push(self.feature(f, &format!("{sat}[{i}]"))?);
+            }
+        }
+        let cost_at = format!("{at}.cost");
+        let cost = match m.get("cost") {
+            None => CostModel::Fixed(0.0),
+            Some(c) => {
+                let cm = self.obj(c, &cost_at)?;
+                self.keys(
+                    cm,
+                    &cost_at,
+                    &["fixed", "per_instance_type", "feature_group_discounts"],
+                )?;
+                match (cm.get("fixed"), cm.get("per_instance_type")) {
+                    (Some(x), None) => {
+                        if cm.contains_key("feature_group_discounts") {
+                            return Err(self.err(
+                                &format!("{cost_at}.feature_group_discounts"),
+                                "discounts with a fixed price: expected them with per_instance_type",
+                            ));
+                        }
+                        CostModel::Fixed(self.non_negative(x, &format!("{cost_at}.fixed"))?)
+                    }
+                    (None, Some(p)) => {
+                        let pat = format!("{cost_at}.per_instance_type");
+                        let pm = self.obj(p, &pat)?;
+                        let mut prices = BTreeMap::new();
+                        for (k, x) in pm {
+                            prices.insert(k.clone(), self.non_negative(x, &format!("{pat}.{k}"))?);
+                        }
+                        let mut feature_group_discounts = Vec::new();
+                        if let Some(d) = cm.get("feature_group_discounts") {
+                            let dat = format!("{cost_at}.feature_group_discounts");
+                            let items = d.as_array().ok_or_else(|| {
+                                self.err(
+                                    &dat,
+                                    format!("value {}: expected a list of discounts", show(d)),
+                                )
+                            })?;
+                            for (i, item) in items.iter().enumerate() {
+                                let iat = format!("{dat}[{i}]");
+                                let im = self.obj(item, &iat)?;
+                                self.keys(im, &iat, &["features", "percent"])?;
+                                let fat = format!("{iat}.features");
+                                let mut features = Vec::new();
+                                for (j, f) in self
+                                    .string_set(
+                                        self.required(im, &iat, "features", "a list of features")?,
+                                        &fat,
+                                    )?
+                                    .iter()
+                                    .enumerate()
+                                {
+                                    features.push(self.feature(f, &format!("{fat}[{j}]"))?);
+                                }
+                                let pcat = format!("{iat}.percent");
+                                let percent = self.non_negative(
+                                    self.required(im, &iat, "percent", "a discount percentage")?,
+                                    &pcat,
+                                )?;
+                                if percent > 100.0 {
+                                    return Err(self.err(
+                                        &pcat,
+                                        format!(
+                                            "value {percent}: expected a percentage from 0 to 100"
+                                        ),
+                                    ));
+                                }
+                                feature_group_discounts.push(FeatureDiscount { features, percent });
+                            }
+                        }
+                        CostModel::PerInstanceType {
+                            prices,
+                            feature_group_discounts,
+                        }
+                    }
+                    _ => {
+                        return Err(self.err(
+                            &cost_at,
+                            format!(
+                                "value {}: expected exactly one of fixed or per_instance_type",
+                                show(c)
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
+        let flavours = self.flavours(m.get("flavours"), &format!("{at}.flavours"))?;
+        Ok(CloudOwner {
+            name,
+            cloud_type,
+            supports,
+            cost,
+            flavours,
+        })
+    }
+
+    fn feature(&self, s: &str, at: &str) -> Result<Feature> {
+        Feature::parse(s).ok_or_else(|| {
+            self.err(
+                at,
+                format!("value {s:?}: expected HA, Guaranteed QoS or Burstable QoS"),
+            )
+        })
+    }
+
+    fn flavours(&self, v: Option<&Value>, at: &str) -> Result<Vec<Flavour>> {
+        let Some(v) = v else { return Ok(Vec::new()) };
+        let items = v.as_array().ok_or_else(|| {
+            self.err(
+                at,
+                format!("value {}: expected a list of flavours", show(v)),
+            )
+        })?;
+        let mut out: Vec<Flavour> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let fat = format!("{at}[{i}]");
+            let m = self.obj(item, &fat)?;
+            self.keys(
+                m,
+                &fat,
+                &["name", "vcpus", "memory_mb", "disk_gb", "oversubscription"],
+            )?;
+            let name = self
+                .string(
+                    self.required(m, &fat, "name", "a flavour name")?,
+                    &format!("{fat}.name"),
+                )?
+                .to_owned();
+            if out.iter().any(|f| f.name == name) {
+                return Err(self.err(
+                    &format!("{fat}.name"),
+                    format!("value {name:?} listed twice: expected unique flavour names"),
+                ));
+            }
+            let amount = |k: &str| -> Result<u64> {
+                self.unsigned(
+                    self.required(m, &fat, k, "a non-negative integer")?,
+                    &format!("{fat}.{k}"),
+                )
+            };
+            let resources =
+                Resources::new(amount("vcpus")?, amount("memory_mb")?, amount("disk_gb")?);
+            let mut oversubscription: Vec<Oversubscription> = Vec::new();
+            if let Some(o) = m.get("oversubscription") {
+                let oat = format!("{fat}.oversubscription");
+                let list = o.as_array().ok_or_else(|| {
+                    self.err(
+                        &oat,
+                        format!("value {}: expected a list of variants", show(o)),
+                    )
+                })?;
+                for (j, x) in list.iter().enumerate() {
+                    let vat = format!("{oat}[{j}]");
+                    let vm = self.obj(x, &vat)?;
+                    self.keys(vm, &vat, &["percent", "max_vcpus", "max_memory_mb"])?;
+                    let percent = self.percent(
+                        self.required(vm, &vat, "percent", "a percentage")?,
+                        &format!("{vat}.percent"),
+                    )?;
+                    let max_vcpus = self.unsigned(
+                        self.required(vm, &vat, "max_vcpus", "a vCPU ceiling")?,
+                        &format!("{vat}.max_vcpus"),
+                    )?;
+                    let max_memory_mb = self.unsigned(
+                        self.required(vm, &vat, "max_memory_mb", "a memory ceiling in MiB")?,
+                        &format!("{vat}.max_memory_mb"),
+                    )?;
+                    if max_vcpus < resources.vcpus {
+                        return Err(self.err(
+                            &format!("{vat}.max_vcpus"),
+                            format!(
+                                "value {max_vcpus}: expected at least the reserved {} vCPUs",
+                                resources.vcpus
+                            ),
+                        ));
+                    }
+                    if max_memory_mb < resources.memory_mb {
+                        return Err(self.err(
+                            &format!("{vat}.max_memory_mb"),
+                            format!(
+                                "value {max_memory_mb}: expected at least the reserved {} MiB",
+                                resources.memory_mb
+                            ),
+                        ));
+                    }
+                    if oversubscription.iter().any(|x| x.percent == percent) {
+                        return Err(self.err(
+                            &format!("{vat}.percent"),
+                            format!(
+                                "value {percent} listed twice: expected one variant per percentage"
+                            ),
+                        ));
+                    }
+                    oversubscription.push(Oversubscription {
+                        percent,
+                        max_vcpus,
+                        max_memory_mb,
+                    });
+                }
+            }
+            out.push(Flavour {
+                name,
+                resources,
+                oversubscription,
+            });
+        }
+        Ok(out)
+    }
+
+    fn region(&self, v: &Value, at: &str) -> Result<Region> {
+        let m = self.obj(v, at)?;
+        self.keys(
+            m,
+            at,
+            &[
+                "id", "owner", "location", "tenant", "capacity", "flavours", "hosts", "cost",
+            ],
+        )?;
+        let id = self
+            .string(
+                self.required(m, at, "id", "a region id")?,
+                &format!("{at}.id"),
+            )?
+            .to_owned();
+        let owner = self
+            .string(
+                self.required(m, at, "owner", "an owner name")?,
+                &format!("{at}.owner"),
+            )?
+            .to_owned();
+        let lat_at = format!("{at}.location");
+        let lm = self.obj(self.required(m, at, "location", "{lat, lon}")?, &lat_at)?;
+        self.keys(lm, &lat_at, &["lat", "lon"])?;
+        let coord = |k: &str, max: f64| -> Result<f64> {
+            let kat = format!("{lat_at}.{k}");
+            let x = self.number(
+                lm.get(k)
+                    .ok_or_else(|| self.err(&kat, "missing: expected degrees"))?,
+                &kat,
+            )?;
+            if x.abs() > max {
+                return Err(self.err(
+                    &kat,
+                    format!("value {x}: expected degrees from -{max} to {max}"),
+                ));
+            }
+            Ok(x)
+        };
+        let location = GeoPoint::new(coord("lat", 90.0)?, coord("lon", 180.0)?);
+        let tenant = m
+            .get("tenant")
+            .map(|t| self.string(t, &format!("{at}.tenant")).map(str::to_owned))
+            .transpose()?;
+        let cat = format!("{at}.capacity");
+        let expect = "expected public, {declared: {vcpus, memory_mb, disk_gb}}, {zones: all | [names]} or {reservation: pool}";
+        let cv = self.required(m, at, "capacity", expect)?;
+        let capacity = match cv {
+            Value::String(s) if s == "public" => CapacitySource::Public,
+            Value::Object(cm) if cm.len() == 1 => {
+                if let Some(d) = cm.get("declared") {
+                    let dat = format!("{cat}.declared");
+                    let dm = self.obj(d, &dat)?;
+                    self.keys(dm, &dat, &["vcpus", "memory_mb", "disk_gb"])?;
+                    let amount = |k: &str| -> Result<u64> {
+                        self.unsigned(
+                            self.required(dm, &dat, k, "a non-negative integer")?,
+                            &format!("{dat}.{k}"),
+                        )
+                    };
+                    CapacitySource::Declared(Resources::new(
+                        amount("vcpus")?,
+                        amount("memory_mb")?,
+                        amount("disk_gb")?,
+                    ))
+                } else if let Some(z) = cm.get("zones") {
+                    match z {
+                        Value::String(s) if s == "all" => CapacitySource::Zones(None),
+                        _ => CapacitySource::Zones(Some(
+                            self.string_set(z, &format!("{cat}.zones"))?,
+                        )),
+                    }
+                } else if let Some(p) = cm.get("reservation") {
+                    CapacitySource::Reservation(
+                        self.string(p, &format!("{cat}.reservation"))?.to_owned(),
+                    )
+                } else {
+                    return Err(self.err(&cat, format!("value {}: {expect}", show(cv))));
+                }
+            }
+            _ => return Err(self.err(&cat, format!("value {}: {expect}", show(cv)))),
+        };
+        let flavours = self.flavours(m.get("flavours"), &format!("{at}.flavours"))?;
+        let hosts = m
+            .get("hosts")
+            .map(|h| self.unsigned(h, &format!("{at}.hosts")))
+            .transpose()?;
+        let cost = m
+            .get("cost")
+            .map(|c| self.non_negative(c, &format!("{at}.cost")))
+            .transpose()?;
+        Ok(Region {
+            id,
+            owner,
+            location,
+            tenant,
+            capacity,
+            flavours,
+            hosts,
+            cost,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    const FILE: &str = "\
+owners:
+  - {name: os, cloud_type: openstack, supports: [HA, Guaranteed QoS], cost: {fixed: 10}}
+regions:
+  - {id: R1, owner: os, location: {lat: 0, lon: 0}, capacity: public}
+";
+
+    #[test]
+    fn parses_and_normalises_cloud_types() {
+        let c = CandidateFile::from_text("c.yaml", FILE).unwrap();
+        assert_eq!(c.owners[0].cloud_type, CloudType::OpenStack);
+        assert_eq!(c.regions[0].capacity, CapacitySource::Public);
+    }
+
+    #[test]
+    fn errors_name_file_field_value_and_expectation() {
+        let bad = FILE.replace(
+            "capacity: public",
+            "capacity: {declared: {vcpus: -4, memory_mb: 1, disk_gb: 1}}",
+        );
+        let e = CandidateFile::from_text("c.yaml", &bad).unwrap_err();
+        let s = e.to_string();
+        assert!(
+            s.starts_with("c.yaml: regions[0].capacity.declared.vcpus: value -4"),
+            "{s}"
+        );
+        assert!(s.contains("expected a non-negative integer"), "{s}");
+        let bad = FILE.replace("owner: os,", "owner: nobody,");
+        let e = CandidateFile::from_text("c.yaml", &bad).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("regions[0].owner: value \"nobody\": expected one of the owners (os)"),
+            "{e}"
+        );
+        let bad = FILE.replace("Guaranteed QoS", "Turbo");
+        let e = CandidateFile::from_text("c.yaml", &bad).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("owners[0].supports[1]: value \"Turbo\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn haversine_one_degree_of_latitude() {
+        let d = GeoPoint::new(0.0, 0.0).distance_km(&GeoPoint::new(1.0, 0.0));
+        assert!((d - 111.194_926_644_558_73).abs() < 1e-6, "{d}");
+    }
+}
