@@ -35,9 +35,10 @@
 //! Domains start from the prices and pins and are made arc-consistent over the VLDs. VNFs are
 //! assigned most-constrained first (smallest domain, then most unassigned neighbours, then
 //! order), values cheapest first. After each assignment the neighbours' domains are filtered
-//! (forward checking). The lower bound is the cost so far, plus for each unassigned VNF its
-//! cheapest remaining VIM counting the links to its assigned neighbours, plus for each VLD
-//! between two unassigned VNFs its cheapest usable link at the root. A node is pruned when
+//! (forward checking). The lower bound is the cost so far, plus for each unassigned VNF the
+//! cheapest of its remaining VIMs `j`, counting at `j` its price, its links to assigned
+//! neighbours, and for each VLD it starts towards an unassigned VNF the cheapest usable link
+//! from `j` into that VNF's root domain (each VLD is counted once, by its first end). A node is pruned when
 //! its bound exceeds the best cost, or equals it and it cannot lead to a lexicographically
 //! smaller placement. [`Problem::solve_exhaustive`] is the reference (the oracle of the tests
 //! and benches).
@@ -1042,8 +1043,9 @@ struct Engine<'p> {
     tables: Vec<&'p VldTable>,
     /// Per VNF: (table index, other VNF, this VNF is `a`).
     adj: Vec<Vec<(usize, usize, bool)>>,
-    /// Per active table, its cheapest usable pair over the root domains.
-    root_min: Vec<u64>,
+    /// Per active table and VIM `i` of its `a` end: the cheapest usable link from `i` to the
+    /// `b` end's root domain (the bound charges a VLD between two unassigned VNFs to its `a`).
+    owned_min: Vec<Vec<u64>>,
     dom: Vec<u64>,
     trail: Vec<(usize, u64)>,
     x: Vec<usize>,
@@ -1076,7 +1078,7 @@ impl<'p> Engine<'p> {
             m,
             w,
             mode,
-            root_min: vec![0; tables.len()],
+            owned_min: vec![Vec::new(); tables.len()],
             tables,
             adj,
             dom: p.initial_domains(pins_on),
@@ -1131,12 +1133,15 @@ impl<'p> Engine<'p> {
             return false;
         }
         for (e, t) in self.tables.iter().enumerate() {
-            let da = &self.dom[t.a * w..(t.a + 1) * w];
             let db = &self.dom[t.b * w..(t.b + 1) * w];
-            self.root_min[e] = bits(da)
-                .flat_map(|i| bits(db).filter_map(move |j| t.cost[i * m + j]))
-                .min()
-                .unwrap_or(0);
+            self.owned_min[e] = (0..m)
+                .map(|i| {
+                    bits(db)
+                        .filter_map(|j| t.cost[i * m + j])
+                        .min()
+                        .unwrap_or(0)
+                })
+                .collect();
         }
         true
     }
@@ -1174,17 +1179,21 @@ impl<'p> Engine<'p> {
     fn lower_bound(&self) -> u64 {
         let mut lb = self.cost;
         for u in 0..self.n {
-            if self.x[u] == UNSET {
-                lb += bits(self.domain(u))
-                    .filter_map(|j| self.local_cost(u, j))
-                    .min()
-                    .unwrap_or(0);
+            if self.x[u] != UNSET {
+                continue;
             }
-        }
-        for (e, t) in self.tables.iter().enumerate() {
-            if t.a != t.b && self.x[t.a] == UNSET && self.x[t.b] == UNSET {
-                lb += self.root_min[e];
-            }
+            let best = bits(self.domain(u))
+                .filter_map(|j| {
+                    let mut c = self.local_cost(u, j)?;
+                    for &(e, o, is_a) in &self.adj[u] {
+                        if is_a && self.x[o] == UNSET {
+                            c += self.owned_min[e][j];
+                        }
+                    }
+                    Some(c)
+                })
+                .min();
+            lb += best.unwrap_or(0);
         }
         lb
     }
