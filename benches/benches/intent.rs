@@ -141,8 +141,8 @@ fn minizinc(dir: &Path, name: &str, data: &str) -> (Option<i64>, Duration) {
     );
     let cost = text
         .lines()
-        .filter_map(|l| l.strip_prefix("cost="))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("cost="))
         .unwrap_or_else(|| panic!("{name}: no cost in minizinc's output:\n{text}"));
     (Some(cost.trim().parse().unwrap()), took)
 }
