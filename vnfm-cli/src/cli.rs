@@ -91,6 +91,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Build the SOL003 grant request of an operation and answer it with the local granter.
     Grant(GrantArgs),
+    /// Choose a cloud region for a package's VDUs by deployment intent (ONAP OOF cloud
+    /// selection): candidates dropped with reasons, the survivors ranked, one chosen.
+    Select(SelectArgs),
     /// Create a VNF instance of a package and instantiate it.
     Instantiate(InstantiateArgs),
     /// Scale a VNF instance out or in by an aspect.
@@ -293,9 +296,52 @@ pub struct InstantiateArgs {
     /// The time of the draw (RFC 3339) [default: now].
     #[arg(long, value_name = "TIME", requires = "reservation")]
     pub now: Option<chrono::DateTime<chrono::Utc>>,
+    /// Deployment intent: a cloud-selection policy (ONAP seed format, JSON or YAML). The
+    /// region is chosen among --candidates, the intent realised in the package's templates
+    /// (HA server group, burstable flavour), and the instance deployed through the chosen
+    /// region's VIM (`vim:` of the region); see docs/cloud-selection.md.
+    #[arg(long, value_name = "FILE", requires = "candidates", conflicts_with_all = ["instance", "zones", "reservation"])]
+    pub intent: Option<PathBuf>,
+    /// The candidate file of --intent (cloud owners and regions).
+    #[arg(long, value_name = "FILE", requires = "intent")]
+    pub candidates: Option<PathBuf>,
+    /// The customer location of --intent, `LAT,LON` in degrees (distance is measured to it).
+    #[arg(long, value_name = "LAT,LON", requires = "intent")]
+    pub customer: Option<String>,
+    /// With --intent: where the region cannot honour HA (fewer hosts than instances), use
+    /// soft anti-affinity and say so instead of refusing.
+    #[arg(long, requires = "intent")]
+    pub best_effort: bool,
     /// Placement options.
     #[command(flatten)]
     pub placement: PlacementArgs,
+}
+
+/// `vnfm select`
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// The cloud-selection policy (ONAP seed format, JSON or YAML).
+    #[arg(long, value_name = "FILE")]
+    pub policy: PathBuf,
+    /// The candidate file (cloud owners and regions, YAML or JSON).
+    #[arg(long, value_name = "FILE")]
+    pub candidates: PathBuf,
+    /// The VNF package whose VDUs are the demands [default: the built-in demo package].
+    #[arg(long, value_name = "PATH")]
+    pub package: Option<PathBuf>,
+    /// The deployment flavour [default: the package's only or first flavour].
+    #[arg(long, value_name = "ID")]
+    pub flavour: Option<String>,
+    /// The customer location, `LAT,LON` in degrees (distance is measured to it).
+    #[arg(long, value_name = "LAT,LON")]
+    pub customer: Option<String>,
+    /// Print each VDU's non-dominated candidates over (cost, distance) as well.
+    #[arg(long)]
+    pub pareto: bool,
+    /// The simulator's cloud file, for regions whose capacity is the simulated cloud's zone
+    /// catalogue [default: the state file's, else the configured one, else the demo cloud].
+    #[arg(long, env = "VNFM_CLOUD", value_name = "FILE")]
+    pub cloud: Option<PathBuf>,
 }
 
 /// Scale direction.

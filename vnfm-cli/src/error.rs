@@ -63,6 +63,15 @@ pub enum CliError {
     /// printed on stdout).
     #[error(transparent)]
     Promise(#[from] vnfm_core::reservation::LedgerError),
+    /// A deployment intent that no candidate region can serve (exit 3), or that the chosen
+    /// region cannot realise.
+    #[error("{detail}")]
+    Intent {
+        /// Why.
+        detail: String,
+        /// A valid "no" (exit 3), rather than a bad input (exit 2).
+        infeasible: bool,
+    },
     /// The local granter gave no grant.
     #[error("no grant: {detail}")]
     Grant {
@@ -88,6 +97,13 @@ impl CliError {
                 failure_exit_code(*kind)
             }
             CliError::Promise(e) => ledger_exit_code(e),
+            CliError::Intent { infeasible, .. } => {
+                if *infeasible {
+                    exit::INFEASIBLE
+                } else {
+                    exit::USAGE
+                }
+            }
         }
     }
 }

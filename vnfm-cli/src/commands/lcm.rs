@@ -256,7 +256,7 @@ pub fn load_package(
     }
 }
 
-fn default_flavour(pkg: &VnfPackage, flavour: Option<&str>) -> Result<String, CliError> {
+pub(crate) fn default_flavour(pkg: &VnfPackage, flavour: Option<&str>) -> Result<String, CliError> {
     match flavour {
         Some(f) => Ok(f.to_owned()),
         None => pkg.flavours.keys().next().cloned().ok_or_else(|| {
@@ -514,6 +514,15 @@ fn print_report_drawn(
 pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Result<(), CliError> {
     let mut pinned = parse_zones(&args.zones)?;
     runtime()?.block_on(async {
+        // --intent: the region (and its VIM) and the realised package, decided by the core.
+        let intent = match &args.intent {
+            Some(_) => {
+                let pkg = load_package(args.package.as_deref(), config, None)?;
+                super::intent::plan(config, args, &pkg, out).await?
+            }
+            None => None,
+        };
+        let config = intent.as_ref().map_or(config, |p| &p.config);
         let env = env(config, args.cloud.as_deref(), &args.placement).await?;
         let inst = match &args.instance {
             Some(id) => env
@@ -525,10 +534,16 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
                 let pkg = load_package(args.package.as_deref(), config, None)?;
                 let mut req = CreateVnfRequest::new(pkg.descriptor_id.clone());
                 req.vnf_instance_name = args.name.clone();
+                if let Some(p) = &intent {
+                    req.metadata = Some(super::intent::record_metadata(p)?);
+                }
                 env.lcm.create(&pkg, &req).await?
             }
         };
-        let pkg = load_package(args.package.as_deref(), config, Some(&inst.vnfd_id))?;
+        let pkg = match &intent {
+            Some(p) => p.realised.package.clone(),
+            None => load_package(args.package.as_deref(), config, Some(&inst.vnfd_id))?,
+        };
         let flavour = default_flavour(&pkg, args.flavour.as_deref())?;
         // --reservation: draw before any stack exists; a refusal deletes a new instance.
         let drawn = match &args.reservation {
@@ -598,6 +613,7 @@ async fn instance_and_package(
         .await
         .map_err(|e| not_found(config, "VNF instance", id, e))?;
     let pkg = load_package(package, config, Some(&inst.vnfd_id))?;
+    let pkg = super::intent::reapply(&inst, pkg)?;
     Ok((inst.id, pkg))
 }
 

@@ -10,6 +10,7 @@ use crate::output::Output;
 
 pub mod cloud;
 pub mod demo;
+pub mod intent;
 pub mod lcm;
 pub mod package;
 pub mod promise;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
         }
         Command::Demo(args) => demo::run(&args, out),
         Command::Grant(args) => lcm::grant(&config, &args, out),
+        Command::Select(args) => intent::select(&config, &args, out),
         Command::Instantiate(args) => lcm::instantiate(&config, &args, out),
         Command::Scale(args) => lcm::scale(&config, &args, out),
         Command::Heal(args) => lcm::heal(&config, &args, out),

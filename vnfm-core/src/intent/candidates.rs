@@ -13,7 +13,7 @@
 //!         memory_mb: 32768
 //!         disk_gb: 40
 //!         oversubscription:                  # burstable variants: percent -> burst ceiling
-//!           - {percent: 25, max_vcpus: 20, max_memory_mb: 40960}
+//!           - {percent: 25, max_vcpus: 20, max_memory_mb: 40960, flavour: xyz.burst25}
 //!   - name: azure
 //!     cloud_type: Azure
 //!     supports: [HA, Guaranteed QoS]
@@ -34,6 +34,7 @@
 //!     # capacity: {zones: [AZ-1, AZ-2]}      # ... of these zones only
 //!     # capacity: {reservation: pool-1}      # free capacity of a Promise pool
 //!     flavours: []                           # region flavours; same names override the owner's
+//!     vim: openstack:east                    # optional: simulated | openstack | openstack:<clouds.yaml entry>
 //! ```
 //!
 //! One unit system, the project's [`Resources`]: vCPUs, memory in MiB, disk in GiB. A flavour's
@@ -94,6 +95,9 @@ pub struct Oversubscription {
     pub max_vcpus: u64,
     /// Burst ceiling of memory in MiB.
     pub max_memory_mb: u64,
+    /// The variant's own flavour name (the instance type a burstable server is created
+    /// with); written `flavour:` in the file, by default `<flavour>.burst<percent>`.
+    pub flavour: String,
 }
 
 /// A flavour (instance type).
@@ -199,6 +203,49 @@ pub struct Region {
     pub hosts: Option<u64>,
     /// Fixed price per instance in this region, overriding the owner's cost model.
     pub cost: Option<f64>,
+    /// The VIM connection that deploys into this region, when the region can be deployed
+    /// to by vnfm (`vnfm instantiate --intent`); `None`: selection only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vim: Option<VimRef>,
+}
+
+/// The VIM connection of a region: `simulated` (vnfm's simulated cloud), `openstack` (the
+/// OpenStack of the `OS_*` variables / `OS_CLOUD`), or `openstack:<cloud>` (an entry of
+/// `clouds.yaml`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum VimRef {
+    /// The simulated cloud of the state file.
+    Simulated,
+    /// A real OpenStack; `cloud`: the `clouds.yaml` entry, else the environment's.
+    OpenStack {
+        /// The `clouds.yaml` entry.
+        cloud: Option<String>,
+    },
+}
+
+impl VimRef {
+    /// Parses `simulated`, `openstack` or `openstack:<cloud>`.
+    pub fn parse(s: &str) -> Option<VimRef> {
+        match s.split_once(':') {
+            None if s == "simulated" => Some(VimRef::Simulated),
+            None if s == "openstack" => Some(VimRef::OpenStack { cloud: None }),
+            Some(("openstack", c)) if !c.trim().is_empty() => Some(VimRef::OpenStack {
+                cloud: Some(c.trim().to_owned()),
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for VimRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VimRef::Simulated => f.write_str("simulated"),
+            VimRef::OpenStack { cloud: None } => f.write_str("openstack"),
+            VimRef::OpenStack { cloud: Some(c) } => write!(f, "openstack:{c}"),
+        }
+    }
 }
 
 /// A validated candidate file.
@@ -633,7 +680,11 @@ impl Parser<'_> {
                 for (j, x) in list.iter().enumerate() {
                     let vat = format!("{oat}[{j}]");
                     let vm = self.obj(x, &vat)?;
-                    self.keys(vm, &vat, &["percent", "max_vcpus", "max_memory_mb"])?;
+                    self.keys(
+                        vm,
+                        &vat,
+                        &["percent", "max_vcpus", "max_memory_mb", "flavour"],
+                    )?;
                     let percent = self.percent(
                         self.required(vm, &vat, "percent", "a percentage")?,
                         &format!("{vat}.percent"),
@@ -664,6 +715,10 @@ impl Parser<'_> {
                             ),
                         ));
                     }
+                    let variant_name = match vm.get("flavour") {
+                        Some(n) => self.string(n, &format!("{vat}.flavour"))?.to_owned(),
+                        None => format!("{name}.burst{percent}"),
+                    };
                     if oversubscription.iter().any(|x| x.percent == percent) {
                         return Err(self.err(
                             &format!("{vat}.percent"),
@@ -676,6 +731,7 @@ impl Parser<'_> {
                         percent,
                         max_vcpus,
                         max_memory_mb,
+                        flavour: variant_name,
                     });
                 }
             }
@@ -694,7 +750,7 @@ impl Parser<'_> {
             m,
             at,
             &[
-                "id", "owner", "location", "tenant", "capacity", "flavours", "hosts", "cost",
+                "id", "owner", "location", "tenant", "capacity", "flavours", "hosts", "cost", "vim",
             ],
         )?;
         let id = self
@@ -779,6 +835,22 @@ impl Parser<'_> {
             .get("cost")
             .map(|c| self.non_negative(c, &format!("{at}.cost")))
             .transpose()?;
+        let vim = match m.get("vim") {
+            None => None,
+            Some(v) => {
+                let vat = format!("{at}.vim");
+                let text = self.string(v, &vat)?;
+                Some(VimRef::parse(text).ok_or_else(|| {
+                    self.err(
+                        &vat,
+                        format!(
+                            "value {}: expected simulated, openstack or openstack:<clouds.yaml entry>",
+                            show(v)
+                        ),
+                    )
+                })?)
+            }
+        };
         Ok(Region {
             id,
             owner,
@@ -788,6 +860,7 @@ impl Parser<'_> {
             flavours,
             hosts,
             cost,
+            vim,
         })
     }
 }

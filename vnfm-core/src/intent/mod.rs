@@ -7,10 +7,12 @@
 //! - [`candidates`]: the candidate file: cloud owners, regions, cost models, capacity sources.
 //! - [`select`]: filtering with reasons and the choice (weighted, HAS-compatible,
 //!   lexicographic, Pareto).
+//! - [`deploy`]: one region for a whole VNF instance, and the intent realised in its package.
 //! - [`realise`]: the intent written into the deployment template (HA server group, burstable
 //!   flavour).
 
 pub mod candidates;
+pub mod deploy;
 pub mod links;
 pub mod policy;
 pub mod realise;

@@ -1,0 +1,252 @@
+//! Intent-based cloud selection through the `vnfm` binary on the simulated cloud:
+//! `vnfm select` (ranking, reasons, exit codes) and `vnfm instantiate --intent` end to end
+//! (region chosen, intent realised and recorded, re-applied by a later heal).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const VNFM_ENV: &[&str] = &[
+    "VNFM_CONFIG",
+    "VNFM_STATE",
+    "VNFM_VIM",
+    "VNFM_SIM_SEED",
+    "VNFM_ID_SALT",
+    "VNFM_PACKAGES_DIR",
+    "VNFM_CLOUD",
+];
+
+fn run(state: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vnfm"));
+    cmd.arg("--state")
+        .arg(state)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    for var in VNFM_ENV {
+        cmd.env_remove(var);
+    }
+    cmd.output().expect("vnfm runs")
+}
+
+fn example(name: &str) -> String {
+    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "examples", "intent", name]
+        .iter()
+        .collect();
+    p.display().to_string()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+const CUSTOMER: &str = "40.0,-75.0";
+
+#[test]
+fn select_ranks_explains_and_chooses_one_region_for_the_vnf() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let (policy, cands) = (example("policy-ha.json"), example("candidates.yaml"));
+    let args = [
+        "select",
+        "--policy",
+        &policy,
+        "--candidates",
+        &cands,
+        "--customer",
+        CUSTOMER,
+    ];
+    let out = run(&state, &args);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("edge/edge-newark: owner edge does not support HA"),
+        "{t}"
+    );
+    assert!(
+        t.contains("azure/azure-west: region azure-west: distance 4063.26 km > 3000 km"),
+        "{t}"
+    );
+    // each VDU alone fits the small region, both together do not
+    assert!(
+        t.contains(
+            "dropped lab/lab-small: region lab-small: 2 vCPU free < 4 needed by the VDUs together"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("chosen: lab/sim-east"), "{t}");
+
+    let mut with_json = vec!["--json"];
+    with_json.extend_from_slice(&args);
+    with_json.push("--pareto");
+    let v = json(&run(&state, &with_json));
+    assert_eq!(v["chosen"]["region"], "sim-east", "{v}");
+    let ranking: Vec<&str> = v["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["candidate"]["region"].as_str().unwrap())
+        .collect();
+    assert_eq!(ranking, ["sim-east", "azure-east"], "{v}");
+    // VDU1 (2 × m1.small) and VDU2 (1 × m1.medium): one selection each, with their terms
+    let sel = v["selections"].as_array().unwrap();
+    assert_eq!(sel.len(), 2);
+    assert_eq!(sel[0]["demand"]["vnfc"], "VDU1");
+    assert_eq!(sel[0]["demand"]["instances"], 2);
+    assert!(
+        v["pareto"]["VDU1"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{v}"
+    );
+}
+
+#[test]
+fn select_with_no_region_left_exits_3_and_bad_input_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let policy = dir.path().join("near.json");
+    let text_of = std::fs::read_to_string(example("policy-ha.json")).unwrap();
+    std::fs::write(
+        &policy,
+        text_of.replace("\"value\": \"3000\"", "\"value\": \"1\""),
+    )
+    .unwrap();
+    let cands = example("candidates.yaml");
+    let p = policy.display().to_string();
+    let out = run(
+        &state,
+        &[
+            "select",
+            "--policy",
+            &p,
+            "--candidates",
+            &cands,
+            "--customer",
+            CUSTOMER,
+        ],
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(t.contains("no candidate region serves every VDU"), "{t}");
+    assert!(t.contains("km > 1 km"), "{t}");
+
+    let out = run(
+        &state,
+        &[
+            "select",
+            "--policy",
+            &p,
+            "--candidates",
+            &cands,
+            "--customer",
+            "91,0",
+        ],
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("--customer \"91,0\""), "{t}");
+}
+
+#[test]
+fn instantiate_with_an_intent_realises_and_records_it_for_later_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let (policy, cands) = (example("policy-ha.json"), example("candidates.yaml"));
+    let out = run(
+        &state,
+        &[
+            "--json",
+            "instantiate",
+            "--intent",
+            &policy,
+            "--candidates",
+            &cands,
+            "--customer",
+            CUSTOMER,
+        ],
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("intent: region lab/sim-east chosen (VIM simulated)"),
+        "{t}"
+    );
+    assert!(t.contains("added server group VDU2_anti_affinity"), "{t}");
+    let v = json(&out);
+    let id = v["vnfLcmOpOcc"]["vnfInstanceId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"))
+        .to_owned();
+    let inst = json(&run(&state, &["--json", "instance", "show", &id]));
+    let record = &inst["vnfInstance"]["metadata"]["vnfmIntent"];
+    assert_eq!(record["region"]["region"], "sim-east", "{inst}");
+    assert_eq!(record["request"]["vdus"][1]["vdu"], "VDU2", "{inst}");
+    assert_eq!(record["request"]["vdus"][1]["ha"], true, "{inst}");
+
+    // a later operation builds its stack from the package realised again from the record
+    // (scale-outs do not fit the demo cloud's zone spread; a heal re-creates VDU2-0)
+    let out = run(
+        &state,
+        &["--json", "heal", "--instance", &id, "--vnfc", "VDU2-0"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(json(&out)["vnfLcmOpOcc"]["operationState"], "COMPLETED");
+}
+
+#[test]
+fn an_intent_the_region_cannot_realise_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    // the only region left has two hosts, VDU1 may have four instances
+    let cands = dir.path().join("two-hosts.yaml");
+    std::fs::write(
+        &cands,
+        "owners:\n  - name: lab\n    cloud_type: OpenStack\n    supports: [HA, Guaranteed QoS]\n    cost: {fixed: 1}\n    flavours:\n      - {name: m1.small, vcpus: 1, memory_mb: 2048, disk_gb: 20}\n      - {name: m1.medium, vcpus: 2, memory_mb: 4096, disk_gb: 40}\nregions:\n  - id: tiny\n    owner: lab\n    location: {lat: 40.7, lon: -74.0}\n    hosts: 2\n    capacity: {declared: {vcpus: 64, memory_mb: 131072, disk_gb: 1000}}\n    vim: simulated\n",
+    )
+    .unwrap();
+    let (policy, c) = (example("policy-ha.json"), cands.display().to_string());
+    let args = [
+        "instantiate",
+        "--intent",
+        &policy,
+        "--candidates",
+        &c,
+        "--customer",
+        CUSTOMER,
+    ];
+    let out = run(&state, &args);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(t.contains("region lab/tiny"), "{t}");
+    let list = json(&run(&state, &["--json", "instance", "list"]));
+    assert_eq!(
+        list["vnfInstances"].as_array().map(Vec::len),
+        Some(0),
+        "{list}"
+    );
+
+    // best effort: soft anti-affinity, said so, and the instance runs
+    let mut best = args.to_vec();
+    best.push("--best-effort");
+    let out = run(&state, &best);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(t.contains("soft"), "{t}");
+}

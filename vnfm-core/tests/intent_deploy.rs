@@ -1,0 +1,121 @@
+//! `intent::deploy` on the demo package and the example intent files: one region for the
+//! whole VNF, the intent realised in the package, and the record that realises it again.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use vnfm_core::cloud::CloudFile;
+use vnfm_core::driver::{ListZones, ZoneCatalog};
+use vnfm_core::id::VduId;
+use vnfm_core::intent::candidates::{CandidateFile, Capacities, GeoPoint};
+use vnfm_core::intent::deploy::{
+    choose_region, package_demands, realise_package, realise_request, reapply,
+};
+use vnfm_core::intent::policy::Policy;
+use vnfm_core::package::fs;
+use vnfm_core::sim::SimCloud;
+
+fn examples() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples"))
+}
+
+#[tokio::test]
+async fn demo_vnf_in_the_simulated_region_with_ha() {
+    let pkg = fs::load(&examples().join("packages/demo-vnf")).unwrap();
+    let policy = Policy::load(examples().join("intent/policy-ha.json")).unwrap();
+    let cands = CandidateFile::load(examples().join("intent/candidates.yaml")).unwrap();
+    let sim = SimCloud::new(
+        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
+        1,
+    );
+    let zones = sim.list_zones(ListZones::default()).await.unwrap();
+    let caps = Capacities::new().with_zone_catalogue("sim-east", &zones);
+
+    let demands =
+        package_demands(&pkg, "default", &policy, Some(GeoPoint::new(40.0, -75.0))).unwrap();
+    let got: Vec<(&str, &str, u64)> = demands
+        .iter()
+        .map(|d| (d.vnfc.as_str(), d.flavour.as_str(), d.instances))
+        .collect();
+    assert_eq!(got, [("VDU1", "m1.small", 2), ("VDU2", "m1.medium", 1)]);
+
+    let choice = choose_region(&policy, &cands, &demands, &caps).unwrap();
+    assert_eq!(choice.chosen.as_ref().unwrap().region, "sim-east");
+    // lab-small survives each VDU alone (2 vCPU free) but not both (4 needed)
+    assert!(choice
+        .selections
+        .iter()
+        .all(|s| s.ranking.iter().any(|r| r.candidate.region == "lab-small")));
+    assert_eq!(choice.dropped.len(), 1, "{choice}");
+    assert_eq!(choice.dropped[0].0.region, "lab-small");
+    // the VNF's value is the sum of its VDUs' values in that region
+    let sum: f64 = choice
+        .selections
+        .iter()
+        .map(|s| s.chosen().unwrap().value)
+        .sum();
+    assert!((choice.ranking[0].value - sum).abs() < 1e-9);
+
+    let req = realise_request(&pkg, &choice, &cands, &caps, false).unwrap();
+    assert_eq!(req.region.hosts, 8, "the zone catalogue's hosts");
+    assert!(req.vdus.iter().all(|v| v.ha));
+    assert_eq!(req.vdus[0].max_instances, Some(4));
+    let done = realise_package(&pkg, "default", choice.chosen.clone().unwrap(), req).unwrap();
+    let top = &done.package.flavours["default"]
+        .base_hot
+        .as_ref()
+        .unwrap()
+        .template;
+    assert!(top.contains("VDU2_anti_affinity"), "{top}");
+    assert!(!pkg.flavours["default"]
+        .base_hot
+        .as_ref()
+        .unwrap()
+        .template
+        .contains("VDU2_anti_affinity"));
+    assert!(
+        done.diff.contains("+  VDU2_anti_affinity:"),
+        "{}",
+        done.diff
+    );
+    // guaranteed QoS keeps the flavours
+    let vdu1 = &done.package.flavours["default"].vdus[&VduId::new("VDU1")];
+    assert_eq!(vdu1.flavor.as_ref().unwrap().as_str(), "m1.small");
+
+    // the record (as kept in the instance's metadata) realises the same package again
+    let json = serde_json::to_value(&done.record).unwrap();
+    let record = serde_json::from_value(json).unwrap();
+    let again = reapply(&pkg, &record).unwrap();
+    assert_eq!(again, done.package);
+}
+
+#[test]
+fn burstable_intent_switches_the_vdu_flavour_to_the_regions_variant() {
+    let pkg = fs::load(&examples().join("packages/demo-vnf")).unwrap();
+    let text = std::fs::read_to_string(examples().join("intent/policy-ha.json"))
+        .unwrap()
+        .replace(
+            "\"intent-attribute-value\": \"Guaranteed QoS\", \"operator\": \"=\", \"unit\": \"\"}",
+            "\"intent-attribute-value\": \"Burstable QoS\", \"operator\": \"=\", \"unit\": \"\"},\n              {\"intent-attribute-key\": \"Burstable QoS Oversubscription Percentage\", \"intent-attribute-value\": \"25\", \"operator\": \"=\", \"unit\": \"\"}",
+        )
+        .replace("\"resources\": [\"VDU1\", \"VDU2\"]", "\"resources\": [\"VDU1\"]");
+    let policy = Policy::from_text("burst.json", &text).unwrap();
+    let cands = CandidateFile::load(examples().join("intent/candidates.yaml")).unwrap();
+    let caps = Capacities::new().with_zone_free(
+        "sim-east",
+        vnfm_core::zone::Resources::new(64, 131_072, 1000),
+    );
+    let demands =
+        package_demands(&pkg, "default", &policy, Some(GeoPoint::new(40.0, -75.0))).unwrap();
+    assert_eq!(demands.len(), 1);
+    let choice = choose_region(&policy, &cands, &demands, &caps).unwrap();
+    // only the lab owner offers m1.small at 25 %; HA still required, 2 hosts in lab-small
+    let chosen = choice.chosen.clone().unwrap();
+    let mut req = realise_request(&pkg, &choice, &cands, &caps, false).unwrap();
+    req.region.hosts = 8;
+    let done = realise_package(&pkg, "default", chosen, req).unwrap();
+    let vdu1 = &done.package.flavours["default"].vdus[&VduId::new("VDU1")];
+    assert_eq!(vdu1.flavor.as_ref().unwrap().as_str(), "m1.small.burst25");
+    let vdu2 = &done.package.flavours["default"].vdus[&VduId::new("VDU2")];
+    assert_eq!(vdu2.flavor.as_ref().unwrap().as_str(), "m1.medium");
+}
