@@ -7,7 +7,7 @@
 
 mod serve_common;
 
-use serde_json::json;
+use serde_json::{json, Value};
 use serve_common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -704,4 +704,48 @@ async fn defaults_instantiate_on_a_cloud_whose_first_zone_is_full() {
         failed_in_az1.is_some(),
         "no seed of the random granter chose AZ-1"
     );
+}
+
+/// `POST /intent/v1/selections`: the question of `vnfm select` over HTTP, with the server's
+/// simulated zone catalogue as the capacity of the `zones` regions; 400 ProblemDetails naming
+/// the field of a bad policy, 422 for an unknown package.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn intent_selection_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/intent");
+    let policy: Value =
+        serde_json::from_str(&std::fs::read_to_string(examples.join("policy-ha.json")).unwrap())
+            .unwrap();
+    let cands: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(examples.join("candidates.yaml")).unwrap())
+            .unwrap();
+    let vnfd = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d";
+    let body = json!({"policy": policy, "candidates": cands, "vnfdId": vnfd,
+                      "customer": {"lat": 40.0, "lon": -75.0}});
+    let r = post_json(addr, "/intent/v1/selections", &body).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let v = r.json();
+    assert_eq!(v["chosen"]["region"], "sim-east", "{v}");
+    assert_eq!(v["dropped"][0][0]["region"], "lab-small", "{v}");
+    let reasons = v["selections"][0]["dropped"].to_string();
+    assert!(reasons.contains("azure-west"), "{reasons}");
+
+    let mut bad = body.clone();
+    bad["policy"]["content"]["cloudDeploymentIntentList"][0]["Cloud Type (Cloud Provider)"] =
+        json!({"VMware VIO": null});
+    let p = post_json(addr, "/intent/v1/selections", &bad)
+        .await
+        .problem(400);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.contains("request body: policy"), "{detail}");
+    assert!(detail.contains("Cloud Type (Cloud Provider)"), "{detail}");
+
+    let mut unknown = body.clone();
+    unknown["vnfdId"] = json!("no-such-vnfd");
+    post_json(addr, "/intent/v1/selections", &unknown)
+        .await
+        .problem(422);
+    server.shutdown().await.unwrap();
 }

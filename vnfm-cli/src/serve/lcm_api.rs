@@ -45,6 +45,7 @@ pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
         .route("/vnflcm/v2/vnf_lcm_op_occs", get(list_op_occs))
         .route("/vnflcm/v2/vnf_lcm_op_occs/{id}", get(show_op_occ))
         .route("/vnflcm/v2/vnf_lcm_op_occs/{id}/fail", post(fail_op_occ))
+        .route("/intent/v1/selections", post(select_region))
         .route_layer(axum::middleware::from_fn_with_state(app, require_token))
 }
 
@@ -386,5 +387,102 @@ mod tests {
             Value::Object(t),
             json!({"a": 5, "b": {"d": 3, "x": 1}, "n": true})
         );
+    }
+}
+
+/// The body of `POST /intent/v1/selections`.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SelectionRequest {
+    /// The cloud-selection policy (the seed's JSON).
+    policy: Value,
+    /// The candidate file's content as JSON.
+    candidates: Value,
+    /// The package whose VDUs are the demands.
+    vnfd_id: String,
+    /// Its deployment flavour [default: the only or first].
+    #[serde(default)]
+    flavour_id: Option<String>,
+    /// The customer location.
+    #[serde(default)]
+    customer: Option<vnfm_core::intent::candidates::GeoPoint>,
+}
+
+/// `POST /intent/v1/selections`: the question of `vnfm select` over HTTP. 200 with the
+/// choice, the ranking and every dropped candidate's reasons (also when nothing is chosen:
+/// `chosen` is null); 400 naming the field of a bad policy or candidate list; 422 for an
+/// unknown package.
+async fn select_region(State(app): State<Arc<App>>, body: Body) -> Response {
+    use vnfm_core::intent::{candidates, deploy, policy};
+    let req: SelectionRequest = match body_of(&app, body)
+        .await
+        .and_then(|b| parse(&b, "selection request"))
+    {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let bad = |e: vnfm_core::Error| problem_of(400, e.to_string());
+    let policy = match policy::Policy::from_text("request body: policy", &req.policy.to_string()) {
+        Ok(p) => p,
+        Err(e) => return bad(e),
+    };
+    let cands = match candidates::CandidateFile::from_text(
+        "request body: candidates",
+        &req.candidates.to_string(),
+    ) {
+        Ok(c) => c,
+        Err(e) => return bad(e),
+    };
+    let pkg = match app.package(&req.vnfd_id) {
+        Ok(p) => p,
+        Err(p) => return problem(p),
+    };
+    let flavour = match req
+        .flavour_id
+        .clone()
+        .or_else(|| pkg.flavours.keys().next().cloned())
+    {
+        Some(f) => f,
+        None => return problem_of(422, "the package has no deployment flavour"),
+    };
+    let demands = match deploy::package_demands(&pkg, &flavour, &policy, req.customer) {
+        Ok(d) => d,
+        Err(e) => return problem_of(422, e.to_string()),
+    };
+    // Regions whose capacity is a zone catalogue: this server's VIM's, when the region names
+    // no VIM or this one.
+    let mut caps = candidates::Capacities::new();
+    let own = match app.config.vim.kind {
+        crate::config::VimKind::Sim => "simulated",
+        crate::config::VimKind::Openstack => "openstack",
+    };
+    let zoned: Vec<&candidates::Region> = cands
+        .regions
+        .iter()
+        .filter(|r| matches!(r.capacity, candidates::CapacitySource::Zones(_)))
+        .filter(|r| {
+            r.vim
+                .as_ref()
+                .is_none_or(|v| v.to_string().split(':').next() == Some(own))
+        })
+        .collect();
+    if !zoned.is_empty() {
+        let zones = match app
+            .lcm
+            .drivers()
+            .zones
+            .list_zones(vnfm_core::driver::ListZones::default())
+            .await
+        {
+            Ok(z) => z,
+            Err(e) => return problem_of(503, format!("listing the VIM's zones: {e}")),
+        };
+        for r in zoned {
+            caps = caps.with_zone_catalogue(r.id.clone(), &zones);
+        }
+    }
+    match deploy::choose_region(&policy, &cands, &demands, &caps) {
+        Ok(choice) => json(StatusCode::OK, &choice),
+        Err(e) => problem_of(422, e.to_string()),
     }
 }
