@@ -321,11 +321,15 @@ pub struct InstantiateArgs {
 #[derive(Debug, Args)]
 pub struct SelectArgs {
     /// The cloud-selection policy (ONAP seed format, JSON or YAML).
-    #[arg(long, value_name = "FILE")]
-    pub policy: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "links")]
+    pub policy: Option<PathBuf>,
     /// The candidate file (cloud owners and regions, YAML or JSON).
-    #[arg(long, value_name = "FILE")]
-    pub candidates: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "links")]
+    pub candidates: Option<PathBuf>,
+    /// Instead: place linked VNFs on VIMs at minimum price under the links' latency and jitter
+    /// bounds, exactly (OSM PLA's model; FILE is PLA's `ns_placement_data` JSON).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["policy", "candidates", "package", "customer", "pareto"])]
+    pub links: Option<PathBuf>,
     /// The VNF package whose VDUs are the demands [default: the built-in demo package].
     #[arg(long, value_name = "PATH")]
     pub package: Option<PathBuf>,

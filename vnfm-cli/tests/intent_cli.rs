@@ -250,3 +250,43 @@ fn an_intent_the_region_cannot_realise_creates_nothing() {
     assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(t.contains("soft"), "{t}");
 }
+
+#[test]
+fn select_links_places_linked_vnfs_exactly_or_names_the_blocking_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    // 1 on the edge (10 + link 3 to the core), 2 on the core (10), 3 in the cloud (4 + link 2)
+    let data = example("linked-vnfs.json");
+    let out = run(&state, &["--json", "select", "--links", &data]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v = json(&out);
+    assert_eq!(v["cost"], "29", "{v}");
+    let got: Vec<(&str, &str)> = v["placement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["member-vnf-index"].as_str().unwrap(),
+                p["vimAccountId"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, [("1", "edge"), ("2", "core"), ("3", "cloud")]);
+
+    // 1 pinned to the edge, 3 to the cloud, 50 ms apart: a 5 ms bound between them blocks
+    let mut d: Value = serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
+    d["ns_desc"][0]["vim_account"] = "vimedge".into();
+    d["ns_desc"][2]["vim_account"] = "vimcloud".into();
+    d["vld_desc"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"cp_refs": ["1", "3"], "latency": 5}));
+    let f = dir.path().join("blocked.json");
+    std::fs::write(&f, d.to_string()).unwrap();
+    let out = run(&state, &["select", "--links", &f.display().to_string()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(t.contains("unsatisfiable"), "{t}");
+    assert!(t.contains("latency <= 5"), "{t}");
+}

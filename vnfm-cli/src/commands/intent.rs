@@ -106,8 +106,16 @@ struct SelectReport<'a> {
 /// A bad policy, candidate file, package or flag (exit 2); no candidate serves every VDU
 /// (exit 3, after the ranking and the reasons are printed).
 pub fn select(config: &Config, args: &SelectArgs, out: Output) -> Result<(), CliError> {
-    let policy = Policy::load(&args.policy)?;
-    let candidates = CandidateFile::load(&args.candidates)?;
+    let (Some(policy), Some(candidates)) = (&args.policy, &args.candidates) else {
+        return match &args.links {
+            Some(links) => select_links(links, out),
+            None => Err(CliError::Usage(
+                "vnfm select needs --policy and --candidates, or --links".into(),
+            )),
+        };
+    };
+    let policy = Policy::load(policy)?;
+    let candidates = CandidateFile::load(candidates)?;
     let customer = parse_customer("--customer", args.customer.as_deref())?;
     let pkg = load_package(args.package.as_deref(), config, None)?;
     let flavour = default_flavour(&pkg, args.flavour.as_deref())?;
@@ -288,4 +296,69 @@ pub(crate) fn record_metadata(
     let mut m = serde_json::Map::new();
     m.insert(deploy::IntentRecord::METADATA_KEY.into(), v);
     Ok(m)
+}
+
+#[derive(Serialize)]
+struct LinksReport {
+    /// PLA's answer: `[{vimAccountId, member-vnf-index}]`, or `null` when unsatisfiable.
+    placement: Option<serde_json::Value>,
+    /// The minimum total price.
+    cost: Option<String>,
+    /// Why no placement exists.
+    unsatisfiable: Option<String>,
+    /// Search nodes explored.
+    nodes: u64,
+}
+
+/// `vnfm select --links FILE`: the exact linked placement of PLA's data.
+fn select_links(path: &Path, out: Output) -> Result<(), CliError> {
+    use vnfm_core::intent::links::Problem;
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::Config {
+        file: path.to_path_buf(),
+        message: "cannot read the linked-placement data (--links)".into(),
+        source: Some(e),
+    })?;
+    let problem = Problem::from_pla_str(&text)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    let sol = problem.solve();
+    let req = problem.request();
+    let (report, human) = match &sol.outcome {
+        Ok(p) => {
+            let mut h = format!("minimum total price {}:\n", p.cost);
+            for (vnf, &vim) in req.vnfs.iter().zip(&p.vims) {
+                let name = req.vims.get(vim).map(String::as_str).unwrap_or_default();
+                h.push_str(&format!("  {} -> {name}\n", vnf.id));
+            }
+            h.push_str(&format!("({} search nodes)\n", sol.stats.nodes));
+            (
+                LinksReport {
+                    placement: Some(problem.to_pla_placement(p)),
+                    cost: Some(p.cost.to_string()),
+                    unsatisfiable: None,
+                    nodes: sol.stats.nodes,
+                },
+                h,
+            )
+        }
+        Err(why) => (
+            LinksReport {
+                placement: None,
+                cost: None,
+                unsatisfiable: Some(why.to_string()),
+                nodes: sol.stats.nodes,
+            },
+            format!("unsatisfiable: {why}\n"),
+        ),
+    };
+    out.data(&human, &report)?;
+    match &sol.outcome {
+        Ok(_) => Ok(()),
+        Err(why) => Err(CliError::Intent {
+            detail: format!(
+                "{}: no placement meets the links' bounds: {why}",
+                path.display()
+            ),
+            infeasible: true,
+        }),
+    }
 }
