@@ -91,8 +91,11 @@ pub enum Command {
     Demo(DemoArgs),
     /// Build the SOL003 grant request of an operation and answer it with the local granter.
     Grant(GrantArgs),
-    /// Choose a cloud region for a package's VDUs by deployment intent (ONAP OOF cloud
-    /// selection): candidates dropped with reasons, the survivors ranked, one chosen.
+    /// Choose a cloud region by deployment intent (ONAP OOF), or place linked VNFs (OSM PLA).
+    ///
+    /// With --policy and --candidates: every candidate region is dropped with its reasons or
+    /// valued, the survivors ranked, and one region chosen for all the package's VDUs. With
+    /// --links: the VNFs of PLA's placement data placed on VIMs at minimum price, exactly.
     Select(SelectArgs),
     /// Create a VNF instance of a package and instantiate it.
     Instantiate(InstantiateArgs),

@@ -8,7 +8,8 @@ pub const OK: i32 = 0;
 pub const INTERNAL: i32 = 1;
 /// Bad usage, configuration or input (file, field or value), including a corrupt state file.
 pub const USAGE: i32 = 2;
-/// The placement is infeasible: the constraints cannot be met (a valid "no").
+/// The placement is infeasible: the constraints cannot be met, or no candidate region serves
+/// a deployment intent (a valid "no").
 pub const INFEASIBLE: i32 = 3;
 /// Capacity is exhausted: no zone, host or reservation has room.
 pub const CAPACITY: i32 = 4;
@@ -23,7 +24,8 @@ EXIT STATUS:
      validation); the operation occurrence printed on stdout says why
   2  usage, configuration or input error (bad flag, file, field or value; corrupt state file;
      unknown instance; an operation not allowed in the instance's state)
-  3  infeasible placement: the placement constraints cannot be met
+  3  infeasible placement: the placement constraints cannot be met, or no candidate region
+     serves the deployment intent (vnfm select, --intent)
   4  capacity exhausted: no zone, host or reservation has room, or no zone left to reselect
   5  backend unreachable, or authentication / authorization failed
   A closed output pipe (e.g. `vnfm ... | head`) exits 0.";
