@@ -290,3 +290,66 @@ fn select_links_places_linked_vnfs_exactly_or_names_the_blocking_link() {
     assert!(t.contains("unsatisfiable"), "{t}");
     assert!(t.contains("latency <= 5"), "{t}");
 }
+
+#[test]
+fn regions_backed_by_a_promise_pool_are_checked_against_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    for (zone, cores) in [("pool-small", "3"), ("pool-big", "8")] {
+        let out = run(
+            &state,
+            &[
+                "provider",
+                "add",
+                "--declared",
+                "--name",
+                zone,
+                "--zone",
+                zone,
+                "--cores",
+                cores,
+                "--ram",
+                "65536",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+    let cands = dir.path().join("pools.yaml");
+    let region = |id: &str, pool: &str, lon: f64| {
+        format!(
+            "  - id: {id}\n    owner: lab\n    location: {{lat: 40.7, lon: {lon}}}\n    hosts: 8\n    capacity: {{reservation: {pool}}}\n"
+        )
+    };
+    std::fs::write(
+        &cands,
+        format!(
+            "owners:\n  - name: lab\n    cloud_type: OpenStack\n    supports: [HA, Guaranteed QoS]\n    cost: {{fixed: 1}}\n    flavours:\n      - {{name: m1.small, vcpus: 1, memory_mb: 2048, disk_gb: 20}}\n      - {{name: m1.medium, vcpus: 2, memory_mb: 4096, disk_gb: 40}}\nregions:\n{}{}{}",
+            region("near-small", "pool-small", -74.0),
+            region("far-big", "pool-big", -73.0),
+            region("unknown", "no-such-pool", -74.0),
+        ),
+    )
+    .unwrap();
+    let (policy, c) = (example("policy-ha.json"), cands.display().to_string());
+    let out = run(
+        &state,
+        &[
+            "select",
+            "--policy",
+            &policy,
+            "--candidates",
+            &c,
+            "--customer",
+            CUSTOMER,
+        ],
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    // VDU1 needs 2 vCPUs, VDU2 2: each fits 3 cores, together they do not
+    assert!(
+        t.contains("dropped lab/near-small: region near-small: 3 vCPU free < 4 needed by the VDUs together"),
+        "{t}"
+    );
+    assert!(t.contains("lab/unknown"), "{t}");
+    assert!(t.contains("chosen: lab/far-big"), "{t}");
+}

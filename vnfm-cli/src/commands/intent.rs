@@ -67,7 +67,27 @@ async fn capacities(
 ) -> Result<Capacities, CliError> {
     let mut caps = Capacities::new();
     let mut listed: BTreeMap<String, Vec<vnfm_core::zone::ComputeZone>> = BTreeMap::new();
+    let mut book = None;
     for region in &candidates.regions {
+        if let CapacitySource::Reservation(pool) = &region.capacity {
+            // A Promise pool is a zone of the state file's ledger: what it has available from
+            // the ledger's now on, for good (read only; the ledger is not saved).
+            if book.is_none() {
+                book = Some(crate::promise::load_or_new(store, config).await?);
+            }
+            if let Some(b) = &book {
+                let from = b.ledger.now().unwrap_or_else(chrono::Utc::now);
+                let window = vnfm_core::reservation::Window {
+                    start: from,
+                    end: None,
+                };
+                let zone = vnfm_core::id::ZoneId::new(pool.as_str());
+                if let Ok(report) = b.ledger.capacity(&zone, window) {
+                    caps = caps.with_pool_report(pool.clone(), &report);
+                }
+            }
+            continue;
+        }
         if !matches!(region.capacity, CapacitySource::Zones(_)) {
             continue;
         }
