@@ -2,8 +2,8 @@
 //! Keystone, Nova and Heat: AZ reselection after Nova's real "No valid host was found", a
 //! failure that is not a capacity error, scale-out and heal that reselect, a token revoked
 //! in the middle of an operation, an AutoScalingGroup moved whole by reselection (the zones
-//! blamed checked against Nova's failed servers), and deletes that end once Heat reports the
-//! stack gone. One of them pins the HTTP calls of a reselection round.
+//! blamed checked against Nova's failed servers), deletes that end once Heat reports the
+//! stack gone, and a deployment intent's HA server group enforced by Nova. One of them pins the HTTP calls of a reselection round.
 //!
 //! Runs only with `VNFM_TEST_OPENSTACK=1` and a cloud brought up with zones whose hosts cannot
 //! hold an m1.small (`VNFM_OS_TEST_SMALL_ZONE`, and `VNFM_OS_TEST_SMALL_ZONES` naming two of
@@ -1102,6 +1102,98 @@ async fn nova_call(
     serde_json::from_str(&text).map_err(|e| format!("{method} {path}: {e}: {text}"))
 }
 
+/// 9. A deployment intent's HA realised in the templates (`intent::deploy`): VDU1's servers join
+///    an anti-affinity server group. A scale-out pinned to the zone (one host) of VDU1-0 fails
+///    with Nova's real "No valid host was found" (the group is enforced: that host has room),
+///    reselection moves VDU1-1 to another zone, and the two servers are on distinct hosts.
+async fn ha_intent_server_group_is_enforced(fx: &Fx) -> Res {
+    use vnfm_core::intent::deploy::realise_package;
+    use vnfm_core::intent::realise::{Realisation, RealiseRequest, RegionFlavour, RegionOffer};
+    use vnfm_core::intent::select::CandidateId;
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 19);
+    let request = RealiseRequest {
+        vdus: vec![Realisation::new("VDU1").with_ha().with_max_instances(2)],
+        region: RegionOffer {
+            hosts: u32::try_from(fx.hosts.values().map(BTreeSet::len).sum::<usize>())
+                .unwrap_or(u32::MAX),
+            flavours: vec![
+                RegionFlavour::new("m1.small", 1, 2048, 20),
+                RegionFlavour::new("m1.tiny", 1, 512, 1),
+            ],
+        },
+        best_effort: false,
+    };
+    let region = CandidateId {
+        owner: "real".into(),
+        region: "RegionOne".into(),
+    };
+    let realised = realise_package(&fx.pkg, "free", region, request).map_err(|e| e.to_string())?;
+    let pkg = realised.package;
+    ensure!(
+        realised
+            .changes
+            .iter()
+            .any(|c| c.to_string().contains("added server group")),
+        "changes: {:?}",
+        realised.changes
+    );
+    let big = fx.big();
+    ensure!(big.len() >= 2, "two zones that hold an m1.small: {big:?}");
+    let mut req = CreateVnfRequest::new(pkg.descriptor_id.clone());
+    req.vnf_instance_name = Some("rs-ha-intent".into());
+    let inst = lcm.create(&pkg, &req).await.map_err(|e| chain(&e))?;
+    let during = async {
+        let r = lcm
+            .instantiate(
+                &inst.id,
+                &pkg,
+                &InstantiateVnfRequest::new("free"),
+                &pins(&[("VDU1", big[0]), ("VDU2", big[0])]),
+            )
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+        let mut sreq = ScaleVnfRequest::new(ScaleType::ScaleOut, "VDU1_scale");
+        sreq.number_of_steps = Some(1);
+        let r = lcm
+            .scale(&inst.id, &pkg, &sreq, &pins(&[("VDU1-1", big[0])]))
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(r.is_completed(), "scale out: {}", describe(&r));
+        let a = &r.op_occ.attempts;
+        ensure!(a.len() >= 2, "expected a reselection: {}", describe(&r));
+        let first = a[0].status_reason.clone().unwrap_or_default();
+        ensure!(
+            first.contains("No valid host was found"),
+            "the pinned attempt did not fail with Nova's text: {first}"
+        );
+        ensure!(
+            a[0].failed_zones.contains(big[0]),
+            "failed zones {:?}",
+            a[0].failed_zones
+        );
+        let inst_now = lcm
+            .drivers()
+            .store
+            .instance(&inst.id)
+            .await
+            .map_err(|e| chain(&e))?;
+        let servers = check_servers(&cloud, fx, &inst_now).await?;
+        let h0 = servers.get("VDU1-0").map(|(_, h)| h.clone());
+        let h1 = servers.get("VDU1-1").map(|(_, h)| h.clone());
+        ensure!(
+            h0.is_some() && h1.is_some() && h0 != h1,
+            "VDU1's servers share a host or are missing: {servers:?}"
+        );
+        eprintln!("HA intent: VDU1 on {h0:?} and {h1:?}; first attempt: {first}");
+        Ok(())
+    };
+    let outcome: Res = during.await;
+    let cleaned = terminate(&lcm, &inst.id).await;
+    outcome.and(cleaned)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lcm_scenarios_against_real_openstack() {
     if !vnfm_core::vectors::real_suite_enabled(
@@ -1195,6 +1287,10 @@ async fn lcm_scenarios_against_real_openstack() {
             Box::pin(asg_group_via_other_small_zone(f)),
         ),
         ("deletes_are_awaited", Box::pin(deletes_are_awaited(f))),
+        (
+            "ha_intent_server_group_is_enforced",
+            Box::pin(ha_intent_server_group_is_enforced(f)),
+        ),
     ];
     let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();
     let names: Vec<&str> = suite.iter().map(|(n, _)| *n).collect();
