@@ -788,6 +788,7 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
                 let id = args.instance.clone().unwrap_or_default();
                 let inst = store.instance(&VnfInstanceId::from(id.as_str())).await.map_err(|e| not_found(config, "VNF instance", &id, e))?;
                 let pkg = load_package(args.package.as_deref(), config, Some(&inst.vnfd_id))?;
+                let pkg = super::intent::reapply(&inst, pkg)?;
                 let op = GrantOnly::ScaleOut {
                     aspect_id: args.aspect.clone().unwrap_or_default(),
                     steps: args.steps,
@@ -959,6 +960,7 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
                     .map_err(|e| not_found(config, "operation occurrence", id, e))?;
                 let inst = env.store.instance(&op.vnf_instance_id).await?;
                 let pkg = load_package(package.as_deref(), config, Some(&inst.vnfd_id))?;
+                let pkg = super::intent::reapply(&inst, pkg)?;
                 let r = env.lcm.rollback(&op_id, &pkg).await;
                 save_sim(&env.store, &env.sim, config).await?;
                 return print_report(out, &r?);

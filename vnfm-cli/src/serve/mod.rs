@@ -362,7 +362,16 @@ impl App {
                     ProblemDetails::new(500, e.to_string())
                 }
             })?;
-            self.package(&inst.vnfd_id)
+            let pkg = self.package(&inst.vnfd_id)?;
+            // An instance deployed with a deployment intent: its package as realised then.
+            if inst.metadata.as_ref().is_some_and(|m| {
+                m.contains_key(vnfm_core::intent::deploy::IntentRecord::METADATA_KEY)
+            }) {
+                return crate::commands::intent::reapply(&inst, (*pkg).clone())
+                    .map(Arc::new)
+                    .map_err(|e| ProblemDetails::new(422, e.to_string()));
+            }
+            Ok(pkg)
         };
         let r = match op {
             OpRequest::Instantiate(req) => {
