@@ -865,3 +865,85 @@ fn the_demo_reserves_and_draws() {
     assert!(draw.contains("from reservation rollout"), "{draw}");
     assert!(!state.exists(), "the demo keeps its state in memory");
 }
+
+/// Issue 14 row 7: reads (capacity query / fit, reservation show / query, provider list) with a
+/// far-future `--now` answer at that time but move no clock: the reservation is still reserved
+/// for a later command at the real time. Row 9: a window whose default end is past the last
+/// representable time is a usage error naming the flag, not a panic.
+#[test]
+fn reads_in_the_far_future_keep_the_ledger_and_overflowing_windows_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    provider(&state);
+    let out = run(
+        &state,
+        &[
+            "--json",
+            "reservation",
+            "create",
+            "--zone",
+            "AZ-2",
+            "--cores",
+            "1",
+            "--ram",
+            "512",
+            "--now",
+            T0,
+            "--expiry",
+            "2027-02-01T00:00:00Z",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let id = json(&out)["reservation"]["id"].as_str().unwrap().to_owned();
+    let far = "2200-01-01T00:00:00Z";
+    for args in [
+        vec!["capacity", "query", "--now", far],
+        vec!["capacity", "fit", "--cores", "1", "--now", far],
+        vec!["reservation", "query", "--now", far],
+        vec!["reservation", "show", &id, "--now", far],
+        vec!["provider", "list", "--now", far],
+    ] {
+        let out = run(&state, &args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+    }
+    // an hour later the reservation still holds its capacity (without the fix the ledger's
+    // clock was saved at the far time: expired, and T1 refused as going back in time)
+    let v = json(&run(
+        &state,
+        &["--json", "reservation", "show", &id, "--now", T1],
+    ));
+    assert_eq!(v["reservation"]["status"], "active", "{v}");
+    assert_eq!(v["reservation"]["remaining"]["cores"], 1, "{v}");
+
+    let out = run(
+        &state,
+        &["capacity", "query", "--start", "+262142-12-31T23:30:00Z"],
+    );
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--start +262142-12-31T23:30:00"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
+/// Issue 14 row 13: show / update / cancel of an unknown reservation say so (exit 2), not
+/// "allocation rejected".
+#[test]
+fn an_unknown_reservation_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    provider(&state);
+    for args in [
+        vec!["reservation", "show", "nope"],
+        vec!["reservation", "cancel", "nope"],
+        vec!["reservation", "update", "nope", "--cores", "2"],
+    ] {
+        let out = run(&state, &args);
+        let e = stderr(&out);
+        assert_eq!(code(&out), 2, "{args:?}: {e}");
+        assert!(e.contains("reservation nope does not exist"), "{args:?}: {e}");
+        assert!(!e.contains("allocation rejected"), "{args:?}: {e}");
+    }
+}

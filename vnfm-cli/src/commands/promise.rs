@@ -53,9 +53,9 @@ use vnfm_core::lifecycle::{GrantOnly, Lifecycle, OperationReport};
 use vnfm_core::package::VnfPackage;
 use vnfm_core::reservation::{
     Allocation, AllocationId, AllocationRequest, Capacity, CapacityReport, CounterOffer,
-    ElementsFilter, Event, Ledger, LedgerError, PoolRequest, Priority, QueryWindow, Rejection,
-    Reservation, ReservationId, ReservationQuery, ReservationRequest, ReservationUpdate,
-    ResourceLine, Scope, Window, ZoneFit,
+    ElementsFilter, Event, Ledger, LedgerError, PoolRequest, Priority, QueryWindow, Reservation,
+    ReservationId, ReservationQuery, ReservationRequest, ReservationUpdate, ResourceLine, Scope,
+    Window, ZoneFit,
 };
 
 use super::lcm::{check_vim, open_state, runtime};
@@ -204,6 +204,25 @@ fn with_book(
     needs_provider: bool,
     f: impl FnOnce(&mut PromiseBook, DateTime<Utc>) -> Result<Report, CliError>,
 ) -> Result<(), CliError> {
+    with_book_as(config, now, out, needs_provider, Access::Write, f)
+}
+
+/// Whether a ledger command changes the ledger: a read (show, query, fit, list) answers at its
+/// `--now` without saving, so a query about a far future moves no clock.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+}
+
+fn with_book_as(
+    config: &Config,
+    now: &NowArgs,
+    out: Output,
+    needs_provider: bool,
+    access: Access,
+    f: impl FnOnce(&mut PromiseBook, DateTime<Utc>) -> Result<Report, CliError>,
+) -> Result<(), CliError> {
     check_vim(config)?;
     runtime()?.block_on(async {
         let store = open_state(config)?;
@@ -222,8 +241,11 @@ fn with_book(
                 r
             })
         });
-        // Transitions due by `now` happened even when the request was refused: keep them.
-        promise::save(&store, &book, config).await?;
+        // Transitions due by `now` happened even when the request was refused: keep them. A
+        // read keeps nothing: the ledger it answered from was advanced only in memory.
+        if access == Access::Write {
+            promise::save(&store, &book, config).await?;
+        }
         match result {
             Ok(r) => out.data(&r.text(), &r.document()),
             Err(e) => {
@@ -279,10 +301,13 @@ fn human_offer(o: &CounterOffer) -> String {
     s
 }
 
+/// An unknown reservation id (show, update, cancel): exit 2, worded as what it is, not as a
+/// rejected allocation.
 fn unknown_reservation(id: &str) -> CliError {
-    CliError::Promise(LedgerError::Rejected(Rejection::UnknownReservation(
-        ReservationId::new(id),
-    )))
+    CliError::Usage(format!(
+        "reservation {id} does not exist in the state file's ledger (`vnfm reservation query` \
+         lists the reservations)"
+    ))
 }
 
 fn reservation_of(ledger: &Ledger, id: &str) -> Result<Reservation, CliError> {
@@ -308,7 +333,11 @@ fn human_reservations(rs: &[Reservation]) -> String {
 /// provider was registered.
 pub fn reservation(config: &Config, args: &ReservationArgs, out: Output) -> Result<(), CliError> {
     let needs = matches!(args.command, ReservationCommand::Create { .. });
-    with_book(config, &args.now, out, needs, |book, now| {
+    let access = match args.command {
+        ReservationCommand::Show { .. } | ReservationCommand::Query { .. } => Access::Read,
+        _ => Access::Write,
+    };
+    with_book_as(config, &args.now, out, needs, access, |book, now| {
         reservation_command(book, &args.command, now)
     })
 }
@@ -543,18 +572,41 @@ fn human_allocation(a: &Allocation) -> String {
 /// [`CliError::Promise`] for an unknown zone or a bad window (exit 2), or a decrease that
 /// reservations hold without `--force` (exit 4).
 pub fn capacity(config: &Config, args: &CapacityArgs, out: Output) -> Result<(), CliError> {
-    with_book(config, &args.now, out, false, |book, now| {
+    let access = match args.command {
+        CapacityCommand::Query { .. } | CapacityCommand::Fit { .. } => Access::Read,
+        _ => Access::Write,
+    };
+    with_book_as(config, &args.now, out, false, access, |book, now| {
         capacity_command(book, &args.command, now)
     })
 }
 
+/// The window of a query: `[start, end)`, by default from `now` for one hour.
+///
+/// # Errors
+/// [`CliError::Usage`] when the default end (start + 1 h) is past the last representable
+/// time: the flag and the value are named.
 fn query_window(
     start: Option<DateTime<Utc>>,
     end: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
-) -> Window {
-    let start = start.unwrap_or(now);
-    Window::new(start, end.unwrap_or(start + Duration::hours(1)))
+) -> Result<Window, CliError> {
+    let from = start.unwrap_or(now);
+    let end = match end {
+        Some(e) => e,
+        None => from.checked_add_signed(Duration::hours(1)).ok_or_else(|| {
+            let (flag, value) = match start {
+                Some(s) => ("--start", s),
+                None => ("--now", now),
+            };
+            CliError::Usage(format!(
+                "{flag} {}: the default end of the window (one hour later) is past the last \
+                 time vnfm can represent; give an earlier time, or --end",
+                value.to_rfc3339()
+            ))
+        })?,
+    };
+    Ok(Window::new(from, end))
 }
 
 /// The `capacity query` object of one zone (see the module docs).
@@ -586,7 +638,7 @@ pub fn capacity_command(
             end,
             utilization,
         } => {
-            let w = query_window(*start, *end, now);
+            let w = query_window(*start, *end, now)?;
             match (zone, utilization) {
                 (Some(z), true) => {
                     let points = ledger.utilization(&ZoneId::new(z.as_str()), w)?;
@@ -686,7 +738,7 @@ pub fn capacity_command(
             start,
             end,
         } => {
-            let w = query_window(*start, *end, now);
+            let w = query_window(*start, *end, now)?;
             let flavour = a.capacity();
             let fits = match zone {
                 Some(z) => {
@@ -786,8 +838,17 @@ pub fn provider(config: &Config, args: &ProviderArgs, out: Output) -> Result<(),
         }
         _ => None,
     };
-    with_book(config, &args.now, out, false, |book, now| {
-        match &args.command {
+    let access = match args.command {
+        ProviderCommand::List => Access::Read,
+        _ => Access::Write,
+    };
+    with_book_as(
+        config,
+        &args.now,
+        out,
+        false,
+        access,
+        |book, now| match &args.command {
             ProviderCommand::List => {
                 let providers = book.providers();
                 let mut human = String::new();
@@ -859,8 +920,8 @@ pub fn provider(config: &Config, args: &ProviderArgs, out: Output) -> Result<(),
                 report.events = events;
                 Ok(report)
             }
-        }
-    })
+        },
+    )
 }
 
 // ----- grants and operations drawing from reservations --------------------------------------
