@@ -943,7 +943,10 @@ fn an_unknown_reservation_is_named_as_such() {
         let out = run(&state, &args);
         let e = stderr(&out);
         assert_eq!(code(&out), 2, "{args:?}: {e}");
-        assert!(e.contains("reservation nope does not exist"), "{args:?}: {e}");
+        assert!(
+            e.contains("reservation nope does not exist"),
+            "{args:?}: {e}"
+        );
         assert!(!e.contains("allocation rejected"), "{args:?}: {e}");
     }
 }

@@ -70,16 +70,27 @@ impl InsufficientResourcePattern {
     /// Compiles a pattern; `location` says where it was configured.
     ///
     /// # Errors
-    /// [`Error::Invalid`] naming the location, the pattern and the regex error.
+    /// [`Error::Invalid`] naming the location, the pattern and the regex error; also for a
+    /// pattern that matches the empty text (`""`, `.*`, `x?`): it would match every failure,
+    /// so every stack failure would be taken for a full zone and reselected.
     pub fn new(pattern: &str, location: Location) -> Result<Self, Error> {
-        Regex::new(pattern)
-            .map(|regex| Self { regex })
-            .map_err(|e| {
-                Error::invalid(
-                    location,
-                    format!("invalid regular expression {pattern:?}: {e}"),
-                )
-            })
+        let regex = Regex::new(pattern).map_err(|e| {
+            Error::invalid(
+                location.clone(),
+                format!("invalid regular expression {pattern:?}: {e}"),
+            )
+        })?;
+        if regex.is_match("") {
+            return Err(Error::invalid(
+                location,
+                format!(
+                    "regular expression {pattern:?} matches the empty text, so every stack \
+                     failure would count as insufficient resources; expected a pattern of the \
+                     insufficient-resource wording (e.g. \"No valid host was found\")"
+                ),
+            ));
+        }
+        Ok(Self { regex })
     }
 
     /// The pattern's text.
@@ -400,6 +411,21 @@ mod tests {
             }
         }
         assert_eq!((failed_rounds, failed_servers), (10, 13));
+    }
+
+    #[test]
+    fn a_pattern_matching_everything_is_refused() {
+        for p in ["", ".*", "(?:No valid host)?"] {
+            let e = InsufficientResourcePattern::new(
+                p,
+                Location::default().with_field("[placement] insufficient_resource_pattern"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("insufficient_resource_pattern"), "{e}");
+            assert!(e.contains("matches the empty text"), "{e}");
+        }
+        assert!(InsufficientResourcePattern::new("No valid host", Location::default()).is_ok());
     }
 
     #[test]
