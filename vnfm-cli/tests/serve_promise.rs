@@ -347,6 +347,21 @@ async fn the_ledger_survives_a_restart() {
     )
     .await;
     assert_eq!(policy.status, 200);
+    // issue 14 row 12: neither a list nor unknown fields replace the policy
+    for bad in [
+        json!([]),
+        json!({"bogus": 1}),
+        json!({"maxDuration": 1, "maxDurationn": 2}),
+    ] {
+        let r = send(addr, "PUT", "/promise/v1/policy", &bad).await;
+        assert_eq!(r.status, 400, "{bad}");
+        let p = r.json();
+        assert!(p["detail"].as_str().unwrap().contains("Policy"), "{p}");
+    }
+    assert_eq!(
+        get(addr, "/promise/v1/policy").await.json()["maxDuration"],
+        48
+    );
     server.shutdown().await.unwrap();
 
     let server = start(config(dir.path(), 1)).await;

@@ -907,7 +907,17 @@ async fn show_policy(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn set_policy(State(app): State<Arc<App>>, body: Body) -> Result<Response, Response> {
-    let policy: Policy = body_of(&app, body, "Policy").await?;
+    // A Policy is a JSON object of known fields: `[]` or `{"bogus": 1}` would otherwise read as
+    // the default policy and replace the operator's.
+    let v: serde_json::Value = body_of(&app, body, "Policy").await?;
+    if !v.is_object() {
+        return Err(problem_of(
+            400,
+            format!("the request body is not a valid Policy: {v}: expected a JSON object"),
+        ));
+    }
+    let policy: Policy = serde_json::from_value(v)
+        .map_err(|e| problem_of(400, format!("the request body is not a valid Policy: {e}")))?;
     let saved = {
         let mut g = app.promise.lock();
         g.book.ledger.set_policy(policy.clone());

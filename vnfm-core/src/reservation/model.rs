@@ -325,7 +325,7 @@ impl fmt::Display for ReservationStatus {
 /// Reservation policy (Promise `policy/reservation`). Every limit is enforced on create and
 /// update.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Policy {
     /// `max-future-start-range` (days): `start` at most this far after `now`.
     #[serde(skip_serializing_if = "Option::is_none")]
