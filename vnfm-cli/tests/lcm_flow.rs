@@ -351,3 +351,23 @@ fn bad_operation_input_exits_2_with_a_clear_message() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
+
+/// Issue 14 row 12: two pins for one VNFC are refused (exit 2) instead of the last winning.
+#[test]
+fn two_pins_for_one_vnfc_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let out = run(
+        &state,
+        &[
+            "instantiate",
+            "--zone",
+            "VDU1-0=AZ-2",
+            "--zone",
+            "VDU1-0=AZ-3",
+        ],
+    );
+    assert_eq!(code(&out), 2);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("VDU1-0 is already pinned to AZ-2"), "{e}");
+}

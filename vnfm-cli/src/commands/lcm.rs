@@ -266,15 +266,24 @@ pub(crate) fn default_flavour(pkg: &VnfPackage, flavour: Option<&str>) -> Result
 }
 
 fn parse_zones(specs: &[String]) -> Result<BTreeMap<String, ZoneId>, CliError> {
-    specs
-        .iter()
-        .map(|s| match s.split_once('=') {
-            Some((k, z)) if !k.is_empty() && !z.is_empty() => Ok((k.to_owned(), ZoneId::from(z))),
-            _ => Err(CliError::Usage(format!(
-                "--zone {s:?}: expected VNFC=ZONE or VDU=ZONE, e.g. --zone VDU1-0=AZ-1"
-            ))),
-        })
-        .collect()
+    let mut out: BTreeMap<String, ZoneId> = BTreeMap::new();
+    for s in specs {
+        let (k, z) = match s.split_once('=') {
+            Some((k, z)) if !k.is_empty() && !z.is_empty() => (k, z),
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "--zone {s:?}: expected VNFC=ZONE or VDU=ZONE, e.g. --zone VDU1-0=AZ-1"
+                )))
+            }
+        };
+        if let Some(before) = out.insert(k.to_owned(), ZoneId::from(z)) {
+            return Err(CliError::Usage(format!(
+                "--zone {s:?}: {k} is already pinned to {before}; expected one --zone per VNFC \
+                 or VDU"
+            )));
+        }
+    }
+    Ok(out)
 }
 
 /// The drivers of one command over the state file.
