@@ -371,3 +371,63 @@ fn two_pins_for_one_vnfc_are_refused() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("VDU1-0 is already pinned to AZ-2"), "{e}");
 }
+
+/// Issue 14 row 5: invalid scale and heal requests are refused (exit 2) before an operation
+/// starts: no occurrence is left FAILED_TEMP holding the instance, and the next valid
+/// operation runs.
+#[test]
+fn invalid_scale_and_heal_requests_start_no_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let out = run(&state, &["--json", "instantiate"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let id = json(&out)["vnfLcmOpOcc"]["vnfInstanceId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ops_before = json(&run(&state, &["--json", "op", "list"]));
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &[
+                "scale",
+                "--instance",
+                &id,
+                "--aspect",
+                "VDU1_scale",
+                "--type",
+                "out",
+                "--steps",
+                "0",
+            ],
+            "numberOfSteps is 0",
+        ),
+        (
+            &["heal", "--instance", &id, "--vnfc", "VDU9-0"],
+            "\"VDU9-0\" is not a VNFC of the instance",
+        ),
+        (
+            &[
+                "heal",
+                "--instance",
+                &id,
+                "--vnfc",
+                "VDU1-0",
+                "--vnfc",
+                "VDU1-0",
+            ],
+            "\"VDU1-0\" is named twice",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = run(&state, args);
+        let e = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(code(&out), 2, "{args:?}: {e}");
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
+    assert_eq!(json(&run(&state, &["--json", "op", "list"])), ops_before);
+    let out = run(
+        &state,
+        &["--json", "heal", "--instance", &id, "--vnfc", "VDU1-0"],
+    );
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+}

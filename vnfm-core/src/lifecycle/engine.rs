@@ -652,6 +652,8 @@ impl Lifecycle {
         req: &ScaleVnfRequest,
         opts: &OperationOptions,
     ) -> Result<OperationReport, LcmError> {
+        // An invalid request starts no operation (SOL003: 400/422, no occurrence).
+        req.validate().map_err(LcmError::Invalid)?;
         let inst = self.load(id).await?;
         let (info, stack_id) = instantiated_with_stack(&inst)?;
         let flavour = flavour_of(pkg, &info.flavour_id)?;
@@ -680,6 +682,9 @@ impl Lifecycle {
                 ),
             ))
         })?;
+        if req.type_ == ScaleType::ScaleOut {
+            check_vdu_maximum(flavour, info, &req.aspect_id, steps)?;
+        }
         let op = self
             .start(&inst, LcmOperationType::Scale, json!(req), opts.automatic)
             .await?;
@@ -773,6 +778,7 @@ impl Lifecycle {
         } else {
             req.vnfc_instance_id.clone()
         };
+        check_heal_targets(info, &req.vnfc_instance_id)?;
         let op = self
             .start(&inst, LcmOperationType::Heal, json!(req), opts.automatic)
             .await?;
@@ -1840,6 +1846,62 @@ fn instantiated_with_stack(
 }
 
 /// The slots of the instance's VNFCs with their zones.
+/// A scale-out of `steps` steps of `aspect` must leave every VDU it scales within the VDU's
+/// `max_number_of_instances` (the loader accepts levels × deltas beyond it).
+fn check_vdu_maximum(
+    flavour: &Flavour,
+    info: &InstantiatedVnfInfo,
+    aspect: &str,
+    steps: u32,
+) -> Result<(), LcmError> {
+    for (id, vdu) in &flavour.vdus {
+        let Some(delta) = flavour.aspect_delta(aspect, id) else {
+            continue;
+        };
+        let now = info
+            .vnfc_resource_info
+            .iter()
+            .filter(|v| v.vdu_id.as_str() == id.as_str())
+            .count() as u64;
+        let after = now.saturating_add(u64::from(delta).saturating_mul(u64::from(steps)));
+        if after > u64::from(vdu.max_instances) {
+            return Err(LcmError::Invalid(Error::invalid(
+                Location::default().with_field("numberOfSteps"),
+                format!(
+                    "{steps} step(s) of aspect {aspect} take VDU {id} from {now} to {after} \
+                     instances; its max_number_of_instances is {}",
+                    vdu.max_instances
+                ),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The VNFCs a heal names must be VNFCs of the instance, each once.
+fn check_heal_targets(info: &InstantiatedVnfInfo, named: &[String]) -> Result<(), LcmError> {
+    let mut seen = BTreeSet::new();
+    for (i, v) in named.iter().enumerate() {
+        let at = || Location::default().with_field(format!("vnfcInstanceId[{i}]"));
+        if !info.vnfc_info.iter().any(|c| &c.id == v) {
+            return Err(LcmError::Invalid(Error::invalid(
+                at(),
+                format!(
+                    "{v:?} is not a VNFC of the instance; expected one of {}",
+                    list(info.vnfc_info.iter().map(|c| &c.id))
+                ),
+            )));
+        }
+        if !seen.insert(v) {
+            return Err(LcmError::Invalid(Error::invalid(
+                at(),
+                format!("{v:?} is named twice; expected each VNFC once"),
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn slots_of(info: &InstantiatedVnfInfo) -> Vec<(VnfcSlot, ZoneId)> {
     info.vnfc_resource_info
         .iter()
