@@ -742,6 +742,30 @@ async fn intent_selection_over_http() {
     assert!(detail.contains("request body: policy"), "{detail}");
     assert!(detail.contains("Cloud Type (Cloud Provider)"), "{detail}");
 
+    // a region backed by a pool of the server's Promise ledger: 3 cores do not hold the VNF's
+    // 4 vCPUs, 8 do (the command line's rule, over HTTP)
+    for (zone, cores) in [("pool-small", 3), ("pool-big", 8)] {
+        let r = post_json(
+            addr,
+            "/promise/v1/pools",
+            &json!({"zone": zone, "capacity": {"cores": cores, "ram": 65536}}),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", r.json());
+    }
+    let mut pooled = body.clone();
+    let region = |id: &str, pool: &str| {
+        json!({"id": id, "owner": "lab", "location": {"lat": 40.7, "lon": -74.0}, "hosts": 8,
+               "capacity": {"reservation": pool}})
+    };
+    pooled["candidates"]["regions"] =
+        json!([region("small", "pool-small"), region("big", "pool-big")]);
+    let v = post_json(addr, "/intent/v1/selections", &pooled)
+        .await
+        .json();
+    assert_eq!(v["chosen"]["region"], "big", "{v}");
+    assert_eq!(v["dropped"][0][0]["region"], "small", "{v}");
+
     let mut unknown = body.clone();
     unknown["vnfdId"] = json!("no-such-vnfd");
     post_json(addr, "/intent/v1/selections", &unknown)

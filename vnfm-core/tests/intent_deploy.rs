@@ -56,7 +56,7 @@ async fn demo_vnf_in_the_simulated_region_with_ha() {
         .sum();
     assert!((choice.ranking[0].value - sum).abs() < 1e-9);
 
-    let req = realise_request(&pkg, &choice, &cands, &caps, false).unwrap();
+    let req = realise_request(&pkg, "default", &choice, &cands, &caps, false).unwrap();
     assert_eq!(req.region.hosts, 8, "the zone catalogue's hosts");
     assert!(req.vdus.iter().all(|v| v.ha));
     assert_eq!(req.vdus[0].max_instances, Some(4));
@@ -111,7 +111,7 @@ fn burstable_intent_switches_the_vdu_flavour_to_the_regions_variant() {
     let choice = choose_region(&policy, &cands, &demands, &caps).unwrap();
     // only the lab owner offers m1.small at 25 %; HA still required, 2 hosts in lab-small
     let chosen = choice.chosen.clone().unwrap();
-    let mut req = realise_request(&pkg, &choice, &cands, &caps, false).unwrap();
+    let mut req = realise_request(&pkg, "default", &choice, &cands, &caps, false).unwrap();
     req.region.hosts = 8;
     let done = realise_package(&pkg, "default", chosen, req).unwrap();
     let vdu1 = &done.package.flavours["default"].vdus[&VduId::new("VDU1")];

@@ -58,7 +58,8 @@ fn config_for(config: &Config, vim: Option<&VimRef>) -> Config {
 }
 
 /// The free capacity the core needs: the zone catalogue of every region whose capacity source
-/// is `zones`, listed through the region's VIM (the configured one when it names none).
+/// is `zones`, listed once per VIM (the region's, the configured one when it names none), and
+/// the state file's Promise ledger for regions backed by a pool.
 async fn capacities(
     config: &Config,
     store: &SqliteStore,
@@ -66,48 +67,29 @@ async fn capacities(
     candidates: &CandidateFile,
 ) -> Result<Capacities, CliError> {
     let mut caps = Capacities::new();
-    let mut listed: BTreeMap<String, Vec<vnfm_core::zone::ComputeZone>> = BTreeMap::new();
-    let mut book = None;
-    for region in &candidates.regions {
-        if let CapacitySource::Reservation(pool) = &region.capacity {
-            // A Promise pool is a zone of the state file's ledger: what it has available from
-            // the ledger's now on, for good (read only; the ledger is not saved).
-            if book.is_none() {
-                book = Some(crate::promise::load_or_new(store, config).await?);
-            }
-            if let Some(b) = &book {
-                let from = b.ledger.now().unwrap_or_else(chrono::Utc::now);
-                let window = vnfm_core::reservation::Window {
-                    start: from,
-                    end: None,
-                };
-                let zone = vnfm_core::id::ZoneId::new(pool.as_str());
-                if let Ok(report) = b.ledger.capacity(&zone, window) {
-                    caps = caps.with_pool_report(pool.clone(), &report);
-                }
-            }
-            continue;
+    for (vim, regions) in candidates.zone_catalogue_regions() {
+        let c = config_for(config, vim);
+        crate::vim::check(&c)?;
+        let cloud = match c.vim.kind {
+            VimKind::Sim => cloud_path,
+            VimKind::Openstack => None,
+        };
+        let zones = crate::vim::Vim::open(store, cloud, &c)
+            .await?
+            .list_zones()
+            .await?;
+        for r in regions {
+            caps = caps.with_zone_catalogue(r.id.clone(), &zones);
         }
-        if !matches!(region.capacity, CapacitySource::Zones(_)) {
-            continue;
-        }
-        let key = region
-            .vim
-            .as_ref()
-            .map_or_else(|| "configured".to_owned(), ToString::to_string);
-        if !listed.contains_key(&key) {
-            let c = config_for(config, region.vim.as_ref());
-            crate::vim::check(&c)?;
-            let cloud = match c.vim.kind {
-                VimKind::Sim => cloud_path,
-                VimKind::Openstack => None,
-            };
-            let vim = crate::vim::Vim::open(store, cloud, &c).await?;
-            listed.insert(key.clone(), vim.list_zones().await?);
-        }
-        if let Some(zones) = listed.get(&key) {
-            caps = caps.with_zone_catalogue(region.id.clone(), zones);
-        }
+    }
+    if candidates
+        .regions
+        .iter()
+        .any(|r| matches!(r.capacity, CapacitySource::Reservation(_)))
+    {
+        let book = crate::promise::load_or_new(store, config).await?;
+        let from = book.ledger.now().unwrap_or_else(chrono::Utc::now);
+        caps = caps.with_ledger(candidates, &book.ledger, from);
     }
     Ok(caps)
 }
@@ -242,7 +224,8 @@ pub(crate) async fn plan(
         ),
         infeasible: false,
     })?;
-    let request = deploy::realise_request(pkg, &choice, &candidates, &caps, args.best_effort)?;
+    let request =
+        deploy::realise_request(pkg, &flavour, &choice, &candidates, &caps, args.best_effort)?;
     let realised =
         deploy::realise_package(pkg, &flavour, chosen.clone(), request).map_err(|e| match e {
             DeployError::Package(e) => CliError::Core(e),
@@ -307,7 +290,7 @@ pub(crate) fn reapply(
     })
 }
 
-/// `--intent` with `env`'s state: the record to keep in the new instance's metadata.
+/// The metadata of an instance created with `--intent`: its [`deploy::IntentRecord`].
 pub(crate) fn record_metadata(
     plan: &IntentPlan,
 ) -> Result<serde_json::Map<String, serde_json::Value>, CliError> {

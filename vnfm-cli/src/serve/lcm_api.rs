@@ -449,23 +449,24 @@ async fn select_region(State(app): State<Arc<App>>, body: Body) -> Response {
         Ok(d) => d,
         Err(e) => return problem_of(422, e.to_string()),
     };
-    // Regions whose capacity is a zone catalogue: this server's VIM's, when the region names
-    // no VIM or this one.
-    let mut caps = candidates::Capacities::new();
-    let own = match app.config.vim.kind {
-        crate::config::VimKind::Sim => "simulated",
-        crate::config::VimKind::Openstack => "openstack",
+    // Regions whose capacity is a zone catalogue of this server's VIM (or of no named VIM),
+    // and regions backed by a pool of the server's ledger.
+    let own = |v: &candidates::VimRef| match v {
+        candidates::VimRef::Simulated => app.config.vim.kind == crate::config::VimKind::Sim,
+        candidates::VimRef::OpenStack { .. } => {
+            app.config.vim.kind == crate::config::VimKind::Openstack
+        }
     };
     let zoned: Vec<&candidates::Region> = cands
-        .regions
-        .iter()
-        .filter(|r| matches!(r.capacity, candidates::CapacitySource::Zones(_)))
-        .filter(|r| {
-            r.vim
-                .as_ref()
-                .is_none_or(|v| v.to_string().split(':').next() == Some(own))
-        })
+        .zone_catalogue_regions()
+        .into_iter()
+        .filter(|(vim, _)| vim.is_none_or(own))
+        .flat_map(|(_, regions)| regions)
         .collect();
+    let mut caps = app.promise.read(|l| {
+        let from = l.now().unwrap_or_else(chrono::Utc::now);
+        candidates::Capacities::new().with_ledger(&cands, l, from)
+    });
     if !zoned.is_empty() {
         let zones = match app
             .lcm

@@ -199,7 +199,7 @@ impl Promise {
     }
 
     /// Runs a read-only `f` on the ledger.
-    fn read<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
         f(&self.lock().book.ledger)
     }
 

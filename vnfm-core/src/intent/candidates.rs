@@ -212,7 +212,7 @@ pub struct Region {
 /// The VIM connection of a region: `simulated` (vnfm's simulated cloud), `openstack` (the
 /// OpenStack of the `OS_*` variables / `OS_CLOUD`), or `openstack:<cloud>` (an entry of
 /// `clouds.yaml`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum VimRef {
     /// The simulated cloud of the state file.
@@ -283,6 +283,18 @@ impl CandidateFile {
         Self::from_text(&path.display().to_string(), &text)
     }
 
+    /// The regions whose capacity is a zone catalogue, grouped by the VIM that lists it
+    /// (`None`: the caller's configured VIM, for regions that name none), in candidate order.
+    pub fn zone_catalogue_regions(&self) -> BTreeMap<Option<&VimRef>, Vec<&Region>> {
+        let mut out: BTreeMap<Option<&VimRef>, Vec<&Region>> = BTreeMap::new();
+        for r in &self.regions {
+            if matches!(r.capacity, CapacitySource::Zones(_)) {
+                out.entry(r.vim.as_ref()).or_default().push(r);
+            }
+        }
+        out
+    }
+
     /// The owner named `name`.
     pub fn owner(&self, name: &str) -> Option<&CloudOwner> {
         self.owners.iter().find(|o| o.name == name)
@@ -344,6 +356,30 @@ impl Capacities {
     /// The free amount of the Promise pool `pool`.
     pub fn with_pool_free(mut self, pool: impl Into<String>, free: Resources) -> Self {
         self.pools.insert(pool.into(), free);
+        self
+    }
+
+    /// Every region whose capacity is a Promise pool, from the ledger: what the pool (a zone
+    /// of the ledger) has available from `from` on, for good. A pool the ledger does not know
+    /// is left out (the region is then dropped as "free capacity unknown").
+    pub fn with_ledger(
+        mut self,
+        candidates: &CandidateFile,
+        ledger: &crate::reservation::Ledger,
+        from: chrono::DateTime<chrono::Utc>,
+    ) -> Self {
+        for region in &candidates.regions {
+            if let CapacitySource::Reservation(pool) = &region.capacity {
+                let window = crate::reservation::Window {
+                    start: from,
+                    end: None,
+                };
+                let zone = crate::id::ZoneId::new(pool.as_str());
+                if let Ok(report) = ledger.capacity(&zone, window) {
+                    self = self.with_pool_report(pool.clone(), &report);
+                }
+            }
+        }
         self
     }
 
@@ -557,12 +593,7 @@ impl Parser<'_> {
                         let mut feature_group_discounts = Vec::new();
                         if let Some(d) = cm.get("feature_group_discounts") {
                             let dat = format!("{cost_at}.feature_group_discounts");
-                            let items = d.as_array().ok_or_else(|| {
-                                self.err(
-                                    &dat,
-                                    format!("value {}: expected a list of discounts", show(d)),
-                                )
-                            })?;
+                            let items = self.list(d, &dat, "discounts")?;
                             for (i, item) in items.iter().enumerate() {
                                 let iat = format!("{dat}[{i}]");
                                 let im = self.obj(item, &iat)?;
@@ -633,12 +664,7 @@ impl Parser<'_> {
 
     fn flavours(&self, v: Option<&Value>, at: &str) -> Result<Vec<Flavour>> {
         let Some(v) = v else { return Ok(Vec::new()) };
-        let items = v.as_array().ok_or_else(|| {
-            self.err(
-                at,
-                format!("value {}: expected a list of flavours", show(v)),
-            )
-        })?;
+        let items = self.list(v, at, "flavours")?;
         let mut out: Vec<Flavour> = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let fat = format!("{at}[{i}]");
@@ -671,12 +697,7 @@ impl Parser<'_> {
             let mut oversubscription: Vec<Oversubscription> = Vec::new();
             if let Some(o) = m.get("oversubscription") {
                 let oat = format!("{fat}.oversubscription");
-                let list = o.as_array().ok_or_else(|| {
-                    self.err(
-                        &oat,
-                        format!("value {}: expected a list of variants", show(o)),
-                    )
-                })?;
+                let list = self.list(o, &oat, "variants")?;
                 for (j, x) in list.iter().enumerate() {
                     let vat = format!("{oat}[{j}]");
                     let vm = self.obj(x, &vat)?;

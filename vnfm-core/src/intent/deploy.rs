@@ -254,13 +254,15 @@ pub struct RealisedPackage {
     pub record: IntentRecord,
 }
 
-/// The realisation request of the chosen region: each VDU's intents (HA; isolation, by
-/// default guaranteed) and the region's hosts and flavours.
+/// The realisation request of the chosen region for deployment flavour `flavour_id` of `pkg`:
+/// each VDU's intents (HA; isolation, by default guaranteed) and maximum number of instances,
+/// and the region's hosts and flavours.
 ///
 /// # Errors
 /// No region chosen, or a chosen region that is not in `candidates`.
 pub fn realise_request(
     pkg: &VnfPackage,
+    flavour_id: &str,
     choice: &RegionChoice,
     candidates: &CandidateFile,
     capacities: &Capacities,
@@ -315,9 +317,8 @@ pub fn realise_request(
             }
         }
         if let Some(max) = pkg
-            .flavours
-            .values()
-            .find_map(|f| f.vdus.get(&vdu))
+            .flavour(flavour_id)
+            .and_then(|f| f.vdus.get(&vdu))
             .map(|v| v.max_instances)
         {
             real = real.with_max_instances(max);

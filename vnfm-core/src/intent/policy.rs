@@ -568,6 +568,16 @@ impl Parser<'_> {
         Ok(())
     }
 
+    /// A JSON list; `what` names its items in the error ("a list of <what>").
+    pub(crate) fn list<'v>(&self, v: &'v Value, field: &str, what: &str) -> Result<&'v [Value]> {
+        v.as_array().map(Vec::as_slice).ok_or_else(|| {
+            self.err(
+                field,
+                format!("value {}: expected a list of {what}", show(v)),
+            )
+        })
+    }
+
     pub(crate) fn string<'v>(&self, v: &'v Value, field: &str) -> Result<&'v str> {
         v.as_str()
             .ok_or_else(|| self.err(field, format!("value {}: expected a string", show(v))))
@@ -729,12 +739,7 @@ impl Parser<'_> {
         }
         if let Some(v) = content.get("allowedOversubscriptionPercentages") {
             let field = f("allowedOversubscriptionPercentages");
-            let items = v.as_array().ok_or_else(|| {
-                self.err(
-                    &field,
-                    format!("value {}: expected a list of percentages", show(v)),
-                )
-            })?;
+            let items = self.list(v, &field, "percentages")?;
             let mut list = Vec::new();
             for (i, x) in items.iter().enumerate() {
                 list.push(self.percent(x, &format!("{field}[{i}]"))?);
@@ -785,12 +790,7 @@ impl Parser<'_> {
     }
 
     fn intent_list(&self, v: &Value, field: &str, p: &Policy) -> Result<Vec<IntentEntry>> {
-        let items = v.as_array().ok_or_else(|| {
-            self.err(
-                field,
-                format!("value {}: expected a list of intent entries", show(v)),
-            )
-        })?;
+        let items = self.list(v, field, "intent entries")?;
         let mut out: Vec<IntentEntry> = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let at = format!("{field}[{i}]");
@@ -808,12 +808,7 @@ impl Parser<'_> {
             let props = m
                 .get("intentProperties")
                 .ok_or_else(|| self.err(&props_at, "missing: expected a list of intents"))?;
-            let props = props.as_array().ok_or_else(|| {
-                self.err(
-                    &props_at,
-                    format!("value {}: expected a list of intents", show(props)),
-                )
-            })?;
+            let props = self.list(props, &props_at, "intents")?;
             let mut intents: Vec<Intent> = Vec::new();
             for (j, prop) in props.iter().enumerate() {
                 let pat = format!("{props_at}[{j}]");
@@ -871,12 +866,7 @@ impl Parser<'_> {
         let mut attrs: Vec<(String, String, Value)> = Vec::new();
         if let Some(a) = m.get("intent-attributes") {
             let aat = format!("{at}.intent-attributes");
-            let list = a.as_array().ok_or_else(|| {
-                self.err(
-                    &aat,
-                    format!("value {}: expected a list of attributes", show(a)),
-                )
-            })?;
+            let list = self.list(a, &aat, "attributes")?;
             for (k, item) in list.iter().enumerate() {
                 let iat = format!("{aat}[{k}]");
                 let im = self.obj(item, &iat)?;
