@@ -8,11 +8,12 @@
 //! columns the store queries on:
 //!
 //! ```text
-//! vnf_instances(id TEXT PRIMARY KEY, body TEXT NOT NULL)
+//! vnf_instances(id TEXT PRIMARY KEY, body TEXT NOT NULL,
+//!               version INTEGER NOT NULL)      -- +1 per put: conditional commits
 //! vnf_lcm_op_occs(id TEXT PRIMARY KEY,
 //!                 vnf_instance_id TEXT NOT NULL REFERENCES vnf_instances ON DELETE CASCADE,
 //!                 start_time TEXT NOT NULL,   -- RFC 3339, UTC, nanoseconds: sorts as text
-//!                 body TEXT NOT NULL)
+//!                 body TEXT NOT NULL, version INTEGER NOT NULL)
 //! ```
 //!
 //! The schema evolves by migrations: a list of SQL scripts applied in order when a file is
@@ -36,7 +37,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::SecondsFormat;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
-use vnfm_core::driver::{DriverError, OpOccFilter, Store, StoreBatch};
+use vnfm_core::driver::{
+    DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
+};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
 use vnfm_core::store::unknown_instance_message;
@@ -70,6 +73,9 @@ const MIGRATIONS: &[&str] = &[
         name TEXT PRIMARY KEY NOT NULL,
         body TEXT NOT NULL
     );",
+    // 3: versions for conditional commits (one LCM operation per instance across processes).
+    "ALTER TABLE vnf_instances ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE vnf_lcm_op_occs ADD COLUMN version INTEGER NOT NULL DEFAULT 1;",
 ];
 
 /// The schema version this build creates and understands (`PRAGMA user_version`).
@@ -434,18 +440,28 @@ impl Store for SqliteStore {
     }
 
     async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
+        self.instance_entry(id).await.map(|e| e.value)
+    }
+
+    async fn instance_entry(
+        &self,
+        id: &VnfInstanceId,
+    ) -> Result<Versioned<VnfInstance>, DriverError> {
         let id = id.clone();
         self.with_conn(move |conn, file| {
-            let body: Option<String> = conn
+            let row: Option<(String, i64)> = conn
                 .query_row(
-                    "SELECT body FROM vnf_instances WHERE id = ?1",
+                    "SELECT body, version FROM vnf_instances WHERE id = ?1",
                     [id.as_str()],
-                    |row| row.get(0),
+                    |row| Ok((row.get(0)?, row.get(1)?)),
                 )
                 .optional()
                 .map_err(|e| sql_error(file, format!("cannot load VNF instance {id}"), e))?;
-            match body {
-                Some(body) => decode(file, &INSTANCES, id.as_str(), &body),
+            match row {
+                Some((body, version)) => Ok(Versioned {
+                    value: decode(file, &INSTANCES, id.as_str(), &body)?,
+                    version: to_version(version),
+                }),
                 None => Err(DriverError::NotFound {
                     driver: DRIVER,
                     what: format!("VNF instance {id}"),
@@ -469,13 +485,17 @@ impl Store for SqliteStore {
     }
 
     async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
+        self.op_occ_entry(id).await.map(|e| e.value)
+    }
+
+    async fn op_occ_entry(&self, id: &OpOccId) -> Result<Versioned<VnfLcmOpOcc>, DriverError> {
         let id = id.clone();
         self.with_conn(move |conn, file| {
-            let body: Option<String> = conn
+            let row: Option<(String, i64)> = conn
                 .query_row(
-                    "SELECT body FROM vnf_lcm_op_occs WHERE id = ?1",
+                    "SELECT body, version FROM vnf_lcm_op_occs WHERE id = ?1",
                     [id.as_str()],
-                    |row| row.get(0),
+                    |row| Ok((row.get(0)?, row.get(1)?)),
                 )
                 .optional()
                 .map_err(|e| {
@@ -485,8 +505,11 @@ impl Store for SqliteStore {
                         e,
                     )
                 })?;
-            match body {
-                Some(body) => decode(file, &OP_OCCS, id.as_str(), &body),
+            match row {
+                Some((body, version)) => Ok(Versioned {
+                    value: decode(file, &OP_OCCS, id.as_str(), &body)?,
+                    version: to_version(version),
+                }),
                 None => Err(DriverError::NotFound {
                     driver: DRIVER,
                     what: format!("VNF LCM operation occurrence {id}"),
@@ -631,10 +654,13 @@ fn commit(conn: &mut Connection, file: &str, batch: &StoreBatch) -> Result<(), D
     {
         // An upsert, not `INSERT OR REPLACE`: replacing deletes the row, and the delete would
         // cascade to the instance's operation occurrences.
+        for p in &batch.preconditions {
+            check(&tx, file, p)?;
+        }
         let mut put_instance = tx
             .prepare_cached(
-                "INSERT INTO vnf_instances (id, body) VALUES (?1, ?2) \
-                 ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+                "INSERT INTO vnf_instances (id, body, version) VALUES (?1, ?2, 1) \
+                 ON CONFLICT (id) DO UPDATE SET body = excluded.body, version = version + 1",
             )
             .map_err(|e| sql_error(file, "cannot prepare the instance upsert", e))?;
         for inst in &batch.put_instances {
@@ -645,10 +671,10 @@ fn commit(conn: &mut Connection, file: &str, batch: &StoreBatch) -> Result<(), D
         }
         let mut put_op = tx
             .prepare_cached(
-                "INSERT INTO vnf_lcm_op_occs (id, vnf_instance_id, start_time, body) \
-                 VALUES (?1, ?2, ?3, ?4) \
+                "INSERT INTO vnf_lcm_op_occs (id, vnf_instance_id, start_time, body, version) \
+                 VALUES (?1, ?2, ?3, ?4, 1) \
                  ON CONFLICT (id) DO UPDATE SET vnf_instance_id = excluded.vnf_instance_id, \
-                 start_time = excluded.start_time, body = excluded.body",
+                 start_time = excluded.start_time, body = excluded.body, version = version + 1",
             )
             .map_err(|e| sql_error(file, "cannot prepare the operation occurrence upsert", e))?;
         for op in &batch.put_op_occs {
@@ -689,6 +715,51 @@ fn commit(conn: &mut Connection, file: &str, batch: &StoreBatch) -> Result<(), D
     }
     tx.commit()
         .map_err(|e| sql_error(file, "cannot commit the batch", e))
+}
+
+/// Checks one precondition inside the batch's transaction.
+fn check(tx: &rusqlite::Transaction<'_>, file: &str, p: &Precondition) -> Result<(), DriverError> {
+    let (sql, id, want) = match p {
+        Precondition::InstanceAt { id, version } => (
+            "SELECT version FROM vnf_instances WHERE id = ?1",
+            id.as_str(),
+            Some(*version),
+        ),
+        Precondition::OpOccAt { id, version } => (
+            "SELECT version FROM vnf_lcm_op_occs WHERE id = ?1",
+            id.as_str(),
+            Some(*version),
+        ),
+        Precondition::OpOccAbsent { id } => (
+            "SELECT version FROM vnf_lcm_op_occs WHERE id = ?1",
+            id.as_str(),
+            None,
+        ),
+        _ => {
+            return Err(DriverError::Other {
+                driver: DRIVER,
+                message: format!("{file}: unsupported precondition {p:?}"),
+                source: None,
+            })
+        }
+    };
+    let found: Option<i64> = tx
+        .query_row(sql, [id], |row| row.get(0))
+        .optional()
+        .map_err(|e| sql_error(file, format!("cannot check the version of {id}"), e))?;
+    let found = found.map(to_version);
+    if found == want {
+        Ok(())
+    } else {
+        Err(DriverError::Conflict {
+            driver: DRIVER,
+            message: format!("{file}: {}", p.conflict_message(found)),
+        })
+    }
+}
+
+fn to_version(v: i64) -> Version {
+    Version(u64::try_from(v).unwrap_or(0))
 }
 
 fn is_foreign_key_violation(e: &rusqlite::Error) -> bool {
@@ -877,6 +948,13 @@ mod tests {
         conformance::delete_cascades(&SqliteStore::open_in_memory().unwrap()).await;
         let dir = tempfile::tempdir().unwrap();
         conformance::delete_cascades(&file_store(&dir).1).await;
+    }
+
+    #[tokio::test]
+    async fn conformance_versions_and_preconditions() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, store) = file_store(&dir);
+        conformance::versions_and_preconditions(&store).await;
     }
 
     #[tokio::test]

@@ -20,7 +20,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 
-use crate::driver::{DriverError, OpOccFilter, Store, StoreBatch};
+use crate::driver::{
+    DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
+};
 use crate::id::{OpOccId, VnfInstanceId};
 use crate::lcm::{VnfInstance, VnfLcmOpOcc};
 
@@ -47,8 +49,35 @@ pub struct MemoryStore {
 
 #[derive(Debug, Default)]
 struct State {
-    instances: BTreeMap<VnfInstanceId, VnfInstance>,
-    op_occs: BTreeMap<OpOccId, VnfLcmOpOcc>,
+    instances: BTreeMap<VnfInstanceId, (VnfInstance, Version)>,
+    op_occs: BTreeMap<OpOccId, (VnfLcmOpOcc, Version)>,
+}
+
+impl State {
+    fn check(&self, p: &Precondition) -> Result<(), DriverError> {
+        let (holds, found) = match p {
+            Precondition::InstanceAt { id, version } => {
+                let found = self.instances.get(id).map(|(_, v)| *v);
+                (found == Some(*version), found)
+            }
+            Precondition::OpOccAt { id, version } => {
+                let found = self.op_occs.get(id).map(|(_, v)| *v);
+                (found == Some(*version), found)
+            }
+            Precondition::OpOccAbsent { id } => {
+                let found = self.op_occs.get(id).map(|(_, v)| *v);
+                (found.is_none(), found)
+            }
+        };
+        if holds {
+            Ok(())
+        } else {
+            Err(DriverError::Conflict {
+                driver: DRIVER,
+                message: p.conflict_message(found),
+            })
+        }
+    }
 }
 
 impl MemoryStore {
@@ -69,6 +98,9 @@ impl Store for MemoryStore {
     async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
         let mut state = self.lock();
         // Validate everything first, then apply: nothing below can fail.
+        for p in &batch.preconditions {
+            state.check(p)?;
+        }
         let put_ids: BTreeSet<&VnfInstanceId> = batch.put_instances.iter().map(|i| &i.id).collect();
         for op in &batch.put_op_occs {
             let id = &op.vnf_instance_id;
@@ -83,28 +115,47 @@ impl Store for MemoryStore {
             put_instances,
             delete_instances,
             put_op_occs,
+            preconditions: _,
         } = batch;
         for inst in put_instances {
-            state.instances.insert(inst.id.clone(), inst);
+            let v = state
+                .instances
+                .get(&inst.id)
+                .map_or(Version(1), |(_, v)| v.next());
+            state.instances.insert(inst.id.clone(), (inst, v));
         }
         for op in put_op_occs {
-            state.op_occs.insert(op.id.clone(), op);
+            let v = state
+                .op_occs
+                .get(&op.id)
+                .map_or(Version(1), |(_, v)| v.next());
+            state.op_occs.insert(op.id.clone(), (op, v));
         }
         let deleted: BTreeSet<VnfInstanceId> = delete_instances.into_iter().collect();
         if !deleted.is_empty() {
             state.instances.retain(|id, _| !deleted.contains(id));
             state
                 .op_occs
-                .retain(|_, op| !deleted.contains(&op.vnf_instance_id));
+                .retain(|_, (op, _)| !deleted.contains(&op.vnf_instance_id));
         }
         Ok(())
     }
 
     async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
+        self.instance_entry(id).await.map(|e| e.value)
+    }
+
+    async fn instance_entry(
+        &self,
+        id: &VnfInstanceId,
+    ) -> Result<Versioned<VnfInstance>, DriverError> {
         self.lock()
             .instances
             .get(id)
-            .cloned()
+            .map(|(value, version)| Versioned {
+                value: value.clone(),
+                version: *version,
+            })
             .ok_or_else(|| DriverError::NotFound {
                 driver: DRIVER,
                 what: format!("VNF instance {id}"),
@@ -112,14 +163,26 @@ impl Store for MemoryStore {
     }
 
     async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
-        Ok(self.lock().instances.values().cloned().collect())
+        Ok(self
+            .lock()
+            .instances
+            .values()
+            .map(|(i, _)| i.clone())
+            .collect())
     }
 
     async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
+        self.op_occ_entry(id).await.map(|e| e.value)
+    }
+
+    async fn op_occ_entry(&self, id: &OpOccId) -> Result<Versioned<VnfLcmOpOcc>, DriverError> {
         self.lock()
             .op_occs
             .get(id)
-            .cloned()
+            .map(|(value, version)| Versioned {
+                value: value.clone(),
+                version: *version,
+            })
             .ok_or_else(|| DriverError::NotFound {
                 driver: DRIVER,
                 what: format!("VNF LCM operation occurrence {id}"),
@@ -131,6 +194,7 @@ impl Store for MemoryStore {
         let mut out: Vec<VnfLcmOpOcc> = state
             .op_occs
             .values()
+            .map(|(op, _)| op)
             .filter(|op| {
                 filter
                     .vnf_instance_id
@@ -173,7 +237,7 @@ pub fn unknown_instance_message(op: &OpOccId, instance: &VnfInstanceId) -> Strin
 pub mod conformance {
     use serde_json::json;
 
-    use crate::driver::{DriverError, OpOccFilter, Store, StoreBatch};
+    use crate::driver::{DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version};
     use crate::id::{OpOccId, VnfInstanceId};
     use crate::lcm::{VnfInstance, VnfLcmOpOcc};
 
@@ -508,6 +572,132 @@ pub mod conformance {
         );
     }
 
+    /// Every put makes an object's version one more (1 when new); a batch whose precondition
+    /// does not hold fails whole with a conflict naming the object and both versions, and
+    /// writes nothing: of two writers that read one version, exactly one wins.
+    pub async fn versions_and_preconditions(store: &dyn Store) {
+        assert!(
+            store.instances().await.unwrap().is_empty(),
+            "store not empty"
+        );
+        let i = instance("inst-v", "vnfd-1");
+        store
+            .commit(StoreBatch::new().with_instance(i.clone()))
+            .await
+            .unwrap();
+        let e = store.instance_entry(&i.id).await.unwrap();
+        assert_eq!(e.version, Version(1), "a new instance is at version 1");
+        assert_eq!(e.value, i);
+        // Two writers read version 1; the first wins, the second conflicts.
+        let mut a = i.clone();
+        a.vnf_instance_name = Some("a".into());
+        let mut b = i.clone();
+        b.vnf_instance_name = Some("b".into());
+        let at1 = Precondition::InstanceAt {
+            id: i.id.clone(),
+            version: Version(1),
+        };
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(a.clone())
+                    .with_precondition(at1.clone()),
+            )
+            .await
+            .unwrap();
+        let op = op_occ("op-v", "inst-v", "2026-01-01T00:00:00Z");
+        let err = store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(b)
+                    .with_op_occ(op.clone())
+                    .with_precondition(at1),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, DriverError::Conflict { .. }),
+            "stale version: expected a conflict, got {err:?}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("inst-v")
+                && msg.contains("version 1 expected")
+                && msg.contains("2 is stored"),
+            "the conflict names the instance and both versions: {msg}"
+        );
+        let e = store.instance_entry(&i.id).await.unwrap();
+        assert_eq!(
+            (e.version, e.value),
+            (Version(2), a),
+            "the loser wrote nothing"
+        );
+        assert!(
+            store.op_occ(&op.id).await.unwrap_err().is_not_found(),
+            "the loser's occurrence was not written"
+        );
+        // Occurrences: absent, then versioned.
+        let absent = Precondition::OpOccAbsent { id: op.id.clone() };
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_op_occ(op.clone())
+                    .with_precondition(absent.clone()),
+            )
+            .await
+            .unwrap();
+        let err = store
+            .commit(
+                StoreBatch::new()
+                    .with_op_occ(op.clone())
+                    .with_precondition(absent),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, DriverError::Conflict { .. }), "{err:?}");
+        assert_eq!(
+            store.op_occ_entry(&op.id).await.unwrap().version,
+            Version(1)
+        );
+        store
+            .commit(StoreBatch::new().with_op_occ(op.clone()).with_precondition(
+                Precondition::OpOccAt {
+                    id: op.id.clone(),
+                    version: Version(1),
+                },
+            ))
+            .await
+            .unwrap();
+        let err = store
+            .commit(StoreBatch::new().with_op_occ(op.clone()).with_precondition(
+                Precondition::OpOccAt {
+                    id: op.id.clone(),
+                    version: Version(1),
+                },
+            ))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, DriverError::Conflict { .. }), "{err:?}");
+        assert_eq!(
+            store.op_occ_entry(&op.id).await.unwrap().version,
+            Version(2)
+        );
+        // A precondition on an unknown object does not hold.
+        let err = store
+            .commit(
+                StoreBatch::new().with_precondition(Precondition::InstanceAt {
+                    id: "nope".into(),
+                    version: Version(1),
+                }),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("none is stored"),
+            "unknown object: {err}"
+        );
+    }
+
     /// Data committed through one handle is there, unchanged, in a handle obtained by
     /// `reopen` after the first one was dropped (for a persistent store: reopening the same
     /// file; for an in-memory store: a clone).
@@ -564,6 +754,11 @@ mod tests {
     #[tokio::test]
     async fn memory_batch_is_atomic() {
         conformance::batch_is_atomic(&MemoryStore::new()).await;
+    }
+
+    #[tokio::test]
+    async fn conformance_versions_and_preconditions() {
+        conformance::versions_and_preconditions(&MemoryStore::new()).await;
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use tokio::sync::{oneshot, Notify};
 use vnfm_core::alert::AlertHandler;
-use vnfm_core::driver::{DriverError, OpOccFilter, Store, StoreBatch};
+use vnfm_core::driver::{DriverError, OpOccFilter, Store, StoreBatch, Versioned};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{LcmOperationStateType, VnfInstance, VnfLcmOpOcc};
 use vnfm_core::problem::ProblemDetails;
@@ -193,6 +193,17 @@ impl Store for ObservedStore {
 
     async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
         self.inner.instance(id).await
+    }
+
+    async fn instance_entry(
+        &self,
+        id: &VnfInstanceId,
+    ) -> Result<Versioned<VnfInstance>, DriverError> {
+        self.inner.instance_entry(id).await
+    }
+
+    async fn op_occ_entry(&self, id: &OpOccId) -> Result<Versioned<VnfLcmOpOcc>, DriverError> {
+        self.inner.op_occ_entry(id).await
     }
 
     async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
