@@ -132,7 +132,8 @@ pub fn failure_exit_code(kind: vnfm_core::lifecycle::FailureKind) -> i32 {
         K::CapacityExhausted => exit::CAPACITY,
         K::Backend => exit::BACKEND,
         K::Invalid => exit::USAGE,
-        K::StackFailed => exit::INTERNAL,
+        K::StackFailed | K::Hook => exit::INTERNAL,
+        K::Interrupted => exit::INTERRUPTED,
     }
 }
 

@@ -16,6 +16,10 @@ pub const CAPACITY: i32 = 4;
 /// The backend is unreachable or rejected the credentials.
 pub const BACKEND: i32 = 5;
 
+/// The operation was interrupted (SIGINT or SIGTERM): its occurrence is `FAILED_TEMP` and can
+/// be retried, rolled back or failed (`vnfm op retry|rollback|fail`).
+pub const INTERRUPTED: i32 = 130;
+
 /// The EXIT STATUS section of `--help`.
 pub const HELP: &str = "\
 EXIT STATUS:
@@ -28,4 +32,6 @@ EXIT STATUS:
      serves the deployment intent (vnfm select, --intent)
   4  capacity exhausted: no zone, host or reservation has room, or no zone left to reselect
   5  backend unreachable, or authentication / authorization failed
+  130  interrupted (SIGINT, SIGTERM): the operation is FAILED_TEMP; `vnfm op retry|rollback|
+     fail OP_ID` continues, undoes or gives it up
   A closed output pipe (e.g. `vnfm ... | head`) exits 0.";

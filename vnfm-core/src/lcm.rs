@@ -673,6 +673,50 @@ pub struct VnfLcmOpOcc {
     /// zones it used and how it ended, i.e. the availability-zone reselection trace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<crate::reselect::Attempt>,
+    /// vnfm extension: who runs the operation and until when it is presumed alive
+    /// (renewed while it runs; absent once it stopped). An occurrence in `STARTING`,
+    /// `PROCESSING` or `ROLLING_BACK` whose lease has expired (or that has none) was
+    /// interrupted: any process may declare it `FAILED_TEMP`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Lease>,
+    /// vnfm extension: the end-of-operation hooks that ran, with their outcome.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookOutcome>,
+    /// vnfm extension: where the operation stands (its plan and progress), saved with every
+    /// commit so that retry, rollback and fail continue from there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<serde_json::Value>,
+}
+
+/// The owner of a running operation and the time until which it is presumed alive.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    /// Who runs it (`<program>:<host>:<pid>:<nonce>`).
+    pub owner: String,
+    /// Until when; renewed while the operation runs.
+    pub expires: DateTime<Utc>,
+}
+
+impl Lease {
+    /// Whether the lease has expired at `now`.
+    pub fn is_expired(&self, now: DateTime<Utc>) -> bool {
+        self.expires <= now
+    }
+}
+
+/// The outcome of one end-of-operation hook.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookOutcome {
+    /// The hook's name.
+    pub name: String,
+    /// Where it ran (`instantiate_end`, `scale_end`, `heal_end`, `terminate_start`).
+    pub point: String,
+    /// Whether it succeeded.
+    pub succeeded: bool,
+    /// What it did, or why it failed.
+    pub detail: String,
 }
 
 impl VnfLcmOpOcc {
@@ -702,7 +746,28 @@ impl VnfLcmOpOcc {
             changed_ext_connectivity: Vec::new(),
             links: Links::new(),
             attempts: Vec::new(),
+            lease: None,
+            hooks: Vec::new(),
+            progress: None,
         }
+    }
+
+    /// Whether the operation is running under a live lease at `now`: it is `STARTING`,
+    /// `PROCESSING` or `ROLLING_BACK` and its owner renewed the lease recently. Such an
+    /// occurrence is left alone by every other process.
+    pub fn is_alive(&self, now: DateTime<Utc>) -> bool {
+        self.is_running() && self.lease.as_ref().is_some_and(|l| !l.is_expired(now))
+    }
+
+    /// Whether the occurrence is `STARTING`, `PROCESSING` or `ROLLING_BACK` (running, or
+    /// interrupted without anyone noticing yet).
+    pub fn is_running(&self) -> bool {
+        matches!(
+            self.operation_state,
+            LcmOperationStateType::Starting
+                | LcmOperationStateType::Processing
+                | LcmOperationStateType::RollingBack
+        )
     }
 
     /// The same occurrence marked as automatically invoked (auto-heal, auto-scale).

@@ -66,6 +66,7 @@ fn pin(pairs: &[(&str, &str)]) -> OperationOptions {
             .map(|(k, z)| ((*k).to_owned(), ZoneId::from(*z)))
             .collect(),
         automatic: false,
+        ..OperationOptions::default()
     }
 }
 

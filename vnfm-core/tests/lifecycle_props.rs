@@ -192,6 +192,7 @@ fn pins(keys: &[String]) -> OperationOptions {
             .map(|k| (k.clone(), ZoneId::from(SMALL_ZONE)))
             .collect(),
         automatic: false,
+        ..OperationOptions::default()
     }
 }
 

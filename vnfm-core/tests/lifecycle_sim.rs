@@ -98,6 +98,7 @@ fn pin(vdu: &str, zone: &str) -> OperationOptions {
     OperationOptions {
         pinned: [(vdu.to_owned(), ZoneId::from(zone))].into_iter().collect(),
         automatic: false,
+        ..OperationOptions::default()
     }
 }
 

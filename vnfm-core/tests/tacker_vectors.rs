@@ -1626,6 +1626,7 @@ async fn rollback_complete_is_a_failed_attempt() {
             .into_iter()
             .collect(),
         automatic: false,
+        ..OperationOptions::default()
     };
     let r = lcm
         .instantiate(

@@ -144,6 +144,7 @@ fn pins(p: &[(&str, &ZoneId)]) -> OperationOptions {
             .map(|(k, z)| ((*k).to_owned(), (*z).clone()))
             .collect(),
         automatic: false,
+        ..OperationOptions::default()
     }
 }
 

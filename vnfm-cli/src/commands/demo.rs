@@ -184,6 +184,7 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
             .into_iter()
             .collect(),
         automatic: false,
+        ..OperationOptions::default()
     };
     let mut inst_req = InstantiateVnfRequest::new("default");
     // Opted in to auto-heal (step 7), as `PATCH vnfConfigurableProperties` would.

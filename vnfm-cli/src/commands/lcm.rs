@@ -598,6 +598,7 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
                 &OperationOptions {
                     pinned,
                     automatic: false,
+                    ..OperationOptions::default()
                 },
             )
             .await;

@@ -88,7 +88,8 @@ pub struct GrantOptions {
 }
 
 /// One VNFC the grant request asks to create.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NewVnfc {
     /// Its slot: VDU and index.
     pub slot: VnfcSlot,
@@ -99,7 +100,8 @@ pub struct NewVnfc {
 }
 
 /// A grant request and the new VNFCs it asks for.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PlannedGrant {
     /// The request; it passes [`GrantRequest::validate`].
     pub request: GrantRequest,

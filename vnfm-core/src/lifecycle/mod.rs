@@ -1,18 +1,29 @@
-//! Lifecycle operations (instantiate, scale, heal, terminate) carried out through the driver
-//! traits: the IO side of the sans-IO decisions in [`crate::placement`] and
-//! [`crate::reselect`].
+//! Lifecycle operations (instantiate, scale, heal, terminate, retry, rollback, fail) carried
+//! out through the driver traits: the IO side of the sans-IO decisions in
+//! [`crate::placement`] and [`crate::reselect`].
 //!
 //! - [`grant`]: the SOL003 grant request of an operation, from the package and the instance.
 //! - [`granter`]: the local granter (zones for the new VNFCs, by the placement solver).
 //! - [`userdata`]: the Heat template and `nfv` parameter (Tacker's StandardUserData layout).
-//! - [`engine`]: [`Lifecycle`], the loop that runs an operation end to end.
+//! - [`operation`]: [`Operation`], one operation as a sans-IO machine (events and `now` in,
+//!   actions out), with the [`reselect`](crate::reselect) machine nested in it.
+//! - [`hook`]: end-of-operation hooks and interrupts.
+//! - [`engine`]: [`Lifecycle`], the loop that validates a request and runs its machine
+//!   through the drivers.
 
 pub mod engine;
+mod failure;
 pub mod grant;
 pub mod granter;
+pub mod hook;
+pub mod operation;
+mod plan;
+mod stack;
 pub mod userdata;
 
 pub use engine::{
-    Drivers, FailureKind, GrantOnly, LcmConfig, LcmError, Lifecycle, OperationOptions,
-    OperationReport,
+    Drivers, FailureKind, GrantOnly, GrantOnlyResult, LcmConfig, LcmError, Lifecycle,
+    OperationOptions, OperationReport, STACK_ID_KEY,
 };
+pub use hook::{HookCall, HookPoint, HookSpec, Interrupt, OperationHook};
+pub use operation::{OpAction, OpEvent, Operation, OperationStart, Plan, Progress};

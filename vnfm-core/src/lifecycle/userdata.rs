@@ -54,7 +54,9 @@ use crate::error::{Error, Location};
 use crate::id::{VduId, ZoneId};
 
 /// One VNFC slot of the template: VDU and index, named `<vdu>-<index>`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct VnfcSlot {
     /// The VDU.
     pub vdu: VduId,

@@ -1,0 +1,1830 @@
+//! [`Operation`]: one LCM operation as a sans-IO state machine, in the shape of quinn-proto's
+//! `Connection`.
+//!
+//! The machine never performs IO and never reads a clock. The caller feeds it events and the
+//! time ([`Operation::handle_event`], [`Operation::handle_timeout`]), carries out the actions
+//! it hands out ([`Operation::poll_action`]: commit to the store, create / update / show /
+//! delete a stack, list its resources, mark servers unhealthy, show servers, list zones, run a
+//! hook), sleeps until [`Operation::poll_timeout`] when it has nothing to do, and stops when
+//! [`Operation::poll_end`] gives the result. [`super::Lifecycle`] is that loop over the
+//! driver traits; a program with its own IO drives the machine the same way.
+//!
+//! # Contract
+//! - At most one action is out at a time: after [`Operation::poll_action`] returns one, the
+//!   next call returns `None` until the action's event was handled. Each action has exactly
+//!   one event ([`OpAction`] says which).
+//! - Time only moves through `now` arguments. The stack timeout, the poll interval, the wait
+//!   for a failed stack's resources to settle and the lease renewals are timers: when
+//!   [`Operation::poll_timeout`] returns `t`, call [`Operation::handle_timeout`] at `t` (or
+//!   later).
+//! - Every commit carries preconditions on the versions the machine read or wrote
+//!   ([`crate::driver::Precondition`]): the start takes the instance (its version must not
+//!   have moved since it was read) and every later commit checks that the occurrence is still
+//!   the machine's. A commit refused with [`DriverError::Conflict`] means another process took
+//!   the operation over (its lease had expired): the machine stops at once and writes nothing
+//!   more.
+//! - Each commit of the occurrence renews its [`Lease`] (`now` + the lease time) and saves the
+//!   [`Progress`], so an interrupted operation can be retried, rolled back or failed from
+//!   where it stopped. While the machine waits, a renewal commit goes out every third of the
+//!   lease time.
+//!
+//! # Plans
+//! Instantiate, scale-out, scale-in, heal, terminate and the two rollbacks are [`Plan`]s of the
+//! same machine. The placed plans (instantiate, scale-out, heal) list the zones, grant (or take
+//! the zones pinned, or the healed VNFCs' own), and hand the stack to the nested
+//! [`Reselection`] machine; the others update the stack to the VNFCs that stay, or delete it.
+//! Then the servers are read back, the hooks of the plan's point run, and the occurrence ends
+//! in one commit with the instance.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::engine::{LcmConfig, LcmError, OperationReport};
+use super::failure::{chain, Failed, FailureKind};
+use super::grant::PlannedGrant;
+use super::granter::{self, GrantContext};
+use super::hook::{HookCall, HookPoint, HookSpec};
+use super::plan::{self, STACK_ID_KEY};
+use super::stack;
+use super::userdata::{Layout, VnfcSlot};
+use crate::driver::{
+    CreateStack, DriverError, ListResources, MarkUnhealthy, Precondition, ServerInfo, Stack,
+    StackAction, StackResource, StoreBatch, UpdateStack, Version, Versioned,
+};
+use crate::grant::{Grant, KeyValuePairs};
+use crate::id::{GrantId, ServerId, StackId, VduId, ZoneId};
+use crate::lcm::{
+    HookOutcome, InstantiationState, LcmOperationStateType, Lease, VnfInstance, VnfLcmOpOcc,
+    VnfcResourceInfo,
+};
+use crate::package::{Flavour, VnfPackage};
+use crate::problem::ProblemDetails;
+use crate::reselect::{
+    top_level_resource, Action as ReselectAction, GiveUp, Outcome, ReselectConfig, Reselection,
+    Unit,
+};
+use crate::zone::{ComputeZone, Resources};
+
+/// What an operation does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Plan {
+    /// Instantiate with a flavour: create the stack `stack_name`.
+    #[serde(rename_all = "camelCase")]
+    Instantiate {
+        /// The flavour.
+        flavour_id: String,
+        /// The name of the stack to create.
+        stack_name: String,
+        /// `vnfConfigurableProperties` of the request, merged into the instance.
+        #[serde(default)]
+        configurable: Option<KeyValuePairs>,
+    },
+    /// Scale out: new VNFCs, granted, under reselection.
+    #[serde(rename_all = "camelCase")]
+    ScaleOut {
+        /// The aspect.
+        aspect_id: String,
+        /// The scale level after.
+        new_level: u32,
+    },
+    /// Scale in: the newest VNFCs of every VDU of the aspect go.
+    #[serde(rename_all = "camelCase")]
+    ScaleIn {
+        /// The aspect.
+        aspect_id: String,
+        /// Steps.
+        steps: u32,
+        /// The scale level after.
+        new_level: u32,
+    },
+    /// Heal VNFCs: mark their servers unhealthy, update the stack, in their zones first.
+    #[serde(rename_all = "camelCase")]
+    Heal {
+        /// `cause` of the request.
+        #[serde(default)]
+        cause: Option<String>,
+    },
+    /// Delete the stack; the instance returns to `NOT_INSTANTIATED`.
+    Terminate,
+    /// Roll a failed instantiate back: delete the stack it created.
+    RollbackInstantiate,
+    /// Roll a failed scale-out back: update the stack to the VNFCs before it.
+    RollbackScaleOut,
+}
+
+impl Plan {
+    fn hook_point(&self) -> Option<HookPoint> {
+        match self {
+            Self::Instantiate { .. } => Some(HookPoint::InstantiateEnd),
+            Self::ScaleOut { .. } | Self::ScaleIn { .. } => Some(HookPoint::ScaleEnd),
+            Self::Heal { .. } => Some(HookPoint::HealEnd),
+            Self::Terminate => Some(HookPoint::TerminateStart),
+            Self::RollbackInstantiate | Self::RollbackScaleOut => None,
+        }
+    }
+
+    fn is_rollback(&self) -> bool {
+        matches!(self, Self::RollbackInstantiate | Self::RollbackScaleOut)
+    }
+
+    fn is_placed(&self) -> bool {
+        matches!(
+            self,
+            Self::Instantiate { .. } | Self::ScaleOut { .. } | Self::Heal { .. }
+        )
+    }
+}
+
+/// Where an operation stands, saved in the occurrence (`progress`) with every commit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    /// What the operation does.
+    pub plan: Plan,
+    /// The grant request and its new VNFCs (placed plans).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<PlannedGrant>,
+    /// Why the grant request could not be built (the operation then fails `INVALID`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_error: Option<String>,
+    /// Zones an NFVO pinned, per VNFC or VDU.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pinned: BTreeMap<String, ZoneId>,
+    /// The id of the grant the local granter gives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_id: Option<GrantId>,
+    /// The zone of every new VNFC once granted (a retry does not grant again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted: Option<BTreeMap<String, ZoneId>>,
+    /// The stack, once it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_id: Option<StackId>,
+    /// Heal: the servers were marked unhealthy.
+    #[serde(default)]
+    pub marked: bool,
+    /// The zone of every reselection unit in the last stack apply.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub zones: BTreeMap<String, ZoneId>,
+    /// The VNFCs read back once the stack reached its new state (a retry then only runs the
+    /// hooks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vnfcs: Option<Vec<VnfcResourceInfo>>,
+    /// The stack was deleted (terminate: a retry only records the end).
+    #[serde(default)]
+    pub deleted: bool,
+}
+
+impl Progress {
+    /// A plan that has not started.
+    pub fn new(plan: Plan) -> Self {
+        Self {
+            plan,
+            planned: None,
+            planned_error: None,
+            pinned: BTreeMap::new(),
+            grant_id: None,
+            granted: None,
+            stack_id: None,
+            marked: false,
+            zones: BTreeMap::new(),
+            vnfcs: None,
+            deleted: false,
+        }
+    }
+}
+
+/// One action for the caller to carry out; its result goes back as the [`OpEvent`] named.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum OpAction {
+    /// Commit this batch to the store → [`OpEvent::Committed`].
+    Commit(StoreBatch),
+    /// List the zone catalogue → [`OpEvent::Zones`].
+    ListZones,
+    /// Create a stack → [`OpEvent::StackCreated`].
+    CreateStack(CreateStack),
+    /// Update a stack → [`OpEvent::StackUpdated`].
+    UpdateStack(UpdateStack),
+    /// Show a stack → [`OpEvent::Stack`].
+    ShowStack(StackId),
+    /// Delete a stack → [`OpEvent::StackDeleted`].
+    DeleteStack(StackId),
+    /// List a stack's resources → [`OpEvent::Resources`].
+    ListResources(ListResources),
+    /// Mark a resource unhealthy → [`OpEvent::Marked`].
+    MarkUnhealthy(MarkUnhealthy),
+    /// Show each server → [`OpEvent::Servers`] (one answer per server).
+    ShowServers(Vec<ServerId>),
+    /// Run an end-of-operation hook → [`OpEvent::Hook`].
+    RunHook(Box<HookCall>),
+}
+
+/// The result of an [`OpAction`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OpEvent {
+    /// Of [`OpAction::Commit`].
+    Committed(Result<(), DriverError>),
+    /// Of [`OpAction::ListZones`].
+    Zones(Result<Vec<ComputeZone>, DriverError>),
+    /// Of [`OpAction::CreateStack`].
+    StackCreated(Result<StackId, DriverError>),
+    /// Of [`OpAction::UpdateStack`].
+    StackUpdated(Result<(), DriverError>),
+    /// Of [`OpAction::ShowStack`].
+    Stack(Result<Stack, DriverError>),
+    /// Of [`OpAction::DeleteStack`].
+    StackDeleted(Result<(), DriverError>),
+    /// Of [`OpAction::ListResources`].
+    Resources(Result<Vec<StackResource>, DriverError>),
+    /// Of [`OpAction::MarkUnhealthy`].
+    Marked(Result<(), DriverError>),
+    /// Of [`OpAction::ShowServers`].
+    Servers(BTreeMap<ServerId, Result<ServerInfo, DriverError>>),
+    /// Of [`OpAction::RunHook`]: what it did, or why it failed.
+    Hook(Result<String, String>),
+}
+
+/// What an [`Operation`] starts from.
+#[derive(Clone, Debug)]
+pub struct OperationStart {
+    /// The occurrence: new (`STARTING`, not stored yet) or, to resume, as stored.
+    pub op: Versioned<VnfLcmOpOcc>,
+    /// Resume a stored occurrence (`FAILED_TEMP`, or one whose lease expired) instead of
+    /// starting a new one.
+    pub resume: bool,
+    /// The instance as read.
+    pub instance: Versioned<VnfInstance>,
+    /// What to do and how far it got.
+    pub progress: Progress,
+    /// The package (every plan but terminate and an instantiate rollback needs it).
+    pub package: Option<Arc<VnfPackage>>,
+    /// The lease owner (`<program>:<host>:<pid>:<nonce>`).
+    pub owner: String,
+    /// The hooks, in the order they run.
+    pub hooks: Vec<HookSpec>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Purpose {
+    /// A stack apply of the reselection machine.
+    Reselect,
+    /// Updating the stack to the VNFCs that stay (scale-in, scale-out rollback).
+    Restore,
+}
+
+#[derive(Debug)]
+enum Step {
+    Start,
+    Processing,
+    MarkList,
+    Marking(VecDeque<MarkUnhealthy>),
+    GrantZones,
+    Apply(Purpose),
+    StackWait {
+        deadline: DateTime<Utc>,
+        purpose: Purpose,
+    },
+    Settle {
+        deadline: DateTime<Utc>,
+    },
+    ReselectZones,
+    FailedServers,
+    Hosts(BTreeMap<ServerId, Vec<String>>),
+    CollectList,
+    CollectServers(Vec<stack::Found>),
+    Hooks(VecDeque<String>),
+    DeleteSent,
+    DeleteWait {
+        deadline: DateTime<Utc>,
+    },
+    Final,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Inflight {
+    Main,
+    Renewal,
+}
+
+/// The placed part of an operation: the stack's VNFC slots, the layouts and the reselection
+/// machine.
+#[derive(Debug)]
+struct Placed {
+    layouts: BTreeMap<VduId, Layout>,
+    slots: Vec<VnfcSlot>,
+    m: Reselection,
+}
+
+/// One LCM operation as a sans-IO machine (see the [module docs](self)).
+#[derive(Debug)]
+pub struct Operation {
+    cfg: LcmConfig,
+    pkg: Option<Arc<VnfPackage>>,
+    hooks: Vec<HookSpec>,
+    owner: String,
+    op: VnfLcmOpOcc,
+    occ_version: Option<Version>,
+    resume: bool,
+    before: VnfInstance,
+    inst_version: Version,
+    progress: Progress,
+    grant: Option<Grant>,
+    step: Step,
+    next: Option<OpAction>,
+    inflight: Option<Inflight>,
+    now: DateTime<Utc>,
+    timer: Option<DateTime<Utc>>,
+    renew_at: Option<DateTime<Utc>>,
+    placed: Option<Placed>,
+    after: Option<VnfInstance>,
+    failure: Option<Failed>,
+    interrupt: Option<String>,
+    /// Save the progress before the next action (a stack was just created: its id must be
+    /// known to a rollback even if the process dies now).
+    checkpoint: bool,
+    end: Option<Result<OperationReport, LcmError>>,
+}
+
+impl Operation {
+    /// A machine for `start` under `cfg` at `now`; its first action is the commit that starts
+    /// (or resumes) the occurrence.
+    pub fn new(cfg: LcmConfig, start: OperationStart, now: DateTime<Utc>) -> Self {
+        let mut m = Self {
+            cfg,
+            pkg: start.package,
+            hooks: start.hooks,
+            owner: start.owner,
+            occ_version: start.resume.then_some(start.op.version),
+            op: start.op.value,
+            resume: start.resume,
+            before: start.instance.value,
+            inst_version: start.instance.version,
+            progress: start.progress,
+            grant: None,
+            step: Step::Start,
+            next: None,
+            inflight: None,
+            now,
+            timer: None,
+            renew_at: None,
+            placed: None,
+            after: None,
+            failure: None,
+            interrupt: None,
+            checkpoint: false,
+            end: None,
+        };
+        m.begin();
+        m
+    }
+
+    /// The occurrence as the machine last wrote (or is about to write) it.
+    pub fn op_occ(&self) -> &VnfLcmOpOcc {
+        &self.op
+    }
+
+    /// Where the operation stands.
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    /// The next action, if one is due (see the contract in the [module docs](self)).
+    pub fn poll_action(&mut self) -> Option<OpAction> {
+        if self.inflight.is_some() || self.end.is_some() {
+            return None;
+        }
+        if self.renewal_due() {
+            self.inflight = Some(Inflight::Renewal);
+            return Some(OpAction::Commit(self.renewal_batch()));
+        }
+        let a = self.next.take()?;
+        self.inflight = Some(Inflight::Main);
+        Some(a)
+    }
+
+    /// When the machine wants [`Operation::handle_timeout`] called, if it waits on time.
+    pub fn poll_timeout(&self) -> Option<DateTime<Utc>> {
+        if self.inflight.is_some() || self.next.is_some() || self.end.is_some() {
+            return None;
+        }
+        match (self.timer, self.renew_at) {
+            (Some(t), Some(r)) => Some(t.min(r)),
+            (t, r) => t.or(r),
+        }
+    }
+
+    /// The result, once the operation is over: the report of an occurrence that ended (it
+    /// may have ended `FAILED_TEMP`), or why nothing more could be recorded.
+    pub fn poll_end(&mut self) -> Option<Result<OperationReport, LcmError>> {
+        self.end.take()
+    }
+
+    /// Whether the operation is over.
+    pub fn is_done(&self) -> bool {
+        matches!(self.step, Step::Done)
+    }
+
+    /// Time passed: fires the timer if it is due.
+    pub fn handle_timeout(&mut self, now: DateTime<Utc>) {
+        self.now = now;
+        if self.inflight.is_some() || self.next.is_some() {
+            return;
+        }
+        if self.timer.is_some_and(|t| t <= now) {
+            self.timer = None;
+            self.fire_timer();
+        }
+    }
+
+    /// Asks the operation to stop: it ends `FAILED_TEMP` ("interrupted") with `reason` once
+    /// the action out (if any) has its event; nothing more is sent to the VIM.
+    pub fn interrupt(&mut self, now: DateTime<Utc>, reason: &str) {
+        self.now = now;
+        if self.interrupt.is_some() || matches!(self.step, Step::Final | Step::Done) {
+            return;
+        }
+        self.interrupt = Some(reason.to_owned());
+        if self.inflight.is_none() {
+            self.stop_for_interrupt();
+        }
+    }
+
+    /// The result of the action out.
+    pub fn handle_event(&mut self, event: OpEvent, now: DateTime<Utc>) {
+        self.now = now;
+        match self.inflight.take() {
+            None => {}
+            Some(Inflight::Renewal) => self.on_renewed(event),
+            Some(Inflight::Main) => {
+                self.dispatch(event);
+                if self.interrupt.is_some() && self.end.is_none() {
+                    self.stop_for_interrupt();
+                }
+            }
+        }
+    }
+
+    // ---- start and end ------------------------------------------------------------------
+
+    fn begin(&mut self) {
+        if let Some(id) = plan::stack_of(&self.before) {
+            self.progress.stack_id.get_or_insert(id);
+        }
+        let state = if !self.resume {
+            LcmOperationStateType::Starting
+        } else if self.progress.plan.is_rollback() {
+            LcmOperationStateType::RollingBack
+        } else {
+            self.op.error = None;
+            LcmOperationStateType::Processing
+        };
+        self.op.enter(state, self.now);
+        let mut batch = self.occ_batch().with_instance(self.before.clone());
+        batch = batch.with_precondition(Precondition::InstanceAt {
+            id: self.before.id.clone(),
+            version: self.inst_version,
+        });
+        self.inst_version = self.inst_version.next();
+        self.step = Step::Start;
+        self.next = Some(OpAction::Commit(batch));
+    }
+
+    /// A batch putting the occurrence (lease renewed, progress saved), conditioned on its
+    /// version.
+    fn occ_batch(&mut self) -> StoreBatch {
+        let live = self.op.is_running();
+        self.op.lease = live.then(|| Lease {
+            owner: self.owner.clone(),
+            expires: self.now + chrono_of(self.cfg.lease_time),
+        });
+        // Kept while the operation can go on (running, FAILED_TEMP); an ended one needs none.
+        self.op.progress = (!self.op.is_terminal())
+            .then(|| serde_json::to_value(&self.progress).ok())
+            .flatten();
+        let cond = match self.occ_version {
+            Some(v) => Precondition::OpOccAt {
+                id: self.op.id.clone(),
+                version: v,
+            },
+            None => Precondition::OpOccAbsent {
+                id: self.op.id.clone(),
+            },
+        };
+        self.renew_at = live.then(|| self.now + chrono_of(self.cfg.lease_time / 3));
+        StoreBatch::new()
+            .with_op_occ(self.op.clone())
+            .with_precondition(cond)
+    }
+
+    fn renewal_due(&self) -> bool {
+        self.occ_version.is_some()
+            && !matches!(self.step, Step::Start | Step::Final | Step::Done)
+            && (self.checkpoint || self.renew_at.is_some_and(|r| r <= self.now))
+    }
+
+    fn renewal_batch(&mut self) -> StoreBatch {
+        self.checkpoint = false;
+        self.occ_batch()
+    }
+
+    fn on_renewed(&mut self, event: OpEvent) {
+        match event {
+            OpEvent::Committed(Ok(())) => {
+                self.occ_version = self.occ_version.map(Version::next);
+            }
+            OpEvent::Committed(Err(e)) => self.lost(&e),
+            _ => self.internal("a lease renewal was answered by another event"),
+        }
+        if self.interrupt.is_some() && self.end.is_none() {
+            self.stop_for_interrupt();
+        }
+    }
+
+    fn on_commit(&mut self, r: Result<(), DriverError>) {
+        if let Err(e) = r {
+            if matches!(self.step, Step::Start) && !self.resume {
+                self.stop(Err(LcmError::from_start(e)));
+            } else {
+                self.lost(&e);
+            }
+            return;
+        }
+        self.occ_version = Some(self.occ_version.map_or(Version(1), Version::next));
+        match self.step {
+            Step::Start if !self.resume => {
+                self.op.enter(LcmOperationStateType::Processing, self.now);
+                let batch = self.occ_batch();
+                self.step = Step::Processing;
+                self.next = Some(OpAction::Commit(batch));
+            }
+            Step::Start | Step::Processing => self.proceed(),
+            Step::Final => self.ended(),
+            _ => self.internal("a commit answered out of turn"),
+        }
+    }
+
+    /// A commit failed after the start: another process took the operation over (a
+    /// conflict), or the store failed. Nothing more is written.
+    fn lost(&mut self, e: &DriverError) {
+        let err = if matches!(e, DriverError::Conflict { .. }) {
+            LcmError::Conflict(format!(
+                "operation {} was taken over by another process (its lease had expired): {}",
+                self.op.id,
+                chain(e)
+            ))
+        } else {
+            LcmError::Store(clone_error(e))
+        };
+        self.stop(Err(err));
+    }
+
+    fn internal(&mut self, what: &str) {
+        let f = Failed::new(
+            FailureKind::Backend,
+            "internal error",
+            format!("operation machine: {what}"),
+        );
+        self.finish(Err(f));
+    }
+
+    fn stop(&mut self, end: Result<OperationReport, LcmError>) {
+        self.step = Step::Done;
+        self.next = None;
+        self.timer = None;
+        self.renew_at = None;
+        self.end = Some(end);
+    }
+
+    fn stop_for_interrupt(&mut self) {
+        let reason = self.interrupt.clone().unwrap_or_default();
+        if self.occ_version.is_none() {
+            self.stop(Err(LcmError::Interrupted(format!(
+                "{reason} before operation {} was stored",
+                self.op.id
+            ))));
+            return;
+        }
+        if matches!(self.step, Step::Final | Step::Done) {
+            return;
+        }
+        let detail = format!(
+            "interrupted ({reason}) while {}; `vnfm op retry {id}` continues it, `vnfm op \
+             rollback {id}` undoes it, `vnfm op fail {id}` gives it up",
+            self.doing(),
+            id = self.op.id
+        );
+        self.finish(Err(Failed::new(
+            FailureKind::Interrupted,
+            "interrupted",
+            detail,
+        )));
+    }
+
+    fn doing(&self) -> &'static str {
+        match self.step {
+            Step::Start | Step::Processing => "starting",
+            Step::MarkList | Step::Marking(_) => "marking servers unhealthy",
+            Step::GrantZones | Step::ReselectZones => "listing zones",
+            Step::Apply(_) | Step::StackWait { .. } => "waiting for the stack",
+            Step::Settle { .. } | Step::FailedServers | Step::Hosts(_) => "reading a failed stack",
+            Step::CollectList | Step::CollectServers(_) => "reading the servers back",
+            Step::Hooks(_) => "running hooks",
+            Step::DeleteSent | Step::DeleteWait { .. } => "deleting the stack",
+            Step::Final | Step::Done => "ending",
+        }
+    }
+
+    /// Ends the operation: the final commit of the occurrence (and the instance).
+    fn finish(&mut self, result: Result<VnfInstance, Failed>) {
+        self.timer = None;
+        if let Some(p) = &self.placed {
+            self.op.attempts = p.m.attempts().to_vec();
+        }
+        self.op.grant_id = self
+            .grant
+            .as_ref()
+            .map(|g| g.id.clone())
+            .or(self.op.grant_id.take());
+        let rollback = self.progress.plan.is_rollback();
+        let instance = match result {
+            Ok(new) => {
+                let state = if rollback {
+                    LcmOperationStateType::RolledBack
+                } else {
+                    LcmOperationStateType::Completed
+                };
+                self.op.error = None;
+                self.op.enter(state, self.now);
+                Some(new)
+            }
+            Err(f) => {
+                self.op.error = Some(if rollback {
+                    ProblemDetails::new(422, f.detail.clone()).with_title("rollback failed")
+                } else {
+                    f.problem()
+                });
+                self.op.enter(LcmOperationStateType::FailedTemp, self.now);
+                let recorded = self.record_stack();
+                self.failure = Some(f);
+                recorded
+            }
+        };
+        let mut batch = self.occ_batch();
+        if let Some(inst) = instance {
+            batch = batch
+                .with_instance(inst.clone())
+                .with_precondition(Precondition::InstanceAt {
+                    id: inst.id.clone(),
+                    version: self.inst_version,
+                });
+            self.after = Some(inst);
+        }
+        self.step = Step::Final;
+        self.next = Some(OpAction::Commit(batch));
+    }
+
+    /// A stack created by a failed instantiate is recorded, so that a rollback can delete it.
+    fn record_stack(&self) -> Option<VnfInstance> {
+        let id = self.progress.stack_id.as_ref()?;
+        if plan::stack_of(&self.before).is_some() {
+            return None;
+        }
+        let mut inst = self.before.clone();
+        plan::set_stack_id(&mut inst, id);
+        Some(inst)
+    }
+
+    fn ended(&mut self) {
+        let instance = self.after.take().unwrap_or_else(|| self.before.clone());
+        let report = OperationReport {
+            op_occ: self.op.clone(),
+            instance,
+            grant: self.grant.clone(),
+            failure: self.failure.as_ref().map(|f| f.kind),
+        };
+        self.stop(Ok(report));
+    }
+
+    fn fail(&mut self, f: Failed) {
+        self.finish(Err(f));
+    }
+
+    fn fail_driver(&mut self, e: &DriverError) {
+        self.fail(Failed::driver(e));
+    }
+
+    // ---- dispatch ----------------------------------------------------------------------
+
+    fn dispatch(&mut self, event: OpEvent) {
+        let step = std::mem::replace(&mut self.step, Step::Done);
+        match (step, event) {
+            (s @ (Step::Start | Step::Processing | Step::Final), OpEvent::Committed(r)) => {
+                self.step = s;
+                self.on_commit(r);
+            }
+            (Step::MarkList, OpEvent::Resources(r)) => self.on_mark_list(r),
+            (Step::Marking(todo), OpEvent::Marked(r)) => self.on_marked(todo, r),
+            (Step::GrantZones, OpEvent::Zones(r)) => self.on_grant_zones(r),
+            (Step::Apply(p), OpEvent::StackCreated(r)) => self.on_applied(p, r),
+            (Step::Apply(p), OpEvent::StackUpdated(r)) => {
+                let id = self.progress.stack_id.clone();
+                self.on_applied(p, r.and_then(|()| id.ok_or_else(no_stack)));
+            }
+            (Step::StackWait { deadline, purpose }, OpEvent::Stack(r)) => {
+                self.on_stack(deadline, purpose, r);
+            }
+            (Step::Settle { deadline }, OpEvent::Resources(r)) => self.on_settle(deadline, r),
+            (Step::ReselectZones, OpEvent::Zones(r)) => self.on_reselect_zones(r),
+            (Step::FailedServers, OpEvent::Servers(r)) => self.on_failed_servers(r),
+            (Step::Hosts(units), OpEvent::Servers(r)) => self.on_hosts(&units, r),
+            (Step::CollectList, OpEvent::Resources(r)) => self.on_collect_list(r),
+            (Step::CollectServers(found), OpEvent::Servers(r)) => self.on_collected(found, r),
+            (Step::Hooks(todo), OpEvent::Hook(r)) => self.on_hook(todo, r),
+            (Step::DeleteSent, OpEvent::StackDeleted(r)) => self.on_delete_sent(r),
+            (Step::DeleteWait { deadline }, OpEvent::Stack(r)) => self.on_delete_wait(deadline, r),
+            (step, event) => {
+                let what = format!("event {event:?} does not answer step {step:?}");
+                self.internal(&what);
+            }
+        }
+    }
+
+    fn fire_timer(&mut self) {
+        let Some(id) = self.progress.stack_id.clone() else {
+            return self.internal("a timer without a stack");
+        };
+        self.next = Some(match self.step {
+            Step::StackWait { .. } | Step::DeleteWait { .. } => OpAction::ShowStack(id),
+            Step::Settle { .. } => OpAction::ListResources(ListResources::new(id, 5)),
+            _ => return,
+        });
+    }
+
+    // ---- the plans -----------------------------------------------------------------------
+
+    fn proceed(&mut self) {
+        if let Some(e) = self.progress.planned_error.clone() {
+            return self.fail(Failed::new(FailureKind::Invalid, "invalid request", e));
+        }
+        if self.progress.vnfcs.is_some() || self.progress.deleted {
+            // A retry after the stack reached its state: the hooks (or the end) only.
+            return self.after_stack();
+        }
+        match &self.progress.plan {
+            Plan::Heal { .. } if !self.progress.marked => self.mark_list(),
+            p if p.is_placed() => {
+                self.step = Step::GrantZones;
+                self.next = Some(OpAction::ListZones);
+            }
+            Plan::ScaleIn { .. } | Plan::RollbackScaleOut => self.restore(),
+            Plan::Terminate => self.hooks_or(Self::delete_stack),
+            _ => self.delete_stack(),
+        }
+    }
+
+    fn package(&self) -> Result<(Arc<VnfPackage>, String), Failed> {
+        let pkg = self.pkg.clone().ok_or_else(|| {
+            Failed::new(
+                FailureKind::Invalid,
+                "no package",
+                "the operation needs the instance's package",
+            )
+        })?;
+        let flavour_id = match &self.progress.plan {
+            Plan::Instantiate { flavour_id, .. } => flavour_id.clone(),
+            _ => self
+                .before
+                .instantiated_vnf_info
+                .as_ref()
+                .map(|i| i.flavour_id.clone())
+                .unwrap_or_default(),
+        };
+        Ok((pkg, flavour_id))
+    }
+
+    fn with_flavour<T>(
+        &self,
+        f: impl FnOnce(&VnfPackage, &Flavour) -> Result<T, Failed>,
+    ) -> Result<T, Failed> {
+        let (pkg, flavour_id) = self.package()?;
+        let flavour = plan::flavour_of(&pkg, &flavour_id)
+            .map_err(|e| Failed::new(FailureKind::Invalid, "unknown flavour", e.to_string()))?;
+        f(&pkg, flavour)
+    }
+
+    // heal: mark the servers unhealthy
+
+    fn mark_list(&mut self) {
+        let Some(id) = self.progress.stack_id.clone() else {
+            return self.fail(no_stack_failed());
+        };
+        self.step = Step::MarkList;
+        self.next = Some(OpAction::ListResources(ListResources::new(id, 5)));
+    }
+
+    fn on_mark_list(&mut self, r: Result<Vec<StackResource>, DriverError>) {
+        let resources = match r {
+            Ok(r) => r,
+            Err(e) => return self.fail_driver(&e),
+        };
+        let Some(stack_id) = self.progress.stack_id.clone() else {
+            return self.fail(no_stack_failed());
+        };
+        let (slots, servers) = self.healed();
+        let cause = match &self.progress.plan {
+            Plan::Heal { cause } => cause.clone(),
+            _ => None,
+        };
+        let reason = cause.as_deref().unwrap_or("healed by vnfm");
+        let todo: VecDeque<MarkUnhealthy> = resources
+            .iter()
+            .filter(|r| r.resource_type == "OS::Nova::Server")
+            .filter(|r| {
+                top_level_resource(&stack_id, r, &resources).is_some_and(|top| {
+                    slots.contains(&top) || servers.contains(&r.physical_resource_id)
+                })
+            })
+            .map(|r| MarkUnhealthy::new(r.stack_id.clone(), r.resource_name.clone(), reason))
+            .collect();
+        self.on_marked(todo, Ok(()));
+    }
+
+    /// The slots a heal re-creates and the server ids they have now.
+    fn healed(&self) -> (BTreeSet<String>, BTreeSet<String>) {
+        let slots: BTreeSet<String> = self
+            .progress
+            .planned
+            .iter()
+            .flat_map(|p| p.new_vnfcs.iter().map(|n| n.slot.name()))
+            .collect();
+        let servers = self
+            .before
+            .instantiated_vnf_info
+            .iter()
+            .flat_map(|i| i.vnfc_resource_info.iter())
+            .filter(|v| {
+                super::grant::existing_slot(v)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|s| slots.contains(&s.name()))
+            })
+            .map(|v| v.compute_resource.resource_id.clone())
+            .filter(|id| !id.is_empty())
+            .collect();
+        (slots, servers)
+    }
+
+    fn on_marked(&mut self, mut todo: VecDeque<MarkUnhealthy>, r: Result<(), DriverError>) {
+        if let Err(e) = r {
+            return self.fail_driver(&e);
+        }
+        match todo.pop_front() {
+            Some(m) => {
+                self.step = Step::Marking(todo);
+                self.next = Some(OpAction::MarkUnhealthy(m));
+            }
+            None => {
+                self.progress.marked = true;
+                self.step = Step::GrantZones;
+                self.next = Some(OpAction::ListZones);
+            }
+        }
+    }
+
+    // placed plans: grant, then the reselection machine
+
+    fn on_grant_zones(&mut self, r: Result<Vec<ComputeZone>, DriverError>) {
+        let listing = match r {
+            Ok(z) => z,
+            Err(e) => return self.fail_driver(&e),
+        };
+        match self.with_flavour(|pkg, flavour| self.place(pkg, flavour, listing)) {
+            Ok((placed, granted, grant)) => {
+                self.progress.granted = Some(granted);
+                if grant.is_some() {
+                    self.grant = grant;
+                }
+                self.placed = Some(placed);
+                self.drive_reselection();
+            }
+            Err(f) => self.fail(f),
+        }
+    }
+
+    /// The VNFCs that stay, with their zones.
+    fn existing(&self) -> Vec<(VnfcSlot, ZoneId)> {
+        let Some(info) = self.before.instantiated_vnf_info.as_ref() else {
+            return Vec::new();
+        };
+        let (healed, _) = self.healed();
+        plan::slots_of(info)
+            .into_iter()
+            .filter(|(s, _)| {
+                !matches!(self.progress.plan, Plan::Heal { .. }) || !healed.contains(&s.name())
+            })
+            .collect()
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn place(
+        &self,
+        pkg: &VnfPackage,
+        flavour: &Flavour,
+        listing: Vec<ComputeZone>,
+    ) -> Result<(Placed, BTreeMap<String, ZoneId>, Option<Grant>), Failed> {
+        let planned = self.progress.planned.clone().ok_or_else(|| {
+            Failed::new(FailureKind::Invalid, "invalid request", "no grant request")
+        })?;
+        let layouts = stack::layouts(pkg, flavour)?;
+        let groups = stack::group_resources(&layouts);
+        let existing = self.existing();
+        let group_zone = stack::group_zones(&groups, &existing);
+        let (new_zones, grant) = match (&self.progress.granted, &self.progress.plan) {
+            (Some(z), _) => (z.clone(), None),
+            (None, Plan::Heal { .. }) => (self.heal_zones(&planned), None),
+            (None, _) => {
+                let (z, g) = self.grant(&planned, flavour, &groups, &group_zone, &listing)?;
+                (z, Some(g))
+            }
+        };
+        let units = UnitsInput {
+            flavour,
+            planned: &planned,
+            groups: &groups,
+            group_zone,
+            existing: &existing,
+            new_zones: &new_zones,
+            resumed: &self.progress.zones,
+        }
+        .build()?;
+        let constraints =
+            stack::unit_constraints(&planned.request, &planned, &self.before, &groups);
+        let mut slots: Vec<VnfcSlot> = existing.iter().map(|(s, _)| s.clone()).collect();
+        slots.extend(planned.new_vnfcs.iter().map(|n| n.slot.clone()));
+        slots.sort();
+        let cfg = ReselectConfig {
+            enabled: self.cfg.reselect_zones,
+            pattern: self.cfg.pattern.clone(),
+            max_reselections: self.cfg.max_reselections,
+            selection: self.cfg.selection,
+            seed: self.cfg.seed,
+        };
+        let m = Reselection::new(cfg, units, constraints).with_zone_listing(listing);
+        Ok((Placed { layouts, slots, m }, new_zones, grant))
+    }
+
+    /// The healed VNFCs start in the zone they are in.
+    fn heal_zones(&self, planned: &PlannedGrant) -> BTreeMap<String, ZoneId> {
+        let current: BTreeMap<String, ZoneId> = self
+            .before
+            .instantiated_vnf_info
+            .as_ref()
+            .map(plan::slots_of)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(s, z)| (s.name(), z))
+            .collect();
+        planned
+            .new_vnfcs
+            .iter()
+            .filter_map(|n| {
+                current
+                    .get(&n.slot.name())
+                    .map(|z| (n.slot.name(), z.clone()))
+            })
+            .collect()
+    }
+
+    /// Asks the local granter (or takes the pinned zones): the zone of every new VNFC.
+    fn grant(
+        &self,
+        planned: &PlannedGrant,
+        flavour: &Flavour,
+        groups: &BTreeMap<VduId, String>,
+        group_zone: &BTreeMap<VduId, ZoneId>,
+        listing: &[ComputeZone],
+    ) -> Result<(BTreeMap<String, ZoneId>, Grant), Failed> {
+        let (granted, pinned) = stack::group_grant(
+            planned,
+            &self.before,
+            groups,
+            group_zone,
+            &self.progress.pinned,
+        );
+        let vnfc_names: BTreeMap<String, String> = granted
+            .new_vnfcs
+            .iter()
+            .map(|n| (n.resource_id.clone(), n.slot.name()))
+            .collect();
+        let ctx = GrantContext {
+            vnfc_names: &vnfc_names,
+            grant_id: self.progress.grant_id.clone().unwrap_or_default(),
+            flavour,
+            instance: &self.before,
+            zones: listing,
+            pinned: &pinned,
+            selection: self.cfg.grant_selection,
+            seed: self.cfg.seed,
+        };
+        let g = granter::grant(&granted.request, &ctx)
+            .map(|(g, _)| g)
+            .map_err(|e| grant_failure(&e))?;
+        let zones = planned
+            .new_vnfcs
+            .iter()
+            .filter_map(|n| {
+                g.zone_of(&n.resource_id)
+                    .map(|z| (n.slot.name(), z.clone()))
+            })
+            .collect();
+        Ok((zones, g))
+    }
+
+    fn drive_reselection(&mut self) {
+        let Some(p) = self.placed.as_mut() else {
+            return self.internal("reselection without a placement");
+        };
+        let Some(action) = p.m.poll_action() else {
+            return self.reselection_over();
+        };
+        match action {
+            ReselectAction::ApplyStack { zones } => self.apply(zones),
+            ReselectAction::ListResources => match self.progress.stack_id.clone() {
+                Some(id) => {
+                    self.step = Step::Settle {
+                        deadline: self.now + chrono_of(self.cfg.stack_timeout),
+                    };
+                    self.next = Some(OpAction::ListResources(ListResources::new(id, 5)));
+                }
+                None => self.reselection_over(),
+            },
+            ReselectAction::ListZones => {
+                self.step = Step::ReselectZones;
+                self.next = Some(OpAction::ListZones);
+            }
+            ReselectAction::LocateFailedServers { servers } => {
+                self.step = Step::FailedServers;
+                self.next = Some(OpAction::ShowServers(servers));
+            }
+            ReselectAction::LocateServers { servers } => {
+                let mut by_server: BTreeMap<ServerId, Vec<String>> = BTreeMap::new();
+                for (unit, server) in servers {
+                    by_server.entry(server).or_default().push(unit);
+                }
+                let ids = by_server.keys().cloned().collect();
+                self.step = Step::Hosts(by_server);
+                self.next = Some(OpAction::ShowServers(ids));
+            }
+        }
+    }
+
+    fn apply(&mut self, zones: BTreeMap<String, ZoneId>) {
+        let slots = match &self.placed {
+            Some(p) => p.slots.clone(),
+            None => return self.internal("an apply without a placement"),
+        };
+        let unit_zones = zones.clone();
+        let input =
+            self.with_flavour(|pkg, flavour| stack::heat_input(pkg, flavour, &slots, &zones));
+        let (bundle, params) = match input {
+            Ok(x) => x,
+            Err(f) => return self.fail(f),
+        };
+        self.progress.zones = unit_zones;
+        self.step = Step::Apply(Purpose::Reselect);
+        self.next = Some(match self.progress.stack_id.clone() {
+            Some(id) => OpAction::UpdateStack(UpdateStack {
+                id,
+                parameters: params,
+                template: Some(bundle),
+            }),
+            None => {
+                let name = match &self.progress.plan {
+                    Plan::Instantiate { stack_name, .. } => stack_name.clone(),
+                    _ => format!("vnf-{}", self.before.id),
+                };
+                OpAction::CreateStack(CreateStack::new(name, bundle, params))
+            }
+        });
+    }
+
+    fn on_applied(&mut self, purpose: Purpose, r: Result<StackId, DriverError>) {
+        match r {
+            Ok(id) => {
+                self.checkpoint |= self.progress.stack_id.is_none();
+                self.progress.stack_id = Some(id.clone());
+                self.step = Step::StackWait {
+                    deadline: self.now + chrono_of(self.cfg.stack_timeout),
+                    purpose,
+                };
+                self.next = Some(OpAction::ShowStack(id));
+            }
+            Err(e) => {
+                if let Some(p) = self
+                    .placed
+                    .as_mut()
+                    .filter(|_| purpose == Purpose::Reselect)
+                {
+                    // The attempt has an outcome: Heat refused it.
+                    p.m.handle_apply_refused(&chain(&e));
+                }
+                self.fail_driver(&e);
+            }
+        }
+    }
+
+    fn on_stack(
+        &mut self,
+        deadline: DateTime<Utc>,
+        purpose: Purpose,
+        r: Result<Stack, DriverError>,
+    ) {
+        let stack = match r {
+            Ok(s) => s,
+            Err(e) => return self.fail_driver(&e),
+        };
+        if stack.stack_status.is_in_progress() {
+            if self.now >= deadline {
+                return self.fail(Failed::new(
+                    FailureKind::Backend,
+                    "stack timed out",
+                    format!(
+                        "stack {} still {} after {}s",
+                        stack.id,
+                        stack.stack_status,
+                        self.cfg.stack_timeout.as_secs()
+                    ),
+                ));
+            }
+            self.wait_until(deadline);
+            self.step = Step::StackWait { deadline, purpose };
+            return;
+        }
+        match purpose {
+            Purpose::Reselect => {
+                if let Some(p) = self.placed.as_mut() {
+                    if stack::succeeded(&stack) {
+                        p.m.handle_stack_succeeded();
+                    } else if stack.stack_status.action == StackAction::Rollback {
+                        p.m.handle_stack_rolled_back(&stack.stack_status_reason);
+                    } else {
+                        p.m.handle_stack_failed(&stack.stack_status_reason);
+                    }
+                }
+                self.drive_reselection();
+            }
+            Purpose::Restore if stack::succeeded(&stack) => self.restored(),
+            Purpose::Restore => self.fail(Failed::new(
+                FailureKind::StackFailed,
+                "stack update failed",
+                stack.stack_status_reason,
+            )),
+        }
+    }
+
+    fn wait_until(&mut self, deadline: DateTime<Utc>) {
+        self.timer = Some((self.now + chrono_of(self.cfg.poll_interval)).min(deadline));
+    }
+
+    fn on_settle(&mut self, deadline: DateTime<Utc>, r: Result<Vec<StackResource>, DriverError>) {
+        let res = match r {
+            Ok(r) => r,
+            Err(e) => return self.fail_driver(&e),
+        };
+        if res.iter().any(|r| r.resource_status.is_in_progress()) && self.now < deadline {
+            self.wait_until(deadline);
+            self.step = Step::Settle { deadline };
+            return;
+        }
+        if let (Some(p), Some(id)) = (self.placed.as_mut(), self.progress.stack_id.as_ref()) {
+            p.m.handle_resources(id, &res);
+        }
+        self.drive_reselection();
+    }
+
+    fn on_reselect_zones(&mut self, r: Result<Vec<ComputeZone>, DriverError>) {
+        match r {
+            Ok(z) => {
+                if let Some(p) = self.placed.as_mut() {
+                    p.m.handle_zones(z);
+                }
+                self.drive_reselection();
+            }
+            Err(e) => self.fail_driver(&e),
+        }
+    }
+
+    /// Where Nova put each failed server; a server it cannot show is charged to the zone asked
+    /// for, by the reselection machine.
+    fn on_failed_servers(&mut self, r: BTreeMap<ServerId, Result<ServerInfo, DriverError>>) {
+        let zones = r
+            .into_iter()
+            .map(|(id, s)| (id, s.ok().and_then(|s| s.zone)))
+            .collect();
+        if let Some(p) = self.placed.as_mut() {
+            p.m.handle_failed_servers(zones);
+        }
+        self.drive_reselection();
+    }
+
+    /// Only the capacity estimate reads these hosts: a server the inventory cannot show is
+    /// estimated instead, never a reason to fail the operation.
+    fn on_hosts(
+        &mut self,
+        units: &BTreeMap<ServerId, Vec<String>>,
+        r: BTreeMap<ServerId, Result<ServerInfo, DriverError>>,
+    ) {
+        let mut hosts = BTreeMap::new();
+        for (server, names) in units {
+            let host = r
+                .get(server)
+                .and_then(|s| s.as_ref().ok())
+                .and_then(|s| s.host.clone());
+            for n in names {
+                hosts.insert(n.clone(), host.clone());
+            }
+        }
+        if let Some(p) = self.placed.as_mut() {
+            p.m.handle_hosts(hosts);
+        }
+        self.drive_reselection();
+    }
+
+    fn reselection_over(&mut self) {
+        let Some(p) = self.placed.as_ref() else {
+            return self.internal("no reselection");
+        };
+        match p.m.outcome().cloned() {
+            Some(Outcome::Succeeded) if self.progress.stack_id.is_some() => self.collect(),
+            Some(Outcome::Succeeded) => self.fail(Failed::new(
+                FailureKind::Backend,
+                "no stack",
+                "the stack was never created",
+            )),
+            Some(Outcome::GaveUp(g)) => {
+                let f = give_up_failure(&g, p.m.excluded());
+                self.fail(f);
+            }
+            None => self.fail(Failed::new(
+                FailureKind::Backend,
+                "unfinished",
+                "reselection did not finish",
+            )),
+        }
+    }
+
+    // scale-in and scale-out rollback: update the stack to the VNFCs that stay
+
+    fn restore(&mut self) {
+        let keep = match self.kept() {
+            Ok(k) => k,
+            Err(f) => return self.fail(f),
+        };
+        let Some(id) = self.progress.stack_id.clone() else {
+            return self.fail(no_stack_failed());
+        };
+        let zones: BTreeMap<String, ZoneId> =
+            keep.iter().map(|(s, z)| (s.name(), z.clone())).collect();
+        let slots: Vec<VnfcSlot> = keep.iter().map(|(s, _)| s.clone()).collect();
+        let input = self.with_flavour(|pkg, flavour| {
+            let layouts = stack::layouts(pkg, flavour)?;
+            stack::heat_input(pkg, flavour, &slots, &zones).map(|x| (x, layouts))
+        });
+        let ((bundle, params), layouts) = match input {
+            Ok(x) => x,
+            Err(f) => return self.fail(f),
+        };
+        let m = Reselection::new(restore_config(&self.cfg), Vec::new(), Vec::new());
+        self.placed = Some(Placed { layouts, slots, m });
+        self.step = Step::Apply(Purpose::Restore);
+        self.next = Some(OpAction::UpdateStack(UpdateStack {
+            id,
+            parameters: params,
+            template: Some(bundle),
+        }));
+    }
+
+    /// The VNFCs a scale-in keeps (the newest of every VDU the aspect scales go), or those
+    /// before a scale-out that is rolled back.
+    fn kept(&self) -> Result<Vec<(VnfcSlot, ZoneId)>, Failed> {
+        let existing = self
+            .before
+            .instantiated_vnf_info
+            .as_ref()
+            .map(plan::slots_of)
+            .unwrap_or_default();
+        match &self.progress.plan {
+            Plan::ScaleIn {
+                aspect_id, steps, ..
+            } => self
+                .with_flavour(|_, flavour| Ok(scale_in_keep(flavour, aspect_id, *steps, existing))),
+            _ => Ok(existing),
+        }
+    }
+
+    fn restored(&mut self) {
+        match self.progress.plan {
+            Plan::RollbackScaleOut => {
+                self.progress.vnfcs = Some(Vec::new());
+                let before = self.before.clone();
+                self.finish(Ok(before));
+            }
+            _ => self.collect(),
+        }
+    }
+
+    // read the servers back
+
+    fn collect(&mut self) {
+        let Some(id) = self.progress.stack_id.clone() else {
+            return self.fail(no_stack_failed());
+        };
+        self.step = Step::CollectList;
+        self.next = Some(OpAction::ListResources(ListResources::new(id, 5)));
+    }
+
+    fn on_collect_list(&mut self, r: Result<Vec<StackResource>, DriverError>) {
+        let resources = match r {
+            Ok(r) => r,
+            Err(e) => return self.fail_driver(&e),
+        };
+        let (Some(p), Some(id)) = (self.placed.as_ref(), self.progress.stack_id.as_ref()) else {
+            return self.internal("reading servers without a placement");
+        };
+        let prior = plan::prior_servers(&self.before);
+        match stack::match_servers(id, &p.slots, &p.layouts, &prior, &resources) {
+            Ok(found) => {
+                let ids = found
+                    .iter()
+                    .map(|(_, s, _)| ServerId::from(s.clone()))
+                    .collect();
+                self.step = Step::CollectServers(found);
+                self.next = Some(OpAction::ShowServers(ids));
+            }
+            Err(f) => self.fail(f),
+        }
+    }
+
+    fn on_collected(
+        &mut self,
+        found: Vec<stack::Found>,
+        mut r: BTreeMap<ServerId, Result<ServerInfo, DriverError>>,
+    ) {
+        let mut vnfcs = Vec::new();
+        for (slot, server, parent) in &found {
+            match r.remove(&ServerId::from(server.clone())) {
+                Some(Ok(info)) => vnfcs.push(stack::vnfc_resource(
+                    slot,
+                    parent,
+                    &info,
+                    &self.cfg.vim_connection_id,
+                )),
+                Some(Err(e)) => return self.fail_driver(&e),
+                None => {
+                    return self.internal(&format!("server {server} was not shown"));
+                }
+            }
+        }
+        self.progress.vnfcs = Some(vnfcs);
+        self.after_stack();
+    }
+
+    /// After the stack reached its state: the hooks of the plan's point, then the end.
+    fn after_stack(&mut self) {
+        match self.progress.plan {
+            Plan::Terminate | Plan::RollbackInstantiate if !self.progress.deleted => {
+                self.delete_stack();
+            }
+            Plan::Terminate | Plan::RollbackInstantiate => self.finish_deleted(),
+            Plan::RollbackScaleOut => {
+                let before = self.before.clone();
+                self.finish(Ok(before));
+            }
+            _ => match self.new_instance() {
+                Ok(inst) => {
+                    self.after = Some(inst);
+                    self.hooks_or(Self::finish_placed);
+                }
+                Err(f) => self.fail(f),
+            },
+        }
+    }
+
+    fn finish_placed(&mut self) {
+        match self.after.take() {
+            Some(inst) => self.finish(Ok(inst)),
+            None => self.internal("no instance to record"),
+        }
+    }
+
+    /// The instance the operation leaves.
+    fn new_instance(&self) -> Result<VnfInstance, Failed> {
+        let vnfcs = self.progress.vnfcs.clone().unwrap_or_default();
+        let stack_id = self.progress.stack_id.clone().ok_or_else(no_stack_failed)?;
+        let plan = self.progress.plan.clone();
+        self.with_flavour(|_, flavour| {
+            let before = &self.before;
+            Ok(match &plan {
+                Plan::Instantiate {
+                    flavour_id,
+                    configurable,
+                    ..
+                } => {
+                    let mut new = before.clone();
+                    new.instantiation_state = Some(InstantiationState::Instantiated);
+                    new.instantiated_vnf_info =
+                        Some(plan::instantiated_info(flavour, flavour_id, vnfcs, None));
+                    plan::set_stack_id(&mut new, &stack_id);
+                    if let Some(p) = configurable {
+                        let mut props = new.vnf_configurable_properties.take().unwrap_or_default();
+                        props.extend(p.clone());
+                        new.vnf_configurable_properties = Some(props);
+                    }
+                    new
+                }
+                Plan::ScaleOut {
+                    aspect_id,
+                    new_level,
+                }
+                | Plan::ScaleIn {
+                    aspect_id,
+                    new_level,
+                    ..
+                } => plan::with_vnfcs(
+                    before,
+                    flavour,
+                    vnfcs,
+                    &stack_id,
+                    Some((aspect_id, *new_level)),
+                ),
+                _ => plan::with_vnfcs(before, flavour, vnfcs, &stack_id, None),
+            })
+        })
+    }
+
+    // hooks
+
+    /// Runs the hooks of the plan's point that have not succeeded yet, then `then`.
+    fn hooks_or(&mut self, then: fn(&mut Self)) {
+        let Some(point) = self.progress.plan.hook_point() else {
+            return then(self);
+        };
+        let done: BTreeSet<&str> = self
+            .op
+            .hooks
+            .iter()
+            .filter(|h| h.succeeded && h.point == point.as_str())
+            .map(|h| h.name.as_str())
+            .collect();
+        let todo: VecDeque<String> = self
+            .hooks
+            .iter()
+            .filter(|h| h.points.contains(&point) && !done.contains(h.name.as_str()))
+            .map(|h| h.name.clone())
+            .collect();
+        self.next_hook(todo);
+    }
+
+    fn next_hook(&mut self, mut todo: VecDeque<String>) {
+        let Some(point) = self.progress.plan.hook_point() else {
+            return self.internal("hooks without a point");
+        };
+        let Some(name) = todo.pop_front() else {
+            return match point {
+                HookPoint::TerminateStart => self.delete_stack(),
+                _ => self.finish_placed(),
+            };
+        };
+        let instance = self.after.clone().unwrap_or_else(|| self.before.clone());
+        self.next = Some(OpAction::RunHook(Box::new(HookCall {
+            name: name.clone(),
+            point,
+            op_occ_id: self.op.id.clone(),
+            instance,
+        })));
+        todo.push_front(name);
+        self.step = Step::Hooks(todo);
+    }
+
+    fn on_hook(&mut self, mut todo: VecDeque<String>, r: Result<String, String>) {
+        let name = todo.pop_front().unwrap_or_default();
+        let point = self
+            .progress
+            .plan
+            .hook_point()
+            .map(HookPoint::as_str)
+            .unwrap_or_default();
+        let outcome = HookOutcome {
+            name: name.clone(),
+            point: point.to_owned(),
+            succeeded: r.is_ok(),
+            detail: match &r {
+                Ok(d) | Err(d) => d.clone(),
+            },
+        };
+        self.op
+            .hooks
+            .retain(|h| !(h.name == name && h.point == point));
+        self.op.hooks.push(outcome);
+        match r {
+            Ok(_) => self.next_hook(todo),
+            Err(e) => self.fail(Failed::new(
+                FailureKind::Hook,
+                "hook failed",
+                format!("hook {name} ({point}) failed: {e}"),
+            )),
+        }
+    }
+
+    // terminate and instantiate rollback: delete the stack
+
+    fn delete_stack(&mut self) {
+        match self.progress.stack_id.clone() {
+            Some(id) => {
+                self.step = Step::DeleteSent;
+                self.next = Some(OpAction::DeleteStack(id));
+            }
+            None => {
+                self.progress.deleted = true;
+                self.finish_deleted();
+            }
+        }
+    }
+
+    fn on_delete_sent(&mut self, r: Result<(), DriverError>) {
+        match r {
+            Ok(()) => {
+                let Some(id) = self.progress.stack_id.clone() else {
+                    return self.internal("a delete without a stack");
+                };
+                self.step = Step::DeleteWait {
+                    deadline: self.now + chrono_of(self.cfg.stack_timeout),
+                };
+                self.next = Some(OpAction::ShowStack(id));
+            }
+            Err(e) if e.is_not_found() => self.deleted(),
+            Err(e) => self.fail_driver(&e),
+        }
+    }
+
+    /// Polled like a create until Heat reports the stack gone (not found, or
+    /// `DELETE_COMPLETE`): Heat answers the DELETE at once and works on afterwards.
+    fn on_delete_wait(&mut self, deadline: DateTime<Utc>, r: Result<Stack, DriverError>) {
+        let stack = match r {
+            Ok(s) => s,
+            Err(e) if e.is_not_found() => return self.deleted(),
+            Err(e) => return self.fail_driver(&e),
+        };
+        let status = stack.stack_status;
+        if status.is_in_progress() {
+            if self.now >= deadline {
+                return self.fail(Failed::new(
+                    FailureKind::Backend,
+                    "stack delete timed out",
+                    format!(
+                        "stack {} still {status} after {}s: {}",
+                        stack.id,
+                        self.cfg.stack_timeout.as_secs(),
+                        stack.stack_status_reason
+                    ),
+                ));
+            }
+            self.wait_until(deadline);
+            self.step = Step::DeleteWait { deadline };
+            return;
+        }
+        if status.action == StackAction::Delete && status.is_complete() {
+            return self.deleted();
+        }
+        self.fail(Failed::new(
+            FailureKind::StackFailed,
+            "stack delete failed",
+            format!(
+                "stack {} is {status}: {}",
+                stack.id, stack.stack_status_reason
+            ),
+        ));
+    }
+
+    fn deleted(&mut self) {
+        self.progress.deleted = true;
+        self.finish_deleted();
+    }
+
+    fn finish_deleted(&mut self) {
+        let mut new = self.before.clone();
+        if matches!(self.progress.plan, Plan::Terminate) {
+            new.instantiation_state = Some(InstantiationState::NotInstantiated);
+            new.instantiated_vnf_info = None;
+        }
+        if let Some(m) = new.metadata.as_mut() {
+            m.remove(STACK_ID_KEY);
+        }
+        self.progress.stack_id = None;
+        self.finish(Ok(new));
+    }
+}
+
+/// What the reselection units are built from.
+struct UnitsInput<'a> {
+    flavour: &'a Flavour,
+    planned: &'a PlannedGrant,
+    groups: &'a BTreeMap<VduId, String>,
+    group_zone: BTreeMap<VduId, ZoneId>,
+    existing: &'a [(VnfcSlot, ZoneId)],
+    new_zones: &'a BTreeMap<String, ZoneId>,
+    /// The unit zones of the last apply of a resumed operation.
+    resumed: &'a BTreeMap<String, ZoneId>,
+}
+
+impl UnitsInput<'_> {
+    /// One unit per new VNFC (movable) and per VNFC that stays (fixed); the VNFCs of a VDU
+    /// under an AutoScalingGroup are one unit named after the group, movable only when the
+    /// VDU had no VNFC (see the module docs of [`super::engine`]).
+    fn build(mut self) -> Result<Vec<Unit>, Failed> {
+        let fixed_groups: BTreeSet<VduId> = self.group_zone.keys().cloned().collect();
+        // Forced affinity: a group without VNFCs takes the zone of its first new VNFC.
+        let mut new_sorted: Vec<&VnfcSlot> =
+            self.planned.new_vnfcs.iter().map(|n| &n.slot).collect();
+        new_sorted.sort();
+        for slot in new_sorted {
+            if self.groups.contains_key(&slot.vdu) && !self.group_zone.contains_key(&slot.vdu) {
+                if let Some(z) = self.new_zones.get(&slot.name()) {
+                    self.group_zone.insert(slot.vdu.clone(), z.clone());
+                }
+            }
+        }
+        let mut units: Vec<Unit> = Vec::new();
+        let mut group_demand: BTreeMap<VduId, Resources> = BTreeMap::new();
+        for n in &self.planned.new_vnfcs {
+            let demand = granter::vdu_demand(self.flavour, &n.slot.vdu);
+            if self.groups.contains_key(&n.slot.vdu) {
+                let d = group_demand.entry(n.slot.vdu.clone()).or_default();
+                *d = d.saturating_add(&demand);
+                continue;
+            }
+            let zone = self.new_zones.get(&n.slot.name()).cloned().ok_or_else(|| {
+                Failed::new(
+                    FailureKind::Invalid,
+                    "grant incomplete",
+                    format!("no zone granted to VNFC {}", n.slot.name()),
+                )
+            })?;
+            units.push(self.unit(n.slot.name(), &n.slot.vdu, zone, true, demand));
+        }
+        for (s, z) in self.existing {
+            let demand = granter::vdu_demand(self.flavour, &s.vdu);
+            if self.groups.contains_key(&s.vdu) {
+                let d = group_demand.entry(s.vdu.clone()).or_default();
+                *d = d.saturating_add(&demand);
+                continue;
+            }
+            units.push(Unit::new(s.name(), s.vdu.clone(), z.clone(), false, demand));
+        }
+        for (vdu, demand) in group_demand {
+            let Some(resource) = self.groups.get(&vdu) else {
+                continue;
+            };
+            let zone = self.group_zone.get(&vdu).cloned().ok_or_else(|| {
+                Failed::new(
+                    FailureKind::Invalid,
+                    "grant incomplete",
+                    format!(
+                        "no zone granted to the VNFCs of VDU {vdu} (AutoScalingGroup {resource})"
+                    ),
+                )
+            })?;
+            let movable = !fixed_groups.contains(&vdu);
+            units.push(self.unit(resource.clone(), &vdu, zone, movable, demand));
+        }
+        Ok(units)
+    }
+
+    /// A unit; a movable one of a resumed operation starts in the zone of its last apply.
+    fn unit(
+        &self,
+        name: String,
+        vdu: &VduId,
+        zone: ZoneId,
+        movable: bool,
+        demand: Resources,
+    ) -> Unit {
+        let zone = if movable {
+            self.resumed.get(&name).cloned().unwrap_or(zone)
+        } else {
+            zone
+        };
+        Unit::new(name, vdu.clone(), zone, movable, demand)
+    }
+}
+
+/// The VNFCs a scale-in of `steps` steps of `aspect` keeps: the newest (highest index) of
+/// every VDU the aspect scales go.
+fn scale_in_keep(
+    flavour: &Flavour,
+    aspect: &str,
+    steps: u32,
+    existing: Vec<(VnfcSlot, ZoneId)>,
+) -> Vec<(VnfcSlot, ZoneId)> {
+    let mut keep = existing;
+    for vdu in flavour.vdus.keys() {
+        let Some(delta) = flavour.aspect_delta(aspect, vdu) else {
+            continue;
+        };
+        let remove = usize::try_from(delta.saturating_mul(steps)).unwrap_or(usize::MAX);
+        let mut of_vdu: Vec<u32> = keep
+            .iter()
+            .filter(|(s, _)| &s.vdu == vdu)
+            .map(|(s, _)| s.index)
+            .collect();
+        of_vdu.sort_unstable();
+        let cut: BTreeSet<u32> = of_vdu.iter().rev().take(remove).copied().collect();
+        keep.retain(|(s, _)| &s.vdu != vdu || !cut.contains(&s.index));
+    }
+    keep
+}
+
+fn restore_config(cfg: &LcmConfig) -> ReselectConfig {
+    ReselectConfig {
+        enabled: false,
+        pattern: cfg.pattern.clone(),
+        max_reselections: Some(0),
+        selection: cfg.selection,
+        seed: cfg.seed,
+    }
+}
+
+pub(crate) fn grant_failure(e: &granter::GrantError) -> Failed {
+    let kind = if e.is_infeasible() {
+        FailureKind::Infeasible
+    } else if e.is_capacity() {
+        FailureKind::CapacityExhausted
+    } else {
+        FailureKind::Invalid
+    };
+    let title = match kind {
+        FailureKind::Infeasible => "placement infeasible",
+        FailureKind::CapacityExhausted => "capacity exhausted",
+        _ => "invalid grant request",
+    };
+    Failed::new(kind, title, chain(e))
+}
+
+fn give_up_failure(g: &GiveUp, excluded: &BTreeSet<ZoneId>) -> Failed {
+    let kind = match g {
+        // A fixed unit fails only with an insufficient-resource error (the pattern matched),
+        // e.g. a scale-out of a VDU under an AutoScalingGroup.
+        GiveUp::NoCandidates { .. }
+        | GiveUp::NoRoom { .. }
+        | GiveUp::RetryLimit { .. }
+        | GiveUp::ReselectionDisabled { .. }
+        | GiveUp::FixedUnitFailed { .. } => FailureKind::CapacityExhausted,
+        GiveUp::Infeasible { .. } => FailureKind::Infeasible,
+        GiveUp::Refused { .. } => FailureKind::Invalid,
+        _ => FailureKind::StackFailed,
+    };
+    let tried: Vec<String> = excluded.iter().map(ToString::to_string).collect();
+    let detail = if tried.is_empty() {
+        g.to_string()
+    } else {
+        format!("{g} (zones tried and excluded: {})", tried.join(", "))
+    };
+    Failed::new(kind, "stack operation failed", detail)
+}
+
+fn no_stack() -> DriverError {
+    DriverError::Other {
+        driver: "lifecycle",
+        message: "the operation has no stack".into(),
+        source: None,
+    }
+}
+
+fn no_stack_failed() -> Failed {
+    Failed::new(
+        FailureKind::Invalid,
+        "no stack",
+        format!("the VNF instance records no stack id (metadata.{STACK_ID_KEY})"),
+    )
+}
+
+/// A copy of a driver error for the report (the original's source is kept as text).
+fn clone_error(e: &DriverError) -> DriverError {
+    DriverError::Other {
+        driver: "store",
+        message: chain(e),
+        source: None,
+    }
+}
+
+fn chrono_of(d: Duration) -> chrono::TimeDelta {
+    chrono::TimeDelta::from_std(d).unwrap_or(chrono::TimeDelta::MAX)
+}

@@ -1,0 +1,296 @@
+//! Preparing an operation, as pure functions: the checks a request must pass before an
+//! occurrence exists (SOL003: an invalid request starts nothing), and the instance before and
+//! after (its VNFC slots and zones, the `instantiatedVnfInfo` an operation leaves).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{json, Value};
+
+use super::engine::LcmError;
+use super::grant as grant_request;
+use super::userdata::{self, VnfcSlot};
+use crate::error::{Error, Location};
+use crate::id::{StackId, VduId, ZoneId};
+use crate::lcm::{
+    InstantiatedVnfInfo, ScaleInfo, ScaleType, ScaleVnfRequest, VnfInstance,
+    VnfOperationalStateType, VnfcInfo, VnfcResourceInfo,
+};
+use crate::package::{Flavour, VnfPackage};
+
+/// The instance metadata key of the stack id.
+pub const STACK_ID_KEY: &str = "stackId";
+
+pub(crate) fn stack_of(inst: &VnfInstance) -> Option<StackId> {
+    inst.metadata
+        .as_ref()
+        .and_then(|m| m.get(STACK_ID_KEY))
+        .and_then(Value::as_str)
+        .map(StackId::from)
+}
+
+pub(crate) fn set_stack_id(inst: &mut VnfInstance, id: &StackId) {
+    inst.metadata
+        .get_or_insert_with(Default::default)
+        .insert(STACK_ID_KEY.into(), json!(id));
+}
+
+pub(crate) fn flavour_of<'a>(pkg: &'a VnfPackage, id: &str) -> Result<&'a Flavour, LcmError> {
+    pkg.flavour(id).ok_or_else(|| {
+        LcmError::Invalid(Error::invalid(
+            Location::default().with_field("flavourId"),
+            format!(
+                "package {} has no flavour {id:?}; it has {}",
+                pkg.source,
+                list(pkg.flavours.keys())
+            ),
+        ))
+    })
+}
+
+pub(crate) fn list<'a, I: Iterator<Item = &'a String>>(it: I) -> String {
+    let v: Vec<&str> = it.map(String::as_str).collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+pub(crate) fn check_pinned(
+    flavour: &Flavour,
+    pinned: &BTreeMap<String, ZoneId>,
+) -> Result<(), LcmError> {
+    for key in pinned.keys() {
+        let vdu = VduId::from(userdata::rm_idx(key));
+        if flavour.vdu(&vdu).is_none() {
+            return Err(LcmError::Invalid(Error::invalid(
+                Location::default().with_field("zone"),
+                format!(
+                    "--zone names {key}, which is no VDU or VNFC of flavour {}; its VDUs are {}",
+                    flavour.id,
+                    flavour
+                        .vdus
+                        .keys()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn instantiated_with_stack(
+    inst: &VnfInstance,
+) -> Result<(&InstantiatedVnfInfo, StackId), LcmError> {
+    let info = inst
+        .instantiated_vnf_info
+        .as_ref()
+        .filter(|_| inst.is_instantiated())
+        .ok_or_else(|| {
+            LcmError::Conflict(format!("VNF instance {} is NOT_INSTANTIATED", inst.id))
+        })?;
+    let stack = stack_of(inst).ok_or_else(|| {
+        LcmError::Invalid(Error::invalid(
+            Location::default().with_field(format!("metadata.{STACK_ID_KEY}")),
+            format!("VNF instance {} records no stack id", inst.id),
+        ))
+    })?;
+    Ok((info, stack))
+}
+
+/// A scale-out of `steps` steps of `aspect` must leave every VDU it scales within the VDU's
+/// `max_number_of_instances` (the loader accepts levels × deltas beyond it).
+pub(crate) fn check_vdu_maximum(
+    flavour: &Flavour,
+    info: &InstantiatedVnfInfo,
+    aspect: &str,
+    steps: u32,
+) -> Result<(), LcmError> {
+    for (id, vdu) in &flavour.vdus {
+        let Some(delta) = flavour.aspect_delta(aspect, id) else {
+            continue;
+        };
+        let now = info
+            .vnfc_resource_info
+            .iter()
+            .filter(|v| v.vdu_id.as_str() == id.as_str())
+            .count() as u64;
+        let after = now.saturating_add(u64::from(delta).saturating_mul(u64::from(steps)));
+        if after > u64::from(vdu.max_instances) {
+            return Err(LcmError::Invalid(Error::invalid(
+                Location::default().with_field("numberOfSteps"),
+                format!(
+                    "{steps} step(s) of aspect {aspect} take VDU {id} from {now} to {after} \
+                     instances; its max_number_of_instances is {}",
+                    vdu.max_instances
+                ),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The VNFCs a heal names must be VNFCs of the instance, each once.
+pub(crate) fn check_heal_targets(
+    info: &InstantiatedVnfInfo,
+    named: &[String],
+) -> Result<(), LcmError> {
+    let mut seen = BTreeSet::new();
+    for (i, v) in named.iter().enumerate() {
+        let at = || Location::default().with_field(format!("vnfcInstanceId[{i}]"));
+        if !info.vnfc_info.iter().any(|c| &c.id == v) {
+            return Err(LcmError::Invalid(Error::invalid(
+                at(),
+                format!(
+                    "{v:?} is not a VNFC of the instance; expected one of {}",
+                    list(info.vnfc_info.iter().map(|c| &c.id))
+                ),
+            )));
+        }
+        if !seen.insert(v) {
+            return Err(LcmError::Invalid(Error::invalid(
+                at(),
+                format!("{v:?} is named twice; expected each VNFC once"),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The slots of the instance's VNFCs with their zones.
+pub(crate) fn slots_of(info: &InstantiatedVnfInfo) -> Vec<(VnfcSlot, ZoneId)> {
+    info.vnfc_resource_info
+        .iter()
+        .filter_map(|v| {
+            let slot = grant_request::existing_slot(v).ok().flatten()?;
+            Some((slot, v.zone()?))
+        })
+        .collect()
+}
+
+pub(crate) fn instantiated_info(
+    flavour: &Flavour,
+    flavour_id: &str,
+    vnfcs: Vec<VnfcResourceInfo>,
+    previous: Option<&InstantiatedVnfInfo>,
+) -> InstantiatedVnfInfo {
+    let scale_status = flavour
+        .scaling_aspects
+        .keys()
+        .map(|a| ScaleInfo {
+            aspect_id: a.clone(),
+            vnfd_id: None,
+            scale_level: previous.and_then(|p| p.scale_level(a)).unwrap_or(0),
+        })
+        .collect();
+    let max_scale_levels = flavour
+        .scaling_aspects
+        .values()
+        .map(|a| ScaleInfo {
+            aspect_id: a.id.clone(),
+            vnfd_id: None,
+            scale_level: a.max_scale_level,
+        })
+        .collect();
+    let vnfc_info = vnfcs
+        .iter()
+        .map(|v| VnfcInfo {
+            id: v.id.clone(),
+            vdu_id: v.vdu_id.clone(),
+            vnfc_resource_info_id: Some(v.id.clone()),
+            vnfc_state: VnfOperationalStateType::Started,
+            vnfc_configurable_properties: None,
+        })
+        .collect();
+    InstantiatedVnfInfo {
+        flavour_id: flavour_id.to_owned(),
+        vnf_state: Some(VnfOperationalStateType::Started),
+        scale_status,
+        max_scale_levels,
+        vnfc_resource_info: vnfcs,
+        vnfc_info,
+        metadata: previous.and_then(|p| p.metadata.clone()),
+        ..InstantiatedVnfInfo::default()
+    }
+}
+
+pub(crate) fn with_vnfcs(
+    inst: &VnfInstance,
+    flavour: &Flavour,
+    vnfcs: Vec<VnfcResourceInfo>,
+    stack_id: &StackId,
+    level: Option<(&String, u32)>,
+) -> VnfInstance {
+    let mut new = inst.clone();
+    let prev = inst.instantiated_vnf_info.as_ref();
+    let mut info = instantiated_info(flavour, &flavour.id, vnfcs, prev);
+    if let Some((aspect, l)) = level {
+        for s in info
+            .scale_status
+            .iter_mut()
+            .filter(|s| &s.aspect_id == aspect)
+        {
+            s.scale_level = l;
+        }
+    }
+    new.instantiated_vnf_info = Some(info);
+    set_stack_id(&mut new, stack_id);
+    new
+}
+
+/// The server id of every VNFC of the instance with a known slot.
+pub(crate) fn prior_servers(inst: &VnfInstance) -> BTreeMap<String, VnfcSlot> {
+    inst.instantiated_vnf_info
+        .iter()
+        .flat_map(|i| i.vnfc_resource_info.iter())
+        .filter(|v| !v.compute_resource.resource_id.is_empty())
+        .filter_map(|v| {
+            let slot = grant_request::existing_slot(v).ok().flatten()?;
+            Some((v.compute_resource.resource_id.clone(), slot))
+        })
+        .collect()
+}
+
+/// The scale level `req` leads to: the aspect must exist, the level stay within
+/// `0..=max_scale_level`, and a scale-out must leave every VDU within its
+/// `max_number_of_instances`.
+pub(crate) fn check_scale(
+    flavour: &Flavour,
+    info: &InstantiatedVnfInfo,
+    req: &ScaleVnfRequest,
+) -> Result<u32, LcmError> {
+    let aspect = flavour.scaling_aspects.get(&req.aspect_id).ok_or_else(|| {
+        LcmError::Invalid(Error::invalid(
+            Location::default().with_field("aspectId"),
+            format!(
+                "unknown scaling aspect {:?}; the flavour has {}",
+                req.aspect_id,
+                list(flavour.scaling_aspects.keys())
+            ),
+        ))
+    })?;
+    let steps = req.number_of_steps.unwrap_or(1);
+    let level = info.scale_level(&req.aspect_id).unwrap_or(0);
+    let new_level = match req.type_ {
+        ScaleType::ScaleOut => level
+            .checked_add(steps)
+            .filter(|l| *l <= aspect.max_scale_level),
+        ScaleType::ScaleIn => level.checked_sub(steps),
+    }
+    .ok_or_else(|| {
+        LcmError::Invalid(Error::invalid(
+            Location::default().with_field("numberOfSteps"),
+            format!(
+                "aspect {} is at scale level {level} of 0..={}; {:?} by {steps} step(s) leaves \
+                 that range",
+                req.aspect_id, aspect.max_scale_level, req.type_
+            ),
+        ))
+    })?;
+    if req.type_ == ScaleType::ScaleOut {
+        check_vdu_maximum(flavour, info, &req.aspect_id, steps)?;
+    }
+    Ok(new_level)
+}
