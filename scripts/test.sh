@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second set-up command; .ci/run calls it with
 # --strict). Runs, in order: formatting check, clippy with warnings as errors, rustdoc with
-# warnings as errors, every test and doctest of the workspace with all features, then (on CI,
+# warnings as errors, every test and doctest of the workspace with all features (the README's
+# library snippet is one), every example program under examples/examples/, then (on CI,
 # or when asked) the suites against real Prometheus / Alertmanager and real OpenStack services
 # on 127.0.0.1, and ends with a summary of what ran and what was skipped, and why.
 #
@@ -82,6 +83,33 @@ step "cargo test (workspace, all features, incl. doctests)"
 VNFM_SKIP_DEFERRED=real-prometheus,real-openstack \
   run_tests workspace env -u VNFM_TEST_PROMETHEUS -u VNFM_TEST_OPENSTACK \
   cargo test --workspace --all-features --locked --no-fail-fast
+
+# Every example program (examples/examples/*.rs) runs to completion on the simulated cloud: the
+# build above made them with these features, so this build compiles nothing again; each binary
+# runs from the workspace root, and a non-zero exit fails the step (after all have run).
+step "examples (each program under examples/examples/)"
+example_bins=$work/examples.txt
+cargo build --workspace --all-features --locked --examples --message-format=json-render-diagnostics |
+  { grep '"kind":\["example"\]' || :; } |
+  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' > "$example_bins"
+ex_passed=0
+ex_failed=0
+for src in examples/examples/*.rs; do
+  name=$(basename "$src" .rs)
+  bin=$(grep "/examples/$name\$" "$example_bins" || :)
+  printf '\n--- example %s\n' "$name"
+  if [ -n "$bin" ] && "$bin"; then
+    ex_passed=$((ex_passed + 1))
+  else
+    ex_failed=$((ex_failed + 1))
+    echo "test.sh: example $name failed (cargo run -p vnfm-examples --example $name)" >&2
+  fi
+done
+echo "examples $ex_passed $ex_failed 0" >> "$results"
+if [ "$ex_failed" -gt 0 ]; then
+  echo "test.sh: $ex_failed example(s) failed" >&2
+  exit 1
+fi
 
 # The real-service suites run on CI and when asked with VNFM_TEST_PROMETHEUS=1 /
 # VNFM_TEST_OPENSTACK=1; set either to 0 to skip that suite (a failure under --strict). Each
