@@ -329,10 +329,10 @@ impl Promise {
     }
 }
 
-/// The current time, never before the ledger's (its operations need a non-decreasing `now`).
-fn clock(ledger: &Ledger) -> DateTime<Utc> {
-    let now = Utc::now();
-    ledger.now().map_or(now, |t| t.max(now))
+/// The current time, never before the ledger's (its operations need a non-decreasing `now`;
+/// [`vnfm_core::reservation::lcm::effective_now`] over a reading of the clock).
+pub(crate) fn clock(ledger: &Ledger) -> DateTime<Utc> {
+    vnfm_core::reservation::lcm::effective_now(ledger, None, Utc::now())
 }
 
 fn snapshot_locked(g: &mut Inner) -> Option<Saved> {
