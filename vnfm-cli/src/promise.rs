@@ -211,7 +211,6 @@ pub async fn save(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vnfm_core::id::ZoneId;
     use vnfm_core::reservation::{Capacity, ReservationRequest};
     use vnfm_core::zone::{ComputeHost, Resources};
 
