@@ -6,10 +6,12 @@
 //! - [`granter`]: the local granter (zones for the new VNFCs, by the placement solver).
 //! - [`userdata`]: the Heat template and `nfv` parameter (Tacker's StandardUserData layout).
 //! - [`engine`]: [`Lifecycle`], the loop that runs an operation end to end.
+//! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
 pub mod engine;
 pub mod grant;
 pub mod granter;
+pub mod modify;
 pub mod userdata;
 
 pub use engine::{
