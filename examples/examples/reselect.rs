@@ -50,6 +50,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let granted = OperationOptions {
         pinned: [("VDU1-0".to_owned(), ZoneId::from("AZ-1"))].into(),
         automatic: false,
+        ..OperationOptions::default()
     };
     let report = lcm
         .instantiate(

@@ -15,13 +15,11 @@
 //! [`PromiseBook::add_catalogue`], or declared amounts; `POST /promise/v1/pools` on the
 //! server).
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use vnfm_core::driver::DriverError;
-use vnfm_core::id::{IdGen, ZoneId};
-use vnfm_core::reservation::{Capacity, Ledger, LedgerError, LedgerSnapshot, Outcome, Pool};
+use vnfm_core::id::IdGen;
+use vnfm_core::reservation::{lcm, Ledger, LedgerError, LedgerSnapshot, Outcome, Pool};
 use vnfm_core::zone::ComputeZone;
 
 use crate::config::Config;
@@ -31,24 +29,8 @@ use crate::store::SqliteStore;
 /// The state-file document holding the ledger (with its id generator).
 pub const PROMISE_DOCUMENT: &str = "promise";
 
-/// The provider name of the pools taken from a VIM's zone catalogue (the `source` that
-/// [`Ledger::add_catalogue`] gives them).
-pub const CATALOGUE_PROVIDER: &str = "zone catalogue";
-
-/// The provider name of capacity added with `vnfm capacity increase`.
-pub const DECLARED_PROVIDER: &str = "declared";
-
-/// The lines a zone catalogue does not report, per zone, for a ledger seeded from the
-/// simulated cloud: OpenStack's default project quotas (Nova `instances` 10, Neutron
-/// `floatingip` 50, Cinder `volumes` 10 and `snapshots` 10).
-pub const DEFAULT_QUOTA: Capacity = Capacity {
-    cores: 0,
-    ram: 0,
-    instances: 10,
-    addresses: 50,
-    volumes: 10,
-    size: 0,
-    snapshots: 10,
+pub use vnfm_core::reservation::lcm::{
+    Provider, CATALOGUE_PROVIDER, DECLARED_PROVIDER, DEFAULT_QUOTA,
 };
 
 /// What the state file holds for the ledger.
@@ -68,18 +50,6 @@ pub struct PromiseBook {
     pub ledger: Ledger,
     /// Where new ids come from.
     pub ids: IdGen,
-}
-
-/// A capacity provider: the pools of one `source`, and the zones they give capacity to.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Provider {
-    /// Its name (the pools' `source`).
-    pub name: String,
-    /// The zones it gives (or takes) capacity in, sorted.
-    pub zones: Vec<ZoneId>,
-    /// How many pools it has.
-    pub pools: usize,
 }
 
 impl PromiseBook {
@@ -106,53 +76,28 @@ impl PromiseBook {
         Ok(book)
     }
 
-    /// Registers a VIM's zone catalogue as the provider [`CATALOGUE_PROVIDER`] from `now` on:
-    /// the free vCPUs, memory and disk of each available zone's available hosts, and
-    /// [`DEFAULT_QUOTA`] on the other lines ([`Ledger::add_catalogue`]).
+    /// Registers a VIM's zone catalogue as the provider [`CATALOGUE_PROVIDER`] from `now` on
+    /// (the core's [`vnfm_core::reservation::lcm::add_catalogue`]).
     ///
     /// # Errors
-    /// [`CliError::Usage`] when the catalogue is already registered (registering it twice
-    /// would count its capacity twice); [`CliError::Promise`] when the ledger refuses it.
+    /// [`CliError::Promise`] (exit 2) when the catalogue is already registered (registering it
+    /// twice would count its capacity twice), or when the ledger refuses it.
     pub fn add_catalogue(
         &mut self,
         zones: &[ComputeZone],
         now: DateTime<Utc>,
     ) -> Result<Outcome<Vec<Pool>>, CliError> {
-        if let Some(p) = self
-            .providers()
-            .into_iter()
-            .find(|p| p.name == CATALOGUE_PROVIDER)
-        {
-            let zones: Vec<&str> = p.zones.iter().map(ZoneId::as_str).collect();
-            return Err(CliError::Usage(format!(
-                "provider {CATALOGUE_PROVIDER:?} (the VIM's zones {}) is already registered; \
-                 change its capacity with `vnfm capacity increase|decrease`",
-                zones.join(", ")
-            )));
-        }
-        Ok(self
-            .ledger
-            .add_catalogue(zones, DEFAULT_QUOTA, &mut self.ids, now)?)
+        Ok(lcm::add_catalogue(
+            &mut self.ledger,
+            &mut self.ids,
+            zones,
+            now,
+        )?)
     }
 
     /// The providers of the ledger's pools, by name (pools without a source are `declared`).
     pub fn providers(&self) -> Vec<Provider> {
-        let mut by_name: BTreeMap<String, (Vec<ZoneId>, usize)> = BTreeMap::new();
-        for p in self.ledger.pools() {
-            let name = p.source.clone().unwrap_or_else(|| DECLARED_PROVIDER.into());
-            let e = by_name.entry(name).or_default();
-            if !e.0.contains(&p.zone) {
-                e.0.push(p.zone.clone());
-            }
-            e.1 += 1;
-        }
-        by_name
-            .into_iter()
-            .map(|(name, (mut zones, pools))| {
-                zones.sort();
-                Provider { name, zones, pools }
-            })
-            .collect()
+        lcm::providers(&self.ledger)
     }
 
     /// The document to save.
@@ -266,7 +211,7 @@ pub async fn save(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vnfm_core::reservation::ReservationRequest;
+    use vnfm_core::reservation::{Capacity, ReservationRequest};
     use vnfm_core::zone::{ComputeHost, Resources};
 
     fn t(h: i64) -> DateTime<Utc> {

@@ -81,6 +81,27 @@ async fn lcm_api_create_instantiate_patch_terminate_delete() {
     )
     .await;
     r.problem(422);
+    // A member of the wrong type is 400, naming it; a good PATCH records what changed.
+    let patch = |body: &'static [u8]| {
+        let path = format!("/vnflcm/v2/vnf_instances/{id}");
+        async move { request(addr, "PATCH", &path, &[], body).await }
+    };
+    let r = patch(br#"{"metadata": [1]}"#).await;
+    assert!(r.problem(400)["detail"]
+        .as_str()
+        .unwrap()
+        .contains("VnfInfoModificationRequest.metadata is [1]"));
+    let r = patch(br#"{"vnfInstanceName": "edge", "metadata": {"tier": "gold"}}"#).await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    let op = get(addr, r.header("location").unwrap()).await.json();
+    assert_eq!(op["operation"], "MODIFY_INFO");
+    assert_eq!(op["operationState"], "COMPLETED");
+    assert_eq!(op["changedInfo"]["metadata"]["tier"], "gold", "{op}");
+    let inst = get(addr, &format!("/vnflcm/v2/vnf_instances/{id}"))
+        .await
+        .json();
+    assert_eq!(inst["vnfInstanceName"], "edge");
+    assert_eq!(inst["metadata"]["tier"], "gold");
 
     // Terminate, then delete.
     let r = post_json(

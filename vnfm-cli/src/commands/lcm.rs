@@ -586,7 +586,7 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
             None => None,
         };
         if let Some(d) = &drawn {
-            pinned.clone_from(&d.pinned);
+            pinned.clone_from(&d.draw.pinned);
         }
         out.progress(&format!("instantiating {} (flavour {flavour})", inst.id));
         let r = env
@@ -670,7 +670,7 @@ pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliEr
         };
         let mut opts = OperationOptions::default();
         if let Some(d) = &drawn {
-            opts.pinned.clone_from(&d.pinned);
+            opts.pinned.clone_from(&d.draw.pinned);
         }
         let t = match args.direction {
             ScaleDirection::Out => ScaleType::ScaleOut,
@@ -685,17 +685,8 @@ pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliEr
             None => Vec::new(),
         };
         let r = r?;
-        let released = match r.failure {
-            None if args.direction == ScaleDirection::In => {
-                let removed = super::promise::vnfc_ids(&before)
-                    .difference(&super::promise::vnfc_ids(&r.instance))
-                    .cloned()
-                    .collect();
-                super::promise::release_vnfcs(config, &env.store, id.as_str(), Some(&removed))
-                    .await?
-            }
-            _ => Vec::new(),
-        };
+        // A scale-in gives back the allocations of the VNFCs it removed (the core decides).
+        let released = super::promise::release_after(config, &env.store, Some(&before), &r).await?;
         print_report_drawn(out, &r, &drawn, &released)
     })
 }
@@ -742,10 +733,8 @@ pub fn terminate(config: &Config, args: &TerminateArgs, out: Output) -> Result<(
             .await;
         save_sim(&env.store, &env.sim, config).await?;
         let r = r?;
-        let released = match r.failure {
-            None => super::promise::release_vnfcs(config, &env.store, id.as_str(), None).await?,
-            Some(_) => Vec::new(),
-        };
+        // A completed terminate gives back every allocation of the instance.
+        let released = super::promise::release_after(config, &env.store, None, &r).await?;
         if args.delete && r.failure.is_none() {
             env.lcm.delete(&id).await?;
         }

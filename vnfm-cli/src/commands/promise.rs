@@ -33,15 +33,16 @@
 //! `instantiate --reservation ID` and `scale --type out --reservation ID` ask the local granter
 //! for the operation's grant first ([`vnfm_core::lifecycle::Lifecycle::grant_only`]) and draw
 //! the new VNFCs it places in the reservation's zone from the reservation
-//! ([`vnfm_core::lifecycle::granter::draw_reservation`]: all or nothing, one allocation per
-//! VNFC, `instanceRef` `<vnfInstanceId>/<VNFC>`). When the draw is refused nothing is created
-//! (a new instance is deleted again). Otherwise the operation runs with every new VNFC pinned
-//! to the zone of that grant; if it fails, its allocations are destroyed, and a VNFC that
-//! reselection moved out of the reservation's zone gives its allocation back. A scale-in
+//! ([`vnfm_core::reservation::lcm::draw_operation`]: all or nothing, one allocation per VNFC,
+//! `instanceRef` `<vnfInstanceId>/<VNFC>`). When the draw is refused nothing is created (a new
+//! instance is deleted again). Otherwise the operation runs with every new VNFC pinned to the
+//! zone of that grant; if it fails, its allocations are destroyed, and a VNFC that reselection
+//! moved out of the reservation's zone gives its allocation back ([`settle`]). A scale-in
 //! destroys the allocations of the VNFCs it removed, and a terminate those of the instance
-//! ([`release_vnfcs`]); a heal keeps them (a healed VNFC keeps its name).
+//! ([`release_after`]); a heal keeps them (a healed VNFC keeps its name). The decisions are the
+//! core's ([`vnfm_core::reservation::lcm`], shared with `vnfm serve`); this module loads and
+//! saves the ledger around them.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Duration, Utc};
@@ -51,6 +52,7 @@ use vnfm_core::id::ZoneId;
 use vnfm_core::lcm::VnfInstance;
 use vnfm_core::lifecycle::{GrantOnly, Lifecycle, OperationReport};
 use vnfm_core::package::VnfPackage;
+use vnfm_core::reservation::lcm;
 use vnfm_core::reservation::{
     Allocation, AllocationId, AllocationRequest, Capacity, CapacityReport, CounterOffer,
     ElementsFilter, Event, Ledger, LedgerError, PoolRequest, Priority, QueryWindow, Reservation,
@@ -184,15 +186,9 @@ fn to_json<T: serde::Serialize>(v: &T) -> Value {
 }
 
 /// The effective `now`: `--now`, else the clock, never before the ledger's last operation
-/// when not given.
+/// ([`lcm::effective_now`] over a reading of the clock).
 fn effective_now(now: Option<DateTime<Utc>>, ledger: &Ledger) -> DateTime<Utc> {
-    match now {
-        Some(t) => t,
-        None => {
-            let t = Utc::now();
-            ledger.now().map_or(t, |l| l.max(t))
-        }
-    }
+    lcm::effective_now(ledger, now, Utc::now())
 }
 
 /// Loads the ledger, advances it to `now`, runs `f`, saves, prints. A counter-offer of a
@@ -959,22 +955,14 @@ pub async fn draw_grant(
     Ok(drawn?)
 }
 
-/// What an instantiate or a scale-out drew from a reservation before touching the stack.
+/// What an instantiate or a scale-out drew from a reservation before touching the stack, with
+/// the ledger it drew in (saved by [`settle`]).
 #[derive(Debug)]
 pub struct Drawn {
-    /// The ledger, with the allocations (saved by [`settle`]).
+    /// The ledger, with the allocations.
     book: PromiseBook,
-    /// The allocations, one per VNFC placed in the reservation's zone.
-    pub allocations: Vec<Allocation>,
-    /// The zone of every new VNFC in the grant, by VNFC name: the operation's pins.
-    pub pinned: BTreeMap<String, ZoneId>,
-    /// The time of the draw.
-    now: DateTime<Utc>,
-}
-
-/// The `instanceRef` of the allocation of VNFC `vnfc` of instance `instance`.
-pub fn vnfc_ref(instance: &str, vnfc: &str) -> String {
-    format!("{instance}/{vnfc}")
+    /// What the core drew: the allocations and the pins of the operation.
+    pub draw: lcm::Draw,
 }
 
 /// The reservation an operation draws from, and when.
@@ -986,10 +974,10 @@ pub struct DrawFrom<'a> {
     pub now: Option<DateTime<Utc>>,
 }
 
-/// Grants operation `op` of `inst` with the local granter and draws the new VNFCs placed in
-/// the zone of reservation `from.reservation` from it (see the module docs), in `store`'s ledger; nothing is
-/// saved yet ([`settle`] does, after the operation). A refusal saves the ledger (what fell due
-/// by `now`) and returns the error.
+/// Grants operation `op` of `inst` with the local granter and draws the new VNFCs placed in the
+/// zone of reservation `from.reservation` from it ([`lcm::draw_operation`]), in `store`'s
+/// ledger; nothing is saved yet ([`settle`] does, after the operation). A refusal saves the
+/// ledger (what fell due by `now`) and returns the error.
 ///
 /// # Errors
 /// [`CliError::Promise`] when the reservation cannot give them (exit 4 when it has not enough
@@ -998,7 +986,7 @@ pub struct DrawFrom<'a> {
 pub async fn draw_operation(
     config: &Config,
     store: &SqliteStore,
-    lcm: &Lifecycle,
+    lifecycle: &Lifecycle,
     pkg: &VnfPackage,
     inst: &VnfInstance,
     op: GrantOnly,
@@ -1012,60 +1000,21 @@ pub async fn draw_operation(
         return Err(unknown_reservation(id));
     };
     let now = effective_now(now, &book.ledger);
-    let (planned, grant) = match lcm.grant_only(pkg, inst, op).await? {
+    let granted = match lifecycle.grant_only(pkg, inst, op).await? {
         Ok(g) => g,
         Err((_, kind, detail)) => return Err(CliError::Grant { kind, detail }),
     };
-    let request = planned.request;
-    let names: BTreeMap<String, String> = planned
-        .new_vnfcs
-        .iter()
-        .map(|n| (n.resource_id.clone(), n.slot.name()))
-        .collect();
-    let mut pinned = BTreeMap::new();
-    for (rid, name) in &names {
-        if let Some(z) = grant.zone_of(rid) {
-            pinned.insert(name.clone(), z.clone());
-        }
-    }
-    // The allocations name the VNFC (`<instance>/<VNFC>`) rather than the resource definition
-    // of this grant, which the operation's own grant does not reuse.
-    let rename = |rid: &str| {
-        names
-            .get(rid)
-            .map_or_else(|| rid.to_owned(), |n| vnfc_ref(inst.id.as_str(), n))
-    };
-    let mut request = request.clone();
-    for r in &mut request.add_resources {
-        r.id = rename(&r.id);
-    }
-    let mut grant = grant;
-    for g in &mut grant.add_resources {
-        g.resource_definition_id = rename(&g.resource_definition_id);
-    }
-    let flavour_id = request.flavour_id.clone().unwrap_or_default();
-    let flavour = pkg.flavour(&flavour_id).ok_or_else(|| {
-        CliError::Usage(format!(
-            "the grant request names flavour {flavour_id:?}, not one of package {}",
-            pkg.descriptor_id
-        ))
-    })?;
-    let drawn = vnfm_core::lifecycle::granter::draw_reservation(
-        &mut grant,
-        &request,
-        flavour,
+    let PromiseBook { ledger, ids } = &mut book;
+    match lcm::draw_operation(
+        ledger,
+        ids,
+        pkg,
+        inst,
+        granted,
         &ReservationId::new(id),
-        &mut book.ledger,
-        &mut book.ids,
         now,
-    );
-    match drawn {
-        Ok(allocations) => Ok(Drawn {
-            book,
-            allocations,
-            pinned,
-            now,
-        }),
+    ) {
+        Ok(draw) => Ok(Drawn { book, draw }),
         Err(e) => {
             promise::save(store, &book, config).await?;
             Err(e.into())
@@ -1073,9 +1022,9 @@ pub async fn draw_operation(
     }
 }
 
-/// After the operation a [`Drawn`] was for: keeps the allocations of the VNFCs that are in the
-/// reservation's zone, destroys the others (all of them when the operation failed or did not
-/// start), saves the ledger, and returns the allocations kept.
+/// After the operation a [`Drawn`] was for ([`lcm::settle`]: the allocations of the VNFCs in
+/// the reservation's zone are kept, the others destroyed, all of them when the operation failed
+/// or did not start), saves the ledger, and returns the allocations kept.
 ///
 /// # Errors
 /// [`CliError::State`] when the ledger cannot be saved; [`CliError::Promise`] when the ledger
@@ -1086,88 +1035,35 @@ pub async fn settle(
     drawn: Drawn,
     report: Option<&OperationReport>,
 ) -> Result<Vec<Allocation>, CliError> {
-    let Drawn {
-        mut book,
-        allocations,
-        now,
-        ..
-    } = drawn;
-    let placed: BTreeMap<String, Option<ZoneId>> = report
-        .filter(|r| r.failure.is_none())
-        .map(|r| {
-            r.instance
-                .instantiated_vnf_info
-                .iter()
-                .flat_map(|i| i.vnfc_resource_info.iter())
-                .map(|v| (vnfc_ref(r.instance.id.as_str(), &v.id), v.zone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut kept = Vec::new();
-    for a in allocations {
-        let here = a
-            .instance_ref
-            .as_ref()
-            .and_then(|r| placed.get(r))
-            .is_some_and(|z| z.as_ref() == Some(&a.zone));
-        if here {
-            kept.push(a);
-        } else {
-            book.ledger.destroy_instance(&a.id, now)?;
-        }
-    }
+    let Drawn { mut book, draw } = drawn;
+    let at = draw.at;
+    let settled = lcm::settle(&mut book.ledger, draw, report, at)?;
     promise::save(store, &book, config).await?;
-    Ok(kept)
+    Ok(settled.kept)
 }
 
-/// Destroys the live allocations of the VNFCs `vnfcs` of instance `instance` (every VNFC of it
-/// when `None`) in the ledger of the state file (after a scale-in or a terminate), and saves
-/// it. Nothing happens without a ledger or such allocations.
+/// Gives back what an operation that ended releases ([`lcm::release_after`]: a terminate every
+/// allocation of the instance, a scale-in those of the VNFCs it removed; `before` is the
+/// instance before the operation) in the ledger of the state file, and saves it. Nothing
+/// happens without a ledger or such allocations.
 ///
 /// # Errors
 /// [`CliError::State`] for an unusable state file.
-pub async fn release_vnfcs(
+pub async fn release_after(
     config: &Config,
     store: &SqliteStore,
-    instance: &str,
-    vnfcs: Option<&BTreeSet<String>>,
+    before: Option<&VnfInstance>,
+    report: &OperationReport,
 ) -> Result<Vec<Allocation>, CliError> {
     let Some(mut book) = promise::load(store, config).await? else {
         return Ok(Vec::new());
     };
-    let prefix = vnfc_ref(instance, "");
-    let mine: Vec<Allocation> = book
-        .ledger
-        .snapshot()
-        .allocations
-        .into_iter()
-        .filter(|a| a.is_live())
-        .filter(|a| {
-            a.instance_ref
-                .as_deref()
-                .and_then(|r| r.strip_prefix(prefix.as_str()))
-                .is_some_and(|v| vnfcs.is_none_or(|set| set.contains(v)))
-        })
-        .collect();
-    if mine.is_empty() {
-        return Ok(mine);
-    }
     let now = effective_now(None, &book.ledger);
-    let mut released = Vec::new();
-    for a in mine {
-        released.push(book.ledger.destroy_instance(&a.id, now)?.value);
+    let released = lcm::release_after(&mut book.ledger, before, report, now)?;
+    if !released.is_empty() {
+        promise::save(store, &book, config).await?;
     }
-    promise::save(store, &book, config).await?;
     Ok(released)
-}
-
-/// The VNFC ids (`vnfcResourceInfo[].id`) of an instance.
-pub fn vnfc_ids(inst: &VnfInstance) -> BTreeSet<String> {
-    inst.instantiated_vnf_info
-        .iter()
-        .flat_map(|i| i.vnfc_resource_info.iter())
-        .map(|v| v.id.clone())
-        .collect()
 }
 
 /// The human lines of the allocations an operation drew and gave back.

@@ -10,13 +10,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{Map, Value};
-use vnfm_core::driver::{OpOccFilter, Store, StoreBatch};
+use vnfm_core::driver::{OpOccFilter, Store};
 use vnfm_core::id::{IdGen, OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{
-    CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType,
-    LcmOperationType, ScaleVnfRequest, TerminateVnfRequest, VnfInstance, VnfLcmOpOcc,
+    CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest, TerminateVnfRequest,
+    VnfInstance,
 };
 use vnfm_core::lifecycle::grant::{lcm_op_occ_href, vnf_instance_href};
+use vnfm_core::lifecycle::modify::{self, ModifyError};
 use vnfm_core::lifecycle::OperationOptions;
 use vnfm_core::problem::ProblemDetails;
 
@@ -159,23 +160,25 @@ async fn delete_instance(State(app): State<Arc<App>>, Path(id): Path<String>) ->
     }
 }
 
-/// Merges `patch` into `target` (JSON merge patch, RFC 7396: `null` removes a key).
-fn merge(target: &mut Map<String, Value>, patch: &Map<String, Value>) {
-    for (k, v) in patch {
-        match (v, target.get_mut(k)) {
-            (Value::Null, _) => {
-                target.remove(k);
-            }
-            (Value::Object(p), Some(Value::Object(t))) => merge(t, p),
-            _ => {
-                target.insert(k.clone(), v.clone());
-            }
-        }
-    }
+/// The ProblemDetails of a refused modification: 400 for a member of the wrong type, 422 for
+/// a member vnfm does not modify, 404, 409, 500.
+fn modify_problem(e: &ModifyError) -> Response {
+    let status = match e {
+        ModifyError::BadMember { .. } => 400,
+        ModifyError::Unmodifiable { .. } => 422,
+        ModifyError::NotFound(_) => 404,
+        ModifyError::Busy { .. } => 409,
+        _ => 500,
+    };
+    let detail = match e {
+        ModifyError::Store(s) => format!("{e}: {s}"),
+        _ => e.to_string(),
+    };
+    problem_of(status, detail)
 }
 
-/// `PATCH`: a `VnfInfoModificationRequest` (`vnfInstanceName`, `vnfInstanceDescription`,
-/// `vnfConfigurableProperties`, `metadata`), applied at once as a `MODIFY_INFO` occurrence.
+/// `PATCH`: a `VnfInfoModificationRequest`, applied at once as a `MODIFY_INFO` occurrence by
+/// the core ([`vnfm_core::lifecycle::modify::modify_info`]); this handler parses and answers.
 async fn modify_instance(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
@@ -189,100 +192,27 @@ async fn modify_instance(
         Ok(p) => p,
         Err(r) => return r,
     };
-    const KNOWN: [&str; 4] = [
-        "vnfInstanceName",
-        "vnfInstanceDescription",
-        "vnfConfigurableProperties",
-        "metadata",
-    ];
-    if let Some(k) = patch.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-        return problem_of(
-            422,
-            format!(
-                "VnfInfoModificationRequest: {k} cannot be modified here; expected one of {}",
-                KNOWN.join(", ")
-            ),
-        );
+    // A bad request is answered before the instance is looked at (or claimed).
+    if let Err(e) = modify::check(&patch) {
+        return modify_problem(&e);
     }
-    for k in ["vnfConfigurableProperties", "metadata"] {
-        if let Some(v) = patch.get(k).filter(|v| !v.is_object() && !v.is_null()) {
-            return problem_of(
-                400,
-                format!("VnfInfoModificationRequest.{k} is {v}; expected an object"),
-            );
-        }
-    }
-    if let Err(p) = app.claim(&id) {
-        return problem(p);
-    }
-    let r = modify(&app, &id, &patch).await;
-    app.release(&id);
-    r
-}
-
-async fn modify(app: &App, id: &VnfInstanceId, patch: &Map<String, Value>) -> Response {
-    let mut inst = match load(app, id).await {
-        Ok(i) => i,
-        Err(r) => return r,
-    };
-    let running = match app.store.op_occs(OpOccFilter::instance(id.clone())).await {
-        Ok(ops) => ops.into_iter().find(|o| !o.is_terminal()),
-        Err(e) => return store_problem(&e),
-    };
-    if let Some(r) = running {
-        return problem_of(
-            409,
-            format!(
-                "operation {} is {} on VNF instance {id}; fail it first",
-                r.id,
-                crate::commands::lcm::sol(&r.operation_state)
-            ),
-        );
-    }
-    let text = |k: &str| patch.get(k).map(|v| v.as_str().map(str::to_owned));
-    if let Some(v) = text("vnfInstanceName") {
-        inst.vnf_instance_name = v;
-    }
-    if let Some(v) = text("vnfInstanceDescription") {
-        inst.vnf_instance_description = v;
-    }
-    if let Some(Value::Object(p)) = patch.get("vnfConfigurableProperties") {
-        let mut props = inst.vnf_configurable_properties.take().unwrap_or_default();
-        merge(&mut props, p);
-        inst.vnf_configurable_properties = Some(props);
-    }
-    if let Some(Value::Object(p)) = patch.get("metadata") {
-        let mut meta = inst.metadata.take().unwrap_or_default();
-        merge(&mut meta, p);
-        inst.metadata = Some(meta);
-    }
-    let now = chrono::Utc::now();
     let salt = match crate::commands::lcm::run_id_salt(&app.sqlite, &app.config).await {
         Ok(s) => s,
         Err(e) => return problem_of(500, e.to_string()),
     };
     let op_id = OpOccId::from(IdGen::seeded(salt).next_uuid());
-    let mut op = VnfLcmOpOcc::new(op_id.clone(), id.clone(), LcmOperationType::ModifyInfo, now)
-        .with_operation_params(Value::Object(patch.clone()));
-    op.links.insert(
-        "self".into(),
-        vnfm_core::grant::Link::new(lcm_op_occ_href(&op_id)),
-    );
-    op.links.insert(
-        "vnfInstance".into(),
-        vnfm_core::grant::Link::new(vnf_instance_href(id)),
-    );
-    op.enter(LcmOperationStateType::Completed, now);
-    match app
-        .store
-        .commit(StoreBatch::new().with_instance(inst).with_op_occ(op))
-        .await
-    {
-        Ok(()) => with_location(
+    if let Err(p) = app.claim(&id) {
+        return problem(p);
+    }
+    let clock = app.lcm.drivers().clock.clone();
+    let r = modify::modify_info(&app.store, clock.as_ref(), op_id, &id, &patch).await;
+    app.release(&id);
+    match r {
+        Ok(op) => with_location(
             StatusCode::ACCEPTED.into_response(),
-            &lcm_op_occ_href(&op_id),
+            &lcm_op_occ_href(&op.id),
         ),
-        Err(e) => store_problem(&e),
+        Err(e) => modify_problem(&e),
     }
 }
 
@@ -367,26 +297,6 @@ async fn fail_op_occ(State(app): State<Arc<App>>, Path(id): Path<String>) -> Res
             }
             problem(p)
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn merge_patch_adds_replaces_and_removes() {
-        let mut t = json!({"a": 1, "b": {"c": 2, "d": 3}, "e": 4})
-            .as_object()
-            .cloned()
-            .unwrap();
-        let p = json!({"a": 5, "b": {"c": null, "x": 1}, "e": null, "n": true});
-        merge(&mut t, p.as_object().unwrap());
-        assert_eq!(
-            Value::Object(t),
-            json!({"a": 5, "b": {"d": 3, "x": 1}, "n": true})
-        );
     }
 }
 

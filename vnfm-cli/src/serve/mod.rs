@@ -8,6 +8,10 @@
 //!   `GET /vnflcm/v2/vnf_lcm_op_occs[/{id}]`, `POST /vnflcm/v2/vnf_lcm_op_occs/{id}/fail`.
 //!   One LCM operation at a time per instance: 409 otherwise. With `[server] api_token`, these
 //!   require `Authorization: Bearer <token>`.
+//!   An instantiate or a scale-out whose `additionalParams.reservationId` names a reservation
+//!   draws from it, and the ledger keeps or gives back after the operation, as the command
+//!   line's `--reservation` (the core's [`vnfm_core::reservation::lcm`]). `PATCH` is the core's
+//!   [`vnfm_core::lifecycle::modify::modify_info`].
 //! - `POST /alert/auto_healing`, `POST /alert/auto_scaling`: Alertmanager webhooks (v4), 404
 //!   unless enabled in `[prometheus_plugin]`, 401 without the configured credentials, 400 for
 //!   a body that is not a webhook, else 204. Every decision is taken by
@@ -62,11 +66,12 @@ use vnfm_core::driver::{OpOccFilter, Store, StoreBatch};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{
     HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleVnfRequest,
-    TerminateVnfRequest,
+    TerminateVnfRequest, VnfInstance,
 };
 use vnfm_core::lifecycle::{LcmError, Lifecycle, OperationOptions};
 use vnfm_core::package::VnfPackage;
 use vnfm_core::problem::ProblemDetails;
+use vnfm_core::reservation;
 use vnfm_core::sim::SimCloud;
 
 use crate::cli::PlacementArgs;
@@ -348,40 +353,160 @@ impl App {
         self.shared.release(id);
     }
 
+    /// The instance `id` and its package (as realised, for an instance deployed with a
+    /// deployment intent).
+    async fn instance_and_package(
+        &self,
+        id: &VnfInstanceId,
+    ) -> Result<(VnfInstance, Arc<VnfPackage>), ProblemDetails> {
+        let inst = self.store.instance(id).await.map_err(|e| {
+            if e.is_not_found() {
+                lcm_problem(&LcmError::NotFound(id.clone()))
+            } else {
+                ProblemDetails::new(500, e.to_string())
+            }
+        })?;
+        let pkg = self.package(&inst.vnfd_id)?;
+        if inst
+            .metadata
+            .as_ref()
+            .is_some_and(|m| m.contains_key(vnfm_core::intent::deploy::IntentRecord::METADATA_KEY))
+        {
+            let pkg = crate::commands::intent::reapply(&inst, (*pkg).clone())
+                .map(Arc::new)
+                .map_err(|e| ProblemDetails::new(422, e.to_string()))?;
+            return Ok((inst, pkg));
+        }
+        Ok((inst, pkg))
+    }
+
+    /// Runs `op` on `id`. An instantiate or a scale-out whose `additionalParams` name a
+    /// reservation ([`reservation::lcm::RESERVATION_PARAM`]) first draws its new VNFCs from it
+    /// and runs pinned to the granted zones; afterwards the ledger keeps, or gives back, what
+    /// the core decides ([`reservation::lcm::settle`], [`reservation::lcm::release_after`]), as
+    /// `vnfm instantiate | scale | terminate` do.
     async fn run_op(
         &self,
         id: &VnfInstanceId,
         op: OpRequest,
         opts: &OperationOptions,
     ) -> Result<vnfm_core::lifecycle::OperationReport, ProblemDetails> {
-        let pkg = || async {
-            let inst = self.store.instance(id).await.map_err(|e| {
-                if e.is_not_found() {
-                    lcm_problem(&LcmError::NotFound(id.clone()))
-                } else {
-                    ProblemDetails::new(500, e.to_string())
-                }
-            })?;
-            let pkg = self.package(&inst.vnfd_id)?;
-            // An instance deployed with a deployment intent: its package as realised then.
-            if inst.metadata.as_ref().is_some_and(|m| {
-                m.contains_key(vnfm_core::intent::deploy::IntentRecord::METADATA_KEY)
-            }) {
-                return crate::commands::intent::reapply(&inst, (*pkg).clone())
-                    .map(Arc::new)
-                    .map_err(|e| ProblemDetails::new(422, e.to_string()));
+        let invalid = |e: vnfm_core::Error| ProblemDetails::new(422, e.to_string());
+        let wanted = match &op {
+            OpRequest::Instantiate(req) => reservation::lcm::instantiate_draw(req),
+            OpRequest::Scale(req) => reservation::lcm::scale_draw(req),
+            OpRequest::Heal(req) => {
+                reservation::lcm::no_reservation(req.additional_params.as_ref(), "HealVnfRequest")
+                    .map(|()| None)
             }
-            Ok(pkg)
+            OpRequest::Terminate(req) => reservation::lcm::no_reservation(
+                req.additional_params.as_ref(),
+                "TerminateVnfRequest",
+            )
+            .map(|()| None),
+        }
+        .map_err(invalid)?;
+        // The instance before the operation (what a scale-in removed) and its package; a
+        // terminate needs neither.
+        let loaded = match &op {
+            OpRequest::Terminate(_) => None,
+            _ => Some(self.instance_and_package(id).await?),
         };
-        let r = match op {
-            OpRequest::Instantiate(req) => {
-                self.lcm.instantiate(id, &*pkg().await?, &req, opts).await
+        let mut opts = opts.clone();
+        let drawn = match (wanted, &loaded) {
+            (Some((rid, grant)), Some((inst, pkg))) => {
+                let draw = self.draw(inst, pkg, grant, &rid).await?;
+                opts.pinned.clone_from(&draw.pinned);
+                Some(draw)
             }
-            OpRequest::Scale(req) => self.lcm.scale(id, &*pkg().await?, &req, opts).await,
-            OpRequest::Heal(req) => self.lcm.heal(id, &*pkg().await?, &req, opts).await,
-            OpRequest::Terminate(req) => self.lcm.terminate(id, &req, opts).await,
+            _ => None,
         };
+        let pkg = loaded.as_ref().map(|(_, p)| p.clone());
+        let r = match (op, pkg) {
+            (OpRequest::Instantiate(req), Some(pkg)) => {
+                self.lcm.instantiate(id, &pkg, &req, &opts).await
+            }
+            (OpRequest::Scale(req), Some(pkg)) => self.lcm.scale(id, &pkg, &req, &opts).await,
+            (OpRequest::Heal(req), Some(pkg)) => self.lcm.heal(id, &pkg, &req, &opts).await,
+            (OpRequest::Terminate(req), _) => self.lcm.terminate(id, &req, &opts).await,
+            (_, None) => Err(LcmError::NotFound(id.clone())),
+        };
+        if let Some(draw) = drawn {
+            let report = r.as_ref().ok();
+            let settled = self
+                .promise
+                .apply(&self.sqlite, |ledger, _, now| {
+                    reservation::lcm::settle(ledger, draw, report, now).map(|s| (s, true))
+                })
+                .await;
+            if let Err(e) = settled {
+                eprintln!(
+                    "vnfm serve: cannot settle the reservation allocations of VNF instance                      {id}: {}",
+                    e.problem().detail
+                );
+            }
+        }
+        if let Ok(report) = &r {
+            let before = loaded.as_ref().map(|(inst, _)| inst);
+            let released = self
+                .promise
+                .apply(&self.sqlite, |ledger, _, now| {
+                    reservation::lcm::release_after(ledger, before, report, now).map(|r| {
+                        let changed = !r.is_empty();
+                        (r, changed)
+                    })
+                })
+                .await;
+            if let Err(e) = released {
+                eprintln!(
+                    "vnfm serve: cannot give back the reservation allocations of VNF instance                      {id}: {}",
+                    e.problem().detail
+                );
+            }
+        }
         r.map_err(|e| lcm_problem(&e))
+    }
+
+    /// Grants operation `op` of `inst` with the local granter and draws its new VNFCs placed
+    /// in the zone of reservation `rid` from it ([`reservation::lcm::draw_operation`]), in the
+    /// server's ledger (saved before the operation starts, see [`promise::Promise::apply`]).
+    ///
+    /// # Errors
+    /// The ProblemDetails of a grant that cannot be given (409 for constraints or capacity,
+    /// 422 for a bad request, 503 for an unreachable VIM) or of the ledger's refusal (409 when
+    /// the reservation is not active or has not enough left, 422 when it does not exist or the
+    /// grant places nothing in its zone); 500 when the state file cannot be read.
+    async fn draw(
+        &self,
+        inst: &VnfInstance,
+        pkg: &VnfPackage,
+        op: vnfm_core::lifecycle::GrantOnly,
+        rid: &reservation::ReservationId,
+    ) -> Result<reservation::lcm::Draw, ProblemDetails> {
+        use vnfm_core::lifecycle::FailureKind as K;
+        let granted = match self.lcm.grant_only(pkg, inst, op).await {
+            Ok(Ok(g)) => g,
+            Ok(Err((_, kind, detail))) => {
+                let status = match kind {
+                    K::Infeasible | K::CapacityExhausted => 409,
+                    K::Invalid => 422,
+                    K::Backend => 503,
+                    _ => 500,
+                };
+                return Err(ProblemDetails::new(
+                    status,
+                    format!("no grant to draw from reservation {rid}: {detail}"),
+                ));
+            }
+            Err(e) => return Err(lcm_problem(&e)),
+        };
+        self.promise
+            .apply(&self.sqlite, |ledger, ids, now| {
+                reservation::lcm::draw_operation(ledger, ids, pkg, inst, granted, rid, now)
+                    .map(|d| (d, true))
+            })
+            .await
+            .map_err(|e| e.problem())
     }
 }
 

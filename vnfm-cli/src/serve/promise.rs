@@ -218,6 +218,37 @@ impl Promise {
         Ok((out.value, saved))
     }
 
+    /// Runs `f` (a core decision over the ledger, e.g. a draw of
+    /// [`vnfm_core::reservation::lcm`]) at the current time, after a [`Promise::refresh`];
+    /// `f` says with its result whether it changed the ledger. A change is saved before this
+    /// returns, also when `f` refused (the transitions due by `now` happened). A save that
+    /// fails is logged, not returned: the change stands in the server's ledger, and the next
+    /// save (a change, a tick with events, the stop) writes it.
+    ///
+    /// # Errors
+    /// `f`'s refusal, or the message of a state file that cannot be read.
+    pub(crate) async fn apply<T>(
+        &self,
+        sqlite: &SqliteStore,
+        f: impl FnOnce(&mut Ledger, &mut IdGen, DateTime<Utc>) -> Result<(T, bool), LedgerError>,
+    ) -> Result<T, Applied> {
+        self.refresh(sqlite).await.map_err(Applied::State)?;
+        let (out, saved) = {
+            let mut g = self.lock();
+            let now = clock(&g.book.ledger);
+            let PromiseBook { ledger, ids } = &mut g.book;
+            match f(ledger, ids, now) {
+                Ok((v, false)) => (Ok(v), None),
+                Ok((v, true)) => (Ok(v), snapshot_locked(&mut g)),
+                Err(e) => (Err(Applied::Ledger(e)), snapshot_locked(&mut g)),
+            }
+        };
+        if let Err(e) = self.persist(sqlite, saved).await {
+            eprintln!("vnfm serve: {e}");
+        }
+        out
+    }
+
     /// Queues the notifications that have a callback, in order.
     fn enqueue(&self, notifications: Vec<Notification>) {
         for n in notifications {
@@ -329,10 +360,10 @@ impl Promise {
     }
 }
 
-/// The current time, never before the ledger's (its operations need a non-decreasing `now`).
-fn clock(ledger: &Ledger) -> DateTime<Utc> {
-    let now = Utc::now();
-    ledger.now().map_or(now, |t| t.max(now))
+/// The current time, never before the ledger's (its operations need a non-decreasing `now`;
+/// [`vnfm_core::reservation::lcm::effective_now`] over a reading of the clock).
+pub(crate) fn clock(ledger: &Ledger) -> DateTime<Utc> {
+    vnfm_core::reservation::lcm::effective_now(ledger, None, Utc::now())
 }
 
 fn snapshot_locked(g: &mut Inner) -> Option<Saved> {
@@ -402,22 +433,45 @@ async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) ->
     r
 }
 
-/// The ProblemDetails of a ledger error.
-fn ledger_problem(e: &LedgerError) -> Response {
-    match e {
-        LedgerError::Invalid(_) => problem_of(422, e.to_string()),
+/// Why [`Promise::apply`] failed.
+#[derive(Debug)]
+pub(crate) enum Applied {
+    /// The ledger refused.
+    Ledger(LedgerError),
+    /// The state file could not be read (the message says why).
+    State(String),
+}
+
+impl Applied {
+    /// Its ProblemDetails (see [`ledger_problem_details`]; 500 for the state file).
+    pub(crate) fn problem(&self) -> ProblemDetails {
+        match self {
+            Applied::Ledger(e) => ledger_problem_details(e),
+            Applied::State(m) => ProblemDetails::new(500, m.clone()),
+        }
+    }
+}
+
+/// The ProblemDetails of a ledger error: 422 for a bad request or an unknown reservation, 409
+/// (with a `counterOffer` when it does not fit) for a refusal, else 500.
+pub(crate) fn ledger_problem_details(e: &LedgerError) -> ProblemDetails {
+    let status = match e {
+        LedgerError::Invalid(_) | LedgerError::Rejected(Rejection::UnknownReservation(_)) => 422,
         LedgerError::DoesNotFit { offer, .. } => {
-            problem(ProblemDetails::new(409, e.to_string()).with_extension(
+            return ProblemDetails::new(409, e.to_string()).with_extension(
                 "counterOffer",
                 serde_json::to_value(offer).unwrap_or(serde_json::Value::Null),
-            ))
+            )
         }
-        LedgerError::Rejected(Rejection::UnknownReservation(_)) => problem_of(422, e.to_string()),
-        LedgerError::Rejected(_) | LedgerError::CapacityInUse { .. } => {
-            problem_of(409, e.to_string())
-        }
-        _ => problem_of(500, e.to_string()),
-    }
+        LedgerError::Rejected(_) | LedgerError::CapacityInUse { .. } => 409,
+        _ => 500,
+    };
+    ProblemDetails::new(status, e.to_string())
+}
+
+/// The ProblemDetails response of a ledger error ([`ledger_problem_details`]).
+fn ledger_problem(e: &LedgerError) -> Response {
+    problem(ledger_problem_details(e))
 }
 
 async fn body_of<T: serde::de::DeserializeOwned>(

@@ -10,12 +10,14 @@
 //! - [`hook`]: end-of-operation hooks and interrupts.
 //! - [`engine`]: [`Lifecycle`], the loop that validates a request and runs its machine
 //!   through the drivers.
+//! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
 pub mod engine;
 mod failure;
 pub mod grant;
 pub mod granter;
 pub mod hook;
+pub mod modify;
 pub mod operation;
 mod plan;
 mod stack;

@@ -1366,7 +1366,7 @@ impl Ledger {
                 continue;
             }
             let mut req = PoolRequest::new(z.name.clone(), c);
-            req.source = Some("zone catalogue".to_owned());
+            req.source = Some(super::lcm::CATALOGUE_PROVIDER.to_owned());
             let o = self.increase_capacity(req, ids, now)?;
             pools.push(o.value);
             events.extend(o.events);
@@ -2140,6 +2140,11 @@ impl Ledger {
             .get(id)
             .and_then(|a| self.allocs.get(*a as usize))
             .map(|r| &r.alloc)
+    }
+
+    /// Every allocation, live or destroyed, in creation order.
+    pub fn allocations(&self) -> impl Iterator<Item = &Allocation> + '_ {
+        self.allocs.iter().map(|r| &r.alloc)
     }
 
     // ----- capacity ---------------------------------------------------------------------

@@ -33,6 +33,10 @@
 //!   [`Ledger::advance_to`] return the [`Event`]s and the [`Notification`]s; delivering them
 //!   is the server's job.
 //!
+//! - **LCM operations** ([`lcm`]): what an instantiate or a scale-out draws from a reservation
+//!   (`additionalParams.reservationId`, `--reservation`), what it keeps after the operation,
+//!   and what a scale-in or a terminate gives back; shared by the command line and `vnfm serve`.
+//!
 //! Nothing here reads a clock: every operation takes `now` (non-decreasing) and first applies
 //! the transitions due by then. Ids come from a caller's [`crate::id::IdGen`] or the request.
 //! Every type is serde-serializable (camelCase, Promise names), and
@@ -79,6 +83,7 @@
 //! # Ok::<(), vnfm_core::reservation::LedgerError>(())
 //! ```
 
+pub mod lcm;
 mod ledger;
 mod model;
 #[cfg(any(test, feature = "proptest"))]
