@@ -449,13 +449,23 @@ pub enum OpCommand {
         #[arg(long, value_name = "ID")]
         instance: Option<String>,
     },
-    /// Mark an occurrence in FAILED_TEMP as FAILED (terminal), so other operations may run.
+    /// Mark an occurrence in FAILED_TEMP (or whose owner is gone: interrupted, lease expired)
+    /// as FAILED (terminal), so other operations may run.
     Fail {
         /// The occurrence id.
         id: String,
     },
+    /// Retry an occurrence in FAILED_TEMP (or whose owner is gone) from where it stopped: the
+    /// grant is kept, a stack it created is updated, only the hooks run if the stack was done.
+    Retry {
+        /// The occurrence id.
+        id: String,
+        /// The package [default: found by the instance's vnfdId].
+        #[arg(long, value_name = "PATH")]
+        package: Option<PathBuf>,
+    },
     /// Roll back an instantiate (delete its stack) or a scale-out (remove what it added) that
-    /// is in FAILED_TEMP.
+    /// is in FAILED_TEMP (or whose owner is gone).
     Rollback {
         /// The occurrence id.
         id: String,

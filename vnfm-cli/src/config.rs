@@ -119,6 +119,12 @@ pub struct StateConfig {
     /// file instead of the clock, so a replayed script gets the same ids.
     #[serde(skip)]
     pub id_salt: Option<u64>,
+    /// `lease_seconds`: how long a running operation's claim on its instance lasts without
+    /// renewal (renewed every third of it while the operation runs). When the process running
+    /// an operation is killed, other commands may retry, roll back or fail it once this has
+    /// passed. Default 60; at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_seconds: Option<u64>,
 }
 
 /// How a zone is chosen among the compliant ones.

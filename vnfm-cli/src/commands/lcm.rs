@@ -13,13 +13,15 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::json;
-use vnfm_core::driver::{Clock, OpOccFilter, Store};
+use vnfm_core::driver::{Clock, DriverError, OpOccFilter, Store, StoreBatch};
 use vnfm_core::id::{OpOccId, VnfInstanceId, ZoneId};
 use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, ScaleType, ScaleVnfRequest,
     TerminateVnfRequest, TerminationType, VnfInstance, VnfLcmOpOcc,
 };
-use vnfm_core::lifecycle::{GrantOnly, LcmConfig, Lifecycle, OperationOptions, OperationReport};
+use vnfm_core::lifecycle::{
+    GrantOnly, Interrupt, LcmConfig, Lifecycle, OperationOptions, OperationReport,
+};
 use vnfm_core::package::VnfPackage;
 use vnfm_core::placement::Selection;
 use vnfm_core::reselect::{AttemptOutcome, InsufficientResourcePattern};
@@ -177,6 +179,94 @@ pub async fn save_sim(
         })
 }
 
+/// The state file as an operation of a command on the simulator sees it: after every commit
+/// that went through, the simulated cloud is saved too.
+#[derive(Debug)]
+struct SimSavingStore {
+    inner: SqliteStore,
+    sim: SimCloud,
+    /// Fault injection ([`KILL_AFTER_COMMIT_VAR`]): after which commit, and whether SIGINT
+    /// (else SIGKILL).
+    kill_after: Option<(u32, bool)>,
+    commits: std::sync::atomic::AtomicU32,
+}
+
+/// Fault injection on the simulator: `VNFM_SIM_KILL_AFTER_COMMIT=N` makes a command SIGKILL
+/// itself right after the N-th commit of its operation (the crash tests use it to stop a
+/// command at each step, as `kill -9` would); `N:INT` sends SIGINT instead (Ctrl-C).
+pub const KILL_AFTER_COMMIT_VAR: &str = "VNFM_SIM_KILL_AFTER_COMMIT";
+
+fn parse_kill_after(v: &str) -> Option<(u32, bool)> {
+    match v.split_once(':') {
+        Some((n, "INT")) => n.parse().ok().map(|n| (n, true)),
+        Some(_) => None,
+        None => v.parse().ok().map(|n| (n, false)),
+    }
+}
+
+impl SimSavingStore {
+    fn maybe_die(&self) {
+        let n = self
+            .commits
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            .saturating_add(1);
+        let Some((at, int)) = self.kill_after else {
+            return;
+        };
+        let pid = std::process::id().to_string();
+        if at == n && int {
+            let _ = std::process::Command::new("kill")
+                .args(["-INT", &pid])
+                .status();
+        } else if at == n {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status();
+            // The signal is on its way; nothing more happens in this process.
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl vnfm_core::driver::Store for SimSavingStore {
+    async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
+        self.inner.commit(batch).await?;
+        // Only after the commit went through: a command that lost the race for an instance
+        // must not overwrite the cloud of the one that won.
+        let snap = self.sim.snapshot()?;
+        self.inner.put_document(SIM_DOCUMENT, snap).await?;
+        self.maybe_die();
+        Ok(())
+    }
+    async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
+        self.inner.instance(id).await
+    }
+    async fn instance_entry(
+        &self,
+        id: &VnfInstanceId,
+    ) -> Result<vnfm_core::driver::Versioned<VnfInstance>, DriverError> {
+        self.inner.instance_entry(id).await
+    }
+    async fn op_occ_entry(
+        &self,
+        id: &OpOccId,
+    ) -> Result<vnfm_core::driver::Versioned<VnfLcmOpOcc>, DriverError> {
+        self.inner.op_occ_entry(id).await
+    }
+    async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
+        self.inner.instances().await
+    }
+    async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
+        self.inner.op_occ(id).await
+    }
+    async fn op_occs(&self, filter: OpOccFilter) -> Result<Vec<VnfLcmOpOcc>, DriverError> {
+        self.inner.op_occs(filter).await
+    }
+}
+
 /// The LCM configuration: `[placement]` overridden by the command's flags.
 ///
 /// # Errors
@@ -214,6 +304,17 @@ pub fn lcm_config(config: &Config, args: &PlacementArgs) -> Result<LcmConfig, Cl
         )?;
     }
     c.vim_connection_id = crate::vim::Vim::connection_id(config.vim.kind).into();
+    match config.state.lease_seconds {
+        Some(0) => {
+            return Err(CliError::Usage(
+                "[state] lease_seconds = 0: expected at least 1 (a lease that is always \
+                 expired would let any process take over a running operation)"
+                    .into(),
+            ))
+        }
+        Some(n) => c.lease_time = std::time::Duration::from_secs(n),
+        None => {}
+    }
     Ok(c)
 }
 
@@ -315,8 +416,22 @@ async fn env(
     let lcm_cfg = lcm_config(config, placement)?;
     let store = open_state(config)?;
     let mut vim = crate::vim::Vim::open(&store, cloud_path, config).await?;
-    let drivers = vim.drivers(Arc::new(store.clone()), Arc::new(SystemClock));
     let sim = vim.sim.take();
+    // With the simulator, its state is saved with every commit of an operation: a command
+    // killed mid-operation leaves the simulated cloud as a real one would be (stacks it
+    // created are still there for a rollback to delete, or a retry to continue).
+    let lcm_store: Arc<dyn vnfm_core::driver::Store> = match &sim {
+        Some(s) => Arc::new(SimSavingStore {
+            inner: store.clone(),
+            sim: s.clone(),
+            kill_after: std::env::var(KILL_AFTER_COMMIT_VAR)
+                .ok()
+                .and_then(|v| parse_kill_after(&v)),
+            commits: std::sync::atomic::AtomicU32::new(0),
+        }),
+        None => Arc::new(store.clone()),
+    };
+    let drivers = vim.drivers(lcm_store, Arc::new(SystemClock));
     // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
     let salt = run_id_salt(&store, config).await?;
     let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
@@ -598,11 +713,14 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
                 &OperationOptions {
                     pinned,
                     automatic: false,
-                    ..OperationOptions::default()
+                    interrupt: Some(interrupt_on_signals()),
                 },
             )
             .await;
-        save_sim(&env.store, &env.sim, config).await?;
+        // Saved with every commit; a command that lost the race saves nothing.
+        if r.is_ok() {
+            save_sim(&env.store, &env.sim, config).await?;
+        }
         let drawn = match drawn {
             Some(d) => super::promise::settle(config, &env.store, d, r.as_ref().ok()).await?,
             None => Vec::new(),
@@ -668,7 +786,7 @@ pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliEr
             }
             None => None,
         };
-        let mut opts = OperationOptions::default();
+        let mut opts = interruptible();
         if let Some(d) = &drawn {
             opts.pinned.clone_from(&d.draw.pinned);
         }
@@ -679,7 +797,10 @@ pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliEr
         let mut req = ScaleVnfRequest::new(t, args.aspect.clone());
         req.number_of_steps = Some(args.steps);
         let r = env.lcm.scale(&id, &pkg, &req, &opts).await;
-        save_sim(&env.store, &env.sim, config).await?;
+        // Saved with every commit; a command that lost the race saves nothing.
+        if r.is_ok() {
+            save_sim(&env.store, &env.sim, config).await?;
+        }
         let drawn = match drawn {
             Some(d) => super::promise::settle(config, &env.store, d, r.as_ref().ok()).await?,
             None => Vec::new(),
@@ -705,11 +826,11 @@ pub fn heal(config: &Config, args: &HealArgs, out: Output) -> Result<(), CliErro
             "cause": args.cause,
         }))
         .map_err(|e| CliError::Usage(format!("bad heal request: {e}")))?;
-        let r = env
-            .lcm
-            .heal(&id, &pkg, &req, &OperationOptions::default())
-            .await;
-        save_sim(&env.store, &env.sim, config).await?;
+        let r = env.lcm.heal(&id, &pkg, &req, &interruptible()).await;
+        // Saved with every commit; a command that lost the race saves nothing.
+        if r.is_ok() {
+            save_sim(&env.store, &env.sim, config).await?;
+        }
         print_report(out, &r?)
     })
 }
@@ -727,11 +848,11 @@ pub fn terminate(config: &Config, args: &TerminateArgs, out: Output) -> Result<(
             graceful_termination_timeout: None,
             additional_params: None,
         };
-        let r = env
-            .lcm
-            .terminate(&id, &req, &OperationOptions::default())
-            .await;
-        save_sim(&env.store, &env.sim, config).await?;
+        let r = env.lcm.terminate(&id, &req, &interruptible()).await;
+        // Saved with every commit; a command that lost the race saves nothing.
+        if r.is_ok() {
+            save_sim(&env.store, &env.sim, config).await?;
+        }
         let r = r?;
         // A completed terminate gives back every allocation of the instance.
         let released = super::promise::release_after(config, &env.store, None, &r).await?;
@@ -942,16 +1063,53 @@ pub fn instance(config: &Config, cmd: &InstanceCommand, out: Output) -> Result<(
     })
 }
 
+/// Options whose interrupt is triggered by SIGINT or SIGTERM (see [`interrupt_on_signals`]).
+fn interruptible() -> OperationOptions {
+    OperationOptions {
+        interrupt: Some(interrupt_on_signals()),
+        ..OperationOptions::default()
+    }
+}
+
+/// An [`Interrupt`] that SIGINT or SIGTERM triggers: the operation then ends `FAILED_TEMP`
+/// ("interrupted") once its current step returns, and its occurrence says how to retry, roll
+/// back or fail it. The handlers are installed now (inside the runtime); a second signal while
+/// the operation winds down is taken as the first.
+fn interrupt_on_signals() -> Interrupt {
+    let interrupt = Interrupt::new();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        for (kind, name) in [
+            (SignalKind::interrupt(), "SIGINT"),
+            (SignalKind::terminate(), "SIGTERM"),
+        ] {
+            if let Ok(mut s) = signal(kind) {
+                let i = interrupt.clone();
+                tokio::spawn(async move {
+                    if s.recv().await.is_some() {
+                        i.trigger(name);
+                    }
+                });
+            }
+        }
+    }
+    interrupt
+}
+
 /// `vnfm op show|list`.
 ///
 /// # Errors
 /// 2 for an unknown occurrence or an unusable state file.
 pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError> {
     runtime()?.block_on(async {
-        if let OpCommand::Fail { id } | OpCommand::Rollback { id, .. } = cmd {
+        if let OpCommand::Fail { id }
+        | OpCommand::Rollback { id, .. }
+        | OpCommand::Retry { id, .. } = cmd
+        {
             let env = env(config, None, &PlacementArgs::default()).await?;
             let op_id = OpOccId::from(id.as_str());
-            if let OpCommand::Rollback { package, .. } = cmd {
+            if let OpCommand::Rollback { package, .. } | OpCommand::Retry { package, .. } = cmd {
                 let op = env
                     .store
                     .op_occ(&op_id)
@@ -960,8 +1118,15 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
                 let inst = env.store.instance(&op.vnf_instance_id).await?;
                 let pkg = load_package(package.as_deref(), config, Some(&inst.vnfd_id))?;
                 let pkg = super::intent::reapply(&inst, pkg)?;
-                let r = env.lcm.rollback(&op_id, &pkg).await;
-                save_sim(&env.store, &env.sim, config).await?;
+                let r = if matches!(cmd, OpCommand::Retry { .. }) {
+                    env.lcm.retry(&op_id, &pkg, &interruptible()).await
+                } else {
+                    env.lcm.rollback(&op_id, &pkg).await
+                };
+                // Saved with every commit; a command that lost the race saves nothing.
+                if r.is_ok() {
+                    save_sim(&env.store, &env.sim, config).await?;
+                }
                 return print_report(out, &r?);
             }
             let op = env.lcm.fail(&op_id).await?;
@@ -1012,7 +1177,7 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
                 }
                 out.data(&human, &json!({"vnfLcmOpOccs": all}))
             }
-            OpCommand::Fail { .. } | OpCommand::Rollback { .. } => Ok(()),
+            OpCommand::Fail { .. } | OpCommand::Rollback { .. } | OpCommand::Retry { .. } => Ok(()),
         }
     })
 }

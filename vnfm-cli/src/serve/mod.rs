@@ -62,7 +62,7 @@ use axum::routing::get;
 use axum::Router;
 use tokio::sync::{oneshot, watch, Notify};
 use vnfm_core::alert::{AlertHandler, AlertState, HealEntry};
-use vnfm_core::driver::{OpOccFilter, Store, StoreBatch};
+use vnfm_core::driver::{DriverError, OpOccFilter, Precondition, Store, StoreBatch};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{
     HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleVnfRequest,
@@ -843,34 +843,57 @@ async fn interrupt_unfinished(
             source: Some(e),
         })?;
     let now = chrono::Utc::now();
-    let mut batch = StoreBatch::new();
-    // An instance whose last operation is not over (FAILED_TEMP, now also the interrupted
-    // ones) takes no other until it is failed: busy, as while an operation runs.
+    // An instance whose last operation is not over (FAILED_TEMP, running, interrupted) takes
+    // no other until it is failed: busy, as while an operation runs.
     for op in ops.iter().filter(|o| !o.is_terminal()) {
         shared.hold(&op.vnf_instance_id, &op.id);
     }
-    for mut op in ops.into_iter().filter(|o| {
-        matches!(
-            o.operation_state,
-            LcmOperationStateType::Starting | LcmOperationStateType::Processing
-        )
-    }) {
+    // An operation whose owner is gone (lease expired, or none: an older vnfm) is declared
+    // interrupted; one whose lease is alive (a CLI command running now) is left alone.
+    for op in ops.iter().filter(|o| o.is_running() && !o.is_alive(now)) {
+        let entry = match store.op_occ_entry(&op.id).await {
+            Ok(e) => e,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                return Err(CliError::State {
+                    path: config.state_path(),
+                    message: format!("cannot read operation occurrence {}", op.id),
+                    source: Some(e),
+                })
+            }
+        };
+        let mut op = entry.value;
         op.error = Some(
             ProblemDetails::new(
                 500,
-                "the operation was interrupted by a stop of vnfm serve; fail it to run \
-                 another operation on this instance",
+                "the operation was interrupted (its owner went away: a stop of vnfm serve or a \
+                 killed command); retry, roll back or fail it to run another operation on this \
+                 instance",
             )
             .with_title("Interrupted"),
         );
         op.enter(LcmOperationStateType::FailedTemp, now);
-        batch = batch.with_op_occ(op);
+        op.lease = None;
+        let id = op.id.clone();
+        let batch = StoreBatch::new()
+            .with_op_occ(op)
+            .with_precondition(Precondition::OpOccAt {
+                id: id.clone(),
+                version: entry.version,
+            });
+        match store.commit(batch).await {
+            // Another process recovered it first: theirs stands.
+            Ok(()) | Err(DriverError::Conflict { .. }) => {}
+            Err(e) => {
+                return Err(CliError::State {
+                    path: config.state_path(),
+                    message: format!("cannot record the interrupted operation {id}"),
+                    source: Some(e),
+                })
+            }
+        }
     }
-    store.commit(batch).await.map_err(|e| CliError::State {
-        path: config.state_path(),
-        message: "cannot record interrupted operations".into(),
-        source: Some(e),
-    })
+    Ok(())
 }
 
 /// `vnfm serve`: serves until Ctrl-C or SIGTERM, then stops gracefully.

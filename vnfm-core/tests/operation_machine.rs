@@ -1,0 +1,485 @@
+//! The [`Operation`] machine driven by hand, without a runtime: every test feeds
+//! `handle_event` / `handle_timeout` with explicit times and reads `poll_action` /
+//! `poll_timeout` / `poll_end`. The VIM answers come from the simulated cloud (its futures are
+//! ready at once; a one-line executor polls them) or are written by the test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use vnfm_core::cloud::CloudFile;
+use vnfm_core::driver::{
+    ComputeInventory, DriverError, ListZones, Stack, StackAction, StackDriver, StackState,
+    StackStatus, Store, Version, Versioned, ZoneCatalog,
+};
+use vnfm_core::id::{IdGen, OpOccId, ZoneId};
+use vnfm_core::lcm::{
+    InstantiationState, LcmOperationStateType, LcmOperationType, VnfInstance, VnfLcmOpOcc,
+};
+use vnfm_core::lifecycle::grant::{self, GrantOptions};
+use vnfm_core::lifecycle::{
+    FailureKind, HookPoint, HookSpec, LcmConfig, LcmError, OpAction, OpEvent, Operation,
+    OperationReport, OperationStart, Plan, Progress,
+};
+use vnfm_core::package::{fs, VnfPackage};
+use vnfm_core::sim::SimCloud;
+use vnfm_core::store::MemoryStore;
+
+/// Polls a future that is ready at once (the simulator's and the memory store's are).
+fn ready<T>(fut: impl Future<Output = T>) -> T {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = Context::from_waker(Waker::noop());
+    for _ in 0..1000 {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+    panic!("the future was not ready");
+}
+
+fn examples() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples"))
+}
+
+fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .unwrap()
+        .to_utc()
+}
+
+fn secs(s: i64) -> TimeDelta {
+    TimeDelta::seconds(s)
+}
+
+struct World {
+    sim: SimCloud,
+    store: MemoryStore,
+    pkg: Arc<VnfPackage>,
+    cfg: LcmConfig,
+}
+
+fn world(reselect: bool) -> World {
+    let sim = SimCloud::new(
+        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
+        1,
+    );
+    let mut cfg = LcmConfig::standard().unwrap();
+    cfg.reselect_zones = reselect;
+    cfg.seed = 3;
+    cfg.poll_interval = Duration::from_secs(2);
+    cfg.stack_timeout = Duration::from_secs(60);
+    cfg.lease_time = Duration::from_secs(30);
+    let pkg = Arc::new(fs::load(&examples().join("packages/demo-vnf")).unwrap());
+    World {
+        sim,
+        store: MemoryStore::new(),
+        pkg,
+        cfg,
+    }
+}
+
+impl World {
+    /// A stored NOT_INSTANTIATED instance and an instantiate machine for it at `t0`, pinning
+    /// VDUs as given.
+    fn instantiate(&self, pins: &[(&str, &str)], hooks: Vec<HookSpec>) -> Operation {
+        let mut inst = VnfInstance::new("inst-1", self.pkg.descriptor_id.clone());
+        inst.instantiation_state = Some(InstantiationState::NotInstantiated);
+        ready(
+            self.store
+                .commit(vnfm_core::driver::StoreBatch::new().with_instance(inst.clone())),
+        )
+        .unwrap();
+        let entry = ready(self.store.instance_entry(&inst.id)).unwrap();
+        let op_id = OpOccId::from("op-1");
+        let op = VnfLcmOpOcc::new(
+            op_id.clone(),
+            inst.id.clone(),
+            LcmOperationType::Instantiate,
+            t0(),
+        );
+        let mut progress = Progress::new(Plan::Instantiate {
+            flavour_id: "default".into(),
+            stack_name: "vnf-inst-1".into(),
+            configurable: None,
+        });
+        let opts = GrantOptions {
+            fallback_best_effort: false,
+            vim_connection_id: Some("vim-0".into()),
+            is_automatic_invocation: false,
+        };
+        let mut ids = IdGen::seeded(7);
+        progress.planned =
+            Some(grant::instantiate(&self.pkg, "default", &inst, &op_id, &opts, &mut ids).unwrap());
+        progress.grant_id = Some("grant-1".into());
+        progress.pinned = pins
+            .iter()
+            .map(|(k, z)| ((*k).to_owned(), ZoneId::from(*z)))
+            .collect();
+        let start = OperationStart {
+            op: Versioned {
+                value: op,
+                version: Version(0),
+            },
+            resume: false,
+            instance: entry,
+            progress,
+            package: Some(self.pkg.clone()),
+            owner: "test:1".into(),
+            hooks,
+        };
+        Operation::new(self.cfg.clone(), start, t0())
+    }
+
+    /// Carries out `a` against the simulator and the memory store.
+    fn perform(&self, a: OpAction) -> OpEvent {
+        match a {
+            OpAction::Commit(b) => OpEvent::Committed(ready(self.store.commit(b))),
+            OpAction::ListZones => OpEvent::Zones(ready(self.sim.list_zones(ListZones::default()))),
+            OpAction::CreateStack(r) => OpEvent::StackCreated(ready(self.sim.create_stack(r))),
+            OpAction::UpdateStack(r) => OpEvent::StackUpdated(ready(self.sim.update_stack(r))),
+            OpAction::ShowStack(id) => OpEvent::Stack(ready(self.sim.show_stack(&id))),
+            OpAction::DeleteStack(id) => OpEvent::StackDeleted(ready(self.sim.delete_stack(&id))),
+            OpAction::ListResources(r) => OpEvent::Resources(ready(self.sim.list_resources(r))),
+            OpAction::MarkUnhealthy(r) => OpEvent::Marked(ready(self.sim.mark_unhealthy(r))),
+            OpAction::ShowServers(ids) => OpEvent::Servers(
+                ids.into_iter()
+                    .map(|id| {
+                        let r = ready(self.sim.server(&id));
+                        (id, r)
+                    })
+                    .collect(),
+            ),
+            OpAction::RunHook(_) => panic!("hooks are answered by the test"),
+            other => panic!("unexpected action {other:?}"),
+        }
+    }
+
+    /// Runs `m` at time `now` until it waits, ends or asks for a hook; returns the hook call
+    /// asked for, if any.
+    fn run(&self, m: &mut Operation, now: DateTime<Utc>) -> Option<OpAction> {
+        while let Some(a) = m.poll_action() {
+            if matches!(a, OpAction::RunHook(_)) {
+                return Some(a);
+            }
+            let ev = self.perform(a);
+            m.handle_event(ev, now);
+        }
+        None
+    }
+}
+
+fn in_progress(name: &str) -> Stack {
+    Stack {
+        id: "stack-1".into(),
+        stack_name: name.into(),
+        stack_status: StackStatus::new(StackAction::Create, StackState::InProgress),
+        stack_status_reason: "Stack CREATE started".into(),
+        parameters: BTreeMap::new().into_iter().collect(),
+        outputs: Vec::new(),
+    }
+}
+
+fn ended(m: &mut Operation) -> OperationReport {
+    match m.poll_end() {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => panic!("the operation could not record its end: {e}"),
+        None => panic!("the operation has not ended"),
+    }
+}
+
+#[test]
+fn a_stack_that_never_settles_times_out_at_exactly_the_stack_timeout() {
+    let w = world(false);
+    let mut m = w.instantiate(&[], Vec::new());
+    // STARTING, PROCESSING, zones.
+    for _ in 0..3 {
+        let a = m.poll_action().unwrap();
+        let ev = w.perform(a);
+        m.handle_event(ev, t0());
+    }
+    let Some(OpAction::CreateStack(req)) = m.poll_action() else {
+        panic!("expected the stack create");
+    };
+    assert_eq!(req.name, "vnf-inst-1");
+    m.handle_event(OpEvent::StackCreated(Ok("stack-1".into())), t0());
+    // The new stack's id is saved at once (a rollback must find it even if we die now).
+    let Some(OpAction::Commit(b)) = m.poll_action() else {
+        panic!("expected a checkpoint commit");
+    };
+    let saved = b.put_op_occs[0].progress.clone().unwrap();
+    assert_eq!(saved["stackId"], "stack-1");
+    m.handle_event(OpEvent::Committed(ready(w.store.commit(b))), t0());
+    // Heat never finishes: the machine polls every 2 s (renewing its lease every 10 s) and
+    // gives up at t0 + 60 s exactly.
+    let mut now = t0();
+    let mut shows = 0;
+    let mut renewals = 0;
+    loop {
+        match m.poll_action() {
+            Some(OpAction::ShowStack(id)) => {
+                assert_eq!(id.as_str(), "stack-1");
+                shows += 1;
+                m.handle_event(OpEvent::Stack(Ok(in_progress("vnf-inst-1"))), now);
+            }
+            Some(OpAction::Commit(b)) if b.put_op_occs[0].is_running() => {
+                renewals += 1;
+                let lease = b.put_op_occs[0].lease.clone().unwrap();
+                assert_eq!(lease.expires, now + secs(30), "the lease runs from now");
+                m.handle_event(OpEvent::Committed(ready(w.store.commit(b))), now);
+            }
+            Some(OpAction::Commit(b)) => {
+                let op = &b.put_op_occs[0];
+                assert_eq!(op.operation_state, LcmOperationStateType::FailedTemp);
+                assert_eq!(op.state_entered_time, t0() + secs(60));
+                let err = op.error.as_ref().unwrap();
+                assert_eq!(err.title.as_deref(), Some("stack timed out"));
+                assert!(err.detail.contains("after 60s"), "{}", err.detail);
+                assert!(op.lease.is_none(), "a stopped operation holds no lease");
+                m.handle_event(OpEvent::Committed(ready(w.store.commit(b))), now);
+                break;
+            }
+            Some(other) => panic!("unexpected {other:?}"),
+            None => {
+                let t = m.poll_timeout().expect("a waiting machine has a timer");
+                assert!(t > now && t - now <= secs(2), "next wake {t} from {now}");
+                now = t;
+                m.handle_timeout(now);
+            }
+        }
+    }
+    assert_eq!(shows, 31, "a read at t0 and every 2 s up to t0 + 60 s");
+    assert_eq!(renewals, 6, "a renewal every 10 s (a third of the lease)");
+    let r = ended(&mut m);
+    assert_eq!(r.failure, Some(FailureKind::Backend));
+    // The failed instantiate's stack is recorded on the instance, for the rollback.
+    let inst = ready(w.store.instance(&"inst-1".into())).unwrap();
+    assert_eq!(inst.metadata.unwrap()["stackId"], "stack-1");
+}
+
+#[test]
+fn a_failed_stack_is_read_once_its_resources_settle_then_reselection_moves_the_vnfc() {
+    // VDU1-0 pinned to AZ-1, which is too small: Heat fails, the resources are read once none
+    // is in progress, the failed server is located, and the next apply moves VDU1-0.
+    let w = world(true);
+    let mut m = w.instantiate(&[("VDU1-0", "AZ-1")], Vec::new());
+    let mut now = t0();
+    let mut lists_in_progress = 0;
+    let mut applies = Vec::new();
+    loop {
+        let Some(a) = m.poll_action() else {
+            if let Some(t) = m.poll_timeout() {
+                now = t;
+                m.handle_timeout(now);
+                continue;
+            }
+            break;
+        };
+        let ev = match a {
+            OpAction::ListResources(r) if lists_in_progress < 2 && applies.len() == 1 => {
+                // The first two reads: a sibling nested stack still in progress.
+                let mut res = ready(w.sim.list_resources(r)).unwrap();
+                res[0].resource_status =
+                    StackStatus::new(StackAction::Create, StackState::InProgress);
+                lists_in_progress += 1;
+                OpEvent::Resources(Ok(res))
+            }
+            OpAction::CreateStack(ref r) => {
+                applies.push((
+                    now,
+                    r.parameters["nfv"]["VDU"]["VDU1-0"]["locationConstraints"].clone(),
+                ));
+                w.perform(a)
+            }
+            OpAction::UpdateStack(ref r) => {
+                applies.push((
+                    now,
+                    r.parameters["nfv"]["VDU"]["VDU1-0"]["locationConstraints"].clone(),
+                ));
+                w.perform(a)
+            }
+            a => w.perform(a),
+        };
+        m.handle_event(ev, now);
+    }
+    let r = ended(&mut m);
+    assert_eq!(
+        r.op_occ.operation_state,
+        LcmOperationStateType::Completed,
+        "{:?}",
+        r.op_occ.error
+    );
+    assert_eq!(
+        lists_in_progress, 2,
+        "the machine re-read while resources were in progress"
+    );
+    assert_eq!(applies.len(), 2, "one reselection round: {applies:?}");
+    assert_eq!(applies[0].1, "AZ-1");
+    assert_ne!(applies[1].1, "AZ-1", "VDU1-0 moved out of the full zone");
+    assert_eq!(
+        applies[1].0,
+        t0() + secs(4),
+        "the second apply waited two poll intervals for the resources to settle"
+    );
+    assert_eq!(r.op_occ.attempts.len(), 2);
+    assert_eq!(
+        r.op_occ.attempts[0].failed_zones,
+        vec![ZoneId::from("AZ-1")]
+    );
+    let inst = ready(w.store.instance(&"inst-1".into())).unwrap();
+    assert!(inst.is_instantiated());
+}
+
+#[test]
+fn a_failing_hook_ends_failed_temp_and_retry_runs_only_the_hook() {
+    let w = world(false);
+    let hooks = vec![HookSpec {
+        name: "label-nodes".into(),
+        points: vec![HookPoint::InstantiateEnd],
+    }];
+    let mut m = w.instantiate(&[], hooks.clone());
+    let Some(OpAction::RunHook(call)) = w.run(&mut m, t0()) else {
+        panic!("expected the hook");
+    };
+    assert_eq!(call.point, HookPoint::InstantiateEnd);
+    assert!(
+        call.instance.is_instantiated(),
+        "the hook sees the new instance"
+    );
+    m.handle_event(OpEvent::Hook(Err("the API server said 403".into())), t0());
+    assert!(w.run(&mut m, t0()).is_none());
+    let r = ended(&mut m);
+    assert_eq!(r.failure, Some(FailureKind::Hook));
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    assert!(!r.op_occ.hooks[0].succeeded);
+    assert!(r.op_occ.error.unwrap().detail.contains("403"));
+    // The instance did not change: the stack is recorded, nothing else.
+    let inst = ready(w.store.instance_entry(&"inst-1".into())).unwrap();
+    assert!(!inst.value.is_instantiated());
+    // Retry from the stored occurrence: PROCESSING, then the hook only (no stack action).
+    let op = ready(w.store.op_occ_entry(&"op-1".into())).unwrap();
+    let progress: Progress = serde_json::from_value(op.value.progress.clone().unwrap()).unwrap();
+    assert!(progress.vnfcs.is_some(), "the servers read back were saved");
+    let start = OperationStart {
+        op,
+        resume: true,
+        instance: inst,
+        progress,
+        package: Some(w.pkg.clone()),
+        owner: "test:2".into(),
+        hooks,
+    };
+    let later = t0() + secs(300);
+    let mut m = Operation::new(w.cfg.clone(), start, later);
+    let Some(OpAction::Commit(b)) = m.poll_action() else {
+        panic!("expected the resume commit");
+    };
+    assert_eq!(
+        b.put_op_occs[0].operation_state,
+        LcmOperationStateType::Processing
+    );
+    assert!(b.put_op_occs[0].error.is_none());
+    m.handle_event(OpEvent::Committed(ready(w.store.commit(b))), later);
+    let Some(OpAction::RunHook(_)) = m.poll_action() else {
+        panic!("a retry after the stack was done runs the hook at once");
+    };
+    m.handle_event(OpEvent::Hook(Ok("labelled 3 nodes".into())), later);
+    assert!(w.run(&mut m, later).is_none());
+    let r = ended(&mut m);
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    assert!(r.op_occ.hooks[0].succeeded);
+    assert!(r.instance.is_instantiated());
+    assert!(
+        r.op_occ.progress.is_none(),
+        "an ended occurrence keeps no progress"
+    );
+}
+
+#[test]
+fn an_interrupt_ends_the_operation_failed_temp_after_the_step_out() {
+    let w = world(false);
+    let mut m = w.instantiate(&[], Vec::new());
+    for _ in 0..3 {
+        let a = m.poll_action().unwrap();
+        let ev = w.perform(a);
+        m.handle_event(ev, t0());
+    }
+    let a = m.poll_action().unwrap();
+    assert!(matches!(a, OpAction::CreateStack(_)));
+    // SIGINT while the create is out: the machine waits for its answer, records the stack
+    // and stops.
+    m.interrupt(t0(), "SIGINT");
+    assert!(
+        m.poll_action().is_none(),
+        "nothing more while an action is out"
+    );
+    let ev = w.perform(a);
+    m.handle_event(ev, t0());
+    let Some(OpAction::Commit(b)) = m.poll_action() else {
+        panic!("expected the final commit");
+    };
+    let op = &b.put_op_occs[0];
+    assert_eq!(op.operation_state, LcmOperationStateType::FailedTemp);
+    let err = op.error.as_ref().unwrap();
+    assert_eq!(err.title.as_deref(), Some("interrupted"));
+    assert!(err.detail.contains("vnfm op retry op-1"), "{}", err.detail);
+    m.handle_event(OpEvent::Committed(ready(w.store.commit(b))), t0());
+    assert_eq!(ended(&mut m).failure, Some(FailureKind::Interrupted));
+}
+
+#[test]
+fn a_lost_lease_stops_the_machine_without_writing() {
+    let w = world(false);
+    let mut m = w.instantiate(&[], Vec::new());
+    for _ in 0..4 {
+        let a = m.poll_action().unwrap();
+        let ev = w.perform(a);
+        m.handle_event(ev, t0());
+    }
+    // The checkpoint after the create: another process declared the operation interrupted
+    // meanwhile, so the commit conflicts.
+    let Some(OpAction::Commit(_)) = m.poll_action() else {
+        panic!("expected the checkpoint");
+    };
+    m.handle_event(
+        OpEvent::Committed(Err(DriverError::Conflict {
+            driver: "memory",
+            message: "operation occurrence op-1 changed since it was read".into(),
+        })),
+        t0(),
+    );
+    assert!(m.poll_action().is_none());
+    match m.poll_end() {
+        Some(Err(LcmError::Conflict(msg))) => assert!(msg.contains("taken over"), "{msg}"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_start_that_loses_the_race_for_the_instance_is_a_conflict() {
+    let w = world(false);
+    let mut m = w.instantiate(&[], Vec::new());
+    // Another writer changes the instance between the read and the start commit.
+    let inst = ready(w.store.instance(&"inst-1".into())).unwrap();
+    ready(
+        w.store
+            .commit(vnfm_core::driver::StoreBatch::new().with_instance(inst)),
+    )
+    .unwrap();
+    let a = m.poll_action().unwrap();
+    let ev = w.perform(a);
+    m.handle_event(ev, t0());
+    match m.poll_end() {
+        Some(Err(LcmError::Conflict(msg))) => {
+            assert!(msg.contains("another operation started"), "{msg}");
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert!(ready(w.store.op_occ(&"op-1".into()))
+        .unwrap_err()
+        .is_not_found());
+}
