@@ -196,6 +196,47 @@ pub fn scale_out(
 ) -> Result<PlannedGrant> {
     let info = instantiated(inst)?;
     let flavour = flavour(pkg, &info.flavour_id, "instantiatedVnfInfo.flavourId")?;
+    check_scale_out(flavour, info, aspect_id, steps)?;
+    let mut request = base_request(
+        pkg,
+        inst,
+        &flavour.id,
+        op_occ_id,
+        GrantedLcmOperationType::Scale,
+        opts,
+    )?;
+    let existing = existing_vnfcs(info);
+    let mut new_vnfcs = Vec::new();
+    for vdu in flavour.vdus.values() {
+        let Some(delta) = flavour.aspect_delta(aspect_id, &vdu.id) else {
+            continue;
+        };
+        let added = u64::from(delta) * u64::from(steps);
+        for slot in new_slots(vdu, &existing, aspect_id, steps, added)? {
+            new_vnfcs.push(add_new_vnfc(&mut request, slot, &vdu.storages, ids));
+        }
+    }
+    if new_vnfcs.is_empty() {
+        return Err(Error::invalid(
+            Location::default().with_field("aspectId"),
+            format!(
+                "scaling aspect `{aspect_id}` of flavour `{}` scales no VDU: no \
+                 VduScalingAspectDeltas of that aspect targets a VDU; expected at least one",
+                flavour.id
+            ),
+        ));
+    }
+    request.placement_constraints = constraints(flavour, &new_vnfcs, &existing, opts)?;
+    finish(request, new_vnfcs)
+}
+
+/// The aspect exists, the steps are at least one and stay within its `max_scale_level`.
+fn check_scale_out(
+    flavour: &Flavour,
+    info: &InstantiatedVnfInfo,
+    aspect_id: &str,
+    steps: u32,
+) -> Result<()> {
     let aspect = flavour.scaling_aspects.get(aspect_id).ok_or_else(|| {
         Error::invalid(
             Location::default().with_field("aspectId"),
@@ -224,21 +265,20 @@ pub fn scale_out(
             ),
         ));
     }
-    let mut request = base_request(
-        pkg,
-        inst,
-        &flavour.id,
-        op_occ_id,
-        GrantedLcmOperationType::Scale,
-        opts,
-    )?;
-    let existing = existing_vnfcs(info);
-    let mut new_vnfcs = Vec::new();
-    for vdu in flavour.vdus.values() {
-        let Some(delta) = flavour.aspect_delta(aspect_id, &vdu.id) else {
-            continue;
-        };
-        let added = u64::from(delta) * u64::from(steps);
+    Ok(())
+}
+
+/// The slots of the `added` new VNFCs of `vdu`: after the highest index in use, within the
+/// VDU's `max_number_of_instances`.
+fn new_slots(
+    vdu: &crate::package::Vdu,
+    existing: &[(String, &VnfcResourceInfo)],
+    aspect_id: &str,
+    steps: u32,
+    added: u64,
+) -> Result<Vec<VnfcSlot>> {
+    let mut out = Vec::new();
+    {
         let mut count = 0u64;
         let mut next = 0u64;
         for (at, vnfc) in existing.iter().filter(|(_, v)| v.vdu_id == vdu.id) {
@@ -272,22 +312,10 @@ pub fn scale_out(
                     ),
                 )
             })?;
-            let slot = VnfcSlot::new(vdu.id.clone(), index);
-            new_vnfcs.push(add_new_vnfc(&mut request, slot, &vdu.storages, ids));
+            out.push(VnfcSlot::new(vdu.id.clone(), index));
         }
     }
-    if new_vnfcs.is_empty() {
-        return Err(Error::invalid(
-            Location::default().with_field("aspectId"),
-            format!(
-                "scaling aspect `{aspect_id}` of flavour `{}` scales no VDU: no \
-                 VduScalingAspectDeltas of that aspect targets a VDU; expected at least one",
-                flavour.id
-            ),
-        ));
-    }
-    request.placement_constraints = constraints(flavour, &new_vnfcs, &existing, opts)?;
-    finish(request, new_vnfcs)
+    Ok(out)
 }
 
 /// The grant request of healing the VNFCs `vnfc_ids` of `inst` (see the module docs). A VNFC is

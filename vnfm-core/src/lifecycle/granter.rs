@@ -178,12 +178,82 @@ pub fn grant(
     request: &GrantRequest,
     ctx: &GrantContext<'_>,
 ) -> Result<(Grant, Placement), GrantError> {
-    let invalid = |field: String, msg: String| {
-        GrantError::Invalid(Error::invalid(Location::default().with_field(field), msg))
+    let compute = compute_items(request, ctx)?;
+    let (existing, constraints) = constraint_members(request, ctx)?;
+    let (selection, fallback) = effective_selection(ctx.selection, ctx.zones);
+    let mut existing: Vec<ExistingMember> = existing.into_values().collect();
+    existing.extend(compute.pinned_members);
+    let request_for = |zones: Vec<ComputeZone>| {
+        PlacementRequest::new(zones)
+            .with_items(compute.items.clone())
+            .with_existing(existing.clone())
+            .with_constraints(constraints.clone())
+            .with_selection(selection)
+            .with_seed(ctx.seed)
     };
-    let mut items = Vec::new();
-    let mut pinned_members: Vec<ExistingMember> = Vec::new();
-    let mut pinned_assignments: Vec<(String, ZoneId)> = Vec::new();
+    let without_capacity = || -> Vec<ComputeZone> {
+        ctx.zones
+            .iter()
+            .cloned()
+            .map(ComputeZone::without_capacity)
+            .collect()
+    };
+    let zones: Vec<ComputeZone> = match selection {
+        Selection::CapacityAware => ctx.zones.to_vec(),
+        Selection::Random => without_capacity(),
+    };
+    let placement = match request_for(zones).place() {
+        Ok(p) => p,
+        // Constraints that hold when capacity is ignored are blocked by capacity: a capacity
+        // error (exit 4), not an infeasible request (exit 3).
+        Err(e @ PlacementError::Infeasible { .. })
+            if selection == Selection::CapacityAware
+                && request_for(without_capacity()).place().is_ok() =>
+        {
+            return Err(GrantError::Placement(PlacementError::CapacityExhausted {
+                items: Vec::new(),
+                detail: format!(
+                    "{e}; the constraints can be met, but not with the free capacity the zone \
+                     catalogue reports"
+                ),
+            }));
+        }
+        Err(e) => return Err(GrantError::Placement(e)),
+    };
+    let mut g = Grant::for_request(ctx.grant_id.clone(), request);
+    fill_zones(&mut g, request, &placement, &compute.pinned_assignments);
+    g.additional_params = Some(grant_params(selection, ctx.selection, fallback, &placement));
+    g.links.insert(
+        "self".into(),
+        Link::new(format!("/grant/v2/grants/{}", g.id)),
+    );
+    for (k, v) in &request.links {
+        g.links.insert(k.clone(), v.clone());
+    }
+    Ok((g, placement))
+}
+
+/// The new COMPUTE resources of a grant request: the ones to place, and the pinned ones (as
+/// existing members of their zone, and their assignments).
+struct ComputeItems {
+    items: Vec<Item>,
+    pinned_members: Vec<ExistingMember>,
+    pinned_assignments: Vec<(String, ZoneId)>,
+}
+
+fn invalid(field: String, msg: String) -> GrantError {
+    GrantError::Invalid(Error::invalid(Location::default().with_field(field), msg))
+}
+
+fn compute_items(
+    request: &GrantRequest,
+    ctx: &GrantContext<'_>,
+) -> Result<ComputeItems, GrantError> {
+    let mut out = ComputeItems {
+        items: Vec::new(),
+        pinned_members: Vec::new(),
+        pinned_assignments: Vec::new(),
+    };
     for (i, r) in request.add_resources.iter().enumerate() {
         if r.type_ != ResourceType::Compute {
             continue;
@@ -201,20 +271,30 @@ pub fn grant(
             .or_else(|| ctx.pinned.get(vdu.as_str()));
         match pin {
             Some(z) => {
-                pinned_members.push(ExistingMember::new(
+                out.pinned_members.push(ExistingMember::new(
                     r.id.clone(),
                     z.clone(),
                     format!("{}@{z}", r.id),
                 ));
-                pinned_assignments.push((r.id.clone(), z.clone()));
+                out.pinned_assignments.push((r.id.clone(), z.clone()));
             }
-            None => items.push(Item::new(
+            None => out.items.push(Item::new(
                 r.id.clone(),
                 vdu.clone(),
                 vdu_demand(ctx.flavour, &vdu),
             )),
         }
     }
+    Ok(out)
+}
+
+/// The solver's constraints of the request, and the instance's VNFCs they name (`RES_MGMT`)
+/// as existing members with their zone and host.
+#[allow(clippy::type_complexity)]
+fn constraint_members(
+    request: &GrantRequest,
+    ctx: &GrantContext<'_>,
+) -> Result<(BTreeMap<String, ExistingMember>, Vec<Constraint>), GrantError> {
     let vnfcs = ctx
         .instance
         .instantiated_vnf_info
@@ -227,12 +307,13 @@ pub fn grant(
         let mut members = Vec::new();
         for (ri, r) in pc.resource.iter().enumerate() {
             if r.id_type == ConstraintIdType::ResMgmt && !existing.contains_key(&r.resource_id) {
+                let field = format!("placementConstraints[{ci}].resource[{ri}].resourceId");
                 let v = vnfcs
                     .iter()
                     .find(|v| v.compute_resource.resource_id == r.resource_id)
                     .ok_or_else(|| {
                         invalid(
-                            format!("placementConstraints[{ci}].resource[{ri}].resourceId"),
+                            field.clone(),
                             format!(
                                 "RES_MGMT resource {} is no VNFC of the instance",
                                 r.resource_id
@@ -241,7 +322,7 @@ pub fn grant(
                     })?;
                 let zone = v.zone().ok_or_else(|| {
                     invalid(
-                        format!("placementConstraints[{ci}].resource[{ri}].resourceId"),
+                        field.clone(),
                         format!("existing VNFC {} has no known zone", v.id),
                     )
                 })?;
@@ -261,61 +342,24 @@ pub fn grant(
         }
         constraints.push(solver_constraint(ci, pc, members));
     }
-    let (selection, fallback) = effective_selection(ctx.selection, ctx.zones);
-    let zones: Vec<ComputeZone> = match selection {
-        Selection::CapacityAware => ctx.zones.to_vec(),
-        Selection::Random => ctx
-            .zones
-            .iter()
-            .cloned()
-            .map(ComputeZone::without_capacity)
-            .collect(),
-    };
-    let mut existing: Vec<ExistingMember> = existing.into_values().collect();
-    existing.extend(pinned_members);
-    let request_for = |zones: Vec<ComputeZone>| {
-        PlacementRequest::new(zones)
-            .with_items(items.clone())
-            .with_existing(existing.clone())
-            .with_constraints(constraints.clone())
-            .with_selection(selection)
-            .with_seed(ctx.seed)
-    };
-    let placement = match request_for(zones).place() {
-        Ok(p) => p,
-        // Constraints that hold when capacity is ignored are blocked by capacity: a capacity
-        // error (exit 4), not an infeasible request (exit 3).
-        Err(e @ PlacementError::Infeasible { .. })
-            if selection == Selection::CapacityAware
-                && request_for(
-                    ctx.zones
-                        .iter()
-                        .cloned()
-                        .map(ComputeZone::without_capacity)
-                        .collect(),
-                )
-                .place()
-                .is_ok() =>
-        {
-            return Err(GrantError::Placement(PlacementError::CapacityExhausted {
-                items: Vec::new(),
-                detail: format!(
-                    "{e}; the constraints can be met, but not with the free capacity the zone \
-                     catalogue reports"
-                ),
-            }));
-        }
-        Err(e) => return Err(GrantError::Placement(e)),
-    };
+    Ok((existing, constraints))
+}
 
-    let mut g = Grant::for_request(ctx.grant_id.clone(), request);
+/// The grant's `zones` and `addResources` / `removeResources`: each new compute resource in the
+/// zone it was placed (or pinned) in, each storage resource with the compute before it.
+fn fill_zones(
+    g: &mut Grant,
+    request: &GrantRequest,
+    placement: &Placement,
+    pinned: &[(String, ZoneId)],
+) {
     let mut zone_ids: BTreeMap<ZoneId, String> = BTreeMap::new();
     let mut compute_zone: BTreeMap<&str, String> = BTreeMap::new();
     let placed = placement
         .assignments
         .iter()
         .map(|a| (a.id.as_str(), &a.zone))
-        .chain(pinned_assignments.iter().map(|(id, z)| (id.as_str(), z)));
+        .chain(pinned.iter().map(|(id, z)| (id.as_str(), z)));
     for (id, zone) in placed {
         let n = zone_ids.len();
         let zid = zone_ids
@@ -357,10 +401,19 @@ pub fn grant(
         .iter()
         .map(|r| GrantInfo::new(r.id.clone()))
         .collect();
+}
+
+/// The grant's `additionalParams`: how zones were selected, and the constraints relaxed.
+fn grant_params(
+    selection: Selection,
+    configured: Selection,
+    fallback: Option<&'static str>,
+    placement: &Placement,
+) -> crate::grant::KeyValuePairs {
     let mut params = crate::grant::KeyValuePairs::new();
     let mut how = serde_json::Map::new();
     how.insert("policy".into(), selection_name(selection).into());
-    how.insert("configured".into(), selection_name(ctx.selection).into());
+    how.insert("configured".into(), selection_name(configured).into());
     if let Some(why) = fallback {
         how.insert("reason".into(), why.into());
     }
@@ -375,15 +428,7 @@ pub fn grant(
                 .collect(),
         );
     }
-    g.additional_params = Some(params);
-    g.links.insert(
-        "self".into(),
-        Link::new(format!("/grant/v2/grants/{}", g.id)),
-    );
-    for (k, v) in &request.links {
-        g.links.insert(k.clone(), v.clone());
-    }
-    Ok((g, placement))
+    params
 }
 
 /// The capacity one VNFC of `vdu` takes in the reservation ledger: its vCPUs (`cores`),
