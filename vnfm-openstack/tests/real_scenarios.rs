@@ -3,7 +3,10 @@
 //! failure that is not a capacity error, scale-out and heal that reselect, a token revoked
 //! in the middle of an operation, an AutoScalingGroup moved whole by reselection (the zones
 //! blamed checked against Nova's failed servers), deletes that end once Heat reports the
-//! stack gone, and a deployment intent's HA server group enforced by Nova. One of them pins the HTTP calls of a reselection round.
+//! stack gone, a deployment intent's HA server group enforced by Nova, and an instantiate
+//! interrupted right after Heat accepted the create, then retried (and another rolled back)
+//! while the stack is still in progress. One of them pins the HTTP calls of a reselection
+//! round.
 //!
 //! Runs only with `VNFM_TEST_OPENSTACK=1` and a cloud brought up with zones whose hosts cannot
 //! hold an m1.small (`VNFM_OS_TEST_SMALL_ZONE`, and `VNFM_OS_TEST_SMALL_ZONES` naming two of
@@ -43,7 +46,7 @@ use vnfm_core::lcm::{
 };
 use vnfm_core::lifecycle::engine::STACK_ID_KEY;
 use vnfm_core::lifecycle::{
-    Drivers, FailureKind, LcmConfig, Lifecycle, OperationOptions, OperationReport,
+    Drivers, FailureKind, Interrupt, LcmConfig, Lifecycle, OperationOptions, OperationReport,
 };
 use vnfm_core::package::VnfPackage;
 use vnfm_core::reselect::AttemptOutcome;
@@ -1195,6 +1198,150 @@ async fn ha_intent_server_group_is_enforced(fx: &Fx) -> Res {
     outcome.and(cleaned)
 }
 
+/// Heat, and an interrupt triggered as soon as Heat accepted a stack create (the operation
+/// then stops with the stack still `CREATE_IN_PROGRESS`).
+#[derive(Debug)]
+struct InterruptAfterCreate {
+    heat: Arc<dyn StackDriver>,
+    interrupt: Interrupt,
+}
+
+#[async_trait]
+impl StackDriver for InterruptAfterCreate {
+    async fn create_stack(
+        &self,
+        req: vnfm_core::driver::CreateStack,
+    ) -> Result<StackId, vnfm_core::driver::DriverError> {
+        let id = self.heat.create_stack(req).await?;
+        self.interrupt.trigger("test: interrupted after the create");
+        Ok(id)
+    }
+    async fn update_stack(
+        &self,
+        req: vnfm_core::driver::UpdateStack,
+    ) -> Result<(), vnfm_core::driver::DriverError> {
+        self.heat.update_stack(req).await
+    }
+    async fn show_stack(
+        &self,
+        id: &StackId,
+    ) -> Result<vnfm_core::driver::Stack, vnfm_core::driver::DriverError> {
+        self.heat.show_stack(id).await
+    }
+    async fn delete_stack(&self, id: &StackId) -> Result<(), vnfm_core::driver::DriverError> {
+        self.heat.delete_stack(id).await
+    }
+    async fn list_resources(
+        &self,
+        req: ListResources,
+    ) -> Result<Vec<vnfm_core::driver::StackResource>, vnfm_core::driver::DriverError> {
+        self.heat.list_resources(req).await
+    }
+    async fn mark_unhealthy(
+        &self,
+        req: vnfm_core::driver::MarkUnhealthy,
+    ) -> Result<(), vnfm_core::driver::DriverError> {
+        self.heat.mark_unhealthy(req).await
+    }
+}
+
+/// Instantiates `inst` interrupted right after Heat accepted the create: FAILED_TEMP,
+/// `INTERRUPTED`, the stack recorded on the instance and still in progress at Heat.
+async fn interrupted_instantiate(
+    cloud: &OpenStack,
+    lcm: &Lifecycle,
+    fx: &Fx,
+    inst: &VnfInstance,
+) -> Result<(OperationReport, StackId), String> {
+    let interrupt = Interrupt::new();
+    let mut drivers = lcm.drivers().clone();
+    drivers.stacks = Arc::new(InterruptAfterCreate {
+        heat: Arc::new(cloud.heat()),
+        interrupt: interrupt.clone(),
+    });
+    let cut = Lifecycle::new(drivers, lcm.config().clone()).with_id_salt(0xc0ffee ^ salt());
+    let big = fx.big();
+    let mut opts = pins(&[("VDU1", big[0]), ("VDU2", big[0])]);
+    opts.interrupt = Some(interrupt);
+    let r = cut
+        .instantiate(
+            &inst.id,
+            &fx.pkg,
+            &InstantiateVnfRequest::new("free"),
+            &opts,
+        )
+        .await
+        .map_err(|e| chain(&e))?;
+    ensure!(
+        r.op_occ.operation_state == LcmOperationStateType::FailedTemp
+            && r.failure == Some(FailureKind::Interrupted),
+        "expected FAILED_TEMP (INTERRUPTED): {}",
+        describe(&r)
+    );
+    let stored = lcm
+        .drivers()
+        .store
+        .instance(&inst.id)
+        .await
+        .map_err(|e| chain(&e))?;
+    let stack = stack_id_of(&stored)?;
+    let shown = cloud
+        .heat()
+        .show_stack(&stack)
+        .await
+        .map_err(|e| chain(&e))?;
+    eprintln!(
+        "    interrupted after the create: stack {stack} is {} at Heat",
+        shown.stack_status
+    );
+    Ok((r, stack))
+}
+
+/// 10. An instantiate interrupted right after Heat accepted the create (the stack still
+///     `CREATE_IN_PROGRESS`): `retry` waits for the stack to settle (Heat refuses an update of
+///     a stack in progress with a 409), updates it and completes with the servers ACTIVE;
+///     another one interrupted the same way is rolled back with the stack gone.
+async fn interrupted_instantiate_retries_or_rolls_back(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 23);
+    let inst = create(&lcm, fx, "rs-interrupt-retry").await?;
+    let outcome = async {
+        let (r, _) = interrupted_instantiate(&cloud, &lcm, fx, &inst).await?;
+        let done = lcm
+            .retry(&r.op_occ.id, &fx.pkg, &OperationOptions::default())
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(done.is_completed(), "retry: {}", describe(&done));
+        ensure!(
+            done.op_occ.id == r.op_occ.id,
+            "the retry continues the same occurrence"
+        );
+        check_servers(&cloud, fx, &done.instance).await?;
+        Ok(())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    let first = outcome.and(cleaned);
+
+    let inst = create(&lcm, fx, "rs-interrupt-rollback").await?;
+    let outcome = async {
+        let (r, stack) = interrupted_instantiate(&cloud, &lcm, fx, &inst).await?;
+        let back = lcm
+            .rollback(&r.op_occ.id, &fx.pkg)
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(
+            back.op_occ.operation_state == LcmOperationStateType::RolledBack,
+            "rollback: {}",
+            describe(&back)
+        );
+        check_stack_gone(&cloud, &stack, &[]).await
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    first.and(outcome).and(cleaned)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lcm_scenarios_against_real_openstack() {
     if !vnfm_core::vectors::real_suite_enabled(
@@ -1291,6 +1438,10 @@ async fn lcm_scenarios_against_real_openstack() {
         (
             "ha_intent_server_group_is_enforced",
             Box::pin(ha_intent_server_group_is_enforced(f)),
+        ),
+        (
+            "interrupted_instantiate_retries_or_rolls_back",
+            Box::pin(interrupted_instantiate_retries_or_rolls_back(f)),
         ),
     ];
     let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();

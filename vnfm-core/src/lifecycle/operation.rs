@@ -304,6 +304,9 @@ enum Step {
     DeleteWait {
         deadline: DateTime<Utc>,
     },
+    ResumeWait {
+        deadline: DateTime<Utc>,
+    },
     Final,
     Done,
 }
@@ -633,7 +636,9 @@ impl Operation {
             Step::Start | Step::Processing => "starting",
             Step::MarkList | Step::Marking(_) => "marking servers unhealthy",
             Step::GrantZones | Step::ReselectZones => "listing zones",
-            Step::Apply(_) | Step::StackWait { .. } => "waiting for the stack",
+            Step::Apply(_) | Step::StackWait { .. } | Step::ResumeWait { .. } => {
+                "waiting for the stack"
+            }
             Step::Settle { .. } | Step::FailedServers | Step::Hosts(_) => "reading a failed stack",
             Step::CollectList | Step::CollectServers(_) => "reading the servers back",
             Step::Hooks(_) => "running hooks",
@@ -750,6 +755,7 @@ impl Operation {
             (Step::Hooks(todo), OpEvent::Hook(r)) => self.on_hook(todo, r),
             (Step::DeleteSent, OpEvent::StackDeleted(r)) => self.on_delete_sent(r),
             (Step::DeleteWait { deadline }, OpEvent::Stack(r)) => self.on_delete_wait(deadline, r),
+            (Step::ResumeWait { deadline }, OpEvent::Stack(r)) => self.on_resume_wait(deadline, r),
             (step, event) => {
                 let what = format!("event {event:?} does not answer step {step:?}");
                 self.internal(&what);
@@ -762,7 +768,9 @@ impl Operation {
             return self.internal("a timer without a stack");
         };
         self.next = Some(match self.step {
-            Step::StackWait { .. } | Step::DeleteWait { .. } => OpAction::ShowStack(id),
+            Step::StackWait { .. } | Step::DeleteWait { .. } | Step::ResumeWait { .. } => {
+                OpAction::ShowStack(id)
+            }
             Step::Settle { .. } => OpAction::ListResources(ListResources::new(id, 5)),
             _ => return,
         });
@@ -778,6 +786,43 @@ impl Operation {
             // A retry after the stack reached its state: the hooks (or the end) only.
             return self.after_stack();
         }
+        let updates = !matches!(
+            self.progress.plan,
+            Plan::Terminate | Plan::RollbackInstantiate
+        );
+        if let (true, true, Some(id)) = (self.resume, updates, self.progress.stack_id.clone()) {
+            // The interrupted operation may have left the stack in progress: Heat refuses an
+            // update then (409), so wait for it to settle first (seen against real Heat 27).
+            self.step = Step::ResumeWait {
+                deadline: self.now + chrono_of(self.cfg.stack_timeout),
+            };
+            self.next = Some(OpAction::ShowStack(id));
+            return;
+        }
+        self.start_plan();
+    }
+
+    /// A resumed operation's stack before it goes on: once it is no longer in progress (or at
+    /// the stack timeout), the plan starts; a stack that is gone is created again by an
+    /// instantiate.
+    fn on_resume_wait(&mut self, deadline: DateTime<Utc>, r: Result<Stack, DriverError>) {
+        match r {
+            Ok(s) if s.stack_status.is_in_progress() && self.now < deadline => {
+                self.wait_until(deadline);
+                self.step = Step::ResumeWait { deadline };
+            }
+            Ok(_) => self.start_plan(),
+            Err(e) if e.is_not_found() => {
+                if matches!(self.progress.plan, Plan::Instantiate { .. }) {
+                    self.progress.stack_id = None;
+                }
+                self.start_plan();
+            }
+            Err(e) => self.fail_driver(&e),
+        }
+    }
+
+    fn start_plan(&mut self) {
         match &self.progress.plan {
             Plan::Heal { .. } if !self.progress.marked => self.mark_list(),
             p if p.is_placed() => {
