@@ -75,7 +75,7 @@ use super::failure::Failed;
 use super::grant::{self as grant_request, GrantOptions, PlannedGrant};
 use super::granter::{self, GrantContext};
 use super::hook::{HookSpec, Interrupt, OperationHook};
-use super::operation::{OpAction, OpEvent, Operation, OperationStart, Plan, Progress};
+use super::operation::{Operation, OperationStart, Plan, Progress};
 use super::plan::{self, flavour_of, instantiated_with_stack};
 use super::stack;
 use crate::driver::{
@@ -890,73 +890,13 @@ impl Lifecycle {
         self.drive(m, opts.interrupt.as_ref()).await
     }
 
-    // ---- the loop -----------------------------------------------------------------------
-
-    /// Runs `m` to its end: performs each action through the drivers, feeds the result back,
-    /// sleeps until its timer when it waits, and interrupts it when asked.
+    /// Runs `m` to its end through the drivers (see [`super::run`]).
     async fn drive(
         &self,
-        mut m: Operation,
+        m: Operation,
         interrupt: Option<&Interrupt>,
     ) -> Result<OperationReport, LcmError> {
-        let clock = &self.drivers.clock;
-        loop {
-            if let Some(reason) = interrupt.and_then(Interrupt::reason) {
-                m.interrupt(clock.now(), &reason);
-            }
-            if let Some(action) = m.poll_action() {
-                let event = self.perform(action).await;
-                m.handle_event(event, clock.now());
-                continue;
-            }
-            if let Some(end) = m.poll_end() {
-                return end;
-            }
-            let Some(at) = m.poll_timeout() else {
-                return Err(LcmError::Interrupted(format!(
-                    "operation {} stopped without an action, a timer or an end",
-                    m.op_occ().id
-                )));
-            };
-            let wait = (at - clock.now()).to_std().unwrap_or(Duration::ZERO);
-            match interrupt {
-                Some(i) => {
-                    i.race(clock.sleep(wait)).await;
-                }
-                None => clock.sleep(wait).await,
-            }
-            m.handle_timeout(clock.now());
-        }
-    }
-
-    /// Carries out one action.
-    async fn perform(&self, action: OpAction) -> OpEvent {
-        let d = &self.drivers;
-        match action {
-            OpAction::Commit(batch) => OpEvent::Committed(d.store.commit(batch).await),
-            OpAction::ListZones => OpEvent::Zones(d.zones.list_zones(ListZones::default()).await),
-            OpAction::CreateStack(req) => OpEvent::StackCreated(d.stacks.create_stack(req).await),
-            OpAction::UpdateStack(req) => OpEvent::StackUpdated(d.stacks.update_stack(req).await),
-            OpAction::ShowStack(id) => OpEvent::Stack(d.stacks.show_stack(&id).await),
-            OpAction::DeleteStack(id) => OpEvent::StackDeleted(d.stacks.delete_stack(&id).await),
-            OpAction::ListResources(req) => OpEvent::Resources(d.stacks.list_resources(req).await),
-            OpAction::MarkUnhealthy(req) => OpEvent::Marked(d.stacks.mark_unhealthy(req).await),
-            OpAction::ShowServers(ids) => {
-                let mut out = BTreeMap::new();
-                for id in ids {
-                    let r = d.compute.server(&id).await;
-                    out.insert(id, r);
-                }
-                OpEvent::Servers(out)
-            }
-            OpAction::RunHook(call) => {
-                let hook = self.hooks.iter().find(|h| h.name() == call.name);
-                OpEvent::Hook(match hook {
-                    Some(h) => h.run(&call).await,
-                    None => Err(format!("no hook named {}", call.name)),
-                })
-            }
-        }
+        super::run::drive(&self.drivers, &self.hooks, m, interrupt).await
     }
 }
 

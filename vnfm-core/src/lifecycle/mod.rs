@@ -8,8 +8,8 @@
 //! - [`operation`]: [`Operation`], one operation as a sans-IO machine (events and `now` in,
 //!   actions out), with the [`reselect`](crate::reselect) machine nested in it.
 //! - [`hook`]: end-of-operation hooks and interrupts.
-//! - [`engine`]: [`Lifecycle`], the loop that validates a request and runs its machine
-//!   through the drivers.
+//! - [`engine`]: [`Lifecycle`]: validates a request, builds its machine and runs it through
+//!   the drivers with the loop of `run` (a few dozen lines: actions out, events in, sleeps).
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
 pub mod engine;
@@ -20,6 +20,7 @@ pub mod hook;
 pub mod modify;
 pub mod operation;
 mod plan;
+mod run;
 mod stack;
 pub mod userdata;
 

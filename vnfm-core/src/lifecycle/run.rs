@@ -1,0 +1,82 @@
+//! The loop that runs an [`Operation`] through the driver traits: performs each action it
+//! hands out, feeds the result back with the clock's time, sleeps on the clock until its timer
+//! when it waits, and interrupts it when asked. Everything it decides is in the machine.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::engine::{Drivers, LcmError, OperationReport};
+use super::hook::{Interrupt, OperationHook};
+use super::operation::{OpAction, OpEvent, Operation};
+use crate::driver::ListZones;
+
+/// Runs `m` to its end.
+///
+/// # Errors
+/// What the machine ends with when it cannot record its end ([`Operation::poll_end`]), or
+/// [`LcmError::Interrupted`] if it stops with neither an action, a timer nor an end.
+pub(crate) async fn drive(
+    d: &Drivers,
+    hooks: &[Arc<dyn OperationHook>],
+    mut m: Operation,
+    interrupt: Option<&Interrupt>,
+) -> Result<OperationReport, LcmError> {
+    let clock = &d.clock;
+    loop {
+        if let Some(reason) = interrupt.and_then(Interrupt::reason) {
+            m.interrupt(clock.now(), &reason);
+        }
+        if let Some(action) = m.poll_action() {
+            let event = perform(d, hooks, action).await;
+            m.handle_event(event, clock.now());
+            continue;
+        }
+        if let Some(end) = m.poll_end() {
+            return end;
+        }
+        let Some(at) = m.poll_timeout() else {
+            return Err(LcmError::Interrupted(format!(
+                "operation {} stopped without an action, a timer or an end",
+                m.op_occ().id
+            )));
+        };
+        let wait = (at - clock.now()).to_std().unwrap_or(Duration::ZERO);
+        match interrupt {
+            Some(i) => {
+                i.race(clock.sleep(wait)).await;
+            }
+            None => clock.sleep(wait).await,
+        }
+        m.handle_timeout(clock.now());
+    }
+}
+
+/// Carries out one action through the drivers.
+async fn perform(d: &Drivers, hooks: &[Arc<dyn OperationHook>], action: OpAction) -> OpEvent {
+    match action {
+        OpAction::Commit(batch) => OpEvent::Committed(d.store.commit(batch).await),
+        OpAction::ListZones => OpEvent::Zones(d.zones.list_zones(ListZones::default()).await),
+        OpAction::CreateStack(req) => OpEvent::StackCreated(d.stacks.create_stack(req).await),
+        OpAction::UpdateStack(req) => OpEvent::StackUpdated(d.stacks.update_stack(req).await),
+        OpAction::ShowStack(id) => OpEvent::Stack(d.stacks.show_stack(&id).await),
+        OpAction::DeleteStack(id) => OpEvent::StackDeleted(d.stacks.delete_stack(&id).await),
+        OpAction::ListResources(req) => OpEvent::Resources(d.stacks.list_resources(req).await),
+        OpAction::MarkUnhealthy(req) => OpEvent::Marked(d.stacks.mark_unhealthy(req).await),
+        OpAction::ShowServers(ids) => {
+            let mut out = BTreeMap::new();
+            for id in ids {
+                let r = d.compute.server(&id).await;
+                out.insert(id, r);
+            }
+            OpEvent::Servers(out)
+        }
+        OpAction::RunHook(call) => {
+            let hook = hooks.iter().find(|h| h.name() == call.name);
+            OpEvent::Hook(match hook {
+                Some(h) => h.run(&call).await,
+                None => Err(format!("no hook named {}", call.name)),
+            })
+        }
+    }
+}
