@@ -1004,3 +1004,61 @@ async fn repeated_heals_complete_at_once_and_keep_the_state_bounded() {
     let (min, max) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
     assert!(max - min < 64, "the snapshot grows with heals: {sizes:?}");
 }
+
+/// `recover_interrupted` declares FAILED_TEMP the running occurrences whose lease expired (or
+/// that have none), leaves the one whose lease is alive, and a retry then completes one.
+#[tokio::test]
+async fn recover_interrupted_takes_only_expired_leases() {
+    use vnfm_core::driver::StoreBatch;
+    use vnfm_core::lcm::{LcmOperationType, Lease, VnfLcmOpOcc};
+    let (lcm, _sim, pkg, store) = setup(false, Selection::Random);
+    let now = lcm.drivers().clock.now();
+    let mut batch = StoreBatch::new();
+    let mut ids = Vec::new();
+    for (i, lease) in [
+        Some(now - chrono::TimeDelta::seconds(1)),
+        None,
+        Some(now + chrono::TimeDelta::seconds(30)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let inst = created(&lcm, &pkg).await;
+        let mut op = VnfLcmOpOcc::new(
+            format!("op-{i}"),
+            inst.id.clone(),
+            LcmOperationType::Instantiate,
+            now,
+        );
+        op.enter(LcmOperationStateType::Processing, now);
+        op.lease = lease.map(|expires| Lease {
+            owner: "gone:1".into(),
+            expires,
+        });
+        ids.push(op.id.clone());
+        batch = batch.with_op_occ(op);
+    }
+    store.commit(batch).await.unwrap();
+    let taken = lcm.recover_interrupted().await.unwrap();
+    assert_eq!(
+        taken,
+        ids[..2].to_vec(),
+        "the expired and the lease-less one"
+    );
+    for (i, id) in ids.iter().enumerate() {
+        let op = store.op_occ(id).await.unwrap();
+        let want = if i < 2 {
+            LcmOperationStateType::FailedTemp
+        } else {
+            LcmOperationStateType::Processing
+        };
+        assert_eq!(op.operation_state, want, "{id}");
+        if i < 2 {
+            let err = op.error.unwrap();
+            assert_eq!(err.title.as_deref(), Some("interrupted"));
+            assert!(err.detail.contains("went away"), "{}", err.detail);
+        }
+    }
+    // Nothing more to take the second time.
+    assert!(lcm.recover_interrupted().await.unwrap().is_empty());
+}

@@ -776,6 +776,50 @@ impl Lifecycle {
         }))
     }
 
+    /// Declares interrupted (`FAILED_TEMP`, `failureKind: INTERRUPTED`) every occurrence that
+    /// is running without a live lease: its owner went away (a stopped server, a killed
+    /// command) and nobody will end it. One whose lease is alive is left alone, whoever runs
+    /// it; each is taken by a commit conditioned on its version, so when another process
+    /// recovers one first, theirs stands. Returns the occurrences declared interrupted.
+    ///
+    /// # Errors
+    /// [`LcmError::Store`] when the store cannot be read or written.
+    pub async fn recover_interrupted(&self) -> Result<Vec<OpOccId>, LcmError> {
+        let now = self.drivers.clock.now();
+        let ops = self
+            .drivers
+            .store
+            .op_occs(crate::driver::OpOccFilter::all())
+            .await
+            .map_err(LcmError::Store)?;
+        let mut out = Vec::new();
+        for op in ops.iter().filter(|o| o.is_running() && !o.is_alive(now)) {
+            let entry = match self.drivers.store.op_occ_entry(&op.id).await {
+                Ok(e) => e,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(LcmError::Store(e)),
+            };
+            let mut op = entry.value;
+            op.error = Some(interrupted_problem(&op));
+            op.enter(LcmOperationStateType::FailedTemp, now);
+            op.lease = None;
+            let id = op.id.clone();
+            let batch =
+                StoreBatch::new()
+                    .with_op_occ(op)
+                    .with_precondition(Precondition::OpOccAt {
+                        id: id.clone(),
+                        version: entry.version,
+                    });
+            match self.drivers.store.commit(batch).await {
+                Ok(()) => out.push(id),
+                Err(DriverError::Conflict { .. }) => {}
+                Err(e) => return Err(LcmError::Store(e)),
+            }
+        }
+        Ok(out)
+    }
+
     /// SOL003 "fail": an occurrence in `FAILED_TEMP` (or whose owner is gone) becomes
     /// `FAILED` (terminal); the instance stays as it is, and other operations may run again.
     ///
