@@ -198,7 +198,13 @@ impl CloudFile {
     /// a flavor without vCPUs or memory.
     pub fn from_yaml(source_name: &str, text: &str) -> Result<CloudFile> {
         // Syntax first, so that a malformed document is reported as such rather than as a
-        // type error of the part that parsed.
+        // type error of the part that parsed; a document nested too deep before anything.
+        if let Some(at) = crate::package::yaml::too_deep(text.as_bytes()) {
+            return Err(crate::package::yaml::too_deep_error(
+                Location::file(source_name),
+                at,
+            ));
+        }
         serde_yaml::from_str::<serde_yaml::Value>(text).map_err(|e| {
             let mut loc = Location::file(source_name);
             if let Some(l) = e.location() {

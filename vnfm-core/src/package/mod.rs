@@ -67,7 +67,7 @@ pub mod fs;
 mod hot;
 mod size;
 mod tosca;
-mod yaml;
+pub(crate) mod yaml;
 
 /// A VNF package: the descriptor's identity and its deployment flavours.
 #[derive(Clone, Debug, PartialEq, Serialize)]
