@@ -232,7 +232,7 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
         (waits, app.changed_locked(&h))
     };
     if let Some(op) = holder.filter(|_| waits) {
-        app.shared.hold(&instance, &op.id);
+        app.shared.hold(&instance, &op);
         app.note(&format!(
             "heal window of VNF instance {instance} waits for operation {} ({})",
             op.id,
@@ -249,13 +249,11 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
 /// another program on the state file (`vnfm op fail`, `vnfm op rollback`), or gone. This
 /// server's own fail releases at once (see `observe`).
 async fn release_ended_holds(app: &Arc<App>) {
-    for (instance, op) in app.shared.held() {
-        let over = match app.store.op_occ(&op).await {
-            Ok(o) => o.is_terminal(),
-            Err(e) => e.is_not_found(),
-        };
-        if over {
-            app.shared.release_hold(&instance, &op);
+    for (instance, id) in app.shared.held() {
+        match app.store.op_occ(&id).await {
+            Ok(op) => app.shared.read_back(&instance, &id, Some(&op)),
+            Err(e) if e.is_not_found() => app.shared.read_back(&instance, &id, None),
+            Err(_) => {}
         }
     }
 }

@@ -62,11 +62,10 @@ use axum::routing::get;
 use axum::Router;
 use tokio::sync::{oneshot, watch, Notify};
 use vnfm_core::alert::{AlertHandler, AlertState, HealEntry};
-use vnfm_core::driver::{DriverError, OpOccFilter, Precondition, Store, StoreBatch};
+use vnfm_core::driver::{DriverError, OpOccFilter, Store};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{
-    HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleVnfRequest,
-    TerminateVnfRequest, VnfInstance,
+    HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest, TerminateVnfRequest, VnfInstance,
 };
 use vnfm_core::lifecycle::{LcmError, Lifecycle, OperationOptions};
 use vnfm_core::package::VnfPackage;
@@ -334,8 +333,7 @@ impl App {
 
     /// Marks `id` busy, unless an operation runs on it (then a 409 ProblemDetails).
     fn claim(&self, id: &VnfInstanceId) -> Result<(), ProblemDetails> {
-        let mut h = self.lock_alerts();
-        if h.is_busy(id) {
+        if !self.shared.claim(id) {
             return Err(ProblemDetails::new(
                 409,
                 format!(
@@ -345,7 +343,6 @@ impl App {
                 ),
             ));
         }
-        h.mark_busy(id);
         Ok(())
     }
 
@@ -713,11 +710,11 @@ impl Server {
             .map_err(|e| state_err("cannot read the VNF instances", e))?;
         *shared.cache.write().unwrap_or_else(PoisonError::into_inner) =
             instances.into_iter().map(|i| (i.id.clone(), i)).collect();
-        interrupt_unfinished(&store, &shared, &config).await?;
         let drivers = vim.drivers(Arc::new(store.clone()), Arc::new(SystemClock));
         let sim = vim.sim;
         let salt = lcm_cmd::run_id_salt(&sqlite, &config).await?;
         let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
+        interrupt_unfinished(&store, &shared, &config, &lcm).await?;
         let listener = tokio::net::TcpListener::bind(config.server.listen)
             .await
             .map_err(|e| {
@@ -827,71 +824,30 @@ impl Server {
     }
 }
 
-/// Sets the occurrences that a previous run left `STARTING` / `PROCESSING` to `FAILED_TEMP`
-/// (their operation no longer runs); `fail` them to run other operations on the instance.
+/// Declares interrupted the occurrences whose owner went away (the core's
+/// [`Lifecycle::recover_interrupted`]: lease expired, or none), then keeps every instance
+/// whose last operation is not over busy, as while an operation runs.
 async fn interrupt_unfinished(
     store: &ObservedStore,
     shared: &Shared,
     config: &Config,
+    lcm: &Lifecycle,
 ) -> Result<(), CliError> {
+    let state_err = |message: &str, e: DriverError| CliError::State {
+        path: config.state_path(),
+        message: message.into(),
+        source: Some(e),
+    };
+    lcm.recover_interrupted().await.map_err(|e| match e {
+        LcmError::Store(e) => state_err("cannot record interrupted operations", e),
+        e => CliError::Usage(e.to_string()),
+    })?;
     let ops = store
         .op_occs(OpOccFilter::all())
         .await
-        .map_err(|e| CliError::State {
-            path: config.state_path(),
-            message: "cannot read the operation occurrences".into(),
-            source: Some(e),
-        })?;
-    let now = chrono::Utc::now();
-    // An instance whose last operation is not over (FAILED_TEMP, running, interrupted) takes
-    // no other until it is failed: busy, as while an operation runs.
+        .map_err(|e| state_err("cannot read the operation occurrences", e))?;
     for op in ops.iter().filter(|o| !o.is_terminal()) {
-        shared.hold(&op.vnf_instance_id, &op.id);
-    }
-    // An operation whose owner is gone (lease expired, or none: an older vnfm) is declared
-    // interrupted; one whose lease is alive (a CLI command running now) is left alone.
-    for op in ops.iter().filter(|o| o.is_running() && !o.is_alive(now)) {
-        let entry = match store.op_occ_entry(&op.id).await {
-            Ok(e) => e,
-            Err(e) if e.is_not_found() => continue,
-            Err(e) => {
-                return Err(CliError::State {
-                    path: config.state_path(),
-                    message: format!("cannot read operation occurrence {}", op.id),
-                    source: Some(e),
-                })
-            }
-        };
-        let mut op = entry.value;
-        op.error = Some(
-            ProblemDetails::new(
-                500,
-                "the operation was interrupted (its owner went away: a stop of vnfm serve or a \
-                 killed command); retry, roll back or fail it to run another operation on this \
-                 instance",
-            )
-            .with_title("Interrupted"),
-        );
-        op.enter(LcmOperationStateType::FailedTemp, now);
-        op.lease = None;
-        let id = op.id.clone();
-        let batch = StoreBatch::new()
-            .with_op_occ(op)
-            .with_precondition(Precondition::OpOccAt {
-                id: id.clone(),
-                version: entry.version,
-            });
-        match store.commit(batch).await {
-            // Another process recovered it first: theirs stands.
-            Ok(()) | Err(DriverError::Conflict { .. }) => {}
-            Err(e) => {
-                return Err(CliError::State {
-                    path: config.state_path(),
-                    message: format!("cannot record the interrupted operation {id}"),
-                    source: Some(e),
-                })
-            }
-        }
+        shared.hold(&op.vnf_instance_id, op);
     }
     Ok(())
 }

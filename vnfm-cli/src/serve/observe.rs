@@ -10,6 +10,7 @@ use vnfm_core::alert::AlertHandler;
 use vnfm_core::driver::{DriverError, OpOccFilter, Store, StoreBatch, Versioned};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{LcmOperationStateType, VnfInstance, VnfLcmOpOcc};
+use vnfm_core::lifecycle::{Occupancy, OperationEvent};
 use vnfm_core::problem::ProblemDetails;
 
 use super::metrics::Metrics;
@@ -35,10 +36,9 @@ pub(crate) struct Shared {
     pub metrics: Metrics,
     /// Requests waiting for the occurrence of the operation they launched, by instance.
     pub started: Mutex<HashMap<VnfInstanceId, Started>>,
-    /// Instances kept busy by an occurrence in `FAILED_TEMP` (or another state that is not
-    /// over), with that occurrence: released when it is failed or rolled back, through this
-    /// server or by another program on the state file (see [`Shared::held`]).
-    held: Mutex<BTreeMap<VnfInstanceId, OpOccId>>,
+    /// Which instances take no other operation now (the core decides from the occurrences
+    /// this server stores and reads back); its events mark the alert handler busy or idle.
+    occupancy: Mutex<Occupancy>,
 }
 
 impl Shared {
@@ -50,52 +50,87 @@ impl Shared {
             cache: RwLock::default(),
             metrics: Metrics::default(),
             started: Mutex::default(),
-            held: Mutex::default(),
+            occupancy: Mutex::default(),
         }
     }
 
-    /// Keeps `instance` busy until `op` is over (it stopped without ending: `FAILED_TEMP`).
-    pub(crate) fn hold(&self, instance: &VnfInstanceId, op: &OpOccId) {
+    fn occupancy(&self) -> std::sync::MutexGuard<'_, Occupancy> {
+        self.occupancy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands an event of the occupancy to the alert handler; an end wakes the dispatcher (a
+    /// queued heal may run now).
+    fn apply(&self, event: Option<OperationEvent>) {
+        let Some(event) = event else {
+            return;
+        };
+        self.alerts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .handle_operation_event(&event);
+        if matches!(event, OperationEvent::Ended { .. }) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Takes `instance` for a request of this server, unless an operation (or a heal the alert
+    /// handler runs) takes it.
+    pub(crate) fn claim(&self, instance: &VnfInstanceId) -> bool {
+        if self
+            .alerts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_busy(instance)
+        {
+            return false;
+        }
+        let event = self.occupancy().claim(instance);
+        match event {
+            Ok(e) => {
+                self.apply(Some(e));
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Keeps `instance` busy until `op` (not over: e.g. another program's `FAILED_TEMP`) is.
+    pub(crate) fn hold(&self, instance: &VnfInstanceId, op: &VnfLcmOpOcc) {
+        let event = self.occupancy().hold(op);
+        self.apply(event);
+        // Busy whether or not the occupancy changed: the alert handler's heal queue waits.
         self.alerts
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .mark_busy(instance);
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(instance.clone(), op.clone());
     }
 
-    /// Releases `instance` if `op` still holds it (an operation started since then keeps it
-    /// busy).
-    pub(crate) fn release_hold(&self, instance: &VnfInstanceId, op: &OpOccId) {
-        let still = self
-            .held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(instance)
-            == Some(op);
-        if still {
-            self.release(instance);
-        }
-    }
-
-    /// The instances held by an occurrence that is not over, with it.
+    /// The stopped occurrences that take an instance (another program may end them).
     pub(crate) fn held(&self) -> Vec<(VnfInstanceId, OpOccId)> {
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(i, o)| (i.clone(), o.clone()))
-            .collect()
+        self.occupancy().stopped()
     }
 
-    /// Ends the claim on `instance` and wakes the dispatcher (a queued heal may run now).
+    /// `op`, read back from the store, or `None` when it no longer exists: frees its instance
+    /// if it is over.
+    pub(crate) fn read_back(
+        &self,
+        instance: &VnfInstanceId,
+        id: &OpOccId,
+        op: Option<&VnfLcmOpOcc>,
+    ) {
+        let event = match op {
+            Some(op) => self.occupancy().observe(op),
+            None => self.occupancy().gone(instance, id),
+        };
+        self.apply(event);
+    }
+
+    /// Frees `instance` whatever took it (a request that did not start, a heal with nothing
+    /// left to do) and wakes the dispatcher.
     pub(crate) fn release(&self, instance: &VnfInstanceId) {
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(instance);
+        let _ = self.occupancy().release(instance);
         self.alerts
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -144,37 +179,28 @@ impl ObservedStore {
         for op in ops {
             let m = &self.shared.metrics;
             m.operation(sol(&op.operation), sol(&op.operation_state));
-            match op.operation_state {
-                LcmOperationStateType::Starting => {
-                    let started = self
-                        .shared
-                        .started
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .get(&op.vnf_instance_id)
-                        .cloned();
-                    if let Some(s) = started {
-                        send_started(&s, Ok(op.id.clone()));
-                    }
+            if op.operation_state == LcmOperationStateType::Starting {
+                let started = self
+                    .shared
+                    .started
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&op.vnf_instance_id)
+                    .cloned();
+                if let Some(s) = started {
+                    send_started(&s, Ok(op.id.clone()));
                 }
-                LcmOperationStateType::Completed => {
-                    m.reselections(op.attempts.len().saturating_sub(1) as u64);
-                    // The operation is over once this is stored: the instance takes the next
-                    // one at once (a client that saw this state must not get a 409).
-                    self.shared.release(&op.vnf_instance_id);
-                }
-                LcmOperationStateType::FailedTemp => {
-                    // Not over (SOL003): the instance takes no other operation until this one
-                    // is failed, so it stays busy; a heal window for it waits, a scale alert
-                    // is ignored as `operation_in_progress`.
-                    m.reselections(op.attempts.len().saturating_sub(1) as u64);
-                    self.shared.hold(&op.vnf_instance_id, &op.id);
-                }
-                LcmOperationStateType::Failed | LcmOperationStateType::RolledBack => {
-                    self.shared.release(&op.vnf_instance_id);
-                }
-                _ => {}
             }
+            if matches!(
+                op.operation_state,
+                LcmOperationStateType::Completed | LcmOperationStateType::FailedTemp
+            ) {
+                m.reselections(op.attempts.len().saturating_sub(1) as u64);
+            }
+            // The core decides what the state means for the instance (FAILED_TEMP is not
+            // over; an end frees it at once, so a client that saw it never gets a 409).
+            let event = self.shared.occupancy().observe(op);
+            self.shared.apply(event);
         }
     }
 }

@@ -327,6 +327,16 @@ impl AlertHandler {
         self.heal.mark_idle(instance);
     }
 
+    /// An event of the lifecycle's [`crate::lifecycle::Occupancy`]: a taken instance is busy,
+    /// an ended operation makes it idle (a heal that waited for it is due again), as quinn's
+    /// endpoint hands connection events out.
+    pub fn handle_operation_event(&mut self, event: &crate::lifecycle::OperationEvent) {
+        match event {
+            crate::lifecycle::OperationEvent::Taken { instance } => self.mark_busy(instance),
+            crate::lifecycle::OperationEvent::Ended { instance, .. } => self.mark_idle(instance),
+        }
+    }
+
     /// The heal of `job` (from [`AlertHandler::poll_due`]) did not start, and the caller has
     /// marked its instance idle. When an operation that is not over holds the instance
     /// (`held`: e.g. one that another program started on the state file), the job waits for

@@ -8,6 +8,8 @@
 //! - [`operation`]: [`Operation`], one operation as a sans-IO machine (events and `now` in,
 //!   actions out), with the [`reselect`](crate::reselect) machine nested in it.
 //! - [`hook`]: end-of-operation hooks and interrupts.
+//! - [`occupancy`]: which instances take no other operation now, and the events that free
+//!   them (what an alert handler's heal windows wait on).
 //! - [`engine`]: [`Lifecycle`]: validates a request, builds its machine and runs it through
 //!   the drivers with the loop of `run` (a few dozen lines: actions out, events in, sleeps).
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
@@ -18,6 +20,7 @@ pub mod grant;
 pub mod granter;
 pub mod hook;
 pub mod modify;
+pub mod occupancy;
 pub mod operation;
 mod plan;
 mod run;
@@ -29,4 +32,5 @@ pub use engine::{
     OperationOptions, OperationReport, STACK_ID_KEY,
 };
 pub use hook::{HookCall, HookPoint, HookSpec, Interrupt, OperationHook};
+pub use occupancy::{Occupancy, OperationEvent};
 pub use operation::{OpAction, OpEvent, Operation, OperationStart, Plan, Progress};
