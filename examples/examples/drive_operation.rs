@@ -57,6 +57,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         flavour_id: "default".into(),
         stack_name: "vnf-inst-1".into(),
         configurable: None,
+        level: None,
     });
     let opts = GrantOptions {
         fallback_best_effort: false,

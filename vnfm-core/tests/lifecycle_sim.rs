@@ -1062,3 +1062,57 @@ async fn recover_interrupted_takes_only_expired_leases() {
     // Nothing more to take the second time.
     assert!(lcm.recover_interrupted().await.unwrap().is_empty());
 }
+
+/// `instantiationLevelId` (issue 14 row 6): an unknown level starts nothing; a level of the
+/// flavour decides the VNFC counts and the scale levels.
+#[tokio::test]
+async fn instantiation_level_is_read_and_an_unknown_one_starts_nothing() {
+    let (lcm, _sim, pkg, store) = setup(true, Selection::Random);
+    let inst = created(&lcm, &pkg).await;
+    let mut req = InstantiateVnfRequest::new("default");
+    req.instantiation_level_id = Some("huge".into());
+    let err = lcm
+        .instantiate(&inst.id, &pkg, &req, &OperationOptions::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no instantiation level `huge`"), "{err}");
+    assert!(store
+        .op_occs(OpOccFilter::instance(inst.id.clone()))
+        .await
+        .unwrap()
+        .is_empty());
+    req.instantiation_level_id = Some("small".into());
+    let r = lcm
+        .instantiate(&inst.id, &pkg, &req, &OperationOptions::default())
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    let info = r.instance.instantiated_vnf_info.unwrap();
+    assert_eq!(info.vnfc_resource_info.len(), 3);
+    assert!(info.scale_status.iter().all(|s| s.scale_level == 0));
+}
+
+/// The `large` level of the demo flavour: four front ends and two back ends, `VDU1_scale` at
+/// level 2 (best effort: six VNFCs cannot each have a zone of their own in four zones).
+#[tokio::test]
+async fn instantiation_at_the_large_level_sets_counts_and_scale_levels() {
+    let (lcm, _sim, pkg, _store) = setup_with(true, Selection::Random, true);
+    let inst = created(&lcm, &pkg).await;
+    let mut req = InstantiateVnfRequest::new("default");
+    req.instantiation_level_id = Some("large".into());
+    let r = lcm
+        .instantiate(&inst.id, &pkg, &req, &OperationOptions::default())
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    let info = r.instance.instantiated_vnf_info.unwrap();
+    let per_vdu = |vdu: &str| {
+        info.vnfc_resource_info
+            .iter()
+            .filter(|v| v.vdu_id.as_str() == vdu)
+            .count()
+    };
+    assert_eq!((per_vdu("VDU1"), per_vdu("VDU2")), (4, 2));
+    assert_eq!(info.scale_level("VDU1_scale"), Some(2));
+}

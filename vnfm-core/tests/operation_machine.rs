@@ -106,6 +106,7 @@ impl World {
             flavour_id: "default".into(),
             stack_name: "vnf-inst-1".into(),
             configurable: None,
+            level: None,
         });
         let opts = GrantOptions {
             fallback_best_effort: false,

@@ -565,6 +565,8 @@ impl Lifecycle {
         }
         let flavour = flavour_of(pkg, &req.flavour_id)?;
         plan::check_pinned(flavour, &opts.pinned)?;
+        let level = req.instantiation_level_id.as_deref();
+        grant_request::check_level(flavour, level)?;
         self.check_free(&inst.value).await?;
         let op = self.new_op(
             &inst.value,
@@ -576,10 +578,19 @@ impl Lifecycle {
             flavour_id: req.flavour_id.clone(),
             stack_name: format!("vnf-{}", inst.value.id),
             configurable: req.vnf_configurable_properties.clone(),
+            level: req.instantiation_level_id.clone(),
         });
         let gopts = self.grant_options(opts.automatic);
         self.plan_grant(&mut progress, opts, |ids| {
-            grant_request::instantiate(pkg, &req.flavour_id, &inst.value, &op.id, &gopts, ids)
+            grant_request::instantiate_at_level(
+                pkg,
+                &req.flavour_id,
+                level,
+                &inst.value,
+                &op.id,
+                &gopts,
+                ids,
+            )
         });
         self.run_new(inst, op, progress, Some(pkg), opts).await
     }

@@ -143,7 +143,26 @@ pub fn instantiate(
     opts: &GrantOptions,
     ids: &mut IdGen,
 ) -> Result<PlannedGrant> {
+    instantiate_at_level(pkg, flavour_id, None, inst, op_occ_id, opts, ids)
+}
+
+/// As [`instantiate`], at the instantiation level `level` of the flavour (SOL003
+/// `instantiationLevelId`; `None`: the default level): each VDU gets its
+/// `VduInstantiationLevels` count at that level, and the request names the level.
+///
+/// # Errors
+/// As [`instantiate`]; also a level the flavour does not define.
+pub fn instantiate_at_level(
+    pkg: &VnfPackage,
+    flavour_id: &str,
+    level: Option<&str>,
+    inst: &VnfInstance,
+    op_occ_id: &OpOccId,
+    opts: &GrantOptions,
+    ids: &mut IdGen,
+) -> Result<PlannedGrant> {
     let flavour = flavour(pkg, flavour_id, "flavourId")?;
+    check_level(flavour, level)?;
     if inst.is_instantiated() {
         return Err(Error::invalid(
             Location::default().with_field("instantiationState"),
@@ -162,10 +181,11 @@ pub fn instantiate(
         GrantedLcmOperationType::Instantiate,
         opts,
     )?;
+    request.instantiation_level_id = level.map(str::to_owned);
     let mut new_vnfcs = Vec::new();
     for vdu in flavour.vdus.values() {
         let count = flavour
-            .initial_instances(&vdu.id)
+            .instances_at_level(&vdu.id, level)
             .unwrap_or(vdu.min_instances);
         for index in 0..count {
             let slot = VnfcSlot::new(vdu.id.clone(), index);
@@ -174,6 +194,33 @@ pub fn instantiate(
     }
     request.placement_constraints = constraints(flavour, &new_vnfcs, &[], opts)?;
     finish(request, new_vnfcs)
+}
+
+/// `level` must be one of the flavour's instantiation levels.
+pub(crate) fn check_level(flavour: &Flavour, level: Option<&str>) -> Result<()> {
+    let Some(level) = level else {
+        return Ok(());
+    };
+    let known = flavour
+        .instantiation_levels
+        .as_ref()
+        .is_some_and(|l| l.levels.contains_key(level));
+    if known {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        Location::default().with_field("instantiationLevelId"),
+        format!(
+            "flavour `{}` has no instantiation level `{level}`; expected one of {}",
+            flavour.id,
+            list_or_none(
+                flavour
+                    .instantiation_levels
+                    .iter()
+                    .flat_map(|l| l.levels.keys())
+            )
+        ),
+    ))
 }
 
 /// The grant request of scaling `inst` out by `steps` steps of the aspect `aspect_id` (see the
@@ -820,6 +867,40 @@ mod tests {
         assert_eq!(p.new_vnfcs[0].storages, [format!("VDU1-BootVolume-{a}")]);
         assert!(p.new_vnfcs[2].storages.is_empty());
         assert!(p.request.validate().is_ok());
+    }
+
+    #[test]
+    fn instantiate_at_a_level_takes_its_counts_and_names_it_and_an_unknown_level_is_refused() {
+        let pkg = demo();
+        let inst = VnfInstance::new("inst-1", pkg.descriptor_id.clone());
+        let at = |level| {
+            instantiate_at_level(
+                &pkg,
+                "default",
+                level,
+                &inst,
+                &op(),
+                &opts(),
+                &mut IdGen::seeded(1),
+            )
+        };
+        let large = at(Some("large")).unwrap();
+        assert_eq!(
+            slots(&large),
+            ["VDU1-0", "VDU1-1", "VDU1-2", "VDU1-3", "VDU2-0", "VDU2-1"]
+        );
+        assert_eq!(
+            large.request.instantiation_level_id.as_deref(),
+            Some("large")
+        );
+        assert_eq!(slots(&at(None).unwrap()), ["VDU1-0", "VDU1-1", "VDU2-0"]);
+        let e = at(Some("huge")).unwrap_err().to_string();
+        assert!(
+            e.contains("instantiationLevelId")
+                && e.contains("no instantiation level `huge`")
+                && e.contains("large, small"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -84,6 +84,9 @@ pub enum Plan {
         /// `vnfConfigurableProperties` of the request, merged into the instance.
         #[serde(default)]
         configurable: Option<KeyValuePairs>,
+        /// `instantiationLevelId` of the request (`None`: the default level).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<String>,
     },
     /// Scale out: new VNFCs, granted, under reselection.
     #[serde(rename_all = "camelCase")]
@@ -1481,12 +1484,14 @@ impl Operation {
                 Plan::Instantiate {
                     flavour_id,
                     configurable,
+                    level,
                     ..
                 } => {
                     let mut new = before.clone();
                     new.instantiation_state = Some(InstantiationState::Instantiated);
-                    new.instantiated_vnf_info =
-                        Some(plan::instantiated_info(flavour, flavour_id, vnfcs, None));
+                    let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
+                    plan::set_level(&mut info, flavour, level.as_deref());
+                    new.instantiated_vnf_info = Some(info);
                     plan::set_stack_id(&mut new, &stack_id);
                     if let Some(p) = configurable {
                         let mut props = new.vnf_configurable_properties.take().unwrap_or_default();

@@ -294,3 +294,22 @@ pub(crate) fn check_scale(
     }
     Ok(new_level)
 }
+
+/// The scale level of every aspect at instantiation `level` (`None`: the flavour's default
+/// level), from the level's `scale_info`; aspects it does not name stay at 0.
+pub(crate) fn set_level(info: &mut InstantiatedVnfInfo, flavour: &Flavour, level: Option<&str>) {
+    let Some(levels) = flavour.instantiation_levels.as_ref() else {
+        return;
+    };
+    let Some(at) = level
+        .or(levels.default_level.as_deref())
+        .and_then(|l| levels.levels.get(l))
+    else {
+        return;
+    };
+    for s in &mut info.scale_status {
+        if let Some(l) = at.scale_info.get(&s.aspect_id) {
+            s.scale_level = *l;
+        }
+    }
+}

@@ -453,6 +453,18 @@ impl Flavour {
             .and_then(|l| l.levels.get(default).copied())
     }
 
+    /// How many instances of VDU `id` instantiation at `level` creates: its
+    /// `VduInstantiationLevels` count at that level, else as [`Flavour::initial_instances`].
+    pub fn instances_at_level(&self, id: &VduId, level: Option<&str>) -> Option<u32> {
+        let at_level = level.and_then(|level| {
+            self.vdu_instantiation_levels
+                .iter()
+                .find(|l| l.targets.contains(id))
+                .and_then(|l| l.levels.get(level).copied())
+        });
+        at_level.or_else(|| self.initial_instances(id))
+    }
+
     /// The number of instances of VDU `vdu` that one step of aspect `aspect` adds or removes.
     /// Like Tacker, deltas are taken as uniform: the aspect's first step delta is looked up in
     /// the `VduScalingAspectDeltas` of that aspect that targets the VDU. `None` when the aspect
