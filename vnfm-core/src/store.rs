@@ -417,7 +417,8 @@ pub fn unknown_instance_message(op: &OpOccId, instance: &VnfInstanceId) -> Strin
 pub mod conformance {
     use serde_json::json;
 
-    use crate::driver::{DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version};
+    use super::{OpOccFilter, Precondition, Store, StoreBatch, Version};
+    use crate::error::DriverError;
     use crate::id::{OpOccId, VnfInstanceId};
     use crate::lcm::{VnfInstance, VnfLcmOpOcc};
 

@@ -18,8 +18,8 @@ use vnfm_core::driver::{OpOccFilter, Store};
 
 use super::http::{problem, problem_of, read_body};
 use super::metrics::endpoint_label;
-use super::{spawn_op, App, OpRequest};
-use crate::commands::lcm as lcm_cmd;
+use super::state::{spawn_op, App, OpRequest};
+use crate::render::lcm::sol;
 
 pub(crate) fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -236,7 +236,7 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
         app.note(&format!(
             "heal window of VNF instance {instance} waits for operation {} ({})",
             op.id,
-            lcm_cmd::sol(&op.operation_state)
+            sol(&op.operation_state)
         ));
         // Back in the saved state before anything else happens to it.
         app.persist(generation).await;

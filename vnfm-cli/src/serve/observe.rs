@@ -13,7 +13,7 @@ use vnfm_core::lcm::{LcmOperationStateType, VnfInstance, VnfLcmOpOcc};
 use vnfm_core::problem::ProblemDetails;
 
 use super::metrics::Metrics;
-use crate::commands::lcm::sol;
+use crate::render::lcm::sol;
 use crate::store::SqliteStore;
 
 /// Where the id of a started occurrence (or the reason it did not start) goes.
