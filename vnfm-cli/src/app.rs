@@ -35,6 +35,12 @@ impl Clock for SystemClock {
     }
 }
 
+/// The clock of every command and of `vnfm serve`: [`SystemClock`], the one reading of the
+/// wall clock in the CLI. Everything else takes a [`Clock`] (or the lifecycle's).
+pub fn clock() -> Arc<dyn Clock> {
+    Arc::new(SystemClock)
+}
+
 /// A current-thread tokio runtime for one command.
 ///
 /// # Errors
@@ -225,6 +231,8 @@ pub struct Env {
     pub sim: Option<SimCloud>,
     /// The lifecycle over the drivers.
     pub lcm: Lifecycle,
+    /// The clock of the command (the lifecycle's).
+    pub clock: Arc<dyn Clock>,
     /// The VIM, for the notes on its degraded answers printed when the command ends.
     pub vim: Vim,
 }
@@ -268,14 +276,16 @@ pub async fn env(
         }),
         None => Arc::new(store.clone()),
     };
-    let drivers = vim.drivers(lcm_store, Arc::new(SystemClock));
+    let clock = clock();
+    let drivers = vim.drivers(lcm_store, clock.clone());
     // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
-    let salt = run_id_salt(&store, config).await?;
+    let salt = run_id_salt(&store, config, clock.as_ref()).await?;
     let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
     Ok(Env {
         store,
         sim,
         lcm,
+        clock,
         vim,
     })
 }
@@ -290,9 +300,13 @@ pub const ID_RUNS_DOCUMENT: &str = "id-salt-runs";
 ///
 /// # Errors
 /// [`CliError::State`] when the counter cannot be written.
-pub async fn run_id_salt(store: &SqliteStore, config: &Config) -> Result<u64, CliError> {
+pub async fn run_id_salt(
+    store: &SqliteStore,
+    config: &Config,
+    clock: &dyn Clock,
+) -> Result<u64, CliError> {
     let Some(base) = config.state.id_salt else {
-        return Ok(id_salt());
+        return Ok(id_salt(clock));
     };
     let n = store
         .increment_counter(ID_RUNS_DOCUMENT)
@@ -305,11 +319,8 @@ pub async fn run_id_salt(store: &SqliteStore, config: &Config) -> Result<u64, Cl
     Ok(vnfm_core::id::run_salt(base, n))
 }
 
-/// A salt for ids that differs between runs: the wall clock and the process id.
-pub fn id_salt() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+/// A salt for ids that differs between runs: the time of `clock` and the process id.
+pub fn id_salt(clock: &dyn Clock) -> u64 {
+    let nanos = clock.now().timestamp_nanos_opt().map_or(0, |n| n as u64);
     nanos ^ u64::from(std::process::id()).rotate_left(40)
 }

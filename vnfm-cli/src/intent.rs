@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use vnfm_core::driver::Clock;
 use vnfm_core::intent::candidates::{CandidateFile, Capacities, CapacitySource, GeoPoint, VimRef};
 use vnfm_core::intent::deploy::{self, DeployError, RealisedPackage, RegionChoice};
 use vnfm_core::intent::policy::Policy;
@@ -64,6 +65,7 @@ pub(crate) async fn capacities(
     store: &SqliteStore,
     cloud_path: Option<&Path>,
     candidates: &CandidateFile,
+    clock: &dyn Clock,
 ) -> Result<Capacities, CliError> {
     let mut caps = Capacities::new();
     for (vim, regions) in candidates.zone_catalogue_regions() {
@@ -87,7 +89,7 @@ pub(crate) async fn capacities(
         .any(|r| matches!(r.capacity, CapacitySource::Reservation(_)))
     {
         let book = crate::promise::load_or_new(store, config).await?;
-        let from = book.ledger.now().unwrap_or_else(chrono::Utc::now);
+        let from = book.ledger.now().unwrap_or_else(|| clock.now());
         caps = caps.with_ledger(candidates, &book.ledger, from);
     }
     Ok(caps)
@@ -135,7 +137,14 @@ pub(crate) async fn plan(
     let flavour = default_flavour(pkg, args.flavour.as_deref())?;
     let demands = deploy::package_demands(pkg, &flavour, &policy, customer)?;
     let store = open_state(config)?;
-    let caps = capacities(config, &store, args.cloud.as_deref(), &candidates).await?;
+    let caps = capacities(
+        config,
+        &store,
+        args.cloud.as_deref(),
+        &candidates,
+        crate::app::clock().as_ref(),
+    )
+    .await?;
     drop(store);
     let choice = deploy::choose_region(&policy, &candidates, &demands, &caps)?;
     out.progress(&choice.to_string());

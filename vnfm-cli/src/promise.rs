@@ -17,7 +17,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use vnfm_core::driver::DriverError;
+use vnfm_core::driver::{Clock, DriverError};
 use vnfm_core::grant::GrantRequest;
 use vnfm_core::id::IdGen;
 use vnfm_core::lcm::VnfInstance;
@@ -216,8 +216,12 @@ pub async fn save(
 
 /// The effective `now`: `--now`, else the clock, never before the ledger's last operation
 /// ([`lcm::effective_now`] over a reading of the clock).
-pub(crate) fn effective_now(now: Option<DateTime<Utc>>, ledger: &Ledger) -> DateTime<Utc> {
-    lcm::effective_now(ledger, now, Utc::now())
+pub(crate) fn effective_now(
+    now: Option<DateTime<Utc>>,
+    ledger: &Ledger,
+    clock: &dyn Clock,
+) -> DateTime<Utc> {
+    lcm::effective_now(ledger, now, clock.now())
 }
 
 /// An unknown reservation id (show, update, cancel): exit 2, worded as what it is, not as a
@@ -231,7 +235,7 @@ pub(crate) fn unknown_reservation(id: &str) -> CliError {
 
 // ----- grants and operations drawing from reservations --------------------------------------
 
-/// Draws the new VNFCs of `grant` granted into the zone of reservation `id` from it (see
+/// Draws the new VNFCs of `grant` granted into the zone of reservation `from.reservation` from it (see
 /// [`vnfm_core::lifecycle::granter::draw_reservation`]), in the ledger of the state file, and
 /// saves the ledger.
 ///
@@ -244,13 +248,17 @@ pub async fn draw_grant(
     grant: &mut vnfm_core::grant::Grant,
     request: &GrantRequest,
     flavour: &vnfm_core::package::Flavour,
-    id: &str,
-    now: Option<DateTime<Utc>>,
+    from: DrawFrom<'_>,
+    clock: &dyn Clock,
 ) -> Result<Vec<Allocation>, CliError> {
+    let DrawFrom {
+        reservation: id,
+        now,
+    } = from;
     let Some(mut book) = load(store, config).await? else {
         return Err(unknown_reservation(id));
     };
-    let now = effective_now(now, &book.ledger);
+    let now = effective_now(now, &book.ledger, clock);
     let drawn = vnfm_core::lifecycle::granter::draw_reservation(
         grant,
         request,
@@ -308,7 +316,7 @@ pub async fn draw_operation(
     let Some(mut book) = load(store, config).await? else {
         return Err(unknown_reservation(id));
     };
-    let now = effective_now(now, &book.ledger);
+    let now = effective_now(now, &book.ledger, lifecycle.drivers().clock.as_ref());
     let granted = match lifecycle.grant_only(pkg, inst, op).await? {
         Ok(g) => g,
         Err((_, kind, detail)) => return Err(CliError::Grant { kind, detail }),
@@ -363,11 +371,12 @@ pub async fn release_after(
     store: &SqliteStore,
     before: Option<&VnfInstance>,
     report: &OperationReport,
+    clock: &dyn Clock,
 ) -> Result<Vec<Allocation>, CliError> {
     let Some(mut book) = load(store, config).await? else {
         return Ok(Vec::new());
     };
-    let now = effective_now(None, &book.ledger);
+    let now = effective_now(None, &book.ledger, clock);
     let released = lcm::release_after(&mut book.ledger, before, report, now)?;
     if !released.is_empty() {
         save(store, &book, config).await?;

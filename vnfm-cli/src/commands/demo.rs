@@ -28,7 +28,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use serde::Serialize;
 use vnfm_core::alert::{Action, AlertHandler, Endpoint, PrometheusPluginConfig};
 use vnfm_core::driver::Store;
@@ -43,7 +43,7 @@ use vnfm_core::placement::Selection;
 use vnfm_core::sim::SimCloud;
 use vnfm_core::store::MemoryStore;
 
-use crate::app::{runtime, SystemClock};
+use crate::app::runtime;
 use crate::builtin;
 use crate::cli::DemoArgs;
 use crate::error::CliError;
@@ -129,7 +129,7 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
         zones: Arc::new(sim.clone()),
         compute: Arc::new(sim.clone()),
         store: store.clone(),
-        clock: Arc::new(SystemClock),
+        clock: crate::app::clock(),
     };
     let mut config = LcmConfig::standard()?;
     config.reselect_zones = true;
@@ -354,7 +354,7 @@ async fn reservations(
         zones: Arc::new(sim.clone()),
         compute: Arc::new(sim.clone()),
         store: Arc::new(MemoryStore::new()),
-        clock: Arc::new(SystemClock),
+        clock: crate::app::clock(),
     };
     let mut config = LcmConfig::standard()?;
     config.fallback_best_effort = true;
@@ -493,7 +493,7 @@ async fn auto_heal(
     };
     let (a, b) = (pick("VDU2-"), pick("VDU1-"));
     let (a, b) = (a.as_str(), b.as_str());
-    let t0 = Utc::now();
+    let t0 = lcm.drivers().clock.now();
     let starts_at = t0.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let mut n = String::new();
     let mut ok = true;

@@ -49,7 +49,14 @@ pub fn select(config: &Config, args: &SelectArgs, out: Output) -> Result<(), Cli
     let demands = deploy::package_demands(&pkg, &flavour, &policy, customer)?;
     let choice = runtime()?.block_on(async {
         let store = open_state(config)?;
-        let caps = capacities(config, &store, args.cloud.as_deref(), &candidates).await?;
+        let caps = capacities(
+            config,
+            &store,
+            args.cloud.as_deref(),
+            &candidates,
+            crate::app::clock().as_ref(),
+        )
+        .await?;
         Ok::<_, CliError>(deploy::choose_region(
             &policy,
             &candidates,

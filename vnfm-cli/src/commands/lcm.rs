@@ -23,7 +23,7 @@ use vnfm_core::lifecycle::{GrantOnly, Interrupt, Lifecycle, OperationOptions, Op
 use vnfm_core::package::VnfPackage;
 use vnfm_core::sim::SimCloud;
 
-use crate::app::{check_vim, env, lcm_config, open_state, runtime, Env, SystemClock};
+use crate::app::{check_vim, env, lcm_config, open_state, runtime, Env};
 use crate::cli::{
     GrantArgs, GrantOperation, HealArgs, InstanceCommand, InstantiateArgs, OpCommand,
     PlacementArgs, ScaleArgs, ScaleDirection, TerminateArgs,
@@ -305,7 +305,8 @@ pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliEr
         };
         let r = r?;
         // A scale-in gives back the allocations of the VNFCs it removed (the core decides).
-        let released = release_after(config, &env.store, Some(&before), &r).await?;
+        let released =
+            release_after(config, &env.store, Some(&before), &r, env.clock.as_ref()).await?;
         print_report_drawn(out, &r, &drawn, &released)
     })
 }
@@ -353,7 +354,7 @@ pub fn terminate(config: &Config, args: &TerminateArgs, out: Output) -> Result<(
         }
         let r = r?;
         // A completed terminate gives back every allocation of the instance.
-        let released = release_after(config, &env.store, None, &r).await?;
+        let released = release_after(config, &env.store, None, &r, env.clock.as_ref()).await?;
         if args.delete && r.failure.is_none() {
             env.lcm.delete(&id).await?;
         }
@@ -414,7 +415,7 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
                 (vim, inst, pkg, op)
             }
         };
-        let drivers = vim.drivers(Arc::new(vnfm_core::store::MemoryStore::new()), Arc::new(SystemClock));
+        let drivers = vim.drivers(Arc::new(vnfm_core::store::MemoryStore::new()), crate::app::clock());
         let lcm = Lifecycle::new(drivers, lcm_cfg);
         match lcm.grant_only(&pkg, &inst, op).await? {
             Ok((planned, mut grant)) => {
@@ -424,7 +425,7 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
                         let flavour = pkg.flavour(request.flavour_id.as_deref().unwrap_or_default()).ok_or_else(|| {
                             CliError::Usage(format!("the grant request names no flavour of {}", pkg.descriptor_id))
                         })?;
-                        draw_grant(config, &open_state(config)?, &mut grant, &request, flavour, rid, args.now).await?
+                        draw_grant(config, &open_state(config)?, &mut grant, &request, flavour, DrawFrom { reservation: rid, now: args.now }, lcm.drivers().clock.as_ref()).await?
                     }
                     None => Vec::new(),
                 };

@@ -215,7 +215,7 @@ fn with_book_as(
         if needs_provider && book.ledger.zones().is_empty() {
             return Err(no_provider(config));
         }
-        let at = effective_now(now.now, &book.ledger);
+        let at = effective_now(now.now, &book.ledger, crate::app::clock().as_ref());
         let advanced = book.ledger.advance_to(at);
         let result = advanced.map_err(CliError::from).and_then(|o| {
             let r = f(&mut book, at);

@@ -11,7 +11,6 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use chrono::Utc;
 use tokio::sync::watch;
 use vnfm_core::alert::{bad_request, Action, AlertHandler, Endpoint, HealJob, Webhook};
 use vnfm_core::driver::{OpOccFilter, Store};
@@ -73,7 +72,7 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
     };
     let metrics = &app.shared.metrics;
     metrics.received(endpoint, webhook.alerts.len());
-    let now = Utc::now();
+    let now = app.clock().now();
     let (outcomes, generation, journaled) = {
         let mut h = app.lock_alerts();
         let outcomes = {
@@ -274,7 +273,7 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
         }
         let (jobs, next, generation) = {
             let mut h = app.lock_alerts();
-            let now = Utc::now();
+            let now = app.clock().now();
             let jobs = h.poll_due(now);
             // What this look left: closed windows whose instance is held.
             app.shared
@@ -303,7 +302,7 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
             SAVE_EVERY - since
         };
         let wait = next
-            .map(|t| (t - Utc::now()).to_std().unwrap_or(Duration::ZERO))
+            .map(|t| (t - app.clock().now()).to_std().unwrap_or(Duration::ZERO))
             .unwrap_or(Duration::from_secs(3600))
             // The batcher's due times have sub-second precision; poll at least every
             // second so a restored window is never late by more than that.

@@ -4,11 +4,12 @@
 //! [`super::promise`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
+use vnfm_core::driver::Clock;
 use vnfm_core::id::IdGen;
 
 use crate::promise::{self as book_io, PromiseBook};
@@ -38,6 +39,8 @@ pub(crate) struct Promise {
     pub(super) queued: AtomicU64,
     /// Ticks done (see [`Promise::tick`]).
     pub(super) ticks: AtomicU64,
+    /// The server's clock.
+    clock: Arc<dyn Clock>,
 }
 
 #[derive(Debug)]
@@ -74,6 +77,7 @@ impl Promise {
     pub(crate) async fn open(
         sqlite: &SqliteStore,
         config: &crate::config::Config,
+        clock: Arc<dyn Clock>,
     ) -> Result<(Promise, mpsc::UnboundedReceiver<Notification>), crate::error::CliError> {
         let version = sqlite.data_version().await.ok();
         let book = book_io::load_or_new(sqlite, config).await?;
@@ -94,6 +98,7 @@ impl Promise {
                 failed: AtomicU64::new(0),
                 queued: AtomicU64::new(0),
                 ticks: AtomicU64::new(0),
+                clock,
             },
             rx,
         ))
@@ -137,6 +142,12 @@ impl Promise {
         Ok(())
     }
 
+    /// The current time, never before the ledger's (its operations need a non-decreasing
+    /// `now`; [`vnfm_core::reservation::lcm::effective_now`] over a reading of the clock).
+    pub(crate) fn now(&self, ledger: &Ledger) -> DateTime<Utc> {
+        vnfm_core::reservation::lcm::effective_now(ledger, None, self.clock.now())
+    }
+
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -153,7 +164,7 @@ impl Promise {
         f: impl FnOnce(&mut Ledger, &mut IdGen, DateTime<Utc>) -> Result<Outcome<T>, LedgerError>,
     ) -> Result<(T, Option<Saved>), LedgerError> {
         let mut g = self.lock();
-        let now = clock(&g.book.ledger);
+        let now = self.now(&g.book.ledger);
         let PromiseBook { ledger, ids } = &mut g.book;
         let out = f(ledger, ids, now)?;
         let saved = snapshot_locked(&mut g);
@@ -178,7 +189,7 @@ impl Promise {
         self.refresh(sqlite).await.map_err(Applied::State)?;
         let (out, saved) = {
             let mut g = self.lock();
-            let now = clock(&g.book.ledger);
+            let now = self.now(&g.book.ledger);
             let PromiseBook { ledger, ids } = &mut g.book;
             match f(ledger, ids, now) {
                 Ok((v, false)) => (Ok(v), None),
@@ -279,7 +290,7 @@ impl Promise {
         }
         let saved = {
             let mut g = self.lock();
-            let now = clock(&g.book.ledger);
+            let now = self.now(&g.book.ledger);
             match g.book.ledger.advance_to(now) {
                 Err(e) => {
                     eprintln!("vnfm serve: cannot advance the Promise ledger: {e}");
@@ -305,12 +316,6 @@ impl Promise {
             eprintln!("vnfm serve: {e}");
         }
     }
-}
-
-/// The current time, never before the ledger's (its operations need a non-decreasing `now`;
-/// [`vnfm_core::reservation::lcm::effective_now`] over a reading of the clock).
-pub(crate) fn clock(ledger: &Ledger) -> DateTime<Utc> {
-    vnfm_core::reservation::lcm::effective_now(ledger, None, Utc::now())
 }
 
 pub(super) fn snapshot_locked(g: &mut Inner) -> Option<Saved> {

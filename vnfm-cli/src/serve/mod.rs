@@ -63,12 +63,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use tokio::sync::{watch, Notify};
-use vnfm_core::driver::{DriverError, OpOccFilter, Precondition, Store, StoreBatch};
+use vnfm_core::driver::{Clock, DriverError, OpOccFilter, Precondition, Store, StoreBatch};
 use vnfm_core::lcm::LcmOperationStateType;
 use vnfm_core::lifecycle::Lifecycle;
 use vnfm_core::problem::ProblemDetails;
 
-use crate::app::SystemClock;
 use crate::cli::PlacementArgs;
 use crate::config::{AlertFsync, Config};
 use crate::error::CliError;
@@ -150,6 +149,20 @@ impl Server {
     /// An invalid configuration (`[server]`, `[prometheus_plugin]`, `[placement]`, an
     /// unsupported VIM), an unusable state file, or an address that cannot be bound.
     pub async fn start(config: Config, quiet: bool) -> Result<Server, CliError> {
+        Self::start_with_clock(config, quiet, crate::app::clock()).await
+    }
+
+    /// [`Server::start`] on `clock`: the lifecycle, the alert handler, the Promise ledger and
+    /// the leases read it (a virtual clock runs the server on virtual time; the HTTP timeouts
+    /// stay tokio's).
+    ///
+    /// # Errors
+    /// As [`Server::start`].
+    pub async fn start_with_clock(
+        config: Config,
+        quiet: bool,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Server, CliError> {
         crate::app::check_vim(&config)?;
         config.server.validate()?;
         config.prometheus_plugin.plugin.validate()?;
@@ -202,10 +215,10 @@ impl Server {
             .map_err(|e| state_err("cannot read the VNF instances", e))?;
         *shared.cache.write().unwrap_or_else(PoisonError::into_inner) =
             instances.into_iter().map(|i| (i.id.clone(), i)).collect();
-        interrupt_unfinished(&store, &shared, &config).await?;
-        let drivers = vim.drivers(Arc::new(store.clone()), Arc::new(SystemClock));
+        interrupt_unfinished(&store, &shared, &config, clock.now()).await?;
+        let drivers = vim.drivers(Arc::new(store.clone()), clock.clone());
         let sim = vim.sim;
-        let salt = crate::app::run_id_salt(&sqlite, &config).await?;
+        let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
         let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
         let listener = tokio::net::TcpListener::bind(config.server.listen)
             .await
@@ -216,7 +229,8 @@ impl Server {
                 ))
             })?;
         let addr = listener.local_addr().map_err(CliError::Output)?;
-        let (promise, notifications) = ledger::Promise::open(&sqlite, &config).await?;
+        let (promise, notifications) =
+            ledger::Promise::open(&sqlite, &config, clock.clone()).await?;
         let journal_flush = match config.server.alert_fsync {
             AlertFsync::Periodic => Flush::Deferred,
             AlertFsync::Each => Flush::Commit,
@@ -322,6 +336,7 @@ async fn interrupt_unfinished(
     store: &ObservedStore,
     shared: &Shared,
     config: &Config,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), CliError> {
     let ops = store
         .op_occs(OpOccFilter::all())
@@ -331,7 +346,6 @@ async fn interrupt_unfinished(
             message: "cannot read the operation occurrences".into(),
             source: Some(e),
         })?;
-    let now = chrono::Utc::now();
     // An instance whose last operation is not over (FAILED_TEMP, running, interrupted) takes
     // no other until it is failed: busy, as while an operation runs.
     for op in ops.iter().filter(|o| !o.is_terminal()) {

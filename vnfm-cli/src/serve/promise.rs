@@ -62,7 +62,7 @@ use vnfm_core::reservation::{
 };
 
 use super::http::{json, parse, problem, problem_of, read_body};
-use super::ledger::{clock, ledger_problem_details, snapshot_locked};
+use super::ledger::{ledger_problem_details, snapshot_locked};
 pub use super::ledger::{ATTEMPTS, TICK};
 use super::state::App;
 
@@ -317,7 +317,7 @@ impl Params {
     fn window(&self, app: &App) -> Result<Window, Response> {
         let start = match self.time("start")? {
             Some(t) => t,
-            None => app.promise.read(clock),
+            None => app.promise.read(|l| app.promise.now(l)),
         };
         Ok(Window {
             start,

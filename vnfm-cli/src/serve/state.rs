@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, Notify};
 use vnfm_core::alert::{AlertHandler, AlertState, HealEntry};
-use vnfm_core::driver::Store;
+use vnfm_core::driver::{Clock, Store};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{
     HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest, TerminateVnfRequest, VnfInstance,
@@ -147,6 +147,11 @@ pub(crate) struct App {
 }
 
 impl App {
+    /// The clock of the server (the lifecycle's): see [`super::Server::start_with_clock`].
+    pub(super) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.lcm.drivers().clock
+    }
+
     pub(super) fn note(&self, line: &str) {
         if !self.quiet {
             eprintln!("vnfm serve: {line}");
