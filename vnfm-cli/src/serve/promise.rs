@@ -35,7 +35,8 @@
 //! reservation create`) wrote the state file since (SQLite's `data_version`) and, when the
 //! document changed, reloads it; between two such checks the last writer wins. Notifications are POSTed
 //! as JSON (`Notification`: `subscriptionId`, `callbackUri`, `event`) to `http://` callback
-//! URIs, in order, each retried [`ATTEMPTS`] times; a callback answering 2xx has it.
+//! URIs (over reqwest, no proxy, no redirects), in order, each retried [`ATTEMPTS`] times;
+//! a callback answering 2xx has it.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -51,7 +52,6 @@ use axum::routing::{get, post};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 use vnfm_core::id::{IdGen, ZoneId};
 
@@ -645,7 +645,7 @@ async fn set_policy(State(app): State<Arc<App>>, body: Body) -> Result<Response,
 
 // ----- delivery ----------------------------------------------------------------------------
 
-/// An `http://` callback URI, split.
+/// An `http://` callback URI, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Callback {
     /// `host:port`.
@@ -688,46 +688,40 @@ impl Callback {
         };
         Ok(Callback { authority, target })
     }
+
+    /// The URL to POST to.
+    fn url(&self) -> String {
+        format!("http://{}{}", self.authority, self.target)
+    }
 }
 
-/// POSTs `body` to `cb` once; `Ok` for a 2xx answer.
-async fn post_once(cb: &Callback, body: &[u8]) -> Result<(), String> {
-    let mut s = tokio::net::TcpStream::connect(&cb.authority)
+/// The HTTP client of the deliveries: no proxy from the environment and no redirects (a
+/// callback answers 2xx or the attempt failed), as a callback is a plain `http://` URI.
+fn delivery_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// POSTs `body` (JSON) to `cb` once; `Ok` for a 2xx answer.
+async fn post_once(client: &reqwest::Client, cb: &Callback, body: &[u8]) -> Result<(), String> {
+    let answer = client
+        .post(cb.url())
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "*/*")
+        .body(body.to_vec())
+        .send()
         .await
-        .map_err(|e| format!("cannot connect to {}: {e}", cb.authority))?;
-    let head = format!(
-        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: */*\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        cb.target,
-        cb.authority,
-        body.len()
-    );
-    s.write_all(head.as_bytes())
-        .await
-        .map_err(|e| format!("cannot send: {e}"))?;
-    s.write_all(body)
-        .await
-        .map_err(|e| format!("cannot send: {e}"))?;
-    // The status line is enough.
-    let mut buf = Vec::with_capacity(64);
-    let mut chunk = [0u8; 64];
-    while !buf.contains(&b'\n') && buf.len() < 1024 {
-        let n = s
-            .read(&mut chunk)
-            .await
-            .map_err(|e| format!("cannot read the answer: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(chunk.get(..n).unwrap_or(&[]));
-    }
-    let line = String::from_utf8_lossy(&buf);
-    let line = line.lines().next().unwrap_or("");
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse::<u16>().ok())
-        .ok_or_else(|| format!("not an HTTP answer: {line:?}"))?;
+        .map_err(|e| {
+            if e.is_connect() {
+                format!("cannot connect to {}: {e}", cb.authority)
+            } else {
+                format!("cannot send: {e}")
+            }
+        })?;
+    let status = answer.status().as_u16();
     if (200..300).contains(&status) {
         Ok(())
     } else {
@@ -736,12 +730,12 @@ async fn post_once(cb: &Callback, body: &[u8]) -> Result<(), String> {
 }
 
 /// Delivers `n` to its callback, [`ATTEMPTS`] times at most.
-async fn deliver(app: &App, n: &Notification) {
-    attempt_all(app, n).await;
+async fn deliver(app: &App, client: &Result<reqwest::Client, String>, n: &Notification) {
+    attempt_all(app, client, n).await;
     app.promise.queued.fetch_sub(1, Ordering::Relaxed);
 }
 
-async fn attempt_all(app: &App, n: &Notification) {
+async fn attempt_all(app: &App, client: &Result<reqwest::Client, String>, n: &Notification) {
     let Some(uri) = &n.callback_uri else { return };
     let body = match serde_json::to_vec(n) {
         Ok(b) => b,
@@ -750,12 +744,13 @@ async fn attempt_all(app: &App, n: &Notification) {
             return;
         }
     };
-    let why = match Callback::parse(uri) {
-        Err(why) => why,
-        Ok(cb) => {
+    let why = match (Callback::parse(uri), client) {
+        (Err(why), _) => why,
+        (Ok(_), Err(why)) => why.clone(),
+        (Ok(cb), Ok(client)) => {
             let mut why = String::new();
             for attempt in 1..=ATTEMPTS {
-                match tokio::time::timeout(DELIVERY_TIMEOUT, post_once(&cb, &body)).await {
+                match tokio::time::timeout(DELIVERY_TIMEOUT, post_once(client, &cb, &body)).await {
                     Ok(Ok(())) => {
                         app.promise.delivered.fetch_add(1, Ordering::Relaxed);
                         return;
@@ -809,6 +804,9 @@ pub(crate) async fn run(
             }
         })
     };
+    // One client for every delivery (its connections are reused); an error is every
+    // delivery's reason to fail.
+    let client = delivery_client();
     let mut workers: HashMap<String, mpsc::UnboundedSender<Notification>> = HashMap::new();
     let mut tasks = tokio::task::JoinSet::new();
     let mut route = |n: Notification, tasks: &mut tokio::task::JoinSet<()>| {
@@ -818,9 +816,10 @@ pub(crate) async fn run(
         let tx = workers.entry(uri).or_insert_with(|| {
             let (tx, mut rx) = mpsc::unbounded_channel::<Notification>();
             let app = app.clone();
+            let client = client.clone();
             tasks.spawn(async move {
                 while let Some(n) = rx.recv().await {
-                    deliver(&app, &n).await;
+                    deliver(&app, &client, &n).await;
                 }
             });
             tx
