@@ -59,8 +59,8 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 /// Opens (creating it and its folder when needed) the state file of `config`.
 ///
 /// # Errors
-/// [`CliError::State`] (exit 2) naming the file: unreadable, not a vnfm state database, or a
-/// newer schema.
+/// [`CliError::State`] naming the file: unreadable, not a vnfm state database, or a newer
+/// schema (exit 2); locked by another writer (5); failing IO (1).
 pub fn open_state(config: &Config) -> Result<SqliteStore, CliError> {
     let path = config.state_path();
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
