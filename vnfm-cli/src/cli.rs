@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{Overrides, VimKind};
+use crate::config::{Config, Overrides, Secret, VimKind};
 use crate::output::Format;
 
 const ABOUT: &str = "vnfm: NFV placement and VNF lifecycle management.
@@ -189,6 +189,48 @@ pub struct ServeArgs {
         value_name = "TOKEN"
     )]
     pub api_token: Option<String>,
+}
+
+impl ServeArgs {
+    /// `config` with these options applied (flags or environment override the file).
+    pub fn apply_to(&self, mut config: Config) -> Config {
+        let a = self;
+        if let Some(l) = a.listen {
+            config.server.listen = l;
+        }
+        if let Some(t) = &a.api_token {
+            config.server.api_token = Some(Secret::new(t.clone()));
+        }
+        if let Some(f) = a.alert_fsync {
+            config.server.alert_fsync = f;
+        }
+        let p = &mut config.prometheus_plugin;
+        if let Some(v) = a.auto_healing {
+            p.plugin.auto_healing = v;
+        }
+        if let Some(v) = a.auto_scaling {
+            p.plugin.auto_scaling = v;
+        }
+        if let Some(v) = a.timer_interval {
+            p.plugin.timer_interval = v;
+        }
+        if let Some(v) = a.scale_cooldown {
+            p.plugin.scale_cooldown = v;
+        }
+        if !a.receiver_types.is_empty() {
+            p.plugin.receiver_types = a.receiver_types.clone();
+        }
+        if let Some(t) = &a.alert_bearer_token {
+            p.bearer_token = Some(Secret::new(t.clone()));
+        }
+        if let Some(u) = &a.alert_basic_user {
+            p.basic_auth_user = Some(u.clone());
+        }
+        if let Some(pw) = &a.alert_basic_password {
+            p.basic_auth_password = Some(Secret::new(pw.clone()));
+        }
+        config
+    }
 }
 
 /// `vnfm demo`
@@ -829,4 +871,25 @@ pub enum ProviderCommand {
     },
     /// List the providers with their zones.
     List,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::config::AlertFsync;
+
+    #[test]
+    fn alert_fsync_from_the_flag_overrides_the_file() {
+        let c = Config::from_toml(
+            std::path::Path::new("v.toml"),
+            "[server]\nalert_fsync = \"each\"\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            alert_fsync: Some(AlertFsync::Periodic),
+            ..Default::default()
+        };
+        assert_eq!(args.apply_to(c).server.alert_fsync, AlertFsync::Periodic);
+    }
 }

@@ -447,45 +447,6 @@ impl Config {
         self
     }
 
-    /// Applies the options of `vnfm serve` (flags or environment).
-    pub fn with_serve_args(mut self, a: &crate::cli::ServeArgs) -> Config {
-        if let Some(l) = a.listen {
-            self.server.listen = l;
-        }
-        if let Some(t) = &a.api_token {
-            self.server.api_token = Some(Secret::new(t.clone()));
-        }
-        if let Some(f) = a.alert_fsync {
-            self.server.alert_fsync = f;
-        }
-        let p = &mut self.prometheus_plugin;
-        if let Some(v) = a.auto_healing {
-            p.plugin.auto_healing = v;
-        }
-        if let Some(v) = a.auto_scaling {
-            p.plugin.auto_scaling = v;
-        }
-        if let Some(v) = a.timer_interval {
-            p.plugin.timer_interval = v;
-        }
-        if let Some(v) = a.scale_cooldown {
-            p.plugin.scale_cooldown = v;
-        }
-        if !a.receiver_types.is_empty() {
-            p.plugin.receiver_types = a.receiver_types.clone();
-        }
-        if let Some(t) = &a.alert_bearer_token {
-            p.bearer_token = Some(Secret::new(t.clone()));
-        }
-        if let Some(u) = &a.alert_basic_user {
-            p.basic_auth_user = Some(u.clone());
-        }
-        if let Some(pw) = &a.alert_basic_password {
-            p.basic_auth_password = Some(Secret::new(pw.clone()));
-        }
-        self
-    }
-
     /// The state file: the configured path, else `$XDG_STATE_HOME/vnfm/state.sqlite`, else
     /// `$HOME/.local/state/vnfm/state.sqlite`, else `./vnfm-state.sqlite`.
     pub fn state_path(&self) -> PathBuf {
@@ -630,20 +591,12 @@ mod tests {
     }
 
     #[test]
-    fn alert_fsync_from_the_file_and_from_the_flag() {
+    fn alert_fsync_from_the_file() {
         let c = Config::default();
         assert_eq!(c.server.alert_fsync, AlertFsync::Periodic);
         let c =
             Config::from_toml(Path::new("v.toml"), "[server]\nalert_fsync = \"each\"\n").unwrap();
         assert_eq!(c.server.alert_fsync, AlertFsync::Each);
-        let args = crate::cli::ServeArgs {
-            alert_fsync: Some(AlertFsync::Periodic),
-            ..Default::default()
-        };
-        assert_eq!(
-            c.with_serve_args(&args).server.alert_fsync,
-            AlertFsync::Periodic
-        );
     }
 
     #[test]

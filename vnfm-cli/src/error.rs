@@ -30,7 +30,10 @@ pub enum CliError {
     /// A driver failed.
     #[error(transparent)]
     Driver(#[from] DriverError),
-    /// The state file could not be opened or used.
+    /// The state file could not be opened or used: exit 2 when the file is the caller's to
+    /// fix (a path where it cannot be created, not a vnfm state database, a newer schema, a
+    /// corrupt document), 5 when another writer held it too long, 1 when reading or writing it
+    /// failed (IO error, disk full).
     #[error("state file {}: {message}", path.display())]
     State {
         /// The state file.
@@ -86,7 +89,8 @@ impl CliError {
     /// The exit code for this error (see [`crate::exit`]).
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::Usage(_) | CliError::Config { .. } | CliError::State { .. } => exit::USAGE,
+            CliError::Usage(_) | CliError::Config { .. } => exit::USAGE,
+            CliError::State { source, .. } => state_exit_code(source.as_ref()),
             CliError::Core(e) => core_exit_code(e),
             CliError::Driver(e) => driver_exit_code(e),
             CliError::Output(_) => exit::INTERNAL,
@@ -105,6 +109,46 @@ impl CliError {
                 }
             }
         }
+    }
+}
+
+/// The exit code of a state file that could not be used, from the store's error (`None`: the
+/// CLI found the file unusable itself, e.g. its folder cannot be created).
+fn state_exit_code(source: Option<&DriverError>) -> i32 {
+    use rusqlite::ErrorCode as C;
+    let Some(e) = source else {
+        return exit::USAGE;
+    };
+    match e {
+        // Not a vnfm state database, a newer schema: the store says so without a cause.
+        DriverError::Other { source: None, .. } => exit::USAGE,
+        DriverError::Other {
+            source: Some(cause),
+            ..
+        } => {
+            if let Some(sql) = cause.downcast_ref::<rusqlite::Error>() {
+                match sql.sqlite_error_code() {
+                    // The path or the file is the caller's to fix.
+                    Some(
+                        C::CannotOpen
+                        | C::NotADatabase
+                        | C::DatabaseCorrupt
+                        | C::ReadOnly
+                        | C::PermissionDenied,
+                    ) => exit::USAGE,
+                    // IO errors, a full disk, and anything else SQLite reports: the store
+                    // failed, not the input.
+                    _ => exit::INTERNAL,
+                }
+            } else if cause.is::<serde_json::Error>() {
+                // A stored document that does not decode: a corrupt state file.
+                exit::USAGE
+            } else {
+                exit::INTERNAL
+            }
+        }
+        // Locked by another writer past the busy timeout (5), or what the driver says.
+        other => driver_exit_code(other),
     }
 }
 
@@ -176,5 +220,59 @@ mod tests {
             CliError::Core(vnfm_core::Error::Driver(quota)).exit_code(),
             4
         );
+    }
+
+    fn state(source: Option<DriverError>) -> i32 {
+        CliError::State {
+            path: "s.sqlite".into(),
+            message: "x".into(),
+            source,
+        }
+        .exit_code()
+    }
+
+    fn sql(code: rusqlite::ffi::ErrorCode) -> DriverError {
+        let e = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error {
+                code,
+                extended_code: 0,
+            },
+            None,
+        );
+        DriverError::Other {
+            driver: "sqlite",
+            message: "x".into(),
+            source: Some(Box::new(e)),
+        }
+    }
+
+    #[test]
+    fn a_failing_state_file_is_1_or_5_an_unusable_one_2() {
+        use rusqlite::ffi::ErrorCode as C;
+        // The caller's to fix: no folder, not a vnfm database, a newer schema, corrupt.
+        assert_eq!(state(None), 2);
+        let not_vnfm = DriverError::Other {
+            driver: "sqlite",
+            message: "not a vnfm state database".into(),
+            source: None,
+        };
+        assert_eq!(state(Some(not_vnfm)), 2);
+        assert_eq!(state(Some(sql(C::NotADatabase))), 2);
+        assert_eq!(state(Some(sql(C::CannotOpen))), 2);
+        let json = serde_json::from_str::<u8>("x").unwrap_err();
+        let corrupt = DriverError::Other {
+            driver: "sqlite",
+            message: "x".into(),
+            source: Some(Box::new(json)),
+        };
+        assert_eq!(state(Some(corrupt)), 2);
+        // The store failed: IO, a full disk (1); locked by another writer (5).
+        assert_eq!(state(Some(sql(C::SystemIoFailure))), 1);
+        assert_eq!(state(Some(sql(C::DiskFull))), 1);
+        let busy = DriverError::Unavailable {
+            driver: "sqlite",
+            message: "locked".into(),
+        };
+        assert_eq!(state(Some(busy)), 5);
     }
 }

@@ -1,32 +1,74 @@
 //! # vnfm-cli
 //!
-//! The library half of the `vnfm` command-line program: the pieces the binary wires together
-//! and that embedders may reuse. The binary itself (`src/main.rs`) only parses the command
-//! line, calls [`commands::run`], prints the error chain and exits with [`CliError::exit_code`].
+//! The library half of the `vnfm` command-line program. The binary (`src/main.rs`) only picks
+//! the allocator and calls [`run`], which parses the command line, runs the command, prints the
+//! error chain and exits with [`CliError::exit_code`].
 //!
-//! - [`cli`]: the command line (clap derive).
+//! Public are the pieces that tests, benches and embedders use: [`config`] (the
+//! configuration), [`store`] (the SQLite state file), [`promise`] (the Promise ledger document),
+//! [`serve`] (the server, to run in-process), [`exit`] (the exit codes) and [`CliError`]. The
+//! other modules are the program's wiring and stay inside the crate.
+//!
+//! - `cli`: the command line (clap derive).
 //! - [`config`]: `vnfm.toml` and how flags and environment variables override it.
-//! - [`commands`]: one function per command; they build the drivers and call `vnfm-core`.
-//! - [`output`]: data on stdout (human or JSON), diagnostics and progress on stderr.
+//! - `app`: the composition root: the runtime, the clock, the state file, the VIM, the
+//!   drivers and the [`vnfm_core::lifecycle::Lifecycle`] built from the configuration. Commands
+//!   and the server take them from here, never from each other.
+//! - `commands`: one function per command; they take the drivers from `app` and call
+//!   `vnfm-core`.
+//! - `inputs`: cloud files and VNF packages, read from disk or built in.
+//! - `intent`: intent-based cloud selection as the CLI wires it (`select`, `--intent`).
+//! - `output`: data on stdout (human or JSON), diagnostics and progress on stderr; `render`:
+//!   what the core returns, written for people.
 //! - [`exit`]: the exit codes.
 //! - [`serve`]: `vnfm serve`, the HTTP server (SOL003 VNF LCM API, Prometheus alert endpoints,
 //!   `/metrics`).
 //! - [`promise`]: the Promise reservation ledger kept in the state file, shared by `vnfm
-//!   reservation | allocation | capacity | provider` and `vnfm serve`.
-//! - [`vim`]: the VIM drivers of a command: the simulated cloud or a real OpenStack.
+//!   reservation | allocation | capacity | provider`, the operations that draw from
+//!   reservations, and `vnfm serve`.
+//! - `vim`: the VIM drivers of a command: the simulated cloud (saved in the state file) or a
+//!   real OpenStack.
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
+//!
+//! No module imports another that imports it back (`tests/module_cycles.rs` checks it).
 
-pub mod builtin;
-pub mod cli;
-pub mod commands;
+pub(crate) mod app;
+pub(crate) mod builtin;
+pub(crate) mod cli;
+pub(crate) mod commands;
 pub mod config;
-pub mod error;
+mod error;
 pub mod exit;
-pub mod output;
+pub(crate) mod inputs;
+pub(crate) mod intent;
+pub(crate) mod output;
 pub mod promise;
+pub(crate) mod render;
 pub mod serve;
 pub mod store;
-pub mod vim;
+pub(crate) mod vim;
 
 pub use error::CliError;
+
+/// Runs the `vnfm` program: parses the process's arguments, runs the command, prints the
+/// error and its causes on stderr, and returns the exit status (see [`exit`]).
+pub fn run() -> std::process::ExitCode {
+    use clap::Parser;
+    let args = cli::Cli::parse();
+    let out = output::Output::new(args.global.format(), args.global.quiet);
+    let code = match commands::run(args, out) {
+        Ok(()) => exit::OK,
+        Err(e) if output::is_broken_pipe(&e) => exit::OK,
+        Err(e) => {
+            eprintln!("error: {e}");
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                eprintln!("  caused by: {s}");
+                source = s.source();
+            }
+            e.exit_code()
+        }
+    };
+    std::process::ExitCode::from(u8::try_from(code).unwrap_or(1))
+}

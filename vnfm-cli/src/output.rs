@@ -29,26 +29,18 @@ pub struct Output {
     pub format: Format,
     /// `--quiet`: no progress, no diagnostics except errors.
     pub quiet: bool,
-    /// `-v` count.
-    pub verbose: u8,
     progress: bool,
 }
 
 impl Output {
     /// Output settings; progress is enabled only on a terminal in human mode without `--quiet`.
-    pub fn new(format: Format, quiet: bool, verbose: u8) -> Self {
+    pub fn new(format: Format, quiet: bool) -> Self {
         let progress = format == Format::Human && !quiet && std::io::stderr().is_terminal();
         Self {
             format,
             quiet,
-            verbose,
             progress,
         }
-    }
-
-    /// True when JSON is requested.
-    pub fn is_json(&self) -> bool {
-        self.format == Format::Json
     }
 
     /// Prints a progress line on stderr (only on a terminal, see the module docs).

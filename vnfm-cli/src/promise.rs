@@ -17,9 +17,15 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use vnfm_core::driver::DriverError;
+use vnfm_core::driver::{Clock, DriverError};
+use vnfm_core::grant::GrantRequest;
 use vnfm_core::id::IdGen;
-use vnfm_core::reservation::{lcm, Ledger, LedgerError, LedgerSnapshot, Outcome, Pool};
+use vnfm_core::lcm::VnfInstance;
+use vnfm_core::lifecycle::{GrantOnly, Lifecycle, OperationReport};
+use vnfm_core::package::VnfPackage;
+use vnfm_core::reservation::{
+    lcm, Allocation, Ledger, LedgerError, LedgerSnapshot, Outcome, Pool, ReservationId,
+};
 use vnfm_core::zone::ComputeZone;
 
 use crate::config::Config;
@@ -206,6 +212,176 @@ pub async fn save(
     write(store, body)
         .await
         .map_err(|e| state_error(config, "cannot save the reservation ledger".into(), Some(e)))
+}
+
+/// The effective `now`: `--now`, else the clock, never before the ledger's last operation
+/// ([`lcm::effective_now`] over a reading of the clock).
+pub(crate) fn effective_now(
+    now: Option<DateTime<Utc>>,
+    ledger: &Ledger,
+    clock: &dyn Clock,
+) -> DateTime<Utc> {
+    lcm::effective_now(ledger, now, clock.now())
+}
+
+/// An unknown reservation id (show, update, cancel): exit 2, worded as what it is, not as a
+/// rejected allocation.
+pub(crate) fn unknown_reservation(id: &str) -> CliError {
+    CliError::Usage(format!(
+        "reservation {id} does not exist in the state file's ledger (`vnfm reservation query` \
+         lists the reservations)"
+    ))
+}
+
+// ----- grants and operations drawing from reservations --------------------------------------
+
+/// Draws the new VNFCs of `grant` granted into the zone of reservation `from.reservation` from it (see
+/// [`vnfm_core::lifecycle::granter::draw_reservation`]), in the ledger of the state file, and
+/// saves the ledger.
+///
+/// # Errors
+/// [`CliError::Promise`] when the reservation cannot give them (exit 4 when it has not enough
+/// left, 2 otherwise); [`CliError::State`] for an unusable state file.
+pub async fn draw_grant(
+    config: &Config,
+    store: &SqliteStore,
+    grant: &mut vnfm_core::grant::Grant,
+    request: &GrantRequest,
+    flavour: &vnfm_core::package::Flavour,
+    from: DrawFrom<'_>,
+    clock: &dyn Clock,
+) -> Result<Vec<Allocation>, CliError> {
+    let DrawFrom {
+        reservation: id,
+        now,
+    } = from;
+    let Some(mut book) = load(store, config).await? else {
+        return Err(unknown_reservation(id));
+    };
+    let now = effective_now(now, &book.ledger, clock);
+    let drawn = vnfm_core::lifecycle::granter::draw_reservation(
+        grant,
+        request,
+        flavour,
+        &ReservationId::new(id),
+        &mut book.ledger,
+        &mut book.ids,
+        now,
+    );
+    save(store, &book, config).await?;
+    Ok(drawn?)
+}
+
+/// What an instantiate or a scale-out drew from a reservation before touching the stack, with
+/// the ledger it drew in (saved by [`settle`]).
+#[derive(Debug)]
+pub struct Drawn {
+    /// The ledger, with the allocations.
+    book: PromiseBook,
+    /// What the core drew: the allocations and the pins of the operation.
+    pub draw: lcm::Draw,
+}
+
+/// The reservation an operation draws from, and when.
+#[derive(Clone, Copy, Debug)]
+pub struct DrawFrom<'a> {
+    /// The reservation id.
+    pub reservation: &'a str,
+    /// The time of the draw [default: the clock, never before the ledger's last operation].
+    pub now: Option<DateTime<Utc>>,
+}
+
+/// Grants operation `op` of `inst` with the local granter and draws the new VNFCs placed in the
+/// zone of reservation `from.reservation` from it ([`lcm::draw_operation`]), in `store`'s
+/// ledger; nothing is saved yet ([`settle`] does, after the operation). A refusal saves the
+/// ledger (what fell due by `now`) and returns the error.
+///
+/// # Errors
+/// [`CliError::Promise`] when the reservation cannot give them (exit 4 when it has not enough
+/// left, 2 when it does not exist, is not active, or the grant places nothing in its zone);
+/// [`CliError::Grant`] when the local granter gives no grant (exit 3 or 4).
+pub async fn draw_operation(
+    config: &Config,
+    store: &SqliteStore,
+    lifecycle: &Lifecycle,
+    pkg: &VnfPackage,
+    inst: &VnfInstance,
+    op: GrantOnly,
+    from: DrawFrom<'_>,
+) -> Result<Drawn, CliError> {
+    let DrawFrom {
+        reservation: id,
+        now,
+    } = from;
+    let Some(mut book) = load(store, config).await? else {
+        return Err(unknown_reservation(id));
+    };
+    let now = effective_now(now, &book.ledger, lifecycle.drivers().clock.as_ref());
+    let granted = match lifecycle.grant_only(pkg, inst, op).await? {
+        Ok(g) => g,
+        Err((_, kind, detail)) => return Err(CliError::Grant { kind, detail }),
+    };
+    let PromiseBook { ledger, ids } = &mut book;
+    match lcm::draw_operation(
+        ledger,
+        ids,
+        pkg,
+        inst,
+        granted,
+        &ReservationId::new(id),
+        now,
+    ) {
+        Ok(draw) => Ok(Drawn { book, draw }),
+        Err(e) => {
+            save(store, &book, config).await?;
+            Err(e.into())
+        }
+    }
+}
+
+/// After the operation a [`Drawn`] was for ([`lcm::settle`]: the allocations of the VNFCs in
+/// the reservation's zone are kept, the others destroyed, all of them when the operation failed
+/// or did not start), saves the ledger, and returns the allocations kept.
+///
+/// # Errors
+/// [`CliError::State`] when the ledger cannot be saved; [`CliError::Promise`] when the ledger
+/// refuses to destroy an allocation (a bug).
+pub async fn settle(
+    config: &Config,
+    store: &SqliteStore,
+    drawn: Drawn,
+    report: Option<&OperationReport>,
+) -> Result<Vec<Allocation>, CliError> {
+    let Drawn { mut book, draw } = drawn;
+    let at = draw.at;
+    let settled = lcm::settle(&mut book.ledger, draw, report, at)?;
+    save(store, &book, config).await?;
+    Ok(settled.kept)
+}
+
+/// Gives back what an operation that ended releases ([`lcm::release_after`]: a terminate every
+/// allocation of the instance, a scale-in those of the VNFCs it removed; `before` is the
+/// instance before the operation) in the ledger of the state file, and saves it. Nothing
+/// happens without a ledger or such allocations.
+///
+/// # Errors
+/// [`CliError::State`] for an unusable state file.
+pub async fn release_after(
+    config: &Config,
+    store: &SqliteStore,
+    before: Option<&VnfInstance>,
+    report: &OperationReport,
+    clock: &dyn Clock,
+) -> Result<Vec<Allocation>, CliError> {
+    let Some(mut book) = load(store, config).await? else {
+        return Ok(Vec::new());
+    };
+    let now = effective_now(None, &book.ledger, clock);
+    let released = lcm::release_after(&mut book.ledger, before, report, now)?;
+    if !released.is_empty() {
+        save(store, &book, config).await?;
+    }
+    Ok(released)
 }
 
 #[cfg(test)]

@@ -14,10 +14,81 @@ use vnfm_core::driver::{Clock, ComputeInventory, StackDriver, Store, ZoneCatalog
 use vnfm_core::lifecycle::Drivers;
 use vnfm_core::sim::SimCloud;
 
-use crate::commands::lcm;
 use crate::config::{Config, VimKind};
 use crate::error::CliError;
+use crate::inputs::load_cloud;
 use crate::store::SqliteStore;
+
+/// The state-file document holding the simulated cloud.
+pub const SIM_DOCUMENT: &str = "sim";
+
+/// The simulated cloud of the state file, or a new one from `cloud_path` (else the configured
+/// cloud file, else the built-in demo cloud) when the state file has none yet.
+///
+/// # Errors
+/// An unreadable saved cloud or cloud file, or a cloud file other than the saved one (exit 2).
+pub async fn open_sim(
+    store: &SqliteStore,
+    cloud_path: Option<&Path>,
+    config: &Config,
+) -> Result<SimCloud, CliError> {
+    let state_err = |message: String, source| CliError::State {
+        path: config.state_path(),
+        message,
+        source,
+    };
+    let saved = store
+        .document(SIM_DOCUMENT)
+        .await
+        .map_err(|e| state_err("cannot read the simulated cloud".into(), Some(e)))?;
+    let wanted = cloud_path.or(config.vim.cloud.as_deref());
+    match saved {
+        Some(snapshot) => {
+            let sim = SimCloud::restore(&snapshot).map_err(|e| {
+                state_err("the saved simulated cloud is unreadable".into(), Some(e))
+            })?;
+            if let Some(p) = cloud_path {
+                let (file, _) = load_cloud(Some(p))?;
+                if file != sim.cloud() {
+                    return Err(CliError::Usage(format!(
+                        "the state file {} already holds a simulated cloud built from another cloud \
+                         file than {}; use another --state for another cloud",
+                        config.state_path().display(),
+                        p.display()
+                    )));
+                }
+            }
+            Ok(sim)
+        }
+        None => {
+            let (file, _) = load_cloud(wanted)?;
+            Ok(SimCloud::new(file, config.vim.seed))
+        }
+    }
+}
+
+/// Saves the simulated cloud's state in the state file (nothing when the VIM is a real cloud).
+///
+/// # Errors
+/// [`CliError::State`] when the state file cannot be written.
+pub async fn save_sim(
+    store: &SqliteStore,
+    sim: &Option<SimCloud>,
+    config: &Config,
+) -> Result<(), CliError> {
+    let Some(sim) = sim else {
+        return Ok(());
+    };
+    let snap = sim.snapshot()?;
+    store
+        .put_document(SIM_DOCUMENT, snap)
+        .await
+        .map_err(|e| CliError::State {
+            path: config.state_path(),
+            message: "cannot save the simulated cloud".into(),
+            source: Some(e),
+        })
+}
 
 /// The VIM side of [`Drivers`]: stacks, zones and servers.
 #[derive(Clone, Debug)]
@@ -58,10 +129,10 @@ impl Vim {
     }
 
     /// The configured VIM: the state file's simulated cloud (or a new one from `cloud_path`,
-    /// see [`lcm::open_sim`]), or the OpenStack of [`openstack_config`].
+    /// see [`open_sim`]), or the OpenStack of [`openstack_config`].
     ///
     /// # Errors
-    /// As [`lcm::open_sim`] for the simulator; for OpenStack, a configuration that is missing
+    /// As [`open_sim`] for the simulator; for OpenStack, a configuration that is missing
     /// or invalid, or a `--cloud` file (the simulator's), exit 2.
     pub async fn open(
         store: &SqliteStore,
@@ -69,9 +140,7 @@ impl Vim {
         config: &Config,
     ) -> Result<Self, CliError> {
         match config.vim.kind {
-            VimKind::Sim => Ok(Self::simulated(
-                lcm::open_sim(store, cloud_path, config).await?,
-            )),
+            VimKind::Sim => Ok(Self::simulated(open_sim(store, cloud_path, config).await?)),
             VimKind::Openstack => {
                 if let Some(p) = cloud_path {
                     return Err(CliError::Usage(format!(

@@ -1,8 +1,8 @@
-//! The crate's error type.
+//! The crate's error types: [`Error`] and the error vocabulary of the drivers,
+//! [`DriverError`] (re-exported from [`crate::driver`]). This module depends on no other
+//! module of the crate.
 
 use std::path::PathBuf;
-
-use crate::driver::DriverError;
 
 /// Result with [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -58,6 +58,109 @@ impl std::fmt::Display for Location {
             f.write_str("<input>")?;
         }
         Ok(())
+    }
+}
+
+/// The error vocabulary every driver shares.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverError {
+    /// The named object does not exist.
+    #[error("{driver}: not found: {what}")]
+    NotFound {
+        /// Which driver answered.
+        driver: &'static str,
+        /// What was looked for (kind and id).
+        what: String,
+    },
+    /// An object with that name or id exists already.
+    #[error("{driver}: already exists: {what}")]
+    AlreadyExists {
+        /// Which driver answered.
+        driver: &'static str,
+        /// What collided.
+        what: String,
+    },
+    /// A quota of the backend would be exceeded.
+    #[error("{driver}: quota exceeded: {message}")]
+    QuotaExceeded {
+        /// Which driver answered.
+        driver: &'static str,
+        /// The backend's message.
+        message: String,
+    },
+    /// The object is in a state that does not allow the request (e.g. an operation in
+    /// progress, a stale version).
+    #[error("{driver}: conflict: {message}")]
+    Conflict {
+        /// Which driver answered.
+        driver: &'static str,
+        /// The backend's message.
+        message: String,
+    },
+    /// The request was rejected as malformed or invalid by the backend (e.g. a template Heat
+    /// cannot validate).
+    #[error("{driver}: invalid request: {message}")]
+    Invalid {
+        /// Which driver answered.
+        driver: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+    /// No valid credentials.
+    #[error("{driver}: unauthenticated: {message}")]
+    Unauthenticated {
+        /// Which driver answered.
+        driver: &'static str,
+        /// The backend's message.
+        message: String,
+    },
+    /// Credentials are valid but not allowed to do this.
+    #[error("{driver}: permission denied: {message}")]
+    PermissionDenied {
+        /// Which driver answered.
+        driver: &'static str,
+        /// The backend's message.
+        message: String,
+    },
+    /// The backend cannot be reached or is overloaded; retrying later may succeed.
+    #[error("{driver}: unavailable: {message}")]
+    Unavailable {
+        /// Which driver answered.
+        driver: &'static str,
+        /// What failed.
+        message: String,
+    },
+    /// The driver does not implement this operation.
+    #[error("{driver}: {operation} is not implemented")]
+    NotImplemented {
+        /// Which driver answered.
+        driver: &'static str,
+        /// The operation.
+        operation: &'static str,
+    },
+    /// Anything else, with its cause.
+    #[error("{driver}: {message}")]
+    Other {
+        /// Which driver answered.
+        driver: &'static str,
+        /// What was being done.
+        message: String,
+        /// The cause.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    },
+}
+
+impl DriverError {
+    /// True when retrying the same request later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, DriverError::Unavailable { .. })
+    }
+
+    /// True for [`DriverError::NotFound`].
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, DriverError::NotFound { .. })
     }
 }
 

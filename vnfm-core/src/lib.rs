@@ -14,12 +14,15 @@
 //!   `Definitions/`, Heat templates under `BaseHOT/<flavour>/`).
 //! - [`zone`]: compute zones, hosts and resource amounts.
 //! - [`driver`]: the traits adapters implement (`StackDriver`, `ZoneCatalog`,
-//!   `ComputeInventory`, `ClusterDriver`, `Store`) and the shared [`driver::DriverError`].
+//!   `ComputeInventory`, `ClusterDriver`, and `Store`, which lives in [`store`]) and the shared
+//!   [`driver::DriverError`] (defined in [`error`] beside [`Error`]); both are re-exported
+//!   from `driver`, so `error` depends on no other module of the crate.
 //! - [`cloud`]: the cloud file (YAML) that describes a simulated cloud.
 //! - [`sim`]: [`sim::SimCloud`], an in-memory cloud that implements every driver trait the way
 //!   Nova and Heat behave, including their failure texts. It is the test double, the engine of
 //!   the examples and the default backend of the `vnfm` CLI.
-//! - [`store`]: an in-memory [`driver::Store`] (the CLI adds an SQLite one).
+//! - [`store`]: the [`store::Store`] trait, its batches and versions, and an in-memory
+//!   implementation (the CLI adds an SQLite one).
 //! - [`alert`]: Prometheus Alertmanager webhooks turned into auto-heal / auto-scale
 //!   decisions (validation chain, heal batching and de-duplication, scale cooldown).
 //! - `strategy` (feature `proptest`): proptest strategies for zones, clouds, constraints,

@@ -1,4 +1,6 @@
-//! Stores of VNF instances and LCM operation occurrences.
+//! Stores of VNF instances and LCM operation occurrences: the [`Store`] trait with its
+//! [`StoreBatch`], [`Precondition`]s and [`Version`]s (re-exported from [`crate::driver`] with
+//! the other driver traits), and an in-memory implementation.
 //!
 //! [`MemoryStore`] keeps everything in memory; clones share the same state, so one store can be
 //! handed to several tasks. It is the store of tests and of embedders that persist nothing.
@@ -20,11 +22,189 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 
-use crate::driver::{
-    DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
-};
+use std::fmt::{self, Debug};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::DriverError;
 use crate::id::{OpOccId, VnfInstanceId};
 use crate::lcm::{VnfInstance, VnfLcmOpOcc};
+
+/// The revision of a stored object: 1 when it is first put, one more on every put after.
+/// Stores count it the same way, so a writer that read version `v` and puts once expects
+/// `v + 1` to be its own.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Version(pub u64);
+
+impl Version {
+    /// The version after one more put.
+    pub fn next(self) -> Self {
+        Self(self.0.saturating_add(1))
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// An object as read from a [`Store`], with its [`Version`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Versioned<T> {
+    /// The object.
+    pub value: T,
+    /// Its version when it was read.
+    pub version: Version,
+}
+
+/// A condition of a [`StoreBatch`] (object_store's `PutMode::Update` / `Create`): when one does
+/// not hold at commit time, the whole batch fails with [`DriverError::Conflict`] and nothing is
+/// written: another writer got there first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Precondition {
+    /// The instance exists at exactly this version.
+    InstanceAt {
+        /// The instance.
+        id: VnfInstanceId,
+        /// The version read.
+        version: Version,
+    },
+    /// The occurrence exists at exactly this version.
+    OpOccAt {
+        /// The occurrence.
+        id: OpOccId,
+        /// The version read.
+        version: Version,
+    },
+    /// No occurrence with this id exists.
+    OpOccAbsent {
+        /// The occurrence.
+        id: OpOccId,
+    },
+}
+
+impl Precondition {
+    /// The [`DriverError::Conflict`] message when the condition does not hold: `found` is the
+    /// stored version (`None`: no such object). Shared by the stores so they word it alike.
+    pub fn conflict_message(&self, found: Option<Version>) -> String {
+        let found = found.map_or_else(|| "none is stored".to_owned(), |v| format!("{v} is stored"));
+        match self {
+            Self::InstanceAt { id, version } => format!(
+                "VNF instance {id} changed since it was read (version {version} expected, \
+                 {found}): another writer got there first"
+            ),
+            Self::OpOccAt { id, version } => format!(
+                "operation occurrence {id} changed since it was read (version {version} \
+                 expected, {found}): another writer got there first"
+            ),
+            Self::OpOccAbsent { id } => {
+                format!("operation occurrence {id} already exists (expected none; {found})")
+            }
+        }
+    }
+}
+
+/// An atomic batch of writes to a [`Store`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StoreBatch {
+    /// Instances to insert or replace.
+    pub put_instances: Vec<VnfInstance>,
+    /// Instances to delete (with their operation occurrences).
+    pub delete_instances: Vec<VnfInstanceId>,
+    /// Operation occurrences to insert or replace.
+    pub put_op_occs: Vec<VnfLcmOpOcc>,
+    /// Conditions checked before anything is written (see [`Precondition`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preconditions: Vec<Precondition>,
+}
+
+impl StoreBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Adds an instance to insert or replace.
+    pub fn with_instance(mut self, inst: VnfInstance) -> Self {
+        self.put_instances.push(inst);
+        self
+    }
+    /// Adds an operation occurrence to insert or replace.
+    pub fn with_op_occ(mut self, op: VnfLcmOpOcc) -> Self {
+        self.put_op_occs.push(op);
+        self
+    }
+    /// Adds an instance to delete.
+    pub fn with_deleted_instance(mut self, id: VnfInstanceId) -> Self {
+        self.delete_instances.push(id);
+        self
+    }
+    /// Adds a condition: the batch applies only if it holds.
+    pub fn with_precondition(mut self, p: Precondition) -> Self {
+        self.preconditions.push(p);
+        self
+    }
+}
+
+/// Filter of [`Store::op_occs`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OpOccFilter {
+    /// Only the occurrences of this instance.
+    pub vnf_instance_id: Option<VnfInstanceId>,
+}
+
+impl OpOccFilter {
+    /// Every occurrence.
+    pub fn all() -> Self {
+        Self::default()
+    }
+    /// The occurrences of one instance.
+    pub fn instance(id: VnfInstanceId) -> Self {
+        Self {
+            vnf_instance_id: Some(id),
+        }
+    }
+}
+
+/// Persists VNF instances and LCM operation occurrences.
+///
+/// # Contract
+/// - [`Store::commit`] applies a whole [`StoreBatch`] or nothing: a crash never leaves half of
+///   it. Deletes are applied after puts of the same batch.
+/// - Loading an unknown id fails with [`DriverError::NotFound`].
+/// - Lists are ordered: instances by id, operation occurrences by `startTime` then id.
+/// - A stored object is returned exactly as it was written (serde round trip).
+/// - Every put of an object makes its [`Version`] one more (1 for a new object); a batch's
+///   [`Precondition`]s are checked against the versions before the batch, inside the same
+///   atomic step, and a failed one fails the whole batch with [`DriverError::Conflict`]. This
+///   is what keeps one LCM operation per instance across processes (see
+///   [`crate::lifecycle::Lifecycle`]); a PostgreSQL store implements it with
+///   `UPDATE .. WHERE version = $v` in one transaction.
+#[async_trait]
+pub trait Store: Send + Sync + Debug + 'static {
+    /// Applies a batch atomically.
+    async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError>;
+    /// Loads one instance.
+    async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError>;
+    /// Loads one instance with its version.
+    async fn instance_entry(
+        &self,
+        id: &VnfInstanceId,
+    ) -> Result<Versioned<VnfInstance>, DriverError>;
+    /// Loads one operation occurrence with its version.
+    async fn op_occ_entry(&self, id: &OpOccId) -> Result<Versioned<VnfLcmOpOcc>, DriverError>;
+    /// Lists every instance.
+    async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError>;
+    /// Loads one operation occurrence.
+    async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError>;
+    /// Lists operation occurrences.
+    async fn op_occs(&self, filter: OpOccFilter) -> Result<Vec<VnfLcmOpOcc>, DriverError>;
+}
 
 const DRIVER: &str = "memory";
 
@@ -237,7 +417,8 @@ pub fn unknown_instance_message(op: &OpOccId, instance: &VnfInstanceId) -> Strin
 pub mod conformance {
     use serde_json::json;
 
-    use crate::driver::{DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version};
+    use super::{OpOccFilter, Precondition, Store, StoreBatch, Version};
+    use crate::error::DriverError;
     use crate::id::{OpOccId, VnfInstanceId};
     use crate::lcm::{VnfInstance, VnfLcmOpOcc};
 

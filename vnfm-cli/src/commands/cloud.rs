@@ -7,21 +7,9 @@ use std::path::Path;
 use serde::Serialize;
 use vnfm_core::cloud::CloudFile;
 
-use crate::builtin;
 use crate::error::CliError;
+use crate::inputs::load_cloud;
 use crate::output::Output;
-
-/// Loads the cloud file at `path`, or the built-in demo cloud when `None`; returns it with the
-/// name it goes by in messages.
-///
-/// # Errors
-/// An unreadable or invalid cloud file (exit 2).
-pub fn load(path: Option<&Path>) -> Result<(CloudFile, String), CliError> {
-    match path {
-        Some(p) => Ok((CloudFile::load(p)?, p.display().to_string())),
-        None => Ok((builtin::demo_cloud()?, builtin::DEMO_CLOUD_NAME.to_owned())),
-    }
-}
 
 /// What `vnfm cloud show --json` prints.
 #[derive(Debug, Serialize)]
@@ -183,7 +171,7 @@ pub fn human(r: &CloudReport) -> String {
 /// # Errors
 /// An unreadable or invalid cloud file (exit 2).
 pub fn show(path: Option<&Path>, out: Output) -> Result<(), CliError> {
-    let (cloud, source) = load(path)?;
+    let (cloud, source) = load_cloud(path)?;
     let r = report(&cloud, &source);
     out.data(&human(&r), &r)
 }

@@ -28,7 +28,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use serde::Serialize;
 use vnfm_core::alert::{Action, AlertHandler, Endpoint, PrometheusPluginConfig};
 use vnfm_core::driver::Store;
@@ -43,12 +43,14 @@ use vnfm_core::placement::Selection;
 use vnfm_core::sim::SimCloud;
 use vnfm_core::store::MemoryStore;
 
-use super::lcm::{human_operation, runtime, vnfc_lines, SystemClock, VnfcLine};
-use super::package;
+use crate::app::runtime;
 use crate::builtin;
 use crate::cli::DemoArgs;
 use crate::error::CliError;
 use crate::output::Output;
+use crate::render::lcm::{human_operation, vnfc_lines, VnfcLine};
+use crate::render::package;
+use crate::render::promise::amounts;
 
 /// One step of the demo in `--json`.
 #[derive(Debug, Serialize)]
@@ -127,7 +129,7 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
         zones: Arc::new(sim.clone()),
         compute: Arc::new(sim.clone()),
         store: store.clone(),
-        clock: Arc::new(SystemClock),
+        clock: crate::app::clock(),
     };
     let mut config = LcmConfig::standard()?;
     config.reselect_zones = true;
@@ -310,7 +312,7 @@ async fn reservations(
         n,
         "  reservation {} in AZ-3: {} over [{}, {})",
         first.id,
-        super::promise::amounts(&first.capacity),
+        amounts(&first.capacity),
         first.start.to_rfc3339(),
         first.end.to_rfc3339()
     );
@@ -327,7 +329,7 @@ async fn reservations(
                  window, or all of it from {}",
                 demo_time(2).to_rfc3339(),
                 demo_time(4).to_rfc3339(),
-                super::promise::amounts(&offer.largest),
+                amounts(&offer.largest),
                 offer
                     .earliest
                     .map_or_else(|| "nowhere".to_owned(), |w| w.start.to_rfc3339())
@@ -352,7 +354,7 @@ async fn reservations(
         zones: Arc::new(sim.clone()),
         compute: Arc::new(sim.clone()),
         store: Arc::new(MemoryStore::new()),
-        clock: Arc::new(SystemClock),
+        clock: crate::app::clock(),
     };
     let mut config = LcmConfig::standard()?;
     config.fallback_best_effort = true;
@@ -392,7 +394,7 @@ async fn reservations(
                     n,
                     "  {} granted into AZ-3 draws {} from reservation {} (reservationId in the grant)",
                     a.instance_ref.as_deref().unwrap_or("-"),
-                    super::promise::amounts(&a.capacity),
+                    amounts(&a.capacity),
                     first.id
                 );
             }
@@ -401,11 +403,7 @@ async fn reservations(
                 .reservation(&first.id)
                 .map(|r| r.remaining)
                 .unwrap_or_default();
-            let _ = writeln!(
-                n,
-                "  left in the reservation: {}",
-                super::promise::amounts(&left)
-            );
+            let _ = writeln!(n, "  left in the reservation: {}", amounts(&left));
             ok &= !drawn.is_empty()
                 && grant
                     .add_resources
@@ -495,7 +493,7 @@ async fn auto_heal(
     };
     let (a, b) = (pick("VDU2-"), pick("VDU1-"));
     let (a, b) = (a.as_str(), b.as_str());
-    let t0 = Utc::now();
+    let t0 = lcm.drivers().clock.now();
     let starts_at = t0.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let mut n = String::new();
     let mut ok = true;

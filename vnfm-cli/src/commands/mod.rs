@@ -41,7 +41,7 @@ pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
         Command::Allocation(args) => promise::allocation(&config, &args, out),
         Command::Capacity(args) => promise::capacity(&config, &args, out),
         Command::Provider(args) => promise::provider(&config, &args, out),
-        Command::Serve(args) => crate::serve::run(config.with_serve_args(&args), out.quiet),
+        Command::Serve(args) => crate::serve::run(args.apply_to(config), out.quiet),
     }
 }
 

@@ -37,9 +37,9 @@
 //! `instanceRef` `<vnfInstanceId>/<VNFC>`). When the draw is refused nothing is created (a new
 //! instance is deleted again). Otherwise the operation runs with every new VNFC pinned to the
 //! zone of that grant; if it fails, its allocations are destroyed, and a VNFC that reselection
-//! moved out of the reservation's zone gives its allocation back ([`settle`]). A scale-in
+//! moved out of the reservation's zone gives its allocation back ([`crate::promise::settle`]). A scale-in
 //! destroys the allocations of the VNFCs it removed, and a terminate those of the instance
-//! ([`release_after`]); a heal keeps them (a healed VNFC keeps its name). The decisions are the
+//! ([`crate::promise::release_after`]); a heal keeps them (a healed VNFC keeps its name). The decisions are the
 //! core's ([`vnfm_core::reservation::lcm`], shared with `vnfm serve`); this module loads and
 //! saves the ledger around them.
 
@@ -47,12 +47,7 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Map, Value};
-use vnfm_core::grant::GrantRequest;
 use vnfm_core::id::ZoneId;
-use vnfm_core::lcm::VnfInstance;
-use vnfm_core::lifecycle::{GrantOnly, Lifecycle, OperationReport};
-use vnfm_core::package::VnfPackage;
-use vnfm_core::reservation::lcm;
 use vnfm_core::reservation::{
     Allocation, AllocationId, AllocationRequest, Capacity, CapacityReport, CounterOffer,
     ElementsFilter, Event, Ledger, LedgerError, PoolRequest, Priority, QueryWindow, Reservation,
@@ -60,7 +55,7 @@ use vnfm_core::reservation::{
     Window, ZoneFit,
 };
 
-use super::lcm::{check_vim, open_state, runtime};
+use crate::app::{check_vim, open_state, runtime};
 use crate::cli::{
     AllocationArgs, AllocationCommand, AmountArgs, CapacityArgs, CapacityCommand, NowArgs,
     PriorityArg, ProviderArgs, ProviderCommand, ReservationArgs, ReservationCommand, ScopeArg,
@@ -68,8 +63,8 @@ use crate::cli::{
 use crate::config::Config;
 use crate::error::CliError;
 use crate::output::Output;
-use crate::promise::{self, PromiseBook, DECLARED_PROVIDER};
-use crate::store::SqliteStore;
+use crate::promise::{self, effective_now, unknown_reservation, PromiseBook, DECLARED_PROVIDER};
+use crate::render::promise::amounts;
 
 impl AmountArgs {
     /// The amounts as a ledger [`Capacity`] (unset lines zero).
@@ -185,12 +180,6 @@ fn to_json<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// The effective `now`: `--now`, else the clock, never before the ledger's last operation
-/// ([`lcm::effective_now`] over a reading of the clock).
-fn effective_now(now: Option<DateTime<Utc>>, ledger: &Ledger) -> DateTime<Utc> {
-    lcm::effective_now(ledger, now, Utc::now())
-}
-
 /// Loads the ledger, advances it to `now`, runs `f`, saves, prints. A counter-offer of a
 /// refused reservation is printed on stdout before the error is returned.
 fn with_book(
@@ -226,7 +215,7 @@ fn with_book_as(
         if needs_provider && book.ledger.zones().is_empty() {
             return Err(no_provider(config));
         }
-        let at = effective_now(now.now, &book.ledger);
+        let at = effective_now(now.now, &book.ledger, crate::app::clock().as_ref());
         let advanced = book.ledger.advance_to(at);
         let result = advanced.map_err(CliError::from).and_then(|o| {
             let r = f(&mut book, at);
@@ -295,15 +284,6 @@ fn human_offer(o: &CounterOffer) -> String {
         None => s.push_str("  no window of that length fits within the policy's ranges\n"),
     }
     s
-}
-
-/// An unknown reservation id (show, update, cancel): exit 2, worded as what it is, not as a
-/// rejected allocation.
-fn unknown_reservation(id: &str) -> CliError {
-    CliError::Usage(format!(
-        "reservation {id} does not exist in the state file's ledger (`vnfm reservation query` \
-         lists the reservations)"
-    ))
 }
 
 fn reservation_of(ledger: &Ledger, id: &str) -> Result<Reservation, CliError> {
@@ -819,7 +799,7 @@ pub fn provider(config: &Config, args: &ProviderArgs, out: Output) -> Result<(),
             Some(runtime()?.block_on(async {
                 let store = open_state(config)?;
                 let vim = crate::vim::Vim::open(&store, cloud.as_deref(), config).await?;
-                super::lcm::save_sim(&store, &vim.sim, config).await?;
+                crate::vim::save_sim(&store, &vim.sim, config).await?;
                 let zones = vim.list_zones().await?;
                 if !zones.iter().any(|z| z.is_candidate() && z.free().is_some()) {
                     return Err(CliError::Usage(
@@ -918,194 +898,6 @@ pub fn provider(config: &Config, args: &ProviderArgs, out: Output) -> Result<(),
             }
         },
     )
-}
-
-// ----- grants and operations drawing from reservations --------------------------------------
-
-/// Draws the new VNFCs of `grant` granted into the zone of reservation `id` from it (see
-/// [`vnfm_core::lifecycle::granter::draw_reservation`]), in the ledger of the state file, and
-/// saves the ledger.
-///
-/// # Errors
-/// [`CliError::Promise`] when the reservation cannot give them (exit 4 when it has not enough
-/// left, 2 otherwise); [`CliError::State`] for an unusable state file.
-pub async fn draw_grant(
-    config: &Config,
-    grant: &mut vnfm_core::grant::Grant,
-    request: &GrantRequest,
-    flavour: &vnfm_core::package::Flavour,
-    id: &str,
-    now: Option<DateTime<Utc>>,
-) -> Result<Vec<Allocation>, CliError> {
-    let store = open_state(config)?;
-    let Some(mut book) = promise::load(&store, config).await? else {
-        return Err(unknown_reservation(id));
-    };
-    let now = effective_now(now, &book.ledger);
-    let drawn = vnfm_core::lifecycle::granter::draw_reservation(
-        grant,
-        request,
-        flavour,
-        &ReservationId::new(id),
-        &mut book.ledger,
-        &mut book.ids,
-        now,
-    );
-    promise::save(&store, &book, config).await?;
-    Ok(drawn?)
-}
-
-/// What an instantiate or a scale-out drew from a reservation before touching the stack, with
-/// the ledger it drew in (saved by [`settle`]).
-#[derive(Debug)]
-pub struct Drawn {
-    /// The ledger, with the allocations.
-    book: PromiseBook,
-    /// What the core drew: the allocations and the pins of the operation.
-    pub draw: lcm::Draw,
-}
-
-/// The reservation an operation draws from, and when.
-#[derive(Clone, Copy, Debug)]
-pub struct DrawFrom<'a> {
-    /// The reservation id.
-    pub reservation: &'a str,
-    /// The time of the draw [default: the clock, never before the ledger's last operation].
-    pub now: Option<DateTime<Utc>>,
-}
-
-/// Grants operation `op` of `inst` with the local granter and draws the new VNFCs placed in the
-/// zone of reservation `from.reservation` from it ([`lcm::draw_operation`]), in `store`'s
-/// ledger; nothing is saved yet ([`settle`] does, after the operation). A refusal saves the
-/// ledger (what fell due by `now`) and returns the error.
-///
-/// # Errors
-/// [`CliError::Promise`] when the reservation cannot give them (exit 4 when it has not enough
-/// left, 2 when it does not exist, is not active, or the grant places nothing in its zone);
-/// [`CliError::Grant`] when the local granter gives no grant (exit 3 or 4).
-pub async fn draw_operation(
-    config: &Config,
-    store: &SqliteStore,
-    lifecycle: &Lifecycle,
-    pkg: &VnfPackage,
-    inst: &VnfInstance,
-    op: GrantOnly,
-    from: DrawFrom<'_>,
-) -> Result<Drawn, CliError> {
-    let DrawFrom {
-        reservation: id,
-        now,
-    } = from;
-    let Some(mut book) = promise::load(store, config).await? else {
-        return Err(unknown_reservation(id));
-    };
-    let now = effective_now(now, &book.ledger);
-    let granted = match lifecycle.grant_only(pkg, inst, op).await? {
-        Ok(g) => g,
-        Err((_, kind, detail)) => return Err(CliError::Grant { kind, detail }),
-    };
-    let PromiseBook { ledger, ids } = &mut book;
-    match lcm::draw_operation(
-        ledger,
-        ids,
-        pkg,
-        inst,
-        granted,
-        &ReservationId::new(id),
-        now,
-    ) {
-        Ok(draw) => Ok(Drawn { book, draw }),
-        Err(e) => {
-            promise::save(store, &book, config).await?;
-            Err(e.into())
-        }
-    }
-}
-
-/// After the operation a [`Drawn`] was for ([`lcm::settle`]: the allocations of the VNFCs in
-/// the reservation's zone are kept, the others destroyed, all of them when the operation failed
-/// or did not start), saves the ledger, and returns the allocations kept.
-///
-/// # Errors
-/// [`CliError::State`] when the ledger cannot be saved; [`CliError::Promise`] when the ledger
-/// refuses to destroy an allocation (a bug).
-pub async fn settle(
-    config: &Config,
-    store: &SqliteStore,
-    drawn: Drawn,
-    report: Option<&OperationReport>,
-) -> Result<Vec<Allocation>, CliError> {
-    let Drawn { mut book, draw } = drawn;
-    let at = draw.at;
-    let settled = lcm::settle(&mut book.ledger, draw, report, at)?;
-    promise::save(store, &book, config).await?;
-    Ok(settled.kept)
-}
-
-/// Gives back what an operation that ended releases ([`lcm::release_after`]: a terminate every
-/// allocation of the instance, a scale-in those of the VNFCs it removed; `before` is the
-/// instance before the operation) in the ledger of the state file, and saves it. Nothing
-/// happens without a ledger or such allocations.
-///
-/// # Errors
-/// [`CliError::State`] for an unusable state file.
-pub async fn release_after(
-    config: &Config,
-    store: &SqliteStore,
-    before: Option<&VnfInstance>,
-    report: &OperationReport,
-) -> Result<Vec<Allocation>, CliError> {
-    let Some(mut book) = promise::load(store, config).await? else {
-        return Ok(Vec::new());
-    };
-    let now = effective_now(None, &book.ledger);
-    let released = lcm::release_after(&mut book.ledger, before, report, now)?;
-    if !released.is_empty() {
-        promise::save(store, &book, config).await?;
-    }
-    Ok(released)
-}
-
-/// The human lines of the allocations an operation drew and gave back.
-pub fn human_drawn(drawn: &[Allocation], released: &[Allocation]) -> String {
-    let mut s = String::new();
-    for (verb, list) in [("drew", drawn), ("gave back", released)] {
-        for a in list {
-            let _ = writeln!(
-                s,
-                "  {verb} {} for {}{} (allocation {})",
-                amounts(&a.capacity),
-                a.instance_ref.as_deref().unwrap_or("-"),
-                a.reservation
-                    .as_ref()
-                    .map(|r| format!(
-                        " {} reservation {r}",
-                        if verb == "drew" { "from" } else { "to" }
-                    ))
-                    .unwrap_or_default(),
-                a.id
-            );
-        }
-    }
-    s
-}
-
-/// `4 cores, 4096 MiB ram, 1 instances`: the non-zero lines (`nothing` when all are zero).
-pub fn amounts(c: &Capacity) -> String {
-    let parts: Vec<String> = c
-        .lines()
-        .filter(|(_, a)| *a > 0)
-        .map(|(l, a)| match l {
-            ResourceLine::Ram => format!("{a} MiB ram"),
-            ResourceLine::Size => format!("{a} GiB size"),
-            l => format!("{a} {l}"),
-        })
-        .collect();
-    if parts.is_empty() {
-        "nothing".into()
-    } else {
-        parts.join(", ")
-    }
 }
 
 fn time(t: &DateTime<Utc>) -> String {

@@ -11,15 +11,14 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use chrono::Utc;
 use tokio::sync::watch;
 use vnfm_core::alert::{bad_request, Action, AlertHandler, Endpoint, HealJob, Webhook};
 use vnfm_core::driver::{OpOccFilter, Store};
 
 use super::http::{problem, problem_of, read_body};
 use super::metrics::endpoint_label;
-use super::{spawn_op, App, OpRequest};
-use crate::commands::lcm as lcm_cmd;
+use super::state::{spawn_op, App, OpRequest};
+use crate::render::lcm::sol;
 
 pub(crate) fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -73,7 +72,7 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
     };
     let metrics = &app.shared.metrics;
     metrics.received(endpoint, webhook.alerts.len());
-    let now = Utc::now();
+    let now = app.clock().now();
     let (outcomes, generation, journaled) = {
         let mut h = app.lock_alerts();
         let outcomes = {
@@ -236,7 +235,7 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
         app.note(&format!(
             "heal window of VNF instance {instance} waits for operation {} ({})",
             op.id,
-            lcm_cmd::sol(&op.operation_state)
+            sol(&op.operation_state)
         ));
         // Back in the saved state before anything else happens to it.
         app.persist(generation).await;
@@ -272,7 +271,7 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
         }
         let (jobs, next, generation) = {
             let mut h = app.lock_alerts();
-            let now = Utc::now();
+            let now = app.clock().now();
             let jobs = h.poll_due(now);
             // What this look left: closed windows whose instance is held.
             app.shared
@@ -301,7 +300,7 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
             SAVE_EVERY - since
         };
         let wait = next
-            .map(|t| (t - Utc::now()).to_std().unwrap_or(Duration::ZERO))
+            .map(|t| (t - app.clock().now()).to_std().unwrap_or(Duration::ZERO))
             .unwrap_or(Duration::from_secs(3600))
             // The batcher's due times have sub-second precision; poll at least every
             // second so a restored window is never late by more than that.

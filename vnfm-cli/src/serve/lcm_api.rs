@@ -22,7 +22,7 @@ use vnfm_core::lifecycle::OperationOptions;
 use vnfm_core::problem::ProblemDetails;
 
 use super::http::{json, parse, problem, problem_of, read_body};
-use super::{lcm_problem, spawn_op, App, OpRequest};
+use super::state::{lcm_problem, spawn_op, App, OpRequest};
 
 pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
     Router::new()
@@ -196,7 +196,7 @@ async fn modify_instance(
     if let Err(e) = modify::check(&patch) {
         return modify_problem(&e);
     }
-    let salt = match crate::commands::lcm::run_id_salt(&app.sqlite, &app.config).await {
+    let salt = match crate::app::run_id_salt(&app.sqlite, &app.config, app.clock().as_ref()).await {
         Ok(s) => s,
         Err(e) => return problem_of(500, e.to_string()),
     };
@@ -373,8 +373,9 @@ async fn select_region(State(app): State<Arc<App>>, body: Body) -> Response {
         .filter(|(vim, _)| vim.is_none_or(own))
         .flat_map(|(_, regions)| regions)
         .collect();
+    let now = app.clock().now();
     let mut caps = app.promise.read(|l| {
-        let from = l.now().unwrap_or_else(chrono::Utc::now);
+        let from = l.now().unwrap_or(now);
         candidates::Capacities::new().with_ledger(&cands, l, from)
     });
     if !zoned.is_empty() {

@@ -45,9 +45,11 @@ mod auth;
 mod http;
 mod journal;
 mod lcm_api;
+mod ledger;
 mod metrics;
 mod observe;
 pub mod promise;
+mod state;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -60,534 +62,21 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tokio::sync::{oneshot, watch, Notify};
-use vnfm_core::alert::{AlertHandler, AlertState, HealEntry};
-use vnfm_core::driver::{DriverError, OpOccFilter, Store};
-use vnfm_core::id::{OpOccId, VnfInstanceId};
-use vnfm_core::lcm::{
-    HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest, TerminateVnfRequest, VnfInstance,
-};
-use vnfm_core::lifecycle::{LcmError, Lifecycle, OperationOptions};
-use vnfm_core::package::VnfPackage;
-use vnfm_core::problem::ProblemDetails;
-use vnfm_core::reservation;
-use vnfm_core::sim::SimCloud;
+use tokio::sync::{watch, Notify};
+use vnfm_core::driver::{Clock, DriverError, OpOccFilter, Store};
+use vnfm_core::lifecycle::{LcmError, Lifecycle};
 
 use crate::cli::PlacementArgs;
-use crate::commands::lcm::{self as lcm_cmd, SystemClock};
 use crate::config::{AlertFsync, Config};
 use crate::error::CliError;
-use crate::store::{Flush, SqliteStore};
+use crate::store::Flush;
 use auth::Credentials;
-use metrics::Gauges;
-use observe::{ObservedStore, Shared, Started};
+use observe::{ObservedStore, Shared};
 
-/// The state-file document holding the alert handler's pending state.
-pub const ALERT_DOCUMENT: &str = "alert_state";
-
-/// The state-file document holding the generation that [`ALERT_DOCUMENT`] covers.
-pub const ALERT_GENERATION_DOCUMENT: &str = "alert_state:generation";
-
-/// Prefix of the alert journal's documents: `alert_journal:<generation, 20 digits>:<n, 6
-/// digits>`, each a JSON [`HealEntry`], replayed after [`ALERT_DOCUMENT`] by
-/// [`load_alert_handler`].
-pub const ALERT_JOURNAL_PREFIX: &str = "alert_journal:";
-
-fn journal_name(generation: u64, n: usize) -> String {
-    format!("{ALERT_JOURNAL_PREFIX}{generation:020}:{n:06}")
-}
-
-/// The prune bound that covers every journal entry of `generation` and before: `;` sorts
-/// after the `:<n>` of any entry name of that generation.
-fn journal_through(generation: u64) -> (String, String) {
-    (
-        ALERT_JOURNAL_PREFIX.to_owned(),
-        format!("{ALERT_JOURNAL_PREFIX}{generation:020};"),
-    )
-}
-
-/// The generation of a journal entry's name, `None` for a name not made by `journal_name`.
-fn journal_generation(name: &str) -> Option<u64> {
-    name.strip_prefix(ALERT_JOURNAL_PREFIX)?
-        .split(':')
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// The alert handler saved in `sqlite`: [`ALERT_DOCUMENT`], then every journal entry of a later
-/// generation than the one it covers, in order. A missing state is an empty handler.
-///
-/// # Errors
-/// The state file cannot be read, or a saved document is not what vnfm wrote (named).
-pub async fn load_alert_handler(
-    sqlite: &SqliteStore,
-    config: &vnfm_core::alert::PrometheusPluginConfig,
-) -> Result<AlertHandler, String> {
-    let mut handler = AlertHandler::new(config.clone());
-    let read = |what: &str, e: vnfm_core::driver::DriverError| format!("cannot read {what}: {e}");
-    if let Some(doc) = sqlite
-        .document(ALERT_DOCUMENT)
-        .await
-        .map_err(|e| read("the alert state", e))?
-    {
-        let state: AlertState = serde_json::from_str(&doc).map_err(|e| {
-            format!("the saved alert state (document {ALERT_DOCUMENT}) is unreadable: {e}")
-        })?;
-        handler.restore(state);
-    }
-    let covered = match sqlite
-        .document(ALERT_GENERATION_DOCUMENT)
-        .await
-        .map_err(|e| read("the alert state's generation", e))?
-    {
-        Some(g) => g.trim().parse::<u64>().map_err(|e| {
-            format!("document {ALERT_GENERATION_DOCUMENT} is not a generation ({g:?}): {e}")
-        })?,
-        None => 0,
-    };
-    for (name, body) in sqlite
-        .documents_with_prefix(ALERT_JOURNAL_PREFIX)
-        .await
-        .map_err(|e| read("the alert journal", e))?
-    {
-        let generation = journal_generation(&name)
-            .ok_or_else(|| format!("alert journal entry {name:?}: not a journal entry's name"))?;
-        if generation <= covered {
-            continue;
-        }
-        let entry: HealEntry = serde_json::from_str(&body)
-            .map_err(|e| format!("alert journal entry {name} is unreadable: {e}"))?;
-        handler.replay_heal(&entry);
-    }
-    Ok(handler)
-}
-
-/// How long a stop waits for running operations.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// An operation to run in the background.
-#[derive(Debug, Clone)]
-pub(crate) enum OpRequest {
-    Instantiate(Box<InstantiateVnfRequest>),
-    Scale(ScaleVnfRequest),
-    Heal(HealVnfRequest),
-    Terminate(TerminateVnfRequest),
-}
-
-/// Everything a request handler needs.
-#[derive(Debug)]
-pub(crate) struct App {
-    config: Config,
-    quiet: bool,
-    sqlite: SqliteStore,
-    store: ObservedStore,
-    shared: Arc<Shared>,
-    /// The simulated cloud (saved in the state file), `None` for a real cloud.
-    sim: Option<SimCloud>,
-    lcm: Lifecycle,
-    alert_auth: Credentials,
-    api_auth: Credentials,
-    packages: Mutex<HashMap<String, Arc<VnfPackage>>>,
-    /// Generation of the alert state: bumped under the `alerts` lock by every change.
-    generation: AtomicU64,
-    /// The generation last written to the state file.
-    persisted: tokio::sync::Mutex<u64>,
-    /// The writer of the alert journal.
-    journal: journal::Journal,
-    running: AtomicUsize,
-    idle: Notify,
-    /// The Promise capacity ledger.
-    promise: promise::Promise,
-}
-
-impl App {
-    fn note(&self, line: &str) {
-        if !self.quiet {
-            eprintln!("vnfm serve: {line}");
-        }
-    }
-
-    fn lock_alerts(&self) -> std::sync::MutexGuard<'_, AlertHandler> {
-        self.shared
-            .alerts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn gauges(&self) -> Gauges {
-        // One look under the lock: no window and no busy instance together mean that no
-        // alert-driven operation runs or is about to start (a window that the dispatcher took
-        // keeps its instance busy until its heal ends or is refused).
-        let h = self.lock_alerts();
-        let b = h.heal_batcher();
-        Gauges {
-            pending_heals: b.pending_windows(),
-            busy_instances: b.busy_instances(),
-            remembered_alerts: b.remembered(),
-            running_operations: self.running.load(Ordering::Relaxed),
-        }
-    }
-
-    /// Records a change of the alert state (call it under the `alerts` lock, after the
-    /// change); returns the change's generation, to pass to [`App::persist`].
-    fn changed_locked(&self, _h: &AlertHandler) -> u64 {
-        self.generation.fetch_add(1, Ordering::SeqCst) + 1
-    }
-
-    /// Makes generation `generation` of the alert state durable with a snapshot. Returns at
-    /// once when a snapshot covering it is written; otherwise writes the state as it is *now*
-    /// (its generation is at least `generation`) and drops the journal entries it covers. That
-    /// is a group commit: every caller that waited on the `persisted` lock during a write is
-    /// covered by the next one.
-    ///
-    /// Returns whether the state up to `generation` is saved.
-    async fn persist(&self, generation: u64) -> bool {
-        let mut last = self.persisted.lock().await;
-        if *last >= generation {
-            return true;
-        }
-        let (current, state) = {
-            let h = self.lock_alerts();
-            (self.generation.load(Ordering::SeqCst), h.snapshot())
-        };
-        let body = match serde_json::to_string(&state) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("vnfm serve: cannot encode the alert state: {e}");
-                return false;
-            }
-        };
-        let put = vec![
-            (ALERT_DOCUMENT.to_owned(), body),
-            (ALERT_GENERATION_DOCUMENT.to_owned(), current.to_string()),
-        ];
-        match self
-            .sqlite
-            .write_documents(put, Some(journal_through(current)), Flush::Commit)
-            .await
-        {
-            Ok(()) => {
-                *last = current;
-                true
-            }
-            Err(e) => {
-                eprintln!("vnfm serve: cannot save the alert state: {e}");
-                false
-            }
-        }
-    }
-
-    /// Queues the journal entries of change `generation` (call it under the `alerts` lock,
-    /// right after [`App::changed_locked`], so that the queue stays in generation order).
-    /// Returns whether every entry is queued (one that cannot be encoded is logged).
-    fn journal_locked(&self, _h: &AlertHandler, generation: u64, entries: &[HealEntry]) -> bool {
-        let mut all = true;
-        let mut encoded = Vec::with_capacity(entries.len());
-        for (n, e) in entries.iter().enumerate() {
-            match serde_json::to_string(e) {
-                Ok(body) => encoded.push((journal_name(generation, n), body)),
-                Err(e) => {
-                    eprintln!("vnfm serve: cannot encode an alert journal entry: {e}");
-                    all = false;
-                }
-            }
-        }
-        self.journal.push(generation, encoded);
-        all
-    }
-
-    /// Makes the journal entries of change `generation` durable (as `[server] alert_fsync`
-    /// says): the journal's writer appends every queued entry in one transaction, so the
-    /// requests queued together share it. Returns whether they are saved.
-    async fn flush_journal(&self, generation: u64) -> bool {
-        self.journal.wait(generation).await
-    }
-
-    /// Writes every change of the alert state made so far (at a stop, and from the
-    /// dispatcher for changes that need not be durable before the answer).
-    async fn persist_now(&self) {
-        // A failure is logged by `persist`; the next call tries again.
-        let _saved = self.persist(self.generation.load(Ordering::SeqCst)).await;
-    }
-
-    /// The package of `vnfd_id` (cached).
-    fn package(&self, vnfd_id: &str) -> Result<Arc<VnfPackage>, ProblemDetails> {
-        if let Some(p) = self
-            .packages
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(vnfd_id)
-        {
-            return Ok(p.clone());
-        }
-        let pkg = lcm_cmd::load_package(None, &self.config, Some(vnfd_id))
-            .map_err(|e| ProblemDetails::new(422, e.to_string()))?;
-        let pkg = Arc::new(pkg);
-        self.packages
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(vnfd_id.to_owned(), pkg.clone());
-        Ok(pkg)
-    }
-
-    /// Marks `id` busy, unless an operation runs on it (then a 409 ProblemDetails).
-    fn claim(&self, id: &VnfInstanceId) -> Result<(), ProblemDetails> {
-        if !self.shared.claim(id) {
-            return Err(ProblemDetails::new(
-                409,
-                format!(
-                    "an LCM operation is in progress on VNF instance {id}, or stopped in \
-                     FAILED_TEMP (fail it with POST /vnflcm/v2/vnf_lcm_op_occs/{{opOccId}}/fail); \
-                     one operation at a time per instance"
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    fn release(&self, id: &VnfInstanceId) {
-        self.shared.release(id);
-    }
-
-    /// The instance `id` and its package (as realised, for an instance deployed with a
-    /// deployment intent).
-    async fn instance_and_package(
-        &self,
-        id: &VnfInstanceId,
-    ) -> Result<(VnfInstance, Arc<VnfPackage>), ProblemDetails> {
-        let inst = self.store.instance(id).await.map_err(|e| {
-            if e.is_not_found() {
-                lcm_problem(&LcmError::NotFound(id.clone()))
-            } else {
-                ProblemDetails::new(500, e.to_string())
-            }
-        })?;
-        let pkg = self.package(&inst.vnfd_id)?;
-        if inst
-            .metadata
-            .as_ref()
-            .is_some_and(|m| m.contains_key(vnfm_core::intent::deploy::IntentRecord::METADATA_KEY))
-        {
-            let pkg = crate::commands::intent::reapply(&inst, (*pkg).clone())
-                .map(Arc::new)
-                .map_err(|e| ProblemDetails::new(422, e.to_string()))?;
-            return Ok((inst, pkg));
-        }
-        Ok((inst, pkg))
-    }
-
-    /// Runs `op` on `id`. An instantiate or a scale-out whose `additionalParams` name a
-    /// reservation ([`reservation::lcm::RESERVATION_PARAM`]) first draws its new VNFCs from it
-    /// and runs pinned to the granted zones; afterwards the ledger keeps, or gives back, what
-    /// the core decides ([`reservation::lcm::settle`], [`reservation::lcm::release_after`]), as
-    /// `vnfm instantiate | scale | terminate` do.
-    async fn run_op(
-        &self,
-        id: &VnfInstanceId,
-        op: OpRequest,
-        opts: &OperationOptions,
-    ) -> Result<vnfm_core::lifecycle::OperationReport, ProblemDetails> {
-        let invalid = |e: vnfm_core::Error| ProblemDetails::new(422, e.to_string());
-        let wanted = match &op {
-            OpRequest::Instantiate(req) => reservation::lcm::instantiate_draw(req),
-            OpRequest::Scale(req) => reservation::lcm::scale_draw(req),
-            OpRequest::Heal(req) => {
-                reservation::lcm::no_reservation(req.additional_params.as_ref(), "HealVnfRequest")
-                    .map(|()| None)
-            }
-            OpRequest::Terminate(req) => reservation::lcm::no_reservation(
-                req.additional_params.as_ref(),
-                "TerminateVnfRequest",
-            )
-            .map(|()| None),
-        }
-        .map_err(invalid)?;
-        // The instance before the operation (what a scale-in removed) and its package; a
-        // terminate needs neither.
-        let loaded = match &op {
-            OpRequest::Terminate(_) => None,
-            _ => Some(self.instance_and_package(id).await?),
-        };
-        let mut opts = opts.clone();
-        let drawn = match (wanted, &loaded) {
-            (Some((rid, grant)), Some((inst, pkg))) => {
-                let draw = self.draw(inst, pkg, grant, &rid).await?;
-                opts.pinned.clone_from(&draw.pinned);
-                Some(draw)
-            }
-            _ => None,
-        };
-        let pkg = loaded.as_ref().map(|(_, p)| p.clone());
-        let r = match (op, pkg) {
-            (OpRequest::Instantiate(req), Some(pkg)) => {
-                self.lcm.instantiate(id, &pkg, &req, &opts).await
-            }
-            (OpRequest::Scale(req), Some(pkg)) => self.lcm.scale(id, &pkg, &req, &opts).await,
-            (OpRequest::Heal(req), Some(pkg)) => self.lcm.heal(id, &pkg, &req, &opts).await,
-            (OpRequest::Terminate(req), _) => self.lcm.terminate(id, &req, &opts).await,
-            (_, None) => Err(LcmError::NotFound(id.clone())),
-        };
-        if let Some(draw) = drawn {
-            let report = r.as_ref().ok();
-            let settled = self
-                .promise
-                .apply(&self.sqlite, |ledger, _, now| {
-                    reservation::lcm::settle(ledger, draw, report, now).map(|s| (s, true))
-                })
-                .await;
-            if let Err(e) = settled {
-                eprintln!(
-                    "vnfm serve: cannot settle the reservation allocations of VNF instance                      {id}: {}",
-                    e.problem().detail
-                );
-            }
-        }
-        if let Ok(report) = &r {
-            let before = loaded.as_ref().map(|(inst, _)| inst);
-            let released = self
-                .promise
-                .apply(&self.sqlite, |ledger, _, now| {
-                    reservation::lcm::release_after(ledger, before, report, now).map(|r| {
-                        let changed = !r.is_empty();
-                        (r, changed)
-                    })
-                })
-                .await;
-            if let Err(e) = released {
-                eprintln!(
-                    "vnfm serve: cannot give back the reservation allocations of VNF instance                      {id}: {}",
-                    e.problem().detail
-                );
-            }
-        }
-        r.map_err(|e| lcm_problem(&e))
-    }
-
-    /// Grants operation `op` of `inst` with the local granter and draws its new VNFCs placed
-    /// in the zone of reservation `rid` from it ([`reservation::lcm::draw_operation`]), in the
-    /// server's ledger (saved before the operation starts, see [`promise::Promise::apply`]).
-    ///
-    /// # Errors
-    /// The ProblemDetails of a grant that cannot be given (409 for constraints or capacity,
-    /// 422 for a bad request, 503 for an unreachable VIM) or of the ledger's refusal (409 when
-    /// the reservation is not active or has not enough left, 422 when it does not exist or the
-    /// grant places nothing in its zone); 500 when the state file cannot be read.
-    async fn draw(
-        &self,
-        inst: &VnfInstance,
-        pkg: &VnfPackage,
-        op: vnfm_core::lifecycle::GrantOnly,
-        rid: &reservation::ReservationId,
-    ) -> Result<reservation::lcm::Draw, ProblemDetails> {
-        use vnfm_core::lifecycle::FailureKind as K;
-        let granted = match self.lcm.grant_only(pkg, inst, op).await {
-            Ok(Ok(g)) => g,
-            Ok(Err((_, kind, detail))) => {
-                let status = match kind {
-                    K::Infeasible | K::CapacityExhausted => 409,
-                    K::Invalid => 422,
-                    K::Backend => 503,
-                    _ => 500,
-                };
-                return Err(ProblemDetails::new(
-                    status,
-                    format!("no grant to draw from reservation {rid}: {detail}"),
-                ));
-            }
-            Err(e) => return Err(lcm_problem(&e)),
-        };
-        self.promise
-            .apply(&self.sqlite, |ledger, ids, now| {
-                reservation::lcm::draw_operation(ledger, ids, pkg, inst, granted, rid, now)
-                    .map(|d| (d, true))
-            })
-            .await
-            .map_err(|e| e.problem())
-    }
-}
-
-/// The ProblemDetails of an operation that could not start.
-pub(crate) fn lcm_problem(e: &LcmError) -> ProblemDetails {
-    let status = match e {
-        LcmError::NotFound(_) => 404,
-        LcmError::Conflict(_) => 409,
-        LcmError::Invalid(_) => 422,
-        _ => 500,
-    };
-    ProblemDetails::new(status, e.to_string())
-}
-
-/// Runs `op` on `id` (already claimed with [`App::claim`]) in the background. The receiver
-/// gets the occurrence id once stored, or why the operation did not start.
-pub(crate) fn spawn_op(
-    app: &Arc<App>,
-    id: VnfInstanceId,
-    op: OpRequest,
-    opts: OperationOptions,
-) -> oneshot::Receiver<Result<OpOccId, ProblemDetails>> {
-    let (tx, rx) = oneshot::channel();
-    let started: Started = Arc::new(Mutex::new(Some(tx)));
-    app.shared
-        .started
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(id.clone(), started.clone());
-    app.running.fetch_add(1, Ordering::SeqCst);
-    let app = app.clone();
-    tokio::spawn(async move {
-        let what = format!("{op:?}");
-        let kind = what.split('(').next().unwrap_or("operation").to_lowercase();
-        let result = app.run_op(&id, op, &opts).await;
-        {
-            let mut s = app
-                .shared
-                .started
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if s.get(&id).is_some_and(|x| Arc::ptr_eq(x, &started)) {
-                s.remove(&id);
-            }
-        }
-        // A stored end state released the instance already (see `observe`); an operation
-        // that did not start, or whose end could not be stored, releases it here.
-        if result.is_err() {
-            app.release(&id);
-        }
-        match result {
-            Err(p) => {
-                if opts.automatic {
-                    app.note(&format!(
-                        "automatic {kind} of VNF instance {id} did not start: {}",
-                        p.detail
-                    ));
-                }
-                observe::send_started(&started, Err(p));
-            }
-            Ok(report) => {
-                app.note(&format!(
-                    "{}{kind} of VNF instance {id}: operation {} {}{}",
-                    if opts.automatic { "automatic " } else { "" },
-                    report.op_occ.id,
-                    lcm_cmd::sol(&report.op_occ.operation_state),
-                    report
-                        .op_occ
-                        .error
-                        .as_ref()
-                        .map(|e| format!(": {}", e.detail))
-                        .unwrap_or_default()
-                ));
-                if let Err(e) = lcm_cmd::save_sim(&app.sqlite, &app.sim, &app.config).await {
-                    eprintln!("vnfm serve: {e}");
-                }
-            }
-        }
-        if app.running.fetch_sub(1, Ordering::SeqCst) == 1 {
-            app.idle.notify_waiters();
-        }
-    });
-    rx
-}
+use state::{journal_through, App, DRAIN_TIMEOUT};
+pub use state::{
+    load_alert_handler, ALERT_DOCUMENT, ALERT_GENERATION_DOCUMENT, ALERT_JOURNAL_PREFIX,
+};
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut text = app.shared.metrics.render(app.gauges());
@@ -658,7 +147,21 @@ impl Server {
     /// An invalid configuration (`[server]`, `[prometheus_plugin]`, `[placement]`, an
     /// unsupported VIM), an unusable state file, or an address that cannot be bound.
     pub async fn start(config: Config, quiet: bool) -> Result<Server, CliError> {
-        lcm_cmd::check_vim(&config)?;
+        Self::start_with_clock(config, quiet, crate::app::clock()).await
+    }
+
+    /// [`Server::start`] on `clock`: the lifecycle, the alert handler, the Promise ledger and
+    /// the leases read it (a virtual clock runs the server on virtual time; the HTTP timeouts
+    /// stay tokio's).
+    ///
+    /// # Errors
+    /// As [`Server::start`].
+    pub async fn start_with_clock(
+        config: Config,
+        quiet: bool,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Server, CliError> {
+        crate::app::check_vim(&config)?;
         config.server.validate()?;
         config.prometheus_plugin.plugin.validate()?;
         // The file's parser refuses half a pair; flags and environment are merged after it.
@@ -672,8 +175,8 @@ impl Server {
                     .into(),
             ));
         }
-        let lcm_cfg = lcm_cmd::lcm_config(&config, &PlacementArgs::default())?;
-        let sqlite = lcm_cmd::open_state(&config)?;
+        let lcm_cfg = crate::app::lcm_config(&config, &PlacementArgs::default())?;
+        let sqlite = crate::app::open_state(&config)?;
         let vim = crate::vim::Vim::open(&sqlite, None, &config).await?;
         let state_err = |message: &str, e| CliError::State {
             path: config.state_path(),
@@ -710,9 +213,9 @@ impl Server {
             .map_err(|e| state_err("cannot read the VNF instances", e))?;
         *shared.cache.write().unwrap_or_else(PoisonError::into_inner) =
             instances.into_iter().map(|i| (i.id.clone(), i)).collect();
-        let drivers = vim.drivers(Arc::new(store.clone()), Arc::new(SystemClock));
+        let drivers = vim.drivers(Arc::new(store.clone()), clock.clone());
         let sim = vim.sim;
-        let salt = lcm_cmd::run_id_salt(&sqlite, &config).await?;
+        let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
         let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
         interrupt_unfinished(&store, &shared, &config, &lcm).await?;
         let listener = tokio::net::TcpListener::bind(config.server.listen)
@@ -724,7 +227,8 @@ impl Server {
                 ))
             })?;
         let addr = listener.local_addr().map_err(CliError::Output)?;
-        let (promise, notifications) = promise::Promise::open(&sqlite, &config).await?;
+        let (promise, notifications) =
+            ledger::Promise::open(&sqlite, &config, clock.clone()).await?;
         let journal_flush = match config.server.alert_fsync {
             AlertFsync::Periodic => Flush::Deferred,
             AlertFsync::Each => Flush::Commit,
@@ -815,7 +319,7 @@ impl Server {
         app.persist_now().await;
         app.journal.stop().await;
         app.promise.persist_now(&app.sqlite).await;
-        lcm_cmd::save_sim(&app.sqlite, &app.sim, &app.config).await?;
+        crate::vim::save_sim(&app.sqlite, &app.sim, &app.config).await?;
         match served {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(CliError::Output(e)),
@@ -920,94 +424,5 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     async {
         let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::*;
-    use chrono::{TimeZone, Utc};
-    use vnfm_core::alert::{AlertKey, PrometheusPluginConfig};
-
-    fn entry(vnfc: &str, fp: &str, secs: i64) -> HealEntry {
-        let at = Utc.timestamp_opt(1_800_000_000 + secs, 0).unwrap();
-        HealEntry {
-            instance: VnfInstanceId::new("i"),
-            vnfc: vnfc.into(),
-            alert: AlertKey {
-                fingerprint: fp.into(),
-                starts_at: at,
-            },
-            at,
-        }
-    }
-
-    fn doc(e: &HealEntry) -> String {
-        serde_json::to_string(e).unwrap()
-    }
-
-    #[tokio::test]
-    async fn the_saved_state_is_the_snapshot_then_the_journal_after_it() {
-        let sqlite = SqliteStore::open_in_memory().unwrap();
-        let cfg = PrometheusPluginConfig::default().with_all_enabled();
-        // Nothing saved: an empty handler.
-        let h = load_alert_handler(&sqlite, &cfg).await.unwrap();
-        assert_eq!(h.snapshot(), AlertState::default());
-
-        // A snapshot at generation 2 holding VDU1's alert; journal entries of generations 1
-        // (covered by the snapshot: skipped), 3 and 4.
-        let mut saved = AlertHandler::new(cfg.clone());
-        saved.replay_heal(&entry("VDU1", "a", 0));
-        let skipped = entry("VDU9", "z", 1);
-        sqlite
-            .write_documents(
-                vec![
-                    (
-                        ALERT_DOCUMENT.into(),
-                        serde_json::to_string(&saved.snapshot()).unwrap(),
-                    ),
-                    (ALERT_GENERATION_DOCUMENT.into(), "2".into()),
-                    (journal_name(1, 0), doc(&skipped)),
-                    (journal_name(3, 0), doc(&entry("VDU2", "b", 2))),
-                    (journal_name(4, 0), doc(&entry("VDU3", "c", 3))),
-                    (journal_name(4, 1), doc(&entry("VDU2", "b", 2))),
-                ],
-                None,
-                Flush::Deferred,
-            )
-            .await
-            .unwrap();
-        let h = load_alert_handler(&sqlite, &cfg).await.unwrap();
-        let window = h
-            .heal_batcher()
-            .pending(&VnfInstanceId::new("i"))
-            .unwrap()
-            .clone();
-        assert_eq!(window.vnfcs, ["VDU1", "VDU2", "VDU3"]);
-        assert_eq!(window.alerts.len(), 3, "the repeated entry is a duplicate");
-
-        // A snapshot at generation 4 drops the entries it covers.
-        sqlite
-            .write_documents(
-                vec![(ALERT_GENERATION_DOCUMENT.into(), "4".into())],
-                Some(journal_through(4)),
-                Flush::Commit,
-            )
-            .await
-            .unwrap();
-        assert!(sqlite
-            .documents_with_prefix(ALERT_JOURNAL_PREFIX)
-            .await
-            .unwrap()
-            .is_empty());
-
-        // A damaged entry is named.
-        sqlite
-            .write_documents(vec![(journal_name(5, 0), "{".into())], None, Flush::Commit)
-            .await
-            .unwrap();
-        let e = load_alert_handler(&sqlite, &cfg).await.unwrap_err();
-        assert!(e.contains(&journal_name(5, 0)), "{e}");
     }
 }

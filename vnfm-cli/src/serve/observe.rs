@@ -14,7 +14,7 @@ use vnfm_core::lifecycle::{Occupancy, OperationEvent};
 use vnfm_core::problem::ProblemDetails;
 
 use super::metrics::Metrics;
-use crate::commands::lcm::sol;
+use crate::render::lcm::sol;
 use crate::store::SqliteStore;
 
 /// Where the id of a started occurrence (or the reason it did not start) goes.

@@ -35,11 +35,12 @@
 //! reservation create`) wrote the state file since (SQLite's `data_version`) and, when the
 //! document changed, reloads it; between two such checks the last writer wins. Notifications are POSTed
 //! as JSON (`Notification`: `subscriptionId`, `callbackUri`, `event`) to `http://` callback
-//! URIs, in order, each retried [`ATTEMPTS`] times; a callback answering 2xx has it.
+//! URIs (over reqwest, no proxy, no redirects), in order, each retried [`ATTEMPTS`] times;
+//! a callback answering 2xx has it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -51,331 +52,25 @@ use axum::routing::{get, post};
 use axum::Router;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 use vnfm_core::id::{IdGen, ZoneId};
 
-use crate::promise::{self as book_io, PromiseBook};
-use vnfm_core::problem::ProblemDetails;
 use vnfm_core::reservation::{
     AllocationId, AllocationRequest, Capacity, ElementsFilter, Ledger, LedgerError, Notification,
-    Outcome, Policy, PoolRequest, QueryWindow, Rejection, ReservationId, ReservationQuery,
-    ReservationRequest, ReservationUpdate, ResourceLine, Scope, SubscriptionFilter, SubscriptionId,
-    Window,
+    Outcome, Policy, PoolRequest, QueryWindow, ReservationId, ReservationQuery, ReservationRequest,
+    ReservationUpdate, ResourceLine, Scope, SubscriptionFilter, SubscriptionId, Window,
 };
 
 use super::http::{json, parse, problem, problem_of, read_body};
-use super::App;
-use crate::store::SqliteStore;
-
-/// How often the ledger is advanced to the current time.
-pub const TICK: Duration = Duration::from_millis(500);
-
-/// Delivery attempts per notification.
-pub const ATTEMPTS: u32 = 3;
+use super::ledger::{ledger_problem_details, snapshot_locked};
+pub use super::ledger::{ATTEMPTS, TICK};
+use super::state::App;
 
 /// How long one delivery attempt may take.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The path prefix of the API.
 const BASE: &str = "/promise/v1";
-
-/// The ledger, its id generator, and the delivery queue.
-#[derive(Debug)]
-pub(crate) struct Promise {
-    inner: Mutex<Inner>,
-    /// What the state file holds, as far as this server knows.
-    persisted: tokio::sync::Mutex<Persisted>,
-    queue: mpsc::UnboundedSender<Notification>,
-    /// Notifications a callback accepted.
-    pub(crate) delivered: AtomicU64,
-    /// Notifications given up after [`ATTEMPTS`].
-    pub(crate) failed: AtomicU64,
-    /// Notifications queued and not yet delivered or given up.
-    queued: AtomicU64,
-    /// Ticks done (see [`Promise::tick`]).
-    ticks: AtomicU64,
-}
-
-#[derive(Debug)]
-struct Inner {
-    book: PromiseBook,
-    /// Bumped by every change (and reload) of `book`.
-    generation: u64,
-}
-
-/// What the state file holds, as far as this server knows.
-#[derive(Debug, Default)]
-struct Persisted {
-    /// The generation of `book` the document holds.
-    generation: u64,
-    /// The store's `data_version` when the document was last looked at.
-    version: Option<i64>,
-    /// A hash of the document's body as last written or read.
-    hash: u64,
-}
-
-fn hash_of(body: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    body.hash(&mut h);
-    h.finish()
-}
-
-/// A saved snapshot: its generation and its JSON.
-type Saved = (u64, String);
-
-impl Promise {
-    /// Loads the ledger of the state file ([`book_io::load_or_new`]: the same as the command
-    /// line's) and returns it with the receiving end of its delivery queue.
-    pub(crate) async fn open(
-        sqlite: &SqliteStore,
-        config: &crate::config::Config,
-    ) -> Result<(Promise, mpsc::UnboundedReceiver<Notification>), crate::error::CliError> {
-        let version = sqlite.data_version().await.ok();
-        let book = book_io::load_or_new(sqlite, config).await?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        Ok((
-            Promise {
-                inner: Mutex::new(Inner {
-                    book,
-                    generation: 0,
-                }),
-                persisted: tokio::sync::Mutex::new(Persisted {
-                    generation: 0,
-                    version,
-                    hash: 0,
-                }),
-                queue: tx,
-                delivered: AtomicU64::new(0),
-                failed: AtomicU64::new(0),
-                queued: AtomicU64::new(0),
-                ticks: AtomicU64::new(0),
-            },
-            rx,
-        ))
-    }
-
-    /// Reloads the ledger when another process changed its document since the last look (see
-    /// the module docs). Unsaved changes of this server win: the reload waits for the next
-    /// look.
-    pub(crate) async fn refresh(&self, sqlite: &SqliteStore) -> Result<(), String> {
-        let mut p = self.persisted.lock().await;
-        let version = sqlite
-            .data_version()
-            .await
-            .map_err(|e| format!("cannot check the state file: {e}"))?;
-        if p.version == Some(version) {
-            return Ok(());
-        }
-        let Some(body) = sqlite
-            .document(book_io::PROMISE_DOCUMENT)
-            .await
-            .map_err(|e| format!("cannot read the Promise ledger: {e}"))?
-        else {
-            p.version = Some(version);
-            return Ok(());
-        };
-        let hash = hash_of(&body);
-        if hash == p.hash {
-            p.version = Some(version);
-            return Ok(());
-        }
-        let book = PromiseBook::decode(&body)?;
-        let mut g = self.lock();
-        if g.generation != p.generation {
-            return Ok(());
-        }
-        g.book = book;
-        g.generation += 1;
-        p.generation = g.generation;
-        p.version = Some(version);
-        p.hash = hash;
-        Ok(())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Runs a read-only `f` on the ledger.
-    pub(crate) fn read<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
-        f(&self.lock().book.ledger)
-    }
-
-    /// Runs a changing `f` at the current time; on success takes a snapshot to save and
-    /// queues the notifications.
-    fn change<T>(
-        &self,
-        f: impl FnOnce(&mut Ledger, &mut IdGen, DateTime<Utc>) -> Result<Outcome<T>, LedgerError>,
-    ) -> Result<(T, Option<Saved>), LedgerError> {
-        let mut g = self.lock();
-        let now = clock(&g.book.ledger);
-        let PromiseBook { ledger, ids } = &mut g.book;
-        let out = f(ledger, ids, now)?;
-        let saved = snapshot_locked(&mut g);
-        self.enqueue(out.notifications);
-        Ok((out.value, saved))
-    }
-
-    /// Runs `f` (a core decision over the ledger, e.g. a draw of
-    /// [`vnfm_core::reservation::lcm`]) at the current time, after a [`Promise::refresh`];
-    /// `f` says with its result whether it changed the ledger. A change is saved before this
-    /// returns, also when `f` refused (the transitions due by `now` happened). A save that
-    /// fails is logged, not returned: the change stands in the server's ledger, and the next
-    /// save (a change, a tick with events, the stop) writes it.
-    ///
-    /// # Errors
-    /// `f`'s refusal, or the message of a state file that cannot be read.
-    pub(crate) async fn apply<T>(
-        &self,
-        sqlite: &SqliteStore,
-        f: impl FnOnce(&mut Ledger, &mut IdGen, DateTime<Utc>) -> Result<(T, bool), LedgerError>,
-    ) -> Result<T, Applied> {
-        self.refresh(sqlite).await.map_err(Applied::State)?;
-        let (out, saved) = {
-            let mut g = self.lock();
-            let now = clock(&g.book.ledger);
-            let PromiseBook { ledger, ids } = &mut g.book;
-            match f(ledger, ids, now) {
-                Ok((v, false)) => (Ok(v), None),
-                Ok((v, true)) => (Ok(v), snapshot_locked(&mut g)),
-                Err(e) => (Err(Applied::Ledger(e)), snapshot_locked(&mut g)),
-            }
-        };
-        if let Err(e) = self.persist(sqlite, saved).await {
-            eprintln!("vnfm serve: {e}");
-        }
-        out
-    }
-
-    /// Queues the notifications that have a callback, in order.
-    fn enqueue(&self, notifications: Vec<Notification>) {
-        for n in notifications {
-            if n.callback_uri.is_some() && self.queue.send(n).is_ok() {
-                self.queued.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// Appends the Promise families to a `/metrics` text.
-    pub(crate) fn render_metrics(&self, s: &mut String) {
-        use std::fmt::Write as _;
-        let (reservations, subscriptions) = self.read(|l| (l.len(), l.subscriptions().len()));
-        for (name, kind, help, v) in [
-            (
-                "vnfm_promise_notifications_delivered_total",
-                "counter",
-                "Promise notifications a callback accepted.",
-                self.delivered.load(Ordering::Relaxed),
-            ),
-            (
-                "vnfm_promise_notifications_failed_total",
-                "counter",
-                "Promise notifications given up after every attempt.",
-                self.failed.load(Ordering::Relaxed),
-            ),
-            (
-                "vnfm_promise_notifications_queued",
-                "gauge",
-                "Promise notifications waiting for delivery.",
-                self.queued.load(Ordering::Relaxed),
-            ),
-            (
-                "vnfm_promise_ticks_total",
-                "counter",
-                "Advances of the Promise ledger to the current time (every 0.5 s), counted \
-                 once their notifications are queued and the ledger saved.",
-                self.ticks.load(Ordering::Relaxed),
-            ),
-            (
-                "vnfm_promise_reservations",
-                "gauge",
-                "Reservations in the Promise ledger (every status).",
-                reservations as u64,
-            ),
-            (
-                "vnfm_promise_subscriptions",
-                "gauge",
-                "Promise subscriptions.",
-                subscriptions as u64,
-            ),
-        ] {
-            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
-        }
-    }
-
-    /// Writes a snapshot, unless a newer one was written.
-    async fn persist(&self, sqlite: &SqliteStore, saved: Option<Saved>) -> Result<(), String> {
-        let Some((generation, body)) = saved else {
-            return Ok(());
-        };
-        let mut last = self.persisted.lock().await;
-        if last.generation >= generation {
-            return Ok(());
-        }
-        let hash = hash_of(&body);
-        book_io::write(sqlite, body)
-            .await
-            .map_err(|e| format!("cannot save the Promise ledger: {e}"))?;
-        last.generation = generation;
-        last.hash = hash;
-        Ok(())
-    }
-
-    /// Advances the ledger to now; saves it when something happened. Counted in
-    /// `vnfm_promise_ticks_total` at the end: a tick counted after some moment started after
-    /// it, when the count has gone up by two since.
-    pub(crate) async fn tick(&self, sqlite: &SqliteStore) {
-        if let Err(e) = self.refresh(sqlite).await {
-            eprintln!("vnfm serve: {e}");
-        }
-        let saved = {
-            let mut g = self.lock();
-            let now = clock(&g.book.ledger);
-            match g.book.ledger.advance_to(now) {
-                Err(e) => {
-                    eprintln!("vnfm serve: cannot advance the Promise ledger: {e}");
-                    None
-                }
-                Ok(out) if out.events.is_empty() => None,
-                Ok(out) => {
-                    self.enqueue(out.notifications);
-                    snapshot_locked(&mut g)
-                }
-            }
-        };
-        if let Err(e) = self.persist(sqlite, saved).await {
-            eprintln!("vnfm serve: {e}");
-        }
-        self.ticks.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Saves the ledger now.
-    pub(crate) async fn persist_now(&self, sqlite: &SqliteStore) {
-        let saved = snapshot_locked(&mut self.lock());
-        if let Err(e) = self.persist(sqlite, saved).await {
-            eprintln!("vnfm serve: {e}");
-        }
-    }
-}
-
-/// The current time, never before the ledger's (its operations need a non-decreasing `now`;
-/// [`vnfm_core::reservation::lcm::effective_now`] over a reading of the clock).
-pub(crate) fn clock(ledger: &Ledger) -> DateTime<Utc> {
-    vnfm_core::reservation::lcm::effective_now(ledger, None, Utc::now())
-}
-
-fn snapshot_locked(g: &mut Inner) -> Option<Saved> {
-    g.generation += 1;
-    match g.book.encode() {
-        Ok(body) => Some((g.generation, body)),
-        Err(e) => {
-            eprintln!("vnfm serve: {e}");
-            None
-        }
-    }
-}
 
 // ----- routes ------------------------------------------------------------------------------
 
@@ -431,42 +126,6 @@ async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) ->
         HeaderValue::from_static(app.api_auth.challenge()),
     );
     r
-}
-
-/// Why [`Promise::apply`] failed.
-#[derive(Debug)]
-pub(crate) enum Applied {
-    /// The ledger refused.
-    Ledger(LedgerError),
-    /// The state file could not be read (the message says why).
-    State(String),
-}
-
-impl Applied {
-    /// Its ProblemDetails (see [`ledger_problem_details`]; 500 for the state file).
-    pub(crate) fn problem(&self) -> ProblemDetails {
-        match self {
-            Applied::Ledger(e) => ledger_problem_details(e),
-            Applied::State(m) => ProblemDetails::new(500, m.clone()),
-        }
-    }
-}
-
-/// The ProblemDetails of a ledger error: 422 for a bad request or an unknown reservation, 409
-/// (with a `counterOffer` when it does not fit) for a refusal, else 500.
-pub(crate) fn ledger_problem_details(e: &LedgerError) -> ProblemDetails {
-    let status = match e {
-        LedgerError::Invalid(_) | LedgerError::Rejected(Rejection::UnknownReservation(_)) => 422,
-        LedgerError::DoesNotFit { offer, .. } => {
-            return ProblemDetails::new(409, e.to_string()).with_extension(
-                "counterOffer",
-                serde_json::to_value(offer).unwrap_or(serde_json::Value::Null),
-            )
-        }
-        LedgerError::Rejected(_) | LedgerError::CapacityInUse { .. } => 409,
-        _ => 500,
-    };
-    ProblemDetails::new(status, e.to_string())
 }
 
 /// The ProblemDetails response of a ledger error ([`ledger_problem_details`]).
@@ -658,7 +317,7 @@ impl Params {
     fn window(&self, app: &App) -> Result<Window, Response> {
         let start = match self.time("start")? {
             Some(t) => t,
-            None => app.promise.read(clock),
+            None => app.promise.read(|l| app.promise.now(l)),
         };
         Ok(Window {
             start,
@@ -986,7 +645,7 @@ async fn set_policy(State(app): State<Arc<App>>, body: Body) -> Result<Response,
 
 // ----- delivery ----------------------------------------------------------------------------
 
-/// An `http://` callback URI, split.
+/// An `http://` callback URI, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Callback {
     /// `host:port`.
@@ -1029,46 +688,40 @@ impl Callback {
         };
         Ok(Callback { authority, target })
     }
+
+    /// The URL to POST to.
+    fn url(&self) -> String {
+        format!("http://{}{}", self.authority, self.target)
+    }
 }
 
-/// POSTs `body` to `cb` once; `Ok` for a 2xx answer.
-async fn post_once(cb: &Callback, body: &[u8]) -> Result<(), String> {
-    let mut s = tokio::net::TcpStream::connect(&cb.authority)
+/// The HTTP client of the deliveries: no proxy from the environment and no redirects (a
+/// callback answers 2xx or the attempt failed), as a callback is a plain `http://` URI.
+fn delivery_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// POSTs `body` (JSON) to `cb` once; `Ok` for a 2xx answer.
+async fn post_once(client: &reqwest::Client, cb: &Callback, body: &[u8]) -> Result<(), String> {
+    let answer = client
+        .post(cb.url())
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "*/*")
+        .body(body.to_vec())
+        .send()
         .await
-        .map_err(|e| format!("cannot connect to {}: {e}", cb.authority))?;
-    let head = format!(
-        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: */*\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        cb.target,
-        cb.authority,
-        body.len()
-    );
-    s.write_all(head.as_bytes())
-        .await
-        .map_err(|e| format!("cannot send: {e}"))?;
-    s.write_all(body)
-        .await
-        .map_err(|e| format!("cannot send: {e}"))?;
-    // The status line is enough.
-    let mut buf = Vec::with_capacity(64);
-    let mut chunk = [0u8; 64];
-    while !buf.contains(&b'\n') && buf.len() < 1024 {
-        let n = s
-            .read(&mut chunk)
-            .await
-            .map_err(|e| format!("cannot read the answer: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(chunk.get(..n).unwrap_or(&[]));
-    }
-    let line = String::from_utf8_lossy(&buf);
-    let line = line.lines().next().unwrap_or("");
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse::<u16>().ok())
-        .ok_or_else(|| format!("not an HTTP answer: {line:?}"))?;
+        .map_err(|e| {
+            if e.is_connect() {
+                format!("cannot connect to {}: {e}", cb.authority)
+            } else {
+                format!("cannot send: {e}")
+            }
+        })?;
+    let status = answer.status().as_u16();
     if (200..300).contains(&status) {
         Ok(())
     } else {
@@ -1077,12 +730,12 @@ async fn post_once(cb: &Callback, body: &[u8]) -> Result<(), String> {
 }
 
 /// Delivers `n` to its callback, [`ATTEMPTS`] times at most.
-async fn deliver(app: &App, n: &Notification) {
-    attempt_all(app, n).await;
+async fn deliver(app: &App, client: &Result<reqwest::Client, String>, n: &Notification) {
+    attempt_all(app, client, n).await;
     app.promise.queued.fetch_sub(1, Ordering::Relaxed);
 }
 
-async fn attempt_all(app: &App, n: &Notification) {
+async fn attempt_all(app: &App, client: &Result<reqwest::Client, String>, n: &Notification) {
     let Some(uri) = &n.callback_uri else { return };
     let body = match serde_json::to_vec(n) {
         Ok(b) => b,
@@ -1091,12 +744,13 @@ async fn attempt_all(app: &App, n: &Notification) {
             return;
         }
     };
-    let why = match Callback::parse(uri) {
-        Err(why) => why,
-        Ok(cb) => {
+    let why = match (Callback::parse(uri), client) {
+        (Err(why), _) => why,
+        (Ok(_), Err(why)) => why.clone(),
+        (Ok(cb), Ok(client)) => {
             let mut why = String::new();
             for attempt in 1..=ATTEMPTS {
-                match tokio::time::timeout(DELIVERY_TIMEOUT, post_once(&cb, &body)).await {
+                match tokio::time::timeout(DELIVERY_TIMEOUT, post_once(client, &cb, &body)).await {
                     Ok(Ok(())) => {
                         app.promise.delivered.fetch_add(1, Ordering::Relaxed);
                         return;
@@ -1150,6 +804,9 @@ pub(crate) async fn run(
             }
         })
     };
+    // One client for every delivery (its connections are reused); an error is every
+    // delivery's reason to fail.
+    let client = delivery_client();
     let mut workers: HashMap<String, mpsc::UnboundedSender<Notification>> = HashMap::new();
     let mut tasks = tokio::task::JoinSet::new();
     let mut route = |n: Notification, tasks: &mut tokio::task::JoinSet<()>| {
@@ -1159,9 +816,10 @@ pub(crate) async fn run(
         let tx = workers.entry(uri).or_insert_with(|| {
             let (tx, mut rx) = mpsc::unbounded_channel::<Notification>();
             let app = app.clone();
+            let client = client.clone();
             tasks.spawn(async move {
                 while let Some(n) = rx.recv().await {
-                    deliver(&app, &n).await;
+                    deliver(&app, &client, &n).await;
                 }
             });
             tx

@@ -25,7 +25,7 @@
 //! is kept in the instance's `metadata.stackId`.
 //!
 //! # VDUs under an AutoScalingGroup
-//! A VDU in the [`Layout::Group`] layout (see [`super::userdata`]) is the member of one
+//! A VDU in the [`Layout::Group`](super::userdata::Layout::Group) layout (see [`super::userdata`]) is the member of one
 //! `OS::Heat::AutoScalingGroup` resource of the top template:
 //!
 //! - **One zone per VDU** (the spec's forced affinity): the grant request the local granter

@@ -1,0 +1,326 @@
+//! The composition root of the CLI: the one place that builds what a command or `vnfm serve`
+//! runs on, from the configuration: the tokio runtime, the clock, the state file, the VIM (the
+//! simulated cloud or a real OpenStack, see [`crate::vim`]), the drivers and the
+//! [`Lifecycle`] over them. Commands and the server take these from here; nothing else
+//! reads the clock or maps `[placement]` to the core's [`LcmConfig`].
+
+use std::path::Path;
+use std::sync::Arc;
+
+use vnfm_core::driver::{Clock, DriverError, OpOccFilter, StoreBatch};
+use vnfm_core::id::{OpOccId, VnfInstanceId};
+use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
+use vnfm_core::lifecycle::{LcmConfig, Lifecycle};
+use vnfm_core::placement::Selection;
+use vnfm_core::reselect::InsufficientResourcePattern;
+use vnfm_core::sim::SimCloud;
+
+use crate::cli::PlacementArgs;
+use crate::config::{Config, SelectionKind};
+use crate::error::CliError;
+use crate::store::SqliteStore;
+use crate::vim::{Vim, SIM_DOCUMENT};
+
+/// The real clock (tokio's timer).
+#[derive(Debug, Clone, Copy)]
+pub struct SystemClock;
+
+#[async_trait::async_trait]
+impl Clock for SystemClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now()
+    }
+    async fn sleep(&self, duration: std::time::Duration) {
+        tokio::time::sleep(duration).await;
+    }
+}
+
+/// The clock of every command and of `vnfm serve`: [`SystemClock`], the one reading of the
+/// wall clock in the CLI. Everything else takes a [`Clock`] (or the lifecycle's).
+pub fn clock() -> Arc<dyn Clock> {
+    Arc::new(SystemClock)
+}
+
+/// A current-thread tokio runtime for one command.
+///
+/// # Errors
+/// [`CliError::Output`] if the runtime cannot start (no threads, no timer).
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            CliError::Output(std::io::Error::other(format!(
+                "cannot start the runtime: {e}"
+            )))
+        })
+}
+
+/// Opens (creating it and its folder when needed) the state file of `config`.
+///
+/// # Errors
+/// [`CliError::State`] naming the file: unreadable, not a vnfm state database, or a newer
+/// schema (exit 2); locked by another writer (5); failing IO (1).
+pub fn open_state(config: &Config) -> Result<SqliteStore, CliError> {
+    let path = config.state_path();
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| CliError::State {
+            path: path.clone(),
+            message: format!("cannot create the folder {}: {e}", dir.display()),
+            source: None,
+        })?;
+    }
+    SqliteStore::open(&path).map_err(|e| CliError::State {
+        path: path.clone(),
+        message: "cannot open the state file".into(),
+        source: Some(e),
+    })
+}
+
+/// Fails unless the configured VIM is built into this program (see [`crate::vim::check`]).
+///
+/// # Errors
+/// [`CliError::Usage`] for `openstack` in a build without the `openstack` feature.
+pub fn check_vim(config: &Config) -> Result<(), CliError> {
+    crate::vim::check(config)
+}
+
+/// The state file as an operation of a command on the simulator sees it: after every commit
+/// that went through, the simulated cloud is saved too.
+#[derive(Debug)]
+struct SimSavingStore {
+    inner: SqliteStore,
+    sim: SimCloud,
+    /// Fault injection ([`KILL_AFTER_COMMIT_VAR`]): after which commit, and whether SIGINT
+    /// (else SIGKILL).
+    kill_after: Option<(u32, bool)>,
+    commits: std::sync::atomic::AtomicU32,
+}
+
+/// Fault injection on the simulator: `VNFM_SIM_KILL_AFTER_COMMIT=N` makes a command SIGKILL
+/// itself right after the N-th commit of its operation (the crash tests use it to stop a
+/// command at each step, as `kill -9` would); `N:INT` sends SIGINT instead (Ctrl-C).
+pub const KILL_AFTER_COMMIT_VAR: &str = "VNFM_SIM_KILL_AFTER_COMMIT";
+
+fn parse_kill_after(v: &str) -> Option<(u32, bool)> {
+    match v.split_once(':') {
+        Some((n, "INT")) => n.parse().ok().map(|n| (n, true)),
+        Some(_) => None,
+        None => v.parse().ok().map(|n| (n, false)),
+    }
+}
+
+impl SimSavingStore {
+    fn maybe_die(&self) {
+        let n = self
+            .commits
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            .saturating_add(1);
+        let Some((at, int)) = self.kill_after else {
+            return;
+        };
+        let pid = std::process::id().to_string();
+        if at == n && int {
+            let _ = std::process::Command::new("kill")
+                .args(["-INT", &pid])
+                .status();
+        } else if at == n {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status();
+            // The signal is on its way; nothing more happens in this process.
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl vnfm_core::driver::Store for SimSavingStore {
+    async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
+        self.inner.commit(batch).await?;
+        // Only after the commit went through: a command that lost the race for an instance
+        // must not overwrite the cloud of the one that won.
+        let snap = self.sim.snapshot()?;
+        self.inner.put_document(SIM_DOCUMENT, snap).await?;
+        self.maybe_die();
+        Ok(())
+    }
+    async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
+        self.inner.instance(id).await
+    }
+    async fn instance_entry(
+        &self,
+        id: &VnfInstanceId,
+    ) -> Result<vnfm_core::driver::Versioned<VnfInstance>, DriverError> {
+        self.inner.instance_entry(id).await
+    }
+    async fn op_occ_entry(
+        &self,
+        id: &OpOccId,
+    ) -> Result<vnfm_core::driver::Versioned<VnfLcmOpOcc>, DriverError> {
+        self.inner.op_occ_entry(id).await
+    }
+    async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
+        self.inner.instances().await
+    }
+    async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
+        self.inner.op_occ(id).await
+    }
+    async fn op_occs(&self, filter: OpOccFilter) -> Result<Vec<VnfLcmOpOcc>, DriverError> {
+        self.inner.op_occs(filter).await
+    }
+}
+
+/// The LCM configuration: `[placement]` overridden by the command's flags.
+///
+/// # Errors
+/// [`CliError::Core`] for an invalid `insufficient_resource_pattern` (exit 2).
+pub fn lcm_config(config: &Config, args: &PlacementArgs) -> Result<LcmConfig, CliError> {
+    let p = &config.placement;
+    let mut c = LcmConfig::standard()?;
+    c.fallback_best_effort = args.fallback_best_effort || p.fallback_best_effort;
+    c.reselect_zones = args.reselect_zones || p.reselect_zones;
+    c.max_reselections = args.max_reselections.or(p.max_reselections);
+    let policy = |k: SelectionKind| match k {
+        SelectionKind::Random => Selection::Random,
+        SelectionKind::CapacityAware => Selection::CapacityAware,
+    };
+    // `--selection` / `selection` set both policies; unset, the granter is capacity-aware
+    // (random where the catalogue reports no capacity) and reselection keeps the spec's random.
+    let selection = args.selection.or(p.selection);
+    c.selection = selection.map_or(Selection::Random, policy);
+    c.grant_selection = p
+        .grant_selection
+        .filter(|_| args.selection.is_none())
+        .or(selection)
+        .map_or(Selection::CapacityAware, policy);
+    c.seed = args.seed.unwrap_or(p.seed);
+    if let Some(pattern) = args.insufficient_resource_pattern.as_deref() {
+        c.pattern = InsufficientResourcePattern::new(
+            pattern,
+            vnfm_core::error::Location::default().with_field("--insufficient-resource-pattern"),
+        )?;
+    } else if let Some(pattern) = p.insufficient_resource_pattern.as_deref() {
+        c.pattern = InsufficientResourcePattern::new(
+            pattern,
+            vnfm_core::error::Location::default()
+                .with_field("[placement] insufficient_resource_pattern"),
+        )?;
+    }
+    c.vim_connection_id = Vim::connection_id(config.vim.kind).into();
+    match config.state.lease_seconds {
+        Some(0) => {
+            return Err(CliError::Usage(
+                "[state] lease_seconds = 0: expected at least 1 (a lease that is always \
+                 expired would let any process take over a running operation)"
+                    .into(),
+            ))
+        }
+        Some(n) => c.lease_time = std::time::Duration::from_secs(n),
+        None => {}
+    }
+    Ok(c)
+}
+/// The drivers of one command over the state file.
+pub struct Env {
+    /// The state file.
+    pub store: SqliteStore,
+    /// The simulated cloud, saved after the operation; `None` for a real cloud.
+    pub sim: Option<SimCloud>,
+    /// The lifecycle over the drivers.
+    pub lcm: Lifecycle,
+    /// The clock of the command (the lifecycle's).
+    pub clock: Arc<dyn Clock>,
+    /// The VIM, for the notes on its degraded answers printed when the command ends.
+    pub vim: Vim,
+}
+
+impl Drop for Env {
+    /// Prints the real cloud's notes on degraded answers (e.g. the hosts' free capacity is
+    /// unknown to these credentials, so the granter fell back to random) on stderr.
+    fn drop(&mut self) {
+        for w in self.vim.warnings() {
+            eprintln!("warning: {w}");
+        }
+    }
+}
+
+/// Builds the drivers of one LCM command: checks the VIM, maps the configuration to the
+/// [`LcmConfig`], opens the state file and the VIM, and puts the [`Lifecycle`] over them.
+///
+/// # Errors
+/// As [`check_vim`], [`lcm_config`], [`open_state`], [`Vim::open`] and [`run_id_salt`].
+pub async fn env(
+    config: &Config,
+    cloud_path: Option<&Path>,
+    placement: &PlacementArgs,
+) -> Result<Env, CliError> {
+    check_vim(config)?;
+    let lcm_cfg = lcm_config(config, placement)?;
+    let store = open_state(config)?;
+    let mut vim = Vim::open(&store, cloud_path, config).await?;
+    let sim = vim.sim.take();
+    // With the simulator, its state is saved with every commit of an operation: a command
+    // killed mid-operation leaves the simulated cloud as a real one would be (stacks it
+    // created are still there for a rollback to delete, or a retry to continue).
+    let lcm_store: Arc<dyn vnfm_core::driver::Store> = match &sim {
+        Some(s) => Arc::new(SimSavingStore {
+            inner: store.clone(),
+            sim: s.clone(),
+            kill_after: std::env::var(KILL_AFTER_COMMIT_VAR)
+                .ok()
+                .and_then(|v| parse_kill_after(&v)),
+            commits: std::sync::atomic::AtomicU32::new(0),
+        }),
+        None => Arc::new(store.clone()),
+    };
+    let clock = clock();
+    let drivers = vim.drivers(lcm_store, clock.clone());
+    // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
+    let salt = run_id_salt(&store, config, clock.as_ref()).await?;
+    let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
+    Ok(Env {
+        store,
+        sim,
+        lcm,
+        clock,
+        vim,
+    })
+}
+
+/// The document of the state file counting the runs of `--id-salt` / `VNFM_ID_SALT`.
+pub const ID_RUNS_DOCUMENT: &str = "id-salt-runs";
+
+/// The id salt of one command over the state file: [`id_salt`] (the clock), or with
+/// `--id-salt N` / `VNFM_ID_SALT` a salt derived from `N` and the state file's run counter
+/// ([`vnfm_core::id::run_salt`]), which this call advances: a script replayed on a new state
+/// file gets the same ids, and no two commands on one state file get the same salt.
+///
+/// # Errors
+/// [`CliError::State`] when the counter cannot be written.
+pub async fn run_id_salt(
+    store: &SqliteStore,
+    config: &Config,
+    clock: &dyn Clock,
+) -> Result<u64, CliError> {
+    let Some(base) = config.state.id_salt else {
+        return Ok(id_salt(clock));
+    };
+    let n = store
+        .increment_counter(ID_RUNS_DOCUMENT)
+        .await
+        .map_err(|e| CliError::State {
+            path: config.state_path(),
+            message: "cannot count the runs of --id-salt".into(),
+            source: Some(e),
+        })?;
+    Ok(vnfm_core::id::run_salt(base, n))
+}
+
+/// A salt for ids that differs between runs: the time of `clock` and the process id.
+pub fn id_salt(clock: &dyn Clock) -> u64 {
+    let nanos = clock.now().timestamp_nanos_opt().map_or(0, |n| n as u64);
+    nanos ^ u64::from(std::process::id()).rotate_left(40)
+}
