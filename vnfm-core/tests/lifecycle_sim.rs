@@ -1116,3 +1116,71 @@ async fn instantiation_at_the_large_level_sets_counts_and_scale_levels() {
     assert_eq!((per_vdu("VDU1"), per_vdu("VDU2")), (4, 2));
     assert_eq!(info.scale_level("VDU1_scale"), Some(2));
 }
+
+/// MODIFY_INFO is a plan of the operation machine: STARTING, PROCESSING, COMPLETED with
+/// `changedInfo`; a bad request starts nothing; an occurrence not over (FAILED_TEMP) holds
+/// the instance.
+#[tokio::test]
+async fn modify_info_is_an_operation_like_the_others() {
+    use serde_json::json;
+    use vnfm_core::lcm::{LcmOperationType, VnfLcmOpOcc};
+    let (lcm, _sim, pkg, store) = setup(false, Selection::Random);
+    let inst = created(&lcm, &pkg).await;
+    let kv = |v: serde_json::Value| v.as_object().cloned().unwrap();
+    let patch = kv(json!({"vnfInstanceName": "edge", "metadata": {"tier": "gold"}}));
+    let r = lcm
+        .modify_info(&inst.id, &patch, &OperationOptions::default())
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    assert_eq!(r.op_occ.operation, LcmOperationType::ModifyInfo);
+    assert_eq!(
+        r.op_occ.changed_info,
+        Some(serde_json::Value::Object(patch.clone()))
+    );
+    assert!(r.op_occ.validate().is_ok(), "{:?}", r.op_occ.validate());
+    let stored = store.instance(&inst.id).await.unwrap();
+    assert_eq!(stored.vnf_instance_name.as_deref(), Some("edge"));
+    assert_eq!(stored.metadata.unwrap()["tier"], "gold");
+
+    let err = lcm
+        .modify_info(&inst.id, &kv(json!({"x": 1})), &OperationOptions::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("x cannot be modified"), "{err}");
+    let err = lcm
+        .modify_info(&"nope".into(), &patch, &OperationOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, vnfm_core::lifecycle::LcmError::NotFound(_)),
+        "{err}"
+    );
+
+    let now = lcm.drivers().clock.now();
+    let mut held = VnfLcmOpOcc::new("op-held", inst.id.clone(), LcmOperationType::Scale, now);
+    held.enter(LcmOperationStateType::FailedTemp, now);
+    store
+        .commit(vnfm_core::driver::StoreBatch::new().with_op_occ(held))
+        .await
+        .unwrap();
+    let err = lcm
+        .modify_info(&inst.id, &patch, &OperationOptions::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("op-held") && err.contains("FAILED_TEMP"),
+        "{err}"
+    );
+    let ops = store
+        .op_occs(OpOccFilter::instance(inst.id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        ops.len(),
+        2,
+        "the refused ones left no occurrence: {ops:#?}"
+    );
+}

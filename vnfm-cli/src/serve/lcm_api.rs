@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{Map, Value};
 use vnfm_core::driver::{OpOccFilter, Store};
-use vnfm_core::id::{IdGen, OpOccId, VnfInstanceId};
+use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest, TerminateVnfRequest,
     VnfInstance,
@@ -177,8 +177,8 @@ fn modify_problem(e: &ModifyError) -> Response {
     problem_of(status, detail)
 }
 
-/// `PATCH`: a `VnfInfoModificationRequest`, applied at once as a `MODIFY_INFO` occurrence by
-/// the core ([`vnfm_core::lifecycle::modify::modify_info`]); this handler parses and answers.
+/// `PATCH`: a `VnfInfoModificationRequest`, run as a `MODIFY_INFO` operation by the core
+/// ([`vnfm_core::lifecycle::Lifecycle::modify_info`]); this handler parses and answers.
 async fn modify_instance(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
@@ -196,23 +196,20 @@ async fn modify_instance(
     if let Err(e) = modify::check(&patch) {
         return modify_problem(&e);
     }
-    let salt = match crate::app::run_id_salt(&app.sqlite, &app.config, app.clock().as_ref()).await {
-        Ok(s) => s,
-        Err(e) => return problem_of(500, e.to_string()),
-    };
-    let op_id = OpOccId::from(IdGen::seeded(salt).next_uuid());
     if let Err(p) = app.claim(&id) {
         return problem(p);
     }
-    let clock = app.lcm.drivers().clock.clone();
-    let r = modify::modify_info(&app.store, clock.as_ref(), op_id, &id, &patch).await;
+    let r = app
+        .lcm
+        .modify_info(&id, &patch, &OperationOptions::default())
+        .await;
     app.release(&id);
     match r {
-        Ok(op) => with_location(
+        Ok(report) => with_location(
             StatusCode::ACCEPTED.into_response(),
-            &lcm_op_occ_href(&op.id),
+            &lcm_op_occ_href(&report.op_occ.id),
         ),
-        Err(e) => modify_problem(&e),
+        Err(e) => problem(lcm_problem(&e)),
     }
 }
 

@@ -11,7 +11,7 @@
 //!   An instantiate or a scale-out whose `additionalParams.reservationId` names a reservation
 //!   draws from it, and the ledger keeps or gives back after the operation, as the command
 //!   line's `--reservation` (the core's [`vnfm_core::reservation::lcm`]). `PATCH` is the core's
-//!   [`vnfm_core::lifecycle::modify::modify_info`].
+//!   [`vnfm_core::lifecycle::Lifecycle::modify_info`].
 //! - `POST /alert/auto_healing`, `POST /alert/auto_scaling`: Alertmanager webhooks (v4), 404
 //!   unless enabled in `[prometheus_plugin]`, 401 without the configured credentials, 400 for
 //!   a body that is not a webhook, else 204. Every decision is taken by

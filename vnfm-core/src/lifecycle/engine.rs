@@ -723,6 +723,42 @@ impl Lifecycle {
             .await
     }
 
+    /// `MODIFY_INFO` of `id` with `patch` (a `VnfInfoModificationRequest`, see
+    /// [`super::modify`]): a plan of the same machine as the other operations, so it takes the
+    /// instance the same way (one operation at a time, conditional commits) and its occurrence
+    /// (`changedInfo`: the members the request changed) goes `STARTING`, `PROCESSING`,
+    /// `COMPLETED`.
+    ///
+    /// # Errors
+    /// [`LcmError::Invalid`] for a request [`super::modify::check`] refuses (nothing starts);
+    /// as [`Lifecycle::instantiate`] otherwise.
+    pub async fn modify_info(
+        &self,
+        id: &VnfInstanceId,
+        patch: &crate::grant::KeyValuePairs,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        super::modify::check(patch).map_err(|e| {
+            LcmError::Invalid(Error::invalid(
+                Location::default().with_field("VnfInfoModificationRequest"),
+                e.to_string(),
+            ))
+        })?;
+        let inst = self.load(id).await?;
+        self.check_free(&inst.value).await?;
+        let params = Value::Object(patch.clone());
+        let op = self.new_op(
+            &inst.value,
+            LcmOperationType::ModifyInfo,
+            params,
+            opts.automatic,
+        );
+        let progress = Progress::new(Plan::ModifyInfo {
+            patch: patch.clone(),
+        });
+        self.run_new(inst, op, progress, None, opts).await
+    }
+
     /// Deletes a `NOT_INSTANTIATED` instance and its operation occurrences.
     ///
     /// # Errors

@@ -7,9 +7,10 @@
 //! - [`apply`] is the pure part: the instance after the request (the two maps merged as a JSON
 //!   merge patch, RFC 7396, see [`merge_patch`]) and the occurrence's `changedInfo` (the
 //!   members the request changed, as given).
-//! - [`modify_info`] is the whole operation over a [`Store`] and a [`Clock`]: it refuses while
-//!   another operation of the instance is not over (SOL003: `FAILED_TEMP` too), and records
-//!   the new instance and a `MODIFY_INFO` occurrence, `COMPLETED`, in one atomic commit.
+//! - The operation itself is a plan of the [`super::Operation`] machine,
+//!   [`super::Lifecycle::modify_info`]: it takes the instance like every other operation (it
+//!   refuses while another one is not over, SOL003: `FAILED_TEMP` too) and records the new
+//!   instance with its `MODIFY_INFO` occurrence, `COMPLETED`.
 //!
 //! ```
 //! use serde_json::json;
@@ -26,11 +27,10 @@
 
 use serde_json::Value;
 
-use crate::driver::{Clock, DriverError, OpOccFilter, Store, StoreBatch};
-use crate::grant::{KeyValuePairs, Link};
+use crate::driver::DriverError;
+use crate::grant::KeyValuePairs;
 use crate::id::{OpOccId, VnfInstanceId};
-use crate::lcm::{LcmOperationStateType, LcmOperationType, VnfInstance, VnfLcmOpOcc};
-use crate::lifecycle::grant::{lcm_op_occ_href, vnf_instance_href};
+use crate::lcm::VnfInstance;
 
 /// The members of a `VnfInfoModificationRequest` that vnfm applies.
 pub const MODIFIABLE: [&str; 4] = [
@@ -167,93 +167,14 @@ pub fn apply(
     Ok((out, patch.clone()))
 }
 
-/// Runs `MODIFY_INFO` `op_id` of instance `id` with `patch`: checks it, loads the instance,
-/// refuses while another of its operations is not over, and commits the modified instance with
-/// the occurrence (`operationParams` the request, `changedInfo` what changed, `STARTING` then
-/// `COMPLETED` at the clock's `now`) in one batch. Returns the occurrence.
-///
-/// # Errors
-/// As [`check`]; [`ModifyError::NotFound`], [`ModifyError::Busy`] naming the occurrence not
-/// over, [`ModifyError::Store`].
-pub async fn modify_info(
-    store: &dyn Store,
-    clock: &dyn Clock,
-    op_id: OpOccId,
-    id: &VnfInstanceId,
-    patch: &KeyValuePairs,
-) -> Result<VnfLcmOpOcc, ModifyError> {
-    check(patch)?;
-    let entry = store.instance_entry(id).await.map_err(|e| {
-        if e.is_not_found() {
-            ModifyError::NotFound(id.clone())
-        } else {
-            ModifyError::Store(e)
-        }
-    })?;
-    let running = store
-        .op_occs(OpOccFilter::instance(id.clone()))
-        .await
-        .map_err(ModifyError::Store)?
-        .into_iter()
-        .find(|o| !o.is_terminal());
-    if let Some(o) = running {
-        return Err(ModifyError::Busy {
-            instance: id.clone(),
-            op_occ: o.id,
-            state: match serde_json::to_value(o.operation_state) {
-                Ok(Value::String(s)) => s,
-                _ => format!("{:?}", o.operation_state),
-            },
-        });
-    }
-    let (inst, changed) = apply(&entry.value, patch)?;
-    let now = clock.now();
-    let mut op = VnfLcmOpOcc::new(op_id.clone(), id.clone(), LcmOperationType::ModifyInfo, now)
-        .with_operation_params(Value::Object(patch.clone()));
-    op.changed_info = Some(Value::Object(changed));
-    op.links
-        .insert("self".into(), Link::new(lcm_op_occ_href(&op_id)));
-    op.links
-        .insert("vnfInstance".into(), Link::new(vnf_instance_href(id)));
-    op.enter(LcmOperationStateType::Completed, now);
-    store
-        .commit(
-            // The instance as read: an operation started (or another change) meanwhile makes
-            // this a conflict instead of a lost update.
-            StoreBatch::new()
-                .with_instance(inst)
-                .with_op_occ(op.clone())
-                .with_precondition(crate::driver::Precondition::InstanceAt {
-                    id: id.clone(),
-                    version: entry.version,
-                }),
-        )
-        .await
-        .map_err(|e| match e {
-            DriverError::Conflict { message, .. } => ModifyError::Busy {
-                instance: id.clone(),
-                op_occ: op_id.clone(),
-                state: format!("changed concurrently ({message})"),
-            },
-            e => ModifyError::Store(e),
-        })?;
-    Ok(op)
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::driver::VirtualClock;
-    use crate::store::MemoryStore;
 
     fn kv(v: Value) -> KeyValuePairs {
         v.as_object().cloned().unwrap()
-    }
-
-    fn t0() -> chrono::DateTime<chrono::Utc> {
-        chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap()
     }
 
     #[test]
@@ -315,60 +236,5 @@ mod tests {
         // `null` for a whole map removes it.
         let (after, _) = apply(&after, &kv(json!({"metadata": null}))).unwrap();
         assert_eq!(after.metadata, None);
-    }
-
-    #[tokio::test]
-    async fn modify_info_commits_the_instance_and_a_completed_occurrence() {
-        let store = MemoryStore::new();
-        let clock = VirtualClock::new(t0());
-        let inst = VnfInstance::new("i-1", "vnfd-1");
-        store
-            .commit(StoreBatch::new().with_instance(inst.clone()))
-            .await
-            .unwrap();
-        let patch = kv(json!({"vnfInstanceName": "edge"}));
-        let op = modify_info(&store, &clock, "op-1".into(), &inst.id, &patch)
-            .await
-            .unwrap();
-        assert_eq!(op.operation, LcmOperationType::ModifyInfo);
-        assert_eq!(op.operation_state, LcmOperationStateType::Completed);
-        assert_eq!(op.changed_info, Some(Value::Object(patch.clone())));
-        assert_eq!(op.operation_params, Some(Value::Object(patch.clone())));
-        assert_eq!(op.start_time, t0());
-        assert!(op.validate().is_ok(), "{:?}", op.validate());
-        assert_eq!(store.op_occ(&"op-1".into()).await.unwrap(), op);
-        let stored = store.instance(&inst.id).await.unwrap();
-        assert_eq!(stored.vnf_instance_name.as_deref(), Some("edge"));
-
-        // Unknown instance; a bad request changes nothing.
-        let err = modify_info(&store, &clock, "op-2".into(), &"nope".into(), &patch)
-            .await
-            .unwrap_err();
-        assert!(matches!(err, ModifyError::NotFound(_)), "{err}");
-        let err = modify_info(
-            &store,
-            &clock,
-            "op-3".into(),
-            &inst.id,
-            &kv(json!({"x": 1})),
-        )
-        .await
-        .unwrap_err();
-        assert!(matches!(err, ModifyError::Unmodifiable { .. }), "{err}");
-        assert!(store.op_occ(&"op-3".into()).await.is_err());
-
-        // An occurrence not over (FAILED_TEMP) holds the instance.
-        let mut held = VnfLcmOpOcc::new("op-4", inst.id.clone(), LcmOperationType::Scale, t0());
-        held.enter(LcmOperationStateType::FailedTemp, t0());
-        store
-            .commit(StoreBatch::new().with_op_occ(held))
-            .await
-            .unwrap();
-        let err = modify_info(&store, &clock, "op-5".into(), &inst.id, &patch)
-            .await
-            .unwrap_err();
-        let msg = err.to_string();
-        assert!(matches!(err, ModifyError::Busy { .. }), "{msg}");
-        assert!(msg.contains("op-4 is FAILED_TEMP"), "{msg}");
     }
 }

@@ -115,6 +115,13 @@ pub enum Plan {
     },
     /// Delete the stack; the instance returns to `NOT_INSTANTIATED`.
     Terminate,
+    /// `MODIFY_INFO`: a `VnfInfoModificationRequest` applied to the instance (see
+    /// [`super::modify`]); no VIM action.
+    #[serde(rename_all = "camelCase")]
+    ModifyInfo {
+        /// The request, checked ([`super::modify::check`]).
+        patch: KeyValuePairs,
+    },
     /// Roll a failed instantiate back: delete the stack it created.
     RollbackInstantiate,
     /// Roll a failed scale-out back: update the stack to the VNFCs before it.
@@ -128,7 +135,7 @@ impl Plan {
             Self::ScaleOut { .. } | Self::ScaleIn { .. } => Some(HookPoint::ScaleEnd),
             Self::Heal { .. } => Some(HookPoint::HealEnd),
             Self::Terminate => Some(HookPoint::TerminateStart),
-            Self::RollbackInstantiate | Self::RollbackScaleOut => None,
+            Self::RollbackInstantiate | Self::RollbackScaleOut | Self::ModifyInfo { .. } => None,
         }
     }
 
@@ -791,7 +798,7 @@ impl Operation {
         }
         let updates = !matches!(
             self.progress.plan,
-            Plan::Terminate | Plan::RollbackInstantiate
+            Plan::Terminate | Plan::RollbackInstantiate | Plan::ModifyInfo { .. }
         );
         if let (true, true, Some(id)) = (self.resume, updates, self.progress.stack_id.clone()) {
             // The interrupted operation may have left the stack in progress: Heat refuses an
@@ -834,7 +841,26 @@ impl Operation {
             }
             Plan::ScaleIn { .. } | Plan::RollbackScaleOut => self.restore(),
             Plan::Terminate => self.hooks_or(Self::delete_stack),
+            Plan::ModifyInfo { patch } => {
+                let patch = patch.clone();
+                self.modify(&patch);
+            }
             _ => self.delete_stack(),
+        }
+    }
+
+    /// `MODIFY_INFO`: the instance after the request, and `changedInfo`; ends at once.
+    fn modify(&mut self, patch: &KeyValuePairs) {
+        match super::modify::apply(&self.before, patch) {
+            Ok((inst, changed)) => {
+                self.op.changed_info = Some(serde_json::Value::Object(changed));
+                self.finish(Ok(inst));
+            }
+            Err(e) => self.fail(Failed::new(
+                FailureKind::Invalid,
+                "invalid request",
+                e.to_string(),
+            )),
         }
     }
 
