@@ -431,3 +431,39 @@ fn invalid_scale_and_heal_requests_start_no_operation() {
     );
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// An infeasible placement is a result, not an error: `vnfm grant` prints the grant request
+/// and why no grant (`--json`: `grant: null`, `failure.failureKind`), and exits 3.
+#[test]
+fn an_infeasible_grant_is_a_result_on_stdout_with_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("s.sqlite");
+    let cloud = dir.path().join("two-zones.yaml");
+    std::fs::write(
+        &cloud,
+        "zones:\n  AZ-1:\n    hosts:\n      c1: {vcpus: 16, memory_mb: 32768, disk_gb: 320}\n  \
+         AZ-2:\n    hosts:\n      c2: {vcpus: 16, memory_mb: 32768, disk_gb: 320}\n\
+         flavors:\n  m1.small: {vcpus: 1, memory_mb: 2048, disk_gb: 20}\n  \
+         m1.medium: {vcpus: 2, memory_mb: 4096, disk_gb: 40}\n\
+         images: [cirros, demo-frontend-image, demo-backend-image]\n",
+    )
+    .unwrap();
+    let cloud = cloud.to_str().unwrap();
+    // Three VNFCs, each in a zone of its own, in two zones.
+    let out = run(&state, &["--json", "grant", "--cloud", cloud]);
+    assert_eq!(code(&out), 3, "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json(&out);
+    assert!(v["grant"].is_null(), "{v:#}");
+    assert_eq!(v["failure"]["failureKind"], "INFEASIBLE");
+    assert_eq!(
+        v["grantRequest"]["addResources"].as_array().unwrap().len(),
+        5
+    );
+    let out = run(&state, &["grant", "--cloud", cloud]);
+    assert_eq!(code(&out), 3);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("no grant for the Instantiate grant request"),
+        "{text}"
+    );
+}

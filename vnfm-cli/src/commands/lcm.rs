@@ -477,7 +477,26 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
                 }
                 out.data(&human, &GrantOutput { grant_request: &request, grant: &grant, allocations })
             }
-            Err((_request, kind, detail)) => Err(CliError::Grant { kind, detail }),
+            Err((request, kind, detail)) => {
+                // A valid "no" is a result: the request and why, on stdout; the exit code says
+                // which no (3 infeasible, 4 capacity).
+                let human = format!(
+                    "no grant for the {:?} grant request ({} resource(s), {} placement \
+                     constraint(s)): {detail}\n",
+                    request.operation,
+                    request.add_resources.len(),
+                    request.placement_constraints.len()
+                );
+                out.data(
+                    &human,
+                    &serde_json::json!({
+                        "grantRequest": request,
+                        "grant": null,
+                        "failure": {"failureKind": kind, "detail": detail},
+                    }),
+                )?;
+                Err(CliError::Grant { kind, detail })
+            }
         }
     })
 }
