@@ -672,7 +672,7 @@ pub struct VnfLcmOpOcc {
     /// vnfm extension (not in SOL003): every stack create / update of the operation with the
     /// zones it used and how it ended, i.e. the availability-zone reselection trace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<crate::reselect::Attempt>,
+    pub attempts: Vec<Attempt>,
     /// vnfm extension: who runs the operation and until when it is presumed alive
     /// (renewed while it runs; absent once it stopped). An occurrence in `STARTING`,
     /// `PROCESSING` or `ROLLING_BACK` whose lease has expired (or that has none) was
@@ -1085,6 +1085,42 @@ pub struct VnfInfoModificationRequest {
     /// `vimConnectionInfo` (0..N): connection id to new value, or `None` to delete it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub vim_connection_info: BTreeMap<String, Option<VimConnectionInfo>>,
+}
+
+/// How an attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttemptOutcome {
+    /// The stack reached `*_COMPLETE`.
+    Succeeded,
+    /// The stack reached `*_FAILED`.
+    Failed,
+    /// The create or update request itself failed (Heat refused it, e.g. HTTP 400, or could
+    /// not be reached): the stack was not changed by it.
+    Refused,
+}
+
+/// One stack create or update of an operation (the availability-zone reselection trace in
+/// `VnfLcmOpOcc.attempts`; the [`crate::reselect`] machine records them).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    /// The zone of every unit in this attempt.
+    pub zones: BTreeMap<String, ZoneId>,
+    /// How it ended; `None` while it runs.
+    pub outcome: Option<AttemptOutcome>,
+    /// Heat's `stack_status_reason` when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_reason: Option<String>,
+    /// The units found failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_units: Vec<String>,
+    /// The zones excluded because of this failure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_zones: Vec<ZoneId>,
+    /// Constraints relaxed (best effort) to choose these zones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relaxed: Vec<String>,
 }
 
 #[cfg(test)]

@@ -105,40 +105,7 @@ pub enum Action {
     },
 }
 
-/// How an attempt ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AttemptOutcome {
-    /// The stack reached `*_COMPLETE`.
-    Succeeded,
-    /// The stack reached `*_FAILED`.
-    Failed,
-    /// The create or update request itself failed (Heat refused it, e.g. HTTP 400, or could
-    /// not be reached): the stack was not changed by it.
-    Refused,
-}
-
-/// One stack create or update of the operation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Attempt {
-    /// The zone of every unit in this attempt.
-    pub zones: BTreeMap<String, ZoneId>,
-    /// How it ended; `None` while it runs.
-    pub outcome: Option<AttemptOutcome>,
-    /// Heat's `stack_status_reason` when it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status_reason: Option<String>,
-    /// The units found failed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed_units: Vec<String>,
-    /// The zones excluded because of this failure.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failed_zones: Vec<ZoneId>,
-    /// Constraints relaxed (best effort) to choose these zones.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub relaxed: Vec<String>,
-}
+pub use crate::lcm::{Attempt, AttemptOutcome};
 
 /// Why the machine stopped without success.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
