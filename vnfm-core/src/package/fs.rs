@@ -92,6 +92,17 @@ fn read_dir(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>) -> 
     Ok(())
 }
 
+/// The most bytes one zip entry that vnfm reads may decompress to (a VNFD, a HOT template).
+pub const MAX_ZIP_ENTRY_BYTES: u64 = 16 * 1024 * 1024;
+/// The most bytes all the entries vnfm reads from one zip may decompress to.
+pub const MAX_ZIP_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
+/// The most entries a zip package may have.
+pub const MAX_ZIP_ENTRIES: usize = 10_000;
+
+/// Reads a zip package: only the entries vnfm uses (everything outside `Files/`, which holds
+/// images and other artifacts it never reads, is skipped without being decompressed), each
+/// read at most to [`MAX_ZIP_ENTRY_BYTES`] and all together to [`MAX_ZIP_TOTAL_BYTES`]
+/// whatever the archive declares; more than [`MAX_ZIP_ENTRIES`] entries are refused.
 #[cfg(feature = "zip")]
 fn read_zip(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
     use std::io::Read;
@@ -99,9 +110,19 @@ fn read_zip(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
     let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
     let zip_err = |e: zip::result::ZipError| io_err(path, std::io::Error::other(e));
     let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zip_err)?;
-    let mut files = BTreeMap::new();
+    if archive.len() > MAX_ZIP_ENTRIES {
+        return Err(Error::invalid(
+            Location::file(path),
+            format!(
+                "the archive has {} entries; expected at most {MAX_ZIP_ENTRIES}",
+                archive.len()
+            ),
+        ));
+    }
+    // The names first (no data read), to know the wrapping folder and what to skip.
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
     for i in 0..archive.len() {
-        let mut entry = archive.by_index(i).map_err(zip_err)?;
+        let entry = archive.by_index_raw(i).map_err(zip_err)?;
         if entry.is_dir() {
             continue;
         }
@@ -118,16 +139,45 @@ fn read_zip(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
-        let rel = rel.join("/");
+        names.insert(rel.join("/"), i);
+    }
+    let names = strip_single_root(names);
+    let mut files = BTreeMap::new();
+    let mut total = 0u64;
+    for (rel, i) in names {
+        if rel.starts_with(&format!("{SKIPPED_DIR}/")) {
+            continue;
+        }
+        let entry = archive.by_index(i).map_err(zip_err)?;
         let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).map_err(|e| io_err(path, e))?;
+        entry
+            .take(MAX_ZIP_ENTRY_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io_err(path, e))?;
+        let n = bytes.len() as u64;
+        if n > MAX_ZIP_ENTRY_BYTES {
+            return Err(Error::invalid(
+                Location::file(path).with_field(rel.as_str()),
+                format!(
+                    "zip entry `{rel}` decompresses to more than {MAX_ZIP_ENTRY_BYTES} bytes; \
+                     expected a descriptor or template of at most that (artifacts belong under \
+                     {SKIPPED_DIR}/, which is not read)"
+                ),
+            ));
+        }
+        total += n;
+        if total > MAX_ZIP_TOTAL_BYTES {
+            return Err(Error::invalid(
+                Location::file(path),
+                format!(
+                    "the entries vnfm reads decompress to more than {MAX_ZIP_TOTAL_BYTES} bytes \
+                     together; expected at most that"
+                ),
+            ));
+        }
         files.insert(rel, bytes);
     }
-    let files = strip_single_root(files);
-    Ok(files
-        .into_iter()
-        .filter(|(p, _)| !p.starts_with(&format!("{SKIPPED_DIR}/")))
-        .collect())
+    Ok(files)
 }
 
 #[cfg(not(feature = "zip"))]
@@ -141,7 +191,7 @@ fn read_zip(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
 
 /// Removes a folder that wraps every entry, when the root has no package layout of its own.
 #[cfg_attr(not(feature = "zip"), allow(dead_code))]
-fn strip_single_root(files: BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+fn strip_single_root<T>(files: BTreeMap<String, T>) -> BTreeMap<String, T> {
     let has_layout = files
         .keys()
         .any(|p| p.starts_with("TOSCA-Metadata/") || p.starts_with("Definitions/"));
