@@ -73,7 +73,6 @@ use serde_json::{json, Value};
 
 use super::failure::Failed;
 use super::grant::{self as grant_request, GrantOptions, PlannedGrant};
-use super::granter::{self, GrantContext};
 use super::hook::{HookSpec, Interrupt, OperationHook};
 use super::operation::{Operation, OperationStart, Plan, Progress};
 use super::plan::{self, flavour_of, instantiated_with_stack};
@@ -129,7 +128,7 @@ pub struct LcmConfig {
     /// Zone selection policy of the local granter (default `capacity-aware`: the compliant
     /// zones with the most free capacity the zone catalogue reports; where it reports none,
     /// the granter falls back to `random` and says so in the grant, see
-    /// [`granter::ZONE_SELECTION`]).
+    /// [`super::granter::ZONE_SELECTION`]).
     pub grant_selection: Selection,
     /// Seed of every random choice and id.
     pub seed: u64,
@@ -518,29 +517,22 @@ impl Lifecycle {
             .map(plan::slots_of)
             .unwrap_or_default();
         let group_zone = stack::group_zones(&groups, &existing);
-        let (granted, pinned) =
-            stack::group_grant(&planned, inst, &groups, &group_zone, &BTreeMap::new());
-        let vnfc_names: BTreeMap<String, String> = granted
-            .new_vnfcs
-            .iter()
-            .map(|n| (n.resource_id.clone(), n.slot.name()))
-            .collect();
-        let ctx = GrantContext {
-            vnfc_names: &vnfc_names,
-            grant_id: self.next_id().into(),
-            flavour,
+        let (granted, answer) = stack::LocalGrant {
+            planned: &planned,
             instance: inst,
+            flavour,
+            groups: &groups,
+            group_zone: &group_zone,
+            pinned: &BTreeMap::new(),
             zones: &zones,
-            pinned: &pinned,
+            grant_id: self.next_id().into(),
             selection: self.config.grant_selection,
             seed: self.config.seed,
-        };
-        Ok(match granter::grant(&granted.request, &ctx) {
-            Ok((g, _)) => Ok((granted, g)),
-            Err(e) => {
-                let f = super::operation::grant_failure(&e);
-                Err((granted.request, f.kind, f.detail))
-            }
+        }
+        .grant();
+        Ok(match answer {
+            Ok(g) => Ok((granted, g)),
+            Err(f) => Err((granted.request, f.kind, f.detail)),
         })
     }
 

@@ -125,24 +125,8 @@ impl Occupancy {
         self.observe(op)
     }
 
-    /// The request that claimed `instance` did not start an operation, or could not record
-    /// its end: the instance is free unless a stored occurrence took it meanwhile.
-    pub fn release_claim(&mut self, instance: &VnfInstanceId) -> Option<OperationEvent> {
-        match self.by_instance.get(instance) {
-            Some(Occupant::Claimed) => {
-                self.by_instance.remove(instance);
-                Some(OperationEvent::Ended {
-                    instance: instance.clone(),
-                    op: None,
-                    state: None,
-                })
-            }
-            _ => None,
-        }
-    }
-
-    /// A claim released whatever took the instance (the instance is gone, or nothing was
-    /// left to do).
+    /// Frees `instance` whatever took it (a request that did not start, an instance gone, a
+    /// heal with nothing left to do).
     pub fn release(&mut self, instance: &VnfInstanceId) -> Option<OperationEvent> {
         self.by_instance
             .remove(instance)
@@ -212,11 +196,6 @@ mod tests {
         assert_eq!(o.occupant(&i), Some(&Occupant::Running("a".into())));
         assert_eq!(o.observe(&op("a", "i", S::FailedTemp)), None);
         assert_eq!(o.stopped(), vec![(i.clone(), OpOccId::from("a"))]);
-        assert_eq!(
-            o.release_claim(&i),
-            None,
-            "a stored occurrence holds it now"
-        );
         // A late terminal commit of another occurrence does not free it.
         assert_eq!(o.observe(&op("z", "i", S::Completed)), None);
         assert!(o.is_taken(&i));
@@ -248,7 +227,7 @@ mod tests {
         assert!(o.gone(&i, &"b".into()).is_some());
         assert!(o.claim(&i).is_ok());
         assert!(
-            o.release_claim(&i).is_some(),
+            o.release(&i).is_some(),
             "a request that did not start frees it"
         );
     }

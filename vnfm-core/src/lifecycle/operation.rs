@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use super::engine::{LcmConfig, LcmError, OperationReport};
 use super::failure::{chain, Failed, FailureKind};
 use super::grant::PlannedGrant;
-use super::granter::{self, GrantContext};
+use super::granter;
 use super::hook::{HookCall, HookPoint, HookSpec};
 use super::plan::{self, STACK_ID_KEY};
 use super::stack;
@@ -553,7 +553,7 @@ impl Operation {
             OpEvent::Committed(Ok(())) => {
                 self.occ_version = self.occ_version.map(Version::next);
             }
-            OpEvent::Committed(Err(e)) => self.lost(&e),
+            OpEvent::Committed(Err(e)) => self.lost(e),
             _ => self.internal("a lease renewal was answered by another event"),
         }
         if self.interrupt.is_some() && self.end.is_none() {
@@ -566,7 +566,7 @@ impl Operation {
             if matches!(self.step, Step::Start) && !self.resume {
                 self.stop(Err(LcmError::from_start(e)));
             } else {
-                self.lost(&e);
+                self.lost(e);
             }
             return;
         }
@@ -586,15 +586,15 @@ impl Operation {
 
     /// A commit failed after the start: another process took the operation over (a
     /// conflict), or the store failed. Nothing more is written.
-    fn lost(&mut self, e: &DriverError) {
+    fn lost(&mut self, e: DriverError) {
         let err = if matches!(e, DriverError::Conflict { .. }) {
             LcmError::Conflict(format!(
                 "operation {} was taken over by another process (its lease had expired): {}",
                 self.op.id,
-                chain(e)
+                chain(&e)
             ))
         } else {
-            LcmError::Store(clone_error(e))
+            LcmError::Store(e)
         };
         self.stop(Err(err));
     }
@@ -1086,31 +1086,20 @@ impl Operation {
         group_zone: &BTreeMap<VduId, ZoneId>,
         listing: &[ComputeZone],
     ) -> Result<(BTreeMap<String, ZoneId>, Grant), Failed> {
-        let (granted, pinned) = stack::group_grant(
+        let (_, answer) = stack::LocalGrant {
             planned,
-            &self.before,
+            instance: &self.before,
+            flavour,
             groups,
             group_zone,
-            &self.progress.pinned,
-        );
-        let vnfc_names: BTreeMap<String, String> = granted
-            .new_vnfcs
-            .iter()
-            .map(|n| (n.resource_id.clone(), n.slot.name()))
-            .collect();
-        let ctx = GrantContext {
-            vnfc_names: &vnfc_names,
-            grant_id: self.progress.grant_id.clone().unwrap_or_default(),
-            flavour,
-            instance: &self.before,
+            pinned: &self.progress.pinned,
             zones: listing,
-            pinned: &pinned,
+            grant_id: self.progress.grant_id.clone().unwrap_or_default(),
             selection: self.cfg.grant_selection,
             seed: self.cfg.seed,
-        };
-        let g = granter::grant(&granted.request, &ctx)
-            .map(|(g, _)| g)
-            .map_err(|e| grant_failure(&e))?;
+        }
+        .grant();
+        let g = answer?;
         let zones = planned
             .new_vnfcs
             .iter()
@@ -1838,22 +1827,6 @@ fn restore_config(cfg: &LcmConfig) -> ReselectConfig {
     }
 }
 
-pub(crate) fn grant_failure(e: &granter::GrantError) -> Failed {
-    let kind = if e.is_infeasible() {
-        FailureKind::Infeasible
-    } else if e.is_capacity() {
-        FailureKind::CapacityExhausted
-    } else {
-        FailureKind::Invalid
-    };
-    let title = match kind {
-        FailureKind::Infeasible => "placement infeasible",
-        FailureKind::CapacityExhausted => "capacity exhausted",
-        _ => "invalid grant request",
-    };
-    Failed::new(kind, title, chain(e))
-}
-
 fn give_up_failure(g: &GiveUp, excluded: &BTreeSet<ZoneId>) -> Failed {
     let kind = match g {
         // A fixed unit fails only with an insufficient-resource error (the pattern matched),
@@ -1890,15 +1863,6 @@ fn no_stack_failed() -> Failed {
         "no stack",
         format!("the VNF instance records no stack id (metadata.{STACK_ID_KEY})"),
     )
-}
-
-/// A copy of a driver error for the report (the original's source is kept as text).
-fn clone_error(e: &DriverError) -> DriverError {
-    DriverError::Other {
-        driver: "store",
-        message: chain(e),
-        source: None,
-    }
 }
 
 fn chrono_of(d: Duration) -> chrono::TimeDelta {

@@ -13,14 +13,17 @@ use super::granter;
 use super::userdata::{self, Layout, NfvValues, VnfcSlot};
 use crate::constraint::Constraint;
 use crate::driver::{Parameters, ServerInfo, Stack, StackAction, StackResource, TemplateBundle};
+use crate::grant::Grant;
 use crate::grant::{
     AffinityOrAntiAffinity, ConstraintIdType, ConstraintResourceRef, ConstraintScope, GrantRequest,
     PlacementConstraint, ResourceHandle,
 };
-use crate::id::{StackId, VduId, ZoneId};
+use crate::id::{GrantId, StackId, VduId, ZoneId};
 use crate::lcm::{VnfInstance, VnfcResourceInfo};
 use crate::package::{Flavour, VnfPackage};
+use crate::placement::Selection;
 use crate::reselect::top_level_resource;
+use crate::zone::ComputeZone;
 
 /// True when the stack reached `*_COMPLETE` for the action asked. A `ROLLBACK_COMPLETE` (Heat
 /// rolled a failed create or update back) is a failure, not a success.
@@ -398,4 +401,78 @@ pub(crate) fn unit_constraints(
             Some(granter::solver_constraint(i, pc, members))
         })
         .collect()
+}
+
+/// What the local granter answers the new VNFCs of an operation from.
+pub(crate) struct LocalGrant<'a> {
+    /// The grant request and its new VNFCs.
+    pub planned: &'a PlannedGrant,
+    /// The instance before the operation.
+    pub instance: &'a VnfInstance,
+    /// Its flavour.
+    pub flavour: &'a Flavour,
+    /// VDU → AutoScalingGroup resource, for VDUs in the group layout.
+    pub groups: &'a BTreeMap<VduId, String>,
+    /// The zone of the group VDUs that already have VNFCs.
+    pub group_zone: &'a BTreeMap<VduId, ZoneId>,
+    /// Zones an NFVO pinned.
+    pub pinned: &'a BTreeMap<String, ZoneId>,
+    /// The zone listing.
+    pub zones: &'a [ComputeZone],
+    /// The grant's id.
+    pub grant_id: GrantId,
+    /// The granter's zone selection.
+    pub selection: Selection,
+    /// Its seed.
+    pub seed: u64,
+}
+
+impl LocalGrant<'_> {
+    /// The request as granted (VDUs under an AutoScalingGroup get one zone each, see
+    /// [`group_grant`]) and the local granter's answer to it.
+    pub(crate) fn grant(self) -> (PlannedGrant, Result<Grant, Failed>) {
+        let (granted, pinned) = group_grant(
+            self.planned,
+            self.instance,
+            self.groups,
+            self.group_zone,
+            self.pinned,
+        );
+        let vnfc_names: BTreeMap<String, String> = granted
+            .new_vnfcs
+            .iter()
+            .map(|n| (n.resource_id.clone(), n.slot.name()))
+            .collect();
+        let ctx = granter::GrantContext {
+            vnfc_names: &vnfc_names,
+            grant_id: self.grant_id,
+            flavour: self.flavour,
+            instance: self.instance,
+            zones: self.zones,
+            pinned: &pinned,
+            selection: self.selection,
+            seed: self.seed,
+        };
+        let answer = granter::grant(&granted.request, &ctx)
+            .map(|(g, _)| g)
+            .map_err(|e| grant_failure(&e));
+        (granted, answer)
+    }
+}
+
+/// The failure of a grant the local granter refused.
+pub(crate) fn grant_failure(e: &granter::GrantError) -> Failed {
+    let kind = if e.is_infeasible() {
+        FailureKind::Infeasible
+    } else if e.is_capacity() {
+        FailureKind::CapacityExhausted
+    } else {
+        FailureKind::Invalid
+    };
+    let title = match kind {
+        FailureKind::Infeasible => "placement infeasible",
+        FailureKind::CapacityExhausted => "capacity exhausted",
+        _ => "invalid grant request",
+    };
+    Failed::new(kind, title, chain(e))
 }

@@ -40,7 +40,16 @@ pub(crate) fn too_deep(text: &[u8]) -> Option<(usize, usize)> {
             Some(_) => {}
             None => match b {
                 b'#' if prev.is_ascii_whitespace() => comment = true,
-                b'"' | b'\'' => quote = Some(b),
+                // A quote opens a quoted scalar only where a scalar starts (`don't` is plain
+                // text: counting from its `'` would hide the brackets after it).
+                b'"' | b'\''
+                    if matches!(
+                        prev,
+                        b' ' | b'\t' | b'\n' | b':' | b'[' | b'{' | b',' | b'-'
+                    ) =>
+                {
+                    quote = Some(b);
+                }
                 b'[' | b'{' => {
                     depth += 1;
                     if depth > MAX_YAML_NESTING {
@@ -391,5 +400,8 @@ mod depth_tests {
         assert_eq!(too_deep(nested.as_bytes()), None);
         let over = format!("x: {}{}\n", "[".repeat(65), "]".repeat(65));
         assert_eq!(too_deep(over.as_bytes()), Some((1, 68)));
+        // An apostrophe inside a plain scalar does not open a quote that hides what follows.
+        let hidden = format!("a: don't\nb: {}\n", "[".repeat(65));
+        assert_eq!(too_deep(hidden.as_bytes()), Some((2, 68)));
     }
 }
