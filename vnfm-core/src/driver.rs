@@ -434,13 +434,61 @@ pub trait ComputeInventory: Send + Sync + Debug + 'static {
 // Cluster (Kubernetes)
 // ---------------------------------------------------------------------------------------------
 
-/// A cluster node and its labels.
+/// One of a node's addresses (`status.addresses[]`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeAddress {
+    /// `InternalIP`, `ExternalIP`, `Hostname`, `InternalDNS`, `ExternalDNS`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The address.
+    pub address: String,
+}
+
+impl NodeAddress {
+    /// An address of `kind`.
+    pub fn new(kind: impl Into<String>, address: impl Into<String>) -> Self {
+        Self {
+            kind: kind.into(),
+            address: address.into(),
+        }
+    }
+}
+
+/// A cluster node: its labels and what identifies the machine under it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterNode {
     /// Node name.
     pub name: NodeName,
     /// Labels.
     pub labels: BTreeMap<String, String>,
+    /// `spec.providerID` (cloud-provider-openstack writes `openstack:///<server id>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    /// `status.nodeInfo.systemUUID` (on Nova, the server id as the guest's SMBIOS shows it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_uuid: Option<String>,
+    /// `status.addresses`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<NodeAddress>,
+}
+
+impl ClusterNode {
+    /// A node with labels and nothing else known.
+    pub fn new(name: impl Into<NodeName>, labels: BTreeMap<String, String>) -> Self {
+        Self {
+            name: name.into(),
+            labels,
+            ..Self::default()
+        }
+    }
+
+    /// The addresses of `kind` (e.g. `InternalIP`).
+    pub fn addresses_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.addresses
+            .iter()
+            .filter(move |a| a.kind == kind)
+            .map(|a| a.address.as_str())
+    }
 }
 
 /// Request to set or remove node labels (a JSON merge patch of `metadata.labels`).
@@ -460,7 +508,8 @@ impl LabelNode {
     }
 }
 
-/// A workload's pod anti-affinity term (required or preferred).
+/// A workload's pod anti-affinity term among its own pods (required or preferred), for
+/// [`ApplyWorkload`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PodAntiAffinity {
     /// The topology key (e.g. `CIS-node`, `kubernetes.io/hostname`).
@@ -469,8 +518,9 @@ pub struct PodAntiAffinity {
     pub required: bool,
 }
 
-/// Request to create or replace a workload (a Deployment of `replicas` pods labelled
-/// `app: <name>`).
+/// A Deployment of `replicas` pods labelled `app: <name>`, optionally with anti-affinity among
+/// its own pods: a convenience that builds the manifest [`ClusterDriver::apply_object`] takes
+/// (the conformance suite's and the demo's workload).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ApplyWorkload {
@@ -494,14 +544,150 @@ impl ApplyWorkload {
             anti_affinity: None,
         }
     }
+
+    /// The workload's `apps/v1` Deployment, ready for [`ClusterDriver::apply_object`].
+    pub fn to_object(&self) -> ApplyObject {
+        let app = serde_json::json!({ "app": self.name });
+        let mut pod_spec = serde_json::json!({
+            "containers": [{
+                "name": "vdu",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": { "requests": { "cpu": "10m", "memory": "16Mi" } },
+            }],
+            "terminationGracePeriodSeconds": 0,
+        });
+        if let Some(a) = &self.anti_affinity {
+            let term = serde_json::json!({
+                "labelSelector": { "matchLabels": app },
+                "topologyKey": a.topology_key,
+            });
+            let anti = if a.required {
+                serde_json::json!({ "requiredDuringSchedulingIgnoredDuringExecution": [term] })
+            } else {
+                serde_json::json!({ "preferredDuringSchedulingIgnoredDuringExecution": [
+                    { "weight": 100, "podAffinityTerm": term }
+                ] })
+            };
+            pod_spec["affinity"] = serde_json::json!({ "podAntiAffinity": anti });
+        }
+        ApplyObject::new(
+            self.namespace.clone(),
+            serde_json::json!({
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": { "name": self.name, "namespace": self.namespace, "labels": app },
+                "spec": {
+                    "replicas": self.replicas,
+                    "selector": { "matchLabels": app },
+                    "template": { "metadata": { "labels": app }, "spec": pod_spec },
+                },
+            }),
+        )
+    }
 }
 
-/// Request to scale a workload.
+/// Request to create or update one object of the cluster from its manifest (server-side
+/// apply: fields vnfm set before and no longer sets are removed, fields of other managers are
+/// kept).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ApplyObject {
+    /// The namespace of a namespaced object (the manifest's own `metadata.namespace`, if any,
+    /// must agree).
+    pub namespace: String,
+    /// The manifest: `apiVersion`, `kind`, `metadata.name`, and the rest.
+    pub object: serde_json::Value,
+}
+
+impl ApplyObject {
+    /// Apply `object` in `namespace`.
+    pub fn new(namespace: impl Into<String>, object: serde_json::Value) -> Self {
+        Self {
+            namespace: namespace.into(),
+            object,
+        }
+    }
+}
+
+/// Names one object of the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ObjectRef {
+    /// `apiVersion` (`v1`, `apps/v1`, ...).
+    pub api_version: String,
+    /// `kind` (`Deployment`, `Service`, ...).
+    pub kind: String,
+    /// Namespace (ignored for cluster-scoped kinds).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectRef {
+    /// The object `kind` `namespace/name` of `api_version`.
+    pub fn new(
+        api_version: impl Into<String>,
+        kind: impl Into<String>,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+    ) -> Self {
+        Self {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// The kinds of workload vnfm scales and reads back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum WorkloadKind {
+    /// `apps/v1` Deployment.
+    Deployment,
+    /// `apps/v1` StatefulSet.
+    StatefulSet,
+}
+
+impl WorkloadKind {
+    /// The Kubernetes kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Deployment => "Deployment",
+            WorkloadKind::StatefulSet => "StatefulSet",
+        }
+    }
+
+    /// The kind named `kind`, if it is a workload vnfm knows.
+    pub fn parse(kind: &str) -> Option<Self> {
+        match kind {
+            "Deployment" => Some(WorkloadKind::Deployment),
+            "StatefulSet" => Some(WorkloadKind::StatefulSet),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Request to scale a workload (its `scale` subresource).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ScaleWorkload {
     /// Namespace.
     pub namespace: String,
+    /// Deployment or StatefulSet.
+    pub kind: WorkloadKind,
     /// Workload name.
     pub name: String,
     /// Desired replicas.
@@ -509,47 +695,107 @@ pub struct ScaleWorkload {
 }
 
 impl ScaleWorkload {
-    /// Scale `namespace/name` to `replicas`.
+    /// Scale the Deployment `namespace/name` to `replicas`.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>, replicas: u32) -> Self {
+        Self::of(WorkloadKind::Deployment, namespace, name, replicas)
+    }
+
+    /// Scale the `kind` `namespace/name` to `replicas`.
+    pub fn of(
+        kind: WorkloadKind,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        replicas: u32,
+    ) -> Self {
         Self {
             namespace: namespace.into(),
+            kind,
             name: name.into(),
             replicas,
         }
     }
 }
 
-/// A pod of a workload.
+/// Request to list the Deployments and StatefulSets of a namespace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ListWorkloads {
+    /// Namespace.
+    pub namespace: String,
+}
+
+impl ListWorkloads {
+    /// The workloads of `namespace`.
+    pub fn new(namespace: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+        }
+    }
+}
+
+/// A pod's `PodScheduled` condition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodScheduled {
+    /// `True` once bound; `False` while the scheduler finds no node.
+    pub status: bool,
+    /// `Unschedulable` when the scheduler found no node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The scheduler's message (`0/3 nodes are available: ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A pod.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pod {
     /// Namespace.
     pub namespace: String,
     /// Pod name.
     pub name: String,
-    /// The workload it belongs to.
-    pub workload: String,
-    /// The node it is bound to; `None` while unschedulable (pending).
+    /// Labels.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// The node it is bound to (`spec.nodeName`); `None` while not scheduled.
     pub node: Option<NodeName>,
-    /// Pod phase (`Pending`, `Running`, `Failed`).
+    /// Pod phase (`Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`).
     pub phase: String,
+    /// The `PodScheduled` condition, when the scheduler has written one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled: Option<PodScheduled>,
+    /// True when the pod is being deleted (`metadata.deletionTimestamp` set).
+    #[serde(default)]
+    pub deleting: bool,
 }
 
-/// Request to list the pods of a workload.
+impl Pod {
+    /// True when every label of `selector` is on the pod (a `matchLabels` selector).
+    pub fn matches(&self, selector: &BTreeMap<String, String>) -> bool {
+        selector.iter().all(|(k, v)| self.labels.get(k) == Some(v))
+    }
+}
+
+/// Request to list pods by label selector (`matchLabels`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ListPods {
     /// Namespace.
     pub namespace: String,
-    /// Workload name.
-    pub workload: String,
+    /// Every label listed must be on the pod; empty lists every pod of the namespace.
+    pub selector: BTreeMap<String, String>,
 }
 
 impl ListPods {
-    /// The pods of `namespace/workload`.
-    pub fn new(namespace: impl Into<String>, workload: impl Into<String>) -> Self {
+    /// The pods of `namespace` labelled `app: <app>` (the selector of an [`ApplyWorkload`]).
+    pub fn new(namespace: impl Into<String>, app: impl Into<String>) -> Self {
+        Self::selected(namespace, BTreeMap::from([("app".to_owned(), app.into())]))
+    }
+
+    /// The pods of `namespace` matching `selector`.
+    pub fn selected(namespace: impl Into<String>, selector: BTreeMap<String, String>) -> Self {
         Self {
             namespace: namespace.into(),
-            workload: workload.into(),
+            selector,
         }
     }
 }
@@ -562,10 +808,40 @@ pub struct DeletePod {
     pub namespace: String,
     /// Pod name.
     pub name: String,
+    /// `gracePeriodSeconds` of the delete; `None` takes the pod's own. `Some(0)` removes the
+    /// pod object at once, without waiting for its kubelet (heal of a node that is gone).
+    pub grace_seconds: Option<u32>,
 }
 
 impl DeletePod {
-    /// Delete `namespace/name`.
+    /// Delete `namespace/name` with the pod's own grace period.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            grace_seconds: None,
+        }
+    }
+
+    /// The same delete with `gracePeriodSeconds`.
+    pub fn with_grace(mut self, seconds: u32) -> Self {
+        self.grace_seconds = Some(seconds);
+        self
+    }
+}
+
+/// Request to evict one pod through the Eviction API (honours PodDisruptionBudgets).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EvictPod {
+    /// Namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+}
+
+impl EvictPod {
+    /// Evict `namespace/name`.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
             namespace: namespace.into(),
@@ -574,29 +850,86 @@ impl DeletePod {
     }
 }
 
-/// Talks to a container cluster (Kubernetes): node labels, workloads, pods.
+/// A core/v1 Event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterEvent {
+    /// The kind of the object it is about (`involvedObject.kind`).
+    pub object_kind: String,
+    /// The name of the object it is about.
+    pub object_name: String,
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Reason (`FailedScheduling`, `Scheduled`, ...).
+    pub reason: String,
+    /// Message.
+    pub message: String,
+    /// How many times it happened.
+    pub count: u32,
+}
+
+/// Request to list the events of a namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ListEvents {
+    /// Namespace.
+    pub namespace: String,
+}
+
+impl ListEvents {
+    /// The events of `namespace`.
+    pub fn new(namespace: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+        }
+    }
+}
+
+/// Talks to a container cluster (Kubernetes): nodes and their labels, the objects of a CNF,
+/// its workloads and pods, events.
 ///
 /// # Contract
 /// - `label_node` on an unknown node fails with [`DriverError::NotFound`]; setting a label to
-///   the value it has is a no-op; removing an absent label is a no-op.
-/// - `apply_workload` creates or replaces; `scale_workload` and `delete_pod` on an unknown
-///   object fail with `NotFound`.
-/// - Pods that cannot be scheduled (e.g. required anti-affinity with too few topology values)
-///   are listed with `node: None` and phase `Pending`; that is not an error.
+///   the value it has is a no-op; removing an absent label is a no-op. An invalid label key or
+///   value fails with [`DriverError::Invalid`] carrying the API server's message.
+/// - `apply_object` creates or updates (server-side apply, vnfm's field manager); a manifest
+///   the API server refuses fails with `Invalid`; a kind the driver cannot map fails with
+///   `Invalid` naming it.
+/// - `delete_object`, `scale_workload`, `delete_pod` and `evict_pod` on an unknown object
+///   fail with `NotFound`. An eviction refused by a PodDisruptionBudget fails with
+///   [`DriverError::Conflict`] carrying the API server's message.
+/// - `list_workloads` returns the Deployments and StatefulSets of the namespace as manifests
+///   (`apiVersion`, `kind`, `metadata`, `spec`, `status`), for `cluster::Workload` to read.
+/// - Pods that cannot be scheduled are listed with `node: None`, phase `Pending`, and (once
+///   the scheduler tried) `scheduled` `False` with the scheduler's reason and message; that is
+///   not an error.
+/// - Errors of the API server (401, 403, 404, 409, 415, 422, a watch's ERROR event) map to the
+///   matching [`DriverError`] with the Status message kept.
 #[async_trait]
 pub trait ClusterDriver: Send + Sync + Debug + 'static {
     /// Lists the nodes.
     async fn list_nodes(&self) -> Result<Vec<ClusterNode>, DriverError>;
     /// Sets or removes node labels.
     async fn label_node(&self, req: LabelNode) -> Result<(), DriverError>;
-    /// Creates or replaces a workload.
-    async fn apply_workload(&self, req: ApplyWorkload) -> Result<(), DriverError>;
+    /// Creates or updates one object from its manifest.
+    async fn apply_object(&self, req: ApplyObject) -> Result<(), DriverError>;
+    /// Deletes one object (its dependents are deleted in the background).
+    async fn delete_object(&self, req: ObjectRef) -> Result<(), DriverError>;
+    /// Lists the Deployments and StatefulSets of a namespace.
+    async fn list_workloads(
+        &self,
+        req: ListWorkloads,
+    ) -> Result<Vec<serde_json::Value>, DriverError>;
     /// Scales a workload.
     async fn scale_workload(&self, req: ScaleWorkload) -> Result<(), DriverError>;
-    /// Lists the pods of a workload.
+    /// Lists pods by label selector.
     async fn list_pods(&self, req: ListPods) -> Result<Vec<Pod>, DriverError>;
     /// Deletes a pod.
     async fn delete_pod(&self, req: DeletePod) -> Result<(), DriverError>;
+    /// Evicts a pod (Eviction API).
+    async fn evict_pod(&self, req: EvictPod) -> Result<(), DriverError>;
+    /// Lists the events of a namespace.
+    async fn list_events(&self, req: ListEvents) -> Result<Vec<ClusterEvent>, DriverError>;
 }
 
 // ---------------------------------------------------------------------------------------------

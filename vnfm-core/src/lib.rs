@@ -41,6 +41,7 @@
 
 pub mod alert;
 pub mod cloud;
+pub mod cluster;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod constraint;

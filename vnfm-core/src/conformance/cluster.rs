@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 
 use super::{ensure, expect_error, ConformanceError, Fixture, OrFail};
+use crate::cluster::Workload;
 use crate::driver::{
-    ApplyWorkload, ClusterDriver, ClusterNode, DeletePod, DriverError, LabelNode, ListPods, Pod,
-    PodAntiAffinity, ScaleWorkload,
+    ApplyWorkload, ClusterDriver, ClusterNode, DeletePod, DriverError, EvictPod, LabelNode,
+    ListPods, ListWorkloads, ObjectRef, Pod, PodAntiAffinity, ScaleWorkload,
 };
 use crate::id::NodeName;
 
@@ -118,7 +119,7 @@ async fn poll_pods(
     })
 }
 
-/// Scales a workload of the suite to zero; a workload never created is fine.
+/// Deletes a Deployment of the suite; a workload never created is fine.
 async fn retire(
     cluster: &dyn ClusterDriver,
     fx: &Fixture,
@@ -126,17 +127,30 @@ async fn retire(
     name: &str,
 ) -> Result<(), ConformanceError> {
     match cluster
-        .scale_workload(ScaleWorkload::new(&fx.namespace, name, 0))
+        .delete_object(ObjectRef::new("apps/v1", "Deployment", &fx.namespace, name))
         .await
     {
         Ok(()) => Ok(()),
         Err(e) if e.is_not_found() => Ok(()),
         Err(e) => Err(ConformanceError::driver(
             behaviour,
-            format!("cleanup: scale_workload {}/{name} to 0", fx.namespace),
+            format!("cleanup: delete Deployment {}/{name}", fx.namespace),
             e,
         )),
     }
+}
+
+async fn apply(
+    cluster: &dyn ClusterDriver,
+    fx: &Fixture,
+    behaviour: &'static str,
+    req: ApplyWorkload,
+) -> Result<(), ConformanceError> {
+    let what = format!("apply_object Deployment {}/{}", fx.namespace, req.name);
+    cluster
+        .apply_object(req.to_object())
+        .await
+        .or_fail(behaviour, &what)
 }
 
 fn bound(pods: &[Pod]) -> usize {
@@ -245,7 +259,70 @@ pub async fn unknown_objects_not_found(
             .await,
         "not found",
         DriverError::is_not_found,
+    )?;
+    expect_error(
+        B,
+        &format!("evict_pod {}/{pod} (unknown)", fx.namespace),
+        cluster.evict_pod(EvictPod::new(&fx.namespace, &pod)).await,
+        "not found",
+        DriverError::is_not_found,
+    )?;
+    expect_error(
+        B,
+        &format!(
+            "delete_object Deployment {}/{workload} (unknown)",
+            fx.namespace
+        ),
+        cluster
+            .delete_object(ObjectRef::new(
+                "apps/v1",
+                "Deployment",
+                &fx.namespace,
+                &workload,
+            ))
+            .await,
+        "not found",
+        DriverError::is_not_found,
     )
+}
+
+/// A label key or value the API server refuses is `Invalid`, and the node keeps its labels.
+///
+/// # Errors
+/// A [`ConformanceError`] naming the call that answered otherwise.
+pub async fn invalid_label_is_invalid(
+    cluster: &dyn ClusterDriver,
+    fx: &Fixture,
+) -> Result<(), ConformanceError> {
+    const B: &str = "cluster::invalid_label_is_invalid";
+    fx.check(B)?;
+    let listed = nodes(cluster, B).await?;
+    let sched = schedulable(B, fx, &listed)?;
+    let Some(node) = sched.first().cloned() else {
+        return Err(ConformanceError::fixture(B, "no node"));
+    };
+    let before = labels_of(cluster, B, &node).await?;
+    for (k, v) in [
+        ("bad key!".to_owned(), "x".to_owned()),
+        (fx.unique("label"), "-starts-with-dash".to_owned()),
+    ] {
+        expect_error(
+            B,
+            &format!("label_node {node} {k:?}={v:?}"),
+            cluster
+                .label_node(LabelNode::new(
+                    node.clone(),
+                    BTreeMap::from([(k.clone(), Some(v.clone()))]),
+                ))
+                .await,
+            "invalid",
+            |e| matches!(e, DriverError::Invalid { .. }),
+        )?;
+    }
+    let after = labels_of(cluster, B, &node).await?;
+    ensure(B, before == after, || {
+        format!("node {node} labels changed by refused patches: {before:?} -> {after:?}")
+    })
 }
 
 /// A workload with required pod anti-affinity on a topology key spreads its pods over
@@ -283,17 +360,37 @@ pub async fn required_anti_affinity_spreads(
             topology_key: key.clone(),
             required: true,
         });
-        cluster
-            .apply_workload(req)
-            .await
-            .or_fail(B, &format!("apply_workload {}/{name}", fx.namespace))?;
-        let pods = poll_pods(
+        apply(cluster, fx, B, req).await?;
+        poll_pods(
             cluster,
             fx,
             B,
             &name,
             &format!("{replicas} pods, {distinct} of them bound"),
             |p| p.len() == replicas && bound(p) == distinct,
+        )
+        .await?;
+        // the scheduler says why the last one waits (it may take a moment to write it)
+        let pods = poll_pods(
+            cluster,
+            fx,
+            B,
+            &name,
+            "the pending pod's PodScheduled=False Unschedulable with a message",
+            |p| {
+                p.len() == replicas
+                    && bound(p) == distinct
+                    && p.iter().any(|x| {
+                        x.node.is_none()
+                            && x.scheduled.as_ref().is_some_and(|s| {
+                                !s.status
+                                    && s.reason.as_deref() == Some("Unschedulable")
+                                    && s.message.as_deref().is_some_and(|m| {
+                                        m.contains("didn't match pod anti-affinity rules")
+                                    })
+                            })
+                    })
+            },
         )
         .await?;
         let mut used = BTreeMap::new();
@@ -322,12 +419,16 @@ pub async fn required_anti_affinity_spreads(
                     )
                 })?,
             }
-            ensure(B, p.workload == name && p.namespace == fx.namespace, || {
-                format!(
-                    "pod {} is listed for {}/{}",
-                    p.name, p.namespace, p.workload
-                )
-            })?;
+            ensure(
+                B,
+                p.labels.get("app") == Some(&name) && p.namespace == fx.namespace,
+                || {
+                    format!(
+                        "pod {} of {} is listed for app {}/{name}",
+                        p.name, p.namespace, name
+                    )
+                },
+            )?;
         }
         Ok(())
     }
@@ -351,10 +452,7 @@ pub async fn scale_workload(
     fx.check(B)?;
     let name = fx.unique("scale");
     let outcome = async {
-        cluster
-            .apply_workload(ApplyWorkload::new(&fx.namespace, &name, 2))
-            .await
-            .or_fail(B, &format!("apply_workload {}/{name}", fx.namespace))?;
+        apply(cluster, fx, B, ApplyWorkload::new(&fx.namespace, &name, 2)).await?;
         poll_pods(cluster, fx, B, &name, "2 pods", |p| p.len() == 2).await?;
         for replicas in [3usize, 1] {
             cluster
@@ -368,6 +466,24 @@ pub async fn scale_workload(
                 p.len() == replicas
             })
             .await?;
+            let listed = cluster
+                .list_workloads(ListWorkloads::new(&fx.namespace))
+                .await
+                .or_fail(B, &format!("list_workloads {}", fx.namespace))?;
+            let found = listed
+                .iter()
+                .filter_map(|o| Workload::from_object(o, &fx.namespace).ok())
+                .find(|w| w.name == name);
+            ensure(
+                B,
+                found.as_ref().map(|w| w.replicas) == Some(replicas as u32),
+                || {
+                    format!(
+                        "list_workloads shows {name} with replicas {:?}, expected {replicas}",
+                        found.as_ref().map(|w| w.replicas)
+                    )
+                },
+            )?;
         }
         Ok(())
     }
@@ -388,10 +504,7 @@ pub async fn deleted_pod_is_recreated(
     fx.check(B)?;
     let name = fx.unique("heal");
     let outcome = async {
-        cluster
-            .apply_workload(ApplyWorkload::new(&fx.namespace, &name, 2))
-            .await
-            .or_fail(B, &format!("apply_workload {}/{name}", fx.namespace))?;
+        apply(cluster, fx, B, ApplyWorkload::new(&fx.namespace, &name, 2)).await?;
         let pods = poll_pods(cluster, fx, B, &name, "2 bound pods", |p| {
             p.len() == 2 && bound(p) == 2
         })
@@ -403,7 +516,7 @@ pub async fn deleted_pod_is_recreated(
             ));
         };
         cluster
-            .delete_pod(DeletePod::new(&fx.namespace, &victim.name))
+            .delete_pod(DeletePod::new(&fx.namespace, &victim.name).with_grace(0))
             .await
             .or_fail(B, &format!("delete_pod {}/{}", fx.namespace, victim.name))?;
         let after = poll_pods(
@@ -433,6 +546,7 @@ pub async fn deleted_pod_is_recreated(
 pub async fn run_all(cluster: &dyn ClusterDriver, fx: &Fixture) -> Result<(), ConformanceError> {
     label_set_remove_idempotent(cluster, fx).await?;
     unknown_objects_not_found(cluster, fx).await?;
+    invalid_label_is_invalid(cluster, fx).await?;
     required_anti_affinity_spreads(cluster, fx).await?;
     scale_workload(cluster, fx).await?;
     deleted_pod_is_recreated(cluster, fx).await

@@ -8,9 +8,10 @@ use async_trait::async_trait;
 
 use super::{SimCloud, DRIVER};
 use crate::driver::{
-    ApplyWorkload, ClusterDriver, ClusterNode, ComputeInventory, CreateStack, DeletePod,
-    DriverError, LabelNode, ListPods, ListResources, ListZones, MarkUnhealthy, Pod, ScaleWorkload,
-    ServerInfo, Stack, StackDriver, StackResource, UpdateStack, ZoneCatalog,
+    ApplyObject, ClusterDriver, ClusterEvent, ClusterNode, ComputeInventory, CreateStack,
+    DeletePod, DriverError, EvictPod, LabelNode, ListEvents, ListPods, ListResources,
+    ListWorkloads, ListZones, MarkUnhealthy, ObjectRef, Pod, ScaleWorkload, ServerInfo, Stack,
+    StackDriver, StackResource, UpdateStack, ZoneCatalog,
 };
 use crate::id::{ServerId, StackId};
 use crate::zone::ComputeZone;
@@ -39,14 +40,22 @@ pub enum Method {
     ListNodes,
     /// [`ClusterDriver::label_node`]
     LabelNode,
-    /// [`ClusterDriver::apply_workload`]
-    ApplyWorkload,
+    /// [`ClusterDriver::apply_object`]
+    ApplyObject,
+    /// [`ClusterDriver::delete_object`]
+    DeleteObject,
+    /// [`ClusterDriver::list_workloads`]
+    ListWorkloads,
     /// [`ClusterDriver::scale_workload`]
     ScaleWorkload,
     /// [`ClusterDriver::list_pods`]
     ListPods,
     /// [`ClusterDriver::delete_pod`]
     DeletePod,
+    /// [`ClusterDriver::evict_pod`]
+    EvictPod,
+    /// [`ClusterDriver::list_events`]
+    ListEvents,
 }
 
 /// The [`DriverError`] kind an injected fault returns.
@@ -259,9 +268,20 @@ impl ClusterDriver for FaultySim {
         self.check(Method::LabelNode)?;
         self.inner.label_node(req).await
     }
-    async fn apply_workload(&self, req: ApplyWorkload) -> Result<(), DriverError> {
-        self.check(Method::ApplyWorkload)?;
-        self.inner.apply_workload(req).await
+    async fn apply_object(&self, req: ApplyObject) -> Result<(), DriverError> {
+        self.check(Method::ApplyObject)?;
+        self.inner.apply_object(req).await
+    }
+    async fn delete_object(&self, req: ObjectRef) -> Result<(), DriverError> {
+        self.check(Method::DeleteObject)?;
+        self.inner.delete_object(req).await
+    }
+    async fn list_workloads(
+        &self,
+        req: ListWorkloads,
+    ) -> Result<Vec<serde_json::Value>, DriverError> {
+        self.check(Method::ListWorkloads)?;
+        self.inner.list_workloads(req).await
     }
     async fn scale_workload(&self, req: ScaleWorkload) -> Result<(), DriverError> {
         self.check(Method::ScaleWorkload)?;
@@ -274,5 +294,13 @@ impl ClusterDriver for FaultySim {
     async fn delete_pod(&self, req: DeletePod) -> Result<(), DriverError> {
         self.check(Method::DeletePod)?;
         self.inner.delete_pod(req).await
+    }
+    async fn evict_pod(&self, req: EvictPod) -> Result<(), DriverError> {
+        self.check(Method::EvictPod)?;
+        self.inner.evict_pod(req).await
+    }
+    async fn list_events(&self, req: ListEvents) -> Result<Vec<ClusterEvent>, DriverError> {
+        self.check(Method::ListEvents)?;
+        self.inner.list_events(req).await
     }
 }

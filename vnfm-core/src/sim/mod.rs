@@ -79,10 +79,10 @@ use serde_json::Value;
 
 use crate::cloud::CloudFile;
 use crate::driver::{
-    ApplyWorkload, ClusterDriver, ClusterNode, ComputeInventory, CreateStack, DeletePod,
-    DriverError, LabelNode, ListPods, ListResources, ListZones, MarkUnhealthy, Pod, ScaleWorkload,
-    ServerFault, ServerInfo, Stack, StackDriver, StackResource, StackStatus, UpdateStack,
-    ZoneCatalog,
+    ApplyObject, ClusterDriver, ClusterEvent, ClusterNode, ComputeInventory, CreateStack,
+    DeletePod, DriverError, EvictPod, LabelNode, ListEvents, ListPods, ListResources,
+    ListWorkloads, ListZones, MarkUnhealthy, ObjectRef, Pod, ScaleWorkload, ServerFault,
+    ServerInfo, Stack, StackDriver, StackResource, StackStatus, UpdateStack, ZoneCatalog,
 };
 use crate::id::{HostId, IdGen, ServerId, StackId, ZoneId};
 use crate::zone::{ComputeHost, ComputeZone, Resources};
@@ -791,11 +791,23 @@ impl ClusterDriver for SimCloud {
         let State { cluster, ids, .. } = &mut *st;
         cluster.label_node(req, ids)
     }
-    async fn apply_workload(&self, req: ApplyWorkload) -> Result<(), DriverError> {
+    async fn apply_object(&self, req: ApplyObject) -> Result<(), DriverError> {
         let mut st = self.lock();
         st.tick();
         let State { cluster, ids, .. } = &mut *st;
-        cluster.apply_workload(req, ids)
+        cluster.apply_object(req, ids)
+    }
+    async fn delete_object(&self, req: ObjectRef) -> Result<(), DriverError> {
+        let mut st = self.lock();
+        st.tick();
+        let State { cluster, ids, .. } = &mut *st;
+        cluster.delete_object(&req, ids)
+    }
+    async fn list_workloads(
+        &self,
+        req: ListWorkloads,
+    ) -> Result<Vec<serde_json::Value>, DriverError> {
+        Ok(self.lock().cluster.list_workloads(&req.namespace))
     }
     async fn scale_workload(&self, req: ScaleWorkload) -> Result<(), DriverError> {
         let mut st = self.lock();
@@ -804,13 +816,22 @@ impl ClusterDriver for SimCloud {
         cluster.scale_workload(req, ids)
     }
     async fn list_pods(&self, req: ListPods) -> Result<Vec<Pod>, DriverError> {
-        self.lock().cluster.list_pods(&req)
+        Ok(self.lock().cluster.list_pods(&req))
     }
     async fn delete_pod(&self, req: DeletePod) -> Result<(), DriverError> {
         let mut st = self.lock();
         st.tick();
         let State { cluster, ids, .. } = &mut *st;
-        cluster.delete_pod(req, ids)
+        cluster.delete_pod(&req, ids)
+    }
+    async fn evict_pod(&self, req: EvictPod) -> Result<(), DriverError> {
+        let mut st = self.lock();
+        st.tick();
+        let State { cluster, ids, .. } = &mut *st;
+        cluster.evict_pod(&req, ids)
+    }
+    async fn list_events(&self, req: ListEvents) -> Result<Vec<ClusterEvent>, DriverError> {
+        Ok(self.lock().cluster.list_events(&req.namespace))
     }
 }
 

@@ -1,0 +1,13 @@
+//! Hardware-aware affinity for container clusters whose nodes are VMs: which compute host
+//! each node runs on, the node labels that let pod anti-affinity spread over hardware, and
+//! checks that it does.
+//!
+//! Everything here is pure: node, server and pod lists in, label patches, reports and
+//! evictions out. The drivers ([`crate::driver::ClusterDriver`],
+//! [`crate::driver::ComputeInventory`]) read and write; the CLI wires.
+
+pub mod workload;
+
+pub use workload::{
+    AffinityTerm, LabelSelector, Requirement, SpreadConstraint, Workload, WorkloadError,
+};
