@@ -17,6 +17,9 @@
 //! cluster:                       # optional; nodes of the simulated Kubernetes cluster
 //!   nodes:
 //!     worker-1: {labels: {kubernetes.io/hostname: worker-1}}
+//!   join:                        # optional; servers that register as nodes, as kubelets do
+//!     servers: "worker"          # a regular expression over server names
+//!     provider_id: false         # set spec.providerID (a cloud controller manager runs)
 //! ```
 //!
 //! Every section but `zones` is optional. Capacities are non-negative integers; a flavor needs
@@ -154,6 +157,22 @@ pub struct NodeSpec {
     pub labels: BTreeMap<String, String>,
 }
 
+/// Which servers of the simulated cloud register as nodes of its cluster.
+///
+/// A server whose name matches joins once it is `ACTIVE`, named after the server, with
+/// `nodeInfo.systemUUID` = the server id, `InternalIP` = its address, `Hostname` = its name,
+/// and (with `provider_id`) `spec.providerID` = `openstack:///<server id>`. A node stays when
+/// its server goes (no cloud controller manager removes it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JoinSpec {
+    /// A regular expression over server names.
+    pub servers: String,
+    /// Set `spec.providerID`, as cloud-provider-openstack does.
+    #[serde(default)]
+    pub provider_id: bool,
+}
+
 /// The simulated container cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -161,6 +180,9 @@ pub struct ClusterSpec {
     /// Nodes by name.
     #[serde(default)]
     pub nodes: BTreeMap<String, NodeSpec>,
+    /// Servers that register as nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join: Option<JoinSpec>,
 }
 
 /// A cloud file: the description of a simulated cloud.
@@ -320,6 +342,14 @@ impl CloudFile {
                     Location::file(source).with_field("cluster.nodes"),
                     "empty node name \"\": expected a non-empty node name",
                 ));
+            }
+            if let Some(join) = &cluster.join {
+                if let Err(e) = regex::Regex::new(&join.servers) {
+                    return Err(Error::invalid(
+                        Location::file(source).with_field("cluster.join.servers"),
+                        format!("{:?} is not a regular expression: {e}", join.servers),
+                    ));
+                }
             }
         }
         Ok(())

@@ -406,6 +406,13 @@ pub struct ServerInfo {
     pub status: String,
     /// `OS-EXT-SRV-ATTR:host`; `None` when not scheduled or not visible (non-admin).
     pub host: Option<HostId>,
+    /// Nova's `hostId`: a hash of the host per project, visible to every user; `None` when
+    /// unscheduled. Two servers of one project with the same value share a host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_id: Option<String>,
+    /// The server's IP addresses over all its networks (`addresses.*[].addr`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<String>,
     /// `OS-EXT-AZ:availability_zone`.
     pub zone: Option<ZoneId>,
     /// The flavor's name.

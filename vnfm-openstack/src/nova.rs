@@ -58,6 +58,8 @@ pub struct NovaServer {
     /// `hostId`: an opaque hash of the host per project, visible to every user (empty when
     /// unscheduled); two servers with the same `hostId` share a host.
     pub host_id: String,
+    /// The IP addresses of every network (`addresses.*[].addr`).
+    pub addresses: Vec<String>,
     /// The flavor's name (`flavor.original_name`, microversion 2.47 and later).
     pub flavor_name: Option<String>,
     /// The flavor's id (`flavor.id`, before 2.47).
@@ -76,6 +78,8 @@ impl NovaServer {
             name: self.name.clone(),
             status: self.status.clone(),
             host: self.host.clone(),
+            host_id: Some(self.host_id.clone()).filter(|h| !h.is_empty()),
+            addresses: self.addresses.clone(),
             zone: self.zone.clone(),
             flavor: self.flavor_name.clone().map(FlavorId::new),
             server_groups: self.server_groups.clone(),
@@ -292,6 +296,17 @@ fn parse_server(reply: &Reply) -> Result<NovaServer, Error> {
         hypervisor_hostname: s(srv, "OS-EXT-SRV-ATTR:hypervisor_hostname"),
         zone: s(srv, "OS-EXT-AZ:availability_zone").map(ZoneId::new),
         host_id: s(srv, "hostId").unwrap_or_default(),
+        addresses: srv
+            .get("addresses")
+            .and_then(Value::as_object)
+            .map(|nets| {
+                nets.values()
+                    .filter_map(Value::as_array)
+                    .flatten()
+                    .filter_map(|a| s(a, "addr"))
+                    .collect()
+            })
+            .unwrap_or_default(),
         flavor_name: flavor.and_then(|f| s(f, "original_name")),
         flavor_id: flavor.and_then(|f| s(f, "id")),
         server_groups: srv

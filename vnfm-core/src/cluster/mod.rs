@@ -6,8 +6,14 @@
 //! evictions out. The drivers ([`crate::driver::ClusterDriver`],
 //! [`crate::driver::ComputeInventory`]) read and write; the CLI wires.
 
+pub mod hosts;
+pub mod labels;
+pub mod verify;
 pub mod workload;
 
+pub use hosts::{HostSource, MatchError, MatchedBy};
+pub use labels::{plan_labels, LabelConfig, LabelError, LabelPlan, DEFAULT_HOST_LABEL, ZONE_LABEL};
+pub use verify::{evictions, verify, Eviction, VerifyReport};
 pub use workload::{
     AffinityTerm, LabelSelector, Requirement, SpreadConstraint, Workload, WorkloadError,
 };

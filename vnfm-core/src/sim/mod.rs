@@ -118,6 +118,9 @@ pub(crate) struct ServerRec {
     status: String,
     fault: Option<ServerFault>,
     group: Option<String>,
+    /// The server's one fixed IP.
+    #[serde(default)]
+    ip: Option<String>,
 }
 
 /// A Nova server group.
@@ -143,6 +146,32 @@ pub(crate) struct State {
     #[serde(default)]
     delete_faults: VecDeque<StackDeleteFault>,
     cluster: cluster::ClusterState,
+    /// Servers created so far (numbers their IPs).
+    #[serde(default)]
+    servers_made: u32,
+    /// False when the credentials are not an admin's: `OS-EXT-SRV-ATTR:host` is hidden.
+    #[serde(default = "yes")]
+    admin_view: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Nova's `hostId` of `host` for `project`: an opaque hash of both (Nova takes SHA-224 of the
+/// project id and the host name; the simulator a 56-hex-digit FNV-1a stretch of the same).
+pub(crate) fn host_id_of(project: &str, host: &str) -> String {
+    let mut out = String::with_capacity(56);
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for round in 0u8..4 {
+        for b in project.bytes().chain(host.bytes()).chain([round]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        out.push_str(&format!("{h:016x}"));
+    }
+    out.truncate(56);
+    out
 }
 
 /// The outcome of a server build that Heat turns into a resource failure.
@@ -283,11 +312,50 @@ impl State {
             build_faults: VecDeque::new(),
             delete_faults: VecDeque::new(),
             cluster,
+            servers_made: 0,
+            admin_view: true,
         }
     }
 
     fn uuid(&mut self) -> String {
         self.ids.next_uuid()
+    }
+
+    /// Registers every `ACTIVE` server the cloud file's `cluster.join` names as a node, once.
+    fn join_nodes(&mut self) {
+        let Some(join) = self.cloud.cluster.as_ref().and_then(|c| c.join.clone()) else {
+            return;
+        };
+        let Ok(re) = regex::Regex::new(&join.servers) else {
+            return; // validated when the cloud file was loaded
+        };
+        for s in self.servers.values() {
+            if s.status != "ACTIVE" || !re.is_match(&s.name) {
+                continue;
+            }
+            let node = crate::id::NodeName::new(s.name.as_str());
+            let known = self.cluster.nodes.contains_key(&node)
+                || self
+                    .cluster
+                    .nodes
+                    .values()
+                    .any(|n| n.system_uuid.as_deref() == Some(s.id.as_str()));
+            if known {
+                continue;
+            }
+            let mut addresses = Vec::new();
+            if let Some(ip) = &s.ip {
+                addresses.push(crate::driver::NodeAddress::new("InternalIP", ip.as_str()));
+            }
+            addresses.push(crate::driver::NodeAddress::new("Hostname", s.name.as_str()));
+            let rec = cluster::NodeRec {
+                labels: BTreeMap::from([("kubernetes.io/hostname".to_owned(), s.name.clone())]),
+                provider_id: join.provider_id.then(|| format!("openstack:///{}", s.id)),
+                system_uuid: Some(s.id.as_str().to_owned()),
+                addresses,
+            };
+            self.cluster.nodes.insert(node, rec);
+        }
     }
 
     /// A 12-character id drawn from the seeded generator the way Heat's
@@ -386,6 +454,8 @@ impl State {
             );
         }
         let id = ServerId::new(self.uuid());
+        self.servers_made = self.servers_made.saturating_add(1);
+        let n = self.servers_made;
         let mut server = ServerRec {
             id: id.clone(),
             name: req.name,
@@ -396,6 +466,12 @@ impl State {
             status: "ERROR".to_owned(),
             fault: None,
             group: req.group.clone(),
+            ip: Some(format!(
+                "10.{}.{}.{}",
+                (n >> 16) & 0xff,
+                (n >> 8) & 0xff,
+                n & 0xff
+            )),
         };
         if let Some(g) = req.group.as_ref().and_then(|g| self.groups.get_mut(g)) {
             g.members.push(id.clone());
@@ -683,6 +759,78 @@ impl SimCloud {
         Ok(())
     }
 
+    /// The state with every server that should have joined the cluster joined.
+    fn joined(&self) -> MutexGuard<'_, State> {
+        let mut st = self.settled(None);
+        st.join_nodes();
+        st
+    }
+
+    /// Shows servers as a user without the admin role sees them (`OS-EXT-SRV-ATTR:host`
+    /// hidden, `hostId` shown), or as an admin (the default).
+    pub fn set_admin_view(&self, admin: bool) {
+        self.lock().admin_view = admin;
+    }
+
+    /// Live-migrates a server to `host` as an operator forcing the target would: the host
+    /// must be in the server's zone, up, and have room for it; the server group's policy is
+    /// not checked (that is how two members of an anti-affinity group end up on one host).
+    /// Returns the host the server left.
+    ///
+    /// # Errors
+    /// [`DriverError::NotFound`] for an unknown server or host, [`DriverError::Conflict`] for
+    /// a server that is not `ACTIVE`, a host of another zone, down, full, or the server's own.
+    pub fn live_migrate(&self, server: &ServerId, host: &str) -> Result<HostId, DriverError> {
+        let mut st = self.settled(None);
+        let conflict = |message: String| DriverError::Conflict {
+            driver: DRIVER,
+            message,
+        };
+        let s = st
+            .servers
+            .get(server)
+            .ok_or_else(|| not_found("server", server.as_str()))?;
+        let to = HostId::new(host);
+        let h = st.hosts.get(&to).ok_or_else(|| not_found("host", host))?;
+        let from = s.host.clone().ok_or_else(|| {
+            conflict(format!(
+                "server {server} is not on any host (status {})",
+                s.status
+            ))
+        })?;
+        if s.status != "ACTIVE" {
+            return Err(conflict(format!(
+                "Cannot 'os-migrateLive' instance {server} while it is in vm_state {}",
+                s.status.to_lowercase()
+            )));
+        }
+        if from == to {
+            return Err(conflict(format!("server {server} already runs on {host}")));
+        }
+        if Some(&h.zone) != s.zone.as_ref() || !h.available {
+            return Err(conflict(format!(
+                "host {host} cannot take server {server}: {}",
+                if h.available {
+                    "another availability zone"
+                } else {
+                    "nova-compute is down"
+                }
+            )));
+        }
+        let need = s.need;
+        if !st.free(&to).fits(&need) {
+            return Err(conflict(format!(
+                "host {host} has no room for server {server} ({need:?} needed, {:?} free)",
+                st.free(&to)
+            )));
+        }
+        st.tick();
+        if let Some(s) = st.servers.get_mut(server) {
+            s.host = Some(to);
+        }
+        Ok(from)
+    }
+
     /// The ids of every server, in id order.
     pub fn server_ids(&self) -> Vec<ServerId> {
         self.settled(None).servers.keys().cloned().collect()
@@ -771,7 +919,12 @@ impl ComputeInventory for SimCloud {
             id: s.id.clone(),
             name: s.name.clone(),
             status: s.status.clone(),
-            host: s.host.clone(),
+            host: s.host.clone().filter(|_| st.admin_view),
+            host_id: s
+                .host
+                .as_ref()
+                .map(|h| host_id_of(&st.project_id, h.as_str())),
+            addresses: s.ip.iter().cloned().collect(),
             zone: s.zone.clone(),
             flavor: Some(s.flavor.as_str().into()),
             server_groups: s.group.iter().cloned().collect(),
@@ -783,22 +936,22 @@ impl ComputeInventory for SimCloud {
 #[async_trait]
 impl ClusterDriver for SimCloud {
     async fn list_nodes(&self) -> Result<Vec<ClusterNode>, DriverError> {
-        Ok(self.lock().cluster.list_nodes())
+        Ok(self.joined().cluster.list_nodes())
     }
     async fn label_node(&self, req: LabelNode) -> Result<(), DriverError> {
-        let mut st = self.lock();
+        let mut st = self.joined();
         st.tick();
         let State { cluster, ids, .. } = &mut *st;
         cluster.label_node(req, ids)
     }
     async fn apply_object(&self, req: ApplyObject) -> Result<(), DriverError> {
-        let mut st = self.lock();
+        let mut st = self.joined();
         st.tick();
         let State { cluster, ids, .. } = &mut *st;
         cluster.apply_object(req, ids)
     }
     async fn delete_object(&self, req: ObjectRef) -> Result<(), DriverError> {
-        let mut st = self.lock();
+        let mut st = self.joined();
         st.tick();
         let State { cluster, ids, .. } = &mut *st;
         cluster.delete_object(&req, ids)
@@ -807,31 +960,31 @@ impl ClusterDriver for SimCloud {
         &self,
         req: ListWorkloads,
     ) -> Result<Vec<serde_json::Value>, DriverError> {
-        Ok(self.lock().cluster.list_workloads(&req.namespace))
+        Ok(self.joined().cluster.list_workloads(&req.namespace))
     }
     async fn scale_workload(&self, req: ScaleWorkload) -> Result<(), DriverError> {
-        let mut st = self.lock();
+        let mut st = self.joined();
         st.tick();
         let State { cluster, ids, .. } = &mut *st;
         cluster.scale_workload(req, ids)
     }
     async fn list_pods(&self, req: ListPods) -> Result<Vec<Pod>, DriverError> {
-        Ok(self.lock().cluster.list_pods(&req))
+        Ok(self.joined().cluster.list_pods(&req))
     }
     async fn delete_pod(&self, req: DeletePod) -> Result<(), DriverError> {
-        let mut st = self.lock();
+        let mut st = self.joined();
         st.tick();
         let State { cluster, ids, .. } = &mut *st;
         cluster.delete_pod(&req, ids)
     }
     async fn evict_pod(&self, req: EvictPod) -> Result<(), DriverError> {
-        let mut st = self.lock();
+        let mut st = self.joined();
         st.tick();
         let State { cluster, ids, .. } = &mut *st;
         cluster.evict_pod(&req, ids)
     }
     async fn list_events(&self, req: ListEvents) -> Result<Vec<ClusterEvent>, DriverError> {
-        Ok(self.lock().cluster.list_events(&req.namespace))
+        Ok(self.joined().cluster.list_events(&req.namespace))
     }
 }
 
