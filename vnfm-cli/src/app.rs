@@ -242,7 +242,7 @@ impl Drop for Env {
     /// unknown to these credentials, so the granter fell back to random) on stderr.
     fn drop(&mut self) {
         for w in self.vim.warnings() {
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}", crate::display::escape_text(&w.to_string()));
         }
     }
 }

@@ -19,7 +19,8 @@
 //! - `inputs`: cloud files and VNF packages, read from disk or built in.
 //! - `intent`: intent-based cloud selection as the CLI wires it (`select`, `--intent`).
 //! - `output`: data on stdout (human or JSON), diagnostics and progress on stderr; `render`:
-//!   what the core returns, written for people.
+//!   what the core returns, written for people; `display`: the control characters of what is
+//!   printed for people or logged, escaped.
 //! - [`exit`]: the exit codes.
 //! - [`serve`]: `vnfm serve`, the HTTP server (SOL003 VNF LCM API, Prometheus alert endpoints,
 //!   `/metrics`).
@@ -38,6 +39,7 @@ pub(crate) mod builtin;
 pub(crate) mod cli;
 pub(crate) mod commands;
 pub mod config;
+pub(crate) mod display;
 mod error;
 pub mod exit;
 pub(crate) mod inputs;
@@ -61,10 +63,11 @@ pub fn run() -> std::process::ExitCode {
         Ok(()) => exit::OK,
         Err(e) if output::is_broken_pipe(&e) => exit::OK,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Errors name what was wrong, and that may hold any character.
+            eprintln!("error: {}", display::escape_text(&e.to_string()));
             let mut source = std::error::Error::source(&e);
             while let Some(s) = source {
-                eprintln!("  caused by: {s}");
+                eprintln!("  caused by: {}", display::escape_text(&s.to_string()));
                 source = s.source();
             }
             e.exit_code()

@@ -2,11 +2,14 @@
 //!
 //! Progress lines are shown only when stderr is a terminal and neither `--json` nor `--quiet`
 //! is given. Every JSON document printed carries `"version": 1` (the report format version).
+//! Human text and diagnostics have their control characters escaped (`crate::display`); JSON
+//! is printed exact.
 
 use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
 
+use crate::display::escape_text;
 use crate::error::CliError;
 
 /// The report format version carried by every JSON document.
@@ -46,25 +49,26 @@ impl Output {
     /// Prints a progress line on stderr (only on a terminal, see the module docs).
     pub fn progress(&self, line: &str) {
         if self.progress {
-            eprintln!("{line}");
+            eprintln!("{}", escape_text(line));
         }
     }
 
     /// Prints a diagnostic on stderr unless `--quiet`.
     pub fn note(&self, line: &str) {
         if !self.quiet {
-            eprintln!("{line}");
+            eprintln!("{}", escape_text(line));
         }
     }
 
-    /// Prints `human` in human mode, or `json` with `"version"` added in JSON mode, on stdout.
+    /// Prints `human` in human mode (its control characters but line feeds and tabs escaped),
+    /// or `json` with `"version"` added in JSON mode, on stdout.
     ///
     /// # Errors
     /// [`CliError::Output`] when stdout cannot be written (a closed pipe is not an error: the
     /// caller exits 0, see [`is_broken_pipe`]).
     pub fn data<T: Serialize>(&self, human: &str, json: &T) -> Result<(), CliError> {
         match self.format {
-            Format::Human => write_stdout(human),
+            Format::Human => write_stdout(&escape_text(human)),
             Format::Json => {
                 let mut v = serde_json::to_value(json).map_err(|e| {
                     CliError::Output(std::io::Error::other(format!("cannot encode JSON: {e}")))

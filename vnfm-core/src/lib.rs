@@ -31,13 +31,16 @@
 //!   reasons, exact choice, realisation in the template.
 //! - [`reservation`]: the OPNFV Promise capacity ledger (pools, reservations, allocations,
 //!   policy, priority, counter-offers, notifications) over time windows.
+//! - [`input`]: how every input file is read (within a bound, a leading byte order mark
+//!   skipped) and how its errors quote it (a bounded excerpt, the position once).
 //!
 //! ## Adapters
 //! - `vnfm-openstack`: Keystone v3, Nova and Heat over HTTP.
 //! - `vnfm-k8s`: Kubernetes.
 //!
 //! No module here opens a socket, reads a clock or a file, or starts a runtime, with one
-//! exception kept apart: `package::fs` and `cloud::CloudFile::load` read files from disk.
+//! exception kept apart: [`input`] reads files from disk, for `package::fs`,
+//! `cloud::CloudFile::load` and the `load` functions of [`intent`].
 
 pub mod alert;
 pub mod cloud;
@@ -49,6 +52,7 @@ pub mod driver;
 pub mod error;
 pub mod grant;
 pub mod id;
+pub mod input;
 pub mod intent;
 pub mod lcm;
 pub mod lifecycle;

@@ -29,6 +29,7 @@ use crate::cli::{
     PlacementArgs, ScaleArgs, ScaleDirection, TerminateArgs,
 };
 use crate::config::{Config, VimKind};
+use crate::display::escape;
 use crate::error::CliError;
 use crate::inputs::{default_flavour, load_cloud, load_package};
 use crate::output::Output;
@@ -519,8 +520,8 @@ pub fn instance(config: &Config, cmd: &InstanceCommand, out: Output) -> Result<(
                     human,
                     "VNF instance {} ({}) of {}: {}",
                     inst.id,
-                    inst.vnf_instance_name.as_deref().unwrap_or("no name"),
-                    inst.vnfd_id,
+                    escape(inst.vnf_instance_name.as_deref().unwrap_or("no name")),
+                    escape(&inst.vnfd_id),
                     inst.instantiation_state
                         .as_ref()
                         .map(sol)
@@ -564,7 +565,7 @@ pub fn instance(config: &Config, cmd: &InstanceCommand, out: Output) -> Result<(
                         human,
                         "{}  {:<16} {:<16}  {} VNFC(s)",
                         i.id,
-                        i.vnf_instance_name.as_deref().unwrap_or("-"),
+                        escape(i.vnf_instance_name.as_deref().unwrap_or("-")),
                         i.instantiation_state
                             .as_ref()
                             .map(sol)

@@ -7,6 +7,8 @@ use vnfm_core::id::ZoneId;
 use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
 use vnfm_core::reselect::AttemptOutcome;
 
+use crate::display::escape;
+
 /// One VNFC of an instance.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -72,18 +74,18 @@ pub fn human_operation(op: &VnfLcmOpOcc, inst: &VnfInstance) -> String {
         };
         let _ = writeln!(s, "  attempt {}: {} -> {outcome}", i + 1, zones.join(" "));
         if let Some(r) = &a.status_reason {
-            let _ = writeln!(s, "    reason: {r}");
+            let _ = writeln!(s, "    reason: {}", escape(r));
         }
         if !a.failed_zones.is_empty() {
             let z: Vec<&str> = a.failed_zones.iter().map(ZoneId::as_str).collect();
             let _ = writeln!(s, "    excluded zones: {}", z.join(", "));
         }
         for r in &a.relaxed {
-            let _ = writeln!(s, "    relaxed: {r}");
+            let _ = writeln!(s, "    relaxed: {}", escape(&r.to_string()));
         }
     }
     if let Some(e) = &op.error {
-        let _ = writeln!(s, "  error: {}", e.detail);
+        let _ = writeln!(s, "  error: {}", escape(&e.detail));
     }
     let lines = vnfc_lines(inst);
     if !lines.is_empty() {

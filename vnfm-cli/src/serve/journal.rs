@@ -153,7 +153,9 @@ impl Inner {
                     .progress
                     .send_modify(|p| p.written = p.written.max(upto)),
                 Err(e) => {
-                    eprintln!("vnfm serve: cannot save the alert journal: {e}");
+                    crate::display::log_line(&format!(
+                        "vnfm serve: cannot save the alert journal: {e}"
+                    ));
                     // Back in the queue, ahead of what came meanwhile. Everything queued now
                     // counts as failed: the requests that queued during the write (their wake-up
                     // came while the writer was busy) are answered too, not left to time out.

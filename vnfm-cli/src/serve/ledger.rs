@@ -198,7 +198,7 @@ impl Promise {
             }
         };
         if let Err(e) = self.persist(sqlite, saved).await {
-            eprintln!("vnfm serve: {e}");
+            crate::display::log_line(&format!("vnfm serve: {e}"));
         }
         out
     }
@@ -286,14 +286,16 @@ impl Promise {
     /// it, when the count has gone up by two since.
     pub(crate) async fn tick(&self, sqlite: &SqliteStore) {
         if let Err(e) = self.refresh(sqlite).await {
-            eprintln!("vnfm serve: {e}");
+            crate::display::log_line(&format!("vnfm serve: {e}"));
         }
         let saved = {
             let mut g = self.lock();
             let now = self.now(&g.book.ledger);
             match g.book.ledger.advance_to(now) {
                 Err(e) => {
-                    eprintln!("vnfm serve: cannot advance the Promise ledger: {e}");
+                    crate::display::log_line(&format!(
+                        "vnfm serve: cannot advance the Promise ledger: {e}"
+                    ));
                     None
                 }
                 Ok(out) if out.events.is_empty() => None,
@@ -304,7 +306,7 @@ impl Promise {
             }
         };
         if let Err(e) = self.persist(sqlite, saved).await {
-            eprintln!("vnfm serve: {e}");
+            crate::display::log_line(&format!("vnfm serve: {e}"));
         }
         self.ticks.fetch_add(1, Ordering::Relaxed);
     }
@@ -313,7 +315,7 @@ impl Promise {
     pub(crate) async fn persist_now(&self, sqlite: &SqliteStore) {
         let saved = snapshot_locked(&mut self.lock());
         if let Err(e) = self.persist(sqlite, saved).await {
-            eprintln!("vnfm serve: {e}");
+            crate::display::log_line(&format!("vnfm serve: {e}"));
         }
     }
 }
@@ -323,7 +325,7 @@ pub(super) fn snapshot_locked(g: &mut Inner) -> Option<Saved> {
     match g.book.encode() {
         Ok(body) => Some((g.generation, body)),
         Err(e) => {
-            eprintln!("vnfm serve: {e}");
+            crate::display::log_line(&format!("vnfm serve: {e}"));
             None
         }
     }

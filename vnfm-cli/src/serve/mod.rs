@@ -21,8 +21,10 @@
 //! - `/promise/v1/...`: the OPNFV Promise capacity ledger (pools, capacity, reservations,
 //!   allocations, subscriptions with delivery to callback URIs); see [`promise`].
 //!
-//! Errors are SOL013 ProblemDetails (`application/problem+json`). Bodies above
-//! `[server] body_limit` are 413; requests slower than `[server] request_timeout` are 503.
+//! Errors are SOL013 ProblemDetails (`application/problem+json`), axum's and hyper's own
+//! answers included (`http::problems`, `wire`). Bodies above `[server] body_limit` are 413;
+//! requests slower than `[server] request_timeout` are 503; a body with a `Content-Type` that
+//! is not JSON or a `Content-Encoding` is 415 (`http::check_media`).
 //!
 //! # State
 //! Instances and occurrences live in the state file ([`crate::store::SqliteStore`]), with the
@@ -50,6 +52,7 @@ mod metrics;
 mod observe;
 pub mod promise;
 mod state;
+mod wire;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -123,7 +126,9 @@ fn router(app: Arc<App>) -> Router {
         .merge(promise::routes(app.clone()))
         .route("/metrics", get(metrics))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn(http::check_media))
         .layer(axum::middleware::from_fn_with_state(app.clone(), timeout))
+        .layer(axum::middleware::from_fn(http::problems))
         .with_state(app)
 }
 
@@ -267,7 +272,7 @@ impl Server {
         let mut stopped_http = stopped;
         let service = router(app.clone());
         let task = tokio::spawn(async move {
-            axum::serve(listener, service)
+            axum::serve(wire::ProblemListener(listener), service)
                 .with_graceful_shutdown(async move {
                     let _ = stopped_http.wait_for(|s| *s).await;
                 })

@@ -740,7 +740,9 @@ async fn attempt_all(app: &App, client: &Result<reqwest::Client, String>, n: &No
     let body = match serde_json::to_vec(n) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("vnfm serve: cannot encode a Promise notification: {e}");
+            crate::display::log_line(&format!(
+                "vnfm serve: cannot encode a Promise notification: {e}"
+            ));
             return;
         }
     };
@@ -848,10 +850,10 @@ pub(crate) async fn run(
     .await;
     if drained.is_err() {
         let left = app.promise.queued.load(Ordering::Relaxed);
-        eprintln!(
+        crate::display::log_line(&format!(
             "vnfm serve: {left} Promise notification(s) not delivered within {} s of the stop",
             DRAIN_TIMEOUT.as_secs()
-        );
+        ));
         tasks.abort_all();
     }
 }

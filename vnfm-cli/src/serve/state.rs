@@ -154,7 +154,7 @@ impl App {
 
     pub(super) fn note(&self, line: &str) {
         if !self.quiet {
-            eprintln!("vnfm serve: {line}");
+            crate::display::log_line(&format!("vnfm serve: {line}"));
         }
     }
 
@@ -204,7 +204,9 @@ impl App {
         let body = match serde_json::to_string(&state) {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("vnfm serve: cannot encode the alert state: {e}");
+                crate::display::log_line(&format!(
+                    "vnfm serve: cannot encode the alert state: {e}"
+                ));
                 return false;
             }
         };
@@ -222,7 +224,7 @@ impl App {
                 true
             }
             Err(e) => {
-                eprintln!("vnfm serve: cannot save the alert state: {e}");
+                crate::display::log_line(&format!("vnfm serve: cannot save the alert state: {e}"));
                 false
             }
         }
@@ -243,7 +245,9 @@ impl App {
             match serde_json::to_string(e) {
                 Ok(body) => encoded.push((journal_name(generation, n), body)),
                 Err(e) => {
-                    eprintln!("vnfm serve: cannot encode an alert journal entry: {e}");
+                    crate::display::log_line(&format!(
+                        "vnfm serve: cannot encode an alert journal entry: {e}"
+                    ));
                     all = false;
                 }
             }
@@ -392,10 +396,10 @@ impl App {
                 })
                 .await;
             if let Err(e) = settled {
-                eprintln!(
+                crate::display::log_line(&format!(
                     "vnfm serve: cannot settle the reservation allocations of VNF instance                      {id}: {}",
                     e.problem().detail
-                );
+                ));
             }
         }
         if let Ok(report) = &r {
@@ -410,10 +414,10 @@ impl App {
                 })
                 .await;
             if let Err(e) = released {
-                eprintln!(
+                crate::display::log_line(&format!(
                     "vnfm serve: cannot give back the reservation allocations of VNF instance                      {id}: {}",
                     e.problem().detail
-                );
+                ));
             }
         }
         r.map_err(|e| lcm_problem(&e))
@@ -533,7 +537,7 @@ pub(crate) fn spawn_op(
                         .unwrap_or_default()
                 ));
                 if let Err(e) = crate::vim::save_sim(&app.sqlite, &app.sim, &app.config).await {
-                    eprintln!("vnfm serve: {e}");
+                    crate::display::log_line(&format!("vnfm serve: {e}"));
                 }
             }
         }

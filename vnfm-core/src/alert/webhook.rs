@@ -156,7 +156,10 @@ impl Webhook {
             Error::invalid(
                 Location::default().with_line(e.line()),
                 format!(
-                    "request body is not valid JSON: {e}; expected an Alertmanager webhook object"
+                    "request body is not valid JSON (column {}): {}; expected an Alertmanager \
+                     webhook object",
+                    e.column(),
+                    crate::input::json_message(&e)
                 ),
             )
         })?;

@@ -1,0 +1,230 @@
+//! Reading inputs the same way everywhere: files read within a bound, a UTF-8 byte order mark
+//! accepted at the start of any text, parser messages without a repeated position, and
+//! excerpts of a long line cut to a bounded width.
+//!
+//! Every reader of a YAML, TOML or JSON input (cloud files, packages, candidate and policy
+//! files, the CLI's configuration) goes through these, so the rules are one:
+//!
+//! - a file is read only when it is a regular file (a FIFO, a device such as `/dev/zero` or a
+//!   folder is refused, naming what it is), and at most to a maximum that depends on its kind
+//!   (the `MAX_*` constants here and in the readers); a larger one is refused, naming the
+//!   size and the maximum, before it is parsed;
+//! - a leading byte order mark (U+FEFF, `EF BB BF`), which some editors write, is skipped;
+//! - an excerpt of the offending line in an error message is at most [`EXCERPT_WIDTH`]
+//!   characters, around the column.
+//!
+//! This module and the readers that call it (`package::fs`, `cloud::CloudFile::load`,
+//! `intent`'s `load` functions) are the only ones here that read files.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::{Error, Location};
+use crate::Result;
+
+/// The most bytes of a cloud file, a candidate list, a policy or another single-document
+/// input file ([`read_text`] refuses a larger one).
+pub const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The widest excerpt of an input line an error message shows, in characters.
+pub const EXCERPT_WIDTH: usize = 120;
+
+/// The byte order mark, as UTF-8.
+const BOM: &str = "\u{feff}";
+
+/// `text` without a leading byte order mark.
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix(BOM).unwrap_or(text)
+}
+
+/// `bytes` without a leading UTF-8 byte order mark.
+pub fn strip_bom_bytes(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(BOM.as_bytes()).unwrap_or(bytes)
+}
+
+/// What kind of file `meta` is, for a message refusing a file that is not a regular one.
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        return "a folder";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() {
+            return "a named pipe (FIFO)";
+        }
+        if ft.is_char_device() {
+            return "a character device";
+        }
+        if ft.is_block_device() {
+            return "a block device";
+        }
+        if ft.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a regular file"
+}
+
+/// Reads the file at `path`, at most `max` bytes: its bytes, a leading byte order mark
+/// removed.
+///
+/// # Errors
+/// [`Error::Io`] when the file cannot be opened or read; [`Error::Invalid`] naming the file
+/// when it is not a regular file (a folder, a FIFO, a device), or when it is larger than `max`
+/// bytes (`what` names the kind of file in that message, e.g. `a cloud file`).
+pub fn read_bytes(path: &Path, max: u64, what: &str) -> Result<Vec<u8>> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(Error::invalid(
+            Location::file(path),
+            format!("is {}; expected {what} (a regular file)", kind_of(&meta)),
+        ));
+    }
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Err(Error::invalid(
+            Location::file(path),
+            format!(
+                "is larger than {max} bytes ({}); expected {what} of at most {max} bytes",
+                if meta.len() > max {
+                    format!("{} bytes", meta.len())
+                } else {
+                    "it grew while read".to_owned()
+                }
+            ),
+        ));
+    }
+    if bytes.starts_with(BOM.as_bytes()) {
+        bytes.drain(..BOM.len());
+    }
+    Ok(bytes)
+}
+
+/// Reads the text file at `path`, at most `max` bytes, as UTF-8: [`read_bytes`], decoded.
+///
+/// # Errors
+/// As [`read_bytes`]; also [`Error::Invalid`] naming the file and the byte offset when the
+/// text is not UTF-8.
+pub fn read_text(path: &Path, max: u64, what: &str) -> Result<String> {
+    let bytes = read_bytes(path, max, what)?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::invalid(
+            Location::file(path),
+            format!(
+                "is not UTF-8 text (invalid byte at offset {}); expected {what} in UTF-8",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+/// The message of a serde_json error without the position serde_json appends to it (`at line
+/// 1 column 5`), for messages that give the position themselves.
+pub fn json_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&suffix) {
+        Some(m) => m.to_owned(),
+        None => text,
+    }
+}
+
+/// At most [`EXCERPT_WIDTH`] characters of `line` around `column` (0-based, in characters),
+/// with `...` where it was cut; and the column of `column` in the excerpt.
+pub fn excerpt(line: &str, column: usize) -> (String, usize) {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= EXCERPT_WIDTH {
+        return (line.to_owned(), column.min(chars.len()));
+    }
+    let half = EXCERPT_WIDTH / 2;
+    let column = column.min(chars.len());
+    let start = column.saturating_sub(half).min(chars.len() - EXCERPT_WIDTH);
+    let end = start + EXCERPT_WIDTH;
+    let mut out = String::new();
+    let mut at = column - start;
+    if start > 0 {
+        out.push_str("...");
+        at += 3;
+    }
+    out.extend(&chars[start..end]);
+    if end < chars.len() {
+        out.push_str("...");
+    }
+    (out, at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bom_is_skipped() {
+        assert_eq!(strip_bom("\u{feff}a: 1"), "a: 1");
+        assert_eq!(strip_bom("a: 1"), "a: 1");
+        assert_eq!(strip_bom_bytes(b"\xef\xbb\xbf{}"), b"{}");
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_column() {
+        assert_eq!(excerpt("short", 2), ("short".to_owned(), 2));
+        let line: String = "x".repeat(100_000) + "!" + &"y".repeat(100_000);
+        let (e, at) = excerpt(&line, 100_000);
+        assert!(e.len() <= EXCERPT_WIDTH + 6, "{}", e.len());
+        assert!(e.starts_with("...") && e.ends_with("..."));
+        assert_eq!(e.chars().nth(at), Some('!'));
+        let (e, at) = excerpt(&line, 0);
+        assert!(e.starts_with('x') && e.ends_with("..."));
+        assert_eq!(at, 0);
+        let (e, at) = excerpt(&line, line.len());
+        assert!(e.starts_with("...") && !e.ends_with("..."));
+        assert_eq!(at, EXCERPT_WIDTH + 3);
+    }
+
+    #[test]
+    fn json_messages_lose_their_position_only() {
+        let e = serde_json::from_str::<serde_json::Value>("{\"a\": }").unwrap_err();
+        assert_eq!(json_message(&e), "expected value");
+        let e = serde_json::from_str::<u8>("").unwrap_err();
+        assert_eq!(json_message(&e), "EOF while parsing a value");
+    }
+
+    #[test]
+    fn files_are_read_within_bounds_and_only_when_regular() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.yaml");
+        std::fs::write(&p, b"\xef\xbb\xbfa: 1\n").unwrap();
+        assert_eq!(read_text(&p, 100, "a file").unwrap(), "a: 1\n");
+        let e = read_text(&p, 4, "a cloud file").unwrap_err().to_string();
+        assert!(
+            e.contains("larger than 4 bytes (8 bytes)") && e.contains("f.yaml"),
+            "{e}"
+        );
+        let e = read_text(dir.path(), 100, "a cloud file")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is a folder; expected a cloud file"), "{e}");
+        #[cfg(unix)]
+        {
+            let e = read_text(Path::new("/dev/zero"), 100, "a configuration file")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("is a character device"), "{e}");
+        }
+        std::fs::write(&p, b"a: \xff\n").unwrap();
+        let e = read_text(&p, 100, "a cloud file").unwrap_err().to_string();
+        assert!(
+            e.contains("not UTF-8 text (invalid byte at offset 3)"),
+            "{e}"
+        );
+    }
+}
