@@ -7,6 +7,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use vnfm_core::cluster::{
+    HostLabelHook, LabelConfig, LabelSelector, DEFAULT_HOST_LABEL, ZONE_LABEL,
+};
 use vnfm_core::driver::{Clock, DriverError, OpOccFilter, StoreBatch};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
@@ -260,7 +263,7 @@ pub async fn env(
     check_vim(config)?;
     let lcm_cfg = lcm_config(config, placement)?;
     let store = open_state(config)?;
-    let mut vim = Vim::open(&store, cloud_path, config).await?;
+    let mut vim = open_cluster(Vim::open(&store, cloud_path, config).await?, config)?;
     let sim = vim.sim.take();
     // With the simulator, its state is saved with every commit of an operation: a command
     // killed mid-operation leaves the simulated cloud as a real one would be (stacks it
@@ -280,7 +283,16 @@ pub async fn env(
     let drivers = vim.drivers(lcm_store, clock.clone());
     // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
     let salt = run_id_salt(&store, config, clock.as_ref()).await?;
-    let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
+    let mut lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
+    if !config.cluster.cluster_vnfds.is_empty() {
+        let cluster = vim.cluster().ok_or_else(no_cluster)?;
+        lcm = lcm.with_hook(Arc::new(HostLabelHook::new(
+            cluster,
+            vim.compute(),
+            label_config(config)?,
+            config.cluster.cluster_vnfds.clone(),
+        )));
+    }
     Ok(Env {
         store,
         sim,
@@ -323,4 +335,58 @@ pub async fn run_id_salt(
 pub fn id_salt(clock: &dyn Clock) -> u64 {
     let nanos = clock.now().timestamp_nanos_opt().map_or(0, |n| n as u64);
     nanos ^ u64::from(std::process::id()).rotate_left(40)
+}
+
+/// The error for a command that needs a cluster where none is configured.
+pub fn no_cluster() -> CliError {
+    CliError::Usage(
+        "no Kubernetes cluster: set [cluster] kubeconfig (or VNFM_KUBECONFIG); only the \
+         simulated cloud has one of its own"
+            .into(),
+    )
+}
+
+/// The VIM with the cluster of `[cluster] kubeconfig`, when configured.
+///
+/// # Errors
+/// A kubeconfig that cannot be read, or a build without the Kubernetes adapter (exit 2).
+pub fn open_cluster(vim: Vim, config: &Config) -> Result<Vim, CliError> {
+    let Some(path) = &config.cluster.kubeconfig else {
+        return Ok(vim);
+    };
+    Ok(vim.with_cluster(crate::vim::kube_cluster(
+        path,
+        config.cluster.context.as_deref(),
+    )?))
+}
+
+/// `[cluster]` as the core's [`LabelConfig`].
+///
+/// # Errors
+/// An invalid label key or node selector, or the zone label without `allow_zone_label`
+/// (exit 2, naming the key).
+pub fn label_config(config: &Config) -> Result<LabelConfig, CliError> {
+    let c = &config.cluster;
+    let key = c.host_label.as_deref().unwrap_or(DEFAULT_HOST_LABEL);
+    if key == ZONE_LABEL && !c.allow_zone_label {
+        return Err(CliError::Usage(format!(
+            "[cluster] host_label = {key:?}: the OpenStack cloud controller manager sets this \
+             label to the node's Nova zone and would overwrite the host; set \
+             allow_zone_label = true to write it anyway"
+        )));
+    }
+    let mut cfg =
+        LabelConfig::new(key).map_err(|e| CliError::Usage(format!("[cluster] host_label: {e}")))?;
+    if let Some(sel) = &c.nodes {
+        let sel = LabelSelector::parse(sel)
+            .map_err(|e| CliError::Usage(format!("[cluster] nodes = {sel:?}: {e}")))?;
+        cfg = cfg.with_nodes(sel);
+    }
+    if key == ZONE_LABEL {
+        eprintln!(
+            "warning: [cluster] host_label = {ZONE_LABEL}: the OpenStack cloud controller \
+             manager may overwrite it with the node's zone"
+        );
+    }
+    Ok(cfg)
 }

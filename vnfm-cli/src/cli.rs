@@ -114,6 +114,10 @@ pub enum Command {
     /// Inspect a cloud file of the simulator.
     #[command(subcommand)]
     Cloud(CloudCommand),
+    /// Hardware-aware affinity: label worker nodes with their compute host, verify that pod
+    /// anti-affinity spreads over hardware, reconcile after VMs moved.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
     /// Inspect a VNF package.
     #[command(subcommand)]
     Package(PackageCommand),
@@ -526,6 +530,48 @@ pub enum CloudCommand {
         #[arg(long, env = "VNFM_CLOUD", value_name = "FILE")]
         cloud: Option<PathBuf>,
     },
+    /// Live-migrate a server of the simulated cloud (in the state file) to another host, as an
+    /// operator forcing the target would: the server group's policy is not checked.
+    Migrate {
+        /// The server id.
+        server: String,
+        /// The target host (same zone, up, with room).
+        #[arg(long, value_name = "HOST")]
+        to: String,
+    },
+}
+
+/// `vnfm cluster ...`
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Label the worker nodes of a cluster VNF with their compute host (one PATCH per node
+    /// whose label changes).
+    Label(ClusterArgs),
+    /// Report pods per physical host, the skew of every anti-affinity and spread group, the
+    /// pending pods with the scheduler's reason, the pairs of pods sharing a host, and stale
+    /// labels. Exit 6 on a violation.
+    Verify(ClusterArgs),
+    /// Re-read where the worker VMs run, fix the labels, list the pods now sharing a host;
+    /// with --evict, evict one pod per violating pair through the Eviction API.
+    Reconcile {
+        /// What to reconcile.
+        #[command(flatten)]
+        args: ClusterArgs,
+        /// Evict one pod of each pair of a violated group (PodDisruptionBudgets honoured).
+        #[arg(long)]
+        evict: bool,
+    },
+}
+
+/// The cluster VNF and the CNF's namespace.
+#[derive(Debug, Args, Clone)]
+pub struct ClusterArgs {
+    /// The VNF instance whose servers are the cluster's worker nodes.
+    #[arg(long, value_name = "ID")]
+    pub instance: String,
+    /// The CNF's namespace [default: [cluster] namespace, else `default`].
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
 }
 
 /// `vnfm package ...`

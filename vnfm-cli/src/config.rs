@@ -41,6 +41,17 @@
 //!                                # is written before its answer, fsynced within a second) or
 //!                                # "each" (fsynced before its answer); see AlertFsync
 //!
+//! [cluster]                      # hardware-aware affinity (`vnfm cluster`, the label hook)
+//! kubeconfig = "kubeconfig"      # --kubeconfig, VNFM_KUBECONFIG: the Kubernetes cluster; unset with
+//!                                # kind = "sim": the simulated cloud's cluster
+//! context = "admin"              # the kubeconfig context; default: its current-context
+//! namespace = "default"          # --namespace: the CNF's namespace
+//! host_label = "topology.openstack.org/host-id"  # the node label that names the compute host
+//! allow_zone_label = false       # true to let host_label be topology.kubernetes.io/zone
+//! nodes = "node-role.kubernetes.io/worker"  # only these nodes are the cluster VNF's (selector)
+//! cluster_vnfds = ["..."]        # vnfdIds of cluster VNFs: their instantiate, scale and heal
+//!                                # end by labelling the worker nodes (the host-labels hook)
+//!
 //! [prometheus_plugin]            # the alert endpoints of `vnfm serve`
 //! auto_healing = false           # --auto-healing, VNFM_AUTO_HEALING: POST /alert/auto_healing
 //! auto_scaling = false           # --auto-scaling, VNFM_AUTO_SCALING: POST /alert/auto_scaling
@@ -188,6 +199,37 @@ pub struct Config {
     /// `[prometheus_plugin]`
     #[serde(default)]
     pub prometheus_plugin: PrometheusConfig,
+    /// `[cluster]`
+    #[serde(default)]
+    pub cluster: ClusterConfig,
+}
+
+/// `[cluster]`: the Kubernetes cluster whose worker nodes are VMs of a cluster VNF.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// `kubeconfig`: the cluster; `None` with the simulated cloud means its own cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+    /// `context`: the kubeconfig context; `None` means its current-context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// `namespace`: the CNF's namespace (default `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// `host_label`: the label key (default [`vnfm_core::cluster::DEFAULT_HOST_LABEL`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_label: Option<String>,
+    /// `allow_zone_label`: `host_label` may be `topology.kubernetes.io/zone` only with this.
+    #[serde(default)]
+    pub allow_zone_label: bool,
+    /// `nodes`: a label selector (`key`, `key=value`, comma-separated) of the nodes that are
+    /// the cluster VNF's; `None` means every node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<String>,
+    /// `cluster_vnfds`: the vnfdIds of cluster VNFs, whose operations end by labelling.
+    #[serde(default)]
+    pub cluster_vnfds: Vec<String>,
 }
 
 /// A secret (token, password): `Debug` and `Serialize` print `<redacted>`.

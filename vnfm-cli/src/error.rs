@@ -75,6 +75,12 @@ pub enum CliError {
         /// A valid "no" (exit 3), rather than a bad input (exit 2).
         infeasible: bool,
     },
+    /// A cluster check or change did not complete.
+    #[error(transparent)]
+    Cluster(#[from] vnfm_core::cluster::ClusterError),
+    /// `vnfm cluster verify` found a violation (the report was printed on stdout).
+    #[error("{0}")]
+    Violation(String),
     /// The local granter gave no grant.
     #[error("no grant: {detail}")]
     Grant {
@@ -101,6 +107,12 @@ impl CliError {
                 failure_exit_code(*kind)
             }
             CliError::Promise(e) => ledger_exit_code(e),
+            CliError::Cluster(vnfm_core::cluster::ClusterError::Driver { source, .. }) => {
+                driver_exit_code(source)
+            }
+            // nodes that match no server, or a bad label key: the caller's to fix
+            CliError::Cluster(_) => exit::USAGE,
+            CliError::Violation(_) => exit::VIOLATION,
             CliError::Intent { infeasible, .. } => {
                 if *infeasible {
                     exit::INFEASIBLE

@@ -17,6 +17,11 @@ pub const CAPACITY: i32 = 4;
 /// another writer.
 pub const BACKEND: i32 = 5;
 
+/// `vnfm cluster verify` found a violation: two pods of a required anti-affinity group (or a
+/// required spread over its maxSkew) on one physical host, or a node label naming another host
+/// than the node's.
+pub const VIOLATION: i32 = 6;
+
 /// The operation was interrupted (SIGINT or SIGTERM): its occurrence is `FAILED_TEMP` and can
 /// be retried, rolled back or failed (`vnfm op retry|rollback|fail`).
 pub const INTERRUPTED: i32 = 130;
@@ -35,6 +40,8 @@ EXIT STATUS:
   4  capacity exhausted: no zone, host or reservation has room, or no zone left to reselect
   5  backend unreachable, or authentication / authorization failed, or the state file stayed
      locked by another writer
+  6  vnfm cluster verify found a violation: pods of one required anti-affinity or spread group
+     on one physical host, or a node label naming another host than the node's
   130  interrupted (SIGINT, SIGTERM): the operation is FAILED_TEMP; `vnfm op retry|rollback|
      fail OP_ID` continues, undoes or gives it up
   A closed output pipe (e.g. `vnfm ... | head`) exits 0.";

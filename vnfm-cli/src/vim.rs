@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use vnfm_core::driver::{Clock, ComputeInventory, StackDriver, Store, ZoneCatalog};
+use vnfm_core::driver::{Clock, ClusterDriver, ComputeInventory, StackDriver, Store, ZoneCatalog};
 use vnfm_core::lifecycle::Drivers;
 use vnfm_core::sim::SimCloud;
 
@@ -101,6 +101,9 @@ pub struct Vim {
     stacks: Arc<dyn StackDriver>,
     zones: Arc<dyn ZoneCatalog>,
     compute: Arc<dyn ComputeInventory>,
+    /// The Kubernetes cluster, when there is one: the simulator's own, or the one of
+    /// `[cluster] kubeconfig` (set by [`Vim::with_cluster`]).
+    cluster: Option<Arc<dyn ClusterDriver>>,
 }
 
 impl Vim {
@@ -110,6 +113,7 @@ impl Vim {
             stacks: Arc::new(sim.clone()),
             zones: Arc::new(sim.clone()),
             compute: Arc::new(sim.clone()),
+            cluster: Some(Arc::new(sim.clone())),
             sim: Some(sim),
             #[cfg(feature = "openstack")]
             openstack: None,
@@ -123,6 +127,7 @@ impl Vim {
             stacks: Arc::new(cloud.heat()),
             zones: Arc::new(cloud.nova()),
             compute: Arc::new(cloud.nova()),
+            cluster: None,
             sim: None,
             openstack: Some(cloud),
         }
@@ -164,6 +169,22 @@ impl Vim {
     #[cfg(not(feature = "openstack"))]
     fn open_openstack(_config: &Config) -> Result<Self, CliError> {
         Err(not_built())
+    }
+
+    /// The same VIM with `cluster` as its Kubernetes cluster.
+    pub fn with_cluster(mut self, cluster: Arc<dyn ClusterDriver>) -> Self {
+        self.cluster = Some(cluster);
+        self
+    }
+
+    /// The Kubernetes cluster, if any.
+    pub fn cluster(&self) -> Option<Arc<dyn ClusterDriver>> {
+        self.cluster.clone()
+    }
+
+    /// The compute inventory (Nova).
+    pub fn compute(&self) -> Arc<dyn ComputeInventory> {
+        self.compute.clone()
     }
 
     /// [`Drivers`] over these VIM drivers, `store` and `clock`.
@@ -248,4 +269,19 @@ pub fn openstack_config(config: &Config) -> Result<vnfm_openstack::CloudConfig, 
              OS_USERNAME, OS_PASSWORD, OS_PROJECT_NAME)"
         ))
     })
+}
+
+/// The cluster of a kubeconfig (the Kubernetes adapter, `vnfm-k8s`).
+///
+/// # Errors
+/// The kubeconfig cannot be read or has no usable context (exit 2).
+pub fn kube_cluster(
+    path: &Path,
+    context: Option<&str>,
+) -> Result<Arc<dyn ClusterDriver>, CliError> {
+    let _ = context;
+    Err(CliError::Usage(format!(
+        "[cluster] kubeconfig {}: this build has no Kubernetes adapter yet",
+        path.display()
+    )))
 }

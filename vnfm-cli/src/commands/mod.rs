@@ -9,6 +9,7 @@ use crate::error::CliError;
 use crate::output::Output;
 
 pub mod cloud;
+pub mod cluster;
 pub mod demo;
 pub mod intent;
 pub mod lcm;
@@ -28,6 +29,10 @@ pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
         Command::Cloud(CloudCommand::Show { cloud: path }) => {
             cloud::show(path.as_deref().or(config.vim.cloud.as_deref()), out)
         }
+        Command::Cloud(CloudCommand::Migrate { server, to }) => {
+            cluster::migrate(&config, &server, &to, out)
+        }
+        Command::Cluster(cmd) => cluster::run(&config, &cmd, out),
         Command::Demo(args) => demo::run(&args, out),
         Command::Grant(args) => lcm::grant(&config, &args, out),
         Command::Select(args) => intent::select(&config, &args, out),

@@ -8,11 +8,16 @@
 
 pub mod hosts;
 pub mod labels;
+pub mod run;
 pub mod verify;
 pub mod workload;
 
 pub use hosts::{HostSource, MatchError, MatchedBy};
 pub use labels::{plan_labels, LabelConfig, LabelError, LabelPlan, DEFAULT_HOST_LABEL, ZONE_LABEL};
+pub use run::{
+    label_workers, reconcile, servers_of, verify_cluster, ClusterError, HostLabelHook, Labelled,
+    Reconciled,
+};
 pub use verify::{evictions, verify, Eviction, VerifyReport};
 pub use workload::{
     AffinityTerm, LabelSelector, Requirement, SpreadConstraint, Workload, WorkloadError,

@@ -64,6 +64,46 @@ impl LabelSelector {
         }
     }
 
+    /// Parses the `kubectl -l` form: comma-separated `key`, `!key`, `key=value` or
+    /// `key!=value` terms.
+    ///
+    /// # Errors
+    /// An empty term or key, naming it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut out = LabelSelector::default();
+        for term in text.split(',').map(str::trim) {
+            if let Some((k, v)) = term.split_once("!=") {
+                out.match_expressions.push(Requirement::NotIn(
+                    k.trim().to_owned(),
+                    BTreeSet::from([v.trim().to_owned()]),
+                ));
+            } else if let Some((k, v)) = term.split_once('=') {
+                let k = k.trim_end_matches('=').trim();
+                out.match_labels.insert(k.to_owned(), v.trim().to_owned());
+            } else if let Some(k) = term.strip_prefix('!') {
+                out.match_expressions
+                    .push(Requirement::DoesNotExist(k.trim().to_owned()));
+            } else {
+                out.match_expressions
+                    .push(Requirement::Exists(term.to_owned()));
+            }
+        }
+        let empty_key = out.match_labels.keys().any(String::is_empty)
+            || out.match_expressions.iter().any(|r| match r {
+                Requirement::In(k, _)
+                | Requirement::NotIn(k, _)
+                | Requirement::Exists(k)
+                | Requirement::DoesNotExist(k) => k.is_empty(),
+            });
+        if text.trim().is_empty() || empty_key {
+            return Err(format!(
+                "{text:?} is not a label selector: expected comma-separated key, !key, \
+                 key=value or key!=value terms"
+            ));
+        }
+        Ok(out)
+    }
+
     /// True when `labels` satisfy every term. An empty selector matches everything (as the
     /// API server reads an empty `labelSelector` of an affinity term: every pod; a missing one
     /// is `None` at the call site and matches nothing).

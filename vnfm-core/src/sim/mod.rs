@@ -333,23 +333,37 @@ impl State {
             if s.status != "ACTIVE" || !re.is_match(&s.name) {
                 continue;
             }
-            let node = crate::id::NodeName::new(s.name.as_str());
-            let known = self.cluster.nodes.contains_key(&node)
-                || self
-                    .cluster
-                    .nodes
-                    .values()
-                    .any(|n| n.system_uuid.as_deref() == Some(s.id.as_str()));
-            if known {
+            if self
+                .cluster
+                .nodes
+                .values()
+                .any(|n| n.system_uuid.as_deref() == Some(s.id.as_str()))
+            {
                 continue;
+            }
+            // a node is named after its server's hostname; servers sharing a name (Heat gives
+            // every member of a resource group the same one) get the id's first 8 digits
+            let mut node = crate::id::NodeName::new(s.name.as_str());
+            let shared = self.servers.values().filter(|o| o.name == s.name).count() > 1;
+            if shared || self.cluster.nodes.contains_key(&node) {
+                let short: String =
+                    s.id.as_str()
+                        .chars()
+                        .filter(|c| *c != '-')
+                        .take(8)
+                        .collect();
+                node = crate::id::NodeName::new(format!("{}-{short}", s.name));
             }
             let mut addresses = Vec::new();
             if let Some(ip) = &s.ip {
                 addresses.push(crate::driver::NodeAddress::new("InternalIP", ip.as_str()));
             }
-            addresses.push(crate::driver::NodeAddress::new("Hostname", s.name.as_str()));
+            addresses.push(crate::driver::NodeAddress::new("Hostname", node.as_str()));
             let rec = cluster::NodeRec {
-                labels: BTreeMap::from([("kubernetes.io/hostname".to_owned(), s.name.clone())]),
+                labels: BTreeMap::from([(
+                    "kubernetes.io/hostname".to_owned(),
+                    node.as_str().to_owned(),
+                )]),
                 provider_id: join.provider_id.then(|| format!("openstack:///{}", s.id)),
                 system_uuid: Some(s.id.as_str().to_owned()),
                 addresses,
