@@ -162,6 +162,7 @@ pub enum StackDeleteFault {
 pub struct FaultySim {
     inner: SimCloud,
     plan: Arc<Mutex<BTreeMap<Method, VecDeque<FaultKind>>>>,
+    calls: Arc<Mutex<BTreeMap<Method, u64>>>,
 }
 
 impl FaultySim {
@@ -170,7 +171,19 @@ impl FaultySim {
         Self {
             inner,
             plan: Arc::default(),
+            calls: Arc::default(),
         }
+    }
+
+    /// How many calls of `method` were made through this wrapper (failed ones included):
+    /// what a real backend would have been sent.
+    pub fn calls(&self, method: Method) -> u64 {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&method)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The wrapped cloud (for its mutators and to look behind the faults).
@@ -207,6 +220,12 @@ impl FaultySim {
     }
 
     fn check(&self, method: Method) -> Result<(), DriverError> {
+        *self
+            .calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(method)
+            .or_default() += 1;
         match self.lock().get_mut(&method).and_then(VecDeque::pop_front) {
             Some(kind) => Err(kind.error(method)),
             None => Ok(()),
