@@ -9,7 +9,7 @@
 //! belongs to another VNF), however its addresses look. Two servers sharing the node's IP, or
 //! two nodes claiming one server, is an error naming them all: never a guess.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -94,43 +94,67 @@ pub fn provider_server_id(provider_id: &str) -> Option<&str> {
     rest.rsplit('/').next().filter(|id| !id.is_empty())
 }
 
-/// Matches one node to one of `servers` (see the [module docs](self)); `Ok(None)` when no
-/// rule applies.
+/// Servers indexed by id (lowercase) and by address, for [`match_node`].
+#[derive(Debug)]
+pub struct ServerIndex<'a> {
+    by_id: HashMap<String, &'a ServerInfo>,
+    by_ip: HashMap<&'a str, Vec<&'a ServerInfo>>,
+}
+
+impl<'a> ServerIndex<'a> {
+    /// Indexes `servers`.
+    pub fn new(servers: &'a [ServerInfo]) -> Self {
+        let mut by_id = HashMap::with_capacity(servers.len());
+        let mut by_ip: HashMap<&str, Vec<&ServerInfo>> = HashMap::with_capacity(servers.len());
+        for s in servers {
+            by_id.insert(s.id.as_str().to_ascii_lowercase(), s);
+            for a in &s.addresses {
+                by_ip.entry(a.as_str()).or_default().push(s);
+            }
+        }
+        Self { by_id, by_ip }
+    }
+
+    /// The server of id `id` (case-insensitive).
+    pub fn get(&self, id: &str) -> Option<&'a ServerInfo> {
+        self.by_id.get(&id.to_ascii_lowercase()).copied()
+    }
+}
+
+/// Matches one node to one of the indexed servers (see the [module docs](self)); `Ok(None)`
+/// when no rule applies.
 ///
 /// # Errors
 /// [`MatchError::AmbiguousIp`] when the deciding InternalIP belongs to several servers.
 pub fn match_node<'a>(
     node: &ClusterNode,
-    servers: &'a [ServerInfo],
+    servers: &ServerIndex<'a>,
 ) -> Result<Option<(&'a ServerInfo, MatchedBy)>, MatchError> {
     if let Some(pid) = node.provider_id.as_deref().filter(|p| !p.is_empty()) {
-        let id = provider_server_id(pid);
-        return Ok(id
-            .and_then(|id| servers.iter().find(|s| s.id.as_str() == id))
+        return Ok(provider_server_id(pid)
+            .and_then(|id| servers.get(id))
             .map(|s| (s, MatchedBy::ProviderId)));
     }
-    if let Some(uuid) = node.system_uuid.as_deref().filter(|u| !u.is_empty()) {
-        if let Some(s) = servers
-            .iter()
-            .find(|s| s.id.as_str().eq_ignore_ascii_case(uuid))
-        {
-            return Ok(Some((s, MatchedBy::SystemUuid)));
-        }
+    if let Some(s) = node
+        .system_uuid
+        .as_deref()
+        .filter(|u| !u.is_empty())
+        .and_then(|u| servers.get(u))
+    {
+        return Ok(Some((s, MatchedBy::SystemUuid)));
     }
     for ip in node.addresses_of("InternalIP") {
-        let owners: Vec<&ServerInfo> = servers
-            .iter()
-            .filter(|s| s.addresses.iter().any(|a| a == ip))
-            .collect();
-        match owners.as_slice() {
+        match servers.by_ip.get(ip).map(Vec::as_slice).unwrap_or_default() {
             [] => continue,
             [one] => return Ok(Some((one, MatchedBy::InternalIp))),
             many => {
+                let mut ids: Vec<ServerId> = many.iter().map(|s| s.id.clone()).collect();
+                ids.sort();
                 return Err(MatchError::AmbiguousIp {
                     node: node.name.clone(),
                     ip: ip.to_owned(),
-                    servers: many.iter().map(|s| s.id.clone()).collect(),
-                })
+                    servers: ids,
+                });
             }
         }
     }
@@ -166,10 +190,11 @@ pub struct Matching {
 /// The first [`MatchError::AmbiguousIp`], or [`MatchError::SharedServer`] when two nodes
 /// match one server.
 pub fn match_nodes(nodes: &[ClusterNode], servers: &[ServerInfo]) -> Result<Matching, MatchError> {
+    let index = ServerIndex::new(servers);
     let mut out = Matching::default();
     let mut by_server: BTreeMap<ServerId, Vec<String>> = BTreeMap::new();
     for n in nodes {
-        match match_node(n, servers)? {
+        match match_node(n, &index)? {
             Some((s, by)) => {
                 by_server
                     .entry(s.id.clone())
@@ -315,13 +340,20 @@ mod tests {
         n.provider_id = Some("openstack:///22222222-bbbb".into());
         // an IP of the other server does not matter
         n.addresses = vec![NodeAddress::new("InternalIP", "10.0.0.11")];
-        let (m, by) = match_node(&n, &s).unwrap().unwrap();
+        let (m, by) = match_node(&n, &ServerIndex::new(&s)).unwrap().unwrap();
         assert_eq!((m.name.as_str(), by), ("worker-b", MatchedBy::ProviderId));
         n.provider_id = Some("openstack://RegionOne/22222222-bbbb".into());
-        assert_eq!(match_node(&n, &s).unwrap().unwrap().0.name, "worker-b");
+        assert_eq!(
+            match_node(&n, &ServerIndex::new(&s))
+                .unwrap()
+                .unwrap()
+                .0
+                .name,
+            "worker-b"
+        );
         // a providerID naming a server that is gone matches nothing, whatever the IP says
         n.provider_id = Some("openstack:///99999999-gone".into());
-        assert_eq!(match_node(&n, &s).unwrap(), None);
+        assert_eq!(match_node(&n, &ServerIndex::new(&s)).unwrap(), None);
     }
 
     #[test]
@@ -330,14 +362,14 @@ mod tests {
         let mut n = node("n1");
         n.system_uuid = Some("11111111-AAAA".into());
         n.addresses = vec![NodeAddress::new("InternalIP", "10.0.0.12")];
-        let (m, by) = match_node(&n, &s).unwrap().unwrap();
+        let (m, by) = match_node(&n, &ServerIndex::new(&s)).unwrap().unwrap();
         assert_eq!((m.name.as_str(), by), ("worker-a", MatchedBy::SystemUuid));
         n.system_uuid = Some("not-a-server".into());
-        let (m, by) = match_node(&n, &s).unwrap().unwrap();
+        let (m, by) = match_node(&n, &ServerIndex::new(&s)).unwrap().unwrap();
         assert_eq!((m.name.as_str(), by), ("worker-b", MatchedBy::InternalIp));
         // an ExternalIP is not an InternalIP
         n.addresses = vec![NodeAddress::new("ExternalIP", "10.0.0.12")];
-        assert_eq!(match_node(&n, &s).unwrap(), None);
+        assert_eq!(match_node(&n, &ServerIndex::new(&s)).unwrap(), None);
     }
 
     #[test]
@@ -354,7 +386,9 @@ mod tests {
         );
         s[1].addresses.push("10.0.0.11".into());
         n.addresses = vec![NodeAddress::new("InternalIP", "10.0.0.11")];
-        let e = match_node(&n, &s).unwrap_err().to_string();
+        let e = match_node(&n, &ServerIndex::new(&s))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             e,
             "node worker-x InternalIP 10.0.0.11 is an address of 2 servers: 11111111-aaaa, \

@@ -198,10 +198,11 @@ pub fn plan_labels(
         .cloned()
         .collect();
     let matching = hosts::match_nodes(&workers, servers)?;
+    let index = hosts::ServerIndex::new(servers);
     let matched_servers: Vec<&ServerInfo> = matching
         .matched
         .values()
-        .filter_map(|m| servers.iter().find(|s| s.id == m.server))
+        .filter_map(|m| index.get(m.server.as_str()))
         .filter(|s| s.host.is_some() || s.host_id.is_some())
         .collect();
     let source = hosts::host_source(&matched_servers);
@@ -238,7 +239,7 @@ pub fn plan_labels(
             }
             continue;
         };
-        let Some(server) = servers.iter().find(|s| s.id == m.server) else {
+        let Some(server) = index.get(m.server.as_str()) else {
             continue;
         };
         let Some(value) = hosts::host_value(server, source).map(|v| hosts::label_value(&v)) else {

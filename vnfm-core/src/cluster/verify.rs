@@ -7,7 +7,7 @@
 //! not the node's label: a live migration or a heal moves a worker VM, and the label is then
 //! stale until reconciled.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -181,9 +181,26 @@ pub fn verify(plan: &LabelPlan, pods: &[Pod], workloads: &[Workload]) -> VerifyR
         .collect();
     let mut groups = Vec::new();
     let mut warnings = plan.warnings.clone();
+    // pods by each of their labels, so a workload's selector looks at its own pods only
+    let mut by_label: HashMap<(&str, &str), Vec<&Pod>> = HashMap::new();
+    for p in pods {
+        for (k, v) in &p.labels {
+            by_label
+                .entry((k.as_str(), v.as_str()))
+                .or_default()
+                .push(p);
+        }
+    }
     for w in workloads {
-        let mine: Vec<&Pod> = pods
-            .iter()
+        let candidates: Vec<&Pod> = match w.selector.match_labels.iter().next() {
+            Some((k, v)) => by_label
+                .get(&(k.as_str(), v.as_str()))
+                .cloned()
+                .unwrap_or_default(),
+            None => pods.iter().collect(),
+        };
+        let mine: Vec<&Pod> = candidates
+            .into_iter()
             .filter(|p| p.namespace == w.namespace && w.selector.matches(&p.labels))
             .collect();
         let terms = w.self_anti_affinity().map(|t| {
