@@ -222,6 +222,10 @@ impl Serialize for Secret {
     }
 }
 
+/// The largest configuration file read, in bytes (1 MiB); a larger one, or one that is not a
+/// regular file (`/dev/zero`, a FIFO), is refused before it is read.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 /// The default `[server] listen` address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9890";
 
@@ -387,15 +391,18 @@ pub struct Overrides {
 }
 
 impl Config {
-    /// Parses a configuration file's text; `file` names it in errors.
+    /// Parses a configuration file's text (a leading byte order mark skipped); `file` names it
+    /// in errors.
     ///
     /// # Errors
     /// [`CliError::Config`] naming the file, line and key for malformed TOML, unknown keys and
-    /// wrong types.
+    /// wrong types, with an excerpt of the line of at most
+    /// [`vnfm_core::input::EXCERPT_WIDTH`] characters.
     pub fn from_toml(file: &Path, text: &str) -> Result<Config, CliError> {
+        let text = vnfm_core::input::strip_bom(text);
         toml::from_str(text).map_err(|e| CliError::Config {
             file: file.to_path_buf(),
-            message: e.to_string().trim_end().to_owned(),
+            message: toml_message(text, &e),
             source: None,
         })
     }
@@ -416,11 +423,24 @@ impl Config {
         let Some(path) = path else {
             return Ok((Config::default(), None));
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| CliError::Config {
-            file: path.clone(),
-            message: "cannot read the configuration file".into(),
-            source: Some(e),
-        })?;
+        let text = vnfm_core::input::read_text(&path, MAX_CONFIG_BYTES, "a configuration file")
+            .map_err(|e| match e {
+                vnfm_core::Error::Io { source, .. } => CliError::Config {
+                    file: path.clone(),
+                    message: "cannot read the configuration file".into(),
+                    source: Some(source),
+                },
+                vnfm_core::Error::Invalid { message, .. } => CliError::Config {
+                    file: path.clone(),
+                    message,
+                    source: None,
+                },
+                other => CliError::Config {
+                    file: path.clone(),
+                    message: other.to_string(),
+                    source: None,
+                },
+            })?;
         Ok((Config::from_toml(&path, &text)?, Some(path)))
     }
 
@@ -458,6 +478,40 @@ impl Config {
             std::env::var_os("HOME").map(PathBuf::from),
         )
     }
+}
+
+/// The message of a TOML error as the toml crate writes it (`TOML parse error at line L,
+/// column C`, the line with a caret under the error, the message), but with the line cut to
+/// [`vnfm_core::input::EXCERPT_WIDTH`] characters around the column and the message to a few
+/// times that: a 200 KB line is not echoed.
+fn toml_message(text: &str, e: &toml::de::Error) -> String {
+    use vnfm_core::input::{excerpt, shorten, EXCERPT_WIDTH};
+    let message = shorten(e.message().trim_end(), 4 * EXCERPT_WIDTH);
+    let Some(span) = e.span() else {
+        return message.into_owned();
+    };
+    let start = span.start.min(text.len());
+    let Some(before) = text.get(..start) else {
+        return message.into_owned();
+    };
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line_no = before.matches('\n').count() + 1;
+    let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line = text[line_start..line_end].trim_end_matches('\r');
+    let column = text[line_start..start].chars().count();
+    let (shown, at) = excerpt(line, column);
+    let width = text
+        .get(start..span.end.min(line_end))
+        .map_or(1, |s| s.chars().count())
+        .clamp(1, shown.chars().count().saturating_sub(at).max(1));
+    let gutter = " ".repeat(line_no.to_string().len());
+    format!(
+        "TOML parse error at line {line_no}, column {}\n{gutter} |\n{line_no} | {shown}\n{gutter} | \
+         {}{}\n{message}",
+        column + 1,
+        " ".repeat(at),
+        "^".repeat(width)
+    )
 }
 
 fn default_state_path(xdg: Option<PathBuf>, home: Option<PathBuf>) -> PathBuf {

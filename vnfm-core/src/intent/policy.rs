@@ -425,7 +425,7 @@ impl Policy {
     /// allowed ones, conflicting isolation intents for the same cloud type, bad weights or
     /// objective, a distance bound with an unknown operator or unit.
     pub fn from_text(source_name: &str, text: &str) -> Result<Policy> {
-        let doc = parse_text(source_name, text)?;
+        let doc = parse_text(source_name, crate::input::strip_bom(text))?;
         let p = Parser { file: source_name };
         p.policy(&doc)
     }
@@ -436,10 +436,7 @@ impl Policy {
     /// [`Error::Io`] when the file cannot be read, else as [`Policy::from_text`].
     pub fn load(path: impl AsRef<Path>) -> Result<Policy> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = crate::input::read_text(path, crate::input::MAX_INPUT_BYTES, "a policy file")?;
         Self::from_text(&path.display().to_string(), &text)
     }
 
