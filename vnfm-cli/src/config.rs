@@ -265,11 +265,30 @@ pub enum AlertFsync {
 
 impl ServerConfig {
     /// Checks the values `vnfm serve` cannot work with: `request_timeout = 0` would answer
-    /// every request 503.
+    /// every request 503, `body_limit = 0` every body 413, an empty `api_token` every request
+    /// 401.
     ///
     /// # Errors
     /// [`CliError::Usage`] (exit 2) naming the key.
     pub fn validate(&self) -> Result<(), CliError> {
+        if self.body_limit == 0 {
+            return Err(CliError::Usage(
+                "[server] body_limit is 0; expected at least 1 byte (every request with a body \
+                 would be answered 413)"
+                    .into(),
+            ));
+        }
+        if self
+            .api_token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
+            return Err(CliError::Usage(
+                "the LCM API token (--api-token / VNFM_API_TOKEN / [server] api_token) is empty; \
+                 expected a non-empty token, or none to leave the API open"
+                    .into(),
+            ));
+        }
         if self.request_timeout == 0 {
             return Err(CliError::Usage(
                 "[server] request_timeout is 0; expected at least 1 second (every request \
@@ -312,6 +331,36 @@ impl PrometheusConfig {
     /// Whether the alert endpoints require credentials.
     pub fn requires_auth(&self) -> bool {
         self.bearer_token.is_some() || self.basic_auth_user.is_some()
+    }
+
+    /// Refuses an empty credential, wherever it came from (the file is checked when read; the
+    /// flags and variables are merged after it): no client could send it.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] (exit 2) naming the flag, variable and key.
+    pub fn validate_credentials(&self) -> Result<(), CliError> {
+        for (name, value) in [
+            (
+                "--alert-bearer-token / VNFM_ALERT_BEARER_TOKEN / [prometheus_plugin] bearer_token",
+                self.bearer_token.as_ref().map(Secret::expose),
+            ),
+            (
+                "--alert-basic-user / VNFM_ALERT_BASIC_USER / [prometheus_plugin] basic_auth_user",
+                self.basic_auth_user.as_deref(),
+            ),
+            (
+                "--alert-basic-password / VNFM_ALERT_BASIC_PASSWORD / [prometheus_plugin] \
+                 basic_auth_password",
+                self.basic_auth_password.as_ref().map(Secret::expose),
+            ),
+        ] {
+            if value.is_some_and(|v| v.trim().is_empty()) {
+                return Err(CliError::Usage(format!(
+                    "{name} is empty; expected a non-empty value, or none"
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -400,11 +449,62 @@ impl Config {
     /// [`vnfm_core::input::EXCERPT_WIDTH`] characters.
     pub fn from_toml(file: &Path, text: &str) -> Result<Config, CliError> {
         let text = vnfm_core::input::strip_bom(text);
-        toml::from_str(text).map_err(|e| CliError::Config {
+        let config: Config = toml::from_str(text).map_err(|e| CliError::Config {
             file: file.to_path_buf(),
             message: toml_message(text, &e),
             source: None,
-        })
+        })?;
+        config.check_values().map_err(|message| CliError::Config {
+            file: file.to_path_buf(),
+            message,
+            source: None,
+        })?;
+        Ok(config)
+    }
+
+    /// The values a file may not give although they have the right type: `[server]
+    /// body_limit = 0` (every body would be 413), an empty token, user or password (no client
+    /// could send it: the API would be unusable), a `[packages] dir` that is not a folder.
+    fn check_values(&self) -> Result<(), String> {
+        if self.server.body_limit == 0 {
+            return Err(
+                "[server] body_limit = 0: expected at least 1 byte (every request with \
+                        a body would be answered 413); the default is 1048576"
+                    .into(),
+            );
+        }
+        let p = &self.prometheus_plugin;
+        for (key, value) in [
+            (
+                "[server] api_token",
+                self.server.api_token.as_ref().map(Secret::expose),
+            ),
+            (
+                "[prometheus_plugin] bearer_token",
+                p.bearer_token.as_ref().map(Secret::expose),
+            ),
+            (
+                "[prometheus_plugin] basic_auth_user",
+                p.basic_auth_user.as_deref(),
+            ),
+            (
+                "[prometheus_plugin] basic_auth_password",
+                p.basic_auth_password.as_ref().map(Secret::expose),
+            ),
+        ] {
+            if value.is_some_and(|v| v.trim().is_empty()) {
+                return Err(format!(
+                    "{key} is empty: expected a non-empty value, or no key at all (no client \
+                     can send an empty credential)"
+                ));
+            }
+        }
+        if let Some(dir) = &self.packages.dir {
+            check_packages_dir(dir).map_err(|why| {
+                format!("[packages] dir = {:?}: {why}", dir.display().to_string())
+            })?;
+        }
+        Ok(())
     }
 
     /// Loads the configuration: `explicit` (from `--config` / `VNFM_CONFIG`) must exist;
@@ -477,6 +577,21 @@ impl Config {
             std::env::var_os("XDG_STATE_HOME").map(PathBuf::from),
             std::env::var_os("HOME").map(PathBuf::from),
         )
+    }
+}
+
+/// Why `dir` cannot be the folder of VNF packages (`[packages] dir`, `--packages-dir`).
+///
+/// # Errors
+/// The reason, with what is expected.
+pub(crate) fn check_packages_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err("not a folder; expected a folder of VNF packages".into()),
+        Err(e) => Err(format!(
+            "cannot be read ({e}); expected an existing folder of VNF packages (relative paths \
+             are resolved against the current directory)"
+        )),
     }
 }
 
