@@ -501,7 +501,11 @@ pub(crate) fn parse_text(source: &str, text: &str) -> Result<Value> {
         serde_json::from_str(text).map_err(|e| {
             Error::invalid(
                 Location::file(source).with_line(e.line()),
-                format!("malformed JSON: {e}"),
+                format!(
+                    "malformed JSON (column {}): {}",
+                    e.column(),
+                    crate::input::json_message(&e)
+                ),
             )
         })
     } else {
@@ -1123,6 +1127,25 @@ mod tests {
             Error::Invalid { location, .. } => location.field.clone().unwrap_or_default(),
             other => panic!("not invalid: {other}"),
         }
+    }
+
+    #[test]
+    fn malformed_json_gives_its_position_once() {
+        let e = Policy::from_text("p.json", "{\n  \"resources\": }")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "p.json:line 2: malformed JSON (column 16): expected value"
+        );
+        // A BOM before the JSON is skipped.
+        let e = Policy::from_text("p.json", "\u{feff}{\"x\": 1,}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("p.json:line 1: malformed JSON (column 9): trailing comma"),
+            "{e}"
+        );
     }
 
     #[test]
