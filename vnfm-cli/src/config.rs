@@ -511,7 +511,8 @@ impl Config {
     /// otherwise `./vnfm.toml` is read when present; otherwise the defaults.
     ///
     /// # Errors
-    /// An unreadable or invalid file.
+    /// An unreadable or invalid file, one that is not a regular file (`/dev/zero`, a FIFO) or
+    /// is larger than [`MAX_CONFIG_BYTES`].
     pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), CliError> {
         let path = match explicit {
             Some(p) => Some(p.to_path_buf()),

@@ -222,7 +222,8 @@ impl CloudFile {
     /// Reads and validates a cloud file from disk.
     ///
     /// # Errors
-    /// [`Error::Io`] when the file cannot be read, else as [`CloudFile::from_yaml`].
+    /// [`Error::Io`] when the file cannot be read; [`Error::Invalid`] when it is not a regular
+    /// file or is larger than [`crate::input::MAX_INPUT_BYTES`]; else as [`CloudFile::from_yaml`].
     pub fn load(path: impl AsRef<Path>) -> Result<CloudFile> {
         let path = path.as_ref();
         let text = crate::input::read_text(path, crate::input::MAX_INPUT_BYTES, "a cloud file")?;

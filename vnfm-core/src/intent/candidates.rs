@@ -261,8 +261,8 @@ impl CandidateFile {
     /// Parses and validates a candidate file written in YAML or JSON.
     ///
     /// # Errors
-    /// [`Error::Invalid`] naming the field, the value and the expectation: malformed text,
-    /// unknown keys, an unknown feature, a negative or non-numeric amount or price, a bad
+    /// [`Error::Invalid`](crate::error::Error::Invalid) naming the field, the value and the
+    /// expectation: malformed text, unknown keys, an unknown feature, a negative or non-numeric amount or price, a bad
     /// location, a duplicate owner or region, a region of an unknown owner, a burst ceiling
     /// below the reserved amount.
     pub fn from_text(source_name: &str, text: &str) -> Result<CandidateFile> {
@@ -273,7 +273,9 @@ impl CandidateFile {
     /// Reads and validates a candidate file.
     ///
     /// # Errors
-    /// [`Error::Io`] when the file cannot be read, else as [`CandidateFile::from_text`].
+    /// [`Error::Io`](crate::error::Error::Io) when the file cannot be read;
+    /// [`Error::Invalid`](crate::error::Error::Invalid) when it is not a regular file or is
+    /// larger than [`crate::input::MAX_INPUT_BYTES`]; else as [`CandidateFile::from_text`].
     pub fn load(path: impl AsRef<Path>) -> Result<CandidateFile> {
         let path = path.as_ref();
         let text =

@@ -433,7 +433,8 @@ impl Policy {
     /// Reads and validates a policy file.
     ///
     /// # Errors
-    /// [`Error::Io`] when the file cannot be read, else as [`Policy::from_text`].
+    /// [`Error::Io`] when the file cannot be read; [`Error::Invalid`] when it is not a regular
+    /// file or is larger than [`crate::input::MAX_INPUT_BYTES`]; else as [`Policy::from_text`].
     pub fn load(path: impl AsRef<Path>) -> Result<Policy> {
         let path = path.as_ref();
         let text = crate::input::read_text(path, crate::input::MAX_INPUT_BYTES, "a policy file")?;

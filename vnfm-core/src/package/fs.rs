@@ -21,7 +21,9 @@ const SKIPPED_DIR: &str = "Files";
 /// # Errors
 /// [`Error::Io`] when a file cannot be read (or the zip archive is corrupt);
 /// [`Error::Invalid`] when `path` is neither a directory nor a `.zip` file, when it is a zip
-/// and vnfm-core was built without the `zip` feature, when a zip entry has an unsafe path, and
+/// and vnfm-core was built without the `zip` feature, when a zip entry has an unsafe path, when
+/// a file or entry vnfm reads is larger than [`MAX_ZIP_ENTRY_BYTES`] or all of them than
+/// [`MAX_ZIP_TOTAL_BYTES`], and
 /// for every problem [`VnfPackage::from_files`] reports.
 pub fn load(path: &Path) -> Result<VnfPackage> {
     let source = path.display().to_string();
