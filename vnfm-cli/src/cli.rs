@@ -836,6 +836,10 @@ pub enum CapacityCommand {
         /// End [default: forever].
         #[arg(long, value_name = "TIME")]
         end: Option<chrono::DateTime<chrono::Utc>>,
+        /// Add --zone to the ledger when it has no such zone yet (without it, an unknown zone
+        /// is refused: a typo would create a zone).
+        #[arg(long)]
+        new_zone: bool,
     },
     /// Remove capacity from a zone over a window; refused (exit 4) when reservations or
     /// allocations hold it, unless --force.

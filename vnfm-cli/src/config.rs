@@ -264,6 +264,10 @@ impl Serialize for Secret {
     }
 }
 
+/// The largest configuration file read, in bytes (1 MiB); a larger one, or one that is not a
+/// regular file (`/dev/zero`, a FIFO), is refused before it is read.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 /// The default `[server] listen` address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9890";
 
@@ -303,11 +307,30 @@ pub enum AlertFsync {
 
 impl ServerConfig {
     /// Checks the values `vnfm serve` cannot work with: `request_timeout = 0` would answer
-    /// every request 503.
+    /// every request 503, `body_limit = 0` every body 413, an empty `api_token` every request
+    /// 401.
     ///
     /// # Errors
     /// [`CliError::Usage`] (exit 2) naming the key.
     pub fn validate(&self) -> Result<(), CliError> {
+        if self.body_limit == 0 {
+            return Err(CliError::Usage(
+                "[server] body_limit is 0; expected at least 1 byte (every request with a body \
+                 would be answered 413)"
+                    .into(),
+            ));
+        }
+        if self
+            .api_token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
+            return Err(CliError::Usage(
+                "the LCM API token (--api-token / VNFM_API_TOKEN / [server] api_token) is empty; \
+                 expected a non-empty token, or none to leave the API open"
+                    .into(),
+            ));
+        }
         if self.request_timeout == 0 {
             return Err(CliError::Usage(
                 "[server] request_timeout is 0; expected at least 1 second (every request \
@@ -350,6 +373,36 @@ impl PrometheusConfig {
     /// Whether the alert endpoints require credentials.
     pub fn requires_auth(&self) -> bool {
         self.bearer_token.is_some() || self.basic_auth_user.is_some()
+    }
+
+    /// Refuses an empty credential, wherever it came from (the file is checked when read; the
+    /// flags and variables are merged after it): no client could send it.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] (exit 2) naming the flag, variable and key.
+    pub fn validate_credentials(&self) -> Result<(), CliError> {
+        for (name, value) in [
+            (
+                "--alert-bearer-token / VNFM_ALERT_BEARER_TOKEN / [prometheus_plugin] bearer_token",
+                self.bearer_token.as_ref().map(Secret::expose),
+            ),
+            (
+                "--alert-basic-user / VNFM_ALERT_BASIC_USER / [prometheus_plugin] basic_auth_user",
+                self.basic_auth_user.as_deref(),
+            ),
+            (
+                "--alert-basic-password / VNFM_ALERT_BASIC_PASSWORD / [prometheus_plugin] \
+                 basic_auth_password",
+                self.basic_auth_password.as_ref().map(Secret::expose),
+            ),
+        ] {
+            if value.is_some_and(|v| v.trim().is_empty()) {
+                return Err(CliError::Usage(format!(
+                    "{name} is empty; expected a non-empty value, or none"
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -429,24 +482,79 @@ pub struct Overrides {
 }
 
 impl Config {
-    /// Parses a configuration file's text; `file` names it in errors.
+    /// Parses a configuration file's text (a leading byte order mark skipped); `file` names it
+    /// in errors.
     ///
     /// # Errors
     /// [`CliError::Config`] naming the file, line and key for malformed TOML, unknown keys and
-    /// wrong types.
+    /// wrong types, with an excerpt of the line of at most
+    /// [`vnfm_core::input::EXCERPT_WIDTH`] characters.
     pub fn from_toml(file: &Path, text: &str) -> Result<Config, CliError> {
-        toml::from_str(text).map_err(|e| CliError::Config {
+        let text = vnfm_core::input::strip_bom(text);
+        let config: Config = toml::from_str(text).map_err(|e| CliError::Config {
             file: file.to_path_buf(),
-            message: e.to_string().trim_end().to_owned(),
+            message: toml_message(text, &e),
             source: None,
-        })
+        })?;
+        config.check_values().map_err(|message| CliError::Config {
+            file: file.to_path_buf(),
+            message,
+            source: None,
+        })?;
+        Ok(config)
+    }
+
+    /// The values a file may not give although they have the right type: `[server]
+    /// body_limit = 0` (every body would be 413), an empty token, user or password (no client
+    /// could send it: the API would be unusable), a `[packages] dir` that is not a folder.
+    fn check_values(&self) -> Result<(), String> {
+        if self.server.body_limit == 0 {
+            return Err(
+                "[server] body_limit = 0: expected at least 1 byte (every request with \
+                        a body would be answered 413); the default is 1048576"
+                    .into(),
+            );
+        }
+        let p = &self.prometheus_plugin;
+        for (key, value) in [
+            (
+                "[server] api_token",
+                self.server.api_token.as_ref().map(Secret::expose),
+            ),
+            (
+                "[prometheus_plugin] bearer_token",
+                p.bearer_token.as_ref().map(Secret::expose),
+            ),
+            (
+                "[prometheus_plugin] basic_auth_user",
+                p.basic_auth_user.as_deref(),
+            ),
+            (
+                "[prometheus_plugin] basic_auth_password",
+                p.basic_auth_password.as_ref().map(Secret::expose),
+            ),
+        ] {
+            if value.is_some_and(|v| v.trim().is_empty()) {
+                return Err(format!(
+                    "{key} is empty: expected a non-empty value, or no key at all (no client \
+                     can send an empty credential)"
+                ));
+            }
+        }
+        if let Some(dir) = &self.packages.dir {
+            check_packages_dir(dir).map_err(|why| {
+                format!("[packages] dir = {:?}: {why}", dir.display().to_string())
+            })?;
+        }
+        Ok(())
     }
 
     /// Loads the configuration: `explicit` (from `--config` / `VNFM_CONFIG`) must exist;
     /// otherwise `./vnfm.toml` is read when present; otherwise the defaults.
     ///
     /// # Errors
-    /// An unreadable or invalid file.
+    /// An unreadable or invalid file, one that is not a regular file (`/dev/zero`, a FIFO) or
+    /// is larger than [`MAX_CONFIG_BYTES`].
     pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), CliError> {
         let path = match explicit {
             Some(p) => Some(p.to_path_buf()),
@@ -458,11 +566,24 @@ impl Config {
         let Some(path) = path else {
             return Ok((Config::default(), None));
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| CliError::Config {
-            file: path.clone(),
-            message: "cannot read the configuration file".into(),
-            source: Some(e),
-        })?;
+        let text = vnfm_core::input::read_text(&path, MAX_CONFIG_BYTES, "a configuration file")
+            .map_err(|e| match e {
+                vnfm_core::Error::Io { source, .. } => CliError::Config {
+                    file: path.clone(),
+                    message: "cannot read the configuration file".into(),
+                    source: Some(source),
+                },
+                vnfm_core::Error::Invalid { message, .. } => CliError::Config {
+                    file: path.clone(),
+                    message,
+                    source: None,
+                },
+                other => CliError::Config {
+                    file: path.clone(),
+                    message: other.to_string(),
+                    source: None,
+                },
+            })?;
         Ok((Config::from_toml(&path, &text)?, Some(path)))
     }
 
@@ -500,6 +621,55 @@ impl Config {
             std::env::var_os("HOME").map(PathBuf::from),
         )
     }
+}
+
+/// Why `dir` cannot be the folder of VNF packages (`[packages] dir`, `--packages-dir`).
+///
+/// # Errors
+/// The reason, with what is expected.
+pub(crate) fn check_packages_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err("not a folder; expected a folder of VNF packages".into()),
+        Err(e) => Err(format!(
+            "cannot be read ({e}); expected an existing folder of VNF packages (relative paths \
+             are resolved against the current directory)"
+        )),
+    }
+}
+
+/// The message of a TOML error as the toml crate writes it (`TOML parse error at line L,
+/// column C`, the line with a caret under the error, the message), but with the line cut to
+/// [`vnfm_core::input::EXCERPT_WIDTH`] characters around the column and the message to a few
+/// times that: a 200 KB line is not echoed.
+fn toml_message(text: &str, e: &toml::de::Error) -> String {
+    use vnfm_core::input::{excerpt, shorten, EXCERPT_WIDTH};
+    let message = shorten(e.message().trim_end(), 4 * EXCERPT_WIDTH);
+    let Some(span) = e.span() else {
+        return message.into_owned();
+    };
+    let start = span.start.min(text.len());
+    let Some(before) = text.get(..start) else {
+        return message.into_owned();
+    };
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line_no = before.matches('\n').count() + 1;
+    let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line = text[line_start..line_end].trim_end_matches('\r');
+    let column = text[line_start..start].chars().count();
+    let (shown, at) = excerpt(line, column);
+    let width = text
+        .get(start..span.end.min(line_end))
+        .map_or(1, |s| s.chars().count())
+        .clamp(1, shown.chars().count().saturating_sub(at).max(1));
+    let gutter = " ".repeat(line_no.to_string().len());
+    format!(
+        "TOML parse error at line {line_no}, column {}\n{gutter} |\n{line_no} | {shown}\n{gutter} | \
+         {}{}\n{message}",
+        column + 1,
+        " ".repeat(at),
+        "^".repeat(width)
+    )
 }
 
 fn default_state_path(xdg: Option<PathBuf>, home: Option<PathBuf>) -> PathBuf {

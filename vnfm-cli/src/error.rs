@@ -203,6 +203,13 @@ fn core_exit_code(e: &vnfm_core::Error) -> i32 {
 
 fn driver_exit_code(e: &DriverError) -> i32 {
     match e {
+        // A row of the state file that does not decode: a corrupt state file, the caller's
+        // to fix (the message names the table, the row and the field).
+        DriverError::Other {
+            driver: "sqlite",
+            source: Some(cause),
+            ..
+        } if cause.is::<serde_json::Error>() => exit::USAGE,
         DriverError::Unavailable { .. }
         | DriverError::Unauthenticated { .. }
         | DriverError::PermissionDenied { .. } => exit::BACKEND,

@@ -789,14 +789,24 @@ fn decode<T: serde::de::DeserializeOwned>(
     id: &str,
     body: &str,
 ) -> Result<T, DriverError> {
-    serde_json::from_str(body).map_err(|e| DriverError::Other {
-        driver: DRIVER,
-        message: format!(
-            "{file}: table {}, row id {id:?}: the body does not deserialize (expected the JSON \
-             of a SOL003 {})",
-            table.name, table.kind
-        ),
-        source: Some(Box::new(e)),
+    let mut de = serde_json::Deserializer::from_str(body);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            String::new()
+        } else {
+            format!(" field {path}:")
+        };
+        DriverError::Other {
+            driver: DRIVER,
+            message: format!(
+                "{file}: table {}, row id {id:?}:{field} the body does not deserialize \
+                 (expected the JSON of a SOL003 {})",
+                table.name, table.kind
+            ),
+            // The JSON error itself: a corrupt state file (exit 2, `crate::error`).
+            source: Some(Box::new(e.into_inner())),
+        }
     })
 }
 

@@ -219,6 +219,7 @@ impl CloudFile {
     /// non-negative integer, an empty zone, host or flavor name, a host listed in two zones, or
     /// a flavor without vCPUs or memory.
     pub fn from_yaml(source_name: &str, text: &str) -> Result<CloudFile> {
+        let text = crate::input::strip_bom(text);
         // Syntax first, so that a malformed document is reported as such rather than as a
         // type error of the part that parsed; a document nested too deep before anything.
         if let Some(at) = crate::package::yaml::too_deep(text.as_bytes()) {
@@ -243,13 +244,11 @@ impl CloudFile {
     /// Reads and validates a cloud file from disk.
     ///
     /// # Errors
-    /// [`Error::Io`] when the file cannot be read, else as [`CloudFile::from_yaml`].
+    /// [`Error::Io`] when the file cannot be read; [`Error::Invalid`] when it is not a regular
+    /// file or is larger than [`crate::input::MAX_INPUT_BYTES`]; else as [`CloudFile::from_yaml`].
     pub fn load(path: impl AsRef<Path>) -> Result<CloudFile> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = crate::input::read_text(path, crate::input::MAX_INPUT_BYTES, "a cloud file")?;
         Self::from_yaml(&path.display().to_string(), &text)
     }
 

@@ -67,8 +67,8 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     "not a regular file"
 }
 
-/// Reads the file at `path`, at most `max` bytes: its bytes, a leading byte order mark
-/// removed.
+/// Reads the file at `path`, at most `max` bytes, as they are (a byte order mark included:
+/// see [`read_text`] and [`strip_bom_bytes`]).
 ///
 /// # Errors
 /// [`Error::Io`] when the file cannot be opened or read; [`Error::Invalid`] naming the file
@@ -104,19 +104,20 @@ pub fn read_bytes(path: &Path, max: u64, what: &str) -> Result<Vec<u8>> {
             ),
         ));
     }
-    if bytes.starts_with(BOM.as_bytes()) {
-        bytes.drain(..BOM.len());
-    }
     Ok(bytes)
 }
 
-/// Reads the text file at `path`, at most `max` bytes, as UTF-8: [`read_bytes`], decoded.
+/// Reads the text file at `path`, at most `max` bytes, as UTF-8: [`read_bytes`], decoded,
+/// a leading byte order mark removed.
 ///
 /// # Errors
 /// As [`read_bytes`]; also [`Error::Invalid`] naming the file and the byte offset when the
 /// text is not UTF-8.
 pub fn read_text(path: &Path, max: u64, what: &str) -> Result<String> {
-    let bytes = read_bytes(path, max, what)?;
+    let mut bytes = read_bytes(path, max, what)?;
+    if bytes.starts_with(BOM.as_bytes()) {
+        bytes.drain(..BOM.len());
+    }
     String::from_utf8(bytes).map_err(|e| {
         Error::invalid(
             Location::file(path),
@@ -163,6 +164,19 @@ pub fn excerpt(line: &str, column: usize) -> (String, usize) {
     (out, at)
 }
 
+/// `text` cut in its middle to at most `max` characters (`...` marking the cut): for a parser
+/// message that quotes a long value, keeping what it found and what it expected.
+pub fn shorten(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    let n = text.chars().count();
+    if n <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let keep = max.saturating_sub(3) / 2;
+    let head: String = text.chars().take(keep).collect();
+    let tail: String = text.chars().skip(n - keep).collect();
+    std::borrow::Cow::Owned(format!("{head}...{tail}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +202,18 @@ mod tests {
         let (e, at) = excerpt(&line, line.len());
         assert!(e.starts_with("...") && !e.ends_with("..."));
         assert_eq!(at, EXCERPT_WIDTH + 3);
+    }
+
+    #[test]
+    fn long_messages_are_cut_in_the_middle() {
+        assert_eq!(shorten("abc", 10), "abc");
+        let long = format!("found `{}`, expected `x`", "v".repeat(1000));
+        let s = shorten(&long, 40);
+        assert_eq!(s.chars().count(), 39);
+        assert!(
+            s.starts_with("found `vv") && s.ends_with("expected `x`"),
+            "{s}"
+        );
     }
 
     #[test]

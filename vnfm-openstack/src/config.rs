@@ -13,7 +13,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use vnfm_core::error::{Error as CoreError, Location};
+use vnfm_core::error::Location;
 use vnfm_core::grant::VimConnectionInfo;
 
 use crate::error::Error;
@@ -330,12 +330,12 @@ impl CloudConfig {
                     ),
                 )
             })?;
-            let text = std::fs::read_to_string(&path).map_err(|source| {
-                Error::Core(CoreError::Io {
-                    path: path.clone(),
-                    source,
-                })
-            })?;
+            let text = vnfm_core::input::read_text(
+                &path,
+                vnfm_core::input::MAX_INPUT_BYTES,
+                "a clouds.yaml",
+            )
+            .map_err(Error::Core)?;
             return Self::from_clouds_yaml(&path, &text, cloud);
         }
         Self::from_env_vars(&vars)

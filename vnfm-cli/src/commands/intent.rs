@@ -110,10 +110,18 @@ struct LinksReport {
 /// `vnfm select --links FILE`: the exact linked placement of PLA's data.
 fn select_links(path: &Path, out: Output) -> Result<(), CliError> {
     use vnfm_core::intent::links::Problem;
-    let text = std::fs::read_to_string(path).map_err(|e| CliError::Config {
-        file: path.to_path_buf(),
-        message: "cannot read the linked-placement data (--links)".into(),
-        source: Some(e),
+    let text = vnfm_core::input::read_text(
+        path,
+        vnfm_core::input::MAX_INPUT_BYTES,
+        "linked-placement data (--links)",
+    )
+    .map_err(|e| match e {
+        vnfm_core::Error::Io { source, .. } => CliError::Config {
+            file: path.to_path_buf(),
+            message: "cannot read the linked-placement data (--links)".into(),
+            source: Some(source),
+        },
+        e => CliError::Core(e),
     })?;
     let problem = Problem::from_pla_str(&text)
         .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;

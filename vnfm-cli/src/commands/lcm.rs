@@ -216,6 +216,11 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
                 },
             )
             .await;
+        // Refused before it started (a bad pin, a level, ...): the instance this command
+        // created goes too, as for a refused draw.
+        if r.is_err() && args.instance.is_none() {
+            env.lcm.delete(&inst.id).await?;
+        }
         // Saved with every commit; a command that lost the race saves nothing.
         if r.is_ok() {
             save_sim(&env.store, &env.sim, config).await?;

@@ -22,7 +22,16 @@ pub mod promise;
 /// Any [`CliError`]; the caller prints it and exits with its code.
 pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
     let (config, config_file) = Config::load(cli.global.config.as_deref())?;
-    let config = config.with_overrides(&cli.global.overrides());
+    let overrides = cli.global.overrides();
+    if let Some(dir) = &overrides.packages_dir {
+        crate::config::check_packages_dir(dir).map_err(|why| {
+            CliError::Usage(format!(
+                "--packages-dir / VNFM_PACKAGES_DIR {:?}: {why}",
+                dir.display().to_string()
+            ))
+        })?;
+    }
+    let config = config.with_overrides(&overrides);
     match cli.command {
         Command::Config(ConfigCommand::Show) => config_show(&config, config_file, out),
         Command::Package(PackageCommand::Show { path }) => package::show(&path, out),

@@ -683,7 +683,22 @@ pub fn capacity_command(
             amounts: a,
             start,
             end,
+            new_zone,
         } => {
+            let known = ledger.zones();
+            if !*new_zone && !known.iter().any(|z| z.as_str() == zone) {
+                let known: Vec<&str> = known.iter().map(ZoneId::as_str).collect();
+                return Err(CliError::Usage(format!(
+                    "capacity increase --zone {zone:?}: the ledger has no zone {zone:?}; its \
+                     zones are {}; give --new-zone to add it (or declare it with `vnfm provider \
+                     add --declared --name NAME --zone ZONE ...`)",
+                    if known.is_empty() {
+                        "none yet".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            }
             let mut req = PoolRequest::new(zone.as_str(), a.capacity())
                 .with_window(start.unwrap_or(now), *end);
             req.source = Some(DECLARED_PROVIDER.into());
@@ -853,6 +868,19 @@ pub fn provider(config: &Config, args: &ProviderArgs, out: Output) -> Result<(),
                 let (pools, events) = if *declared {
                     let name = name.clone().unwrap_or_else(|| DECLARED_PROVIDER.into());
                     let zone = zone.clone().unwrap_or_default();
+                    for (flag, value) in [("--name", &name), ("--zone", &zone)] {
+                        if value.trim().is_empty() {
+                            return Err(CliError::Usage(format!(
+                                "provider add --declared {flag} {value:?}: empty; expected a \
+                                 non-empty {}",
+                                if flag == "--name" {
+                                    "provider name"
+                                } else {
+                                    "zone name"
+                                }
+                            )));
+                        }
+                    }
                     let mut req =
                         PoolRequest::new(zone.as_str(), a.capacity()).with_window(now, None);
                     req.source = Some(name);

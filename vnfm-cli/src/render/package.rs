@@ -42,6 +42,10 @@ pub struct FlavourReport {
     pub aspects: Vec<AspectReport>,
     /// Files of the BaseHOT (top template first), or empty when the flavour has none.
     pub base_hot: Vec<String>,
+    /// What makes the flavour unusable by some operations (no BaseHOT: the Heat drivers
+    /// cannot instantiate it), naming the flavour and the expected path; absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One VDU in [`FlavourReport`].
@@ -107,7 +111,20 @@ pub fn report(pkg: &VnfPackage) -> PackageReport {
         product_name: pkg.product_name.clone(),
         software_version: pkg.software_version.clone(),
         descriptor_version: pkg.descriptor_version.clone(),
-        flavours: pkg.flavours.values().map(flavour_report).collect(),
+        flavours: pkg
+            .flavours
+            .values()
+            .map(|f| {
+                let mut r = flavour_report(f);
+                if let Err(e) = pkg.base_hot(&f.id) {
+                    r.warnings.push(format!(
+                        "{e}; `vnfm instantiate` of this flavour fails (on the simulated cloud \
+                         and on OpenStack)"
+                    ));
+                }
+                r
+            })
+            .collect(),
     }
 }
 
@@ -186,6 +203,7 @@ fn flavour_report(f: &Flavour) -> FlavourReport {
         rules,
         aspects,
         base_hot,
+        warnings: Vec::new(),
     }
 }
 
@@ -270,7 +288,10 @@ pub fn human(r: &PackageReport) -> String {
                 );
             }
         }
-        if !f.base_hot.is_empty() {
+        if f.base_hot.is_empty() {
+            // Why is a warning on stderr (`vnfm package show`).
+            let _ = writeln!(s, "  BaseHOT: none");
+        } else {
             let _ = writeln!(s, "  BaseHOT: {}", f.base_hot.join(", "));
         }
     }

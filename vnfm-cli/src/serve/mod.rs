@@ -169,6 +169,7 @@ impl Server {
         crate::app::check_vim(&config)?;
         config.server.validate()?;
         config.prometheus_plugin.plugin.validate()?;
+        config.prometheus_plugin.validate_credentials()?;
         // The file's parser refuses half a pair; flags and environment are merged after it.
         let p = &config.prometheus_plugin;
         if p.basic_auth_user.is_some() != p.basic_auth_password.is_some() {

@@ -54,7 +54,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::policy::{parse_text, show, CloudType, Feature, Parser};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::reservation::CapacityReport;
 use crate::zone::{ComputeZone, Resources};
 
@@ -261,25 +261,25 @@ impl CandidateFile {
     /// Parses and validates a candidate file written in YAML or JSON.
     ///
     /// # Errors
-    /// [`Error::Invalid`] naming the field, the value and the expectation: malformed text,
-    /// unknown keys, an unknown feature, a negative or non-numeric amount or price, a bad
+    /// [`Error::Invalid`](crate::error::Error::Invalid) naming the field, the value and the
+    /// expectation: malformed text, unknown keys, an unknown feature, a negative or non-numeric amount or price, a bad
     /// location, a duplicate owner or region, a region of an unknown owner, a burst ceiling
     /// below the reserved amount.
     pub fn from_text(source_name: &str, text: &str) -> Result<CandidateFile> {
-        let doc = parse_text(source_name, text)?;
+        let doc = parse_text(source_name, crate::input::strip_bom(text))?;
         Parser { file: source_name }.candidates(&doc)
     }
 
     /// Reads and validates a candidate file.
     ///
     /// # Errors
-    /// [`Error::Io`] when the file cannot be read, else as [`CandidateFile::from_text`].
+    /// [`Error::Io`](crate::error::Error::Io) when the file cannot be read;
+    /// [`Error::Invalid`](crate::error::Error::Invalid) when it is not a regular file or is
+    /// larger than [`crate::input::MAX_INPUT_BYTES`]; else as [`CandidateFile::from_text`].
     pub fn load(path: impl AsRef<Path>) -> Result<CandidateFile> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text =
+            crate::input::read_text(path, crate::input::MAX_INPUT_BYTES, "a candidate file")?;
         Self::from_text(&path.display().to_string(), &text)
     }
 

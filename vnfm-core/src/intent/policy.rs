@@ -425,7 +425,7 @@ impl Policy {
     /// allowed ones, conflicting isolation intents for the same cloud type, bad weights or
     /// objective, a distance bound with an unknown operator or unit.
     pub fn from_text(source_name: &str, text: &str) -> Result<Policy> {
-        let doc = parse_text(source_name, text)?;
+        let doc = parse_text(source_name, crate::input::strip_bom(text))?;
         let p = Parser { file: source_name };
         p.policy(&doc)
     }
@@ -433,13 +433,11 @@ impl Policy {
     /// Reads and validates a policy file.
     ///
     /// # Errors
-    /// [`Error::Io`] when the file cannot be read, else as [`Policy::from_text`].
+    /// [`Error::Io`] when the file cannot be read; [`Error::Invalid`] when it is not a regular
+    /// file or is larger than [`crate::input::MAX_INPUT_BYTES`]; else as [`Policy::from_text`].
     pub fn load(path: impl AsRef<Path>) -> Result<Policy> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = crate::input::read_text(path, crate::input::MAX_INPUT_BYTES, "a policy file")?;
         Self::from_text(&path.display().to_string(), &text)
     }
 
@@ -504,7 +502,11 @@ pub(crate) fn parse_text(source: &str, text: &str) -> Result<Value> {
         serde_json::from_str(text).map_err(|e| {
             Error::invalid(
                 Location::file(source).with_line(e.line()),
-                format!("malformed JSON: {e}"),
+                format!(
+                    "malformed JSON (column {}): {}",
+                    e.column(),
+                    crate::input::json_message(&e)
+                ),
             )
         })
     } else {
@@ -1126,6 +1128,25 @@ mod tests {
             Error::Invalid { location, .. } => location.field.clone().unwrap_or_default(),
             other => panic!("not invalid: {other}"),
         }
+    }
+
+    #[test]
+    fn malformed_json_gives_its_position_once() {
+        let e = Policy::from_text("p.json", "{\n  \"resources\": }")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "p.json:line 2: malformed JSON (column 16): expected value"
+        );
+        // A BOM before the JSON is skipped.
+        let e = Policy::from_text("p.json", "\u{feff}{\"x\": 1,}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("p.json:line 1: malformed JSON (column 9): trailing comma"),
+            "{e}"
+        );
     }
 
     #[test]

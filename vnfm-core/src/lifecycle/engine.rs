@@ -584,6 +584,17 @@ impl Lifecycle {
                 ids,
             )
         });
+        if !opts.pinned.is_empty() {
+            // A pin that matches no new VNFC, or names a zone the catalogue does not know,
+            // starts nothing (it would be ignored, or fail the stack as a full zone would).
+            if let Some(planned) = &progress.planned {
+                plan::check_pinned_vnfcs(flavour, planned, &opts.pinned)?;
+            }
+            // A catalogue that does not answer now leaves the check to the operation.
+            if let Ok(zones) = self.drivers.zones.list_zones(ListZones::default()).await {
+                plan::check_pinned_zones(&zones, &opts.pinned)?;
+            }
+        }
         self.run_new(inst, op, progress, Some(pkg), opts).await
     }
 

@@ -81,6 +81,59 @@ pub(crate) fn check_pinned(
     Ok(())
 }
 
+/// Every pin that names a VNFC (not a VDU) must name one the operation creates, as spelt
+/// there (`VDU1-0`, not `VDU1-00` or `VDU1-99`): a pin that matches nothing would be ignored.
+pub(crate) fn check_pinned_vnfcs(
+    flavour: &Flavour,
+    planned: &grant_request::PlannedGrant,
+    pinned: &BTreeMap<String, ZoneId>,
+) -> Result<(), LcmError> {
+    let new: BTreeSet<String> = planned.new_vnfcs.iter().map(|n| n.slot.name()).collect();
+    for (key, zone) in pinned {
+        if flavour.vdu(&VduId::from(key.as_str())).is_some() || new.contains(key) {
+            continue;
+        }
+        return Err(LcmError::Invalid(Error::invalid(
+            Location::default().with_field("zone"),
+            format!(
+                "--zone {key}={zone} names VNFC {key}, which this operation does not create; it \
+                 creates {} (or pin a VDU, e.g. {}={zone}, for all its new VNFCs)",
+                list(new.iter()),
+                userdata::rm_idx(key)
+            ),
+        )));
+    }
+    Ok(())
+}
+
+/// Every pinned zone must be one the zone catalogue lists (available or not): a zone it does
+/// not know would fail the stack as if a zone were full.
+pub(crate) fn check_pinned_zones(
+    zones: &[crate::zone::ComputeZone],
+    pinned: &BTreeMap<String, ZoneId>,
+) -> Result<(), LcmError> {
+    let known: BTreeSet<&ZoneId> = zones.iter().map(|z| &z.name).collect();
+    for (key, zone) in pinned {
+        if known.contains(zone) {
+            continue;
+        }
+        return Err(LcmError::Invalid(Error::invalid(
+            Location::default().with_field("zone"),
+            format!(
+                "--zone {key}={zone}: zone {zone} is not in the zone catalogue; its zones are {}",
+                list(
+                    known
+                        .iter()
+                        .map(|z| z.as_str().to_owned())
+                        .collect::<Vec<_>>()
+                        .iter()
+                )
+            ),
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn instantiated_with_stack(
     inst: &VnfInstance,
 ) -> Result<(&InstantiatedVnfInfo, StackId), LcmError> {

@@ -21,7 +21,9 @@ const SKIPPED_DIR: &str = "Files";
 /// # Errors
 /// [`Error::Io`] when a file cannot be read (or the zip archive is corrupt);
 /// [`Error::Invalid`] when `path` is neither a directory nor a `.zip` file, when it is a zip
-/// and vnfm-core was built without the `zip` feature, when a zip entry has an unsafe path, and
+/// and vnfm-core was built without the `zip` feature, when a zip entry has an unsafe path, when
+/// a file or entry vnfm reads is larger than [`MAX_ZIP_ENTRY_BYTES`] or all of them than
+/// [`MAX_ZIP_TOTAL_BYTES`], and
 /// for every problem [`VnfPackage::from_files`] reports.
 pub fn load(path: &Path) -> Result<VnfPackage> {
     let source = path.display().to_string();
@@ -31,7 +33,7 @@ pub fn load(path: &Path) -> Result<VnfPackage> {
     })?;
     let files = if meta.is_dir() {
         let mut files = BTreeMap::new();
-        read_dir(path, "", &mut files)?;
+        read_dir(path, "", &mut files, &mut 0)?;
         files
     } else if is_zip(path) {
         read_zip(path)?
@@ -57,8 +59,15 @@ fn io_err(path: &Path, source: std::io::Error) -> Error {
     }
 }
 
-/// Reads the files below `dir` into `files`, keyed by `/`-joined paths below `prefix`.
-fn read_dir(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
+/// Reads the files below `dir` into `files`, keyed by `/`-joined paths below `prefix`: each
+/// at most [`MAX_ZIP_ENTRY_BYTES`], all of them (`total` so far) at most
+/// [`MAX_ZIP_TOTAL_BYTES`], as the entries of a zip; only regular files (and links to them).
+fn read_dir(
+    dir: &Path,
+    prefix: &str,
+    files: &mut BTreeMap<String, Vec<u8>>,
+    total: &mut u64,
+) -> Result<()> {
     let entries = std::fs::read_dir(dir).map_err(|e| io_err(dir, e))?;
     let mut list = Vec::new();
     for entry in entries {
@@ -81,10 +90,27 @@ fn read_dir(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>) -> 
         let ft = entry.file_type().map_err(|e| io_err(&path, e))?;
         if ft.is_dir() {
             if rel != SKIPPED_DIR {
-                read_dir(&path, &rel, files)?;
+                read_dir(&path, &rel, files, total)?;
             }
         } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
-            let bytes = std::fs::read(&path).map_err(|e| io_err(&path, e))?;
+            let bytes = crate::input::read_bytes(
+                &path,
+                MAX_ZIP_ENTRY_BYTES,
+                &format!(
+                    "a descriptor or template (artifacts belong under {SKIPPED_DIR}/, which is \
+                     not read)"
+                ),
+            )?;
+            *total += bytes.len() as u64;
+            if *total > MAX_ZIP_TOTAL_BYTES {
+                return Err(Error::invalid(
+                    Location::file(&path),
+                    format!(
+                        "the files vnfm reads from this package are more than \
+                         {MAX_ZIP_TOTAL_BYTES} bytes together; expected at most that"
+                    ),
+                ));
+            }
             files.insert(rel, bytes);
         }
         // Symbolic links to folders are not followed (no cycles).
@@ -92,9 +118,11 @@ fn read_dir(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>) -> 
     Ok(())
 }
 
-/// The most bytes one zip entry that vnfm reads may decompress to (a VNFD, a HOT template).
+/// The most bytes one zip entry that vnfm reads may decompress to (a VNFD, a HOT template),
+/// and the most bytes of one file vnfm reads from a package folder.
 pub const MAX_ZIP_ENTRY_BYTES: u64 = 16 * 1024 * 1024;
-/// The most bytes all the entries vnfm reads from one zip may decompress to.
+/// The most bytes all the entries vnfm reads from one zip may decompress to, and all the files
+/// it reads from one package folder.
 pub const MAX_ZIP_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
 /// The most entries a zip package may have.
 pub const MAX_ZIP_ENTRIES: usize = 10_000;
@@ -335,7 +363,7 @@ mod tests {
     #[test]
     fn the_demo_package_reads_from_memory() {
         let mut files = BTreeMap::new();
-        read_dir(&demo_dir(), "", &mut files).unwrap();
+        read_dir(&demo_dir(), "", &mut files, &mut 0).unwrap();
         let p = VnfPackage::from_files("<built-in demo-vnf>", files).unwrap();
         assert_eq!(p.source, "<built-in demo-vnf>");
         assert!(p.flavour("default").is_some());
@@ -534,7 +562,7 @@ node_types:
     #[test]
     fn zip_round_trip() {
         let mut files = BTreeMap::new();
-        read_dir(&demo_dir(), "", &mut files).unwrap();
+        read_dir(&demo_dir(), "", &mut files, &mut 0).unwrap();
         let dir = tempfile::tempdir().unwrap();
 
         // at the root, with an image under Files/ that is not read

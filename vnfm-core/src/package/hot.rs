@@ -34,16 +34,17 @@ pub(crate) fn base_hot(
     let mut texts: Vec<(&str, &String, String, Value)> = Vec::new();
     for (rel, full, bytes) in &in_dir {
         let shown = Path::new(source).join(full);
-        let text = String::from_utf8(bytes.to_vec()).map_err(|e| {
-            Error::invalid(
-                Location::file(&shown),
-                format!(
-                    "not UTF-8 text (at byte {}): BaseHOT files are Heat templates and other \
+        let text =
+            String::from_utf8(crate::input::strip_bom_bytes(bytes).to_vec()).map_err(|e| {
+                Error::invalid(
+                    Location::file(&shown),
+                    format!(
+                        "not UTF-8 text (at byte {}): BaseHOT files are Heat templates and other \
                      text files",
-                    e.utf8_error().valid_up_to()
-                ),
-            )
-        })?;
+                        e.utf8_error().valid_up_to()
+                    ),
+                )
+            })?;
         let value = if is_yaml(rel) {
             yaml::parse(&shown, text.as_bytes())?
         } else {

@@ -218,7 +218,7 @@ fn flavour_id(doc: &Doc) -> Result<Option<At<'_>>> {
 fn entry_definitions(source: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<String> {
     if let Some(bytes) = files.get(TOSCA_META) {
         let shown = Path::new(source).join(TOSCA_META);
-        let text = std::str::from_utf8(bytes).map_err(|e| {
+        let text = std::str::from_utf8(crate::input::strip_bom_bytes(bytes)).map_err(|e| {
             Error::invalid(
                 Location::file(&shown),
                 format!("not UTF-8 text (at byte {})", e.valid_up_to()),

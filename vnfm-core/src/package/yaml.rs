@@ -77,8 +77,10 @@ pub(crate) fn too_deep_error(loc: Location, at: (usize, usize)) -> Error {
     )
 }
 
-/// Parses `bytes` as YAML; a syntax error names `file` and the line.
+/// Parses `bytes` as YAML (a leading byte order mark skipped); a syntax error names `file`
+/// and the line.
 pub(crate) fn parse(file: &Path, bytes: &[u8]) -> Result<Value, Error> {
+    let bytes = crate::input::strip_bom_bytes(bytes);
     if let Some(at) = too_deep(bytes) {
         return Err(too_deep_error(Location::file(file), at));
     }

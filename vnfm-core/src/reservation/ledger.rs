@@ -1197,6 +1197,21 @@ impl Ledger {
     // ----- pools ------------------------------------------------------------------------
 
     fn check_pool(&self, req: &PoolRequest, now: i64) -> Result<(i64, i64), LedgerError> {
+        if req.zone.as_str().trim().is_empty() {
+            return Err(invalid(
+                "zone",
+                format!(
+                    "zone {:?} is empty; expected a zone name",
+                    req.zone.as_str()
+                ),
+            ));
+        }
+        if let Some(s) = req.source.as_deref().filter(|s| s.trim().is_empty()) {
+            return Err(invalid(
+                "source",
+                format!("source (the provider's name) {s:?} is empty; expected a name"),
+            ));
+        }
         Self::check_capacity(&req.capacity, "capacity")?;
         let s = req.start.map_or(now, ms);
         let e = req.end.map_or(FOREVER, ms);
