@@ -36,7 +36,7 @@
 //! listen = "127.0.0.1:9890"      # --listen, VNFM_LISTEN
 //! api_token = "..."              # VNFM_API_TOKEN: bearer token the LCM API requires; unset = none
 //! body_limit = 1048576           # largest request body in bytes (413 beyond)
-//! request_timeout = 30           # seconds a request may take (503 beyond)
+//! request_timeout = 30           # seconds a read may take (503 beyond), a write's body (408)
 //! alert_fsync = "periodic"       # --alert-fsync, VNFM_ALERT_FSYNC: "periodic" (an accepted alert
 //!                                # is written before its answer, fsynced within a second) or
 //!                                # "each" (fsynced before its answer); see AlertFsync
@@ -278,7 +278,9 @@ pub struct ServerConfig {
     pub api_token: Option<Secret>,
     /// `body_limit`: the largest request body in bytes (default 1 MiB).
     pub body_limit: usize,
-    /// `request_timeout`: seconds a request may take (default 30).
+    /// `request_timeout`: seconds a read (GET, HEAD, and the POSTs that change nothing) may
+    /// take, 503 beyond; the seconds a write's body may take to arrive, 408 beyond. A write
+    /// whose body arrived runs to its end (default 30; at least 1).
     pub request_timeout: u64,
     /// `alert_fsync`: when an accepted alert reaches the disk (default `periodic`).
     pub alert_fsync: AlertFsync,
@@ -302,20 +304,29 @@ pub enum AlertFsync {
 }
 
 impl ServerConfig {
-    /// Checks the values `vnfm serve` cannot work with: `request_timeout = 0` would answer
-    /// every request 503.
+    /// Checks the values `vnfm serve` cannot work with safely: `request_timeout = 0` would
+    /// answer every read 503 at once.
     ///
     /// # Errors
-    /// [`CliError::Usage`] (exit 2) naming the key.
+    /// [`CliError::Usage`] (exit 2) naming the key, its value and what is expected.
     pub fn validate(&self) -> Result<(), CliError> {
-        if self.request_timeout == 0 {
-            return Err(CliError::Usage(
-                "[server] request_timeout is 0; expected at least 1 second (every request \
-                 would be answered 503)"
-                    .into(),
-            ));
+        match self.problem() {
+            Some(p) => Err(CliError::Usage(p)),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// What [`ServerConfig::validate`] refuses, as a message naming the key, its value and
+    /// what is expected.
+    fn problem(&self) -> Option<String> {
+        if self.request_timeout == 0 {
+            return Some(
+                "[server] request_timeout is 0; expected at least 1 second (every read would be \
+                 answered 503 at once, and every write with a body 408)"
+                    .into(),
+            );
+        }
+        None
     }
 }
 
@@ -433,13 +444,23 @@ impl Config {
     ///
     /// # Errors
     /// [`CliError::Config`] naming the file, line and key for malformed TOML, unknown keys and
-    /// wrong types.
+    /// wrong types, and naming the key, its value and what is expected for a `[server]` limit
+    /// [`ServerConfig::validate`] refuses.
     pub fn from_toml(file: &Path, text: &str) -> Result<Config, CliError> {
-        toml::from_str(text).map_err(|e| CliError::Config {
+        let config: Config = toml::from_str(text).map_err(|e| CliError::Config {
             file: file.to_path_buf(),
             message: e.to_string().trim_end().to_owned(),
             source: None,
-        })
+        })?;
+        // `[server]`'s limits are keys of the file only: refused where they are written.
+        if let Some(message) = config.server.problem() {
+            return Err(CliError::Config {
+                file: file.to_path_buf(),
+                message,
+                source: None,
+            });
+        }
+        Ok(config)
     }
 
     /// Loads the configuration: `explicit` (from `--config` / `VNFM_CONFIG`) must exist;
@@ -650,6 +671,19 @@ mod tests {
         };
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("[server] request_timeout is 0"), "{e}");
+    }
+
+    #[test]
+    fn a_zero_request_timeout_is_refused_where_the_file_sets_it() {
+        let e = Config::from_toml(Path::new("v.toml"), "[server]\nrequest_timeout = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "configuration v.toml: [server] request_timeout is 0; expected at least 1 second"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

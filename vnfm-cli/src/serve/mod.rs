@@ -22,9 +22,11 @@
 //!   allocations, subscriptions with delivery to callback URIs); see [`promise`].
 //!
 //! Errors are SOL013 ProblemDetails (`application/problem+json`), axum's and hyper's own
-//! answers included (`http::problems`, `wire`). Bodies above `[server] body_limit` are 413;
-//! requests slower than `[server] request_timeout` are 503; a body with a `Content-Type` that
-//! is not JSON or a `Content-Encoding` is 415 (`http::check_media`).
+//! answers included (`http::problems`, `wire`). Bodies above `[server] body_limit` are 413; a
+//! body with a `Content-Type` that is not JSON or a `Content-Encoding` is 415
+//! (`http::check_media`). `[server] request_timeout` bounds reads (503 beyond) and the arrival
+//! of a write's body (408 beyond); a write whose body arrived runs to its end and is answered
+//! with its outcome, never 503 while it goes on (`limit`).
 //!
 //! # State
 //! Instances and occurrences live in the state file ([`crate::store::SqliteStore`]), with the
@@ -61,6 +63,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -94,7 +97,35 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
         .into_response()
 }
 
-async fn timeout(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+/// The POST routes that change nothing (a computation over the request and the state).
+const READ_ONLY_POSTS: &[&str] = &["/intent/v1/selections", "/promise/v1/reservations/query"];
+
+/// Whether `req` changes nothing: GET, HEAD, OPTIONS and [`READ_ONLY_POSTS`]. Every other
+/// request is a write (an unknown route too: it answers 404 at once either way).
+fn is_read(req: &Request) -> bool {
+    matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS)
+        || (req.method() == Method::POST && READ_ONLY_POSTS.contains(&req.uri().path()))
+}
+
+/// `[server] request_timeout`, which never answers 503 for a write that goes on:
+/// - a read that takes longer is answered 503 (it changed nothing: safe to retry);
+/// - a write runs to its end on a task of its own, and its answer is its outcome: the timeout
+///   does not cut it, and neither does a client that goes away. Only the arrival of its body
+///   is bounded by the timeout (408, nothing done: [`http::read_body`]), after the checks that
+///   come before reading it (route, credentials).
+async fn limit(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    if !is_read(&req) {
+        let tracked = state::Write::start(&app);
+        let task = tokio::spawn(async move {
+            let r = next.run(req).await;
+            drop(tracked);
+            r
+        });
+        return match task.await {
+            Ok(r) => r,
+            Err(e) => http::problem_of(500, format!("the request's task failed: {e}")),
+        };
+    }
     let secs = app.config.server.request_timeout;
     let alert_endpoint = vnfm_core::alert::Endpoint::from_path(req.uri().path());
     match tokio::time::timeout(Duration::from_secs(secs), next.run(req)).await {
@@ -106,7 +137,10 @@ async fn timeout(State(app): State<Arc<App>>, req: Request, next: Next) -> Respo
             }
             http::problem_of(
                 503,
-                format!("the request took longer than {secs} s ([server] request_timeout)"),
+                format!(
+                    "the request took longer than {secs} s ([server] request_timeout); it \
+                     changed nothing"
+                ),
             )
         }
     }
@@ -127,7 +161,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/metrics", get(metrics))
         .fallback(not_found)
         .layer(axum::middleware::from_fn(http::check_media))
-        .layer(axum::middleware::from_fn_with_state(app.clone(), timeout))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), limit))
         .layer(axum::middleware::from_fn(http::problems))
         .with_state(app)
 }
@@ -259,6 +293,7 @@ impl Server {
             sim,
             lcm,
             packages: Mutex::new(HashMap::new()),
+            writes: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
             persisted: tokio::sync::Mutex::new(0),
             journal,
@@ -305,10 +340,12 @@ impl Server {
         let _ = self.dispatcher.await;
         let _ = self.promise.await;
         let app = self.app;
+        // Operations, and writes whose client went away, run on.
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
             loop {
                 let idle = app.idle.notified();
-                if app.running.load(Ordering::SeqCst) == 0 {
+                if app.running.load(Ordering::SeqCst) == 0 && app.writes.load(Ordering::SeqCst) == 0
+                {
                     break;
                 }
                 idle.await;

@@ -134,6 +134,8 @@ pub(crate) struct App {
     pub(super) alert_auth: Credentials,
     pub(super) api_auth: Credentials,
     pub(super) packages: Mutex<HashMap<String, Arc<VnfPackage>>>,
+    /// Writes running on their own task (see `super::limit`), waited for at a stop.
+    pub(super) writes: AtomicUsize,
     /// Generation of the alert state: bumped under the `alerts` lock by every change.
     pub(super) generation: AtomicU64,
     /// The generation last written to the state file.
@@ -150,6 +152,11 @@ impl App {
     /// The clock of the server (the lifecycle's): see [`super::Server::start_with_clock`].
     pub(super) fn clock(&self) -> &Arc<dyn Clock> {
         &self.lcm.drivers().clock
+    }
+
+    /// `[server] request_timeout`.
+    pub(super) fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.config.server.request_timeout)
     }
 
     pub(super) fn note(&self, line: &str) {
@@ -463,6 +470,25 @@ impl App {
             })
             .await
             .map_err(|e| e.problem())
+    }
+}
+
+/// A write running on its own task: counted in [`App::writes`] while it lives.
+#[derive(Debug)]
+pub(super) struct Write(Arc<App>);
+
+impl Write {
+    pub(super) fn start(app: &Arc<App>) -> Self {
+        app.writes.fetch_add(1, Ordering::SeqCst);
+        Self(app.clone())
+    }
+}
+
+impl Drop for Write {
+    fn drop(&mut self) {
+        if self.0.writes.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
     }
 }
 
