@@ -37,6 +37,9 @@
 //! api_token = "..."              # VNFM_API_TOKEN: bearer token the LCM API requires; unset = none
 //! body_limit = 1048576           # largest request body in bytes (413 beyond)
 //! request_timeout = 30           # seconds a read may take (503 beyond), a write's body (408)
+//! header_timeout = 10            # seconds to send a request's line and headers (closed beyond)
+//! idle_timeout = 60              # seconds a kept-alive connection may idle (closed beyond)
+//! max_connections = 1024         # connections open at once; default 1024 or ulimit -n - 32
 //! alert_fsync = "periodic"       # --alert-fsync, VNFM_ALERT_FSYNC: "periodic" (an accepted alert
 //!                                # is written before its answer, fsynced within a second) or
 //!                                # "each" (fsynced before its answer); see AlertFsync
@@ -282,9 +285,37 @@ pub struct ServerConfig {
     /// take, 503 beyond; the seconds a write's body may take to arrive, 408 beyond. A write
     /// whose body arrived runs to its end (default 30; at least 1).
     pub request_timeout: u64,
+    /// `header_timeout`: seconds a connection has to send the line and headers of a request,
+    /// from its opening or from the first byte of the next request on a kept-alive
+    /// connection; closed beyond (default 10; 1 to 300).
+    pub header_timeout: u64,
+    /// `idle_timeout`: seconds a kept-alive connection may wait without a request in progress
+    /// and without receiving anything; closed beyond (default 60; 1 to 3600).
+    pub idle_timeout: u64,
+    /// `max_connections`: the most connections open at once; at the cap, the connection that
+    /// has waited longest without a request in progress is closed to make room for a new one,
+    /// and when every connection has a request in progress, new ones wait in the listen
+    /// backlog. `None`: 1024, or fewer when the open-file limit is lower (it minus
+    /// [`RESERVED_FILES`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<usize>,
     /// `alert_fsync`: when an accepted alert reaches the disk (default `periodic`).
     pub alert_fsync: AlertFsync,
 }
+
+/// The file descriptors `vnfm serve` keeps for itself beside its connections (state file,
+/// journal, runtime, packages, outgoing HTTP): `max_connections` is at most the open-file
+/// limit minus this.
+pub const RESERVED_FILES: u64 = 32;
+
+/// The default `[server] max_connections` when the open-file limit allows it.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// The bounds of `[server] header_timeout`, in seconds.
+pub const HEADER_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=300;
+
+/// The bounds of `[server] idle_timeout`, in seconds.
+pub const IDLE_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=3600;
 
 /// `[server] alert_fsync`: when the state file is fsynced for an accepted alert. Either way
 /// the alert is written to the state file before its answer (so it survives a crash, a kill
@@ -305,7 +336,9 @@ pub enum AlertFsync {
 
 impl ServerConfig {
     /// Checks the values `vnfm serve` cannot work with safely: `request_timeout = 0` would
-    /// answer every read 503 at once.
+    /// answer every read 503 at once, a `header_timeout` or `idle_timeout` out of its range
+    /// lets a client hold a connection for a long time (or closes every connection at once),
+    /// `max_connections = 0` would serve nothing.
     ///
     /// # Errors
     /// [`CliError::Usage`] (exit 2) naming the key, its value and what is expected.
@@ -326,7 +359,55 @@ impl ServerConfig {
                     .into(),
             );
         }
+        for (key, value, range) in [
+            ("header_timeout", self.header_timeout, HEADER_TIMEOUT_RANGE),
+            ("idle_timeout", self.idle_timeout, IDLE_TIMEOUT_RANGE),
+        ] {
+            if !range.contains(&value) {
+                return Some(format!(
+                    "[server] {key} is {value}; expected {} to {} seconds",
+                    range.start(),
+                    range.end()
+                ));
+            }
+        }
+        if self.max_connections == Some(0) {
+            return Some(
+                "[server] max_connections is 0; expected at least 1 (no connection would be \
+                 served), or no key for the default"
+                    .into(),
+            );
+        }
         None
+    }
+
+    /// The effective `max_connections` under an open-file limit of `open_files` (`None`:
+    /// unknown): the configured value, else [`DEFAULT_MAX_CONNECTIONS`] or the limit minus
+    /// [`RESERVED_FILES`] when that is lower.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] (exit 2) when the configured value does not fit in the limit, or
+    /// the limit leaves no room for connections.
+    pub fn connection_cap(&self, open_files: Option<u64>) -> Result<usize, CliError> {
+        let room = open_files.map(|n| n.saturating_sub(RESERVED_FILES));
+        match (self.max_connections, room) {
+            (_, Some(0)) => Err(CliError::Usage(format!(
+                "the open-file limit (ulimit -n) is {}; vnfm serve needs more than {RESERVED_FILES} \
+                 (it keeps {RESERVED_FILES} for itself, beside [server] max_connections)",
+                open_files.unwrap_or(0)
+            ))),
+            (Some(n), Some(room)) if n as u64 > room => Err(CliError::Usage(format!(
+                "[server] max_connections is {n}; expected at most {room}: the open-file limit \
+                 (ulimit -n) is {} and vnfm serve keeps {RESERVED_FILES} of them for itself \
+                 (raise the limit, or lower max_connections)",
+                open_files.unwrap_or(0)
+            ))),
+            (Some(n), _) => Ok(n),
+            (None, Some(room)) => {
+                Ok(DEFAULT_MAX_CONNECTIONS.min(usize::try_from(room).unwrap_or(usize::MAX)))
+            }
+            (None, None) => Ok(DEFAULT_MAX_CONNECTIONS),
+        }
     }
 }
 
@@ -337,6 +418,9 @@ impl Default for ServerConfig {
             api_token: None,
             body_limit: 1024 * 1024,
             request_timeout: 30,
+            header_timeout: 10,
+            idle_timeout: 60,
+            max_connections: None,
             alert_fsync: AlertFsync::Periodic,
         }
     }
@@ -674,14 +758,67 @@ mod tests {
     }
 
     #[test]
-    fn a_zero_request_timeout_is_refused_where_the_file_sets_it() {
-        let e = Config::from_toml(Path::new("v.toml"), "[server]\nrequest_timeout = 0\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains(
-                "configuration v.toml: [server] request_timeout is 0; expected at least 1 second"
+    fn server_limits_are_refused_where_the_file_sets_them() {
+        for (text, want) in [
+            (
+                "[server]\nrequest_timeout = 0\n",
+                "configuration v.toml: [server] request_timeout is 0; expected at least 1 second",
             ),
+            (
+                "[server]\nheader_timeout = 0\n",
+                "configuration v.toml: [server] header_timeout is 0; expected 1 to 300 seconds",
+            ),
+            (
+                "[server]\nheader_timeout = 3600\n",
+                "[server] header_timeout is 3600; expected 1 to 300 seconds",
+            ),
+            (
+                "[server]\nidle_timeout = 0\n",
+                "[server] idle_timeout is 0; expected 1 to 3600 seconds",
+            ),
+            (
+                "[server]\nmax_connections = 0\n",
+                "[server] max_connections is 0; expected at least 1",
+            ),
+        ] {
+            let e = Config::from_toml(Path::new("v.toml"), text)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+        let c = Config::from_toml(
+            Path::new("v.toml"),
+            "[server]\nheader_timeout = 2\nidle_timeout = 5\nmax_connections = 40\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                c.server.header_timeout,
+                c.server.idle_timeout,
+                c.server.max_connections
+            ),
+            (2, 5, Some(40))
+        );
+    }
+
+    #[test]
+    fn the_connection_cap_fits_in_the_open_file_limit() {
+        let auto = ServerConfig::default();
+        assert_eq!(auto.connection_cap(None).unwrap(), DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(auto.connection_cap(Some(20_000)).unwrap(), 1024);
+        assert_eq!(auto.connection_cap(Some(96)).unwrap(), 64);
+        let e = auto.connection_cap(Some(32)).unwrap_err().to_string();
+        assert!(e.contains("the open-file limit (ulimit -n) is 32"), "{e}");
+        let set = ServerConfig {
+            max_connections: Some(100),
+            ..ServerConfig::default()
+        };
+        assert_eq!(set.connection_cap(None).unwrap(), 100);
+        assert_eq!(set.connection_cap(Some(132)).unwrap(), 100);
+        let e = set.connection_cap(Some(96)).unwrap_err().to_string();
+        assert!(
+            e.contains("[server] max_connections is 100; expected at most 64")
+                && e.contains("ulimit -n) is 96"),
             "{e}"
         );
     }

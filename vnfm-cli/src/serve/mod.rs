@@ -28,6 +28,13 @@
 //! of a write's body (408 beyond); a write whose body arrived runs to its end and is answered
 //! with its outcome, never 503 while it goes on (`limit`).
 //!
+//! # Connections
+//! The server runs its own accept loop (`conn`): a connection must send a request's headers
+//! within `[server] header_timeout`, may stay idle between requests for `idle_timeout`, and at
+//! most `max_connections` are open (within the open-file limit); at the cap, a connection
+//! without a request in progress is closed to make room, so clients that send nothing or
+//! trickle their headers cannot keep a whole request from being served.
+//!
 //! # State
 //! Instances and occurrences live in the state file ([`crate::store::SqliteStore`]), with the
 //! simulated cloud (saved after every operation) and the alert handler's pending state
@@ -46,6 +53,7 @@
 
 mod alerts;
 mod auth;
+mod conn;
 mod http;
 mod journal;
 mod lcm_api;
@@ -87,6 +95,7 @@ pub use state::{
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut text = app.shared.metrics.render(app.gauges());
     app.promise.render_metrics(&mut text);
+    app.connections.render_metrics(&mut text);
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -171,7 +180,7 @@ fn router(app: Arc<App>) -> Router {
 pub struct Server {
     addr: SocketAddr,
     stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<Result<(), std::io::Error>>,
+    task: tokio::task::JoinHandle<()>,
     dispatcher: tokio::task::JoinHandle<()>,
     promise: tokio::task::JoinHandle<()>,
     app: Arc<App>,
@@ -202,6 +211,7 @@ impl Server {
     ) -> Result<Server, CliError> {
         crate::app::check_vim(&config)?;
         config.server.validate()?;
+        let max_connections = config.server.connection_cap(open_file_limit())?;
         config.prometheus_plugin.plugin.validate()?;
         // The file's parser refuses half a pair; flags and environment are merged after it.
         let p = &config.prometheus_plugin;
@@ -268,6 +278,11 @@ impl Server {
         let addr = listener.local_addr().map_err(CliError::Output)?;
         let (promise, notifications) =
             ledger::Promise::open(&sqlite, &config, clock.clone()).await?;
+        let connections = Arc::new(conn::Connections::new(conn::Limits {
+            header: Duration::from_secs(config.server.header_timeout),
+            idle: Duration::from_secs(config.server.idle_timeout),
+            max: max_connections,
+        }));
         let journal_flush = match config.server.alert_fsync {
             AlertFsync::Periodic => Flush::Deferred,
             AlertFsync::Each => Flush::Commit,
@@ -293,6 +308,7 @@ impl Server {
             sim,
             lcm,
             packages: Mutex::new(HashMap::new()),
+            connections: connections.clone(),
             writes: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
             persisted: tokio::sync::Mutex::new(0),
@@ -304,15 +320,8 @@ impl Server {
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));
         let promise = tokio::spawn(promise::run(app.clone(), notifications, stopped.clone()));
-        let mut stopped_http = stopped;
         let service = router(app.clone());
-        let task = tokio::spawn(async move {
-            axum::serve(wire::ProblemListener(listener), service)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped_http.wait_for(|s| *s).await;
-                })
-                .await
-        });
+        let task = tokio::spawn(conn::serve(listener, service, connections, stopped));
         Ok(Server {
             addr,
             stop,
@@ -363,8 +372,7 @@ impl Server {
         app.promise.persist_now(&app.sqlite).await;
         crate::vim::save_sim(&app.sqlite, &app.sim, &app.config).await?;
         match served {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(CliError::Output(e)),
+            Ok(()) => Ok(()),
             Err(e) => Err(CliError::Output(std::io::Error::other(e.to_string()))),
         }
     }
@@ -433,6 +441,18 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
         }
         server.shutdown().await
     })
+}
+
+/// The open-file limit of the process (`ulimit -n`, the soft limit), where it can be read.
+fn open_file_limit() -> Option<u64> {
+    // /proc/self/limits: "Max open files            1024                 4096      files"
+    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+    line.strip_prefix("Max open files")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Resolves at the first Ctrl-C or SIGTERM. The handlers are installed when this is called,

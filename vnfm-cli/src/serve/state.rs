@@ -134,6 +134,8 @@ pub(crate) struct App {
     pub(super) alert_auth: Credentials,
     pub(super) api_auth: Credentials,
     pub(super) packages: Mutex<HashMap<String, Arc<VnfPackage>>>,
+    /// The open HTTP connections.
+    pub(super) connections: Arc<super::conn::Connections>,
     /// Writes running on their own task (see `super::limit`), waited for at a stop.
     pub(super) writes: AtomicUsize,
     /// Generation of the alert state: bumped under the `alerts` lock by every change.
