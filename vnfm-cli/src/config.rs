@@ -14,6 +14,7 @@
 //!
 //! [packages]
 //! dir = "packages"          # --packages-dir, VNFM_PACKAGES_DIR. Packages known by vnfdId
+//! rescan_interval = 10      # vnfm serve: seconds between looks for changed packages; 0 = none
 //!
 //! [state]
 //! path = "vnfm.sqlite"      # --state, VNFM_STATE. Default: $XDG_STATE_HOME/vnfm/state.sqlite
@@ -113,12 +114,28 @@ pub struct VimConfig {
 }
 
 /// `[packages]`
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PackagesConfig {
     /// `dir`: a directory of VNF packages (directories or zips), known by their vnfdId.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,
+    /// `rescan_interval`: `vnfm serve` looks for changes in `dir` every this many seconds and
+    /// re-reads the packages that changed (default 10); 0: only at start and on an explicit
+    /// reload (`POST /admin/packages/reload`, SIGHUP).
+    pub rescan_interval: u64,
+}
+
+/// The default `[packages] rescan_interval`, in seconds.
+pub const DEFAULT_RESCAN_INTERVAL: u64 = 10;
+
+impl Default for PackagesConfig {
+    fn default() -> Self {
+        Self {
+            dir: None,
+            rescan_interval: DEFAULT_RESCAN_INTERVAL,
+        }
+    }
 }
 
 /// `[state]`
@@ -788,7 +805,8 @@ mod tests {
         }
         let c = Config::from_toml(
             Path::new("v.toml"),
-            "[server]\nheader_timeout = 2\nidle_timeout = 5\nmax_connections = 40\n",
+            "[server]\nheader_timeout = 2\nidle_timeout = 5\nmax_connections = 40\n\
+             [packages]\nrescan_interval = 0\n",
         )
         .unwrap();
         assert_eq!(
@@ -799,6 +817,8 @@ mod tests {
             ),
             (2, 5, Some(40))
         );
+        assert_eq!(c.packages.rescan_interval, 0);
+        assert_eq!(Config::default().packages.rescan_interval, 10);
     }
 
     #[test]

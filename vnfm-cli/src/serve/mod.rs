@@ -20,6 +20,9 @@
 //! - `GET /metrics`: Prometheus text format.
 //! - `/promise/v1/...`: the OPNFV Promise capacity ledger (pools, capacity, reservations,
 //!   allocations, subscriptions with delivery to callback URIs); see [`promise`].
+//! - `GET /admin/packages`, `POST /admin/packages/reload`: the package index, the packages of
+//!   `[packages] dir` read at start and when they change, by `vnfdId`, and the entries that
+//!   do not load (`packages`, `admin`).
 //!
 //! Errors are SOL013 ProblemDetails (`application/problem+json`), axum's and hyper's own
 //! answers included (`http::problems`, `wire`). Bodies above `[server] body_limit` are 413; a
@@ -51,6 +54,7 @@
 // and a `Response` is larger than clippy's threshold.
 #![allow(clippy::result_large_err)]
 
+mod admin;
 mod alerts;
 mod auth;
 mod conn;
@@ -60,14 +64,14 @@ mod lcm_api;
 mod ledger;
 mod metrics;
 mod observe;
+mod packages;
 pub mod promise;
 mod state;
 mod wire;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
@@ -95,6 +99,7 @@ pub use state::{
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut text = app.shared.metrics.render(app.gauges());
     app.promise.render_metrics(&mut text);
+    app.packages.render_metrics(&mut text);
     app.connections.render_metrics(&mut text);
     (
         [(
@@ -167,6 +172,7 @@ fn router(app: Arc<App>) -> Router {
         .merge(lcm_api::routes(app.clone()))
         .merge(alerts::routes())
         .merge(promise::routes(app.clone()))
+        .merge(admin::routes(app.clone()))
         .route("/metrics", get(metrics))
         .fallback(not_found)
         .layer(axum::middleware::from_fn(http::check_media))
@@ -183,6 +189,7 @@ pub struct Server {
     task: tokio::task::JoinHandle<()>,
     dispatcher: tokio::task::JoinHandle<()>,
     promise: tokio::task::JoinHandle<()>,
+    watcher: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
 
@@ -278,6 +285,12 @@ impl Server {
         let addr = listener.local_addr().map_err(CliError::Output)?;
         let (promise, notifications) =
             ledger::Promise::open(&sqlite, &config, clock.clone()).await?;
+        let packages = packages::PackageIndex::open(
+            config.packages.dir.clone(),
+            config.packages.rescan_interval,
+            quiet,
+        )
+        .await?;
         let connections = Arc::new(conn::Connections::new(conn::Limits {
             header: Duration::from_secs(config.server.header_timeout),
             idle: Duration::from_secs(config.server.idle_timeout),
@@ -307,7 +320,7 @@ impl Server {
             shared,
             sim,
             lcm,
-            packages: Mutex::new(HashMap::new()),
+            packages,
             connections: connections.clone(),
             writes: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
@@ -320,6 +333,7 @@ impl Server {
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));
         let promise = tokio::spawn(promise::run(app.clone(), notifications, stopped.clone()));
+        let watcher = tokio::spawn(admin::watch(app.clone(), stopped.clone()));
         let service = router(app.clone());
         let task = tokio::spawn(conn::serve(listener, service, connections, stopped));
         Ok(Server {
@@ -328,6 +342,7 @@ impl Server {
             task,
             dispatcher,
             promise,
+            watcher,
             app,
         })
     }
@@ -335,6 +350,14 @@ impl Server {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Reads every package of `[packages] dir` again (as `POST /admin/packages/reload`).
+    ///
+    /// # Errors
+    /// The folder cannot be read (the packages read before stay served).
+    pub async fn reload_packages(&self) -> Result<(), std::io::Error> {
+        self.app.packages.reload().await
     }
 
     /// Stops accepting requests, lets the ones in progress finish, waits (at most 30 s) for
@@ -348,6 +371,7 @@ impl Server {
         let served = self.task.await;
         let _ = self.dispatcher.await;
         let _ = self.promise.await;
+        let _ = self.watcher.await;
         let app = self.app;
         // Operations, and writes whose client went away, run on.
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
@@ -426,6 +450,7 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
         };
         let stop = shutdown_signal();
         let server = Server::start(config, quiet).await?;
+        let reloads = reload_on_hangup(server.app.clone());
         if !quiet {
             eprintln!("vnfm serve: listening on http://{}", server.local_addr());
             if open_alerts {
@@ -439,6 +464,7 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
         if !quiet {
             eprintln!("vnfm serve: stopping");
         }
+        reloads.abort();
         server.shutdown().await
     })
 }
@@ -453,6 +479,29 @@ fn open_file_limit() -> Option<u64> {
         .next()?
         .parse()
         .ok()
+}
+
+/// Reads the packages again at every SIGHUP.
+#[cfg(unix)]
+fn reload_on_hangup(app: Arc<App>) -> tokio::task::JoinHandle<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let hangups = signal(SignalKind::hangup());
+    tokio::spawn(async move {
+        let Ok(mut hangups) = hangups else {
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            app.note("SIGHUP: reading the packages again");
+            // A folder that cannot be read is logged, and the packages read before stay.
+            let _ = app.packages.reload().await;
+        }
+    })
+}
+
+/// SIGHUP does not exist here: reloads are `POST /admin/packages/reload`.
+#[cfg(not(unix))]
+fn reload_on_hangup(_app: Arc<App>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async {})
 }
 
 /// Resolves at the first Ctrl-C or SIGTERM. The handlers are installed when this is called,

@@ -2,7 +2,6 @@
 //! file, the lifecycle over the drivers, the alert handler and its journal, the Promise
 //! ledger; and the background operations they start ([`spawn_op`]).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -133,7 +132,8 @@ pub(crate) struct App {
     pub(super) lcm: Lifecycle,
     pub(super) alert_auth: Credentials,
     pub(super) api_auth: Credentials,
-    pub(super) packages: Mutex<HashMap<String, Arc<VnfPackage>>>,
+    /// The packages of `[packages] dir`, read at start and when they change.
+    pub(super) packages: super::packages::PackageIndex,
     /// The open HTTP connections.
     pub(super) connections: Arc<super::conn::Connections>,
     /// Writes running on their own task (see `super::limit`), waited for at a stop.
@@ -279,24 +279,10 @@ impl App {
         let _saved = self.persist(self.generation.load(Ordering::SeqCst)).await;
     }
 
-    /// The package of `vnfd_id` (cached).
+    /// The package of `vnfd_id`, from the package index (never reads the folder): 422 when
+    /// there is none.
     pub(super) fn package(&self, vnfd_id: &str) -> Result<Arc<VnfPackage>, ProblemDetails> {
-        if let Some(p) = self
-            .packages
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(vnfd_id)
-        {
-            return Ok(p.clone());
-        }
-        let pkg = crate::inputs::load_package(None, &self.config, Some(vnfd_id))
-            .map_err(|e| ProblemDetails::new(422, e.to_string()))?;
-        let pkg = Arc::new(pkg);
-        self.packages
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(vnfd_id.to_owned(), pkg.clone());
-        Ok(pkg)
+        self.packages.get(vnfd_id)
     }
 
     /// Marks `id` busy, unless an operation runs on it (then a 409 ProblemDetails).
