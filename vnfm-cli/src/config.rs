@@ -14,6 +14,7 @@
 //!
 //! [packages]
 //! dir = "packages"          # --packages-dir, VNFM_PACKAGES_DIR. Packages known by vnfdId
+//! rescan_interval = 10      # vnfm serve: seconds between looks for changed packages; 0 = none
 //!
 //! [state]
 //! path = "vnfm.sqlite"      # --state, VNFM_STATE. Default: $XDG_STATE_HOME/vnfm/state.sqlite
@@ -36,7 +37,10 @@
 //! listen = "127.0.0.1:9890"      # --listen, VNFM_LISTEN
 //! api_token = "..."              # VNFM_API_TOKEN: bearer token the LCM API requires; unset = none
 //! body_limit = 1048576           # largest request body in bytes (413 beyond)
-//! request_timeout = 30           # seconds a request may take (503 beyond)
+//! request_timeout = 30           # seconds a read may take (503 beyond), a write's body (408)
+//! header_timeout = 10            # seconds to send a request's line and headers (closed beyond)
+//! idle_timeout = 60              # seconds a kept-alive connection may idle (closed beyond)
+//! max_connections = 1024         # connections open at once; default 1024 or ulimit -n - 32
 //! alert_fsync = "periodic"       # --alert-fsync, VNFM_ALERT_FSYNC: "periodic" (an accepted alert
 //!                                # is written before its answer, fsynced within a second) or
 //!                                # "each" (fsynced before its answer); see AlertFsync
@@ -110,12 +114,28 @@ pub struct VimConfig {
 }
 
 /// `[packages]`
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PackagesConfig {
     /// `dir`: a directory of VNF packages (directories or zips), known by their vnfdId.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,
+    /// `rescan_interval`: `vnfm serve` looks for changes in `dir` every this many seconds and
+    /// re-reads the packages that changed (default 10); 0: only at start and on an explicit
+    /// reload (`POST /admin/packages/reload`, SIGHUP).
+    pub rescan_interval: u64,
+}
+
+/// The default `[packages] rescan_interval`, in seconds.
+pub const DEFAULT_RESCAN_INTERVAL: u64 = 10;
+
+impl Default for PackagesConfig {
+    fn default() -> Self {
+        Self {
+            dir: None,
+            rescan_interval: DEFAULT_RESCAN_INTERVAL,
+        }
+    }
 }
 
 /// `[state]`
@@ -282,11 +302,41 @@ pub struct ServerConfig {
     pub api_token: Option<Secret>,
     /// `body_limit`: the largest request body in bytes (default 1 MiB).
     pub body_limit: usize,
-    /// `request_timeout`: seconds a request may take (default 30).
+    /// `request_timeout`: seconds a read (GET, HEAD, and the POSTs that change nothing) may
+    /// take, 503 beyond; the seconds a write's body may take to arrive, 408 beyond. A write
+    /// whose body arrived runs to its end (default 30; at least 1).
     pub request_timeout: u64,
+    /// `header_timeout`: seconds a connection has to send the line and headers of a request,
+    /// from its opening or from the first byte of the next request on a kept-alive
+    /// connection; closed beyond (default 10; 1 to 300).
+    pub header_timeout: u64,
+    /// `idle_timeout`: seconds a kept-alive connection may wait without a request in progress
+    /// and without receiving anything; closed beyond (default 60; 1 to 3600).
+    pub idle_timeout: u64,
+    /// `max_connections`: the most connections open at once; at the cap, the connection that
+    /// has waited longest without a request in progress is closed to make room for a new one,
+    /// and when every connection has a request in progress, new ones wait in the listen
+    /// backlog. `None`: 1024, or fewer when the open-file limit is lower (it minus
+    /// [`RESERVED_FILES`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<usize>,
     /// `alert_fsync`: when an accepted alert reaches the disk (default `periodic`).
     pub alert_fsync: AlertFsync,
 }
+
+/// The file descriptors `vnfm serve` keeps for itself beside its connections (state file,
+/// journal, runtime, packages, outgoing HTTP): `max_connections` is at most the open-file
+/// limit minus this.
+pub const RESERVED_FILES: u64 = 32;
+
+/// The default `[server] max_connections` when the open-file limit allows it.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// The bounds of `[server] header_timeout`, in seconds.
+pub const HEADER_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=300;
+
+/// The bounds of `[server] idle_timeout`, in seconds.
+pub const IDLE_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=3600;
 
 /// `[server] alert_fsync`: when the state file is fsynced for an accepted alert. Either way
 /// the alert is written to the state file before its answer (so it survives a crash, a kill
@@ -306,39 +356,98 @@ pub enum AlertFsync {
 }
 
 impl ServerConfig {
-    /// Checks the values `vnfm serve` cannot work with: `request_timeout = 0` would answer
-    /// every request 503, `body_limit = 0` every body 413, an empty `api_token` every request
-    /// 401.
+    /// Checks the values `vnfm serve` cannot work with safely: `body_limit = 0` would answer
+    /// every body 413, an empty `api_token` every request 401, `request_timeout = 0` every
+    /// read 503 at once, a `header_timeout` or `idle_timeout` out of its range lets a client
+    /// hold a connection for a long time (or closes every connection at once),
+    /// `max_connections = 0` would serve nothing.
     ///
     /// # Errors
-    /// [`CliError::Usage`] (exit 2) naming the key.
+    /// [`CliError::Usage`] (exit 2) naming the key, its value and what is expected.
     pub fn validate(&self) -> Result<(), CliError> {
+        match self.problem() {
+            Some(p) => Err(CliError::Usage(p)),
+            None => Ok(()),
+        }
+    }
+
+    /// What [`ServerConfig::validate`] refuses, as a message naming the key, its value and
+    /// what is expected.
+    fn problem(&self) -> Option<String> {
         if self.body_limit == 0 {
-            return Err(CliError::Usage(
+            return Some(
                 "[server] body_limit is 0; expected at least 1 byte (every request with a body \
                  would be answered 413)"
                     .into(),
-            ));
+            );
         }
         if self
             .api_token
             .as_ref()
             .is_some_and(|t| t.expose().trim().is_empty())
         {
-            return Err(CliError::Usage(
+            return Some(
                 "the LCM API token (--api-token / VNFM_API_TOKEN / [server] api_token) is empty; \
                  expected a non-empty token, or none to leave the API open"
                     .into(),
-            ));
+            );
         }
         if self.request_timeout == 0 {
-            return Err(CliError::Usage(
-                "[server] request_timeout is 0; expected at least 1 second (every request \
-                 would be answered 503)"
+            return Some(
+                "[server] request_timeout is 0; expected at least 1 second (every read would be \
+                 answered 503 at once, and every write with a body 408)"
                     .into(),
-            ));
+            );
         }
-        Ok(())
+        for (key, value, range) in [
+            ("header_timeout", self.header_timeout, HEADER_TIMEOUT_RANGE),
+            ("idle_timeout", self.idle_timeout, IDLE_TIMEOUT_RANGE),
+        ] {
+            if !range.contains(&value) {
+                return Some(format!(
+                    "[server] {key} is {value}; expected {} to {} seconds",
+                    range.start(),
+                    range.end()
+                ));
+            }
+        }
+        if self.max_connections == Some(0) {
+            return Some(
+                "[server] max_connections is 0; expected at least 1 (no connection would be \
+                 served), or no key for the default"
+                    .into(),
+            );
+        }
+        None
+    }
+
+    /// The effective `max_connections` under an open-file limit of `open_files` (`None`:
+    /// unknown): the configured value, else [`DEFAULT_MAX_CONNECTIONS`] or the limit minus
+    /// [`RESERVED_FILES`] when that is lower.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] (exit 2) when the configured value does not fit in the limit, or
+    /// the limit leaves no room for connections.
+    pub fn connection_cap(&self, open_files: Option<u64>) -> Result<usize, CliError> {
+        let room = open_files.map(|n| n.saturating_sub(RESERVED_FILES));
+        match (self.max_connections, room) {
+            (_, Some(0)) => Err(CliError::Usage(format!(
+                "the open-file limit (ulimit -n) is {}; vnfm serve needs more than {RESERVED_FILES} \
+                 (it keeps {RESERVED_FILES} for itself, beside [server] max_connections)",
+                open_files.unwrap_or(0)
+            ))),
+            (Some(n), Some(room)) if n as u64 > room => Err(CliError::Usage(format!(
+                "[server] max_connections is {n}; expected at most {room}: the open-file limit \
+                 (ulimit -n) is {} and vnfm serve keeps {RESERVED_FILES} of them for itself \
+                 (raise the limit, or lower max_connections)",
+                open_files.unwrap_or(0)
+            ))),
+            (Some(n), _) => Ok(n),
+            (None, Some(room)) => {
+                Ok(DEFAULT_MAX_CONNECTIONS.min(usize::try_from(room).unwrap_or(usize::MAX)))
+            }
+            (None, None) => Ok(DEFAULT_MAX_CONNECTIONS),
+        }
     }
 }
 
@@ -349,6 +458,9 @@ impl Default for ServerConfig {
             api_token: None,
             body_limit: 1024 * 1024,
             request_timeout: 30,
+            header_timeout: 10,
+            idle_timeout: 60,
+            max_connections: None,
             alert_fsync: AlertFsync::Periodic,
         }
     }
@@ -488,7 +600,8 @@ impl Config {
     /// # Errors
     /// [`CliError::Config`] naming the file, line and key for malformed TOML, unknown keys and
     /// wrong types, with an excerpt of the line of at most
-    /// [`vnfm_core::input::EXCERPT_WIDTH`] characters.
+    /// [`vnfm_core::input::EXCERPT_WIDTH`] characters, and naming the key, its value and what
+    /// is expected for a `[server]` limit [`ServerConfig::validate`] refuses.
     pub fn from_toml(file: &Path, text: &str) -> Result<Config, CliError> {
         let text = vnfm_core::input::strip_bom(text);
         let config: Config = toml::from_str(text).map_err(|e| CliError::Config {
@@ -501,6 +614,14 @@ impl Config {
             message,
             source: None,
         })?;
+        // `[server]`'s limits are keys of the file only: refused where they are written.
+        if let Some(message) = config.server.problem() {
+            return Err(CliError::Config {
+                file: file.to_path_buf(),
+                message,
+                source: None,
+            });
+        }
         Ok(config)
     }
 
@@ -820,6 +941,75 @@ mod tests {
         };
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains("[server] request_timeout is 0"), "{e}");
+    }
+
+    #[test]
+    fn server_limits_are_refused_where_the_file_sets_them() {
+        for (text, want) in [
+            (
+                "[server]\nrequest_timeout = 0\n",
+                "configuration v.toml: [server] request_timeout is 0; expected at least 1 second",
+            ),
+            (
+                "[server]\nheader_timeout = 0\n",
+                "configuration v.toml: [server] header_timeout is 0; expected 1 to 300 seconds",
+            ),
+            (
+                "[server]\nheader_timeout = 3600\n",
+                "[server] header_timeout is 3600; expected 1 to 300 seconds",
+            ),
+            (
+                "[server]\nidle_timeout = 0\n",
+                "[server] idle_timeout is 0; expected 1 to 3600 seconds",
+            ),
+            (
+                "[server]\nmax_connections = 0\n",
+                "[server] max_connections is 0; expected at least 1",
+            ),
+        ] {
+            let e = Config::from_toml(Path::new("v.toml"), text)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+        let c = Config::from_toml(
+            Path::new("v.toml"),
+            "[server]\nheader_timeout = 2\nidle_timeout = 5\nmax_connections = 40\n\
+             [packages]\nrescan_interval = 0\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                c.server.header_timeout,
+                c.server.idle_timeout,
+                c.server.max_connections
+            ),
+            (2, 5, Some(40))
+        );
+        assert_eq!(c.packages.rescan_interval, 0);
+        assert_eq!(Config::default().packages.rescan_interval, 10);
+    }
+
+    #[test]
+    fn the_connection_cap_fits_in_the_open_file_limit() {
+        let auto = ServerConfig::default();
+        assert_eq!(auto.connection_cap(None).unwrap(), DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(auto.connection_cap(Some(20_000)).unwrap(), 1024);
+        assert_eq!(auto.connection_cap(Some(96)).unwrap(), 64);
+        let e = auto.connection_cap(Some(32)).unwrap_err().to_string();
+        assert!(e.contains("the open-file limit (ulimit -n) is 32"), "{e}");
+        let set = ServerConfig {
+            max_connections: Some(100),
+            ..ServerConfig::default()
+        };
+        assert_eq!(set.connection_cap(None).unwrap(), 100);
+        assert_eq!(set.connection_cap(Some(132)).unwrap(), 100);
+        let e = set.connection_cap(Some(96)).unwrap_err().to_string();
+        assert!(
+            e.contains("[server] max_connections is 100; expected at most 64")
+                && e.contains("ulimit -n) is 96"),
+            "{e}"
+        );
     }
 
     #[test]

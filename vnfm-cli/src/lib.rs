@@ -16,7 +16,8 @@
 //!   and the server take them from here, never from each other.
 //! - `commands`: one function per command; they take the drivers from `app` and call
 //!   `vnfm-core`.
-//! - `inputs`: cloud files and VNF packages, read from disk or built in.
+//! - `inputs`: cloud files and VNF packages, read from disk or built in; `package_dir`: the
+//!   folder of packages (which entries are packages, what is refused, change stamps).
 //! - `intent`: intent-based cloud selection as the CLI wires it (`select`, `--intent`).
 //! - `output`: data on stdout (human or JSON), diagnostics and progress on stderr; `render`:
 //!   what the core returns, written for people; `display`: the control characters of what is
@@ -45,6 +46,7 @@ pub mod exit;
 pub(crate) mod inputs;
 pub(crate) mod intent;
 pub(crate) mod output;
+pub(crate) mod package_dir;
 pub mod promise;
 pub(crate) mod render;
 pub mod serve;

@@ -62,7 +62,7 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
         );
         return r;
     }
-    let body = match read_body(body, app.config.server.body_limit).await {
+    let body = match read_body(body, app.config.server.body_limit, app.request_timeout()).await {
         Ok(b) => b,
         Err(r) => return r,
     };

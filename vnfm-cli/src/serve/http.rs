@@ -4,6 +4,7 @@
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
@@ -59,8 +60,27 @@ pub(crate) fn json<T: serde::Serialize>(status: StatusCode, value: &T) -> Respon
     }
 }
 
-/// Reads `body`, at most `limit` bytes: 413 ProblemDetails beyond, 400 when it breaks off.
-pub(crate) async fn read_body(body: Body, limit: usize) -> Result<Bytes, Response> {
+/// Reads `body`, at most `limit` bytes: 413 ProblemDetails beyond, 400 when it breaks off, 408
+/// when it has not arrived `within` (`[server] request_timeout`: nothing was done).
+pub(crate) async fn read_body(
+    body: Body,
+    limit: usize,
+    within: Duration,
+) -> Result<Bytes, Response> {
+    match tokio::time::timeout(within, read_at_most(body, limit)).await {
+        Ok(r) => r,
+        Err(_) => Err(problem_of(
+            408,
+            format!(
+                "the request body did not arrive within {} s ([server] request_timeout); \
+                 nothing was done",
+                within.as_secs()
+            ),
+        )),
+    }
+}
+
+async fn read_at_most(body: Body, limit: usize) -> Result<Bytes, Response> {
     let too_large = || {
         problem_of(
             413,
@@ -276,9 +296,10 @@ mod tests {
 
     #[tokio::test]
     async fn body_limit_and_problem_shape() {
-        let ok = read_body(Body::from("abc"), 3).await.unwrap();
+        let second = Duration::from_secs(1);
+        let ok = read_body(Body::from("abc"), 3, second).await.unwrap();
         assert_eq!(&ok[..], b"abc");
-        let err = read_body(Body::from("abcd"), 3).await.unwrap_err();
+        let err = read_body(Body::from("abcd"), 3, second).await.unwrap_err();
         assert_eq!(err.status(), StatusCode::PAYLOAD_TOO_LARGE);
         assert_eq!(err.headers()[header::CONTENT_TYPE], PROBLEM_JSON);
         let r = problem_of(409, "busy");

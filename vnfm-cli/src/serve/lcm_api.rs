@@ -94,7 +94,7 @@ fn instance_links(inst: VnfInstance) -> Value {
 }
 
 async fn body_of(app: &App, body: Body) -> Result<axum::body::Bytes, Response> {
-    read_body(body, app.config.server.body_limit).await
+    read_body(body, app.config.server.body_limit, app.request_timeout()).await
 }
 
 async fn create_instance(State(app): State<Arc<App>>, body: Body) -> Response {

@@ -20,11 +20,23 @@
 //! - `GET /metrics`: Prometheus text format.
 //! - `/promise/v1/...`: the OPNFV Promise capacity ledger (pools, capacity, reservations,
 //!   allocations, subscriptions with delivery to callback URIs); see [`promise`].
+//! - `GET /admin/packages`, `POST /admin/packages/reload`: the package index, the packages of
+//!   `[packages] dir` read at start and when they change, by `vnfdId`, and the entries that
+//!   do not load (`packages`, `admin`).
 //!
 //! Errors are SOL013 ProblemDetails (`application/problem+json`), axum's and hyper's own
-//! answers included (`http::problems`, `wire`). Bodies above `[server] body_limit` are 413;
-//! requests slower than `[server] request_timeout` are 503; a body with a `Content-Type` that
-//! is not JSON or a `Content-Encoding` is 415 (`http::check_media`).
+//! answers included (`http::problems`, `wire`). Bodies above `[server] body_limit` are 413; a
+//! body with a `Content-Type` that is not JSON or a `Content-Encoding` is 415
+//! (`http::check_media`). `[server] request_timeout` bounds reads (503 beyond) and the arrival
+//! of a write's body (408 beyond); a write whose body arrived runs to its end and is answered
+//! with its outcome, never 503 while it goes on (`limit`).
+//!
+//! # Connections
+//! The server runs its own accept loop (`conn`): a connection must send a request's headers
+//! within `[server] header_timeout`, may stay idle between requests for `idle_timeout`, and at
+//! most `max_connections` are open (within the open-file limit); at the cap, a connection
+//! without a request in progress is closed to make room, so clients that send nothing or
+//! trickle their headers cannot keep a whole request from being served.
 //!
 //! # State
 //! Instances and occurrences live in the state file ([`crate::store::SqliteStore`]), with the
@@ -42,25 +54,28 @@
 // and a `Response` is larger than clippy's threshold.
 #![allow(clippy::result_large_err)]
 
+mod admin;
 mod alerts;
 mod auth;
+mod conn;
 mod http;
 mod journal;
 mod lcm_api;
 mod ledger;
 mod metrics;
 mod observe;
+mod packages;
 pub mod promise;
 mod state;
 mod wire;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use axum::extract::{Request, State};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -84,6 +99,8 @@ pub use state::{
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut text = app.shared.metrics.render(app.gauges());
     app.promise.render_metrics(&mut text);
+    app.packages.render_metrics(&mut text);
+    app.connections.render_metrics(&mut text);
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -94,7 +111,35 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
         .into_response()
 }
 
-async fn timeout(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+/// The POST routes that change nothing (a computation over the request and the state).
+const READ_ONLY_POSTS: &[&str] = &["/intent/v1/selections", "/promise/v1/reservations/query"];
+
+/// Whether `req` changes nothing: GET, HEAD, OPTIONS and [`READ_ONLY_POSTS`]. Every other
+/// request is a write (an unknown route too: it answers 404 at once either way).
+fn is_read(req: &Request) -> bool {
+    matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS)
+        || (req.method() == Method::POST && READ_ONLY_POSTS.contains(&req.uri().path()))
+}
+
+/// `[server] request_timeout`, which never answers 503 for a write that goes on:
+/// - a read that takes longer is answered 503 (it changed nothing: safe to retry);
+/// - a write runs to its end on a task of its own, and its answer is its outcome: the timeout
+///   does not cut it, and neither does a client that goes away. Only the arrival of its body
+///   is bounded by the timeout (408, nothing done: [`http::read_body`]), after the checks that
+///   come before reading it (route, credentials).
+async fn limit(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    if !is_read(&req) {
+        let tracked = state::Write::start(&app);
+        let task = tokio::spawn(async move {
+            let r = next.run(req).await;
+            drop(tracked);
+            r
+        });
+        return match task.await {
+            Ok(r) => r,
+            Err(e) => http::problem_of(500, format!("the request's task failed: {e}")),
+        };
+    }
     let secs = app.config.server.request_timeout;
     let alert_endpoint = vnfm_core::alert::Endpoint::from_path(req.uri().path());
     match tokio::time::timeout(Duration::from_secs(secs), next.run(req)).await {
@@ -106,7 +151,10 @@ async fn timeout(State(app): State<Arc<App>>, req: Request, next: Next) -> Respo
             }
             http::problem_of(
                 503,
-                format!("the request took longer than {secs} s ([server] request_timeout)"),
+                format!(
+                    "the request took longer than {secs} s ([server] request_timeout); it \
+                     changed nothing"
+                ),
             )
         }
     }
@@ -124,10 +172,11 @@ fn router(app: Arc<App>) -> Router {
         .merge(lcm_api::routes(app.clone()))
         .merge(alerts::routes())
         .merge(promise::routes(app.clone()))
+        .merge(admin::routes(app.clone()))
         .route("/metrics", get(metrics))
         .fallback(not_found)
         .layer(axum::middleware::from_fn(http::check_media))
-        .layer(axum::middleware::from_fn_with_state(app.clone(), timeout))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), limit))
         .layer(axum::middleware::from_fn(http::problems))
         .with_state(app)
 }
@@ -137,9 +186,10 @@ fn router(app: Arc<App>) -> Router {
 pub struct Server {
     addr: SocketAddr,
     stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<Result<(), std::io::Error>>,
+    task: tokio::task::JoinHandle<()>,
     dispatcher: tokio::task::JoinHandle<()>,
     promise: tokio::task::JoinHandle<()>,
+    watcher: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
 
@@ -168,6 +218,7 @@ impl Server {
     ) -> Result<Server, CliError> {
         crate::app::check_vim(&config)?;
         config.server.validate()?;
+        let max_connections = config.server.connection_cap(open_file_limit())?;
         config.prometheus_plugin.plugin.validate()?;
         config.prometheus_plugin.validate_credentials()?;
         // The file's parser refuses half a pair; flags and environment are merged after it.
@@ -235,6 +286,17 @@ impl Server {
         let addr = listener.local_addr().map_err(CliError::Output)?;
         let (promise, notifications) =
             ledger::Promise::open(&sqlite, &config, clock.clone()).await?;
+        let packages = packages::PackageIndex::open(
+            config.packages.dir.clone(),
+            config.packages.rescan_interval,
+            quiet,
+        )
+        .await?;
+        let connections = Arc::new(conn::Connections::new(conn::Limits {
+            header: Duration::from_secs(config.server.header_timeout),
+            idle: Duration::from_secs(config.server.idle_timeout),
+            max: max_connections,
+        }));
         let journal_flush = match config.server.alert_fsync {
             AlertFsync::Periodic => Flush::Deferred,
             AlertFsync::Each => Flush::Commit,
@@ -259,7 +321,9 @@ impl Server {
             shared,
             sim,
             lcm,
-            packages: Mutex::new(HashMap::new()),
+            packages,
+            connections: connections.clone(),
+            writes: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
             persisted: tokio::sync::Mutex::new(0),
             journal,
@@ -270,21 +334,16 @@ impl Server {
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));
         let promise = tokio::spawn(promise::run(app.clone(), notifications, stopped.clone()));
-        let mut stopped_http = stopped;
+        let watcher = tokio::spawn(admin::watch(app.clone(), stopped.clone()));
         let service = router(app.clone());
-        let task = tokio::spawn(async move {
-            axum::serve(wire::ProblemListener(listener), service)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped_http.wait_for(|s| *s).await;
-                })
-                .await
-        });
+        let task = tokio::spawn(conn::serve(listener, service, connections, stopped));
         Ok(Server {
             addr,
             stop,
             task,
             dispatcher,
             promise,
+            watcher,
             app,
         })
     }
@@ -292,6 +351,14 @@ impl Server {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Reads every package of `[packages] dir` again (as `POST /admin/packages/reload`).
+    ///
+    /// # Errors
+    /// The folder cannot be read (the packages read before stay served).
+    pub async fn reload_packages(&self) -> Result<(), std::io::Error> {
+        self.app.packages.reload().await
     }
 
     /// Stops accepting requests, lets the ones in progress finish, waits (at most 30 s) for
@@ -305,11 +372,14 @@ impl Server {
         let served = self.task.await;
         let _ = self.dispatcher.await;
         let _ = self.promise.await;
+        let _ = self.watcher.await;
         let app = self.app;
+        // Operations, and writes whose client went away, run on.
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
             loop {
                 let idle = app.idle.notified();
-                if app.running.load(Ordering::SeqCst) == 0 {
+                if app.running.load(Ordering::SeqCst) == 0 && app.writes.load(Ordering::SeqCst) == 0
+                {
                     break;
                 }
                 idle.await;
@@ -327,8 +397,7 @@ impl Server {
         app.promise.persist_now(&app.sqlite).await;
         crate::vim::save_sim(&app.sqlite, &app.sim, &app.config).await?;
         match served {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(CliError::Output(e)),
+            Ok(()) => Ok(()),
             Err(e) => Err(CliError::Output(std::io::Error::other(e.to_string()))),
         }
     }
@@ -382,6 +451,7 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
         };
         let stop = shutdown_signal();
         let server = Server::start(config, quiet).await?;
+        let reloads = reload_on_hangup(server.app.clone());
         if !quiet {
             eprintln!("vnfm serve: listening on http://{}", server.local_addr());
             if open_alerts {
@@ -395,8 +465,44 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
         if !quiet {
             eprintln!("vnfm serve: stopping");
         }
+        reloads.abort();
         server.shutdown().await
     })
+}
+
+/// The open-file limit of the process (`ulimit -n`, the soft limit), where it can be read.
+fn open_file_limit() -> Option<u64> {
+    // /proc/self/limits: "Max open files            1024                 4096      files"
+    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+    line.strip_prefix("Max open files")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Reads the packages again at every SIGHUP.
+#[cfg(unix)]
+fn reload_on_hangup(app: Arc<App>) -> tokio::task::JoinHandle<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let hangups = signal(SignalKind::hangup());
+    tokio::spawn(async move {
+        let Ok(mut hangups) = hangups else {
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            app.note("SIGHUP: reading the packages again");
+            // A folder that cannot be read is logged, and the packages read before stay.
+            let _ = app.packages.reload().await;
+        }
+    })
+}
+
+/// SIGHUP does not exist here: reloads are `POST /admin/packages/reload`.
+#[cfg(not(unix))]
+fn reload_on_hangup(_app: Arc<App>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async {})
 }
 
 /// Resolves at the first Ctrl-C or SIGTERM. The handlers are installed when this is called,

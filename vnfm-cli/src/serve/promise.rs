@@ -138,7 +138,7 @@ async fn body_of<T: serde::de::DeserializeOwned>(
     body: Body,
     what: &str,
 ) -> Result<T, Response> {
-    let bytes = read_body(body, app.config.server.body_limit).await?;
+    let bytes = read_body(body, app.config.server.body_limit, app.request_timeout()).await?;
     parse(&bytes, what)
 }
 

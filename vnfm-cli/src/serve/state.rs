@@ -2,7 +2,6 @@
 //! file, the lifecycle over the drivers, the alert handler and its journal, the Promise
 //! ledger; and the background operations they start ([`spawn_op`]).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -133,7 +132,12 @@ pub(crate) struct App {
     pub(super) lcm: Lifecycle,
     pub(super) alert_auth: Credentials,
     pub(super) api_auth: Credentials,
-    pub(super) packages: Mutex<HashMap<String, Arc<VnfPackage>>>,
+    /// The packages of `[packages] dir`, read at start and when they change.
+    pub(super) packages: super::packages::PackageIndex,
+    /// The open HTTP connections.
+    pub(super) connections: Arc<super::conn::Connections>,
+    /// Writes running on their own task (see `super::limit`), waited for at a stop.
+    pub(super) writes: AtomicUsize,
     /// Generation of the alert state: bumped under the `alerts` lock by every change.
     pub(super) generation: AtomicU64,
     /// The generation last written to the state file.
@@ -150,6 +154,11 @@ impl App {
     /// The clock of the server (the lifecycle's): see [`super::Server::start_with_clock`].
     pub(super) fn clock(&self) -> &Arc<dyn Clock> {
         &self.lcm.drivers().clock
+    }
+
+    /// `[server] request_timeout`.
+    pub(super) fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.config.server.request_timeout)
     }
 
     pub(super) fn note(&self, line: &str) {
@@ -270,24 +279,10 @@ impl App {
         let _saved = self.persist(self.generation.load(Ordering::SeqCst)).await;
     }
 
-    /// The package of `vnfd_id` (cached).
+    /// The package of `vnfd_id`, from the package index (never reads the folder): 422 when
+    /// there is none.
     pub(super) fn package(&self, vnfd_id: &str) -> Result<Arc<VnfPackage>, ProblemDetails> {
-        if let Some(p) = self
-            .packages
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(vnfd_id)
-        {
-            return Ok(p.clone());
-        }
-        let pkg = crate::inputs::load_package(None, &self.config, Some(vnfd_id))
-            .map_err(|e| ProblemDetails::new(422, e.to_string()))?;
-        let pkg = Arc::new(pkg);
-        self.packages
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(vnfd_id.to_owned(), pkg.clone());
-        Ok(pkg)
+        self.packages.get(vnfd_id)
     }
 
     /// Marks `id` busy, unless an operation runs on it (then a 409 ProblemDetails).
@@ -463,6 +458,25 @@ impl App {
             })
             .await
             .map_err(|e| e.problem())
+    }
+}
+
+/// A write running on its own task: counted in [`App::writes`] while it lives.
+#[derive(Debug)]
+pub(super) struct Write(Arc<App>);
+
+impl Write {
+    pub(super) fn start(app: &Arc<App>) -> Self {
+        app.writes.fetch_add(1, Ordering::SeqCst);
+        Self(app.clone())
+    }
+}
+
+impl Drop for Write {
+    fn drop(&mut self) {
+        if self.0.writes.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
     }
 }
 

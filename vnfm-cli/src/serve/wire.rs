@@ -1,4 +1,5 @@
-//! The connections of `vnfm serve`: hyper's own error answers as ProblemDetails too.
+//! The connections of `vnfm serve`: hyper's own error answers as ProblemDetails too (every
+//! connection of `super::conn` is a [`ProblemIo`]).
 //!
 //! hyper answers a few requests before the router sees them, and closes the connection: a
 //! request line or header it cannot parse (400: a method or header name that is not a token, a
@@ -11,36 +12,16 @@
 //! everything else passes through untouched.
 
 use std::io;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
 use vnfm_core::problem::ProblemDetails;
 
 use super::http::PROBLEM_JSON;
 
 /// The longest request target hyper takes (its `MAX_URI_LEN`); a longer one is answered 414.
 pub(crate) const MAX_TARGET: usize = 65_534;
-
-/// A [`TcpListener`] whose connections are [`ProblemIo`]s.
-#[derive(Debug)]
-pub(crate) struct ProblemListener(pub(crate) TcpListener);
-
-impl axum::serve::Listener for ProblemListener {
-    type Io = ProblemIo<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        let (io, addr) = axum::serve::Listener::accept(&mut self.0).await;
-        (ProblemIo::new(io), addr)
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        self.0.local_addr()
-    }
-}
 
 /// A connection whose bare hyper error answers are rewritten as ProblemDetails (see the
 /// module docs).

@@ -1,0 +1,378 @@
+//! `vnfm serve` against hostile or slow clients, through real sockets on 127.0.0.1 (issue 14
+//! rows 1 and 8): connections that send nothing or their headers a byte at a time, kept-alive
+//! connections left idle, a process short of file descriptors; and writes that outlive
+//! `[server] request_timeout`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod serve_common;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use serve_common::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+// ---- row 8: the request timeout never answers 503 for a write that goes on ----
+
+/// A create whose write waits for another program's write transaction on the state file
+/// longer than `request_timeout` is not answered 503 while it goes on: it is answered 201 once
+/// written, and only one instance exists (a client that retried a 503 made a second one).
+/// Meanwhile a read that waits as long is answered 503, having changed nothing; a write whose
+/// body does not arrive in time is 408, and nothing is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_create_is_answered_with_its_outcome_and_a_slow_read_503() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 3600);
+    c.server.request_timeout = 1;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let raw = rusqlite::Connection::open(dir.path().join("state.sqlite")).unwrap();
+    raw.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let create = tokio::spawn(async move {
+        post_json(
+            addr,
+            "/vnflcm/v2/vnf_instances",
+            &json!({"vnfdId": DEMO_VNFD}),
+        )
+        .await
+    });
+    // Once the create holds the state file's connection (waiting for the lock), a read waits
+    // behind it and is cut at the timeout.
+    let p = eventually(15, "a read cut by the timeout", || async {
+        let r = get(addr, "/vnflcm/v2/vnf_instances").await;
+        (r.status == 503).then_some(r)
+    })
+    .await
+    .problem(503);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("longer than 1 s ([server] request_timeout)")
+            && detail.contains("changed nothing"),
+        "{p}"
+    );
+    assert!(!create.is_finished(), "the create answered while it waits");
+    // A write whose body stops half-way: 408 at the timeout, nothing done.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        b"POST /vnflcm/v2/vnf_instances HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+          Content-Length: 100\r\n\r\n{\"vnfdId\": ",
+    )
+    .await
+    .unwrap();
+    let mut raw_reply = Vec::new();
+    tokio::time::timeout(Duration::from_secs(15), async {
+        let mut buf = [0u8; 4096];
+        while !raw_reply.windows(4).any(|w| w == b"\r\n\r\n") || !raw_reply.ends_with(b"}") {
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed without an answer");
+            raw_reply.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await
+    .expect("an answer to the stalled body");
+    let p = parse_reply(&raw_reply).problem(408);
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("did not arrive within 1 s ([server] request_timeout); nothing was done"),
+        "{p}"
+    );
+    raw.execute_batch("ROLLBACK").unwrap();
+    let r = create.await.unwrap();
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let list = get(addr, "/vnflcm/v2/vnf_instances").await.json();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    server.shutdown().await.unwrap();
+}
+
+// ---- row 1: header and idle deadlines, a connection cap within the open-file limit ----
+
+/// The environment variables `vnfm` reads, removed from the child's.
+const VNFM_ENV: &[&str] = &[
+    "VNFM_CONFIG",
+    "VNFM_STATE",
+    "VNFM_VIM",
+    "VNFM_SIM_SEED",
+    "VNFM_ID_SALT",
+    "VNFM_PACKAGES_DIR",
+    "VNFM_CLOUD",
+    "VNFM_LISTEN",
+    "VNFM_AUTO_HEALING",
+    "VNFM_AUTO_SCALING",
+    "VNFM_ALERT_BEARER_TOKEN",
+    "VNFM_ALERT_BASIC_USER",
+    "VNFM_ALERT_BASIC_PASSWORD",
+    "VNFM_API_TOKEN",
+];
+
+/// `vnfm --config CONFIG serve` under `ulimit -n FILES` (a shell sets the limit, then execs).
+#[cfg(target_os = "linux")]
+fn serve_with_open_files(config: &std::path::Path, files: u32) -> std::process::Command {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_vnfm"))
+        .arg("--config")
+        .arg(config)
+        .arg("serve")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    for var in VNFM_ENV {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// A child `vnfm serve`; killed if the test fails before stopping it.
+#[cfg(target_os = "linux")]
+struct Child {
+    child: std::process::Child,
+    addr: SocketAddr,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+#[cfg(target_os = "linux")]
+impl Child {
+    fn start(mut cmd: std::process::Command) -> Child {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("vnfm serve starts");
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let addr = first
+            .strip_prefix("vnfm serve: listening on http://")
+            .unwrap_or_else(|| panic!("{first}"))
+            .parse()
+            .unwrap();
+        // The rest of stderr is read on, so that the server never blocks on a full pipe.
+        let (tx, stderr) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        Child {
+            child,
+            addr,
+            stderr,
+        }
+    }
+
+    /// SIGTERM, and the exit status with what the server printed.
+    fn stop(mut self) -> (Option<i32>, String) {
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = self.child.wait().unwrap();
+        let text: Vec<String> = self.stderr.try_iter().collect();
+        (status.code(), text.join("\n"))
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What a hostile client does with its connection.
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// Connects and sends nothing.
+    Silent,
+    /// Sends a request line and headers one byte every 50 ms, never ending them.
+    Trickle,
+    /// Sends one request, reads the answer, then keeps the connection open and idle.
+    KeptIdle,
+}
+
+/// Runs one hostile client until `done`: whenever the server closes its connection, it opens
+/// another one (after 100 ms). Counts the connections it opened.
+async fn hostile(addr: SocketAddr, kind: Hostile, done: Arc<AtomicBool>, opened: Arc<AtomicU64>) {
+    while !done.load(Ordering::Relaxed) {
+        let Ok(mut s) = TcpStream::connect(addr).await else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        opened.fetch_add(1, Ordering::Relaxed);
+        let mut buf = [0u8; 4096];
+        match kind {
+            Hostile::Silent => {
+                // Until the server closes it (0 or an error), or the end.
+                let _ = tokio::time::timeout(Duration::from_secs(30), s.read(&mut buf)).await;
+            }
+            Hostile::Trickle => {
+                let head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+                for b in head.iter().cycle() {
+                    if done.load(Ordering::Relaxed) || s.write_all(&[*b]).await.is_err() {
+                        break;
+                    }
+                    // A closed connection shows as a readable end of stream.
+                    if let Ok(r) =
+                        tokio::time::timeout(Duration::from_millis(50), s.read(&mut buf)).await
+                    {
+                        if !matches!(r, Ok(n) if n > 0) {
+                            break;
+                        }
+                    }
+                }
+            }
+            Hostile::KeptIdle => {
+                let req = b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n";
+                if s.write_all(req).await.is_ok() {
+                    // The answer (a small 404), then nothing until the server closes.
+                    loop {
+                        match tokio::time::timeout(Duration::from_secs(30), s.read(&mut buf)).await
+                        {
+                            Ok(Ok(n)) if n > 0 => continue,
+                            _ => break,
+                        }
+                    }
+                }
+            }
+        }
+        drop(s);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `/metrics` and an authorised alert webhook, each on a new connection, `rounds` times:
+/// each must be answered within a second. Returns the slowest round.
+async fn probe(addr: SocketAddr, rounds: usize) -> Duration {
+    let bearer = format!("Bearer {BEARER}");
+    let webhook = webhook(&[]);
+    let mut slowest = Duration::ZERO;
+    for round in 0..rounds {
+        let t = Instant::now();
+        let r = tokio::time::timeout(Duration::from_secs(1), get(addr, "/metrics"))
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: /metrics not answered within 1 s"));
+        assert_eq!(r.status, 200);
+        let r = tokio::time::timeout(
+            Duration::from_secs(1),
+            post_alert(addr, "auto_healing", Some(&bearer), &webhook),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("round {round}: the alert webhook not answered within 1 s"));
+        assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+        slowest = slowest.max(t.elapsed());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    slowest
+}
+
+/// Starts `n` hostile clients, of each kind in turn.
+fn hostiles(
+    addr: SocketAddr,
+    n: usize,
+    done: &Arc<AtomicBool>,
+    opened: &Arc<AtomicU64>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..n)
+        .map(|i| {
+            let kind = [Hostile::Silent, Hostile::Trickle, Hostile::KeptIdle][i % 3];
+            tokio::spawn(hostile(addr, kind, done.clone(), opened.clone()))
+        })
+        .collect()
+}
+
+/// Row 1: under `ulimit -n 96` (so at most 64 connections), hostile connections held all
+/// along (silent, trickling their headers, kept alive and idle; each one the server closes is
+/// opened again) do not keep `/metrics` or an authorised alert webhook from being answered
+/// within a second, again and again. 45 of them, below the cap, are closed by the deadlines
+/// alone: `header_timeout` (1 s here, however fast the bytes trickle) and `idle_timeout`
+/// (2 s); 300, far above it, are also closed to make room for new connections.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_connections_do_not_starve_metrics_or_alerts_under_a_low_fd_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("vnfm.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[state]\npath = {:?}\n[server]\nlisten = \"127.0.0.1:0\"\nheader_timeout = 1\n\
+             idle_timeout = 2\n[prometheus_plugin]\nauto_healing = true\n\
+             bearer_token = \"{BEARER}\"\n",
+            dir.path().join("state.sqlite")
+        ),
+    )
+    .unwrap();
+    let server = Child::start(serve_with_open_files(&config, 96));
+    let addr = server.addr;
+    let m = metrics(addr).await;
+    assert_eq!(metric(&m, "vnfm_http_connections_max"), 64, "{m}");
+    let closed = |m: &str, reason: &str| {
+        metric(
+            m,
+            &format!("vnfm_http_connections_closed_total{{reason=\"{reason}\"}}"),
+        )
+    };
+
+    // Below the cap: the deadlines close them.
+    let done = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(AtomicU64::new(0));
+    let mut clients = hostiles(addr, 45, &done, &opened);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let below = probe(addr, 5).await;
+    let m = metrics(addr).await;
+    assert!(closed(&m, "header_timeout") >= 30, "{m}");
+    assert!(closed(&m, "idle_timeout") >= 15, "{m}");
+    assert_eq!(closed(&m, "evicted"), 0, "{m}");
+
+    // Far above the cap: room is made for every new connection.
+    clients.extend(hostiles(addr, 255, &done, &opened));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let above = probe(addr, 10).await;
+    let m = metrics(addr).await;
+    done.store(true, Ordering::Relaxed);
+    for c in clients {
+        let _ = tokio::time::timeout(Duration::from_secs(5), c).await;
+    }
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    eprintln!(
+        "slowest round: {below:?} below the cap, {above:?} above; {} hostile connections",
+        opened.load(Ordering::Relaxed)
+    );
+    assert!(metric(&m, "vnfm_http_connections") <= 64, "{m}");
+    assert!(closed(&m, "evicted") > 0, "{m}");
+    assert_eq!(metric(&m, "vnfm_http_accept_errors_total"), 0, "{m}");
+}
+
+/// `max_connections` above what the open-file limit leaves is refused at start (exit 2),
+/// naming the key, the value, the most allowed and the limit.
+#[cfg(target_os = "linux")]
+#[test]
+fn max_connections_beyond_the_open_file_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("vnfm.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[state]\npath = {:?}\n[server]\nlisten = \"127.0.0.1:0\"\nmax_connections = 100\n",
+            dir.path().join("state.sqlite")
+        ),
+    )
+    .unwrap();
+    let out = serve_with_open_files(&config, 96).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: [server] max_connections is 100; expected at most 64: the open-file limit \
+         (ulimit -n) is 96 and vnfm serve keeps 32 of them for itself (raise the limit, or \
+         lower max_connections)\n"
+    );
+}
