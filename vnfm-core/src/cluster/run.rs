@@ -138,7 +138,7 @@ pub async fn label_workers(
     Ok(Labelled { plan, patched })
 }
 
-/// Reads everything and reports (see [`super::verify`]); changes nothing.
+/// Reads everything and reports (see [`super::verify()`]); changes nothing.
 ///
 /// # Errors
 /// [`ClusterError`] from reading or planning.
@@ -293,7 +293,7 @@ impl OperationHook for HostLabelHook {
         &POINTS
     }
     async fn run(&self, call: &HookCall) -> Result<String, String> {
-        if !self.vnfd_ids.iter().any(|v| *v == call.instance.vnfd_id) {
+        if !self.vnfd_ids.contains(&call.instance.vnfd_id) {
             return Ok(format!(
                 "not a cluster VNF (vnfdId {} is not among {:?}): nothing labelled",
                 call.instance.vnfd_id, self.vnfd_ids

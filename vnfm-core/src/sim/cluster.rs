@@ -615,10 +615,7 @@ impl ClusterState {
         self.retry_pending();
         let keys: Vec<String> = self.workloads.keys().cloned().collect();
         for k in keys {
-            loop {
-                let Some(w) = self.workloads.get(&k) else {
-                    break;
-                };
+            while let Some(w) = self.workloads.get(&k) {
                 let Some(idx) = w
                     .pods
                     .iter()
