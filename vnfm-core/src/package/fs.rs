@@ -3,7 +3,9 @@
 //! [`load`] takes a package directory or a `.zip` (or `.csar`) file (the latter needs the `zip`
 //! feature of vnfm-core), collects its files and hands them to [`VnfPackage::from_files`]. The top-level
 //! `Files/` folder (software images and other large artifacts, which the reader does not use)
-//! is not read. A zip whose entries all sit in one folder, with no `TOSCA-Metadata/` or
+//! is not read, but for the Kubernetes manifests of a CNF: the `.yaml` / `.yml` files directly
+//! under `Files/kubernetes/` (see [`super::is_kubernetes_file`]), each at most
+//! [`MAX_ZIP_ENTRY_BYTES`]. A zip whose entries all sit in one folder, with no `TOSCA-Metadata/` or
 //! `Definitions/` at its root, is read from inside that folder.
 
 use std::collections::BTreeMap;
@@ -80,7 +82,9 @@ fn read_dir(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>) -> 
         };
         let ft = entry.file_type().map_err(|e| io_err(&path, e))?;
         if ft.is_dir() {
-            if rel != SKIPPED_DIR {
+            if rel == SKIPPED_DIR {
+                read_manifests(&path.join("kubernetes"), files)?;
+            } else {
                 read_dir(&path, &rel, files)?;
             }
         } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
@@ -88,6 +92,39 @@ fn read_dir(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>) -> 
             files.insert(rel, bytes);
         }
         // Symbolic links to folders are not followed (no cycles).
+    }
+    Ok(())
+}
+
+/// Reads the Kubernetes manifests of a package directory's `Files/kubernetes/` (absent: none),
+/// each at most [`MAX_ZIP_ENTRY_BYTES`].
+fn read_manifests(dir: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| io_err(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| io_err(dir, e))?;
+        let path = entry.path();
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let rel = format!("{}/{name}", super::KUBERNETES_DIR);
+        if !super::is_kubernetes_file(&rel) || !path.is_file() {
+            continue;
+        }
+        let len = std::fs::metadata(&path).map_err(|e| io_err(&path, e))?.len();
+        if len > MAX_ZIP_ENTRY_BYTES {
+            return Err(Error::invalid(
+                Location::file(&path),
+                format!(
+                    "{rel} has {len} bytes; expected a Kubernetes manifest of at most \
+                     {MAX_ZIP_ENTRY_BYTES}"
+                ),
+            ));
+        }
+        let bytes = std::fs::read(&path).map_err(|e| io_err(&path, e))?;
+        files.insert(rel, bytes);
     }
     Ok(())
 }
@@ -145,7 +182,7 @@ fn read_zip(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
     let mut files = BTreeMap::new();
     let mut total = 0u64;
     for (rel, i) in names {
-        if rel.starts_with(&format!("{SKIPPED_DIR}/")) {
+        if rel.starts_with(&format!("{SKIPPED_DIR}/")) && !super::is_kubernetes_file(&rel) {
             continue;
         }
         let entry = archive.by_index(i).map_err(zip_err)?;
