@@ -175,7 +175,11 @@ pub(crate) fn plan_instantiate(
     };
     let mut manifests = Vec::new();
     for f in &files {
-        let text = pkg.kubernetes.get(f).map(String::as_str).unwrap_or_default();
+        let text = pkg
+            .kubernetes
+            .get(f)
+            .map(String::as_str)
+            .unwrap_or_default();
         for obj in parse_manifests(f, text)? {
             let at = |field: &str| Location::file(f).with_field(field.to_owned());
             let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
@@ -269,7 +273,10 @@ pub(crate) fn plan_instantiate(
 /// The objects of one manifest file (its YAML documents; empty ones skipped).
 fn parse_manifests(file: &str, text: &str) -> Result<Vec<Value>, Error> {
     if let Some(at) = crate::package::yaml::too_deep(text.as_bytes()) {
-        return Err(crate::package::yaml::too_deep_error(Location::file(file), at));
+        return Err(crate::package::yaml::too_deep_error(
+            Location::file(file),
+            at,
+        ));
     }
     let mut out = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(text) {
@@ -351,10 +358,8 @@ pub(crate) fn preflight(
                     w.replicas as usize - hosts.len()
                 ));
             } else {
-                out.refused.push(format!(
-                    "{what}: at most {} can be scheduled",
-                    hosts.len()
-                ));
+                out.refused
+                    .push(format!("{what}: at most {} can be scheduled", hosts.len()));
             }
         }
     }

@@ -79,8 +79,8 @@ use super::operation::{Operation, OperationStart, Plan, Progress};
 use super::plan::{self, flavour_of, instantiated_with_stack};
 use super::stack;
 use crate::driver::{
-    Clock, ClusterDriver, ComputeInventory, DriverError, ListZones, Precondition, StackDriver, Store, StoreBatch,
-    Version, Versioned, ZoneCatalog,
+    Clock, ClusterDriver, ComputeInventory, DriverError, ListZones, Precondition, StackDriver,
+    Store, StoreBatch, Version, Versioned, ZoneCatalog,
 };
 use crate::error::{Error, Location};
 use crate::grant::{Grant, GrantRequest, Link};

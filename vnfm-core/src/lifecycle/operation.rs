@@ -43,6 +43,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::cnf::{self, CnfResources, CnfWork};
 use super::engine::{LcmConfig, LcmError, OperationReport};
 use super::failure::{chain, Failed, FailureKind};
 use super::grant::PlannedGrant;
@@ -50,7 +51,6 @@ use super::granter;
 use super::hook::{HookCall, HookPoint, HookSpec};
 use super::plan::{self, STACK_ID_KEY};
 use super::stack;
-use super::cnf::{self, CnfResources, CnfWork};
 use super::userdata::{Layout, VnfcSlot};
 use crate::driver::{
     ApplyObject, ClusterNode, CreateStack, DeletePod, DriverError, ListPods, ListResources,
@@ -1982,10 +1982,7 @@ impl Operation {
             Err(missing) if self.now >= deadline => self.fail(Failed::new(
                 FailureKind::Backend,
                 "pods timed out",
-                format!(
-                    "after {}s: {missing}",
-                    self.cfg.stack_timeout.as_secs()
-                ),
+                format!("after {}s: {missing}", self.cfg.stack_timeout.as_secs()),
             )),
             Err(_) => {
                 self.wait_until(deadline);

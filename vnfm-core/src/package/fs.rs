@@ -113,7 +113,9 @@ fn read_manifests(dir: &Path, files: &mut BTreeMap<String, Vec<u8>>) -> Result<(
         if !super::is_kubernetes_file(&rel) || !path.is_file() {
             continue;
         }
-        let len = std::fs::metadata(&path).map_err(|e| io_err(&path, e))?.len();
+        let len = std::fs::metadata(&path)
+            .map_err(|e| io_err(&path, e))?
+            .len();
         if len > MAX_ZIP_ENTRY_BYTES {
             return Err(Error::invalid(
                 Location::file(&path),
