@@ -23,7 +23,7 @@ use vnfm_core::lifecycle::{
     OperationOptions,
 };
 use vnfm_core::package::{fs, VnfPackage};
-use vnfm_core::sim::SimCloud;
+use vnfm_core::sim::{FaultKind, FaultySim, Method, SimCloud};
 use vnfm_core::store::MemoryStore;
 
 const HOST: &str = "topology.openstack.org/host-id";
@@ -93,11 +93,24 @@ struct Fx {
     hook: Arc<Recorder>,
 }
 
-fn setup_with(cluster: bool, tune: impl FnOnce(&mut LcmConfig)) -> Fx {
-    let sim = SimCloud::new(
+fn cnf_cloud() -> SimCloud {
+    SimCloud::new(
         CloudFile::load(examples().join("clouds/cnf.yaml")).unwrap(),
         1,
-    );
+    )
+}
+
+fn setup_with(cluster: bool, tune: impl FnOnce(&mut LcmConfig)) -> Fx {
+    let sim = cnf_cloud();
+    let driver = cluster.then(|| Arc::new(sim.clone()) as Arc<dyn ClusterDriver>);
+    setup_over(sim, driver, tune)
+}
+
+fn setup_over(
+    sim: SimCloud,
+    cluster: Option<Arc<dyn ClusterDriver>>,
+    tune: impl FnOnce(&mut LcmConfig),
+) -> Fx {
     let drivers = Drivers {
         stacks: Arc::new(sim.clone()),
         zones: Arc::new(sim.clone()),
@@ -108,7 +121,7 @@ fn setup_with(cluster: bool, tune: impl FnOnce(&mut LcmConfig)) -> Fx {
                 .unwrap()
                 .to_utc(),
         )),
-        cluster: cluster.then(|| Arc::new(sim.clone()) as Arc<dyn ClusterDriver>),
+        cluster,
     };
     let mut config = LcmConfig::standard().unwrap();
     config.seed = 5;
@@ -618,4 +631,75 @@ async fn auto_heal_from_an_alert_deletes_and_replaces_the_pod() {
         .unwrap();
     assert!(scaled.is_completed(), "{:?}", scaled.op_occ.error);
     assert_eq!(pods(&fx.sim).await.len(), 4);
+}
+
+#[tokio::test]
+async fn a_failed_cnf_instantiate_is_retried_or_rolled_back() {
+    let faulty = FaultySim::new(cnf_cloud());
+    let fx = setup_over(
+        faulty.sim().clone(),
+        Some(Arc::new(faulty.clone()) as Arc<dyn ClusterDriver>),
+        |_| {},
+    );
+
+    // the API server is unavailable for the first apply: FAILED_TEMP, then retry completes
+    faulty.fail_next(Method::ApplyObject, 1, FaultKind::Unavailable);
+    let inst = created(&fx.lcm, &fx.pkg).await;
+    let r = fx
+        .lcm
+        .instantiate(
+            &inst.id,
+            &fx.pkg,
+            &instantiate_req(),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    assert_eq!(r.failure, Some(FailureKind::Backend));
+    assert!(!r.instance.is_instantiated());
+    let r = fx
+        .lcm
+        .retry(&r.op_occ.id, &fx.pkg, &OperationOptions::default())
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    assert_eq!(pod_ids(&r.instance).len(), 3);
+    assert_eq!(pods(&fx.sim).await.len(), 3);
+
+    // the pods cannot be listed after the apply: FAILED_TEMP, then rollback deletes the objects
+    let fx = setup_over(
+        faulty.sim().clone(),
+        Some(Arc::new(faulty.clone()) as Arc<dyn ClusterDriver>),
+        |c| c.cnf_namespace = "other".into(),
+    );
+    faulty.fail_next(Method::ListPods, 1, FaultKind::Unavailable);
+    let inst = created(&fx.lcm, &fx.pkg).await;
+    let r = fx
+        .lcm
+        .instantiate(
+            &inst.id,
+            &fx.pkg,
+            &instantiate_req(),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    let other = || ListPods::selected("other", BTreeMap::new());
+    assert_eq!(fx.sim.list_pods(other()).await.unwrap().len(), 3);
+    let rb = fx.lcm.rollback(&r.op_occ.id, &fx.pkg).await.unwrap();
+    assert_eq!(rb.op_occ.operation_state, LcmOperationStateType::RolledBack);
+    assert!(fx.sim.list_pods(other()).await.unwrap().is_empty());
+    assert!(fx
+        .sim
+        .list_workloads(ListWorkloads::new("other"))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        pods(&fx.sim).await.len(),
+        3,
+        "the first instance's pods stay"
+    );
 }
