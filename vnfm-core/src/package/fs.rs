@@ -613,4 +613,55 @@ node_types:
         assert!(matches!(e, Error::Io { .. }), "{e}");
         assert!(std::error::Error::source(&e).is_some());
     }
+
+    fn cnf_dir() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/cnf-podaffinity")
+    }
+
+    #[test]
+    fn a_cnf_package_reads_files_kubernetes_and_nothing_else_of_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = BTreeMap::new();
+        read_dir(&cnf_dir(), "", &mut files).unwrap();
+        for (rel, bytes) in &files {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+        // not manifests: a subfolder, another extension, another folder of Files/
+        for rel in [
+            "Files/kubernetes/helm/values.yaml",
+            "Files/kubernetes/notes.txt",
+            "Files/images/pause.yaml",
+        ] {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, b"x: 1").unwrap();
+        }
+        let p = load(dir.path()).unwrap();
+        assert_eq!(
+            p.kubernetes.keys().collect::<Vec<_>>(),
+            ["Files/kubernetes/deployment.yaml"]
+        );
+        assert!(p.is_cnf("podaffinity"));
+        assert!(p.kubernetes["Files/kubernetes/deployment.yaml"].contains("kind: Deployment"));
+    }
+
+    #[cfg(feature = "zip")]
+    #[test]
+    fn a_zipped_cnf_package_reads_its_manifests() {
+        let mut files = BTreeMap::new();
+        read_dir(&cnf_dir(), "", &mut files).unwrap();
+        let mut entries: Vec<(String, Vec<u8>)> = files.into_iter().collect();
+        entries.push(("Files/images/big.img".into(), vec![0; 64]));
+        entries.push(("Files/kubernetes/sub/skip.yaml".into(), b"x: 1".to_vec()));
+        let dir = tempfile::tempdir().unwrap();
+        let zip_path = dir.path().join("cnf.zip");
+        write_zip(&zip_path, &entries);
+        let from_zip = load(&zip_path).unwrap();
+        let mut from_dir = load(&cnf_dir()).unwrap();
+        from_dir.source = from_zip.source.clone();
+        assert_eq!(from_zip, from_dir);
+        assert_eq!(from_zip.kubernetes.len(), 1);
+    }
 }
