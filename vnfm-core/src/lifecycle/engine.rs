@@ -50,6 +50,13 @@
 //!   of the servers still there are kept), heal marks the member's server unhealthy and
 //!   updates the stack.
 
+//! # CNFs
+//! A flavour whose VDUs are Kubernetes workloads of the package (no `BaseHOT`, manifests under
+//! `Files/kubernetes/`) runs the `Cnf*` plans of the same machine through
+//! [`Drivers::cluster`] instead of stacks: no grant, no zones; see [`super::cnf`]. The instance
+//! records its Kubernetes resources in `metadata.cnf` instead of a stack id, and its VNFCs
+//! are its pods.
+
 //! # The loop
 //! Each operation is an [`Operation`] machine (sans-IO); [`Lifecycle`] validates the request
 //! (an invalid one starts nothing), builds the machine, and runs the loop that performs its

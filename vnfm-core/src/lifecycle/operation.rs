@@ -34,7 +34,9 @@
 //! the zones pinned, or the healed VNFCs' own), and hand the stack to the nested
 //! [`Reselection`] machine; the others update the stack to the VNFCs that stay, or delete it.
 //! Then the servers are read back, the hooks of the plan's point run, and the occurrence ends
-//! in one commit with the instance.
+//! in one commit with the instance. The `Cnf*` plans (see [`super::cnf`]) do the same over a
+//! Kubernetes cluster: list the nodes (preflight), apply the manifests, scale the workloads,
+//! delete pods or objects, and poll the pods instead of the stack.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
