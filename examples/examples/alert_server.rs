@@ -73,6 +73,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         compute: Arc::new(sim.clone()),
         store: Arc::new(store.clone()),
         clock: Arc::new(VirtualClock::new(Utc::now())),
+        cluster: None,
     };
     let lcm = Lifecycle::new(drivers, LcmConfig::standard()?);
     let inst = lcm

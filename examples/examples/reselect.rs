@@ -36,6 +36,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         store: Arc::new(MemoryStore::new()),
         // Virtual time: waiting for the stack costs nothing.
         clock: Arc::new(VirtualClock::new(chrono::DateTime::UNIX_EPOCH)),
+        cluster: None,
     };
     let mut config = LcmConfig::standard()?;
     config.reselect_zones = true;

@@ -213,6 +213,14 @@ pub fn lcm_config(config: &Config, args: &PlacementArgs) -> Result<LcmConfig, Cl
         )?;
     }
     c.vim_connection_id = Vim::connection_id(config.vim.kind).into();
+    // CNFs: the preflight's host label and the namespace of an instance whose request names
+    // none, from [cluster].
+    if let Some(key) = &config.cluster.host_label {
+        c.host_label.clone_from(key);
+    }
+    if let Some(ns) = &config.cluster.namespace {
+        c.cnf_namespace.clone_from(ns);
+    }
     match config.state.lease_seconds {
         Some(0) => {
             return Err(CliError::Usage(

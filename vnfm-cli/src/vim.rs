@@ -195,6 +195,7 @@ impl Vim {
             compute: self.compute.clone(),
             store,
             clock,
+            cluster: self.cluster.clone(),
         }
     }
 

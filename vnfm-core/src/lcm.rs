@@ -686,6 +686,10 @@ pub struct VnfLcmOpOcc {
     /// commit so that retry, rollback and fail continue from there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<serde_json::Value>,
+    /// vnfm extension: what the operation reports without failing (e.g. a CNF's pods left
+    /// `Pending` with the scheduler's reason, a pod anti-affinity on another topology key).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The owner of a running operation and the time until which it is presumed alive.
@@ -749,6 +753,7 @@ impl VnfLcmOpOcc {
             lease: None,
             hooks: Vec::new(),
             progress: None,
+            warnings: Vec::new(),
         }
     }
 

@@ -45,6 +45,7 @@ fn setup(reselect: bool) -> (Lifecycle, SimCloud, VnfPackage, MemoryStore) {
         compute: Arc::new(sim.clone()),
         store: Arc::new(store.clone()),
         clock: Arc::new(VirtualClock::new(start)),
+        cluster: None,
     };
     let mut config = LcmConfig::standard().unwrap();
     config.reselect_zones = reselect;
@@ -432,6 +433,7 @@ images: [cirros]
             compute: Arc::new(sim.clone()),
             store: Arc::new(MemoryStore::new()),
             clock: Arc::new(VirtualClock::new(start)),
+            cluster: None,
         };
         let mut config = LcmConfig::standard().unwrap();
         config.reselect_zones = true;

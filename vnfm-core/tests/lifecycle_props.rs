@@ -207,6 +207,7 @@ async fn run(s: &Scenario, pkg: &VnfPackage) -> Run {
         compute: Arc::new(sim.clone()),
         store: Arc::new(MemoryStore::new()),
         clock: Arc::new(VirtualClock::new(start)),
+        cluster: None,
     };
     let mut config = LcmConfig::standard().unwrap();
     config.reselect_zones = true;

@@ -62,6 +62,7 @@ fn setup_over(
         compute: Arc::new(sim.clone()),
         store: Arc::new(store.clone()),
         clock: Arc::new(clock.clone()),
+        cluster: None,
     };
     let mut config = LcmConfig::standard().unwrap();
     config.reselect_zones = reselect;
@@ -502,6 +503,7 @@ async fn the_simulator_survives_a_snapshot_round_trip() {
         compute: Arc::new(restored.clone()),
         store: Arc::new(store.clone()),
         clock: lcm.drivers().clock.clone(),
+        cluster: None,
     };
     // A fourth VNFC needs AZ-1 (too small) or best effort on the zone anti-affinity.
     let mut config = lcm.config().clone();

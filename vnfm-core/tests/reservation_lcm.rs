@@ -52,6 +52,7 @@ async fn an_instance_draws_from_a_reservation_and_gives_everything_back() {
         compute: Arc::new(sim.clone()),
         store: Arc::new(store.clone()),
         clock: Arc::new(VirtualClock::new(t(0))),
+        cluster: None,
     };
     let mut config = LcmConfig::standard().unwrap();
     config.seed = 3;

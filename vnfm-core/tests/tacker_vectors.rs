@@ -1611,6 +1611,7 @@ async fn rollback_complete_is_a_failed_attempt() {
         compute: Arc::new(sim.clone()),
         store: Arc::new(vnfm_core::store::MemoryStore::new()),
         clock: Arc::new(VirtualClock::new(start)),
+        cluster: None,
     };
     let mut config = LcmConfig::standard().unwrap();
     config.reselect_zones = true;

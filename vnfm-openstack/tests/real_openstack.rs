@@ -648,6 +648,7 @@ fn granter_of(cloud: &OpenStack) -> vnfm_core::lifecycle::Lifecycle {
         compute: Arc::new(cloud.nova()),
         store: Arc::new(vnfm_core::store::MemoryStore::new()),
         clock: Arc::new(TokioClock),
+        cluster: None,
     };
     let mut c = vnfm_core::lifecycle::LcmConfig::standard().unwrap();
     c.vim_connection_id = "vim-openstack".into();

@@ -129,6 +129,7 @@ fn lifecycle(cloud: &OpenStack, seed: u64) -> Lifecycle {
         compute: Arc::new(cloud.nova()),
         store: Arc::new(MemoryStore::new()),
         clock: Arc::new(TokioClock),
+        cluster: None,
     };
     let mut c = LcmConfig::standard().unwrap();
     c.reselect_zones = true;

@@ -130,6 +130,7 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
         compute: Arc::new(sim.clone()),
         store: store.clone(),
         clock: crate::app::clock(),
+        cluster: None,
     };
     let mut config = LcmConfig::standard()?;
     config.reselect_zones = true;
@@ -355,6 +356,7 @@ async fn reservations(
         compute: Arc::new(sim.clone()),
         store: Arc::new(MemoryStore::new()),
         clock: crate::app::clock(),
+        cluster: None,
     };
     let mut config = LcmConfig::standard()?;
     config.fallback_best_effort = true;

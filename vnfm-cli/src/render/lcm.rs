@@ -21,8 +21,14 @@ pub struct VnfcLine {
     pub zone_id: Option<String>,
     /// Compute host
     pub host: Option<String>,
-    /// Server id
+    /// Server id (a CNF's: the pod name)
     pub server_id: String,
+    /// A CNF's VNFC: the kind of its workload (`vimLevelResourceType`: `Deployment`, ...)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload_kind: Option<String>,
+    /// A CNF's VNFC: the node its pod is bound to (absent while it is pending)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// The VNFCs of an instance as lines.
@@ -41,6 +47,17 @@ pub fn vnfc_lines(inst: &VnfInstance) -> Vec<VnfcLine> {
                 .and_then(|h| h.as_str())
                 .map(str::to_owned),
             server_id: v.compute_resource.resource_id.clone(),
+            workload_kind: v
+                .compute_resource
+                .vim_level_resource_type
+                .clone()
+                .filter(|k| !k.starts_with("OS::")),
+            node: v
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("node"))
+                .and_then(|h| h.as_str())
+                .map(str::to_owned),
         })
         .collect()
 }
@@ -87,10 +104,24 @@ pub fn human_operation(op: &VnfLcmOpOcc, inst: &VnfInstance) -> String {
     if let Some(e) = &op.error {
         let _ = writeln!(s, "  error: {}", escape(&e.detail));
     }
+    for w in &op.warnings {
+        let _ = writeln!(s, "  warning: {}", escape(w));
+    }
     let lines = vnfc_lines(inst);
     if !lines.is_empty() {
         let _ = writeln!(s, "  VNFCs:");
         for v in lines {
+            if let Some(kind) = &v.workload_kind {
+                let _ = writeln!(
+                    s,
+                    "    {:<8} pod of {kind} on node {}",
+                    escape(&v.id),
+                    v.node
+                        .as_deref()
+                        .map_or_else(|| "- (pending)".into(), escape)
+                );
+                continue;
+            }
             let _ = writeln!(
                 s,
                 "    {:<8} zone {:<6} host {:<12} server {}",

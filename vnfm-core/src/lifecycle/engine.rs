@@ -50,6 +50,13 @@
 //!   of the servers still there are kept), heal marks the member's server unhealthy and
 //!   updates the stack.
 
+//! # CNFs
+//! A flavour whose VDUs are Kubernetes workloads of the package (no `BaseHOT`, manifests under
+//! `Files/kubernetes/`) runs the `Cnf*` plans of the same machine through
+//! [`Drivers::cluster`] instead of stacks: no grant, no zones; see [`super::cnf`]. The instance
+//! records its Kubernetes resources in `metadata.cnf` instead of a stack id, and its VNFCs
+//! are its pods.
+
 //! # The loop
 //! Each operation is an [`Operation`] machine (sans-IO); [`Lifecycle`] validates the request
 //! (an invalid one starts nothing), builds the machine, and runs the loop that performs its
@@ -71,6 +78,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::cnf::{self, CnfResources, CnfWork};
 use super::failure::Failed;
 use super::grant::{self as grant_request, GrantOptions, PlannedGrant};
 use super::hook::{HookSpec, Interrupt, OperationHook};
@@ -78,8 +86,8 @@ use super::operation::{Operation, OperationStart, Plan, Progress};
 use super::plan::{self, flavour_of, instantiated_with_stack};
 use super::stack;
 use crate::driver::{
-    Clock, ComputeInventory, DriverError, ListZones, Precondition, StackDriver, Store, StoreBatch,
-    Version, Versioned, ZoneCatalog,
+    Clock, ClusterDriver, ComputeInventory, DriverError, ListZones, Precondition, StackDriver,
+    Store, StoreBatch, Version, Versioned, ZoneCatalog,
 };
 use crate::error::{Error, Location};
 use crate::grant::{Grant, GrantRequest, Link};
@@ -110,6 +118,9 @@ pub struct Drivers {
     pub store: Arc<dyn Store>,
     /// Time.
     pub clock: Arc<dyn Clock>,
+    /// The container cluster (Kubernetes) of CNF instances, if any; an operation on a CNF
+    /// without one does not start.
+    pub cluster: Option<Arc<dyn ClusterDriver>>,
 }
 
 /// Placement and retry settings (`[placement]` of `vnfm.toml`), and stack polling.
@@ -141,12 +152,18 @@ pub struct LcmConfig {
     /// How long a running operation's lease lasts without renewal (renewed every third of
     /// it). Another process may declare an operation whose lease expired interrupted.
     pub lease_time: Duration,
+    /// The node label key naming a node's compute host: a CNF's required pod anti-affinity on
+    /// it is checked against its distinct values (see [`super::cnf`]).
+    pub host_label: String,
+    /// The namespace of a CNF instance whose request names none (`additionalParams.namespace`).
+    pub cnf_namespace: String,
 }
 
 impl LcmConfig {
     /// The defaults: no best effort, no reselection, the default pattern, no limit, a
     /// `capacity-aware` granter and `random` reselection, seed 0, VIM connection `vim-0`,
-    /// polling every 2 s for at most 20 minutes, leases of 60 s.
+    /// polling every 2 s for at most 20 minutes, leases of 60 s, CNFs in namespace `default`
+    /// with the host label [`crate::cluster::DEFAULT_HOST_LABEL`].
     ///
     /// # Errors
     /// None in practice (the default pattern compiles).
@@ -163,6 +180,8 @@ impl LcmConfig {
             poll_interval: Duration::from_secs(2),
             stack_timeout: Duration::from_secs(20 * 60),
             lease_time: Duration::from_secs(60),
+            host_label: crate::cluster::DEFAULT_HOST_LABEL.to_owned(),
+            cnf_namespace: "default".to_owned(),
         })
     }
 }
@@ -559,6 +578,9 @@ impl Lifecycle {
         plan::check_pinned(flavour, &opts.pinned)?;
         let level = req.instantiation_level_id.as_deref();
         grant_request::check_level(flavour, level)?;
+        if pkg.is_cnf(&req.flavour_id) {
+            return self.instantiate_cnf(inst, pkg, req, opts).await;
+        }
         self.check_free(&inst.value).await?;
         let op = self.new_op(
             &inst.value,
@@ -631,6 +653,9 @@ impl Lifecycle {
         // An invalid request starts no operation (SOL003: 400/422, no occurrence).
         req.validate().map_err(LcmError::Invalid)?;
         let inst = self.load(id).await?;
+        if let Some(res) = CnfResources::of(&inst.value) {
+            return self.scale_cnf(inst, res, pkg, req, opts).await;
+        }
         let (info, _) = instantiated_with_stack(&inst.value)?;
         let flavour = flavour_of(pkg, &info.flavour_id)?;
         let steps = req.number_of_steps.unwrap_or(1);
@@ -677,6 +702,9 @@ impl Lifecycle {
         opts: &OperationOptions,
     ) -> Result<OperationReport, LcmError> {
         let inst = self.load(id).await?;
+        if let Some(res) = CnfResources::of(&inst.value) {
+            return self.heal_cnf(inst, res, pkg, req, opts).await;
+        }
         let (info, _) = instantiated_with_stack(&inst.value)?;
         flavour_of(pkg, &info.flavour_id)?;
         let targets: Vec<String> = if req.vnfc_instance_id.is_empty() {
@@ -714,7 +742,13 @@ impl Lifecycle {
         opts: &OperationOptions,
     ) -> Result<OperationReport, LcmError> {
         let inst = self.load(id).await?;
-        instantiated_with_stack(&inst.value)?;
+        let cnf = CnfResources::of(&inst.value);
+        if cnf.is_some() {
+            instantiated(&inst.value)?;
+            self.need_cluster(&format!("VNF instance {id}"))?;
+        } else {
+            instantiated_with_stack(&inst.value)?;
+        }
         self.check_free(&inst.value).await?;
         let op = self.new_op(
             &inst.value,
@@ -722,8 +756,134 @@ impl Lifecycle {
             json!(req),
             opts.automatic,
         );
-        self.run_new(inst, op, Progress::new(Plan::Terminate), None, opts)
-            .await
+        let progress = match cnf {
+            Some(resources) => {
+                let mut p = Progress::new(Plan::CnfTerminate);
+                p.cnf = Some(CnfWork::of(resources));
+                p
+            }
+            None => Progress::new(Plan::Terminate),
+        };
+        self.run_new(inst, op, progress, None, opts).await
+    }
+
+    // ---- CNFs ---------------------------------------------------------------------------
+
+    /// A CNF operation needs the cluster driver.
+    fn need_cluster(&self, what: &str) -> Result<(), LcmError> {
+        if self.drivers.cluster.is_some() {
+            return Ok(());
+        }
+        Err(LcmError::Invalid(Error::invalid(
+            Location::default().with_field("vimConnectionInfo"),
+            format!(
+                "{what} is a CNF (its VDUs are Kubernetes objects of the package) and vnfm has \
+                 no Kubernetes cluster: give one (a kubeconfig in [cluster] of vnfm.toml, or a \
+                 simulated cloud file with a cluster section)"
+            ),
+        )))
+    }
+
+    /// Instantiates a CNF: see [`super::cnf`].
+    async fn instantiate_cnf(
+        &self,
+        inst: Versioned<VnfInstance>,
+        pkg: &VnfPackage,
+        req: &InstantiateVnfRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        self.need_cluster(&format!(
+            "flavour {} of package {}",
+            req.flavour_id, pkg.source
+        ))?;
+        if !opts.pinned.is_empty() {
+            return Err(LcmError::Invalid(Error::invalid(
+                Location::default().with_field("zone"),
+                "zones (--zone) do not apply to a CNF: its pods go where the cluster's \
+                 scheduler puts them",
+            )));
+        }
+        let flavour = flavour_of(pkg, &req.flavour_id)?;
+        let work = cnf::plan_instantiate(pkg, flavour, req, &self.config.cnf_namespace)?;
+        self.check_free(&inst.value).await?;
+        let op = self.new_op(
+            &inst.value,
+            LcmOperationType::Instantiate,
+            json!(req),
+            opts.automatic,
+        );
+        let mut progress = Progress::new(Plan::CnfInstantiate {
+            flavour_id: req.flavour_id.clone(),
+            configurable: req.vnf_configurable_properties.clone(),
+            level: req.instantiation_level_id.clone(),
+        });
+        progress.cnf = Some(work);
+        self.run_new(inst, op, progress, Some(pkg), opts).await
+    }
+
+    /// Scales a CNF: its workloads get the replicas of the new level.
+    async fn scale_cnf(
+        &self,
+        inst: Versioned<VnfInstance>,
+        res: CnfResources,
+        pkg: &VnfPackage,
+        req: &ScaleVnfRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let info = instantiated(&inst.value)?;
+        self.need_cluster(&format!("VNF instance {}", inst.value.id))?;
+        let flavour = flavour_of(pkg, &info.flavour_id)?;
+        let new_level = plan::check_scale(flavour, info, req)?;
+        let steps = req.number_of_steps.unwrap_or(1);
+        let out = req.type_ == ScaleType::ScaleOut;
+        let resources = cnf::scaled(flavour, &res, &req.aspect_id, steps, out);
+        self.check_free(&inst.value).await?;
+        let op = self.new_op(
+            &inst.value,
+            LcmOperationType::Scale,
+            json!(req),
+            opts.automatic,
+        );
+        let mut progress = Progress::new(Plan::CnfScale {
+            aspect_id: req.aspect_id.clone(),
+            new_level,
+        });
+        progress.cnf = Some(CnfWork::of(resources));
+        self.run_new(inst, op, progress, Some(pkg), opts).await
+    }
+
+    /// Heals a CNF's VNFCs: their pods are deleted and their controllers' new ones awaited.
+    async fn heal_cnf(
+        &self,
+        inst: Versioned<VnfInstance>,
+        res: CnfResources,
+        pkg: &VnfPackage,
+        req: &HealVnfRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let info = instantiated(&inst.value)?;
+        self.need_cluster(&format!("VNF instance {}", inst.value.id))?;
+        flavour_of(pkg, &info.flavour_id)?;
+        plan::check_heal_targets(info, &req.vnfc_instance_id)?;
+        let targets: Vec<String> = if req.vnfc_instance_id.is_empty() {
+            info.vnfc_info.iter().map(|v| v.id.clone()).collect()
+        } else {
+            req.vnfc_instance_id.clone()
+        };
+        self.check_free(&inst.value).await?;
+        let op = self.new_op(
+            &inst.value,
+            LcmOperationType::Heal,
+            json!(req),
+            opts.automatic,
+        );
+        let mut progress = Progress::new(Plan::CnfHeal {
+            cause: req.cause.clone(),
+        });
+        let mut work = CnfWork::of(res);
+        work.heal_pods = targets;
+        progress.cnf = Some(work);
+        self.run_new(inst, op, progress, Some(pkg), opts).await
     }
 
     /// `MODIFY_INFO` of `id` with `patch` (a `VnfInfoModificationRequest`, see
@@ -920,7 +1080,16 @@ impl Lifecycle {
                 .and_then(|p| p.get("type"))
                 .and_then(Value::as_str)
                 == Some("SCALE_OUT");
+        let saved_cnf = saved_progress(op).is_some_and(|p| p.plan.is_cnf());
         let plan = match op.operation {
+            LcmOperationType::Instantiate if saved_cnf => Plan::CnfRollbackInstantiate,
+            _ if saved_cnf => {
+                return Err(LcmError::Conflict(format!(
+                    "operation {} is a CNF {}: only a CNF instantiate can be rolled back (scale \
+                     a CNF in, or fail the operation)",
+                    op.id, op.operation
+                )))
+            }
             LcmOperationType::Instantiate => Plan::RollbackInstantiate,
             _ if is_scale_out => Plan::RollbackScaleOut,
             _ => {
@@ -992,6 +1161,14 @@ impl Lifecycle {
     ) -> Result<OperationReport, LcmError> {
         super::run::drive(&self.drivers, &self.hooks, m, interrupt).await
     }
+}
+
+/// The instance's `instantiatedVnfInfo`, or a conflict when it is not instantiated.
+fn instantiated(inst: &VnfInstance) -> Result<&crate::lcm::InstantiatedVnfInfo, LcmError> {
+    inst.instantiated_vnf_info
+        .as_ref()
+        .filter(|_| inst.is_instantiated())
+        .ok_or_else(|| LcmError::Conflict(format!("VNF instance {} is NOT_INSTANTIATED", inst.id)))
 }
 
 /// The progress an occurrence saved, if any.

@@ -12,8 +12,12 @@
 //!   them (what an alert handler's heal windows wait on).
 //! - [`engine`]: [`Lifecycle`]: validates a request, builds its machine and runs it through
 //!   the drivers with the loop of `run` (a few dozen lines: actions out, events in, sleeps).
+//! - [`cnf`]: CNFs, whose VDUs are Kubernetes workloads of the package (Tacker v2's layout):
+//!   the manifests, the preflight, the pods as VNFCs; the same machine runs them through
+//!   [`Drivers::cluster`].
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
+pub mod cnf;
 pub mod engine;
 mod failure;
 pub mod grant;

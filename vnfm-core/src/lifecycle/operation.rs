@@ -34,7 +34,9 @@
 //! the zones pinned, or the healed VNFCs' own), and hand the stack to the nested
 //! [`Reselection`] machine; the others update the stack to the VNFCs that stay, or delete it.
 //! Then the servers are read back, the hooks of the plan's point run, and the occurrence ends
-//! in one commit with the instance.
+//! in one commit with the instance. The `Cnf*` plans (see [`super::cnf`]) do the same over a
+//! Kubernetes cluster: list the nodes (preflight), apply the manifests, scale the workloads,
+//! delete pods or objects, and poll the pods instead of the stack.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -43,6 +45,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::cnf::{self, CnfResources, CnfWork};
 use super::engine::{LcmConfig, LcmError, OperationReport};
 use super::failure::{chain, Failed, FailureKind};
 use super::grant::PlannedGrant;
@@ -52,8 +55,9 @@ use super::plan::{self, STACK_ID_KEY};
 use super::stack;
 use super::userdata::{Layout, VnfcSlot};
 use crate::driver::{
-    CreateStack, DriverError, ListResources, MarkUnhealthy, Precondition, ServerInfo, Stack,
-    StackAction, StackResource, StoreBatch, UpdateStack, Version, Versioned,
+    ApplyObject, ClusterNode, CreateStack, DeletePod, DriverError, ListPods, ListResources,
+    MarkUnhealthy, ObjectRef, Pod, Precondition, ScaleWorkload, ServerInfo, Stack, StackAction,
+    StackResource, StoreBatch, UpdateStack, Version, Versioned,
 };
 use crate::grant::{Grant, KeyValuePairs};
 use crate::id::{GrantId, ServerId, StackId, VduId, ZoneId};
@@ -126,6 +130,38 @@ pub enum Plan {
     RollbackInstantiate,
     /// Roll a failed scale-out back: update the stack to the VNFCs before it.
     RollbackScaleOut,
+    /// Instantiate a CNF (see [`super::cnf`]): the preflight over the cluster's nodes, the
+    /// manifests applied, the pods awaited.
+    #[serde(rename_all = "camelCase")]
+    CnfInstantiate {
+        /// The flavour.
+        flavour_id: String,
+        /// `vnfConfigurableProperties` of the request, merged into the instance.
+        #[serde(default)]
+        configurable: Option<KeyValuePairs>,
+        /// `instantiationLevelId` of the request (`None`: the default level).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<String>,
+    },
+    /// Scale a CNF out or in: its workloads scaled to the replicas of [`Progress::cnf`].
+    #[serde(rename_all = "camelCase")]
+    CnfScale {
+        /// The aspect.
+        aspect_id: String,
+        /// The scale level after.
+        new_level: u32,
+    },
+    /// Heal a CNF's VNFCs: their pods deleted (grace 0), their controllers' new ones awaited.
+    #[serde(rename_all = "camelCase")]
+    CnfHeal {
+        /// `cause` of the request.
+        #[serde(default)]
+        cause: Option<String>,
+    },
+    /// Terminate a CNF: its objects deleted.
+    CnfTerminate,
+    /// Roll a failed CNF instantiate back: delete the objects it applied.
+    CnfRollbackInstantiate,
 }
 
 impl Plan {
@@ -135,12 +171,34 @@ impl Plan {
             Self::ScaleOut { .. } | Self::ScaleIn { .. } => Some(HookPoint::ScaleEnd),
             Self::Heal { .. } => Some(HookPoint::HealEnd),
             Self::Terminate => Some(HookPoint::TerminateStart),
-            Self::RollbackInstantiate | Self::RollbackScaleOut | Self::ModifyInfo { .. } => None,
+            Self::CnfInstantiate { .. } => Some(HookPoint::InstantiateEnd),
+            Self::CnfScale { .. } => Some(HookPoint::ScaleEnd),
+            Self::CnfHeal { .. } => Some(HookPoint::HealEnd),
+            Self::CnfTerminate => Some(HookPoint::TerminateStart),
+            Self::RollbackInstantiate
+            | Self::RollbackScaleOut
+            | Self::CnfRollbackInstantiate
+            | Self::ModifyInfo { .. } => None,
         }
     }
 
     fn is_rollback(&self) -> bool {
-        matches!(self, Self::RollbackInstantiate | Self::RollbackScaleOut)
+        matches!(
+            self,
+            Self::RollbackInstantiate | Self::RollbackScaleOut | Self::CnfRollbackInstantiate
+        )
+    }
+
+    /// Whether the plan is a CNF's (its VDUs are Kubernetes workloads).
+    pub fn is_cnf(&self) -> bool {
+        matches!(
+            self,
+            Self::CnfInstantiate { .. }
+                | Self::CnfScale { .. }
+                | Self::CnfHeal { .. }
+                | Self::CnfTerminate
+                | Self::CnfRollbackInstantiate
+        )
     }
 
     fn is_placed(&self) -> bool {
@@ -188,6 +246,10 @@ pub struct Progress {
     /// The stack was deleted (terminate: a retry only records the end).
     #[serde(default)]
     pub deleted: bool,
+    /// A CNF plan's work: the instance's Kubernetes resources after it, what to apply or
+    /// delete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<CnfWork>,
 }
 
 impl Progress {
@@ -205,6 +267,7 @@ impl Progress {
             zones: BTreeMap::new(),
             vnfcs: None,
             deleted: false,
+            cnf: None,
         }
     }
 }
@@ -233,6 +296,18 @@ pub enum OpAction {
     ShowServers(Vec<ServerId>),
     /// Run an end-of-operation hook → [`OpEvent::Hook`].
     RunHook(Box<HookCall>),
+    /// List the cluster's nodes → [`OpEvent::Nodes`].
+    ListNodes,
+    /// Apply each object, in order → [`OpEvent::ObjectsApplied`] (one answer per object).
+    ApplyObjects(Vec<ApplyObject>),
+    /// Scale each workload → [`OpEvent::WorkloadsScaled`] (one answer per workload).
+    ScaleWorkloads(Vec<ScaleWorkload>),
+    /// List pods → [`OpEvent::Pods`].
+    ListPods(ListPods),
+    /// Delete each pod → [`OpEvent::PodsDeleted`] (one answer per pod).
+    DeletePods(Vec<DeletePod>),
+    /// Delete each object → [`OpEvent::ObjectsDeleted`] (one answer per object).
+    DeleteObjects(Vec<ObjectRef>),
 }
 
 /// The result of an [`OpAction`].
@@ -259,6 +334,18 @@ pub enum OpEvent {
     Servers(BTreeMap<ServerId, Result<ServerInfo, DriverError>>),
     /// Of [`OpAction::RunHook`]: what it did, or why it failed.
     Hook(Result<String, String>),
+    /// Of [`OpAction::ListNodes`].
+    Nodes(Result<Vec<ClusterNode>, DriverError>),
+    /// Of [`OpAction::ApplyObjects`], in the order asked.
+    ObjectsApplied(Vec<Result<(), DriverError>>),
+    /// Of [`OpAction::ScaleWorkloads`], in the order asked.
+    WorkloadsScaled(Vec<Result<(), DriverError>>),
+    /// Of [`OpAction::ListPods`].
+    Pods(Result<Vec<Pod>, DriverError>),
+    /// Of [`OpAction::DeletePods`], in the order asked.
+    PodsDeleted(Vec<Result<(), DriverError>>),
+    /// Of [`OpAction::DeleteObjects`], in the order asked.
+    ObjectsDeleted(Vec<Result<(), DriverError>>),
 }
 
 /// What an [`Operation`] starts from.
@@ -317,6 +404,14 @@ enum Step {
     ResumeWait {
         deadline: DateTime<Utc>,
     },
+    CnfNodes,
+    CnfApply,
+    CnfScaling,
+    CnfDeletingPods,
+    CnfWait {
+        deadline: DateTime<Utc>,
+    },
+    CnfDeleting,
     Final,
     Done,
 }
@@ -653,6 +748,12 @@ impl Operation {
             Step::CollectList | Step::CollectServers(_) => "reading the servers back",
             Step::Hooks(_) => "running hooks",
             Step::DeleteSent | Step::DeleteWait { .. } => "deleting the stack",
+            Step::CnfNodes => "listing the cluster's nodes",
+            Step::CnfApply => "applying the Kubernetes objects",
+            Step::CnfScaling => "scaling the workloads",
+            Step::CnfDeletingPods => "deleting pods",
+            Step::CnfWait { .. } => "waiting for the pods",
+            Step::CnfDeleting => "deleting the Kubernetes objects",
             Step::Final | Step::Done => "ending",
         }
     }
@@ -766,6 +867,12 @@ impl Operation {
             (Step::DeleteSent, OpEvent::StackDeleted(r)) => self.on_delete_sent(r),
             (Step::DeleteWait { deadline }, OpEvent::Stack(r)) => self.on_delete_wait(deadline, r),
             (Step::ResumeWait { deadline }, OpEvent::Stack(r)) => self.on_resume_wait(deadline, r),
+            (Step::CnfNodes, OpEvent::Nodes(r)) => self.on_cnf_nodes(r),
+            (Step::CnfApply, OpEvent::ObjectsApplied(r)) => self.on_cnf_applied(&r),
+            (Step::CnfScaling, OpEvent::WorkloadsScaled(r)) => self.on_cnf_applied(&r),
+            (Step::CnfDeletingPods, OpEvent::PodsDeleted(r)) => self.on_cnf_pods_deleted(&r),
+            (Step::CnfWait { deadline }, OpEvent::Pods(r)) => self.on_cnf_pods(deadline, r),
+            (Step::CnfDeleting, OpEvent::ObjectsDeleted(r)) => self.on_cnf_deleted(&r),
             (step, event) => {
                 let what = format!("event {event:?} does not answer step {step:?}");
                 self.internal(&what);
@@ -774,6 +881,9 @@ impl Operation {
     }
 
     fn fire_timer(&mut self) {
+        if let Step::CnfWait { .. } = self.step {
+            return self.cnf_list_pods();
+        }
         let Some(id) = self.progress.stack_id.clone() else {
             return self.internal("a timer without a stack");
         };
@@ -834,6 +944,7 @@ impl Operation {
 
     fn start_plan(&mut self) {
         match &self.progress.plan {
+            p if p.is_cnf() => self.cnf_start(),
             Plan::Heal { .. } if !self.progress.marked => self.mark_list(),
             p if p.is_placed() => {
                 self.step = Step::GrantZones;
@@ -873,7 +984,9 @@ impl Operation {
             )
         })?;
         let flavour_id = match &self.progress.plan {
-            Plan::Instantiate { flavour_id, .. } => flavour_id.clone(),
+            Plan::Instantiate { flavour_id, .. } | Plan::CnfInstantiate { flavour_id, .. } => {
+                flavour_id.clone()
+            }
             _ => self
                 .before
                 .instantiated_vnf_info
@@ -1463,6 +1576,10 @@ impl Operation {
     /// After the stack reached its state: the hooks of the plan's point, then the end.
     fn after_stack(&mut self) {
         match self.progress.plan {
+            Plan::CnfTerminate | Plan::CnfRollbackInstantiate if !self.progress.deleted => {
+                self.cnf_delete();
+            }
+            Plan::CnfTerminate | Plan::CnfRollbackInstantiate => self.finish_deleted(),
             Plan::Terminate | Plan::RollbackInstantiate if !self.progress.deleted => {
                 self.delete_stack();
             }
@@ -1490,6 +1607,9 @@ impl Operation {
 
     /// The instance the operation leaves.
     fn new_instance(&self) -> Result<VnfInstance, Failed> {
+        if self.progress.plan.is_cnf() {
+            return self.cnf_instance();
+        }
         let vnfcs = self.progress.vnfcs.clone().unwrap_or_default();
         let stack_id = self.progress.stack_id.clone().ok_or_else(no_stack_failed)?;
         let plan = self.progress.plan.clone();
@@ -1617,6 +1737,7 @@ impl Operation {
                 self.step = Step::DeleteSent;
                 self.next = Some(OpAction::DeleteStack(id));
             }
+            None if self.progress.plan.is_cnf() => self.cnf_delete(),
             None => {
                 self.progress.deleted = true;
                 self.finish_deleted();
@@ -1686,15 +1807,262 @@ impl Operation {
 
     fn finish_deleted(&mut self) {
         let mut new = self.before.clone();
-        if matches!(self.progress.plan, Plan::Terminate) {
+        if matches!(self.progress.plan, Plan::Terminate | Plan::CnfTerminate) {
             new.instantiation_state = Some(InstantiationState::NotInstantiated);
             new.instantiated_vnf_info = None;
         }
+        CnfResources::clear(&mut new);
         if let Some(m) = new.metadata.as_mut() {
             m.remove(STACK_ID_KEY);
         }
         self.progress.stack_id = None;
         self.finish(Ok(new));
+    }
+}
+
+// ---- CNFs ------------------------------------------------------------------------------
+
+impl Operation {
+    fn cnf_work(&self) -> Result<CnfWork, Failed> {
+        self.progress.cnf.clone().ok_or_else(|| {
+            Failed::new(
+                FailureKind::Invalid,
+                "no Kubernetes resources",
+                "the CNF operation knows no Kubernetes resources of the instance",
+            )
+        })
+    }
+
+    /// A CNF plan starts: the preflight (instantiate), a scale, pod deletions (heal), or the
+    /// hooks and the deletions (terminate, rollback).
+    fn cnf_start(&mut self) {
+        let work = match self.cnf_work() {
+            Ok(w) => w,
+            Err(f) => return self.fail(f),
+        };
+        let ns = work.resources.namespace.clone();
+        match &self.progress.plan {
+            Plan::CnfInstantiate { .. } if !work.checked => {
+                self.step = Step::CnfNodes;
+                self.next = Some(OpAction::ListNodes);
+            }
+            Plan::CnfInstantiate { .. } => self.cnf_apply(&work),
+            Plan::CnfScale { .. } => {
+                let reqs = work
+                    .resources
+                    .workloads
+                    .iter()
+                    .map(|w| ScaleWorkload::of(w.kind, ns.clone(), w.name.clone(), w.replicas))
+                    .collect();
+                self.step = Step::CnfScaling;
+                self.next = Some(OpAction::ScaleWorkloads(reqs));
+            }
+            Plan::CnfHeal { .. } => {
+                // Grace 0: the pod object goes at once, even when its kubelet is gone.
+                let reqs = work
+                    .heal_pods
+                    .iter()
+                    .map(|p| DeletePod::new(ns.clone(), p.clone()).with_grace(0))
+                    .collect();
+                self.step = Step::CnfDeletingPods;
+                self.next = Some(OpAction::DeletePods(reqs));
+            }
+            Plan::CnfTerminate => self.hooks_or(Self::cnf_delete),
+            _ => self.cnf_delete(),
+        }
+    }
+
+    fn note(&mut self, warning: String) {
+        if !self.op.warnings.contains(&warning) {
+            self.op.warnings.push(warning);
+        }
+    }
+
+    fn on_cnf_nodes(&mut self, r: Result<Vec<ClusterNode>, DriverError>) {
+        let nodes = match r {
+            Ok(n) => n,
+            Err(e) => return self.fail_driver(&e),
+        };
+        let mut work = match self.cnf_work() {
+            Ok(w) => w,
+            Err(f) => return self.fail(f),
+        };
+        let pf = cnf::preflight(
+            &work.manifests,
+            &work.resources.namespace,
+            &nodes,
+            &self.cfg.host_label,
+            self.cfg.fallback_best_effort,
+        );
+        for w in pf.warnings {
+            self.note(w);
+        }
+        if !pf.refused.is_empty() {
+            return self.fail(Failed::new(
+                FailureKind::Infeasible,
+                "pod anti-affinity cannot be met",
+                pf.refused.join("; "),
+            ));
+        }
+        work.checked = true;
+        self.progress.cnf = Some(work.clone());
+        self.cnf_apply(&work);
+    }
+
+    fn cnf_apply(&mut self, work: &CnfWork) {
+        let ns = &work.resources.namespace;
+        let reqs = work
+            .manifests
+            .iter()
+            .map(|m| ApplyObject::new(ns.clone(), m.clone()))
+            .collect();
+        self.step = Step::CnfApply;
+        self.next = Some(OpAction::ApplyObjects(reqs));
+    }
+
+    /// Objects applied, or workloads scaled: the pods are awaited.
+    fn on_cnf_applied(&mut self, r: &[Result<(), DriverError>]) {
+        if let Some(e) = r.iter().find_map(|r| r.as_ref().err()) {
+            return self.fail_driver(e);
+        }
+        self.cnf_wait();
+    }
+
+    /// Pods deleted (one already gone is deleted): their replacements are awaited.
+    fn on_cnf_pods_deleted(&mut self, r: &[Result<(), DriverError>]) {
+        if let Some(e) = r
+            .iter()
+            .find_map(|r| r.as_ref().err().filter(|e| !e.is_not_found()))
+        {
+            return self.fail_driver(e);
+        }
+        self.cnf_wait();
+    }
+
+    fn cnf_wait(&mut self) {
+        self.step = Step::CnfWait {
+            deadline: self.now + chrono_of(self.cfg.stack_timeout),
+        };
+        self.cnf_list_pods();
+    }
+
+    fn cnf_list_pods(&mut self) {
+        let ns = self
+            .progress
+            .cnf
+            .as_ref()
+            .map(|w| w.resources.namespace.clone())
+            .unwrap_or_default();
+        self.next = Some(OpAction::ListPods(ListPods::selected(ns, BTreeMap::new())));
+    }
+
+    /// Polled until every workload lists its replicas (bound or pending: a pod the scheduler
+    /// cannot place is reported, not a failure), the healed pods gone.
+    fn on_cnf_pods(&mut self, deadline: DateTime<Utc>, r: Result<Vec<Pod>, DriverError>) {
+        let pods = match r {
+            Ok(p) => p,
+            Err(e) => return self.fail_driver(&e),
+        };
+        let work = match self.cnf_work() {
+            Ok(w) => w,
+            Err(f) => return self.fail(f),
+        };
+        match cnf::ready(&work.resources, &pods, &work.heal_pods) {
+            Ok(()) => {
+                let (vnfcs, notes) = cnf::vnfcs(
+                    &work.resources,
+                    &pods,
+                    &work.heal_pods,
+                    &self.cfg.vim_connection_id,
+                );
+                for n in notes {
+                    self.note(n);
+                }
+                self.progress.vnfcs = Some(vnfcs);
+                self.after_stack();
+            }
+            Err(missing) if self.now >= deadline => self.fail(Failed::new(
+                FailureKind::Backend,
+                "pods timed out",
+                format!("after {}s: {missing}", self.cfg.stack_timeout.as_secs()),
+            )),
+            Err(_) => {
+                self.wait_until(deadline);
+                self.step = Step::CnfWait { deadline };
+            }
+        }
+    }
+
+    /// Terminate and rollback: the objects deleted, in the reverse order of their apply
+    /// (their pods go with them, in the background).
+    fn cnf_delete(&mut self) {
+        let objects: Vec<ObjectRef> = self
+            .progress
+            .cnf
+            .as_ref()
+            .map(|w| w.resources.objects.iter().rev().cloned().collect())
+            .unwrap_or_default();
+        self.step = Step::CnfDeleting;
+        self.next = Some(OpAction::DeleteObjects(objects));
+    }
+
+    /// An object already gone is deleted.
+    fn on_cnf_deleted(&mut self, r: &[Result<(), DriverError>]) {
+        if let Some(e) = r
+            .iter()
+            .find_map(|r| r.as_ref().err().filter(|e| !e.is_not_found()))
+        {
+            return self.fail_driver(e);
+        }
+        self.progress.deleted = true;
+        self.finish_deleted();
+    }
+
+    /// The CNF instance the operation leaves: its VNFCs (pods) and resources.
+    fn cnf_instance(&self) -> Result<VnfInstance, Failed> {
+        let vnfcs = self.progress.vnfcs.clone().unwrap_or_default();
+        let work = self.cnf_work()?;
+        let plan = self.progress.plan.clone();
+        self.with_flavour(|_, flavour| {
+            let mut new = self.before.clone();
+            match &plan {
+                Plan::CnfInstantiate {
+                    flavour_id,
+                    configurable,
+                    level,
+                } => {
+                    new.instantiation_state = Some(InstantiationState::Instantiated);
+                    let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
+                    plan::set_level(&mut info, flavour, level.as_deref());
+                    new.instantiated_vnf_info = Some(info);
+                    if let Some(p) = configurable {
+                        let mut props = new.vnf_configurable_properties.take().unwrap_or_default();
+                        props.extend(p.clone());
+                        new.vnf_configurable_properties = Some(props);
+                    }
+                }
+                _ => {
+                    let prev = self.before.instantiated_vnf_info.as_ref();
+                    let mut info = plan::instantiated_info(flavour, &flavour.id, vnfcs, prev);
+                    if let Plan::CnfScale {
+                        aspect_id,
+                        new_level,
+                    } = &plan
+                    {
+                        for s in info
+                            .scale_status
+                            .iter_mut()
+                            .filter(|s| &s.aspect_id == aspect_id)
+                        {
+                            s.scale_level = *new_level;
+                        }
+                    }
+                    new.instantiated_vnf_info = Some(info);
+                }
+            }
+            work.resources.set(&mut new);
+            Ok(new)
+        })
     }
 }
 

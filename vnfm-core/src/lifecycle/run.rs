@@ -9,7 +9,15 @@ use std::time::Duration;
 use super::engine::{Drivers, LcmError, OperationReport};
 use super::hook::{Interrupt, OperationHook};
 use super::operation::{OpAction, OpEvent, Operation};
-use crate::driver::ListZones;
+use crate::driver::{ClusterDriver, DriverError, ListZones};
+
+/// The cluster driver, or why there is none (a CNF operation checks before it starts).
+fn cluster(d: &Drivers) -> Result<&Arc<dyn ClusterDriver>, DriverError> {
+    d.cluster.as_ref().ok_or(DriverError::NotImplemented {
+        driver: "lifecycle",
+        operation: "a Kubernetes call without a cluster driver",
+    })
+}
 
 /// Runs `m` to its end.
 ///
@@ -70,6 +78,54 @@ async fn perform(d: &Drivers, hooks: &[Arc<dyn OperationHook>], action: OpAction
                 out.insert(id, r);
             }
             OpEvent::Servers(out)
+        }
+        OpAction::ListNodes => OpEvent::Nodes(match cluster(d) {
+            Ok(c) => c.list_nodes().await,
+            Err(e) => Err(e),
+        }),
+        OpAction::ApplyObjects(reqs) => {
+            let mut out = Vec::new();
+            for r in reqs {
+                out.push(match cluster(d) {
+                    Ok(c) => c.apply_object(r).await,
+                    Err(e) => Err(e),
+                });
+            }
+            OpEvent::ObjectsApplied(out)
+        }
+        OpAction::ScaleWorkloads(reqs) => {
+            let mut out = Vec::new();
+            for r in reqs {
+                out.push(match cluster(d) {
+                    Ok(c) => c.scale_workload(r).await,
+                    Err(e) => Err(e),
+                });
+            }
+            OpEvent::WorkloadsScaled(out)
+        }
+        OpAction::ListPods(req) => OpEvent::Pods(match cluster(d) {
+            Ok(c) => c.list_pods(req).await,
+            Err(e) => Err(e),
+        }),
+        OpAction::DeletePods(reqs) => {
+            let mut out = Vec::new();
+            for r in reqs {
+                out.push(match cluster(d) {
+                    Ok(c) => c.delete_pod(r).await,
+                    Err(e) => Err(e),
+                });
+            }
+            OpEvent::PodsDeleted(out)
+        }
+        OpAction::DeleteObjects(reqs) => {
+            let mut out = Vec::new();
+            for r in reqs {
+                out.push(match cluster(d) {
+                    Ok(c) => c.delete_object(r).await,
+                    Err(e) => Err(e),
+                });
+            }
+            OpEvent::ObjectsDeleted(out)
         }
         OpAction::RunHook(call) => {
             let hook = hooks.iter().find(|h| h.name() == call.name);

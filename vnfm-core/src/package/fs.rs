@@ -3,7 +3,9 @@
 //! [`load`] takes a package directory or a `.zip` (or `.csar`) file (the latter needs the `zip`
 //! feature of vnfm-core), collects its files and hands them to [`VnfPackage::from_files`]. The top-level
 //! `Files/` folder (software images and other large artifacts, which the reader does not use)
-//! is not read. A zip whose entries all sit in one folder, with no `TOSCA-Metadata/` or
+//! is not read, but for the Kubernetes manifests of a CNF: the `.yaml` / `.yml` files directly
+//! under `Files/kubernetes/` (see [`super::is_kubernetes_file`]), each at most
+//! [`MAX_ZIP_ENTRY_BYTES`]. A zip whose entries all sit in one folder, with no `TOSCA-Metadata/` or
 //! `Definitions/` at its root, is read from inside that folder.
 
 use std::collections::BTreeMap;
@@ -89,7 +91,9 @@ fn read_dir(
         };
         let ft = entry.file_type().map_err(|e| io_err(&path, e))?;
         if ft.is_dir() {
-            if rel != SKIPPED_DIR {
+            if rel == SKIPPED_DIR {
+                read_manifests(&path.join("kubernetes"), files, total)?;
+            } else {
                 read_dir(&path, &rel, files, total)?;
             }
         } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
@@ -114,6 +118,43 @@ fn read_dir(
             files.insert(rel, bytes);
         }
         // Symbolic links to folders are not followed (no cycles).
+    }
+    Ok(())
+}
+
+/// Reads the Kubernetes manifests of a package directory's `Files/kubernetes/` (absent: none):
+/// regular files only, each at most [`MAX_ZIP_ENTRY_BYTES`], counted in the package's total.
+fn read_manifests(
+    dir: &Path,
+    files: &mut BTreeMap<String, Vec<u8>>,
+    total: &mut u64,
+) -> Result<()> {
+    if !dir.is_dir() {
+        return Ok(());
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| io_err(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| io_err(dir, e))?;
+        let path = entry.path();
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let rel = format!("{}/{name}", super::KUBERNETES_DIR);
+        if !super::is_kubernetes_file(&rel) || !path.is_file() {
+            continue;
+        }
+        let bytes = crate::input::read_bytes(&path, MAX_ZIP_ENTRY_BYTES, "a Kubernetes manifest")?;
+        *total += bytes.len() as u64;
+        if *total > MAX_ZIP_TOTAL_BYTES {
+            return Err(Error::invalid(
+                Location::file(&path),
+                format!(
+                    "the files vnfm reads from this package are more than \
+                     {MAX_ZIP_TOTAL_BYTES} bytes together; expected at most that"
+                ),
+            ));
+        }
+        files.insert(rel, bytes);
     }
     Ok(())
 }
@@ -173,7 +214,7 @@ fn read_zip(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
     let mut files = BTreeMap::new();
     let mut total = 0u64;
     for (rel, i) in names {
-        if rel.starts_with(&format!("{SKIPPED_DIR}/")) {
+        if rel.starts_with(&format!("{SKIPPED_DIR}/")) && !super::is_kubernetes_file(&rel) {
             continue;
         }
         let entry = archive.by_index(i).map_err(zip_err)?;
@@ -601,5 +642,56 @@ node_types:
         let e = load(&bad).unwrap_err();
         assert!(matches!(e, Error::Io { .. }), "{e}");
         assert!(std::error::Error::source(&e).is_some());
+    }
+
+    fn cnf_dir() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/cnf-podaffinity")
+    }
+
+    #[test]
+    fn a_cnf_package_reads_files_kubernetes_and_nothing_else_of_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = BTreeMap::new();
+        read_dir(&cnf_dir(), "", &mut files, &mut 0).unwrap();
+        for (rel, bytes) in &files {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+        // not manifests: a subfolder, another extension, another folder of Files/
+        for rel in [
+            "Files/kubernetes/helm/values.yaml",
+            "Files/kubernetes/notes.txt",
+            "Files/images/pause.yaml",
+        ] {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, b"x: 1").unwrap();
+        }
+        let p = load(dir.path()).unwrap();
+        assert_eq!(
+            p.kubernetes.keys().collect::<Vec<_>>(),
+            ["Files/kubernetes/deployment.yaml"]
+        );
+        assert!(p.is_cnf("podaffinity"));
+        assert!(p.kubernetes["Files/kubernetes/deployment.yaml"].contains("kind: Deployment"));
+    }
+
+    #[cfg(feature = "zip")]
+    #[test]
+    fn a_zipped_cnf_package_reads_its_manifests() {
+        let mut files = BTreeMap::new();
+        read_dir(&cnf_dir(), "", &mut files, &mut 0).unwrap();
+        let mut entries: Vec<(String, Vec<u8>)> = files.into_iter().collect();
+        entries.push(("Files/images/big.img".into(), vec![0; 64]));
+        entries.push(("Files/kubernetes/sub/skip.yaml".into(), b"x: 1".to_vec()));
+        let dir = tempfile::tempdir().unwrap();
+        let zip_path = dir.path().join("cnf.zip");
+        write_zip(&zip_path, &entries);
+        let from_zip = load(&zip_path).unwrap();
+        let mut from_dir = load(&cnf_dir()).unwrap();
+        from_dir.source = from_zip.source.clone();
+        assert_eq!(from_zip, from_dir);
+        assert_eq!(from_zip.kubernetes.len(), 1);
     }
 }

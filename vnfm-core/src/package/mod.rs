@@ -93,6 +93,27 @@ pub struct VnfPackage {
     pub vnfm_info: Vec<String>,
     /// Deployment flavours by `flavour_id`.
     pub flavours: BTreeMap<String, Flavour>,
+    /// The Kubernetes manifests of a CNF package by path (`Files/kubernetes/deployment.yaml`):
+    /// the `.yaml` / `.yml` files directly under [`KUBERNETES_DIR`], as text (see
+    /// [`VnfPackage::is_cnf`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub kubernetes: BTreeMap<String, String>,
+}
+
+/// The folder of a CNF package's Kubernetes manifests (Tacker v2's layout): the one part of
+/// `Files/` the package reader reads.
+pub const KUBERNETES_DIR: &str = "Files/kubernetes";
+
+/// Whether `path` (relative to the package root, `/`-separated) is a Kubernetes manifest the
+/// reader keeps: a `.yaml` or `.yml` file directly under [`KUBERNETES_DIR`].
+pub fn is_kubernetes_file(path: &str) -> bool {
+    path.strip_prefix(KUBERNETES_DIR)
+        .and_then(|r| r.strip_prefix('/'))
+        .is_some_and(|name| {
+            !name.is_empty()
+                && !name.contains('/')
+                && (name.ends_with(".yaml") || name.ends_with(".yml"))
+        })
 }
 
 /// One deployment flavour (one `Definitions/` file with `substitution_mappings`).
@@ -399,6 +420,12 @@ impl VnfPackage {
     /// The flavour `id`.
     pub fn flavour(&self, id: &str) -> Option<&Flavour> {
         self.flavours.get(id)
+    }
+
+    /// Whether flavour `id` is a CNF: its VDUs are Kubernetes objects of the package
+    /// (manifests under [`KUBERNETES_DIR`]) and it has no `BaseHOT/<id>/`.
+    pub fn is_cnf(&self, id: &str) -> bool {
+        !self.kubernetes.is_empty() && self.flavour(id).is_some_and(|f| f.base_hot.is_none())
     }
 
     /// The Heat templates of flavour `id` (see [`Flavour::base_hot`]).

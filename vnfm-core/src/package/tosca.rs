@@ -197,7 +197,30 @@ pub(crate) fn read_package(source: &str, files: &BTreeMap<String, Vec<u8>>) -> R
         software_version: d.software_version,
         vnfm_info: d.vnfm_info,
         flavours,
+        kubernetes: kubernetes_files(source, files)?,
     })
+}
+
+/// The Kubernetes manifests of the package: the `.yaml` / `.yml` files directly under
+/// `Files/kubernetes/` (Tacker v2's CNF layout), as text.
+fn kubernetes_files(
+    source: &str,
+    files: &BTreeMap<String, Vec<u8>>,
+) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (path, bytes) in files {
+        if !super::is_kubernetes_file(path) {
+            continue;
+        }
+        let text = String::from_utf8(bytes.clone()).map_err(|_| {
+            Error::invalid(
+                Location::file(source).with_field(path.as_str()),
+                format!("{path} is not UTF-8: a Kubernetes manifest must be YAML text"),
+            )
+        })?;
+        out.insert(path.clone(), text);
+    }
+    Ok(out)
 }
 
 /// `topology_template.substitution_mappings.properties.flavour_id`, when present.
