@@ -73,6 +73,7 @@ use serde_json::{json, Value};
 
 use super::failure::Failed;
 use super::grant::{self as grant_request, GrantOptions, PlannedGrant};
+use super::groups;
 use super::hook::{HookSpec, Interrupt, OperationHook};
 use super::operation::{Operation, OperationStart, Plan, Progress};
 use super::plan::{self, flavour_of, instantiated_with_stack};
@@ -540,7 +541,8 @@ impl Lifecycle {
     ///
     /// # Errors
     /// [`LcmError`] when the operation cannot start (unknown or instantiated instance, another
-    /// operation running, unknown flavour, store failure). Failures after the start are
+    /// operation running, unknown flavour or level, server groups of the VNFD's `nfvi_node`
+    /// rules that the BaseHOT contradicts, store failure). Failures after the start are
     /// reported in the returned occurrence.
     pub async fn instantiate(
         &self,
@@ -559,6 +561,8 @@ impl Lifecycle {
         plan::check_pinned(flavour, &opts.pinned)?;
         let level = req.instantiation_level_id.as_deref();
         grant_request::check_level(flavour, level)?;
+        let policies = groups::policies(flavour, self.config.fallback_best_effort);
+        groups::check_package(pkg, flavour, &policies)?;
         self.check_free(&inst.value).await?;
         let op = self.new_op(
             &inst.value,
