@@ -9,7 +9,9 @@
 //!    ([`super::granter`]) over one listing of the zone catalogue, or from the zones an NFVO
 //!    pinned.
 //! 3. The stack is created (instantiate) or updated (scale, heal) with the StandardUserData
-//!    template and `nfv` parameter ([`super::userdata`]), and the reselection machine
+//!    template and `nfv` parameter ([`super::userdata`]) and a Nova server group per
+//!    `AffinityRule` / `AntiAffinityRule` at `nfvi_node` scope (a required anti-affinity group
+//!    with more members than its zone has hosts is refused first), and the reselection machine
 //!    ([`crate::reselect`]) drives retries in other zones after insufficient-resource failures.
 //!    The zone listing of step 2 is reused: one listing per operation.
 //! 4. On success the servers are read back (host and zone per VNFC) and the instance and the
