@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use vnfm_core::cloud::CloudFile;
 use vnfm_core::driver::{ComputeInventory, OpOccFilter, ServerInfo, Store, VirtualClock};
-use vnfm_core::id::ServerId;
+use vnfm_core::id::{ServerId, VnfInstanceId};
 use vnfm_core::lcm::{
     CreateVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleType, ScaleVnfRequest,
     VnfInstance,
@@ -112,7 +112,12 @@ fn lifecycle(sim: &SimCloud, store: &MemoryStore, best_effort: bool) -> Lifecycl
     Lifecycle::new(drivers, config)
 }
 
-async fn instantiate(s: &Setup, pkg: &VnfPackage, level: Option<&str>) -> OperationReport {
+/// Creates an instance of `pkg` and instantiates it at `level`.
+async fn start(
+    s: &Setup,
+    pkg: &VnfPackage,
+    level: Option<&str>,
+) -> (VnfInstanceId, Result<OperationReport, LcmError>) {
     let inst = s
         .lcm
         .create(pkg, &CreateVnfRequest::new(pkg.descriptor_id.clone()))
@@ -120,8 +125,21 @@ async fn instantiate(s: &Setup, pkg: &VnfPackage, level: Option<&str>) -> Operat
         .unwrap();
     let mut req = InstantiateVnfRequest::new("default");
     req.instantiation_level_id = level.map(str::to_owned);
-    s.lcm
+    let r = s
+        .lcm
         .instantiate(&inst.id, pkg, &req, &OperationOptions::default())
+        .await;
+    (inst.id, r)
+}
+
+async fn instantiate(s: &Setup, pkg: &VnfPackage, level: Option<&str>) -> OperationReport {
+    start(s, pkg, level).await.1.unwrap()
+}
+
+/// One more worker.
+async fn scale_out(lcm: &Lifecycle, inst: &VnfInstanceId) -> OperationReport {
+    let req = ScaleVnfRequest::new(ScaleType::ScaleOut, "worker_instance");
+    lcm.scale(inst, &cluster(), &req, &OperationOptions::default())
         .await
         .unwrap()
 }
@@ -215,17 +233,7 @@ async fn more_workers_than_hosts_are_refused_before_any_stack() {
     let r = instantiate(&s, &cluster(), None).await;
     assert!(r.is_completed(), "{:?}", r.op_occ.error);
     let before = s.sim.server_ids();
-    let scale = ScaleVnfRequest::new(ScaleType::ScaleOut, "worker_instance");
-    let out = s
-        .lcm
-        .scale(
-            &r.instance.id,
-            &cluster(),
-            &scale,
-            &OperationOptions::default(),
-        )
-        .await
-        .unwrap();
+    let out = scale_out(&s.lcm, &r.instance.id).await;
     assert_eq!(refused(&out), REFUSED);
     assert_eq!(s.sim.server_ids(), before);
 
@@ -237,16 +245,7 @@ async fn more_workers_than_hosts_are_refused_before_any_stack() {
         store: s.store.clone(),
     };
     s2.lcm.fail(&out.op_occ.id).await.unwrap();
-    let out = s2
-        .lcm
-        .scale(
-            &r.instance.id,
-            &cluster(),
-            &scale,
-            &OperationOptions::default(),
-        )
-        .await
-        .unwrap();
+    let out = scale_out(&s2.lcm, &r.instance.id).await;
     assert_eq!(refused(&out), REFUSED);
     assert_eq!(s2.sim.server_ids(), before);
 }
@@ -327,22 +326,8 @@ async fn a_group_the_basehot_declares_is_used_or_refused_before_anything_starts(
 
     // it contradicts the rule: nothing starts, the error names both policies
     let s = setup(false);
-    let pkg = declared("affinity");
-    let inst = s
-        .lcm
-        .create(&pkg, &CreateVnfRequest::new(pkg.descriptor_id.clone()))
-        .await
-        .unwrap();
-    let e = s
-        .lcm
-        .instantiate(
-            &inst.id,
-            &pkg,
-            &InstantiateVnfRequest::new("default"),
-            &OperationOptions::default(),
-        )
-        .await
-        .unwrap_err();
+    let (inst, r) = start(&s, &declared("affinity"), None).await;
+    let e = r.unwrap_err();
     assert!(matches!(e, LcmError::Invalid(_)), "{e}");
     assert_eq!(
         e.to_string(),
@@ -351,7 +336,7 @@ async fn a_group_the_basehot_declares_is_used_or_refused_before_anything_starts(
     );
     assert!(s
         .store
-        .op_occs(OpOccFilter::instance(inst.id.clone()))
+        .op_occs(OpOccFilter::instance(inst))
         .await
         .unwrap()
         .is_empty());

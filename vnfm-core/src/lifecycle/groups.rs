@@ -488,61 +488,6 @@ mod tests {
     }
 
     #[test]
-    fn a_group_the_basehot_declares_is_checked_before_anything_starts() {
-        let pkg = cluster();
-        let f = pkg.flavour("default").unwrap();
-        assert!(check_package(&pkg, f, &policies(f, false)).is_ok());
-        // the UserData way: the BaseHOT's group has another policy than the VNFD's rule
-        let mut files = pkg_files();
-        let top = "BaseHOT/default/k8s_cluster.yaml";
-        let text = String::from_utf8(files[top].clone()).unwrap().replace(
-            "resources:\n",
-            "resources:\n  srvgroup_worker:\n    type: OS::Nova::ServerGroup\n    \
-             properties: {name: srvgroup_worker, policies: [affinity]}\n",
-        );
-        let text = text.replace(
-            "          zone: { get_param: [ nfv, VDU, workerNode, locationConstraints ] }\n",
-            "          zone: { get_param: [ nfv, VDU, workerNode, locationConstraints ] }\n          \
-             server_group: { get_resource: srvgroup_worker }\n",
-        );
-        files.insert(top.into(), text.into_bytes());
-        let worker = "BaseHOT/default/nested/worker.yaml";
-        let text = String::from_utf8(files[worker].clone()).unwrap().replace(
-            "      networks:",
-            "      scheduler_hints: {group: {get_param: server_group}}\n      networks:",
-        );
-        let text = text.replace("  zone:\n", "  zone:\n    type: string\n  server_group:\n");
-        files.insert(worker.into(), text.into_bytes());
-        let pkg = VnfPackage::from_files("userdata", files).unwrap();
-        let f = pkg.flavour("default").unwrap();
-        let e = check_package(&pkg, f, &policies(f, false)).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "userdata: rule workers_apart: VDU workerNode: BaseHOT/default: \
-             resources.srvgroup_worker: server group policy `affinity`, expected anti-affinity"
-        );
-    }
-
-    fn pkg_files() -> BTreeMap<String, Vec<u8>> {
-        let dir =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/k8s-cluster-vnf");
-        let mut out = BTreeMap::new();
-        let mut todo = vec![dir.clone()];
-        while let Some(d) = todo.pop() {
-            for e in std::fs::read_dir(&d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    todo.push(p);
-                } else {
-                    let rel = p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
-                    out.insert(rel, std::fs::read(&p).unwrap());
-                }
-            }
-        }
-        out
-    }
-
-    #[test]
     fn the_preflight_names_the_rule_the_servers_and_the_hosts() {
         let pkg = cluster();
         let f = pkg.flavour("default").unwrap();
