@@ -45,9 +45,9 @@
 //! `AntiAffinityRule` at `nfvi_node` scope ([`GroupRule`], any of the four Nova policies), for
 //! the lifecycle when it builds a stack: the servers of every VDU of a rule join one group. A
 //! group they already reference (the BaseHOT declares it, Tacker's UserData way) is left as
-//! written and must have the rule's policy, or the required form of a soft one (stricter than
-//! asked, never weaker), else [`RealiseError::GroupPolicy`]; otherwise a group named after the
-//! rule is added (the TOSCA way). A VDU in two such rules is an error
+//! written and must be of the rule's kind (affinity or anti-affinity; required or soft is the
+//! template's choice), else [`RealiseError::GroupPolicy`]; otherwise a group of the rule's
+//! policy named after the rule is added (the TOSCA way). A VDU in two such rules is an error
 //! ([`RealiseError::VduInTwoRules`]): a Nova server joins one server group at most. Nothing
 //! here counts hosts; the lifecycle checks them against the zones it was granted.
 //!
@@ -237,8 +237,9 @@ pub fn burst_maximum(min: u64, percent: u32) -> u64 {
     u64::try_from(num.div_ceil(100)).unwrap_or(u64::MAX)
 }
 
-/// A server group policy.
+/// A server group policy, serialized with Nova's names (`anti-affinity`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum GroupPolicy {
     /// `anti-affinity`: every member on a host of its own.
     AntiAffinity,
@@ -403,7 +404,7 @@ pub enum Change {
         vdus: Vec<VduId>,
         /// The group's resource name.
         resource: String,
-        /// Its policy as written (the policy asked for, or its required form).
+        /// Its policy as written (of the rule's kind, required or soft).
         policy: GroupPolicy,
     },
     /// A server's `scheduler_hints.group` was set.
@@ -877,9 +878,10 @@ pub struct GroupRule {
 /// Writes the server group of every rule of `rules` into `bundle` (see the
 /// [module docs](self)): the servers of the rule's VDUs join the group of the top template
 /// they already reference (the BaseHOT declares it: Tacker's UserData way), which is left as
-/// written but must have the rule's policy (or, for a soft policy, its required form), else a
-/// new `OS::Nova::ServerGroup` named after the rule (the TOSCA way), with the scheduler hint on
-/// every server, nested templates included. The changes name the rule
+/// written but must be of the rule's kind (`affinity` or `soft-affinity` for an affinity
+/// policy, `anti-affinity` or `soft-anti-affinity` for an anti-affinity one), else a new
+/// `OS::Nova::ServerGroup` of the rule's policy named after the rule (the TOSCA way), with the
+/// scheduler hint on every server, nested templates included. The changes name the rule
 /// ([`Change::RuleGroupAdded`], [`Change::RuleGroupReused`]) and then each hint.
 ///
 /// # Errors
@@ -1004,8 +1006,8 @@ enum Hint {
 enum Existing {
     /// The HA intent: a required group is softened when best effort asks for a soft one.
     Soften,
-    /// A VNFD rule: the group is left as written; it must have the policy, or the required
-    /// form of a soft policy (stricter than asked, never weaker).
+    /// A VNFD rule: the group is left as written; its policy must be of the rule's kind
+    /// (affinity or anti-affinity), required or soft as the template has it.
     Agree,
 }
 
@@ -1770,8 +1772,9 @@ impl<'a> Work<'a> {
     }
 
     /// The group `group` the servers of `vdu` reference, taken for `policy`: the same policy
-    /// is reused; the required form of a soft `policy` is softened ([`Existing::Soften`]) or
-    /// kept ([`Existing::Agree`]); any other policy is an error.
+    /// is reused; with [`Existing::Soften`] the required form of a soft `policy` is softened,
+    /// with [`Existing::Agree`] any policy of the same kind is kept; any other policy is an
+    /// error (naming `policy` as expected).
     fn reuse_group(
         &mut self,
         vdu: &VduId,
@@ -1808,20 +1811,16 @@ impl<'a> Work<'a> {
             policy,
             how,
         };
-        if current == policy {
-            return Ok(joined(policy, How::Reused));
-        }
-        if current != policy.hard() {
-            return Err(err(written));
-        }
         match existing {
-            Existing::Agree => Ok(joined(current, How::Reused)),
-            Existing::Soften => {
+            _ if current == policy => Ok(joined(policy, How::Reused)),
+            Existing::Agree if current.hard() == policy.hard() => Ok(joined(current, How::Reused)),
+            Existing::Soften if current == policy.hard() => {
                 if let Some(d) = self.doc_mut(&Doc::Main).and_then(|d| get_mut(d, &path)) {
                     set_policy(d, policy);
                 }
                 Ok(joined(policy, How::Changed { from: current }))
             }
+            _ => Err(err(written)),
         }
     }
 
@@ -2963,6 +2962,23 @@ resources:
     }
 
     #[test]
+    fn group_policies_are_nova_names_with_a_required_and_a_soft_form() {
+        for p in GroupPolicy::ALL {
+            assert_eq!(
+                serde_json::to_value(p).unwrap(),
+                serde_json::json!(p.as_str())
+            );
+            assert_eq!(GroupPolicy::parse(p.as_str()), Some(p));
+            assert!(!p.hard().is_soft() && p.soft().is_soft());
+            assert_eq!(
+                (p.hard().is_anti(), p.soft().is_anti()),
+                (p.is_anti(), p.is_anti())
+            );
+        }
+        assert_eq!(GroupPolicy::parse("spread"), None);
+    }
+
+    #[test]
     fn a_rule_group_the_basehot_declares_is_left_as_written() {
         let b = cluster(CLUSTER_TOP, CLUSTER_WORKER);
         let groups = |policy| {
@@ -2990,7 +3006,7 @@ resources:
             "rule workers_apart over worker: reused server group srvgroup (anti-affinity)"
         );
 
-        // best effort asks for less: the required group is kept, and reported as it is
+        // required or soft is the template's choice: kept, and reported as it is
         let out = groups(GroupPolicy::SoftAntiAffinity).unwrap();
         assert!(matches!(
             &out.changes[..],
@@ -3000,6 +3016,27 @@ resources:
             }]
         ));
         assert_eq!(out.template, b);
+        let soft = CLUSTER_TOP.replace("[anti-affinity]", "[soft-anti-affinity]");
+        let soft = cluster(&soft, CLUSTER_WORKER);
+        let out = server_groups(
+            MAIN,
+            &soft,
+            &Parameters::new(),
+            &[rule(
+                "workers_apart",
+                &["worker"],
+                GroupPolicy::AntiAffinity,
+            )],
+        )
+        .unwrap();
+        assert!(matches!(
+            &out.changes[..],
+            [Change::RuleGroupReused {
+                policy: GroupPolicy::SoftAntiAffinity,
+                ..
+            }]
+        ));
+        assert_eq!(out.template, soft);
 
         // a group that disagrees with the VNFD is refused, naming both policies
         for (asked, shown) in [
@@ -3017,22 +3054,6 @@ resources:
                 )
             );
         }
-        let soft = CLUSTER_TOP.replace("[anti-affinity]", "[soft-anti-affinity]");
-        let e = server_groups(
-            MAIN,
-            &cluster(&soft, CLUSTER_WORKER),
-            &Parameters::new(),
-            &[rule(
-                "workers_apart",
-                &["worker"],
-                GroupPolicy::AntiAffinity,
-            )],
-        )
-        .unwrap_err();
-        assert!(
-            chain(&e).ends_with("server group policy `soft-anti-affinity`, expected anti-affinity"),
-            "{e}"
-        );
     }
 
     #[test]

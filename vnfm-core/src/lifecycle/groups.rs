@@ -25,7 +25,8 @@
 //!
 //! # Preflight
 //! Before any stack is created or updated, a required `anti-affinity` group (as the template
-//! has it: a group the BaseHOT declares `anti-affinity` is required even under best effort)
+//! has it: a group the BaseHOT declares keeps its policy, required or soft, whatever the
+//! configuration)
 //! must have a host of its own for every member: the members granted to a zone may not
 //! outnumber its available compute hosts (zones with none are left to Nova and reselection),
 //! and before the grant the members that are not placed yet may not outnumber the hosts of
