@@ -191,8 +191,9 @@ pub struct Progress {
     #[serde(default)]
     pub deleted: bool,
     /// The policy of the server group of every `nfvi_node` rule (rule → policy): decided
-    /// when an instantiation first builds its stack, read from the instance by the other
-    /// plans; `None` until then, and for an instance that records none (no group is added).
+    /// from the configuration when an instantiation first places its VNFCs, read from the
+    /// instance by the other plans; `None` until then, and for an instance that records none
+    /// (no group is added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_groups: Option<BTreeMap<String, GroupPolicy>>,
 }
