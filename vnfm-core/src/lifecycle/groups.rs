@@ -140,7 +140,7 @@ pub(crate) fn template_failure(e: &RealiseError) -> Failed {
 }
 
 /// The policy of every rule's group as the package's BaseHOT has it with the groups of
-/// `rules` (a group the BaseHOT declares may be stricter than the rule asks).
+/// `rules` (a group the BaseHOT declares keeps its own: required or soft as written).
 ///
 /// # Errors
 /// The package has no BaseHOT for the flavour, or the rules cannot be written into it.
