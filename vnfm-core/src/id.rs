@@ -98,6 +98,21 @@ string_id!(
     NodeName
 );
 
+/// `name-index`: the name of a VNFC (`VDU1-0`) or of one of its resources
+/// (`VDU1-VirtualStorage-0`), as Tacker's StandardUserData names them.
+pub fn add_idx(name: &str, index: u32) -> String {
+    format!("{name}-{index}")
+}
+
+/// The name without its `-<index>` suffix (`VDU1-VirtualStorage-0` → `VDU1-VirtualStorage`);
+/// the name itself when it has no numeric suffix.
+pub fn rm_idx(name: &str) -> &str {
+    match name.rsplit_once('-') {
+        Some((base, idx)) if !idx.is_empty() && idx.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => name,
+    }
+}
+
 /// Produces UUID-shaped identifiers (version 4 layout) from a seeded random source, so that
 /// ids in the simulator, tests and demo are reproducible.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

@@ -25,8 +25,9 @@
 //!   VDUs or a `PlacementGroup`, and a StandardUserData BaseHOT with one nested template per
 //!   VDU whose server uses `availability_zone: {get_param: zone}` and
 //!   `networks: [{allocate_network: none}]`. [`GeneratedPackage::package`] reads it with
-//!   [`VnfPackage::from_files`]. The `nfvi_node` rules are honoured by the granter when it
-//!   chooses zones and hosts; the generated BaseHOT has no server group for them.
+//!   [`VnfPackage::from_files`]. A VDU is a target of one `nfvi_node` rule at most; those
+//!   rules are honoured by the granter when it chooses zones and hosts, and by Nova: the
+//!   generated BaseHOT has no server group, the lifecycle adds one per rule.
 //! - [`cloud_and_package`]: a cloud and a package that uses its flavors.
 //!
 //! # Testing your own policy
@@ -85,7 +86,7 @@
 //! never_two_of_a_vdu_in_one_zone();
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::ops::RangeInclusive;
 
@@ -530,6 +531,9 @@ pub fn package(cloud: &CloudFile, shape: PackageShape) -> impl Strategy<Value = 
                     .collect()
             };
             let group_members = vdu_ids(&group);
+            // A VDU is a target of one `nfvi_node` rule at most (one Nova server group each):
+            // a later rule that shares a VDU with an earlier one is left out.
+            let mut in_host_rule = BTreeSet::new();
             let rules: Vec<GeneratedRule> = rules
                 .into_iter()
                 .enumerate()
@@ -543,6 +547,11 @@ pub fn package(cloud: &CloudFile, shape: PackageShape) -> impl Strategy<Value = 
                         vdu_ids(&targets)
                     },
                     via_group,
+                })
+                .filter(|r| {
+                    r.scope != Scope::Host
+                        || (!r.vdus.iter().any(|v| in_host_rule.contains(v))
+                            && r.vdus.iter().all(|v| in_host_rule.insert(v.clone())))
                 })
                 .collect();
             let files = package_files(&vdus, &rules, &group_members);

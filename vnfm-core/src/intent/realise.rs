@@ -40,6 +40,17 @@
 //! microversion 2.15; spread as far as the hosts allow), an existing hard group is softened,
 //! and [`Change::AntiAffinitySoftened`] reports it.
 //!
+//! # Server groups of the VNFD
+//! [`server_groups`] applies the same machinery to the VNFD's `AffinityRule` and
+//! `AntiAffinityRule` at `nfvi_node` scope ([`GroupRule`], any of the four Nova policies), for
+//! the lifecycle when it builds a stack: the servers of every VDU of a rule join one group. A
+//! group they already reference (the BaseHOT declares it, Tacker's UserData way) is left as
+//! written and must be of the rule's kind (affinity or anti-affinity; required or soft is the
+//! template's choice), else [`RealiseError::GroupPolicy`]; otherwise a group of the rule's
+//! policy named after the rule is added (the TOSCA way). A VDU in two such rules is an error
+//! ([`RealiseError::VduInTwoRules`]): a Nova server joins one server group at most. Nothing
+//! here counts hosts; the lifecycle checks them against the zones it was granted.
+//!
 //! # Isolation (flavour)
 //! The current flavour of every server of the VDU is looked up among the region's
 //! [`RegionFlavour`]s (by name, or as the name of one of their over-subscription variants).
@@ -68,8 +79,7 @@ use serde_json::Value as Json;
 use serde_yaml::{Mapping, Value as Yaml};
 
 use crate::driver::{Parameters, TemplateBundle};
-use crate::id::VduId;
-use crate::lifecycle::userdata::{rm_idx, AUTO_SCALING_GROUP};
+use crate::id::{rm_idx, VduId};
 
 /// The Heat type of a Nova server.
 pub const SERVER: &str = "OS::Nova::Server";
@@ -77,6 +87,8 @@ pub const SERVER: &str = "OS::Nova::Server";
 pub const SERVER_GROUP: &str = "OS::Nova::ServerGroup";
 /// The Heat type of a resource group.
 pub const RESOURCE_GROUP: &str = "OS::Heat::ResourceGroup";
+/// The Heat type of an autoscaling group.
+pub const AUTO_SCALING_GROUP: &str = "OS::Heat::AutoScalingGroup";
 
 /// How a VDU's compute is isolated from its neighbours (the "Burstable QoS" intent).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -225,21 +237,75 @@ pub fn burst_maximum(min: u64, percent: u32) -> u64 {
     u64::try_from(num.div_ceil(100)).unwrap_or(u64::MAX)
 }
 
-/// A server group policy.
+/// A server group policy, serialized with Nova's names (`anti-affinity`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum GroupPolicy {
     /// `anti-affinity`: every member on a host of its own.
     AntiAffinity,
     /// `soft-anti-affinity` (Nova microversion 2.15): spread as far as the hosts allow.
     SoftAntiAffinity,
+    /// `affinity`: every member on the host of the first.
+    Affinity,
+    /// `soft-affinity` (Nova microversion 2.15): together as far as the hosts allow.
+    SoftAffinity,
 }
 
 impl GroupPolicy {
+    /// Every policy.
+    pub const ALL: [GroupPolicy; 4] = [
+        GroupPolicy::AntiAffinity,
+        GroupPolicy::SoftAntiAffinity,
+        GroupPolicy::Affinity,
+        GroupPolicy::SoftAffinity,
+    ];
+
     /// The Nova policy name.
     pub fn as_str(self) -> &'static str {
         match self {
             GroupPolicy::AntiAffinity => "anti-affinity",
             GroupPolicy::SoftAntiAffinity => "soft-anti-affinity",
+            GroupPolicy::Affinity => "affinity",
+            GroupPolicy::SoftAffinity => "soft-affinity",
+        }
+    }
+
+    /// The policy of a Nova policy name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
+    /// True for `soft-anti-affinity` and `soft-affinity` (Nova weighs, never refuses).
+    pub fn is_soft(self) -> bool {
+        matches!(
+            self,
+            GroupPolicy::SoftAntiAffinity | GroupPolicy::SoftAffinity
+        )
+    }
+
+    /// True for `anti-affinity` and `soft-anti-affinity`.
+    pub fn is_anti(self) -> bool {
+        matches!(
+            self,
+            GroupPolicy::AntiAffinity | GroupPolicy::SoftAntiAffinity
+        )
+    }
+
+    /// The required form of the policy (`soft-anti-affinity` → `anti-affinity`).
+    pub fn hard(self) -> Self {
+        match self {
+            GroupPolicy::SoftAntiAffinity => GroupPolicy::AntiAffinity,
+            GroupPolicy::SoftAffinity => GroupPolicy::Affinity,
+            p => p,
+        }
+    }
+
+    /// The best-effort form of the policy (`anti-affinity` → `soft-anti-affinity`).
+    pub fn soft(self) -> Self {
+        match self {
+            GroupPolicy::AntiAffinity => GroupPolicy::SoftAntiAffinity,
+            GroupPolicy::Affinity => GroupPolicy::SoftAffinity,
+            p => p,
         }
     }
 }
@@ -318,6 +384,29 @@ pub enum Change {
         /// The VDU's maximum number of instances.
         max_instances: u32,
     },
+    /// A server group was added for a VNFD rule ([`server_groups`]).
+    RuleGroupAdded {
+        /// The rule.
+        rule: String,
+        /// Its VDUs.
+        vdus: Vec<VduId>,
+        /// The group's resource name.
+        resource: String,
+        /// Its policy.
+        policy: GroupPolicy,
+    },
+    /// The server group the rule's servers already referenced (the BaseHOT's) is used
+    /// ([`server_groups`]).
+    RuleGroupReused {
+        /// The rule.
+        rule: String,
+        /// Its VDUs.
+        vdus: Vec<VduId>,
+        /// The group's resource name.
+        resource: String,
+        /// Its policy as written (of the rule's kind, required or soft).
+        policy: GroupPolicy,
+    },
     /// A server's `scheduler_hints.group` was set.
     SchedulerHintSet {
         /// The VDU.
@@ -386,6 +475,27 @@ impl fmt::Display for Change {
                 from,
                 to,
             } => write!(f, "{vdu}: server group {resource}: policy {from} -> {to}"),
+            Change::RuleGroupAdded {
+                rule,
+                vdus,
+                resource,
+                policy,
+            } => write!(
+                f,
+                "rule {rule} over {}: added server group {resource} ({SERVER_GROUP}, policies \
+                 [{policy}])",
+                join(vdus)
+            ),
+            Change::RuleGroupReused {
+                rule,
+                vdus,
+                resource,
+                policy,
+            } => write!(
+                f,
+                "rule {rule} over {}: reused server group {resource} ({policy})",
+                join(vdus)
+            ),
             Change::AntiAffinitySoftened {
                 vdu,
                 hosts,
@@ -561,6 +671,29 @@ pub enum RealiseError {
         /// The policy required.
         expected: GroupPolicy,
     },
+    /// A VNFD rule's server group cannot be realised.
+    #[error("rule {rule}")]
+    Rule {
+        /// The rule.
+        rule: String,
+        /// Why.
+        #[source]
+        source: Box<RealiseError>,
+    },
+    /// A VDU is the target of two rules that each need a server group; a Nova server joins
+    /// one group at most.
+    #[error(
+        "VDU {vdu} is a target of rules {first} and {second}, each a server group \
+         (nfvi_node scope); a Nova server joins one server group at most"
+    )]
+    VduInTwoRules {
+        /// The VDU.
+        vdu: VduId,
+        /// The first rule.
+        first: String,
+        /// The second rule.
+        second: String,
+    },
     /// A server's scheduler hints cannot be read or extended.
     #[error("VDU {vdu}: {file}: {field}: {message}")]
     SchedulerHints {
@@ -729,6 +862,108 @@ pub fn realise(
     w.finish()
 }
 
+/// A server group a VNFD rule asks for: the servers of its VDUs in one
+/// `OS::Nova::ServerGroup` of `policy` (an `AffinityRule` or `AntiAffinityRule` at `nfvi_node`
+/// scope; see [`server_groups`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GroupRule {
+    /// The rule's name; a group vnfm adds is named after it.
+    pub rule: String,
+    /// The VDUs whose servers join the group (a `PlacementGroup` target expanded).
+    pub vdus: Vec<VduId>,
+    /// The policy.
+    pub policy: GroupPolicy,
+}
+
+/// Writes the server group of every rule of `rules` into `bundle` (see the
+/// [module docs](self)): the servers of the rule's VDUs join the group of the top template
+/// they already reference (the BaseHOT declares it: Tacker's UserData way), which is left as
+/// written but must be of the rule's kind (`affinity` or `soft-affinity` for an affinity
+/// policy, `anti-affinity` or `soft-anti-affinity` for an anti-affinity one), else a new
+/// `OS::Nova::ServerGroup` of the rule's policy named after the rule (the TOSCA way), with the
+/// scheduler hint on every server, nested templates included. The changes name the rule
+/// ([`Change::RuleGroupAdded`], [`Change::RuleGroupReused`]) and then each hint.
+///
+/// # Errors
+/// [`RealiseError::VduInTwoRules`] when two rules share a VDU; otherwise a
+/// [`RealiseError::Rule`] naming the rule, whose source names the VDU, the template and the
+/// field (no server of a VDU, a group whose policy disagrees, hints that cannot be extended).
+///
+/// # Example
+/// ```
+/// use vnfm_core::driver::{Parameters, TemplateBundle};
+/// use vnfm_core::intent::realise::{server_groups, GroupPolicy, GroupRule};
+///
+/// let bundle = TemplateBundle {
+///     template: "heat_template_version: 2018-08-31\nresources:\n  \
+///                worker-0: {type: OS::Nova::Server, properties: {flavor: m1.small}}\n  \
+///                worker-1: {type: OS::Nova::Server, properties: {flavor: m1.small}}\n"
+///         .into(),
+///     files: Default::default(),
+/// };
+/// let rules = [GroupRule {
+///     rule: "workers_apart".into(),
+///     vdus: vec!["worker".into()],
+///     policy: GroupPolicy::AntiAffinity,
+/// }];
+/// let out = server_groups("main.yaml", &bundle, &Parameters::new(), &rules)?;
+/// // the group, then one hint per server
+/// assert_eq!(out.changes.len(), 3);
+/// assert!(out.template.template.contains("workers_apart:"));
+/// assert!(out.diff.contains("+        group:"));
+/// # Ok::<(), vnfm_core::intent::realise::RealiseError>(())
+/// ```
+pub fn server_groups(
+    source: &str,
+    bundle: &TemplateBundle,
+    parameters: &Parameters,
+    rules: &[GroupRule],
+) -> Result<Realised> {
+    let mut owner: BTreeMap<&VduId, &str> = BTreeMap::new();
+    for r in rules {
+        for v in &r.vdus {
+            if let Some(first) = owner.insert(v, &r.rule) {
+                return Err(RealiseError::VduInTwoRules {
+                    vdu: v.clone(),
+                    first: first.to_owned(),
+                    second: r.rule.clone(),
+                });
+            }
+        }
+    }
+    let mut w = Work::new(source, bundle, parameters)?;
+    for r in rules {
+        let in_rule = |source: RealiseError| RealiseError::Rule {
+            rule: r.rule.clone(),
+            source: Box::new(source),
+        };
+        let mut members = Vec::new();
+        for v in &r.vdus {
+            members.push((v.clone(), w.sites(v).map_err(in_rule)?));
+        }
+        w.join_group(&members, &r.rule, r.policy, Existing::Agree, |j| {
+            let (rule, vdus, resource, policy) =
+                (r.rule.clone(), r.vdus.clone(), j.resource.clone(), j.policy);
+            match j.how {
+                How::Added => Change::RuleGroupAdded {
+                    rule,
+                    vdus,
+                    resource,
+                    policy,
+                },
+                How::Reused | How::Changed { .. } => Change::RuleGroupReused {
+                    rule,
+                    vdus,
+                    resource,
+                    policy,
+                },
+            }
+        })
+        .map_err(in_rule)?;
+    }
+    w.finish()
+}
+
 /// Which template.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Doc {
@@ -764,6 +999,32 @@ enum Hint {
     NestedPass { param: String },
     /// A nested server's hints are the json parameter `P`; the parent passes no group in it.
     JsonPass { param: String },
+}
+
+/// How a server group the servers already reference is taken.
+#[derive(Clone, Copy, Debug)]
+enum Existing {
+    /// The HA intent: a required group is softened when best effort asks for a soft one.
+    Soften,
+    /// A VNFD rule: the group is left as written; its policy must be of the rule's kind
+    /// (affinity or anti-affinity), required or soft as the template has it.
+    Agree,
+}
+
+/// How the servers got their group.
+#[derive(Clone, Copy, Debug)]
+enum How {
+    Added,
+    Reused,
+    Changed { from: GroupPolicy },
+}
+
+/// The group the servers joined.
+#[derive(Clone, Debug)]
+struct Joined {
+    resource: String,
+    policy: GroupPolicy,
+    how: How,
 }
 
 struct Work<'a> {
@@ -1399,47 +1660,95 @@ impl<'a> Work<'a> {
                 max_instances: max,
             });
         };
-        let mut per_site = Vec::new();
-        for s in sites {
-            per_site.push(self.hints(vdu, s)?);
-        }
-        let existing: BTreeSet<String> = per_site
-            .iter()
-            .flatten()
-            .filter_map(|h| match h {
-                Hint::Group(g) => Some(g.clone()),
-                _ => None,
-            })
-            .collect();
-        let group = match existing.len() {
-            0 => self.add_group(vdu, policy)?,
-            1 => {
-                let g = existing.into_iter().next().unwrap_or_default();
-                self.reuse_group(vdu, &g, policy)?;
-                g
-            }
-            _ => {
-                return Err(RealiseError::SeveralGroups {
-                    vdu: vdu.clone(),
-                    groups: existing.into_iter().collect(),
-                })
-            }
-        };
-        for (site, hints) in sites.iter().zip(per_site) {
-            for hint in hints {
-                self.apply_hint(vdu, site, sites, &group, hint)?;
-            }
-        }
+        let members = [(vdu.clone(), sites.to_vec())];
+        let base = format!("{vdu}_anti_affinity");
+        self.join_group(&members, &base, policy, Existing::Soften, |j| match j.how {
+            How::Added => Change::ServerGroupAdded {
+                vdu: vdu.clone(),
+                resource: j.resource.clone(),
+                policy: j.policy,
+            },
+            How::Reused => Change::ServerGroupReused {
+                vdu: vdu.clone(),
+                resource: j.resource.clone(),
+                policy: j.policy,
+            },
+            How::Changed { from } => Change::ServerGroupPolicyChanged {
+                vdu: vdu.clone(),
+                resource: j.resource.clone(),
+                from,
+                to: j.policy,
+            },
+        })?;
         Ok(())
     }
 
-    fn add_group(&mut self, vdu: &VduId, policy: GroupPolicy) -> Result<String> {
+    /// The servers of `members` (each VDU with its sites) join one server group of `policy`:
+    /// the group of the top template they already reference (taken as `existing` says), else
+    /// a new one named `base` (or `base_<n>` when taken). `announce` gives the change that
+    /// records the group; the hints and passed parameters follow it.
+    fn join_group(
+        &mut self,
+        members: &[(VduId, Vec<Site>)],
+        base: &str,
+        policy: GroupPolicy,
+        existing: Existing,
+        announce: impl FnOnce(&Joined) -> Change,
+    ) -> Result<Joined> {
+        let mut per_site = Vec::new();
+        for (vdu, sites) in members {
+            for s in sites {
+                per_site.push((vdu, s, self.hints(vdu, s)?));
+            }
+        }
+        // Each group referenced, with the first VDU whose servers reference it.
+        let mut found: BTreeMap<String, &VduId> = BTreeMap::new();
+        for (vdu, _, hints) in &per_site {
+            for h in hints {
+                if let Hint::Group(g) = h {
+                    found.entry(g.clone()).or_insert(*vdu);
+                }
+            }
+        }
+        let mut groups = found.into_iter();
+        let joined = match (groups.next(), groups.next()) {
+            (None, _) => Joined {
+                resource: self.add_group(base, policy)?,
+                policy,
+                how: How::Added,
+            },
+            (Some((g, vdu)), None) => self.reuse_group(vdu, &g, policy, existing)?,
+            (Some((first, vdu)), Some((second, _))) => {
+                return Err(RealiseError::SeveralGroups {
+                    vdu: vdu.clone(),
+                    groups: [first, second]
+                        .into_iter()
+                        .chain(groups.map(|(g, _)| g))
+                        .collect(),
+                })
+            }
+        };
+        self.changes.push(announce(&joined));
+        let all_sites: Vec<Site> = members
+            .iter()
+            .flat_map(|(_, s)| s.iter().cloned())
+            .collect();
+        for (vdu, site, hints) in per_site {
+            for hint in hints {
+                self.apply_hint(vdu, site, &all_sites, &joined.resource, hint)?;
+            }
+        }
+        Ok(joined)
+    }
+
+    /// Adds an `OS::Nova::ServerGroup` of `policy` named `base` (or `base_<n>` when a resource
+    /// has that name) to the top template.
+    fn add_group(&mut self, base: &str, policy: GroupPolicy) -> Result<String> {
         let taken: BTreeSet<String> = resources(&self.main).into_iter().map(|(n, _)| n).collect();
-        let base = format!("{vdu}_anti_affinity");
-        let name = std::iter::once(base.clone())
+        let name = std::iter::once(base.to_owned())
             .chain((2..).map(|i| format!("{base}_{i}")))
             .find(|n| !taken.contains(n))
-            .unwrap_or(base);
+            .unwrap_or_else(|| base.to_owned());
         let mut props = Mapping::new();
         props.insert(Yaml::from("name"), Yaml::from(name.as_str()));
         props.insert(
@@ -1459,15 +1768,20 @@ impl<'a> Work<'a> {
                 message: "expected a mapping of resources".to_owned(),
             })?;
         res.insert(Yaml::from(name.as_str()), Yaml::Mapping(def));
-        self.changes.push(Change::ServerGroupAdded {
-            vdu: vdu.clone(),
-            resource: name.clone(),
-            policy,
-        });
         Ok(name)
     }
 
-    fn reuse_group(&mut self, vdu: &VduId, group: &str, policy: GroupPolicy) -> Result<()> {
+    /// The group `group` the servers of `vdu` reference, taken for `policy`: the same policy
+    /// is reused; with [`Existing::Soften`] the required form of a soft `policy` is softened,
+    /// with [`Existing::Agree`] any policy of the same kind is kept; any other policy is an
+    /// error (naming `policy` as expected).
+    fn reuse_group(
+        &mut self,
+        vdu: &VduId,
+        group: &str,
+        policy: GroupPolicy,
+        existing: Existing,
+    ) -> Result<Joined> {
         let path = vec!["resources".to_owned(), group.to_owned()];
         let def = get(&self.main, &path).cloned();
         let Some(def) = def.filter(|d| rtype(d) == Some(SERVER_GROUP)) else {
@@ -1489,32 +1803,25 @@ impl<'a> Work<'a> {
             policy: written,
             expected: policy,
         };
-        let current = match written.as_str() {
-            "anti-affinity" => GroupPolicy::AntiAffinity,
-            "soft-anti-affinity" => GroupPolicy::SoftAntiAffinity,
-            _ => return Err(err(written)),
-        };
-        if current == policy {
-            self.changes.push(Change::ServerGroupReused {
-                vdu: vdu.clone(),
-                resource: group.to_owned(),
-                policy,
-            });
-            return Ok(());
-        }
-        if current != GroupPolicy::AntiAffinity {
+        let Some(current) = GroupPolicy::parse(&written) else {
             return Err(err(written));
-        }
-        if let Some(d) = self.doc_mut(&Doc::Main).and_then(|d| get_mut(d, &path)) {
-            set_policy(d, policy);
-        }
-        self.changes.push(Change::ServerGroupPolicyChanged {
-            vdu: vdu.clone(),
+        };
+        let joined = |policy, how| Joined {
             resource: group.to_owned(),
-            from: current,
-            to: policy,
-        });
-        Ok(())
+            policy,
+            how,
+        };
+        match existing {
+            _ if current == policy => Ok(joined(policy, How::Reused)),
+            Existing::Agree if current.hard() == policy.hard() => Ok(joined(current, How::Reused)),
+            Existing::Soften if current == policy.hard() => {
+                if let Some(d) = self.doc_mut(&Doc::Main).and_then(|d| get_mut(d, &path)) {
+                    set_policy(d, policy);
+                }
+                Ok(joined(policy, How::Changed { from: current }))
+            }
+            _ => Err(err(written)),
+        }
     }
 
     /// Sets `path` of the main template to `value` and records it as passed.
@@ -2593,6 +2900,287 @@ resources:
             Some("m1.small.b50")
         );
         assert_eq!(out.template.files["w.yaml"], w);
+    }
+
+    /// A cluster in the UserData way: the top template declares the workers' group and the
+    /// AutoScalingGroup passes it to the nested server's `scheduler_hints.group`.
+    const CLUSTER_TOP: &str = "
+heat_template_version: 2013-05-23
+parameters:
+  nfv: {type: json}
+resources:
+  srvgroup: {type: OS::Nova::ServerGroup, properties: {name: srvgroup, policies: [anti-affinity]}}
+  worker_group:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 4
+      resource:
+        type: worker.yaml
+        properties:
+          flavor: {get_param: [nfv, VDU, worker, computeFlavourId]}
+          group: {get_resource: srvgroup}
+  master-0: {type: master.yaml, properties: {flavor: m1.small}}
+";
+    const CLUSTER_WORKER: &str = "
+heat_template_version: 2013-05-23
+parameters:
+  flavor: {type: string}
+  group: {type: string}
+resources:
+  worker: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}, scheduler_hints: {group: {get_param: group}}}}
+";
+    const CLUSTER_MASTER: &str = "
+heat_template_version: 2013-05-23
+parameters:
+  flavor: {type: string}
+resources:
+  master: {type: OS::Nova::Server, properties: {flavor: {get_param: flavor}}}
+";
+
+    fn cluster(top: &str, worker: &str) -> TemplateBundle {
+        bundle(
+            top,
+            &[("worker.yaml", worker), ("master.yaml", CLUSTER_MASTER)],
+        )
+    }
+
+    /// `e` and its sources, joined by `: `.
+    fn chain(e: &dyn std::error::Error) -> String {
+        std::iter::successors(Some(e), |e| e.source())
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(": ")
+    }
+
+    fn rule(name: &str, vdus: &[&str], policy: GroupPolicy) -> GroupRule {
+        GroupRule {
+            rule: name.to_owned(),
+            vdus: vdus.iter().map(|v| VduId::new(*v)).collect(),
+            policy,
+        }
+    }
+
+    #[test]
+    fn group_policies_are_nova_names_with_a_required_and_a_soft_form() {
+        for p in GroupPolicy::ALL {
+            assert_eq!(
+                serde_json::to_value(p).unwrap(),
+                serde_json::json!(p.as_str())
+            );
+            assert_eq!(GroupPolicy::parse(p.as_str()), Some(p));
+            assert!(!p.hard().is_soft() && p.soft().is_soft());
+            assert_eq!(
+                (p.hard().is_anti(), p.soft().is_anti()),
+                (p.is_anti(), p.is_anti())
+            );
+        }
+        assert_eq!(GroupPolicy::parse("spread"), None);
+    }
+
+    #[test]
+    fn a_rule_group_the_basehot_declares_is_left_as_written() {
+        let b = cluster(CLUSTER_TOP, CLUSTER_WORKER);
+        let groups = |policy| {
+            server_groups(
+                MAIN,
+                &b,
+                &Parameters::new(),
+                &[rule("workers_apart", &["worker"], policy)],
+            )
+        };
+        let out = groups(GroupPolicy::AntiAffinity).unwrap();
+        assert_eq!(
+            out.changes,
+            vec![Change::RuleGroupReused {
+                rule: "workers_apart".into(),
+                vdus: vec![VduId::new("worker")],
+                resource: "srvgroup".into(),
+                policy: GroupPolicy::AntiAffinity,
+            }]
+        );
+        assert_eq!(out.template, b);
+        assert_eq!(out.diff, "");
+        assert_eq!(
+            out.changes[0].to_string(),
+            "rule workers_apart over worker: reused server group srvgroup (anti-affinity)"
+        );
+
+        // required or soft is the template's choice: kept, and reported as it is
+        let out = groups(GroupPolicy::SoftAntiAffinity).unwrap();
+        assert!(matches!(
+            &out.changes[..],
+            [Change::RuleGroupReused {
+                policy: GroupPolicy::AntiAffinity,
+                ..
+            }]
+        ));
+        assert_eq!(out.template, b);
+        let soft = CLUSTER_TOP.replace("[anti-affinity]", "[soft-anti-affinity]");
+        let soft = cluster(&soft, CLUSTER_WORKER);
+        let out = server_groups(
+            MAIN,
+            &soft,
+            &Parameters::new(),
+            &[rule(
+                "workers_apart",
+                &["worker"],
+                GroupPolicy::AntiAffinity,
+            )],
+        )
+        .unwrap();
+        assert!(matches!(
+            &out.changes[..],
+            [Change::RuleGroupReused {
+                policy: GroupPolicy::SoftAntiAffinity,
+                ..
+            }]
+        ));
+        assert_eq!(out.template, soft);
+
+        // a group that disagrees with the VNFD is refused, naming both policies
+        for (asked, shown) in [
+            (GroupPolicy::Affinity, "expected affinity"),
+            (GroupPolicy::SoftAffinity, "expected soft-affinity"),
+        ] {
+            let e = groups(asked).unwrap_err();
+            assert!(matches!(&e, RealiseError::Rule { rule, .. } if rule == "workers_apart"));
+            let chain = chain(&e);
+            assert_eq!(
+                chain,
+                format!(
+                    "rule workers_apart: VDU worker: main.yaml: resources.srvgroup: server \
+                     group policy `anti-affinity`, {shown}"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn a_rule_group_is_added_with_every_hint_nested_templates_too() {
+        // the TOSCA way: no group, no hints; one rule over two VDUs (a PlacementGroup's)
+        let top = CLUSTER_TOP
+            .replace(
+                "  srvgroup: {type: OS::Nova::ServerGroup, properties: {name: srvgroup, policies: [anti-affinity]}}\n",
+                "  apart: {type: OS::Neutron::Net}\n",
+            )
+            .replace("          group: {get_resource: srvgroup}\n", "");
+        let worker = CLUSTER_WORKER
+            .replace(", scheduler_hints: {group: {get_param: group}}", "")
+            .replace("  group: {type: string}\n", "");
+        let b = cluster(&top, &worker);
+        let rules = [rule(
+            "apart",
+            &["worker", "master"],
+            GroupPolicy::AntiAffinity,
+        )];
+        let out = server_groups(MAIN, &b, &Parameters::new(), &rules).unwrap();
+        // `apart` is taken by another resource: the group is apart_2
+        assert_eq!(
+            out.changes[0],
+            Change::RuleGroupAdded {
+                rule: "apart".into(),
+                vdus: vec![VduId::new("worker"), VduId::new("master")],
+                resource: "apart_2".into(),
+                policy: GroupPolicy::AntiAffinity,
+            }
+        );
+        let d = doc(&out.template.template);
+        assert_eq!(
+            at(&d, "resources.apart_2.type").as_str(),
+            Some(SERVER_GROUP)
+        );
+        assert_eq!(
+            at(&d, "resources.apart_2.properties.policies"),
+            &doc("[anti-affinity]")
+        );
+        for p in [
+            "resources.worker_group.properties.resource.properties.server_group",
+            "resources.master-0.properties.server_group",
+        ] {
+            assert_eq!(resource_name(at(&d, p)), Some("apart_2"), "{p}");
+        }
+        for (file, server) in [("worker.yaml", "worker"), ("master.yaml", "master")] {
+            let n = doc(&out.template.files[file]);
+            assert_eq!(
+                param_name(at(
+                    &n,
+                    &format!("resources.{server}.properties.scheduler_hints.group")
+                )),
+                Some("server_group"),
+                "{file}"
+            );
+            assert_eq!(
+                at(&n, "parameters.server_group.type").as_str(),
+                Some("string")
+            );
+        }
+        // realised again, the output is stable: the group is found and reused
+        let again = server_groups(MAIN, &out.template, &Parameters::new(), &rules).unwrap();
+        assert!(matches!(
+            &again.changes[..],
+            [Change::RuleGroupReused { resource, .. }] if resource == "apart_2"
+        ));
+        assert_eq!(again.diff, "");
+    }
+
+    #[test]
+    fn rule_groups_on_plain_servers_any_policy_and_one_group_per_vdu() {
+        let out = server_groups(
+            MAIN,
+            &bundle(PLAIN, &[]),
+            &Parameters::new(),
+            &[
+                rule("near", &["VDU1"], GroupPolicy::SoftAffinity),
+                rule("alone", &["VDU2"], GroupPolicy::Affinity),
+            ],
+        )
+        .unwrap();
+        let d = doc(&out.template.template);
+        assert_eq!(
+            at(&d, "resources.near.properties.policies"),
+            &doc("[soft-affinity]")
+        );
+        assert_eq!(
+            at(&d, "resources.alone.properties.policies"),
+            &doc("[affinity]")
+        );
+        for (server, group) in [("VDU1-0", "near"), ("VDU1-1", "near"), ("VDU2", "alone")] {
+            assert_eq!(
+                resource_name(at(
+                    &d,
+                    &format!("resources.{server}.properties.scheduler_hints.group")
+                )),
+                Some(group)
+            );
+        }
+
+        let e = server_groups(
+            MAIN,
+            &bundle(PLAIN, &[]),
+            &Parameters::new(),
+            &[
+                rule("near", &["VDU1"], GroupPolicy::Affinity),
+                rule("apart", &["VDU2", "VDU1"], GroupPolicy::AntiAffinity),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "VDU VDU1 is a target of rules near and apart, each a server group (nfvi_node \
+             scope); a Nova server joins one server group at most"
+        );
+        let e = server_groups(
+            MAIN,
+            &bundle(PLAIN, &[]),
+            &Parameters::new(),
+            &[rule("ghost", &["VDU7"], GroupPolicy::Affinity)],
+        )
+        .unwrap_err();
+        assert!(
+            chain(&e).starts_with("rule ghost: VDU VDU7: no server"),
+            "{e}"
+        );
     }
 
     #[test]

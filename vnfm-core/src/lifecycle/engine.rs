@@ -9,7 +9,9 @@
 //!    ([`super::granter`]) over one listing of the zone catalogue, or from the zones an NFVO
 //!    pinned.
 //! 3. The stack is created (instantiate) or updated (scale, heal) with the StandardUserData
-//!    template and `nfv` parameter ([`super::userdata`]), and the reselection machine
+//!    template and `nfv` parameter ([`super::userdata`]) and a Nova server group per
+//!    `AffinityRule` / `AntiAffinityRule` at `nfvi_node` scope (a required anti-affinity group
+//!    with more members than its zone has hosts is refused first), and the reselection machine
 //!    ([`crate::reselect`]) drives retries in other zones after insufficient-resource failures.
 //!    The zone listing of step 2 is reused: one listing per operation.
 //! 4. On success the servers are read back (host and zone per VNFC) and the instance and the
@@ -81,6 +83,7 @@ use serde_json::{json, Value};
 use super::cnf::{self, CnfResources, CnfWork};
 use super::failure::Failed;
 use super::grant::{self as grant_request, GrantOptions, PlannedGrant};
+use super::groups;
 use super::hook::{HookSpec, Interrupt, OperationHook};
 use super::operation::{Operation, OperationStart, Plan, Progress};
 use super::plan::{self, flavour_of, instantiated_with_stack};
@@ -559,7 +562,8 @@ impl Lifecycle {
     ///
     /// # Errors
     /// [`LcmError`] when the operation cannot start (unknown or instantiated instance, another
-    /// operation running, unknown flavour, store failure). Failures after the start are
+    /// operation running, unknown flavour or level, server groups of the VNFD's `nfvi_node`
+    /// rules that the BaseHOT contradicts, store failure). Failures after the start are
     /// reported in the returned occurrence.
     pub async fn instantiate(
         &self,
@@ -581,6 +585,8 @@ impl Lifecycle {
         if pkg.is_cnf(&req.flavour_id) {
             return self.instantiate_cnf(inst, pkg, req, opts).await;
         }
+        let policies = groups::policies(flavour, self.config.fallback_best_effort);
+        groups::check_package(pkg, flavour, &policies)?;
         self.check_free(&inst.value).await?;
         let op = self.new_op(
             &inst.value,

@@ -7,6 +7,8 @@
 //! - [`userdata`]: the Heat template and `nfv` parameter (Tacker's StandardUserData layout).
 //! - [`operation`]: [`Operation`], one operation as a sans-IO machine (events and `now` in,
 //!   actions out), with the [`reselect`](crate::reselect) machine nested in it.
+//! - `groups`: the VNFD's `nfvi_node` rules as Nova server groups (their policies, the
+//!   template, the host preflight).
 //! - [`hook`]: end-of-operation hooks and interrupts.
 //! - [`occupancy`]: which instances take no other operation now, and the events that free
 //!   them (what an alert handler's heal windows wait on).
@@ -22,6 +24,7 @@ pub mod engine;
 mod failure;
 pub mod grant;
 pub mod granter;
+mod groups;
 pub mod hook;
 pub mod modify;
 pub mod occupancy;
@@ -35,6 +38,7 @@ pub use engine::{
     Drivers, FailureKind, GrantOnly, GrantOnlyResult, LcmConfig, LcmError, Lifecycle,
     OperationOptions, OperationReport, STACK_ID_KEY,
 };
+pub use groups::SERVER_GROUPS_KEY;
 pub use hook::{HookCall, HookPoint, HookSpec, Interrupt, OperationHook};
 pub use occupancy::{Occupancy, OperationEvent};
 pub use operation::{OpAction, OpEvent, Operation, OperationStart, Plan, Progress};

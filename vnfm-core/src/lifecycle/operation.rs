@@ -50,6 +50,7 @@ use super::engine::{LcmConfig, LcmError, OperationReport};
 use super::failure::{chain, Failed, FailureKind};
 use super::grant::PlannedGrant;
 use super::granter;
+use super::groups;
 use super::hook::{HookCall, HookPoint, HookSpec};
 use super::plan::{self, STACK_ID_KEY};
 use super::stack;
@@ -61,6 +62,7 @@ use crate::driver::{
 };
 use crate::grant::{Grant, KeyValuePairs};
 use crate::id::{GrantId, ServerId, StackId, VduId, ZoneId};
+use crate::intent::realise::{GroupPolicy, GroupRule};
 use crate::lcm::{
     HookOutcome, InstantiationState, LcmOperationStateType, Lease, VnfInstance, VnfLcmOpOcc,
     VnfcResourceInfo,
@@ -250,6 +252,12 @@ pub struct Progress {
     /// delete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cnf: Option<CnfWork>,
+    /// The policy of the server group of every `nfvi_node` rule (rule → policy): decided
+    /// from the configuration when an instantiation first places its VNFCs, read from the
+    /// instance by the other plans; `None` until then, and for an instance that records none
+    /// (no group is added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_groups: Option<BTreeMap<String, GroupPolicy>>,
 }
 
 impl Progress {
@@ -268,6 +276,7 @@ impl Progress {
             vnfcs: None,
             deleted: false,
             cnf: None,
+            server_groups: None,
         }
     }
 }
@@ -1093,6 +1102,7 @@ impl Operation {
             Ok(z) => z,
             Err(e) => return self.fail_driver(&e),
         };
+        self.settle_group_policies();
         match self.with_flavour(|pkg, flavour| self.place(pkg, flavour, listing)) {
             Ok((placed, granted, grant)) => {
                 self.progress.granted = Some(granted);
@@ -1104,6 +1114,29 @@ impl Operation {
             }
             Err(f) => self.fail(f),
         }
+    }
+
+    /// Decides the policies of the rules' server groups once (see [`Progress::server_groups`]):
+    /// an instantiation from the configuration, the other plans from the instance's record.
+    fn settle_group_policies(&mut self) {
+        if self.progress.server_groups.is_some() {
+            return;
+        }
+        self.progress.server_groups = match self.progress.plan {
+            Plan::Instantiate { .. } => self
+                .with_flavour(|_, f| Ok(groups::policies(f, self.cfg.fallback_best_effort)))
+                .ok(),
+            _ => groups::recorded(&self.before),
+        };
+    }
+
+    /// The server group of every rule whose policy the operation knows.
+    fn group_rules(&self, flavour: &Flavour) -> Vec<GroupRule> {
+        self.progress
+            .server_groups
+            .as_ref()
+            .map(|p| groups::rules(flavour, p))
+            .unwrap_or_default()
     }
 
     /// The VNFCs that stay, with their zones.
@@ -1134,6 +1167,19 @@ impl Operation {
         let groups = stack::group_resources(&layouts);
         let existing = self.existing();
         let group_zone = stack::group_zones(&groups, &existing);
+        // The preflight of the rules' server groups, before the grant and once every VNFC has
+        // its zone: no stack is created or updated for a required group that cannot be met.
+        let host_groups = groups::effective(pkg, flavour, &self.group_rules(flavour))?;
+        let members =
+            |zones: Option<&BTreeMap<String, ZoneId>>| -> Vec<(VnfcSlot, Option<ZoneId>)> {
+                let kept = existing.iter().map(|(s, z)| (s.clone(), Some(z.clone())));
+                let new = planned.new_vnfcs.iter().map(|n| {
+                    let zone = zones.and_then(|z| z.get(&n.slot.name())).cloned();
+                    (n.slot.clone(), zone)
+                });
+                kept.chain(new).collect()
+            };
+        groups::check_hosts(flavour, &host_groups, &members(None), &listing)?;
         let (new_zones, grant) = match (&self.progress.granted, &self.progress.plan) {
             (Some(z), _) => (z.clone(), None),
             (None, Plan::Heal { .. }) => (self.heal_zones(&planned), None),
@@ -1142,6 +1188,7 @@ impl Operation {
                 (z, Some(g))
             }
         };
+        groups::check_hosts(flavour, &host_groups, &members(Some(&new_zones)), &listing)?;
         let units = UnitsInput {
             flavour,
             planned: &planned,
@@ -1268,8 +1315,9 @@ impl Operation {
             None => return self.internal("an apply without a placement"),
         };
         let unit_zones = zones.clone();
-        let input =
-            self.with_flavour(|pkg, flavour| stack::heat_input(pkg, flavour, &slots, &zones));
+        let input = self.with_flavour(|pkg, flavour| {
+            stack::heat_input(pkg, flavour, &slots, &zones, &self.group_rules(flavour))
+        });
         let (bundle, params) = match input {
             Ok(x) => x,
             Err(f) => return self.fail(f),
@@ -1470,9 +1518,11 @@ impl Operation {
         let zones: BTreeMap<String, ZoneId> =
             keep.iter().map(|(s, z)| (s.name(), z.clone())).collect();
         let slots: Vec<VnfcSlot> = keep.iter().map(|(s, _)| s.clone()).collect();
+        self.settle_group_policies();
         let input = self.with_flavour(|pkg, flavour| {
             let layouts = stack::layouts(pkg, flavour)?;
-            stack::heat_input(pkg, flavour, &slots, &zones).map(|x| (x, layouts))
+            let rules = self.group_rules(flavour);
+            stack::heat_input(pkg, flavour, &slots, &zones, &rules).map(|x| (x, layouts))
         });
         let ((bundle, params), layouts) = match input {
             Ok(x) => x,
@@ -1626,6 +1676,9 @@ impl Operation {
                     new.instantiation_state = Some(InstantiationState::Instantiated);
                     let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
                     plan::set_level(&mut info, flavour, level.as_deref());
+                    if let Some(p) = &self.progress.server_groups {
+                        groups::record(&mut info, p);
+                    }
                     new.instantiated_vnf_info = Some(info);
                     plan::set_stack_id(&mut new, &stack_id);
                     if let Some(p) = configurable {

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::failure::{chain, Failed, FailureKind};
 use super::grant::{self as grant_request, PlannedGrant};
 use super::granter;
+use super::groups;
 use super::userdata::{self, Layout, NfvValues, VnfcSlot};
 use crate::constraint::Constraint;
 use crate::driver::{Parameters, ServerInfo, Stack, StackAction, StackResource, TemplateBundle};
@@ -19,6 +20,7 @@ use crate::grant::{
     PlacementConstraint, ResourceHandle,
 };
 use crate::id::{GrantId, StackId, VduId, ZoneId};
+use crate::intent::realise::GroupRule;
 use crate::lcm::{VnfInstance, VnfcResourceInfo};
 use crate::package::{Flavour, VnfPackage};
 use crate::placement::Selection;
@@ -31,12 +33,20 @@ pub(crate) fn succeeded(stack: &Stack) -> bool {
     stack.stack_status.is_complete() && stack.stack_status.action != StackAction::Rollback
 }
 
-/// The template bundle and `nfv` parameter that make the stack exactly `slots` in `zones`.
+/// How errors and changes name the flavour's BaseHOT top template.
+pub(crate) fn template_source(pkg: &VnfPackage, flavour: &Flavour) -> String {
+    format!("{}: BaseHOT/{}", pkg.source, flavour.id)
+}
+
+/// The template bundle and `nfv` parameter that make the stack exactly `slots` in `zones`,
+/// with the server groups of `rules` (see [`super::groups`]; a VDU with no VNFC and no
+/// AutoScalingGroup has no server to join one).
 pub(crate) fn heat_input(
     pkg: &VnfPackage,
     flavour: &Flavour,
     slots: &[VnfcSlot],
     zones: &BTreeMap<String, ZoneId>,
+    rules: &[GroupRule],
 ) -> Result<(TemplateBundle, Parameters), Failed> {
     let base = pkg
         .base_hot(&flavour.id)
@@ -59,14 +69,8 @@ pub(crate) fn heat_input(
             values.images.insert(s.id.clone(), img.clone());
         }
     }
-    let input = userdata::build(
-        &format!("{}: BaseHOT/{}", pkg.source, flavour.id),
-        &base.template,
-        &vdus,
-        slots,
-        &values,
-    )
-    .map_err(|e| {
+    let source = template_source(pkg, flavour);
+    let input = userdata::build(&source, &base.template, &vdus, slots, &values).map_err(|e| {
         Failed::new(
             FailureKind::Invalid,
             "cannot build the stack template",
@@ -79,7 +83,21 @@ pub(crate) fn heat_input(
     };
     let mut params = Parameters::new();
     params.insert("nfv".into(), input.nfv);
-    Ok((bundle, params))
+    let has_servers = |v: &VduId| {
+        input.layouts.get(v).is_some_and(Layout::is_group) || slots.iter().any(|s| &s.vdu == v)
+    };
+    let rules: Vec<GroupRule> = rules
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            r.vdus.retain(|v| has_servers(v));
+            r
+        })
+        .filter(|r| !r.vdus.is_empty())
+        .collect();
+    let out = groups::realise(&source, &bundle, &params, &rules)
+        .map_err(|e| groups::template_failure(&e))?;
+    Ok((out.template, out.parameters))
 }
 
 /// The layout of every VDU of `flavour` in its BaseHOT top template.
@@ -91,12 +109,7 @@ pub(crate) fn layouts(
         .base_hot(&flavour.id)
         .map_err(|e| Failed::new(FailureKind::Invalid, "package has no BaseHOT", chain(&e)))?;
     let vdus: Vec<VduId> = flavour.vdus.keys().cloned().collect();
-    userdata::layouts(
-        &format!("{}: BaseHOT/{}", pkg.source, flavour.id),
-        &base.template,
-        &vdus,
-    )
-    .map_err(|e| {
+    userdata::layouts(&template_source(pkg, flavour), &base.template, &vdus).map_err(|e| {
         Failed::new(
             FailureKind::Invalid,
             "cannot build the stack template",

@@ -79,22 +79,8 @@ impl VnfcSlot {
     }
 }
 
-/// `name-index`.
-pub fn add_idx(name: &str, index: u32) -> String {
-    format!("{name}-{index}")
-}
-
-/// The name without its `-<index>` suffix (`VDU1-VirtualStorage-0` → `VDU1-VirtualStorage`);
-/// the name itself when it has no numeric suffix.
-pub fn rm_idx(name: &str) -> &str {
-    match name.rsplit_once('-') {
-        Some((base, idx)) if !idx.is_empty() && idx.bytes().all(|b| b.is_ascii_digit()) => base,
-        _ => name,
-    }
-}
-
-/// The `resource_type` of a Heat AutoScalingGroup.
-pub const AUTO_SCALING_GROUP: &str = "OS::Heat::AutoScalingGroup";
+pub use crate::id::{add_idx, rm_idx};
+pub use crate::intent::realise::AUTO_SCALING_GROUP;
 
 /// The `nfv` leaf holding the member count of a VDU under an AutoScalingGroup.
 pub const DESIRED_CAPACITY: &str = "desired_capacity";
