@@ -3,8 +3,9 @@
 # --strict). Runs, in order: formatting check, clippy with warnings as errors, rustdoc with
 # warnings as errors, every test and doctest of the workspace with all features (the README's
 # library snippet is one), every example program under examples/examples/, then (on CI,
-# or when asked) the suites against real Prometheus / Alertmanager and real OpenStack services
-# on 127.0.0.1, and ends with a summary of what ran and what was skipped, and why.
+# or when asked) the suites against real Prometheus / Alertmanager, a real Kubernetes control
+# plane and real OpenStack services on 127.0.0.1, and ends with a summary of what ran and what
+# was skipped, and why.
 #
 # Reference payloads are read from ../shared/vectors when that folder exists beside the
 # project; without it those tests skip (vnfm_core::vectors::skip). Every skip is recorded.
@@ -12,7 +13,8 @@
 #   --strict (or VNFM_STRICT=1)  every skip is a failure: missing vectors, a real-service
 #                                suite not run, a filter matching nothing. CI runs this way.
 #   CI=true|1|yes|on             run the real-service suites (as VNFM_TEST_PROMETHEUS=1
-#                                VNFM_TEST_OPENSTACK=1); either set to 0 skips that suite
+#                                VNFM_TEST_K8S=1 VNFM_TEST_OPENSTACK=1); any of them set to 0
+#                                skips that suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,7 +36,7 @@ for arg in "$@"; do
   esac
 done
 # Refuse a misspelled value at once (a subshell below could not stop the script).
-for var in CI VNFM_STRICT VNFM_TEST_PROMETHEUS VNFM_TEST_OPENSTACK; do truthy "${!var:-}" || :; done
+for var in CI VNFM_STRICT VNFM_TEST_PROMETHEUS VNFM_TEST_K8S VNFM_TEST_OPENSTACK; do truthy "${!var:-}" || :; done
 strict=0
 if truthy "${VNFM_STRICT:-}"; then strict=1; export VNFM_STRICT=1; fi
 on_ci() { truthy "${CI:-}" && echo 1 || echo 0; }
@@ -80,8 +82,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --lock
 step "cargo test (workspace, all features, incl. doctests)"
 # Without the services: the real-service suites skip here (deferred: they run below once their
 # services are up, and the summary checks that they did).
-VNFM_SKIP_DEFERRED=real-prometheus,real-openstack \
-  run_tests workspace env -u VNFM_TEST_PROMETHEUS -u VNFM_TEST_OPENSTACK \
+VNFM_SKIP_DEFERRED=real-prometheus,real-k8s,real-openstack \
+  run_tests workspace env -u VNFM_TEST_PROMETHEUS -u VNFM_TEST_OPENSTACK -u VNFM_TEST_K8S \
+  -u VNFM_K8S_KUBECONFIG -u VNFM_K8S_KUBECONFIG_CERT -u VNFM_K8S_KUBECONFIG_VIEWER \
   cargo test --workspace --all-features --locked --no-fail-fast
 
 # Every example program (examples/examples/*.rs) runs to completion on the simulated cloud: the
@@ -112,9 +115,9 @@ if [ "$ex_failed" -gt 0 ]; then
 fi
 
 # The real-service suites run on CI and when asked with VNFM_TEST_PROMETHEUS=1 /
-# VNFM_TEST_OPENSTACK=1; set either to 0 to skip that suite (a failure under --strict). Each
-# service script installs what is missing (apt, pip), binds 127.0.0.1 only, and stops what it
-# started when its suite ends, even when the suite fails. The suites reuse the workspace build
+# VNFM_TEST_K8S=1 / VNFM_TEST_OPENSTACK=1; set one to 0 to skip that suite (a failure under
+# --strict). Each service script installs what is missing (apt, pip), binds 127.0.0.1 only, and
+# stops what it started when its suite ends, even when the suite fails. The suites reuse the workspace build
 # above (`--workspace`).
 
 # Real Prometheus 2.42 + Alertmanager 0.25 (Debian): vnfm-cli/tests/serve_prometheus.rs.
@@ -127,6 +130,23 @@ if [ "$(suite_on VNFM_TEST_PROMETHEUS)" = "1" ]; then
   scripts/prometheus-dev.sh stop
   trap - EXIT
   ran_suites="$ran_suites real-prometheus"
+fi
+
+# A real Kubernetes control plane: kube-apiserver, kube-scheduler and kube-controller-manager
+# 1.36.2 (the binaries of ../shared/k8s, or of VNFM_K8S_BIN_DIR) on Debian's etcd (installed by
+# the script when missing), no kubelet; healthy ~4-8 s after start, the suite ~5 s: the
+# conformance suite and the adapter's own behaviours (vnfm-k8s/tests/real_cluster.rs), against
+# nodes the test creates as kubelets would. Every start begins with an empty etcd.
+if [ "$(suite_on VNFM_TEST_K8S)" = "1" ]; then
+  step "real Kubernetes control plane suite (etcd, kube-apiserver, scheduler, controller-manager on 127.0.0.1)"
+  trap 'scripts/k8s-dev.sh stop' EXIT
+  k8s_env=$(scripts/k8s-dev.sh start)
+  eval "$k8s_env"
+  VNFM_TEST_K8S=1 run_tests real-k8s cargo test --workspace --all-features --locked \
+    --no-fail-fast --test real_cluster -- --nocapture
+  scripts/k8s-dev.sh stop
+  trap - EXIT
+  ran_suites="$ran_suites real-k8s"
 fi
 
 # Real Keystone, Nova (fake virt driver), Placement, Glance and Heat on MariaDB and RabbitMQ
@@ -164,7 +184,7 @@ while IFS=$'\t' read -r suite what why; do
   skipped=$((skipped + 1))
   printf '  skipped %s: %s: %s\n' "$suite" "$what" "$why"
 done < "$VNFM_SKIP_LOG"
-for suite in real-prometheus real-openstack; do
+for suite in real-prometheus real-k8s real-openstack; do
   case " $ran_suites " in
     *" $suite "*) ;;
     *) if ! grep -q "^$suite"$'\t' "$VNFM_SKIP_LOG"; then
