@@ -146,6 +146,11 @@ impl ClusterDriver for KubeCluster {
             _ => req.namespace.as_str(),
         };
         let r = self.resource(api_version, kind).await?;
+        let call = if r.namespaced {
+            format!("apply {kind} {}/{name}", self.namespace(namespace))
+        } else {
+            format!("apply {kind} {name}")
+        };
         self.dynamic(&r, namespace)
             .patch(
                 name,
@@ -153,7 +158,7 @@ impl ClusterDriver for KubeCluster {
                 &Patch::Apply(&req.object),
             )
             .await
-            .map_err(self.fail(format!("apply {kind} {namespace}/{name}")))?;
+            .map_err(self.fail(call))?;
         Ok(())
     }
 

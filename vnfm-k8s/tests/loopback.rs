@@ -272,6 +272,11 @@ async fn apply_object_is_a_forced_server_side_apply_of_the_manifest() {
     replay.push(duplicate.reply_to_any());
     let e = cluster.apply_object(manifest.clone()).await.unwrap_err();
     assert!(
+        e.to_string()
+            .contains("apply Deployment default/vdu1: HTTP 409 AlreadyExists: "),
+        "{e}"
+    );
+    assert!(
         matches!(&e, DriverError::AlreadyExists { what, .. } if what.contains(r#"deployments.apps "vdu1" already exists"#)),
         "{e:?}"
     );
