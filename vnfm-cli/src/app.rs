@@ -271,7 +271,7 @@ pub async fn env(
     check_vim(config)?;
     let lcm_cfg = lcm_config(config, placement)?;
     let store = open_state(config)?;
-    let mut vim = open_cluster(Vim::open(&store, cloud_path, config).await?, config)?;
+    let mut vim = open_cluster(Vim::open(&store, cloud_path, config).await?, config).await?;
     let sim = vim.sim.take();
     // With the simulator, its state is saved with every commit of an operation: a command
     // killed mid-operation leaves the simulated cloud as a real one would be (stacks it
@@ -348,7 +348,7 @@ pub fn id_salt(clock: &dyn Clock) -> u64 {
 /// The error for a command that needs a cluster where none is configured.
 pub fn no_cluster() -> CliError {
     CliError::Usage(
-        "no Kubernetes cluster: set [cluster] kubeconfig (or VNFM_KUBECONFIG); only the \
+        "no Kubernetes cluster: set [cluster] kubeconfig; only the \
          simulated cloud has one of its own"
             .into(),
     )
@@ -358,14 +358,12 @@ pub fn no_cluster() -> CliError {
 ///
 /// # Errors
 /// A kubeconfig that cannot be read, or a build without the Kubernetes adapter (exit 2).
-pub fn open_cluster(vim: Vim, config: &Config) -> Result<Vim, CliError> {
+pub async fn open_cluster(vim: Vim, config: &Config) -> Result<Vim, CliError> {
     let Some(path) = &config.cluster.kubeconfig else {
         return Ok(vim);
     };
-    Ok(vim.with_cluster(crate::vim::kube_cluster(
-        path,
-        config.cluster.context.as_deref(),
-    )?))
+    let cluster = crate::vim::kube_cluster(path, config.cluster.context.as_deref()).await?;
+    Ok(vim.with_cluster(cluster))
 }
 
 /// `[cluster]` as the core's [`LabelConfig`].

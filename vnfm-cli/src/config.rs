@@ -46,7 +46,7 @@
 //!                                # "each" (fsynced before its answer); see AlertFsync
 //!
 //! [cluster]                      # hardware-aware affinity (`vnfm cluster`, the label hook)
-//! kubeconfig = "kubeconfig"      # --kubeconfig, VNFM_KUBECONFIG: the Kubernetes cluster; unset with
+//! kubeconfig = "kubeconfig"      # the Kubernetes cluster (token, client certificate, CA); unset with
 //!                                # kind = "sim": the simulated cloud's cluster
 //! context = "admin"              # the kubeconfig context; default: its current-context
 //! namespace = "default"          # --namespace: the CNF's namespace

@@ -276,13 +276,28 @@ pub fn openstack_config(config: &Config) -> Result<vnfm_openstack::CloudConfig, 
 ///
 /// # Errors
 /// The kubeconfig cannot be read or has no usable context (exit 2).
-pub fn kube_cluster(
+#[cfg(feature = "k8s")]
+pub async fn kube_cluster(
     path: &Path,
     context: Option<&str>,
 ) -> Result<Arc<dyn ClusterDriver>, CliError> {
-    let _ = context;
+    let cluster = vnfm_k8s::KubeCluster::from_kubeconfig(path, context)
+        .await
+        .map_err(|e| CliError::Usage(format!("[cluster] kubeconfig: {e}")))?;
+    Ok(Arc::new(cluster))
+}
+
+/// Without the Kubernetes adapter (`k8s` feature), a kubeconfig is a usage error.
+///
+/// # Errors
+/// Always (exit 2).
+#[cfg(not(feature = "k8s"))]
+pub async fn kube_cluster(
+    path: &Path,
+    _context: Option<&str>,
+) -> Result<Arc<dyn ClusterDriver>, CliError> {
     Err(CliError::Usage(format!(
-        "[cluster] kubeconfig {}: this build has no Kubernetes adapter yet",
+        "[cluster] kubeconfig {}: this vnfm was built without the Kubernetes adapter (feature k8s)",
         path.display()
     )))
 }

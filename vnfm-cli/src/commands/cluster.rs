@@ -25,7 +25,7 @@ pub fn run(config: &Config, cmd: &ClusterCommand, out: Output) -> Result<(), Cli
         check_vim(config)?;
         let cfg = label_config(config)?;
         let store = open_state(config)?;
-        let vim = open_cluster(Vim::open(&store, None, config).await?, config)?;
+        let vim = open_cluster(Vim::open(&store, None, config).await?, config).await?;
         let cluster = vim.cluster().ok_or_else(no_cluster)?;
         let compute = vim.compute();
         let args = match cmd {
