@@ -291,16 +291,11 @@ pub async fn env(
     let drivers = vim.drivers(lcm_store, clock.clone());
     // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
     let salt = run_id_salt(&store, config, clock.as_ref()).await?;
-    let mut lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
-    if !config.cluster.cluster_vnfds.is_empty() {
-        let cluster = vim.cluster().ok_or_else(no_cluster)?;
-        lcm = lcm.with_hook(Arc::new(HostLabelHook::new(
-            cluster,
-            vim.compute(),
-            label_config(config)?,
-            config.cluster.cluster_vnfds.clone(),
-        )));
-    }
+    let lcm = with_cluster_hook(
+        Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt),
+        config,
+        &vim,
+    )?;
     Ok(Env {
         store,
         sim,
@@ -343,6 +338,28 @@ pub async fn run_id_salt(
 pub fn id_salt(clock: &dyn Clock) -> u64 {
     let nanos = clock.now().timestamp_nanos_opt().map_or(0, |n| n as u64);
     nanos ^ u64::from(std::process::id()).rotate_left(40)
+}
+
+/// `lcm` with the host-labels hook when `[cluster] cluster_vnfds` names cluster VNFs (the
+/// operations of their instances end by labelling the worker nodes with their hosts).
+///
+/// # Errors
+/// Cluster VNFs named without a cluster, or an invalid `[cluster]` (exit 2).
+pub fn with_cluster_hook(
+    lcm: Lifecycle,
+    config: &Config,
+    vim: &Vim,
+) -> Result<Lifecycle, CliError> {
+    if config.cluster.cluster_vnfds.is_empty() {
+        return Ok(lcm);
+    }
+    let cluster = vim.cluster().ok_or_else(no_cluster)?;
+    Ok(lcm.with_hook(Arc::new(HostLabelHook::new(
+        cluster,
+        vim.compute(),
+        label_config(config)?,
+        config.cluster.cluster_vnfds.clone(),
+    ))))
 }
 
 /// The error for a command that needs a cluster where none is configured.

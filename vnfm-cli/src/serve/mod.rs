@@ -234,7 +234,11 @@ impl Server {
         }
         let lcm_cfg = crate::app::lcm_config(&config, &PlacementArgs::default())?;
         let sqlite = crate::app::open_state(&config)?;
-        let vim = crate::vim::Vim::open(&sqlite, None, &config).await?;
+        let vim = crate::app::open_cluster(
+            crate::vim::Vim::open(&sqlite, None, &config).await?,
+            &config,
+        )
+        .await?;
         let state_err = |message: &str, e| CliError::State {
             path: config.state_path(),
             message: message.to_owned(),
@@ -271,9 +275,13 @@ impl Server {
         *shared.cache.write().unwrap_or_else(PoisonError::into_inner) =
             instances.into_iter().map(|i| (i.id.clone(), i)).collect();
         let drivers = vim.drivers(Arc::new(store.clone()), clock.clone());
-        let sim = vim.sim;
         let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
-        let lcm = Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt);
+        let lcm = crate::app::with_cluster_hook(
+            Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt),
+            &config,
+            &vim,
+        )?;
+        let sim = vim.sim;
         interrupt_unfinished(&store, &shared, &config, &lcm).await?;
         let listener = tokio::net::TcpListener::bind(config.server.listen)
             .await
