@@ -1186,3 +1186,40 @@ async fn modify_info_is_an_operation_like_the_others() {
         "the refused ones left no occurrence: {ops:#?}"
     );
 }
+
+#[tokio::test]
+async fn a_pinned_instantiate_lists_the_zones_once() {
+    // The pins are checked against the catalogue before the operation starts; the operation
+    // takes that listing instead of asking again (real Nova + Placement: one listing per
+    // operation, checked by the real scenarios).
+    let sim = SimCloud::new(
+        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
+        1,
+    );
+    let zones = vnfm_core::sim::FaultySim::new(sim.clone());
+    let store = MemoryStore::new();
+    let drivers = Drivers {
+        stacks: Arc::new(sim.clone()),
+        zones: Arc::new(zones.clone()),
+        compute: Arc::new(sim.clone()),
+        store: Arc::new(store.clone()),
+        clock: Arc::new(VirtualClock::new(start())),
+        cluster: None,
+    };
+    let mut config = LcmConfig::standard().unwrap();
+    config.seed = 3;
+    let lcm = Lifecycle::new(drivers, config);
+    let pkg = fs::load(&examples().join("packages/demo-vnf")).unwrap();
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &pin("VDU1-0", "AZ-2"),
+        )
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    assert_eq!(zones.calls(vnfm_core::sim::Method::ListZones), 1);
+}

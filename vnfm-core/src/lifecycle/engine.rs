@@ -478,6 +478,21 @@ impl Lifecycle {
         pkg: Option<&VnfPackage>,
         opts: &OperationOptions,
     ) -> Result<OperationReport, LcmError> {
+        self.run_new_listed(inst, op, progress, pkg, opts, None)
+            .await
+    }
+
+    /// [`Self::run_new`] with the zone catalogue as listed a moment before the operation (for
+    /// a check of the request), which the operation uses instead of listing it again.
+    async fn run_new_listed(
+        &self,
+        inst: Versioned<VnfInstance>,
+        op: VnfLcmOpOcc,
+        progress: Progress,
+        pkg: Option<&VnfPackage>,
+        opts: &OperationOptions,
+        zones: Option<Vec<crate::zone::ComputeZone>>,
+    ) -> Result<OperationReport, LcmError> {
         let start = OperationStart {
             op: Versioned {
                 value: op,
@@ -491,7 +506,14 @@ impl Lifecycle {
             hooks: self.hook_specs(),
         };
         let m = Operation::new(self.config.clone(), start, self.drivers.clock.now());
-        self.drive(m, opts.interrupt.as_ref()).await
+        super::run::drive(
+            &self.drivers,
+            &self.hooks,
+            m,
+            opts.interrupt.as_ref(),
+            zones,
+        )
+        .await
     }
 
     /// Only grants: builds the instantiate (or scale-out) grant request of `inst` and answers
@@ -618,9 +640,13 @@ impl Lifecycle {
             if let Some(planned) = &progress.planned {
                 plan::check_pinned_vnfcs(flavour, planned, &opts.pinned)?;
             }
-            // A catalogue that does not answer now leaves the check to the operation.
+            // A catalogue that does not answer now leaves the check to the operation; one that
+            // does is the operation's listing too (one listing per operation).
             if let Ok(zones) = self.drivers.zones.list_zones(ListZones::default()).await {
                 plan::check_pinned_zones(&zones, &opts.pinned)?;
+                return self
+                    .run_new_listed(inst, op, progress, Some(pkg), opts, Some(zones))
+                    .await;
             }
         }
         self.run_new(inst, op, progress, Some(pkg), opts).await
@@ -1165,7 +1191,7 @@ impl Lifecycle {
         m: Operation,
         interrupt: Option<&Interrupt>,
     ) -> Result<OperationReport, LcmError> {
-        super::run::drive(&self.drivers, &self.hooks, m, interrupt).await
+        super::run::drive(&self.drivers, &self.hooks, m, interrupt, None).await
     }
 }
 

@@ -19,7 +19,8 @@ fn cluster(d: &Drivers) -> Result<&Arc<dyn ClusterDriver>, DriverError> {
     })
 }
 
-/// Runs `m` to its end.
+/// Runs `m` to its end. `listed` is the zone catalogue as listed for a check just before the
+/// operation started: the machine's first listing takes it instead of asking again.
 ///
 /// # Errors
 /// What the machine ends with when it cannot record its end ([`Operation::poll_end`]), or
@@ -29,6 +30,7 @@ pub(crate) async fn drive(
     hooks: &[Arc<dyn OperationHook>],
     mut m: Operation,
     interrupt: Option<&Interrupt>,
+    mut listed: Option<Vec<crate::zone::ComputeZone>>,
 ) -> Result<OperationReport, LcmError> {
     let clock = &d.clock;
     loop {
@@ -36,7 +38,12 @@ pub(crate) async fn drive(
             m.interrupt(clock.now(), &reason);
         }
         if let Some(action) = m.poll_action() {
-            let event = perform(d, hooks, action).await;
+            let event = match action {
+                OpAction::ListZones if listed.is_some() => {
+                    OpEvent::Zones(Ok(listed.take().unwrap_or_default()))
+                }
+                action => perform(d, hooks, action).await,
+            };
             m.handle_event(event, clock.now());
             continue;
         }
