@@ -293,6 +293,10 @@ action_retry_limit = 0
 region_name_for_services = RegionOne
 heat_metadata_server_url = http://$IP:8000
 heat_waitcondition_server_url = http://$IP:8000/v1/waitcondition
+# the stack domain register_catalog creates (devstack's names)
+stack_user_domain_name = heat
+stack_domain_admin = heat_domain_admin
+stack_domain_admin_password = $PASSWORD
 [database]
 connection = $DB/heat?charset=utf8
 [paste_deploy]
@@ -538,6 +542,29 @@ for kind, (name, url) in catalog.items():
         if not any(e["interface"] == iface and e["url"] == url for e in have):
             req("POST", KS + "/endpoints", {"endpoint": {"service_id": svc["id"],
                 "interface": iface, "region_id": "RegionOne", "url": url}}, token)
+
+# Heat's stack domain, as devstack and every real Heat deployment set it up: a template with an
+# OS::Heat::ScalingPolicy (Tacker's and our k8s-cluster-vnf BaseHOT), a wait condition or a
+# signal makes Heat create a user per stack in the domain `heat` with the role
+# heat_stack_user, through heat_domain_admin (heat.conf stack_user_domain_name). Without it
+# real Heat 27 fails the create: "Can't find role heat_stack_user" (found by
+# vnfm-cli/tests/real_hw_affinity.rs).
+def ks(method, path, body=None):
+    return req(method, KS + path, body, token)[1]
+
+
+if not ks("GET", "/roles?name=heat_stack_user")["roles"]:
+    ks("POST", "/roles", {"role": {"name": "heat_stack_user"}})
+domains = ks("GET", "/domains?name=heat")["domains"]
+domain = domains[0] if domains else ks("POST", "/domains", {"domain": {
+    "name": "heat", "description": "Heat's stack users", "enabled": True}})["domain"]
+users = ks("GET", f"/users?name=heat_domain_admin&domain_id={domain['id']}")["users"]
+dadmin = users[0] if users else ks("POST", "/users", {"user": {
+    "name": "heat_domain_admin", "domain_id": domain["id"], "password": password,
+    "enabled": True}})["user"]
+admin_role = ks("GET", "/roles?name=admin")["roles"][0]
+req("PUT", KS + f"/domains/{domain['id']}/users/{dadmin['id']}/roles/{admin_role['id']}",
+    token=token)
 EOF
 }
 
@@ -717,6 +744,19 @@ EOF
             small_zones="$small_zones${small_zones:+ }${spec%%:*}"
         fi
     done
+    # the first zone of at least three hosts, none of them small: the zone of the cluster VNF's
+    # workers in the hardware-affinity suite (vnfm-cli/tests/real_hw_affinity.rs)
+    local worker_zone="" n big
+    for spec in $ZONES; do
+        n=0 big=1
+        for h in $(echo "${spec#*:}" | tr ',' ' '); do
+            n=$((n + 1))
+            case " $SMALL_HOSTS " in *" $h "*) big=0 ;; esac
+        done
+        if [ -z "$worker_zone" ] && [ "$n" -ge 3 ] && [ "$big" = 1 ]; then
+            worker_zone=${spec%%:*}
+        fi
+    done
     cat <<EOF
 export OS_AUTH_URL=http://$IP:$KS_PORT/v3
 export OS_IDENTITY_API_VERSION=3
@@ -734,6 +774,7 @@ export VNFM_OS_TEST_FLAVOR=m1.tiny
 export VNFM_OS_TEST_HUGE_FLAVOR=vnfm.huge
 export VNFM_OS_TEST_SMALL_ZONE=$small_zone
 export VNFM_OS_TEST_SMALL_ZONES="$small_zones"
+export VNFM_OS_TEST_WORKER_ZONE=$worker_zone
 export VNFM_OS_MEMBER_USERNAME=$MEMBER_USER
 export VNFM_OS_MEMBER_PASSWORD=$MEMBER_PASSWORD
 export VNFM_OS_MEMBER_PROJECT=$MEMBER_PROJECT

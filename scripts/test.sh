@@ -13,8 +13,9 @@
 #   --strict (or VNFM_STRICT=1)  every skip is a failure: missing vectors, a real-service
 #                                suite not run, a filter matching nothing. CI runs this way.
 #   CI=true|1|yes|on             run the real-service suites (as VNFM_TEST_PROMETHEUS=1
-#                                VNFM_TEST_K8S=1 VNFM_TEST_OPENSTACK=1); any of them set to 0
-#                                skips that suite
+#                                VNFM_TEST_K8S=1 VNFM_TEST_OPENSTACK=1
+#                                VNFM_TEST_HW_AFFINITY=1); any of them set to 0 skips that
+#                                suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +37,7 @@ for arg in "$@"; do
   esac
 done
 # Refuse a misspelled value at once (a subshell below could not stop the script).
-for var in CI VNFM_STRICT VNFM_TEST_PROMETHEUS VNFM_TEST_K8S VNFM_TEST_OPENSTACK; do truthy "${!var:-}" || :; done
+for var in CI VNFM_STRICT VNFM_TEST_PROMETHEUS VNFM_TEST_K8S VNFM_TEST_OPENSTACK VNFM_TEST_HW_AFFINITY; do truthy "${!var:-}" || :; done
 strict=0
 if truthy "${VNFM_STRICT:-}"; then strict=1; export VNFM_STRICT=1; fi
 on_ci() { truthy "${CI:-}" && echo 1 || echo 0; }
@@ -82,8 +83,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --lock
 step "cargo test (workspace, all features, incl. doctests)"
 # Without the services: the real-service suites skip here (deferred: they run below once their
 # services are up, and the summary checks that they did).
-VNFM_SKIP_DEFERRED=real-prometheus,real-k8s,real-openstack \
+VNFM_SKIP_DEFERRED=real-prometheus,real-k8s,real-openstack,real-hw-affinity \
   run_tests workspace env -u VNFM_TEST_PROMETHEUS -u VNFM_TEST_OPENSTACK -u VNFM_TEST_K8S \
+  -u VNFM_TEST_HW_AFFINITY \
   -u VNFM_K8S_KUBECONFIG -u VNFM_K8S_KUBECONFIG_CERT -u VNFM_K8S_KUBECONFIG_VIEWER \
   cargo test --workspace --all-features --locked --no-fail-fast
 
@@ -172,6 +174,27 @@ if [ "$(suite_on VNFM_TEST_OPENSTACK)" = "1" ]; then
   ran_suites="$ran_suites real-openstack"
 fi
 
+# Hardware-aware pod affinity end to end (vnfm-cli/tests/real_hw_affinity.rs): both real
+# services at once. OpenStack again, from empty state, with one zone of three compute hosts
+# (the suites above need one host per zone), so that Nova's scheduler, not the zones, puts the
+# cluster VNF's three workers of an anti-affinity server group on three hosts; the Kubernetes
+# control plane beside it. ~1-3 min to start, the test ~3 min (admin, then non-admin).
+if [ "$(suite_on VNFM_TEST_HW_AFFINITY)" = "1" ]; then
+  step "real OpenStack + real Kubernetes: hardware-aware pod affinity end to end"
+  trap 'scripts/openstack-dev.sh stop; scripts/k8s-dev.sh stop' EXIT
+  os_env=$(VNFM_OS_HOSTS="w1 w2 w3" VNFM_OS_ZONES="azw:w1,w2,w3" VNFM_OS_SMALL_HOSTS="" \
+    VNFM_OS_FRESH=1 scripts/openstack-dev.sh start)
+  eval "$os_env"
+  k8s_env=$(scripts/k8s-dev.sh start)
+  eval "$k8s_env"
+  VNFM_TEST_HW_AFFINITY=1 run_tests real-hw-affinity cargo test --workspace --all-features \
+    --locked --no-fail-fast --test real_hw_affinity -- --nocapture
+  scripts/k8s-dev.sh stop
+  scripts/openstack-dev.sh stop
+  trap - EXIT
+  ran_suites="$ran_suites real-hw-affinity"
+fi
+
 # The summary: tests run per suite, and every skip with its reason. A deferred suite that
 # skipped in the workspace pass and ran afterwards is not a skip.
 step "summary"
@@ -184,7 +207,7 @@ while IFS=$'\t' read -r suite what why; do
   skipped=$((skipped + 1))
   printf '  skipped %s: %s: %s\n' "$suite" "$what" "$why"
 done < "$VNFM_SKIP_LOG"
-for suite in real-prometheus real-k8s real-openstack; do
+for suite in real-prometheus real-k8s real-openstack real-hw-affinity; do
   case " $ran_suites " in
     *" $suite "*) ;;
     *) if ! grep -q "^$suite"$'\t' "$VNFM_SKIP_LOG"; then

@@ -383,8 +383,12 @@ fn pods_of<'a>(
     })
 }
 
-/// `Ok` when every workload has exactly its replicas listed (bound or pending), none of them
-/// `excluded`; otherwise what is missing.
+/// `Ok` when every workload has exactly its replicas listed, none of them `excluded`, and the
+/// scheduler has decided about each: bound to a node, or with a `PodScheduled` condition
+/// (`Unschedulable` and its message). A pod the scheduler has not looked at yet is not an
+/// outcome: a real kube-scheduler binds a few milliseconds after the ReplicaSet controller
+/// creates the pod, and an operation ending in between would report a bindable pod as
+/// pending without a reason (found against the real control plane). Otherwise what is missing.
 pub(crate) fn ready(res: &CnfResources, pods: &[Pod], excluded: &[String]) -> Result<(), String> {
     let mut missing = Vec::new();
     for (w, mine) in pods_of(res, pods, excluded) {
@@ -395,6 +399,20 @@ pub(crate) fn ready(res: &CnfResources, pods: &[Pod], excluded: &[String]) -> Re
                 w.name,
                 mine.len(),
                 w.replicas
+            ));
+            continue;
+        }
+        let unseen: Vec<&str> = mine
+            .iter()
+            .filter(|p| p.node.is_none() && p.scheduled.is_none())
+            .map(|p| p.name.as_str())
+            .collect();
+        if !unseen.is_empty() {
+            missing.push(format!(
+                "{} {}: the scheduler has not placed {} yet",
+                w.kind,
+                w.name,
+                unseen.join(", ")
             ));
         }
     }
@@ -485,4 +503,63 @@ pub(crate) fn scaled(
         };
     }
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    use crate::driver::PodScheduled;
+    use crate::id::NodeName;
+
+    fn res(replicas: u32) -> CnfResources {
+        CnfResources {
+            namespace: "ns".into(),
+            objects: Vec::new(),
+            workloads: vec![CnfWorkload {
+                vdu: VduId::new("VDU1"),
+                kind: WorkloadKind::Deployment,
+                name: "vdu1".into(),
+                selector: LabelSelector::labels(BTreeMap::from([("app".into(), "vdu1".into())])),
+                replicas,
+            }],
+        }
+    }
+
+    fn pod(name: &str, node: Option<&str>, scheduled: Option<PodScheduled>) -> Pod {
+        Pod {
+            namespace: "ns".into(),
+            name: name.into(),
+            labels: BTreeMap::from([("app".into(), "vdu1".into())]),
+            node: node.map(NodeName::new),
+            phase: "Pending".into(),
+            scheduled,
+            deleting: false,
+        }
+    }
+
+    #[test]
+    fn a_pod_the_scheduler_has_not_seen_is_not_an_outcome() {
+        let unschedulable = PodScheduled {
+            status: false,
+            reason: Some("Unschedulable".into()),
+            message: Some("0/3 nodes are available".into()),
+        };
+        let bound = [pod("a", Some("n1"), None), pod("b", Some("n2"), None)];
+        assert_eq!(ready(&res(2), &bound, &[]), Ok(()));
+        // created by the ReplicaSet controller, not yet looked at by the scheduler
+        let fresh = [pod("a", Some("n1"), None), pod("b", None, None)];
+        let err = ready(&res(2), &fresh, &[]).unwrap_err();
+        assert!(err.contains("has not placed b yet"), "{err}");
+        // the scheduler's verdict is an outcome: reported, not waited for
+        let refused = [
+            pod("a", Some("n1"), None),
+            pod("b", None, Some(unschedulable)),
+        ];
+        assert_eq!(ready(&res(2), &refused, &[]), Ok(()));
+        // too few pods
+        let err = ready(&res(3), &bound, &[]).unwrap_err();
+        assert!(err.contains("has 2 pod(s) of 3"), "{err}");
+    }
 }
