@@ -136,16 +136,17 @@ fi
 
 # A real Kubernetes control plane: kube-apiserver, kube-scheduler and kube-controller-manager
 # 1.36.2 (the binaries of ../shared/k8s, or of VNFM_K8S_BIN_DIR) on Debian's etcd (installed by
-# the script when missing), no kubelet; healthy ~4-8 s after start, the suite ~5 s: the
-# conformance suite and the adapter's own behaviours (vnfm-k8s/tests/real_cluster.rs), against
-# nodes the test creates as kubelets would. Every start begins with an empty etcd.
+# the script when missing), no kubelet; healthy ~4-8 s after start, the suites ~15 s: the
+# conformance suite and the adapter's own behaviours (vnfm-k8s/tests/real_cluster.rs), and
+# `vnfm serve` healing and scaling a CNF from Alertmanager alerts (vnfm-cli/tests/serve_k8s.rs),
+# against nodes the tests create as kubelets would. Every start begins with an empty etcd.
 if [ "$(suite_on VNFM_TEST_K8S)" = "1" ]; then
   step "real Kubernetes control plane suite (etcd, kube-apiserver, scheduler, controller-manager on 127.0.0.1)"
   trap 'scripts/k8s-dev.sh stop' EXIT
   k8s_env=$(scripts/k8s-dev.sh start)
   eval "$k8s_env"
   VNFM_TEST_K8S=1 run_tests real-k8s cargo test --workspace --all-features --locked \
-    --no-fail-fast --test real_cluster -- --nocapture
+    --no-fail-fast --test real_cluster --test serve_k8s -- --nocapture
   scripts/k8s-dev.sh stop
   trap - EXIT
   ran_suites="$ran_suites real-k8s"
