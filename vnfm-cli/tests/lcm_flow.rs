@@ -73,6 +73,13 @@ fn demo_narrates_and_its_json_is_valid() {
         "ignored [duplicate]",
         "ONE automatic heal",
         "Terminate",
+        // hardware-aware affinity: labels, spread, drift found, reconcile
+        "3 node(s) labelled topology.openstack.org/host-id",
+        "skew 0",
+        "VIOLATED",
+        "stale label: node workerNode-",
+        "evicted default/vdu1-",
+        "ok: every required group is spread over hardware",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
@@ -82,7 +89,16 @@ fn demo_narrates_and_its_json_is_valid() {
     assert_eq!(v["version"], 1);
     assert_eq!(v["ok"], true);
     let steps = v["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 9);
+    assert_eq!(steps.len(), 13);
+    // the CNF's pods on three distinct nodes (three hosts), then drift, then reconciled
+    let cnf = &steps[10]["vnfcs"];
+    let nodes: std::collections::BTreeSet<&str> = cnf
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes.len(), 3, "{cnf}");
     let auto = &steps[5]["vnfLcmOpOcc"];
     assert_eq!(auto["operation"], "HEAL");
     assert_eq!(auto["isAutomaticInvocation"], true);

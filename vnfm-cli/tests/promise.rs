@@ -859,9 +859,10 @@ fn the_demo_reserves_and_draws() {
     let v = json(&out);
     assert_eq!(v["ok"], true);
     let steps = v["steps"].as_array().unwrap();
-    let reserve = steps[steps.len() - 2]["narrative"].as_str().unwrap();
+    // steps 8 and 9 of the story (the hardware-affinity chapter follows)
+    let reserve = steps[7]["narrative"].as_str().unwrap();
     assert!(reserve.contains("the counter-offer: 8 cores"), "{reserve}");
-    let draw = steps[steps.len() - 1]["narrative"].as_str().unwrap();
+    let draw = steps[8]["narrative"].as_str().unwrap();
     assert!(draw.contains("from reservation rollout"), "{draw}");
     assert!(!state.exists(), "the demo keeps its state in memory");
 }

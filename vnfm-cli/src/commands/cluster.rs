@@ -140,7 +140,7 @@ fn labelled_human(l: &Labelled) -> String {
     s
 }
 
-fn report_human(r: &VerifyReport) -> String {
+pub(crate) fn report_human(r: &VerifyReport) -> String {
     let mut s = format!("pods per physical host (label {}):\n", escape(&r.key));
     for h in &r.hosts {
         let nodes: Vec<String> = h
@@ -246,7 +246,7 @@ fn violation_summary(r: &VerifyReport) -> String {
     )
 }
 
-fn reconciled_human(r: &Reconciled) -> String {
+pub(crate) fn reconciled_human(r: &Reconciled) -> String {
     let mut s = labelled_human(&r.labelled);
     let pairs: Vec<String> = r
         .after

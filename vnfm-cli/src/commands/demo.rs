@@ -23,7 +23,10 @@
 //!    and is answered with a counter-offer;
 //! 10. the rollout's grant draws the VNFCs placed in the reserved zone from the reservation
 //!     (`GrantInfo.reservationId`; what `vnfm instantiate --reservation` does before it
-//!     creates the stack).
+//!     creates the stack);
+//! 11. hardware-aware pod affinity (`demo_hw`, four steps): three worker VMs on three hosts
+//!     labelled on their nodes, a CNF spread over the hosts, a live migration that puts two
+//!     workers on one host, `verify` finding it and `reconcile` fixing it.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -106,7 +109,7 @@ pub fn run(args: &DemoArgs, out: Output) -> Result<(), CliError> {
         human,
         "{}",
         if report.ok {
-            "The deployment survived a full zone twice (once by reselection, once by relaxing a best-effort constraint) and healed itself from Prometheus alerts."
+            "The deployment survived a full zone twice (once by reselection, once by relaxing a best-effort constraint) and healed itself from Prometheus alerts; a live migration that put two CNF replicas on one physical host was found and undone."
         } else {
             "The demo did not go as planned: see the steps above."
         }
@@ -268,6 +271,11 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
     ok &= fine;
     steps.push(reserve_step);
     steps.push(grant_step);
+
+    // 10-13. Hardware-aware affinity on a cloud whose workers join a Kubernetes cluster.
+    let (hw, fine) = super::demo_hw::chapter(seed, out).await?;
+    ok &= fine;
+    steps.extend(hw);
 
     Ok(DemoReport { seed, steps, ok })
 }

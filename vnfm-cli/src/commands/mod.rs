@@ -11,6 +11,7 @@ use crate::output::Output;
 pub mod cloud;
 pub mod cluster;
 pub mod demo;
+mod demo_hw;
 pub mod intent;
 pub mod lcm;
 pub mod package;
