@@ -238,6 +238,24 @@ pub(crate) fn brief(v: &Value) -> String {
     }
 }
 
+/// The label selector at `field` of `object` (e.g. a PodDisruptionBudget's `spec.selector`);
+/// `object` names the object in errors.
+pub(crate) fn selector_at(
+    object: &str,
+    root: &Value,
+    field: &str,
+) -> Result<LabelSelector, WorkloadError> {
+    let r = Reader {
+        object: object.to_owned(),
+        root,
+    };
+    let path: Vec<&str> = field.split('.').collect();
+    match r.at(&path) {
+        Some(v) => selector(v, field, &r),
+        None => Err(r.err(field, "missing")),
+    }
+}
+
 fn selector(v: &Value, field: &str, r: &Reader<'_>) -> Result<LabelSelector, WorkloadError> {
     let match_labels = match v.get("matchLabels") {
         Some(m) => str_map(m).ok_or_else(|| {

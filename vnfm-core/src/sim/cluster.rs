@@ -375,8 +375,94 @@ impl ClusterState {
         self.remove_pod(&req.namespace, &req.name, ids)
     }
 
+    /// The Eviction API: a pod that is running (bound: the simulator's kubelets run every bound
+    /// pod) is evicted only when every PodDisruptionBudget of its namespace that selects it
+    /// allows a disruption; otherwise the API server's 429 (a `Conflict` with its message) and
+    /// the pod stays. A pod that is not running is evicted whatever the budgets, as the real
+    /// API server does (vnfm-k8s/tests/real_cluster.rs, eviction_honours_the_disruption_budget).
     pub(crate) fn evict_pod(&mut self, req: &EvictPod, ids: &mut IdGen) -> Result<(), DriverError> {
+        let pod = self
+            .workloads
+            .values()
+            .filter(|w| w.spec.namespace == req.namespace)
+            .flat_map(|w| &w.pods)
+            .find(|p| p.name == req.name)
+            .ok_or_else(|| not_found("pod", &format!("{}/{}", req.namespace, req.name)))?;
+        if pod.node.is_some() {
+            let labels = pod.labels.clone();
+            for (k, pdb) in &self.objects {
+                if !k.starts_with(&format!("{}/PodDisruptionBudget/", req.namespace)) {
+                    continue;
+                }
+                let allowed = self.disruptions_allowed(k, pdb, &req.namespace, &labels)?;
+                if allowed == Some(0) {
+                    return Err(DriverError::Conflict {
+                        driver: DRIVER,
+                        message: "Cannot evict pod as it would violate the pod's disruption \
+                                  budget."
+                            .to_owned(),
+                    });
+                }
+            }
+        }
         self.remove_pod(&req.namespace, &req.name, ids)
+    }
+
+    /// How many disruptions the budget `pdb` allows now, as the disruption controller computes
+    /// it (`None` when it does not select a pod with `labels`): the healthy (bound) pods it
+    /// selects minus `minAvailable`, or `maxUnavailable` minus the pods it selects that are not
+    /// healthy; percentages of the selected pods, rounded up as Kubernetes does.
+    fn disruptions_allowed(
+        &self,
+        key: &str,
+        pdb: &Value,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Option<u32>, DriverError> {
+        let sel = crate::cluster::workload::selector_at(key, pdb, "spec.selector")
+            .map_err(|e| invalid(e.to_string()))?;
+        if !sel.matches(labels) {
+            return Ok(None);
+        }
+        let selected: Vec<&PodRec> = self
+            .workloads
+            .values()
+            .filter(|w| w.spec.namespace == namespace)
+            .flat_map(|w| &w.pods)
+            .filter(|p| sel.matches(&p.labels))
+            .collect();
+        let expected = u32::try_from(selected.len()).unwrap_or(u32::MAX);
+        let healthy =
+            u32::try_from(selected.iter().filter(|p| p.node.is_some()).count()).unwrap_or(0);
+        let amount = |field: &str| -> Result<Option<u32>, DriverError> {
+            let Some(v) = pdb.get("spec").and_then(|s| s.get(field)) else {
+                return Ok(None);
+            };
+            if let Some(n) = v.as_u64() {
+                return Ok(Some(u32::try_from(n).unwrap_or(u32::MAX)));
+            }
+            let pct = v
+                .as_str()
+                .and_then(|t| t.strip_suffix('%'))
+                .and_then(|t| t.parse::<u64>().ok())
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "{key}: spec.{field}: expected an integer or a percentage, found {v}"
+                    ))
+                })?;
+            Ok(Some(
+                u32::try_from((pct * u64::from(expected)).div_ceil(100)).unwrap_or(u32::MAX),
+            ))
+        };
+        let allowed = if let Some(min) = amount("minAvailable")? {
+            healthy.saturating_sub(min)
+        } else if let Some(max) = amount("maxUnavailable")? {
+            max.saturating_sub(expected - healthy)
+        } else {
+            // a budget without either allows nothing to be evicted (minAvailable 100%)
+            0
+        };
+        Ok(Some(allowed))
     }
 
     pub(crate) fn list_events(&self, namespace: &str) -> Vec<ClusterEvent> {
@@ -717,6 +803,83 @@ mod tests {
         let mut m = BTreeMap::new();
         m.insert(k.to_owned(), v.map(str::to_owned));
         LabelNode::new(node.into(), m)
+    }
+
+    /// As the real API server does (real_cluster.rs eviction_honours_the_disruption_budget): a
+    /// running pod is not evicted against a budget that allows no disruption (429 → Conflict
+    /// with the API server's message, the pod stays); a Pending pod is evicted whatever the
+    /// budget; a budget that allows one lets one eviction through.
+    #[tokio::test]
+    async fn eviction_honours_pod_disruption_budgets() {
+        let s = sim();
+        // three nodes, four replicas with required anti-affinity per node: one pending
+        let mut w = ApplyWorkload::new("default", "db", 4);
+        w.anti_affinity = Some(PodAntiAffinity {
+            topology_key: "kubernetes.io/hostname".into(),
+            required: true,
+        });
+        for n in ["worker-1", "worker-2", "worker-3"] {
+            s.label_node(label(n, "kubernetes.io/hostname", Some(n)))
+                .await
+                .unwrap();
+        }
+        s.apply_object(w.to_object()).await.unwrap();
+        let pdb = |spec: serde_json::Value| {
+            ApplyObject::new(
+                "default",
+                serde_json::json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                    "metadata": {"name": "db"},
+                    "spec": spec}),
+            )
+        };
+        s.apply_object(pdb(serde_json::json!({"minAvailable": 3,
+            "selector": {"matchLabels": {"app": "db"}}})))
+            .await
+            .unwrap();
+        let pods = s.list_pods(ListPods::new("default", "db")).await.unwrap();
+        let running = pods.iter().find(|p| p.node.is_some()).unwrap().name.clone();
+        let pending = pods.iter().find(|p| p.node.is_none()).unwrap().name.clone();
+        match s.evict_pod(EvictPod::new("default", &running)).await {
+            Err(DriverError::Conflict { message, .. }) => {
+                assert!(message.contains("disruption budget"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let after = s.list_pods(ListPods::new("default", "db")).await.unwrap();
+        assert!(after.iter().any(|p| p.name == running), "the pod stays");
+        s.evict_pod(EvictPod::new("default", &pending))
+            .await
+            .unwrap();
+        // half of the four pods may be unavailable: two, of which the re-created pending pod is
+        // one, so one eviction is allowed
+        s.apply_object(pdb(serde_json::json!({"maxUnavailable": "50%",
+            "selector": {"matchLabels": {"app": "db"}}})))
+            .await
+            .unwrap();
+        s.evict_pod(EvictPod::new("default", &running))
+            .await
+            .unwrap();
+        let after = s.list_pods(ListPods::new("default", "db")).await.unwrap();
+        assert!(after.iter().all(|p| p.name != running), "evicted");
+        // a budget over other pods does not apply
+        s.apply_object(pdb(serde_json::json!({"minAvailable": 10,
+            "selector": {"matchLabels": {"app": "other"}}})))
+            .await
+            .unwrap();
+        let victim = after
+            .iter()
+            .find(|p| p.node.is_some())
+            .unwrap()
+            .name
+            .clone();
+        s.evict_pod(EvictPod::new("default", &victim))
+            .await
+            .unwrap();
+        assert!(s
+            .evict_pod(EvictPod::new("default", "no-such-pod"))
+            .await
+            .unwrap_err()
+            .is_not_found());
     }
 
     #[tokio::test]
