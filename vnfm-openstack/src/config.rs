@@ -189,6 +189,63 @@ pub struct CloudConfig {
     /// Ask Placement for the free capacity of the hosts of a zone listing (default `true`;
     /// see [`crate::placement`]). Off, every host reports `free: None`.
     pub free_capacity: bool,
+    /// How transient failures are retried (see [`RetryPolicy`]).
+    pub retry: RetryPolicy,
+}
+
+/// Retries of transient failures: a request that may be sent twice with the effect of once
+/// (GET, HEAD, PUT, DELETE; and Keystone's `POST /auth/tokens`, which only makes a token) is
+/// sent again after a connection failure or a 502, 503 or 504 answer (a service restarting,
+/// a proxy without its backend, keystonemiddleware unable to reach Keystone), waiting
+/// `initial_delay`, then twice as long each time up to `max_delay`, at most `max_retries`
+/// times. Other methods (a stack create) are never resent: the first attempt may have taken
+/// effect. The default, 6 retries from 0.5 s to 8 s, rides out about 30 s of unavailability.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0: none).
+    pub max_retries: u32,
+    /// Wait before the first retry.
+    pub initial_delay: Duration,
+    /// Longest wait between two attempts.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 6,
+            initial_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(8),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retry at all.
+    pub fn none() -> Self {
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// `max_retries` retries from `initial_delay`, doubling up to `max_delay`.
+    pub fn new(max_retries: u32, initial_delay: Duration, max_delay: Duration) -> Self {
+        Self {
+            max_retries,
+            initial_delay,
+            max_delay,
+        }
+    }
+
+    /// The wait before retry number `n` (1-based).
+    pub fn delay(&self, n: u32) -> Duration {
+        let factor = 2u32.saturating_pow(n.saturating_sub(1));
+        self.initial_delay
+            .checked_mul(factor)
+            .map_or(self.max_delay, |d| d.min(self.max_delay))
+    }
 }
 
 impl CloudConfig {
@@ -205,7 +262,14 @@ impl CloudConfig {
             nova_microversion: DEFAULT_NOVA_MICROVERSION.to_owned(),
             timeout: Duration::from_secs(60),
             free_capacity: true,
+            retry: RetryPolicy::default(),
         }
+    }
+
+    /// The same configuration with another retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
     }
 
     /// Password credentials for `user` (by name in domain `domain`) scoped to project

@@ -49,7 +49,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 pub use config::{
-    CloudConfig, Credentials, DomainRef, EndpointSource, Interface, Scope, Secret, UserRef,
+    CloudConfig, Credentials, DomainRef, EndpointSource, Interface, RetryPolicy, Scope, Secret,
+    UserRef,
 };
 pub use error::{Error, Result};
 pub use heat::{Heat, ListEvents, StackEvent};
@@ -123,6 +124,11 @@ impl OpenStack {
     /// How many tokens the session obtained.
     pub fn auth_count(&self) -> u64 {
         self.session.auth_count()
+    }
+
+    /// How many times a transient failure was retried (see [`RetryPolicy`]).
+    pub fn retry_count(&self) -> u64 {
+        self.session.retry_count()
     }
 
     /// How many requests the session sent, per route: `service METHOD path` with the path

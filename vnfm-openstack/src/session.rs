@@ -251,6 +251,7 @@ pub(crate) struct Session {
     endpoints: Mutex<BTreeMap<String, String>>,
     requests: AtomicU64,
     auths: AtomicU64,
+    retries: AtomicU64,
     routes: Mutex<BTreeMap<String, u64>>,
     warnings: Mutex<Vec<String>>,
     /// Placement's refusal (403, no endpoint) and the authentication it was given to (the
@@ -298,6 +299,7 @@ impl Session {
             endpoints: Mutex::new(BTreeMap::new()),
             requests: AtomicU64::new(0),
             auths: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             routes: Mutex::new(BTreeMap::new()),
             warnings: Mutex::new(Vec::new()),
             capacity_refusal: Mutex::new(None),
@@ -307,6 +309,10 @@ impl Session {
 
     pub(crate) fn request_count(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn retry_count(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
     }
 
     pub(crate) fn auth_count(&self) -> u64 {
@@ -429,17 +435,25 @@ impl Session {
     /// `POST /v3/auth/tokens`: a new token (the cached one is replaced).
     async fn authenticate(&self) -> Result<Arc<Token>> {
         let url = format!("{}/auth/tokens", self.config.identity_url());
-        self.count_route("keystone", &Method::POST, &["auth", "tokens"]);
-        let reply = self
-            .send_raw(
-                "keystone",
-                Method::POST,
-                &url,
-                None,
-                Some(&self.auth_body()),
-                None,
-            )
-            .await?;
+        let mut transient = 0u32;
+        let reply = loop {
+            self.count_route("keystone", &Method::POST, &["auth", "tokens"]);
+            // making a token twice has the effect of once: transient failures are retried
+            match self
+                .send_raw(
+                    "keystone",
+                    Method::POST,
+                    &url,
+                    None,
+                    Some(&self.auth_body()),
+                    None,
+                )
+                .await
+            {
+                Err(e) if self.retry_after(&e, &mut transient) => self.pause(transient).await,
+                other => break other?,
+            }
+        };
         self.auths.fetch_add(1, Ordering::Relaxed);
         let value = reply
             .headers
@@ -679,6 +693,7 @@ impl Session {
     pub(crate) async fn call(&self, call: Call<'_>) -> Result<Reply> {
         let mut retried = false;
         let mut resent = false;
+        let mut transient = 0u32;
         loop {
             let token = self.token().await?;
             let base = self.endpoint_for(call.service_type, &token).await?;
@@ -713,11 +728,34 @@ impl Session {
                 Err(Error::Transport { ref source, .. })
                     if !resent && is_idempotent(&call.method) && !source.is_timeout() =>
                 {
+                    // a pooled connection the server had closed: once at once
                     resent = true;
+                }
+                Err(e) if is_idempotent(&call.method) && self.retry_after(&e, &mut transient) => {
+                    self.pause(transient).await;
                 }
                 other => return other,
             }
         }
+    }
+
+    /// True when `e` is transient and the policy allows another attempt (counted in `n`).
+    fn retry_after(&self, e: &Error, n: &mut u32) -> bool {
+        let transient = match e {
+            Error::Http { status, .. } => matches!(status, 502..=504),
+            Error::Transport { .. } => true,
+            _ => false,
+        };
+        if !transient || *n >= self.config.retry.max_retries {
+            return false;
+        }
+        *n += 1;
+        self.retries.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    async fn pause(&self, n: u32) {
+        tokio::time::sleep(self.config.retry.delay(n)).await;
     }
 
     /// One HTTP exchange; error statuses become [`Error::Http`].

@@ -7,6 +7,7 @@
 mod mock;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use vnfm_core::driver::{
@@ -15,7 +16,8 @@ use vnfm_core::driver::{
 };
 use vnfm_core::id::{ServerId, StackId};
 use vnfm_openstack::{
-    CloudConfig, Credentials, EndpointSource, Error, ListEvents, OpenStack, Scope, Secret, UserRef,
+    CloudConfig, Credentials, EndpointSource, Error, ListEvents, OpenStack, RetryPolicy, Scope,
+    Secret, UserRef,
 };
 
 use mock::{Mock, Reply};
@@ -60,6 +62,8 @@ fn auth_reply(mock: &Mock, token: &str, expires_at: &str) -> Option<Reply> {
     Some(Reply::json(201, v.to_string()).with_header("X-Subject-Token", token))
 }
 
+/// Without retries of transient failures: each test queues the replies it expects
+/// (`transient_failures_are_retried` has its own policy).
 fn config(mock: &Mock) -> CloudConfig {
     CloudConfig::password(
         format!("{}/identity/v3", mock.url),
@@ -68,6 +72,7 @@ fn config(mock: &Mock) -> CloudConfig {
         "admin",
         "Default",
     )
+    .with_retry(RetryPolicy::none())
 }
 
 /// [`config`] without the free capacity of hosts: for the tests of something else (tokens,
@@ -375,13 +380,11 @@ async fn bad_password_is_unauthenticated_and_unreachable_is_unavailable() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = closed.local_addr().unwrap();
     drop(closed);
-    let cloud = OpenStack::new(CloudConfig::password(
-        format!("http://{addr}/v3"),
-        "u",
-        "p",
-        "p",
-        "Default",
-    ))
+    let cloud = OpenStack::new(
+        CloudConfig::password(format!("http://{addr}/v3"), "u", "p", "p", "Default").with_retry(
+            RetryPolicy::new(2, Duration::from_millis(1), Duration::from_millis(1)),
+        ),
+    )
     .unwrap();
     let e = cloud
         .heat()
@@ -389,6 +392,66 @@ async fn bad_password_is_unauthenticated_and_unreachable_is_unavailable() {
         .await
         .unwrap_err();
     assert!(e.is_retryable(), "{e:?}");
+    // the token request was tried three times (Keystone restarting), then given up
+    assert_eq!(cloud.retry_count(), 2);
+}
+
+/// A service that answers 503 for a while (restarting, or keystonemiddleware unable to reach
+/// Keystone): a GET is sent again after the policy's waits and succeeds; a POST (a stack
+/// create, which may have taken effect) is never resent; beyond the policy's retries the 503
+/// is the error.
+#[tokio::test]
+async fn transient_failures_are_retried() {
+    let Some((mock, cloud)) = session(|m| {
+        config_without_capacity(m).with_retry(RetryPolicy::new(
+            2,
+            Duration::from_millis(1),
+            Duration::from_millis(5),
+        ))
+    }) else {
+        return;
+    };
+    let server = vector("nova/captured-nova-34.0.0/server-show-active-admin.v2.104.json").unwrap();
+    mock.push(Reply::json(503, "<html>Service Unavailable</html>"));
+    mock.push(Reply::json(502, "Bad Gateway"));
+    mock.push(Reply::json(200, server));
+    let s = cloud.nova().server(&ServerId::new("s1")).await;
+    assert!(s.is_ok(), "{s:?}");
+    assert_eq!(cloud.retry_count(), 2);
+    let gets = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET" && r.path().contains("/servers/s1"))
+        .count();
+    assert_eq!(gets, 3);
+
+    // three 503s: two retries, then the error
+    for _ in 0..3 {
+        mock.push(Reply::json(503, "<html>Service Unavailable</html>"));
+    }
+    let e = cloud.nova().server(&ServerId::new("s2")).await.unwrap_err();
+    assert!(e.is_retryable() && e.to_string().contains("503"), "{e}");
+    assert_eq!(cloud.retry_count(), 4);
+
+    // a POST is not resent
+    mock.push(Reply::json(503, "<html>Service Unavailable</html>"));
+    let e = cloud
+        .heat()
+        .create_stack(CreateStack::new(
+            "vnf1",
+            TemplateBundle::default(),
+            Parameters::new(),
+        ))
+        .await
+        .unwrap_err();
+    assert!(e.is_retryable(), "{e}");
+    assert_eq!(cloud.retry_count(), 4, "no retry of a POST");
+    let posts = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path().contains("/stacks"))
+        .count();
+    assert_eq!(posts, 1);
 }
 
 // ------------------------------------------------------------------------------- nova
