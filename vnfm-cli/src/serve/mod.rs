@@ -66,7 +66,9 @@ mod metrics;
 mod observe;
 mod packages;
 pub mod promise;
+mod query;
 mod state;
+mod versions;
 mod wire;
 
 use std::net::SocketAddr;
@@ -170,6 +172,7 @@ async fn not_found(req: Request) -> Response {
 fn router(app: Arc<App>) -> Router {
     Router::new()
         .merge(lcm_api::routes(app.clone()))
+        .merge(versions::routes())
         .merge(alerts::routes())
         .merge(promise::routes(app.clone()))
         .merge(admin::routes(app.clone()))
@@ -178,6 +181,7 @@ fn router(app: Arc<App>) -> Router {
         .layer(axum::middleware::from_fn(http::check_media))
         .layer(axum::middleware::from_fn_with_state(app.clone(), limit))
         .layer(axum::middleware::from_fn(http::problems))
+        .layer(axum::middleware::from_fn(versions::version_header))
         .with_state(app)
 }
 
