@@ -540,7 +540,7 @@ impl ListQuery {
         let mut seen: Vec<&str> = Vec::new();
         let mut filter = None;
         let mut after = None;
-        let (mut all, mut excl_default, mut fields, mut excl_fields) = (false, false, None, None);
+        let (mut all, mut fields, mut excl_fields) = (false, None, None);
         let selectors = ["all_fields", "fields", "exclude_fields", "exclude_default"];
         let mut accepted = vec!["filter", NEXTPAGE_MARKER];
         if resource.selectors {
@@ -573,7 +573,8 @@ impl ListQuery {
             match known {
                 "filter" => filter = Some(Filter::parse(&value, resource.attributes)?),
                 "all_fields" => all = true,
-                "exclude_default" => excl_default = true,
+                // The default: `fields` are shown besides what it shows.
+                "exclude_default" => {}
                 "fields" => fields = Some(paths(known, &value, resource.attributes)?),
                 "exclude_fields" => {
                     excl_fields = Some(paths(known, &value, resource.attributes)?);
@@ -603,7 +604,6 @@ impl ListQuery {
         } else if let Some(x) = excl_fields {
             Selector::ExcludeFields(x)
         } else {
-            let _ = excl_default;
             Selector::ExcludeDefault(fields.unwrap_or_default())
         };
         Ok(ListQuery {
