@@ -7,7 +7,11 @@
 //!   `Location` of the operation occurrence; the operation runs in the background),
 //!   `GET /vnflcm/v2/vnf_lcm_op_occs[/{id}]`, `POST /vnflcm/v2/vnf_lcm_op_occs/{id}/fail`.
 //!   One LCM operation at a time per instance: 409 otherwise. With `[server] api_token`, these
-//!   require `Authorization: Bearer <token>`.
+//!   require `Authorization: Bearer <token>`. The lists take SOL013 filters, attribute
+//!   selectors and paging (`query`, over [`vnfm_core::query`]); an instance has an `ETag`, and
+//!   a `PATCH` with a stale `If-Match` is 412.
+//! - `GET /vnflcm/api_versions`, `GET /vnflcm/v2/api_versions` (SOL013 9.3), and `Version:
+//!   2.0.0` on every answer under `/vnflcm/` (`versions`).
 //!   An instantiate or a scale-out whose `additionalParams.reservationId` names a reservation
 //!   draws from it, and the ledger keeps or gives back after the operation, as the command
 //!   line's `--reservation` (the core's [`vnfm_core::reservation::lcm`]). `PATCH` is the core's
