@@ -2,7 +2,8 @@
 # The project's test command (the README's second set-up command; .ci/run calls it with
 # --strict). Runs, in order: formatting check, clippy with warnings as errors, rustdoc with
 # warnings as errors, every test and doctest of the workspace with all features (the README's
-# library snippet is one), every example program under examples/examples/, then (on CI,
+# library snippet is one), every example program under examples/examples/, ETSI's SOL003
+# conformance suite against `vnfm serve` (scripts/sol003-conformance.sh), then (on CI,
 # or when asked) the suites against real Prometheus / Alertmanager, a real Kubernetes control
 # plane and real OpenStack services on 127.0.0.1, and ends with a summary of what ran and what
 # was skipped, and why.
@@ -113,6 +114,23 @@ done
 echo "examples $ex_passed $ex_failed 0" >> "$results"
 if [ "$ex_failed" -gt 0 ]; then
   echo "test.sh: $ex_failed example(s) failed" >&2
+  exit 1
+fi
+
+# ETSI's SOL003 VNF LCM conformance suite (NFV-TST010, ../shared/etsi-nfv-api-tests) against
+# `vnfm serve` on the simulated cloud, with the binary the workspace tests built: every test's
+# outcome must be the one tests/sol003/expected.tsv lists (docs/serve.md#etsi-conformance).
+# ~3 min, plus ~1.5 min the first time for the venv (PyPI). Without ../shared it skips (a
+# failure under --strict, as every skip).
+step "ETSI SOL003 VNF LCM conformance (scripts/sol003-conformance.sh)"
+skips_before=$(wc -l < "$VNFM_SKIP_LOG")
+if VNFM_BIN="${CARGO_TARGET_DIR:-target}/debug/vnfm" scripts/sol003-conformance.sh; then
+  if [ "$(wc -l < "$VNFM_SKIP_LOG")" = "$skips_before" ]; then
+    echo "sol003-conformance 1 0 0" >> "$results"
+  fi
+else
+  echo "sol003-conformance 0 1 0" >> "$results"
+  echo "test.sh: the SOL003 conformance run differs from tests/sol003/expected.tsv (above)" >&2
   exit 1
 fi
 

@@ -44,6 +44,7 @@
 //! alert_fsync = "periodic"       # --alert-fsync, VNFM_ALERT_FSYNC: "periodic" (an accepted alert
 //!                                # is written before its answer, fsynced within a second) or
 //!                                # "each" (fsynced before its answer); see AlertFsync
+//! page_size = 100                # resources per page of a SOL003 list (Link rel="next" beyond)
 //!
 //! [cluster]                      # hardware-aware affinity (`vnfm cluster`, the label hook)
 //! kubeconfig = "kubeconfig"      # the Kubernetes cluster (token, client certificate, CA); unset with
@@ -322,6 +323,10 @@ pub struct ServerConfig {
     pub max_connections: Option<usize>,
     /// `alert_fsync`: when an accepted alert reaches the disk (default `periodic`).
     pub alert_fsync: AlertFsync,
+    /// `page_size`: the most resources one page of a SOL003 list (`GET /vnf_instances`,
+    /// `/vnf_lcm_op_occs`) holds; more follow through `Link: <...>; rel="next"` (SOL013 5.4;
+    /// default 100, at least 1).
+    pub page_size: usize,
 }
 
 /// The file descriptors `vnfm serve` keeps for itself beside its connections (state file,
@@ -411,6 +416,11 @@ impl ServerConfig {
                 ));
             }
         }
+        if self.page_size == 0 {
+            return Some(
+                "[server] page_size is 0; expected at least 1 resource per page of a list".into(),
+            );
+        }
         if self.max_connections == Some(0) {
             return Some(
                 "[server] max_connections is 0; expected at least 1 (no connection would be \
@@ -462,6 +472,7 @@ impl Default for ServerConfig {
             idle_timeout: 60,
             max_connections: None,
             alert_fsync: AlertFsync::Periodic,
+            page_size: 100,
         }
     }
 }

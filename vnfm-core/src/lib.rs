@@ -59,6 +59,7 @@ pub mod lifecycle;
 pub mod package;
 pub mod placement;
 pub mod problem;
+pub mod query;
 pub mod reselect;
 pub mod reservation;
 pub mod sim;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 use vnfm_core::driver::{OpOccFilter, Store};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{
-    CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest, TerminateVnfRequest,
-    VnfInstance,
+    CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, InstantiationState, ScaleVnfRequest,
+    TerminateVnfRequest, VnfInstance,
 };
 use vnfm_core::lifecycle::grant::{lcm_op_occ_href, vnf_instance_href};
 use vnfm_core::lifecycle::modify::{self, ModifyError};
@@ -22,6 +22,7 @@ use vnfm_core::lifecycle::OperationOptions;
 use vnfm_core::problem::ProblemDetails;
 
 use super::http::{json, parse, problem, problem_of, read_body};
+use super::query;
 use super::state::{lcm_problem, spawn_op, App, OpRequest};
 
 pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
@@ -76,21 +77,61 @@ fn with_location(mut r: Response, href: &str) -> Response {
     r
 }
 
+/// The task resources an instance in `state` offers in its `_links` (SOL003 5.5.2.2): only
+/// `instantiate` while `NOT_INSTANTIATED` (or a state not recorded); the operations of an
+/// instantiated VNF after.
+fn task_links(state: Option<InstantiationState>) -> &'static [&'static str] {
+    match state {
+        Some(InstantiationState::Instantiated) => &["scale", "heal", "terminate"],
+        _ => &["instantiate"],
+    }
+}
+
 fn instance_links(inst: VnfInstance) -> Value {
     let href = vnf_instance_href(&inst.id);
+    let tasks = task_links(inst.instantiation_state);
     let mut v = serde_json::to_value(&inst).unwrap_or(Value::Null);
     if let Some(o) = v.as_object_mut() {
         let mut links = Map::new();
         links.insert("self".into(), serde_json::json!({ "href": href }));
-        for op in ["instantiate", "scale", "heal", "terminate"] {
+        for op in tasks {
             links.insert(
-                op.into(),
+                (*op).into(),
                 serde_json::json!({ "href": format!("{href}/{op}") }),
             );
         }
         o.insert("_links".into(), Value::Object(links));
     }
     v
+}
+
+/// The entity tag of an instance's representation (RFC 9110 8.8.3, SOL003 5.4.3.3.2): a strong
+/// tag, the FNV-1a hash of its JSON, the same across restarts for the same content.
+fn etag_of(representation: &Value) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in representation.to_string().bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("\"{h:016x}\"")
+}
+
+/// Whether `If-Match` (absent: yes) admits the entity tag `etag`: `*`, or one of its strong
+/// tags (RFC 9110 13.1.1: weak tags never match).
+fn if_match_admits(headers: &HeaderMap, etag: &str) -> bool {
+    let values: Vec<&str> = headers
+        .get_all(header::IF_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    if values.is_empty() {
+        return true;
+    }
+    values
+        .iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|t| t == "*" || t == etag)
 }
 
 async fn body_of(app: &App, body: Body) -> Result<axum::body::Bytes, Response> {
@@ -118,12 +159,17 @@ async fn create_instance(State(app): State<Arc<App>>, body: Body) -> Response {
     }
 }
 
-async fn list_instances(State(app): State<Arc<App>>) -> Response {
+/// `GET /vnf_instances`: filters, attribute selectors and paging (SOL013 5.2-5.4, `query`).
+async fn list_instances(State(app): State<Arc<App>>, uri: Uri) -> Response {
+    let q = match query::parse(&uri, vnfm_core::query::VNF_INSTANCES) {
+        Ok(q) => q,
+        Err(r) => return r,
+    };
     let _gate = app.shared.gate.read().await;
     match app.store.instances().await {
         Ok(list) => {
             let v: Vec<Value> = list.into_iter().map(instance_links).collect();
-            json(StatusCode::OK, &v)
+            query::page(&uri, &q, v, app.config.server.page_size)
         }
         Err(e) => store_problem(&e),
     }
@@ -142,7 +188,14 @@ async fn load(app: &App, id: &VnfInstanceId) -> Result<VnfInstance, Response> {
 async fn show_instance(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
     let _gate = app.shared.gate.read().await;
     match load(&app, &VnfInstanceId::from(id)).await {
-        Ok(inst) => json(StatusCode::OK, &instance_links(inst)),
+        Ok(inst) => {
+            let v = instance_links(inst);
+            let mut r = json(StatusCode::OK, &v);
+            if let Ok(tag) = HeaderValue::from_str(&etag_of(&v)) {
+                r.headers_mut().insert(header::ETAG, tag);
+            }
+            r
+        }
         Err(r) => r,
     }
 }
@@ -182,6 +235,7 @@ fn modify_problem(e: &ModifyError) -> Response {
 async fn modify_instance(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     body: Body,
 ) -> Response {
     let id = VnfInstanceId::from(id);
@@ -198,6 +252,28 @@ async fn modify_instance(
     }
     if let Err(p) = app.claim(&id) {
         return problem(p);
+    }
+    // If-Match (SOL003 5.4.3.3.4): compared with the instance as it is now that it is claimed,
+    // so no other change comes between the comparison and the modification.
+    if headers.contains_key(header::IF_MATCH) {
+        let current = load(&app, &id).await.map(|i| etag_of(&instance_links(i)));
+        match current {
+            Ok(tag) if if_match_admits(&headers, &tag) => {}
+            Ok(tag) => {
+                app.release(&id);
+                return problem_of(
+                    412,
+                    format!(
+                        "If-Match does not match the current entity tag {tag} of VNF instance \
+                         {id}: it changed since it was read; read it again (GET) and retry"
+                    ),
+                );
+            }
+            Err(r) => {
+                app.release(&id);
+                return r;
+            }
+        }
     }
     let r = app
         .lcm
@@ -263,10 +339,21 @@ operation!(
     Terminate
 );
 
-async fn list_op_occs(State(app): State<Arc<App>>) -> Response {
+/// `GET /vnf_lcm_op_occs`: filters, attribute selectors and paging (SOL013 5.2-5.4, `query`).
+async fn list_op_occs(State(app): State<Arc<App>>, uri: Uri) -> Response {
+    let q = match query::parse(&uri, vnfm_core::query::VNF_LCM_OP_OCCS) {
+        Ok(q) => q,
+        Err(r) => return r,
+    };
     let _gate = app.shared.gate.read().await;
     match app.store.op_occs(OpOccFilter::all()).await {
-        Ok(ops) => json(StatusCode::OK, &ops),
+        Ok(ops) => {
+            let v: Vec<Value> = ops
+                .iter()
+                .map(|o| serde_json::to_value(o).unwrap_or(Value::Null))
+                .collect();
+            query::page(&uri, &q, v, app.config.server.page_size)
+        }
         Err(e) => store_problem(&e),
     }
 }

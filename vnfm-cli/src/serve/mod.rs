@@ -7,7 +7,11 @@
 //!   `Location` of the operation occurrence; the operation runs in the background),
 //!   `GET /vnflcm/v2/vnf_lcm_op_occs[/{id}]`, `POST /vnflcm/v2/vnf_lcm_op_occs/{id}/fail`.
 //!   One LCM operation at a time per instance: 409 otherwise. With `[server] api_token`, these
-//!   require `Authorization: Bearer <token>`.
+//!   require `Authorization: Bearer <token>`. The lists take SOL013 filters, attribute
+//!   selectors and paging (`query`, over [`vnfm_core::query`]); an instance has an `ETag`, and
+//!   a `PATCH` with a stale `If-Match` is 412.
+//! - `GET /vnflcm/api_versions`, `GET /vnflcm/v2/api_versions` (SOL013 9.3), and `Version:
+//!   2.0.0` on every answer under `/vnflcm/` (`versions`).
 //!   An instantiate or a scale-out whose `additionalParams.reservationId` names a reservation
 //!   draws from it, and the ledger keeps or gives back after the operation, as the command
 //!   line's `--reservation` (the core's [`vnfm_core::reservation::lcm`]). `PATCH` is the core's
@@ -66,7 +70,9 @@ mod metrics;
 mod observe;
 mod packages;
 pub mod promise;
+mod query;
 mod state;
+mod versions;
 mod wire;
 
 use std::net::SocketAddr;
@@ -170,6 +176,7 @@ async fn not_found(req: Request) -> Response {
 fn router(app: Arc<App>) -> Router {
     Router::new()
         .merge(lcm_api::routes(app.clone()))
+        .merge(versions::routes())
         .merge(alerts::routes())
         .merge(promise::routes(app.clone()))
         .merge(admin::routes(app.clone()))
@@ -178,6 +185,7 @@ fn router(app: Arc<App>) -> Router {
         .layer(axum::middleware::from_fn(http::check_media))
         .layer(axum::middleware::from_fn_with_state(app.clone(), limit))
         .layer(axum::middleware::from_fn(http::problems))
+        .layer(axum::middleware::from_fn(versions::version_header))
         .with_state(app)
 }
 

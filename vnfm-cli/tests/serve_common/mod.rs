@@ -269,9 +269,9 @@ pub async fn scale_level(addr: SocketAddr, id: &str, aspect: &str) -> u64 {
         .unwrap()
 }
 
-/// The occurrences of `instance` of `operation`.
+/// The occurrences of `instance` of `operation` (whole: `all_fields`).
 pub async fn ops(addr: SocketAddr, instance: &str, operation: &str) -> Vec<Value> {
-    get(addr, "/vnflcm/v2/vnf_lcm_op_occs")
+    get(addr, "/vnflcm/v2/vnf_lcm_op_occs?all_fields")
         .await
         .json()
         .as_array()

@@ -12,7 +12,7 @@ use super::userdata::{self, VnfcSlot};
 use crate::error::{Error, Location};
 use crate::id::{StackId, VduId, ZoneId};
 use crate::lcm::{
-    InstantiatedVnfInfo, ScaleInfo, ScaleType, ScaleVnfRequest, VnfInstance,
+    InstantiatedVnfInfo, ScaleInfo, ScaleType, ScaleVnfRequest, VnfExtCpInfo, VnfInstance,
     VnfOperationalStateType, VnfcInfo, VnfcResourceInfo,
 };
 use crate::package::{Flavour, VnfPackage};
@@ -223,6 +223,58 @@ pub(crate) fn slots_of(info: &InstantiatedVnfInfo) -> Vec<(VnfcSlot, ZoneId)> {
         .collect()
 }
 
+/// `extCpInfo` (SOL003 5.5.3.25, 1..N): the external CPs of the flavour (the connection points
+/// its `substitution_mappings` map to external virtual links), one per VNFC of the VDU the CP
+/// binds to (`{cpd}-{vnfc id}`), or one (`{cpd}`) when the CP binds no VNFC. Without a
+/// `cpConfig` of the request to refer to, each CP's `cpConfigId` is its own id; an IP CP
+/// (`layer_protocols` ipv4, ipv6 or ethernet) has `cpProtocolInfo` `IP_OVER_ETHERNET`.
+pub(crate) fn ext_cp_info(flavour: &Flavour, vnfcs: &[VnfcResourceInfo]) -> Vec<VnfExtCpInfo> {
+    let cpds: BTreeSet<&String> = flavour.external_links.values().collect();
+    let mut out = Vec::new();
+    for cpd in cpds {
+        let cp = flavour.connection_points.get(cpd);
+        let vdu = cp.and_then(|c| c.vdu.as_ref());
+        // SOL003 CpProtocolInfo: an IP CP of the VNFD (layer_protocols ipv4 / ipv6) carries IP
+        // over Ethernet.
+        let ip = cp.is_some_and(|c| {
+            c.layer_protocols
+                .iter()
+                .any(|l| l == "ipv4" || l == "ipv6" || l == "ethernet")
+        });
+        let protocols: Vec<serde_json::Value> = if ip {
+            vec![json!({"layerProtocol": "IP_OVER_ETHERNET"})]
+        } else {
+            Vec::new()
+        };
+        let ids: Vec<String> = match vdu {
+            Some(vdu) => vnfcs
+                .iter()
+                .filter(|v| &v.vdu_id == vdu)
+                .map(|v| format!("{cpd}-{}", v.id))
+                .collect(),
+            None => Vec::new(),
+        };
+        let ids = if ids.is_empty() {
+            vec![cpd.clone()]
+        } else {
+            ids
+        };
+        out.extend(ids.into_iter().map(|id| VnfExtCpInfo {
+            cpd_id: cpd.clone(),
+            cp_config_id: id.clone(),
+            id,
+            vnfd_id: None,
+            cp_protocol_info: protocols.clone(),
+            ext_link_port_id: None,
+            metadata: None,
+            associated_vnfc_cp_id: None,
+            associated_vip_cp_id: None,
+            associated_vnf_virtual_link_id: None,
+        }));
+    }
+    out
+}
+
 pub(crate) fn instantiated_info(
     flavour: &Flavour,
     flavour_id: &str,
@@ -262,6 +314,7 @@ pub(crate) fn instantiated_info(
         vnf_state: Some(VnfOperationalStateType::Started),
         scale_status,
         max_scale_levels,
+        ext_cp_info: ext_cp_info(flavour, &vnfcs),
         vnfc_resource_info: vnfcs,
         vnfc_info,
         metadata: previous.and_then(|p| p.metadata.clone()),
@@ -364,5 +417,47 @@ pub(crate) fn set_level(info: &mut InstantiatedVnfInfo, flavour: &Flavour, level
         if let Some(l) = at.scale_info.get(&s.aspect_id) {
             s.scale_level = *l;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vnfc(id: &str, vdu: &str) -> VnfcResourceInfo {
+        serde_json::from_value(json!({
+            "id": id, "vduId": vdu,
+            "computeResource": {"resourceId": format!("server-{id}")},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn ext_cp_info_has_a_cp_per_vnfc_of_each_external_cpd() {
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/demo-vnf");
+        let pkg = crate::package::fs::load(&root).unwrap();
+        let flavour = pkg.flavour("default").unwrap();
+        // The demo maps VDU1_CP1 (bound to VDU1) to its external virtual link.
+        let vnfcs = [vnfc("a", "VDU1"), vnfc("b", "VDU1"), vnfc("c", "VDU2")];
+        let cps = ext_cp_info(flavour, &vnfcs);
+        let ids: Vec<(&str, &str)> = cps
+            .iter()
+            .map(|c| (c.id.as_str(), c.cpd_id.as_str()))
+            .collect();
+        assert_eq!(
+            ids,
+            [("VDU1_CP1-a", "VDU1_CP1"), ("VDU1_CP1-b", "VDU1_CP1")]
+        );
+        assert_eq!(
+            cps[0].cp_protocol_info,
+            [json!({"layerProtocol": "IP_OVER_ETHERNET"})]
+        );
+        // Without VNFCs of the VDU yet: the CP itself.
+        let cps = ext_cp_info(flavour, &[]);
+        assert_eq!(cps.len(), 1);
+        assert_eq!(cps[0].id, "VDU1_CP1");
+        let info = instantiated_info(flavour, "default", vnfcs.to_vec(), None);
+        info.validate().unwrap();
     }
 }

@@ -1,0 +1,863 @@
+//! ETSI NFV-SOL 013 query parameters of a `GET` on a list resource: attribute-based filters
+//! (clause 5.2), attribute selectors (clause 5.3) and paging (clause 5.4), over the JSON
+//! representation of the resources (SOL003 `VnfInstance`, `VnfLcmOpOcc`, `LccnSubscription`).
+//!
+//! Pure: the server hands the raw query string and the list; [`ListQuery::parse`] checks it
+//! (every error names the parameter, the position and what is expected, for a 400
+//! ProblemDetails) and [`ListQuery::apply`] filters, orders, pages and selects.
+//!
+//! # Decisions
+//! - **Filters.** `filter=(op,attr[/attr]*,value[,value]*)[;(...)]*`, the terms combined with
+//!   AND; `op` is `eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `cont`, `ncont`. `eq` and `cont` with
+//!   several values match any of them; `neq` and `ncont` none of them. A value may be quoted
+//!   with single quotes (`'a,b'`, a quote inside written twice). A path that goes through an
+//!   array matches when one of its elements matches (`neq`/`ncont`: when none matches the
+//!   negated term). A missing attribute matches only `neq` and `ncont`. Numbers compare as
+//!   numbers, booleans as `true` / `false`, anything else as text; `gt`..`lte` on text compare
+//!   lexically. The first segment of an attribute path must be an attribute of the resource
+//!   (`known`): anything else is a 400 (SOL013 5.2.2: an unsupported attribute); deeper
+//!   segments are not checked (the data model keeps some members as open JSON).
+//! - **Selectors.** `all_fields`, `fields`, `exclude_fields`, `exclude_default`; `fields` may be
+//!   combined with `exclude_default`, no other pair (SOL013 table 5.3.2-1, 400 otherwise).
+//!   Without any, `exclude_default` applies (SOL003 5.4.2.3.2, 5.4.12.3.2). `fields=L` shows
+//!   what `exclude_default` shows plus the attributes of `L`; `exclude_fields=L` everything but
+//!   `L`. As for filters, the first segment of each path must be an attribute of the resource
+//!   (400 otherwise); a deeper one that the resource lacks selects nothing.
+//! - **Paging.** The list is ordered by `id`; a page holds at most `page_size` resources, and
+//!   when more follow, [`Page::next_marker`] is the id of the page's last resource: the next
+//!   page is `nextpage_opaque_marker=<marker>`, the resources whose id sorts after it. A marker
+//!   stays valid while resources come and go (none is skipped or shown twice).
+//! - Any other parameter, a parameter given twice, or a value where none is taken, is a 400.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// The top-level attributes of SOL003 v3.3.1 `VnfInstance` (clause 5.5.2.2).
+pub const VNF_INSTANCE_ATTRIBUTES: &[&str] = &[
+    "id",
+    "vnfInstanceName",
+    "vnfInstanceDescription",
+    "vnfdId",
+    "vnfProvider",
+    "vnfProductName",
+    "vnfSoftwareVersion",
+    "vnfdVersion",
+    "vnfConfigurableProperties",
+    "vimConnectionInfo",
+    "cirConnectionInfo",
+    "mciopRepositoryInfo",
+    "certificateInfo",
+    "instantiationState",
+    "instantiatedVnfInfo",
+    "metadata",
+    "extensions",
+    "_links",
+];
+
+/// The attributes of `VnfInstance` that `exclude_default` leaves out (SOL003 5.4.2.3.2).
+pub const VNF_INSTANCE_DEFAULT_EXCLUDED: &[&str] = &[
+    "vnfConfigurableProperties",
+    "vimConnectionInfo",
+    "instantiatedVnfInfo",
+    "metadata",
+    "extensions",
+];
+
+/// The top-level attributes of SOL003 v3.3.1 `VnfLcmOpOcc` (clause 5.5.2.13).
+pub const VNF_LCM_OP_OCC_ATTRIBUTES: &[&str] = &[
+    "id",
+    "operationState",
+    "stateEnteredTime",
+    "startTime",
+    "vnfInstanceId",
+    "grantId",
+    "operation",
+    "isAutomaticInvocation",
+    "operationParams",
+    "isCancelPending",
+    "cancelMode",
+    "error",
+    "resourceChanges",
+    "changedInfo",
+    "changedExtConnectivity",
+    "modificationsTriggeredByVnfPkgChange",
+    "vnfSnapshotInfoId",
+    "lcmCoordinations",
+    "rejectedLcmCoordinations",
+    "warnings",
+    "_links",
+];
+
+/// The attributes of `VnfLcmOpOcc` that `exclude_default` leaves out (SOL003 5.4.12.3.2).
+pub const VNF_LCM_OP_OCC_DEFAULT_EXCLUDED: &[&str] = &[
+    "operationParams",
+    "error",
+    "resourceChanges",
+    "changedInfo",
+    "changedExtConnectivity",
+    "lcmCoordinations",
+    "modificationsTriggeredByVnfPkgChange",
+    "warnings",
+];
+
+/// The top-level attributes of SOL003 v3.3.1 `LccnSubscription` (clause 5.5.2.16); it has no
+/// default-excluded attributes.
+pub const LCCN_SUBSCRIPTION_ATTRIBUTES: &[&str] =
+    &["id", "filter", "callbackUri", "verbosity", "_links"];
+
+/// What a resource type offers to the query parameters of its list.
+#[derive(Clone, Copy, Debug)]
+pub struct Resource {
+    /// Its top-level attribute names: a filter on another one is a 400.
+    pub attributes: &'static [&'static str],
+    /// The complex attributes `exclude_default` leaves out.
+    pub default_excluded: &'static [&'static str],
+    /// Whether the attribute selectors are taken (else they are unknown parameters).
+    pub selectors: bool,
+}
+
+/// `GET /vnf_instances`.
+pub const VNF_INSTANCES: Resource = Resource {
+    attributes: VNF_INSTANCE_ATTRIBUTES,
+    default_excluded: VNF_INSTANCE_DEFAULT_EXCLUDED,
+    selectors: true,
+};
+
+/// `GET /vnf_lcm_op_occs`.
+pub const VNF_LCM_OP_OCCS: Resource = Resource {
+    attributes: VNF_LCM_OP_OCC_ATTRIBUTES,
+    default_excluded: VNF_LCM_OP_OCC_DEFAULT_EXCLUDED,
+    selectors: true,
+};
+
+/// `GET /subscriptions`: SOL003 5.4.18.3.2 asks for filters and paging; the selectors are
+/// taken too (ETSI's conformance suite sends them), and with no default-excluded attribute
+/// every selector but `fields` / `exclude_fields` shows the whole subscription.
+pub const SUBSCRIPTIONS: Resource = Resource {
+    attributes: LCCN_SUBSCRIPTION_ATTRIBUTES,
+    default_excluded: &[],
+    selectors: true,
+};
+
+/// The name of the paging parameter (SOL013 5.4.2.1).
+pub const NEXTPAGE_MARKER: &str = "nextpage_opaque_marker";
+
+/// A query string that cannot be taken: the parameter and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryError {
+    /// The parameter (`filter`, `fields`, ...), or the text of an unknown one.
+    pub parameter: String,
+    /// What is wrong and what is expected.
+    pub message: String,
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "query parameter {}: {}", self.parameter, self.message)
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+fn err(parameter: &str, message: impl Into<String>) -> QueryError {
+    QueryError {
+        parameter: parameter.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// A filter operator (SOL013 table 5.2.2-1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// equal to one of the values
+    Eq,
+    /// equal to none of the values
+    Neq,
+    /// greater than
+    Gt,
+    /// greater than or equal
+    Gte,
+    /// less than
+    Lt,
+    /// less than or equal
+    Lte,
+    /// contains one of the values (text)
+    Cont,
+    /// contains none of the values (text)
+    Ncont,
+}
+
+impl Op {
+    fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "eq" => Op::Eq,
+            "neq" => Op::Neq,
+            "gt" => Op::Gt,
+            "gte" => Op::Gte,
+            "lt" => Op::Lt,
+            "lte" => Op::Lte,
+            "cont" => Op::Cont,
+            "ncont" => Op::Ncont,
+            _ => return None,
+        })
+    }
+
+    fn negated(self) -> bool {
+        matches!(self, Op::Neq | Op::Ncont)
+    }
+}
+
+/// One term of a filter: `(op,path,values...)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Term {
+    /// The operator.
+    pub op: Op,
+    /// The attribute path, split at `/`.
+    pub path: Vec<String>,
+    /// The values (at least one).
+    pub values: Vec<String>,
+}
+
+/// An attribute-based filter: every term must match (SOL013 5.2.2).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Filter {
+    /// The terms, combined with AND.
+    pub terms: Vec<Term>,
+}
+
+impl Filter {
+    /// Parses the value of `filter=` (already percent-decoded); `known` are the resource's
+    /// top-level attributes.
+    ///
+    /// # Errors
+    /// A [`QueryError`] naming the position and what is expected.
+    pub fn parse(text: &str, known: &[&str]) -> Result<Filter, QueryError> {
+        let chars: Vec<char> = text.chars().collect();
+        let mut i = 0;
+        let mut terms = Vec::new();
+        let bad = |at: usize, what: &str| {
+            err(
+                "filter",
+                format!(
+                    "{what} at character {} of {text:?}; expected \
+                     (op,attribute[/attribute]*,value[,value]*)[;(...)]* with op one of eq, \
+                     neq, gt, gte, lt, lte, cont, ncont",
+                    at + 1
+                ),
+            )
+        };
+        if chars.is_empty() {
+            return Err(bad(0, "empty filter"));
+        }
+        loop {
+            if chars.get(i) != Some(&'(') {
+                return Err(bad(i, "no '('"));
+            }
+            i += 1;
+            // The fields of one term, split at unquoted commas.
+            let mut fields: Vec<String> = Vec::new();
+            let mut cur = String::new();
+            let mut closed = false;
+            while let Some(&c) = chars.get(i) {
+                match c {
+                    '\'' if cur.is_empty() => {
+                        // A quoted value: up to the lone closing quote.
+                        i += 1;
+                        loop {
+                            match chars.get(i) {
+                                None => return Err(bad(i, "an unterminated quote")),
+                                Some('\'') if chars.get(i + 1) == Some(&'\'') => {
+                                    cur.push('\'');
+                                    i += 2;
+                                }
+                                Some('\'') => {
+                                    i += 1;
+                                    break;
+                                }
+                                Some(&c) => {
+                                    cur.push(c);
+                                    i += 1;
+                                }
+                            }
+                        }
+                        if !matches!(chars.get(i), Some(',') | Some(')')) {
+                            return Err(bad(i, "text after a closing quote"));
+                        }
+                        // Keep empty quoted values apart from missing ones.
+                        fields.push(std::mem::take(&mut cur));
+                        if chars.get(i) == Some(&')') {
+                            i += 1;
+                            closed = true;
+                            break;
+                        }
+                        i += 1;
+                        if matches!(chars.get(i), Some(')')) {
+                            return Err(bad(i, "an empty value"));
+                        }
+                        continue;
+                    }
+                    ',' => {
+                        fields.push(std::mem::take(&mut cur));
+                        i += 1;
+                    }
+                    ')' => {
+                        fields.push(std::mem::take(&mut cur));
+                        i += 1;
+                        closed = true;
+                        break;
+                    }
+                    '(' | ';' => return Err(bad(i, &format!("{c:?} inside a term"))),
+                    c => {
+                        cur.push(c);
+                        i += 1;
+                    }
+                }
+            }
+            if !closed {
+                return Err(bad(i, "no ')'"));
+            }
+            if fields.len() < 3 {
+                return Err(bad(i - 1, "a term with fewer than 3 fields"));
+            }
+            let op = Op::parse(&fields[0])
+                .ok_or_else(|| bad(i - 1, &format!("unknown operator {:?}", fields[0])))?;
+            let path: Vec<String> = fields[1].split('/').map(str::to_owned).collect();
+            if path.iter().any(String::is_empty) {
+                return Err(bad(
+                    i - 1,
+                    &format!("an empty attribute name in {:?}", fields[1]),
+                ));
+            }
+            if !known.contains(&path[0].as_str()) {
+                return Err(err(
+                    "filter",
+                    format!(
+                        "attribute {:?} is not an attribute of the resource; expected one of {}",
+                        path[0],
+                        known.join(", ")
+                    ),
+                ));
+            }
+            let values = fields.split_off(2);
+            terms.push(Term { op, path, values });
+            match chars.get(i) {
+                None => break,
+                Some(';') => i += 1,
+                Some(_) => return Err(bad(i, "no ';' between terms")),
+            }
+        }
+        Ok(Filter { terms })
+    }
+
+    /// Whether `v` (a resource's JSON) matches every term.
+    pub fn matches(&self, v: &Value) -> bool {
+        self.terms.iter().all(|t| t.matches(v))
+    }
+}
+
+impl Term {
+    fn matches(&self, v: &Value) -> bool {
+        let mut found = Vec::new();
+        collect(v, &self.path, &mut found);
+        if self.op.negated() {
+            // No value at the path, or none equal to / containing any of the values.
+            !found.iter().any(|x| self.positive(x))
+        } else {
+            found.iter().any(|x| self.positive(x))
+        }
+    }
+
+    /// The positive form of the term (`neq` as `eq`, `ncont` as `cont`) on one value.
+    fn positive(&self, x: &Value) -> bool {
+        self.values.iter().any(|want| match self.op {
+            Op::Eq | Op::Neq => compare(x, want) == Some(std::cmp::Ordering::Equal),
+            Op::Cont | Op::Ncont => text_of(x).is_some_and(|s| s.contains(want.as_str())),
+            Op::Gt => compare(x, want) == Some(std::cmp::Ordering::Greater),
+            Op::Gte => compare(x, want).is_some_and(|o| o != std::cmp::Ordering::Less),
+            Op::Lt => compare(x, want) == Some(std::cmp::Ordering::Less),
+            Op::Lte => compare(x, want).is_some_and(|o| o != std::cmp::Ordering::Greater),
+        })
+    }
+}
+
+/// The values at `path` under `v`, going into every element of the arrays on the way (and of
+/// an array at the end).
+fn collect<'a>(v: &'a Value, path: &[String], out: &mut Vec<&'a Value>) {
+    match v {
+        Value::Array(items) => items.iter().for_each(|x| collect(x, path, out)),
+        _ => match path.split_first() {
+            None => out.push(v),
+            Some((head, rest)) => {
+                if let Some(x) = v.get(head) {
+                    collect(x, rest, out);
+                }
+            }
+        },
+    }
+}
+
+fn text_of(x: &Value) -> Option<String> {
+    match x {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn compare(x: &Value, want: &str) -> Option<std::cmp::Ordering> {
+    match x {
+        Value::Number(n) => {
+            let a = n.as_f64()?;
+            let b: f64 = want.parse().ok()?;
+            a.partial_cmp(&b)
+        }
+        Value::Bool(b) => (b.to_string() == want).then_some(std::cmp::Ordering::Equal),
+        Value::String(s) => Some(s.as_str().cmp(want)),
+        _ => None,
+    }
+}
+
+/// The attribute selector of a request (SOL013 5.3).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Selector {
+    /// `all_fields`: everything.
+    AllFields,
+    /// `exclude_default`, with the `fields` to show besides (empty: `exclude_default` alone,
+    /// the default).
+    ExcludeDefault(Vec<Vec<String>>),
+    /// `exclude_fields`: everything but these.
+    ExcludeFields(Vec<Vec<String>>),
+}
+
+/// The checked query parameters of a `GET` on a list.
+#[derive(Clone, Debug)]
+pub struct ListQuery {
+    /// The filter (none: every resource).
+    pub filter: Option<Filter>,
+    /// The attribute selector.
+    pub selector: Selector,
+    /// `nextpage_opaque_marker`: show the resources whose id sorts after it.
+    pub after: Option<String>,
+    resource: Resource,
+}
+
+/// One page of a list.
+#[derive(Clone, Debug)]
+pub struct Page {
+    /// The resources of the page, as the selector shows them.
+    pub items: Vec<Value>,
+    /// The marker of the next page, when more resources follow.
+    pub next_marker: Option<String>,
+}
+
+/// Splits a raw query string (`a=1&b&c=x%2Cy`) into decoded name / value pairs (`+` is a
+/// space, as in HTML forms).
+///
+/// # Errors
+/// A percent-encoding that is not UTF-8.
+pub fn parse_pairs(raw: &str) -> Result<Vec<(String, Option<String>)>, QueryError> {
+    raw.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = match p.split_once('=') {
+                Some((k, v)) => (k, Some(v)),
+                None => (p, None),
+            };
+            let name = decode(k).ok_or_else(|| err(k, "percent-encoding that is not UTF-8"))?;
+            let value = match v {
+                Some(v) => Some(
+                    decode(v).ok_or_else(|| err(&name, "percent-encoding that is not UTF-8"))?,
+                ),
+                None => None,
+            };
+            Ok((name, value))
+        })
+        .collect()
+}
+
+fn decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn paths(parameter: &str, v: &str, known: &[&str]) -> Result<Vec<Vec<String>>, QueryError> {
+    v.split(',')
+        .map(|p| {
+            let path: Vec<String> = p.split('/').map(str::to_owned).collect();
+            if path.iter().any(String::is_empty) {
+                Err(err(
+                    parameter,
+                    format!(
+                        "{v:?} has an empty attribute name; expected attribute[/attribute]* \
+                         separated by commas"
+                    ),
+                ))
+            } else if !known.contains(&path[0].as_str()) {
+                Err(err(
+                    parameter,
+                    format!(
+                        "attribute {:?} is not an attribute of the resource; expected one of {}",
+                        path[0],
+                        known.join(", ")
+                    ),
+                ))
+            } else {
+                Ok(path)
+            }
+        })
+        .collect()
+}
+
+impl ListQuery {
+    /// Checks the query string of a `GET` on a list of `resource`.
+    ///
+    /// # Errors
+    /// An unknown parameter, one given twice, a value where none is taken (or none where one
+    /// is), a malformed filter or selector, or selectors that cannot be combined.
+    pub fn parse(raw: Option<&str>, resource: Resource) -> Result<ListQuery, QueryError> {
+        let pairs = parse_pairs(raw.unwrap_or(""))?;
+        let mut seen: Vec<&str> = Vec::new();
+        let mut filter = None;
+        let mut after = None;
+        let (mut all, mut fields, mut excl_fields) = (false, None, None);
+        let selectors = ["all_fields", "fields", "exclude_fields", "exclude_default"];
+        let mut accepted = vec!["filter", NEXTPAGE_MARKER];
+        if resource.selectors {
+            accepted.extend(selectors);
+        }
+        for (name, value) in &pairs {
+            let Some(&known) = accepted.iter().find(|a| **a == name.as_str()) else {
+                return Err(err(
+                    name,
+                    format!(
+                        "not a parameter of this resource; expected {}",
+                        accepted.join(", ")
+                    ),
+                ));
+            };
+            if seen.contains(&known) {
+                return Err(err(known, "given twice; expected it once"));
+            }
+            seen.push(known);
+            let flag = matches!(known, "all_fields" | "exclude_default");
+            let value = match (flag, value) {
+                (true, None) => String::new(),
+                (true, Some(v)) if v.is_empty() => String::new(),
+                (true, Some(v)) => {
+                    return Err(err(known, format!("takes no value; got {v:?}")));
+                }
+                (false, Some(v)) if !v.is_empty() => v.clone(),
+                (false, _) => return Err(err(known, "needs a value")),
+            };
+            match known {
+                "filter" => filter = Some(Filter::parse(&value, resource.attributes)?),
+                "all_fields" => all = true,
+                // The default: `fields` are shown besides what it shows.
+                "exclude_default" => {}
+                "fields" => fields = Some(paths(known, &value, resource.attributes)?),
+                "exclude_fields" => {
+                    excl_fields = Some(paths(known, &value, resource.attributes)?);
+                }
+                _ => after = Some(value),
+            }
+        }
+        let given: Vec<&str> = seen
+            .iter()
+            .copied()
+            .filter(|s| selectors.contains(s))
+            .collect();
+        let combinable = given.len() <= 1
+            || (given.len() == 2
+                && given.contains(&"fields")
+                && given.contains(&"exclude_default"));
+        if !combinable {
+            return Err(err(
+                &given.join(", "),
+                "these attribute selectors cannot be combined; expected one of all_fields, \
+                 fields, exclude_fields, exclude_default, or fields with exclude_default \
+                 (SOL013 5.3.2)",
+            ));
+        }
+        let selector = if all {
+            Selector::AllFields
+        } else if let Some(x) = excl_fields {
+            Selector::ExcludeFields(x)
+        } else {
+            Selector::ExcludeDefault(fields.unwrap_or_default())
+        };
+        Ok(ListQuery {
+            filter,
+            selector,
+            after,
+            resource,
+        })
+    }
+
+    /// Filters `items` (whole representations), orders them by `id`, keeps the page after the
+    /// marker (at most `page_size`, at least 1) and applies the selector.
+    pub fn apply(&self, mut items: Vec<Value>, page_size: usize) -> Page {
+        let id = |v: &Value| v.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
+        items.retain(|v| self.filter.as_ref().is_none_or(|f| f.matches(v)));
+        items.sort_by_key(id);
+        if let Some(after) = &self.after {
+            items.retain(|v| id(v).as_str() > after.as_str());
+        }
+        let size = page_size.max(1);
+        let next_marker = (items.len() > size).then(|| id(&items[size - 1]));
+        items.truncate(size);
+        let items = items
+            .into_iter()
+            .map(|v| select(v, &self.selector, self.resource.default_excluded))
+            .collect();
+        Page { items, next_marker }
+    }
+}
+
+/// `v` as `selector` shows it.
+pub fn select(v: Value, selector: &Selector, default_excluded: &[&str]) -> Value {
+    match selector {
+        Selector::AllFields => v,
+        Selector::ExcludeFields(paths) => {
+            let mut out = v;
+            for p in paths {
+                remove(&mut out, p);
+            }
+            out
+        }
+        Selector::ExcludeDefault(fields) => {
+            let mut out = v.clone();
+            if let Value::Object(o) = &mut out {
+                for name in default_excluded {
+                    o.remove(*name);
+                }
+            }
+            for p in fields {
+                if let Some(picked) = pick(&v, p) {
+                    merge(&mut out, picked);
+                }
+            }
+            out
+        }
+    }
+}
+
+fn remove(v: &mut Value, path: &[String]) {
+    match v {
+        Value::Array(items) => items.iter_mut().for_each(|x| remove(x, path)),
+        Value::Object(o) => match path {
+            [] => {}
+            [last] => {
+                o.remove(last);
+            }
+            [head, rest @ ..] => {
+                if let Some(x) = o.get_mut(head) {
+                    remove(x, rest);
+                }
+            }
+        },
+        _ => {}
+    }
+}
+
+/// The part of `v` at `path`, with its parents (arrays keep every element, in order).
+fn pick(v: &Value, path: &[String]) -> Option<Value> {
+    match (v, path.split_first()) {
+        (_, None) => Some(v.clone()),
+        (Value::Array(items), Some(_)) => Some(Value::Array(
+            items
+                .iter()
+                .map(|x| pick(x, path).unwrap_or(Value::Object(Map::new())))
+                .collect(),
+        )),
+        (Value::Object(o), Some((head, rest))) => {
+            let inner = pick(o.get(head)?, rest)?;
+            let mut m = Map::new();
+            m.insert(head.clone(), inner);
+            Some(Value::Object(m))
+        }
+        _ => None,
+    }
+}
+
+fn merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                match a.get_mut(&k) {
+                    Some(x) => merge(x, v),
+                    None => {
+                        a.insert(k, v);
+                    }
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for (x, y) in a.iter_mut().zip(b) {
+                merge(x, y);
+            }
+        }
+        (a, b) => *a = b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn inst(id: &str, name: &str, state: &str) -> Value {
+        json!({
+            "id": id, "vnfInstanceName": name, "instantiationState": state,
+            "vnfdId": "d", "metadata": {"k": 1},
+            "instantiatedVnfInfo": {"flavourId": "default",
+                "vnfcResourceInfo": [{"id": "a", "vduId": "VDU1"}, {"id": "b", "vduId": "VDU2"}]},
+        })
+    }
+
+    fn q(raw: &str) -> Result<ListQuery, QueryError> {
+        ListQuery::parse(Some(raw), VNF_INSTANCES)
+    }
+
+    fn ids(p: &Page) -> Vec<&str> {
+        p.items.iter().map(|v| v["id"].as_str().unwrap()).collect()
+    }
+
+    fn list() -> Vec<Value> {
+        vec![
+            inst("3", "c", "INSTANTIATED"),
+            inst("1", "a", "NOT_INSTANTIATED"),
+            inst("2", "b,x", "INSTANTIATED"),
+        ]
+    }
+
+    #[test]
+    fn filters_combine_terms_and_values() {
+        let p = q("filter=(eq,instantiationState,INSTANTIATED)").unwrap();
+        assert_eq!(ids(&p.apply(list(), 10)), ["2", "3"]);
+        let p = q("filter=(eq,vnfInstanceName,a,c);(neq,id,3)").unwrap();
+        assert_eq!(ids(&p.apply(list(), 10)), ["1"]);
+        let p = q("filter=(eq,vnfInstanceName,'b,x')").unwrap();
+        assert_eq!(ids(&p.apply(list(), 10)), ["2"]);
+        let p = q("filter=(cont,vnfInstanceName,x)").unwrap();
+        assert_eq!(ids(&p.apply(list(), 10)), ["2"]);
+        let p = q("filter=(ncont,vnfInstanceName,x)").unwrap();
+        assert_eq!(ids(&p.apply(list(), 10)), ["1", "3"]);
+        let p = q("filter=(gt,id,1)").unwrap();
+        assert_eq!(ids(&p.apply(list(), 10)), ["2", "3"]);
+        // Through an array: any element.
+        let p = q("filter=(eq,instantiatedVnfInfo/vnfcResourceInfo/vduId,VDU2)").unwrap();
+        assert_eq!(p.apply(list(), 10).items.len(), 3);
+        let p = q("filter=(neq,instantiatedVnfInfo/vnfcResourceInfo/vduId,VDU2)").unwrap();
+        assert!(p.apply(list(), 10).items.is_empty());
+        // Numbers compare as numbers.
+        let p = q("filter=(gte,metadata/k,1.0)").unwrap();
+        assert_eq!(p.apply(list(), 10).items.len(), 3);
+        // Percent-encoded.
+        let p = q("filter=%28eq%2CvnfInstanceName%2Ca%29").unwrap();
+        assert_eq!(ids(&p.apply(list(), 10)), ["1"]);
+    }
+
+    #[test]
+    fn bad_filters_name_what_is_wrong() {
+        for (raw, part) in [
+            ("filter=(eq,nope,1)", "\"nope\" is not an attribute"),
+            ("filter=(xx,id,1)", "unknown operator \"xx\""),
+            ("filter=(eq,id)", "fewer than 3 fields"),
+            ("filter=eq,id,1", "no '('"),
+            ("filter=(eq,id,1", "no ')'"),
+            ("filter=(eq,id,1)(eq,id,2)", "no ';'"),
+            ("filter=(eq,id,'1)", "unterminated quote"),
+            ("filter=(eq,id//x,1)", "empty attribute name"),
+            ("filter=", "needs a value"),
+            ("attribute_not_exist=some_value", "not a parameter"),
+            ("filter=(eq,id,1)&filter=(eq,id,2)", "given twice"),
+            ("all_fields=yes", "takes no value"),
+            ("all_fields&fields=id", "cannot be combined"),
+            ("exclude_fields=id,,vnfdId", "empty attribute name"),
+            (
+                "fields=criteria,objectInstanceIds",
+                "\"criteria\" is not an attribute",
+            ),
+            ("exclude_fields=id,nope/x", "\"nope\" is not an attribute"),
+        ] {
+            let e = q(raw).unwrap_err();
+            assert!(e.to_string().contains(part), "{raw}: {e}");
+        }
+        // /subscriptions: its own attributes.
+        assert!(ListQuery::parse(Some("fields=callbackUri"), SUBSCRIPTIONS).is_ok());
+        assert!(ListQuery::parse(Some("filter=(eq,callbackUri,x)"), SUBSCRIPTIONS).is_ok());
+        assert!(ListQuery::parse(Some("filter=(eq,vnfdId,x)"), SUBSCRIPTIONS).is_err());
+        let no_selectors = Resource {
+            selectors: false,
+            ..SUBSCRIPTIONS
+        };
+        assert!(ListQuery::parse(Some("all_fields"), no_selectors).is_err());
+    }
+
+    #[test]
+    fn selectors() {
+        let full = inst("1", "a", "INSTANTIATED");
+        // Default: exclude_default.
+        let v = q("").unwrap().apply(vec![full.clone()], 10).items.remove(0);
+        assert!(v.get("instantiatedVnfInfo").is_none() && v.get("metadata").is_none());
+        assert_eq!(v["vnfdId"], "d");
+        let v = q("exclude_default").unwrap().apply(vec![full.clone()], 10);
+        assert!(v.items[0].get("instantiatedVnfInfo").is_none());
+        let v = q("all_fields").unwrap().apply(vec![full.clone()], 10);
+        assert_eq!(v.items[0], full);
+        let v = q("fields=instantiatedVnfInfo/vnfcResourceInfo/vduId,metadata&exclude_default")
+            .unwrap()
+            .apply(vec![full.clone()], 10)
+            .items
+            .remove(0);
+        assert_eq!(v["metadata"], json!({"k": 1}));
+        assert_eq!(
+            v["instantiatedVnfInfo"],
+            json!({"vnfcResourceInfo": [{"vduId": "VDU1"}, {"vduId": "VDU2"}]})
+        );
+        let v = q("exclude_fields=metadata,instantiatedVnfInfo/vnfcResourceInfo/id")
+            .unwrap()
+            .apply(vec![full], 10)
+            .items
+            .remove(0);
+        assert!(v.get("metadata").is_none());
+        assert_eq!(
+            v["instantiatedVnfInfo"]["vnfcResourceInfo"],
+            json!([{"vduId": "VDU1"}, {"vduId": "VDU2"}])
+        );
+    }
+
+    #[test]
+    fn paging_continues_after_the_marker() {
+        let p = q("").unwrap().apply(list(), 2);
+        assert_eq!(ids(&p), ["1", "2"]);
+        assert_eq!(p.next_marker.as_deref(), Some("2"));
+        // A resource added before the marker is not shown twice; the rest follows.
+        let mut more = list();
+        more.push(inst("0", "z", "INSTANTIATED"));
+        let p = q("nextpage_opaque_marker=2").unwrap().apply(more, 2);
+        assert_eq!(ids(&p), ["3"]);
+        assert_eq!(p.next_marker, None);
+    }
+}
