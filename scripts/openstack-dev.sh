@@ -12,6 +12,9 @@
 #   scripts/openstack-dev.sh env     print the OS_* exports (services must be running)
 #   scripts/openstack-dev.sh status  list the services and whether they run
 #   scripts/openstack-dev.sh stop    stop every process this script started
+#   scripts/openstack-dev.sh kill SERVICE    SIGKILL one service (e.g. heat-engine), as a crash
+#   scripts/openstack-dev.sh revive SERVICE  start it again (keystone-api, nova-api, heat-api,
+#                                    heat-engine) and wait until it answers
 #
 # Typical use:   eval "$(scripts/openstack-dev.sh start)"
 #                VNFM_TEST_OPENSTACK=1 cargo test -p vnfm-openstack --test real_openstack
@@ -793,10 +796,42 @@ status() {
     done
 }
 
+# Fault injection for the real-service suite (issue 14): kill one service as a crash would
+# (SIGKILL, children included), and start it again as `start` does, waiting until it answers.
+kill_service() {
+    local name=${1:?service name} pid
+    is_running "$name" || die "$name is not running"
+    pid=$(cat "$RUN/$name.pid")
+    kill -9 "$pid" $(pgrep -P "$pid" || true) 2>/dev/null || true
+    rm -f "$RUN/$name.pid"
+    say "killed $name ($pid)"
+}
+revive_service() {
+    local name=${1:?service name}
+    case "$name" in
+        keystone-api)
+            start_gunicorn keystone-api keystone "OS_KEYSTONE_CONFIG_DIR=$CONF/keystone"
+            wait_for 120 keystone http_up "http://$IP:$KS_PORT/v3" ;;
+        nova-api)
+            start_gunicorn nova-api nova "OS_NOVA_CONFIG_DIR=$CONF/nova"
+            wait_for 120 nova-api http_up "http://$IP:8774/" ;;
+        heat-api)
+            start_gunicorn heat-api heat-home "HOME=$CONF/heat-home"
+            wait_for 120 heat-api http_up "http://$IP:8004/" ;;
+        heat-engine)
+            start_daemon heat-engine "$VENV/bin/heat-engine" \
+                --config-file "$CONF/heat-home/.heat/heat.conf" ;;
+        *) die "revive: unknown service $name (keystone-api, nova-api, heat-api, heat-engine)" ;;
+    esac
+    say "revived $name"
+}
+
 case "${1:-}" in
     start) start ;;
     stop) stop ;;
     env) env_exports ;;
     status) status ;;
-    *) echo "usage: $0 start|stop|env|status" >&2; exit 2 ;;
+    kill) kill_service "${2:-}" ;;
+    revive) revive_service "${2:-}" ;;
+    *) echo "usage: $0 start|stop|env|status|kill SERVICE|revive SERVICE" >&2; exit 2 ;;
 esac

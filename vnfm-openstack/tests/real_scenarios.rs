@@ -1343,6 +1343,547 @@ async fn interrupted_instantiate_retries_or_rolls_back(fx: &Fx) -> Res {
     first.and(outcome).and(cleaned)
 }
 
+// ------------------------------------------------------------------------ faults (issue 14)
+
+/// `scripts/openstack-dev.sh ARGS` (the script that started the services): `kill SERVICE`,
+/// `revive SERVICE`.
+fn dev_script(args: &[&str]) -> Res {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/openstack-dev.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{}: {e}", script.display()))?;
+    ensure!(
+        out.status.success(),
+        "openstack-dev.sh {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// Kills `service` right after Heat accepted a stack create, and revives it `after` later
+/// (in a thread of its own: the operation goes on meanwhile).
+#[derive(Debug)]
+struct KillAfterCreate {
+    heat: Arc<dyn StackDriver>,
+    service: &'static str,
+    after: Duration,
+    revived: Arc<std::sync::Mutex<Option<std::thread::JoinHandle<Res>>>>,
+}
+
+impl KillAfterCreate {
+    fn join(&self) -> Res {
+        let handle = self.revived.lock().map_err(|e| e.to_string())?.take();
+        match handle {
+            Some(h) => h
+                .join()
+                .map_err(|_| "the revive thread panicked".to_owned())?,
+            None => Err(format!(
+                "{} was never killed (no stack create)",
+                self.service
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl StackDriver for KillAfterCreate {
+    async fn create_stack(
+        &self,
+        req: vnfm_core::driver::CreateStack,
+    ) -> Result<StackId, vnfm_core::driver::DriverError> {
+        let id = self.heat.create_stack(req).await?;
+        let mut slot = self
+            .revived
+            .lock()
+            .map_err(|e| vnfm_core::driver::DriverError::Other {
+                driver: "test",
+                message: e.to_string(),
+                source: None,
+            })?;
+        if slot.is_none() {
+            let service = self.service;
+            let after = self.after;
+            if let Err(e) = dev_script(&["kill", service]) {
+                eprintln!("    {e}");
+            }
+            eprintln!("    killed {service} after the create of stack {id}");
+            *slot = Some(std::thread::spawn(move || {
+                std::thread::sleep(after);
+                let r = dev_script(&["revive", service]);
+                eprintln!("    revived {service}");
+                r
+            }));
+        }
+        Ok(id)
+    }
+    async fn update_stack(
+        &self,
+        req: vnfm_core::driver::UpdateStack,
+    ) -> Result<(), vnfm_core::driver::DriverError> {
+        self.heat.update_stack(req).await
+    }
+    async fn show_stack(
+        &self,
+        id: &StackId,
+    ) -> Result<vnfm_core::driver::Stack, vnfm_core::driver::DriverError> {
+        self.heat.show_stack(id).await
+    }
+    async fn delete_stack(&self, id: &StackId) -> Result<(), vnfm_core::driver::DriverError> {
+        self.heat.delete_stack(id).await
+    }
+    async fn list_resources(
+        &self,
+        req: ListResources,
+    ) -> Result<Vec<vnfm_core::driver::StackResource>, vnfm_core::driver::DriverError> {
+        self.heat.list_resources(req).await
+    }
+    async fn mark_unhealthy(
+        &self,
+        req: vnfm_core::driver::MarkUnhealthy,
+    ) -> Result<(), vnfm_core::driver::DriverError> {
+        self.heat.mark_unhealthy(req).await
+    }
+}
+
+fn killing(
+    cloud: &OpenStack,
+    lcm: &Lifecycle,
+    service: &'static str,
+) -> (Lifecycle, Arc<KillAfterCreate>) {
+    let k = Arc::new(KillAfterCreate {
+        heat: Arc::new(cloud.heat()),
+        service,
+        after: Duration::from_secs(3),
+        revived: Arc::default(),
+    });
+    let mut drivers = lcm.drivers().clone();
+    drivers.stacks = k.clone();
+    (
+        Lifecycle::new(drivers, lcm.config().clone()).with_id_salt(0xfa17 ^ salt()),
+        k,
+    )
+}
+
+/// 11. heat-engine killed (SIGKILL) right after it accepted a stack create, and started again
+///     3 s later. Real Heat 27 leaves the dead engine's stack `CREATE_IN_PROGRESS` (the new
+///     engine does not take it over): the operation ends `FAILED_TEMP` at its stack timeout
+///     (60 s here) naming the stack and its status, never stuck, and rollback deletes the
+///     stack (Heat takes the dead engine's lock). Should Heat instead mark the stack
+///     `CREATE_FAILED` ("Engine went down during stack CREATE"), `retry` completes it; should
+///     the create finish first, the operation completes.
+async fn heat_engine_killed_during_create(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let base = lifecycle(&cloud, 29);
+    let mut cfg = base.config().clone();
+    cfg.stack_timeout = Duration::from_secs(60);
+    let lcm = Lifecycle::new(base.drivers().clone(), cfg).with_id_salt(29 ^ salt());
+    let inst = create(&lcm, fx, "rs-heat-killed").await?;
+    let outcome = async {
+        let (cut, k) = killing(&cloud, &lcm, "heat-engine");
+        let big = fx.big();
+        let r = cut
+            .instantiate(
+                &inst.id,
+                &fx.pkg,
+                &InstantiateVnfRequest::new("free"),
+                &pins(&[("VDU1", big[0]), ("VDU2", big[0])]),
+            )
+            .await
+            .map_err(|e| chain(&e))?;
+        k.join()?;
+        eprintln!("    after the kill: {}", describe(&r));
+        if r.is_completed() {
+            return check_servers(&cloud, fx, &r.instance).await.map(|_| ());
+        }
+        ensure!(
+            r.op_occ.operation_state == LcmOperationStateType::FailedTemp,
+            "expected FAILED_TEMP or COMPLETED: {}",
+            describe(&r)
+        );
+        let why = r
+            .op_occ
+            .error
+            .as_ref()
+            .map(|e| e.detail.clone())
+            .unwrap_or_default();
+        if why.contains("Engine went down") {
+            let done = lcm
+                .retry(&r.op_occ.id, &fx.pkg, &OperationOptions::default())
+                .await
+                .map_err(|e| chain(&e))?;
+            ensure!(done.is_completed(), "retry: {}", describe(&done));
+            return check_servers(&cloud, fx, &done.instance).await.map(|_| ());
+        }
+        ensure!(
+            why.contains("still CREATE_IN_PROGRESS after 60s"),
+            "the reason names what happened: {why}"
+        );
+        let stored = lcm
+            .drivers()
+            .store
+            .instance(&inst.id)
+            .await
+            .map_err(|e| chain(&e))?;
+        let stack = stack_id_of(&stored)?;
+        let back = lcm
+            .rollback(&r.op_occ.id, &fx.pkg)
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(
+            back.op_occ.operation_state == LcmOperationStateType::RolledBack,
+            "rollback of the stack the dead engine left: {}",
+            describe(&back)
+        );
+        check_stack_gone(&cloud, &stack, &[]).await
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
+/// 12. Keystone killed while the operation's token is in use (right after the stack create)
+///     and started again 3 s later: Heat and Nova cannot validate the token meanwhile
+///     (keystonemiddleware answers 503) or Keystone refuses connections; the adapter retries
+///     (RetryPolicy) and the operation completes on the same token (fernet tokens survive a
+///     restart): no FAILED operation where a retry succeeds.
+async fn keystone_restarted_mid_operation(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 31);
+    let inst = create(&lcm, fx, "rs-keystone-restart").await?;
+    let outcome = async {
+        let (cut, k) = killing(&cloud, &lcm, "keystone-api");
+        let big = fx.big();
+        let r = cut
+            .instantiate(
+                &inst.id,
+                &fx.pkg,
+                &InstantiateVnfRequest::new("free"),
+                &pins(&[("VDU1", big[0]), ("VDU2", big[0])]),
+            )
+            .await
+            .map_err(|e| chain(&e))?;
+        k.join()?;
+        ensure!(
+            r.is_completed(),
+            "instantiate across a Keystone restart: {}",
+            describe(&r)
+        );
+        eprintln!(
+            "    completed; {} transient failure(s) retried, {} token(s)",
+            cloud.retry_count(),
+            cloud.auth_count()
+        );
+        check_servers(&cloud, fx, &r.instance).await.map(|_| ())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
+/// A proxy in front of Nova on 127.0.0.1 that answers `503 Service Unavailable` (as a
+/// load balancer without its backend does) to the next `outage` requests, and forwards the
+/// others to the real Nova.
+struct FlakyNova {
+    url: String,
+    outage: Arc<std::sync::atomic::AtomicU64>,
+    served_503: Arc<std::sync::atomic::AtomicU64>,
+}
+
+async fn flaky_nova(nova: String) -> Result<FlakyNova, String> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let outage = Arc::new(AtomicU64::new(0));
+    let served = Arc::new(AtomicU64::new(0));
+    let (o, sv) = (outage.clone(), served.clone());
+    let http = reqwest::Client::new();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let (o, sv, http, nova) = (o.clone(), sv.clone(), http.clone(), nova.clone());
+            tokio::spawn(async move {
+                // one request per connection: read the head, then Content-Length bytes
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                let head_end = loop {
+                    let Ok(n) = sock.read(&mut chunk).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                let mut lines = head.split("\r\n");
+                let mut first = lines.next().unwrap_or("").split(' ');
+                let method = first.next().unwrap_or("GET").to_owned();
+                let target = first.next().unwrap_or("/").to_owned();
+                let headers: Vec<(String, String)> = lines
+                    .filter_map(|l| l.split_once(':'))
+                    .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                    .collect();
+                let len: usize = headers
+                    .iter()
+                    .find(|(k, _)| k == "content-length")
+                    .and_then(|(_, v)| v.parse().ok())
+                    .unwrap_or(0);
+                while buf.len() < head_end + len {
+                    let Ok(n) = sock.read(&mut chunk).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                }
+                let body = buf[head_end..].to_vec();
+                let fail = o
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                let (status, ctype, reply) = if fail {
+                    sv.fetch_add(1, Ordering::SeqCst);
+                    (
+                        503,
+                        "text/html".to_owned(),
+                        b"<html><body><h1>503 Service Unavailable</h1></body></html>".to_vec(),
+                    )
+                } else {
+                    let m = reqwest::Method::from_bytes(method.as_bytes())
+                        .unwrap_or(reqwest::Method::GET);
+                    let mut req = http.request(m, format!("{nova}{target}")).body(body);
+                    for (k, v) in &headers {
+                        if !["host", "content-length", "connection"].contains(&k.as_str()) {
+                            req = req.header(k.as_str(), v.as_str());
+                        }
+                    }
+                    match req.send().await {
+                        Ok(resp) => {
+                            let status = resp.status().as_u16();
+                            let ctype = resp
+                                .headers()
+                                .get("content-type")
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or("application/json")
+                                .to_owned();
+                            (
+                                status,
+                                ctype,
+                                resp.bytes().await.map(|b| b.to_vec()).unwrap_or_default(),
+                            )
+                        }
+                        Err(e) => (502, "text/plain".to_owned(), e.to_string().into_bytes()),
+                    }
+                };
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    reply.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(&reply).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    Ok(FlakyNova {
+        url: format!("http://{addr}"),
+        outage,
+        served_503: served,
+    })
+}
+
+/// 13. Nova answering 503 for a while (a proxy in front of the real Nova): a short outage
+///     (four answers) is ridden out by the adapter's retries and the instantiate completes;
+///     an outage longer than the retries ends the scale-out `FAILED_TEMP` with a reason
+///     naming Nova's 503 (never stuck), and `retry` completes it once Nova is back.
+async fn nova_unavailable_for_a_while(fx: &Fx) -> Res {
+    use std::sync::atomic::Ordering;
+    let nova_url = OpenStack::from_env()
+        .map_err(|e| chain(&e))?
+        .config()
+        .endpoint_overrides
+        .get("compute")
+        .cloned()
+        .unwrap_or_else(|| "http://127.0.0.1:8774".to_owned());
+    let base = nova_url.trim_end_matches("/v2.1").to_owned();
+    let proxy = flaky_nova(base).await?;
+    let config = vnfm_openstack::CloudConfig::from_env()
+        .map_err(|e| chain(&e))?
+        .with_endpoint_override("compute", format!("{}/v2.1", proxy.url));
+    let cloud = OpenStack::new(config).map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 37);
+    let inst = create(&lcm, fx, "rs-nova-503").await?;
+    let outcome = async {
+        proxy.outage.store(4, Ordering::SeqCst);
+        let big = fx.big();
+        let r = lcm
+            .instantiate(
+                &inst.id,
+                &fx.pkg,
+                &InstantiateVnfRequest::new("free"),
+                &pins(&[("VDU1", big[0]), ("VDU2", big[0])]),
+            )
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(
+            r.is_completed(),
+            "instantiate across 4 answers 503: {}",
+            describe(&r)
+        );
+        ensure!(
+            proxy.served_503.load(Ordering::SeqCst) == 4 && cloud.retry_count() >= 4,
+            "503s served {}, retries {}",
+            proxy.served_503.load(Ordering::SeqCst),
+            cloud.retry_count()
+        );
+        // longer than the policy's retries: 1000 answers 503
+        proxy.outage.store(1000, Ordering::SeqCst);
+        let req = ScaleVnfRequest::new(ScaleType::ScaleOut, "VDU1_scale");
+        let s = lcm
+            .scale(&inst.id, &fx.pkg, &req, &pins(&[("VDU1", big[0])]))
+            .await;
+        proxy.outage.store(0, Ordering::SeqCst);
+        match s {
+            Ok(s) => {
+                ensure!(
+                    s.op_occ.operation_state == LcmOperationStateType::FailedTemp,
+                    "a scale-out while Nova answers 503: {}",
+                    describe(&s)
+                );
+                let why = s
+                    .op_occ
+                    .error
+                    .as_ref()
+                    .map(|e| e.detail.clone())
+                    .unwrap_or_default();
+                ensure!(why.contains("503"), "the reason names Nova's 503: {why}");
+                let done = lcm
+                    .retry(&s.op_occ.id, &fx.pkg, &OperationOptions::default())
+                    .await
+                    .map_err(|e| chain(&e))?;
+                ensure!(
+                    done.is_completed(),
+                    "retry once Nova is back: {}",
+                    describe(&done)
+                );
+            }
+            Err(e) => {
+                // refused before it started: nothing may be left running
+                let text = chain(&e);
+                ensure!(text.contains("503"), "the error names Nova's 503: {text}");
+                let ops = lcm
+                    .drivers()
+                    .store
+                    .op_occs(vnfm_core::driver::OpOccFilter::instance(inst.id.clone()))
+                    .await
+                    .map_err(|e| chain(&e))?;
+                ensure!(
+                    ops.iter().all(|o| !matches!(
+                        o.operation_state,
+                        LcmOperationStateType::Processing | LcmOperationStateType::Starting
+                    )),
+                    "no operation left running: {ops:?}"
+                );
+            }
+        }
+        Ok(())
+    }
+    .await;
+    proxy.outage.store(0, Ordering::SeqCst);
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
+/// 14. A stack that stays `CREATE_IN_PROGRESS` past the operation's stack timeout (a BaseHOT
+///     with an `OS::Heat::TestResource` whose create waits 10 minutes; stack timeout 20 s):
+///     `FAILED_TEMP` "stack timed out" naming the stack and its status, never stuck; rollback
+///     deletes the stack (Heat cancels the create).
+async fn stack_in_progress_past_the_timeout(fx: &Fx) -> Res {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/os-vnf");
+    copy_tree(&src, dir.path()).map_err(|e| e.to_string())?;
+    let top = dir.path().join("BaseHOT/free/os.yaml");
+    let hot = std::fs::read_to_string(&top).map_err(|e| e.to_string())?;
+    let hot = hot.replace(
+        "\noutputs: {}",
+        "\n  slow:\n    type: OS::Heat::TestResource\n    properties:\n      value: slow\n      action_wait_secs: {create: 600}\n\noutputs: {}",
+    );
+    std::fs::write(&top, hot).map_err(|e| e.to_string())?;
+    let pkg = vnfm_core::package::fs::load(dir.path()).map_err(|e| chain(&e))?;
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let base = lifecycle(&cloud, 41);
+    let mut cfg = base.config().clone();
+    cfg.stack_timeout = Duration::from_secs(20);
+    let lcm = Lifecycle::new(base.drivers().clone(), cfg).with_id_salt(41 ^ salt());
+    let mut req = CreateVnfRequest::new(pkg.descriptor_id.clone());
+    req.vnf_instance_name = Some("rs-slow-stack".to_owned());
+    let inst = lcm.create(&pkg, &req).await.map_err(|e| chain(&e))?;
+    let big = fx.big();
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("free"),
+            &pins(&[("VDU1", big[0]), ("VDU2", big[0])]),
+        )
+        .await
+        .map_err(|e| chain(&e))?;
+    ensure!(
+        r.op_occ.operation_state == LcmOperationStateType::FailedTemp,
+        "expected FAILED_TEMP: {}",
+        describe(&r)
+    );
+    let why = r
+        .op_occ
+        .error
+        .as_ref()
+        .map(|e| e.detail.clone())
+        .unwrap_or_default();
+    ensure!(
+        why.contains("CREATE_IN_PROGRESS") && why.contains("20s"),
+        "the reason names the stack's status and the timeout: {why}"
+    );
+    let stored = lcm
+        .drivers()
+        .store
+        .instance(&inst.id)
+        .await
+        .map_err(|e| chain(&e))?;
+    let stack = stack_id_of(&stored)?;
+    let back = lcm
+        .rollback(&r.op_occ.id, &pkg)
+        .await
+        .map_err(|e| chain(&e))?;
+    ensure!(
+        back.op_occ.operation_state == LcmOperationStateType::RolledBack,
+        "rollback: {}",
+        describe(&back)
+    );
+    check_stack_gone(&cloud, &stack, &[]).await
+}
+
+fn copy_tree(src: &std::path::Path, dst: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dst)?;
+    for entry in std::fs::read_dir(src)? {
+        let entry = entry?;
+        let to = dst.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &to)?;
+        } else {
+            std::fs::copy(entry.path(), to)?;
+        }
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lcm_scenarios_against_real_openstack() {
     if !vnfm_core::vectors::real_suite_enabled(
@@ -1443,6 +1984,22 @@ async fn lcm_scenarios_against_real_openstack() {
         (
             "interrupted_instantiate_retries_or_rolls_back",
             Box::pin(interrupted_instantiate_retries_or_rolls_back(f)),
+        ),
+        (
+            "heat_engine_killed_during_create",
+            Box::pin(heat_engine_killed_during_create(f)),
+        ),
+        (
+            "keystone_restarted_mid_operation",
+            Box::pin(keystone_restarted_mid_operation(f)),
+        ),
+        (
+            "nova_unavailable_for_a_while",
+            Box::pin(nova_unavailable_for_a_while(f)),
+        ),
+        (
+            "stack_in_progress_past_the_timeout",
+            Box::pin(stack_in_progress_past_the_timeout(f)),
         ),
     ];
     let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();
