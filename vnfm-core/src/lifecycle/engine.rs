@@ -88,6 +88,7 @@ use super::hook::{HookSpec, Interrupt, OperationHook};
 use super::operation::{Operation, OperationStart, Plan, Progress};
 use super::plan::{self, flavour_of, instantiated_with_stack};
 use super::stack;
+use super::task::OpTask;
 use crate::driver::{
     Clock, ClusterDriver, ComputeInventory, DriverError, ListZones, Precondition, StackDriver,
     Store, StoreBatch, Version, Versioned, ZoneCatalog,
@@ -983,9 +984,13 @@ impl Lifecycle {
 
     // ---- recovery -----------------------------------------------------------------------
 
-    /// The occurrence `op_id` if it can be recovered: `FAILED_TEMP`, or running with an
-    /// expired (or no) lease.
-    async fn recoverable(&self, op_id: &OpOccId) -> Result<Versioned<VnfLcmOpOcc>, LcmError> {
+    /// The occurrence `op_id` if it takes `task` ([`super::task::check`]): for retry,
+    /// rollback and fail, `FAILED_TEMP`, or running with an expired (or no) lease.
+    async fn recoverable(
+        &self,
+        op_id: &OpOccId,
+        task: OpTask,
+    ) -> Result<Versioned<VnfLcmOpOcc>, LcmError> {
         let entry = match self.drivers.store.op_occ_entry(op_id).await {
             Ok(o) => o,
             Err(e) if e.is_not_found() => {
@@ -996,26 +1001,31 @@ impl Lifecycle {
             }
             Err(e) => return Err(LcmError::Store(e)),
         };
-        let op = &entry.value;
         let now = self.drivers.clock.now();
-        if op.operation_state == LcmOperationStateType::FailedTemp {
-            return Ok(entry);
-        }
-        if op.is_running() && !op.is_alive(now) {
-            return Ok(entry);
-        }
-        Err(LcmError::Conflict(match &op.lease {
-            Some(l) if op.is_running() => format!(
-                "operation {} is {} and alive (lease of {} until {}); only an operation in \
-                 FAILED_TEMP, or one whose owner is gone, can be retried, rolled back or failed",
-                op.id, op.operation_state, l.owner, l.expires
-            ),
-            _ => format!(
-                "operation {} is {}; only an operation in FAILED_TEMP, or one whose owner is \
-                 gone, can be retried, rolled back or failed",
-                op.id, op.operation_state
-            ),
-        }))
+        super::task::check(task, &entry.value, &self.owner, now)
+            .map_err(|r| LcmError::Conflict(r.detail))?;
+        Ok(entry)
+    }
+
+    /// SOL003 "cancel": whether `op_id` may be cancelled by this lifecycle
+    /// ([`super::task::check`]: running, under a live lease of this lifecycle's owner).
+    /// Returns the occurrence; the caller then triggers the [`Interrupt`] it gave the
+    /// operation, which stops at its next step boundary and ends `FAILED_TEMP`.
+    ///
+    /// # Errors
+    /// [`LcmError::Invalid`] for an unknown occurrence, [`LcmError::Conflict`] (naming its
+    /// state) when it does not take a cancel, [`LcmError::Store`].
+    pub async fn check_cancel(&self, op_id: &OpOccId) -> Result<VnfLcmOpOcc, LcmError> {
+        Ok(self.recoverable(op_id, OpTask::Cancel).await?.value)
+    }
+
+    /// Whether `op_id` takes `task` now (nothing is changed): what `vnfm serve` asks before it
+    /// answers 202 and runs the task in the background.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::check_cancel`].
+    pub async fn check_task(&self, op_id: &OpOccId, task: OpTask) -> Result<VnfLcmOpOcc, LcmError> {
+        Ok(self.recoverable(op_id, task).await?.value)
     }
 
     /// Declares interrupted (`FAILED_TEMP`, `failureKind: INTERRUPTED`) every occurrence that
@@ -1069,7 +1079,7 @@ impl Lifecycle {
     /// [`LcmError::Conflict`] when the occurrence is neither, or another process got there
     /// first.
     pub async fn fail(&self, op_id: &OpOccId) -> Result<VnfLcmOpOcc, LcmError> {
-        let entry = self.recoverable(op_id).await?;
+        let entry = self.recoverable(op_id, OpTask::Fail).await?;
         let mut op = entry.value;
         let now = self.drivers.clock.now();
         if op.error.is_none() {
@@ -1103,7 +1113,21 @@ impl Lifecycle {
         op_id: &OpOccId,
         pkg: &VnfPackage,
     ) -> Result<OperationReport, LcmError> {
-        let entry = self.recoverable(op_id).await?;
+        self.rollback_with(op_id, pkg, &OperationOptions::default())
+            .await
+    }
+
+    /// [`Lifecycle::rollback`] with options (an [`Interrupt`] that cancels it).
+    ///
+    /// # Errors
+    /// As [`Lifecycle::rollback`].
+    pub async fn rollback_with(
+        &self,
+        op_id: &OpOccId,
+        pkg: &VnfPackage,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let entry = self.recoverable(op_id, OpTask::Rollback).await?;
         let op = &entry.value;
         let is_scale_out = op.operation == LcmOperationType::Scale
             && op
@@ -1135,8 +1159,7 @@ impl Lifecycle {
         progress.plan = plan;
         progress.vnfcs = None;
         progress.deleted = false;
-        self.resume(entry, progress, Some(pkg), &OperationOptions::default())
-            .await
+        self.resume(entry, progress, Some(pkg), opts).await
     }
 
     /// SOL003 "retry" of an occurrence in `FAILED_TEMP` (or whose owner is gone): the
@@ -1153,7 +1176,7 @@ impl Lifecycle {
         pkg: &VnfPackage,
         opts: &OperationOptions,
     ) -> Result<OperationReport, LcmError> {
-        let entry = self.recoverable(op_id).await?;
+        let entry = self.recoverable(op_id, OpTask::Retry).await?;
         let progress = saved_progress(&entry.value).ok_or_else(|| {
             LcmError::Conflict(format!(
                 "operation {} saved no progress (started by an older vnfm): it can be rolled \

@@ -17,6 +17,7 @@
 //! - [`cnf`]: CNFs, whose VDUs are Kubernetes workloads of the package (Tacker v2's layout):
 //!   the manifests, the preflight, the pods as VNFCs; the same machine runs them through
 //!   [`Drivers::cluster`].
+//! - [`task`]: which task (retry, rollback, fail, cancel) an occurrence takes in which state.
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
 pub mod cnf;
@@ -32,6 +33,7 @@ pub mod operation;
 mod plan;
 mod run;
 mod stack;
+pub mod task;
 pub mod userdata;
 
 pub use engine::{
@@ -42,3 +44,4 @@ pub use groups::SERVER_GROUPS_KEY;
 pub use hook::{HookCall, HookPoint, HookSpec, Interrupt, OperationHook};
 pub use occupancy::{Occupancy, OperationEvent};
 pub use operation::{OpAction, OpEvent, Operation, OperationStart, Plan, Progress};
+pub use task::{OpTask, TaskRefused};

@@ -12,7 +12,9 @@
 //!   the next one finds the stack gone ([`DriverError::NotFound`]); any call about something
 //!   else (another stack, zones, servers) also comes after that moment. The capacity is
 //!   freed when the delete completes. [`FaultySim::fail_next_stack_deletes`] makes deletes
-//!   slower (in progress for N shows, whatever else happens) or fail.
+//!   slower (in progress for N shows, whatever else happens) or fail. A cloud file's
+//!   `stack_create_shows: N` makes creates slow the same way: a new stack shows
+//!   `CREATE_IN_PROGRESS` to its first N `show_stack` calls (not after an update or a delete).
 //! - Everything is deterministic: ids come from an [`IdGen`] seeded by the seed given to
 //!   [`SimCloud::new`], and a virtual clock (a counter) orders events.
 //! - Clones share state (`Arc<Mutex<_>>`), so a clone handed to the code under test and one
