@@ -683,23 +683,54 @@ impl Lifecycle {
         req: &ScaleVnfRequest,
         opts: &OperationOptions,
     ) -> Result<OperationReport, LcmError> {
+        let recorded = (LcmOperationType::Scale, json!(req));
+        self.scale_as(id, pkg, req, opts, recorded).await
+    }
+
+    /// SOL003 "scale to level": the core decides the aspect's scale steps from the request
+    /// and the instance ([`super::to_level::scale_step`]: one aspect per operation), and runs
+    /// them as [`Lifecycle::scale`] does; the occurrence is a `SCALE_TO_LEVEL` with the
+    /// request as its `operationParams`.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::scale`]; [`LcmError::Invalid`] for a request that names an unknown
+    /// level or aspect, a level out of range, or changes no aspect or several.
+    pub async fn scale_to_level(
+        &self,
+        id: &VnfInstanceId,
+        pkg: &VnfPackage,
+        req: &super::to_level::ScaleVnfToLevelRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(id).await?;
+        let info = instantiated(&inst.value)?;
+        let flavour = flavour_of(pkg, &info.flavour_id)?;
+        let step = super::to_level::scale_step(flavour, info, req).map_err(LcmError::Invalid)?;
+        let recorded = (LcmOperationType::ScaleToLevel, json!(req));
+        self.scale_as(id, pkg, &step, opts, recorded).await
+    }
+
+    /// A scale recorded as `recorded` (the occurrence's operation and parameters).
+    async fn scale_as(
+        &self,
+        id: &VnfInstanceId,
+        pkg: &VnfPackage,
+        req: &ScaleVnfRequest,
+        opts: &OperationOptions,
+        recorded: (LcmOperationType, Value),
+    ) -> Result<OperationReport, LcmError> {
         // An invalid request starts no operation (SOL003: 400/422, no occurrence).
         req.validate().map_err(LcmError::Invalid)?;
         let inst = self.load(id).await?;
         if let Some(res) = CnfResources::of(&inst.value) {
-            return self.scale_cnf(inst, res, pkg, req, opts).await;
+            return self.scale_cnf(inst, res, pkg, req, opts, recorded).await;
         }
         let (info, _) = instantiated_with_stack(&inst.value)?;
         let flavour = flavour_of(pkg, &info.flavour_id)?;
         let steps = req.number_of_steps.unwrap_or(1);
         let new_level = plan::check_scale(flavour, info, req)?;
         self.check_free(&inst.value).await?;
-        let op = self.new_op(
-            &inst.value,
-            LcmOperationType::Scale,
-            json!(req),
-            opts.automatic,
-        );
+        let op = self.new_op(&inst.value, recorded.0, recorded.1, opts.automatic);
         let aspect_id = req.aspect_id.clone();
         let mut progress = match req.type_ {
             ScaleType::ScaleOut => Progress::new(Plan::ScaleOut {
@@ -862,6 +893,7 @@ impl Lifecycle {
         pkg: &VnfPackage,
         req: &ScaleVnfRequest,
         opts: &OperationOptions,
+        recorded: (LcmOperationType, Value),
     ) -> Result<OperationReport, LcmError> {
         let info = instantiated(&inst.value)?;
         self.need_cluster(&format!("VNF instance {}", inst.value.id))?;
@@ -871,12 +903,7 @@ impl Lifecycle {
         let out = req.type_ == ScaleType::ScaleOut;
         let resources = cnf::scaled(flavour, &res, &req.aspect_id, steps, out);
         self.check_free(&inst.value).await?;
-        let op = self.new_op(
-            &inst.value,
-            LcmOperationType::Scale,
-            json!(req),
-            opts.automatic,
-        );
+        let op = self.new_op(&inst.value, recorded.0, recorded.1, opts.automatic);
         let mut progress = Progress::new(Plan::CnfScale {
             aspect_id: req.aspect_id.clone(),
             new_level,

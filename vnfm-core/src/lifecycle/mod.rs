@@ -17,6 +17,8 @@
 //! - [`cnf`]: CNFs, whose VDUs are Kubernetes workloads of the package (Tacker v2's layout):
 //!   the manifests, the preflight, the pods as VNFCs; the same machine runs them through
 //!   [`Drivers::cluster`].
+//! - [`to_level`]: scale to level: the aspect's scale steps that reach the requested level.
+//! - [`unsupported`]: change flavour and change external connectivity: why they are not run.
 //! - [`task`]: which task (retry, rollback, fail, cancel) an occurrence takes in which state.
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
@@ -34,6 +36,8 @@ mod plan;
 mod run;
 mod stack;
 pub mod task;
+pub mod to_level;
+pub mod unsupported;
 pub mod userdata;
 
 pub use engine::{
