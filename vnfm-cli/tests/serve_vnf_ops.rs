@@ -141,3 +141,65 @@ async fn change_flavour_and_change_ext_conn_say_why_they_are_not_run() {
     assert!(ops(addr, &id, "CHANGE_FLAVOUR").await.is_empty());
     assert!(ops(addr, &id, "CHANGE_EXT_CONN").await.is_empty());
 }
+
+/// `operate`: STOPPED then STARTED through the simulated VIM (servers SHUTOFF / ACTIVE);
+/// `vnfState` and every `vnfcState` follow; the state rules and bad requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operate_stops_and_starts_the_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let idle = not_instantiated(addr).await;
+    let operate = |body: Value| {
+        let id = id.clone();
+        async move { post_json(addr, &path(&id, "operate"), &body).await }
+    };
+    for (to, extra) in [
+        (
+            "STOPPED",
+            json!({"stopType": "GRACEFUL", "gracefulStopTimeout": 10}),
+        ),
+        ("STARTED", json!({})),
+    ] {
+        let mut body = extra.clone();
+        body["changeStateTo"] = json!(to);
+        let r = operate(body).await;
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        let op = wait_op(addr, r.header("location").unwrap()).await;
+        assert_eq!(op["operationState"], "COMPLETED", "{op}");
+        assert_eq!(op["operation"], "OPERATE", "{op}");
+        let inst = get(addr, &format!("/vnflcm/v2/vnf_instances/{id}"))
+            .await
+            .json();
+        let info = &inst["instantiatedVnfInfo"];
+        assert_eq!(info["vnfState"], to, "{inst}");
+        let vnfcs = info["vnfcInfo"].as_array().unwrap();
+        assert_eq!(vnfcs.len(), 3);
+        assert!(vnfcs.iter().all(|v| v["vnfcState"] == to), "{inst}");
+        // Already there: 409 naming the state.
+        let r = operate(json!({ "changeStateTo": to })).await;
+        refused(&r, 409, &[to, "already"]);
+    }
+    let r = operate(json!({"changeStateTo": "STARTED", "stopType": "FORCEFUL"})).await;
+    refused(&r, 422, &["STOPPED only"]);
+    let r = operate(json!({"changeStateTo": "STOPPED", "vnfcInstanceId": ["x"]})).await;
+    refused(&r, 422, &["whole instance"]);
+    let r = operate(json!({"changeStateTo": "PAUSED"})).await;
+    refused(&r, 400, &["OperateVnfRequest"]);
+    let r = post_json(
+        addr,
+        &path(&idle, "operate"),
+        &json!({"changeStateTo": "STOPPED"}),
+    )
+    .await;
+    refused(&r, 409, &["NOT_INSTANTIATED"]);
+    let r = post_json(
+        addr,
+        &path("nope", "operate"),
+        &json!({"changeStateTo": "STOPPED"}),
+    )
+    .await;
+    refused(&r, 404, &["nope"]);
+    assert_eq!(ops(addr, &id, "OPERATE").await.len(), 2);
+}

@@ -52,6 +52,10 @@ pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
             post(super::vnf_ops::change_flavour),
         )
         .route(
+            "/vnflcm/v2/vnf_instances/{id}/operate",
+            post(super::vnf_ops::operate),
+        )
+        .route(
             "/vnflcm/v2/vnf_instances/{id}/change_ext_conn",
             post(super::vnf_ops::change_ext_conn),
         )

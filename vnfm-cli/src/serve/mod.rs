@@ -8,7 +8,7 @@
 //!   `GET /vnflcm/v2/vnf_lcm_op_occs[/{id}]`,
 //!   `POST /vnflcm/v2/vnf_lcm_op_occs/{id}/{retry|rollback|fail|cancel}` (`tasks`: the core
 //!   decides which task an occurrence takes in which state; 409 otherwise),
-//!   `POST /vnflcm/v2/vnf_instances/{id}/{scale_to_level|change_flavour|change_ext_conn}`
+//!   `POST /vnflcm/v2/vnf_instances/{id}/{scale_to_level|operate|change_flavour|change_ext_conn}`
 //!   (`vnf_ops`).
 //!   One LCM operation at a time per instance: 409 otherwise. With `[server] api_token`, these
 //!   require `Authorization: Bearer <token>`.

@@ -118,6 +118,7 @@ pub(crate) enum OpRequest {
     Heal(HealVnfRequest),
     Terminate(TerminateVnfRequest),
     ScaleToLevel(vnfm_core::lifecycle::to_level::ScaleVnfToLevelRequest),
+    Operate(vnfm_core::lifecycle::operate::OperateVnfRequest),
 }
 
 /// Everything a request handler needs.
@@ -363,6 +364,11 @@ impl App {
                 "ScaleVnfToLevelRequest",
             )
             .map(|()| None),
+            OpRequest::Operate(req) => reservation::lcm::no_reservation(
+                req.additional_params.as_ref(),
+                "OperateVnfRequest",
+            )
+            .map(|()| None),
         }
         .map_err(invalid)?;
         // The instance before the operation (what a scale-in removed) and its package; a
@@ -391,6 +397,7 @@ impl App {
                 self.lcm.scale_to_level(id, &pkg, &req, &opts).await
             }
             (OpRequest::Terminate(req), _) => self.lcm.terminate(id, &req, &opts).await,
+            (OpRequest::Operate(req), _) => self.lcm.operate(id, &req, &opts).await,
             (_, None) => Err(LcmError::NotFound(id.clone())),
         };
         if let Some(draw) = drawn {

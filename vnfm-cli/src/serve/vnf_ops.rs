@@ -1,5 +1,8 @@
 //! `POST /vnflcm/v2/vnf_instances/{id}/scale_to_level`, `/change_flavour` and
-//! `/change_ext_conn` (SOL003 v3.3.1 5.4.6, 5.4.7, 5.4.11).
+//! `/change_ext_conn`, `/operate` (SOL003 v3.3.1 5.4.6, 5.4.7, 5.4.11, 5.4.10).
+//!
+//! - `operate`: the core's `OPERATE` ([`vnfm_core::lifecycle::operate`]): every server of the
+//!   instance started or stopped through the VIM; 202 with the occurrence.
 //!
 //! - `scale_to_level`: the core decides the aspect's scale steps
 //!   ([`vnfm_core::lifecycle::to_level`]) and runs them as a scale, in the background (202
@@ -44,6 +47,21 @@ pub(super) async fn scale_to_level(
         Err(r) => return r,
     };
     launch(app, id, OpRequest::ScaleToLevel(req)).await
+}
+
+/// `POST /vnf_instances/{id}/operate` with an `OperateVnfRequest`: the core's
+/// [`vnfm_core::lifecycle::Lifecycle::operate`] in the background (202).
+pub(super) async fn operate(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let req: vnfm_core::lifecycle::operate::OperateVnfRequest =
+        match body_of(&app, body, "OperateVnfRequest").await {
+            Ok(r) => r,
+            Err(r) => return r,
+        };
+    launch(app, id, OpRequest::Operate(req)).await
 }
 
 /// A request body that must be a JSON object with `required` (400 otherwise).

@@ -982,6 +982,34 @@ impl Lifecycle {
         self.run_new(inst, op, progress, None, opts).await
     }
 
+    /// SOL003 "operate": starts or stops every server of `id` through the VIM
+    /// ([`crate::driver::ComputeInventory::start_server`] / `stop_server`), those not in the
+    /// wanted state yet, and waits until each is `ACTIVE` / `SHUTOFF` (polling as for a
+    /// stack, within the stack timeout); `vnfState` and every `vnfcState` then say it. A plan
+    /// of the operation machine ([`Plan::Operate`]), so it takes the instance, can be
+    /// cancelled, retried and failed like any operation.
+    ///
+    /// # Errors
+    /// What [`super::operate::plan`] refuses; as [`Lifecycle::instantiate`] otherwise.
+    pub async fn operate(
+        &self,
+        id: &VnfInstanceId,
+        req: &super::operate::OperateVnfRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(id).await?;
+        let (on, servers) = super::operate::plan(&inst.value, req)?;
+        self.check_free(&inst.value).await?;
+        let op = self.new_op(
+            &inst.value,
+            LcmOperationType::Operate,
+            json!(req),
+            opts.automatic,
+        );
+        let progress = Progress::new(Plan::Operate { on, servers });
+        self.run_new(inst, op, progress, None, opts).await
+    }
+
     /// Deletes a `NOT_INSTANTIATED` instance and its operation occurrences.
     ///
     /// # Errors

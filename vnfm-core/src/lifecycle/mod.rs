@@ -19,6 +19,7 @@
 //!   [`Drivers::cluster`].
 //! - [`to_level`]: scale to level: the aspect's scale steps that reach the requested level.
 //! - [`unsupported`]: change flavour and change external connectivity: why they are not run.
+//! - [`operate`]: start or stop an instance's servers (`OPERATE`): the request and its checks.
 //! - [`task`]: which task (retry, rollback, fail, cancel) an occurrence takes in which state.
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
@@ -31,6 +32,7 @@ mod groups;
 pub mod hook;
 pub mod modify;
 pub mod occupancy;
+pub mod operate;
 pub mod operation;
 mod plan;
 mod run;
