@@ -7,6 +7,8 @@
 //! many polls of vnfm's, 2 s apart), so that the instantiate is still waiting for its stack
 //! when it is cancelled. Cost: about 15 s (three instances in parallel).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod serve_common;
 
 use std::net::SocketAddr;

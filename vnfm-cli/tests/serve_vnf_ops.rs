@@ -3,6 +3,8 @@
 //! flavour; aspects VDU1_scale 0..=2 and VDU2_scale 0..=1; levels small and large).
 //! Cost: about 3 s.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod serve_common;
 
 use std::net::SocketAddr;
