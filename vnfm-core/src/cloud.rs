@@ -200,6 +200,16 @@ pub struct CloudFile {
     /// The container cluster, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterSpec>,
+    /// A slow Heat: a stack create shows `CREATE_IN_PROGRESS` to this many polls
+    /// (`show_stack`) before its outcome (default 0: at once). With vnfm's poll interval of 2 s
+    /// an operation then waits that many intervals for its stack: what a test of `cancel`
+    /// needs. Updates (a retry, a scale) are not slowed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stack_create_shows: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn yes() -> bool {

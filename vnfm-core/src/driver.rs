@@ -435,6 +435,27 @@ pub struct ServerInfo {
 pub trait ComputeInventory: Send + Sync + Debug + 'static {
     /// Shows one server.
     async fn server(&self, id: &ServerId) -> Result<ServerInfo, DriverError>;
+
+    /// Starts a stopped server (Nova `POST /servers/{id}/action {"os-start": null}`). Returns
+    /// once the VIM accepted it; the server then goes `ACTIVE` ([`ComputeInventory::server`]
+    /// tells). The default: not implemented by this driver.
+    async fn start_server(&self, id: &ServerId) -> Result<(), DriverError> {
+        let _ = id;
+        Err(DriverError::NotImplemented {
+            driver: "compute",
+            operation: "starting a server",
+        })
+    }
+
+    /// Stops a server (Nova `os-stop`: a graceful shutdown of the guest, then power off);
+    /// it then goes `SHUTOFF`. The default: not implemented by this driver.
+    async fn stop_server(&self, id: &ServerId) -> Result<(), DriverError> {
+        let _ = id;
+        Err(DriverError::NotImplemented {
+            driver: "compute",
+            operation: "stopping a server",
+        })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

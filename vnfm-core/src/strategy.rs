@@ -251,6 +251,7 @@ pub fn cloud_file(shape: CloudShape) -> impl Strategy<Value = CloudFile> {
             flavors,
             images: None,
             cluster: None,
+            stack_create_shows: 0,
         }
     })
 }

@@ -257,6 +257,37 @@ impl ComputeInventory for Nova {
     async fn server(&self, id: &ServerId) -> Result<ServerInfo, DriverError> {
         Ok(self.show_server(id).await?.to_info())
     }
+
+    /// `POST /servers/{id}/action {"os-start": null}` (202); the server goes `ACTIVE`.
+    async fn start_server(&self, id: &ServerId) -> Result<(), DriverError> {
+        self.server_action(id, "os-start").await
+    }
+
+    /// `POST /servers/{id}/action {"os-stop": null}` (202); the server goes `SHUTOFF`.
+    async fn stop_server(&self, id: &ServerId) -> Result<(), DriverError> {
+        self.server_action(id, "os-stop").await
+    }
+}
+
+impl Nova {
+    /// `POST /servers/{id}/action` with `{action: null}`; Nova answers 202 and carries it out
+    /// (a 409 for a server in a state that refuses it is [`DriverError::Conflict`]).
+    async fn server_action(&self, id: &ServerId, action: &str) -> Result<(), DriverError> {
+        let mut body = serde_json::Map::new();
+        body.insert(action.to_owned(), Value::Null);
+        self.session
+            .call(
+                Call::new(
+                    SERVICE,
+                    TYPE,
+                    Method::POST,
+                    vec!["servers", id.as_str(), "action"],
+                )
+                .body(Value::Object(body)),
+            )
+            .await?;
+        Ok(())
+    }
 }
 
 fn s(v: &Value, k: &str) -> Option<String> {

@@ -1100,3 +1100,35 @@ async fn adapters_are_shareable_trait_objects_without_secrets_in_debug() {
         assert!(shown.contains("<redacted>"), "{shown}");
     }
 }
+
+/// Operate (issue 16): `os-start` / `os-stop` are `POST /servers/{id}/action` with the action
+/// as the body's only key, answered 202 (no body); Nova's 409 for a server in the wrong state
+/// is a conflict with Nova's message.
+#[tokio::test]
+async fn server_start_and_stop_are_nova_actions() {
+    let Some((mock, cloud)) = session(config) else {
+        return;
+    };
+    let nova = cloud.nova();
+    let sid = ServerId::new("62d08775-ab1c-4803-908c-61dea3c11170");
+    mock.push(Reply::empty(202));
+    nova.stop_server(&sid).await.unwrap();
+    mock.push(Reply::empty(202));
+    nova.start_server(&sid).await.unwrap();
+    let reqs = mock.requests();
+    for (r, action) in reqs[1..].iter().zip(["os-stop", "os-start"]) {
+        assert_eq!(r.method, "POST", "{r:?}");
+        assert_eq!(
+            r.path(),
+            "/nova/v2.1/servers/62d08775-ab1c-4803-908c-61dea3c11170/action"
+        );
+        assert_eq!(r.json(), json!({ action: null }));
+    }
+    mock.push(Reply::json(
+        409,
+        r#"{"conflictingRequest": {"code": 409, "message": "Cannot 'start' instance 62d08775-ab1c-4803-908c-61dea3c11170 while it is in vm_state active"}}"#,
+    ));
+    let e = nova.start_server(&sid).await.unwrap_err();
+    assert!(matches!(e, DriverError::Conflict { .. }), "{e}");
+    assert!(e.to_string().contains("vm_state active"), "{e}");
+}

@@ -1884,6 +1884,84 @@ fn copy_tree(src: &std::path::Path, dst: &std::path::Path) -> std::io::Result<()
     Ok(())
 }
 
+/// 15. Operate (issue 16): an instance of the `free` flavour instantiated in the big zones,
+///     stopped (Nova `os-stop`: every server SHUTOFF, `vnfState` STOPPED), stopped again (409:
+///     nothing sent), started (`os-start`: ACTIVE, STARTED), then terminated.
+async fn operate_stops_and_starts_servers(fx: &Fx) -> Res {
+    use vnfm_core::lcm::VnfOperationalStateType as S;
+    use vnfm_core::lifecycle::operate::OperateVnfRequest;
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 31);
+    let inst = create(&lcm, fx, "rs-operate").await?;
+    let big = fx.big();
+    ensure!(!big.is_empty(), "no zone can hold an m1.small");
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &fx.pkg,
+            &InstantiateVnfRequest::new("free"),
+            &pins(&[("VDU1", big[0]), ("VDU2", big[0])]),
+        )
+        .await
+        .map_err(|e| chain(&e))?;
+    let outcome = async {
+        ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+        let servers: Vec<ServerId> = r
+            .instance
+            .instantiated_vnf_info
+            .as_ref()
+            .map(|i| {
+                i.vnfc_resource_info
+                    .iter()
+                    .map(|v| ServerId::from(v.compute_resource.resource_id.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        ensure!(!servers.is_empty(), "no servers: {}", describe(&r));
+        let nova = cloud.nova();
+        for (to, status) in [(S::Stopped, "SHUTOFF"), (S::Started, "ACTIVE")] {
+            let req = OperateVnfRequest {
+                vnfc_instance_id: Vec::new(),
+                change_state_to: to,
+                stop_type: None,
+                graceful_stop_timeout: None,
+                additional_params: None,
+            };
+            let op = lcm
+                .operate(&inst.id, &req, &OperationOptions::default())
+                .await
+                .map_err(|e| format!("operate {to}: {}", chain(&e)))?;
+            ensure!(op.is_completed(), "operate {to}: {}", describe(&op));
+            let info = op.instance.instantiated_vnf_info.as_ref();
+            ensure!(
+                info.and_then(|i| i.vnf_state) == Some(to),
+                "vnfState after operate {to}: {:?}",
+                info.map(|i| i.vnf_state)
+            );
+            for id in &servers {
+                let s = nova.show_server(id).await.map_err(|e| chain(&e))?;
+                ensure!(
+                    s.status == status,
+                    "server {id} is {} after operate {to}",
+                    s.status
+                );
+            }
+            // Again: refused before anything is sent (409).
+            match lcm
+                .operate(&inst.id, &req, &OperationOptions::default())
+                .await
+            {
+                Err(vnfm_core::lifecycle::LcmError::Conflict(_)) => {}
+                other => return Err(format!("operate {to} again: {other:?}")),
+            }
+        }
+        Ok(())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lcm_scenarios_against_real_openstack() {
     if !vnfm_core::vectors::real_suite_enabled(
@@ -2000,6 +2078,10 @@ async fn lcm_scenarios_against_real_openstack() {
         (
             "stack_in_progress_past_the_timeout",
             Box::pin(stack_in_progress_past_the_timeout(f)),
+        ),
+        (
+            "operate_stops_and_starts_servers",
+            Box::pin(operate_stops_and_starts_servers(f)),
         ),
     ];
     let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();

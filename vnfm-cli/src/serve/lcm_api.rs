@@ -44,9 +44,40 @@ pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
         .route("/vnflcm/v2/vnf_instances/{id}/scale", post(scale))
         .route("/vnflcm/v2/vnf_instances/{id}/heal", post(heal))
         .route("/vnflcm/v2/vnf_instances/{id}/terminate", post(terminate))
+        .route(
+            "/vnflcm/v2/vnf_instances/{id}/scale_to_level",
+            post(super::vnf_ops::scale_to_level),
+        )
+        .route(
+            "/vnflcm/v2/vnf_instances/{id}/change_flavour",
+            post(super::vnf_ops::change_flavour),
+        )
+        .route(
+            "/vnflcm/v2/vnf_instances/{id}/operate",
+            post(super::vnf_ops::operate),
+        )
+        .route(
+            "/vnflcm/v2/vnf_instances/{id}/change_ext_conn",
+            post(super::vnf_ops::change_ext_conn),
+        )
         .route("/vnflcm/v2/vnf_lcm_op_occs", get(list_op_occs))
         .route("/vnflcm/v2/vnf_lcm_op_occs/{id}", get(show_op_occ))
-        .route("/vnflcm/v2/vnf_lcm_op_occs/{id}/fail", post(fail_op_occ))
+        .route(
+            "/vnflcm/v2/vnf_lcm_op_occs/{id}/fail",
+            post(super::tasks::fail),
+        )
+        .route(
+            "/vnflcm/v2/vnf_lcm_op_occs/{id}/retry",
+            post(super::tasks::retry),
+        )
+        .route(
+            "/vnflcm/v2/vnf_lcm_op_occs/{id}/rollback",
+            post(super::tasks::rollback),
+        )
+        .route(
+            "/vnflcm/v2/vnf_lcm_op_occs/{id}/cancel",
+            post(super::tasks::cancel),
+        )
         .route("/intent/v1/selections", post(select_region))
         .route_layer(axum::middleware::from_fn_with_state(app, require_token))
 }
@@ -289,7 +320,7 @@ async fn modify_instance(
     }
 }
 
-async fn launch(app: Arc<App>, id: String, op: OpRequest) -> Response {
+pub(super) async fn launch(app: Arc<App>, id: String, op: OpRequest) -> Response {
     let id = VnfInstanceId::from(id);
     if let Err(p) = app.claim(&id) {
         return problem(p);
@@ -367,20 +398,6 @@ async fn show_op_occ(State(app): State<Arc<App>>, Path(id): Path<String>) -> Res
             problem_of(404, format!("VNF LCM operation occurrence {id} not found"))
         }
         Err(e) => store_problem(&e),
-    }
-}
-
-async fn fail_op_occ(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    let id = OpOccId::from(id);
-    match app.lcm.fail(&id).await {
-        Ok(op) => json(StatusCode::OK, &op),
-        Err(e) => {
-            let mut p = lcm_problem(&e);
-            if matches!(e, vnfm_core::lifecycle::LcmError::Invalid(_)) {
-                p.status = 404;
-            }
-            problem(p)
-        }
     }
 }
 

@@ -5,7 +5,11 @@
 //! - `POST/GET /vnflcm/v2/vnf_instances`, `GET/PATCH/DELETE /vnflcm/v2/vnf_instances/{id}`,
 //!   `POST /vnflcm/v2/vnf_instances/{id}/{instantiate|scale|heal|terminate}` (202 with the
 //!   `Location` of the operation occurrence; the operation runs in the background),
-//!   `GET /vnflcm/v2/vnf_lcm_op_occs[/{id}]`, `POST /vnflcm/v2/vnf_lcm_op_occs/{id}/fail`.
+//!   `GET /vnflcm/v2/vnf_lcm_op_occs[/{id}]`,
+//!   `POST /vnflcm/v2/vnf_lcm_op_occs/{id}/{retry|rollback|fail|cancel}` (`tasks`: the core
+//!   decides which task an occurrence takes in which state; 409 otherwise),
+//!   `POST /vnflcm/v2/vnf_instances/{id}/{scale_to_level|operate|change_flavour|change_ext_conn}`
+//!   (`vnf_ops`).
 //!   One LCM operation at a time per instance: 409 otherwise. With `[server] api_token`, these
 //!   require `Authorization: Bearer <token>`. The lists take SOL013 filters, attribute
 //!   selectors and paging (`query`, over [`vnfm_core::query`]); an instance has an `ETag`, and
@@ -73,6 +77,8 @@ pub mod promise;
 mod query;
 mod state;
 mod versions;
+mod tasks;
+mod vnf_ops;
 mod wire;
 
 use std::net::SocketAddr;
@@ -346,6 +352,7 @@ impl Server {
             running: AtomicUsize::new(0),
             idle: Notify::new(),
             promise,
+            cancels: tasks::Cancels::default(),
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));

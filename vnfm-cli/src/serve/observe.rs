@@ -179,7 +179,14 @@ impl ObservedStore {
         for op in ops {
             let m = &self.shared.metrics;
             m.operation(sol(&op.operation), sol(&op.operation_state));
-            if op.operation_state == LcmOperationStateType::Starting {
+            // STARTING for a new operation; PROCESSING / ROLLING_BACK for a retry or a
+            // rollback (the first commit of each; later ones find the sender taken).
+            if matches!(
+                op.operation_state,
+                LcmOperationStateType::Starting
+                    | LcmOperationStateType::Processing
+                    | LcmOperationStateType::RollingBack
+            ) {
                 let started = self
                     .shared
                     .started

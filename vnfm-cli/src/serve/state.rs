@@ -117,6 +117,8 @@ pub(crate) enum OpRequest {
     Scale(ScaleVnfRequest),
     Heal(HealVnfRequest),
     Terminate(TerminateVnfRequest),
+    ScaleToLevel(vnfm_core::lifecycle::to_level::ScaleVnfToLevelRequest),
+    Operate(vnfm_core::lifecycle::operate::OperateVnfRequest),
 }
 
 /// Everything a request handler needs.
@@ -148,6 +150,8 @@ pub(crate) struct App {
     pub(super) idle: Notify,
     /// The Promise capacity ledger.
     pub(super) promise: ledger::Promise,
+    /// The interrupts of the running operations, that `POST .../cancel` triggers.
+    pub(super) cancels: super::tasks::Cancels,
 }
 
 impl App {
@@ -355,6 +359,16 @@ impl App {
                 "TerminateVnfRequest",
             )
             .map(|()| None),
+            OpRequest::ScaleToLevel(req) => reservation::lcm::no_reservation(
+                req.additional_params.as_ref(),
+                "ScaleVnfToLevelRequest",
+            )
+            .map(|()| None),
+            OpRequest::Operate(req) => reservation::lcm::no_reservation(
+                req.additional_params.as_ref(),
+                "OperateVnfRequest",
+            )
+            .map(|()| None),
         }
         .map_err(invalid)?;
         // The instance before the operation (what a scale-in removed) and its package; a
@@ -379,7 +393,11 @@ impl App {
             }
             (OpRequest::Scale(req), Some(pkg)) => self.lcm.scale(id, &pkg, &req, &opts).await,
             (OpRequest::Heal(req), Some(pkg)) => self.lcm.heal(id, &pkg, &req, &opts).await,
+            (OpRequest::ScaleToLevel(req), Some(pkg)) => {
+                self.lcm.scale_to_level(id, &pkg, &req, &opts).await
+            }
             (OpRequest::Terminate(req), _) => self.lcm.terminate(id, &req, &opts).await,
+            (OpRequest::Operate(req), _) => self.lcm.operate(id, &req, &opts).await,
             (_, None) => Err(LcmError::NotFound(id.clone())),
         };
         if let Some(draw) = drawn {
@@ -506,12 +524,25 @@ pub(crate) fn spawn_op(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(id.clone(), started.clone());
+    // Cancellable (`POST .../cancel`), unless the caller brought its own interrupt.
+    let mut opts = opts;
+    let cancel = match &opts.interrupt {
+        Some(_) => None,
+        None => {
+            let (token, interrupt) = app.cancels.register(&id);
+            opts.interrupt = Some(interrupt);
+            Some(token)
+        }
+    };
     app.running.fetch_add(1, Ordering::SeqCst);
     let app = app.clone();
     tokio::spawn(async move {
         let what = format!("{op:?}");
         let kind = what.split('(').next().unwrap_or("operation").to_lowercase();
         let result = app.run_op(&id, op, &opts).await;
+        if let Some(token) = cancel {
+            app.cancels.unregister(&id, token);
+        }
         {
             let mut s = app
                 .shared

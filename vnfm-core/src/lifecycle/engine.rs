@@ -88,6 +88,7 @@ use super::hook::{HookSpec, Interrupt, OperationHook};
 use super::operation::{Operation, OperationStart, Plan, Progress};
 use super::plan::{self, flavour_of, instantiated_with_stack};
 use super::stack;
+use super::task::OpTask;
 use crate::driver::{
     Clock, ClusterDriver, ComputeInventory, DriverError, ListZones, Precondition, StackDriver,
     Store, StoreBatch, Version, Versioned, ZoneCatalog,
@@ -682,23 +683,54 @@ impl Lifecycle {
         req: &ScaleVnfRequest,
         opts: &OperationOptions,
     ) -> Result<OperationReport, LcmError> {
+        let recorded = (LcmOperationType::Scale, json!(req));
+        self.scale_as(id, pkg, req, opts, recorded).await
+    }
+
+    /// SOL003 "scale to level": the core decides the aspect's scale steps from the request
+    /// and the instance ([`super::to_level::scale_step`]: one aspect per operation), and runs
+    /// them as [`Lifecycle::scale`] does; the occurrence is a `SCALE_TO_LEVEL` with the
+    /// request as its `operationParams`.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::scale`]; [`LcmError::Invalid`] for a request that names an unknown
+    /// level or aspect, a level out of range, or changes no aspect or several.
+    pub async fn scale_to_level(
+        &self,
+        id: &VnfInstanceId,
+        pkg: &VnfPackage,
+        req: &super::to_level::ScaleVnfToLevelRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(id).await?;
+        let info = instantiated(&inst.value)?;
+        let flavour = flavour_of(pkg, &info.flavour_id)?;
+        let step = super::to_level::scale_step(flavour, info, req).map_err(LcmError::Invalid)?;
+        let recorded = (LcmOperationType::ScaleToLevel, json!(req));
+        self.scale_as(id, pkg, &step, opts, recorded).await
+    }
+
+    /// A scale recorded as `recorded` (the occurrence's operation and parameters).
+    async fn scale_as(
+        &self,
+        id: &VnfInstanceId,
+        pkg: &VnfPackage,
+        req: &ScaleVnfRequest,
+        opts: &OperationOptions,
+        recorded: (LcmOperationType, Value),
+    ) -> Result<OperationReport, LcmError> {
         // An invalid request starts no operation (SOL003: 400/422, no occurrence).
         req.validate().map_err(LcmError::Invalid)?;
         let inst = self.load(id).await?;
         if let Some(res) = CnfResources::of(&inst.value) {
-            return self.scale_cnf(inst, res, pkg, req, opts).await;
+            return self.scale_cnf(inst, res, pkg, req, opts, recorded).await;
         }
         let (info, _) = instantiated_with_stack(&inst.value)?;
         let flavour = flavour_of(pkg, &info.flavour_id)?;
         let steps = req.number_of_steps.unwrap_or(1);
         let new_level = plan::check_scale(flavour, info, req)?;
         self.check_free(&inst.value).await?;
-        let op = self.new_op(
-            &inst.value,
-            LcmOperationType::Scale,
-            json!(req),
-            opts.automatic,
-        );
+        let op = self.new_op(&inst.value, recorded.0, recorded.1, opts.automatic);
         let aspect_id = req.aspect_id.clone();
         let mut progress = match req.type_ {
             ScaleType::ScaleOut => Progress::new(Plan::ScaleOut {
@@ -861,6 +893,7 @@ impl Lifecycle {
         pkg: &VnfPackage,
         req: &ScaleVnfRequest,
         opts: &OperationOptions,
+        recorded: (LcmOperationType, Value),
     ) -> Result<OperationReport, LcmError> {
         let info = instantiated(&inst.value)?;
         self.need_cluster(&format!("VNF instance {}", inst.value.id))?;
@@ -870,12 +903,7 @@ impl Lifecycle {
         let out = req.type_ == ScaleType::ScaleOut;
         let resources = cnf::scaled(flavour, &res, &req.aspect_id, steps, out);
         self.check_free(&inst.value).await?;
-        let op = self.new_op(
-            &inst.value,
-            LcmOperationType::Scale,
-            json!(req),
-            opts.automatic,
-        );
+        let op = self.new_op(&inst.value, recorded.0, recorded.1, opts.automatic);
         let mut progress = Progress::new(Plan::CnfScale {
             aspect_id: req.aspect_id.clone(),
             new_level,
@@ -954,6 +982,34 @@ impl Lifecycle {
         self.run_new(inst, op, progress, None, opts).await
     }
 
+    /// SOL003 "operate": starts or stops every server of `id` through the VIM
+    /// ([`crate::driver::ComputeInventory::start_server`] / `stop_server`), those not in the
+    /// wanted state yet, and waits until each is `ACTIVE` / `SHUTOFF` (polling as for a
+    /// stack, within the stack timeout); `vnfState` and every `vnfcState` then say it. A plan
+    /// of the operation machine ([`Plan::Operate`]), so it takes the instance, can be
+    /// cancelled, retried and failed like any operation.
+    ///
+    /// # Errors
+    /// What [`super::operate::plan`] refuses; as [`Lifecycle::instantiate`] otherwise.
+    pub async fn operate(
+        &self,
+        id: &VnfInstanceId,
+        req: &super::operate::OperateVnfRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(id).await?;
+        let (on, servers) = super::operate::plan(&inst.value, req)?;
+        self.check_free(&inst.value).await?;
+        let op = self.new_op(
+            &inst.value,
+            LcmOperationType::Operate,
+            json!(req),
+            opts.automatic,
+        );
+        let progress = Progress::new(Plan::Operate { on, servers });
+        self.run_new(inst, op, progress, None, opts).await
+    }
+
     /// Deletes a `NOT_INSTANTIATED` instance and its operation occurrences.
     ///
     /// # Errors
@@ -983,9 +1039,13 @@ impl Lifecycle {
 
     // ---- recovery -----------------------------------------------------------------------
 
-    /// The occurrence `op_id` if it can be recovered: `FAILED_TEMP`, or running with an
-    /// expired (or no) lease.
-    async fn recoverable(&self, op_id: &OpOccId) -> Result<Versioned<VnfLcmOpOcc>, LcmError> {
+    /// The occurrence `op_id` if it takes `task` ([`super::task::check`]): for retry,
+    /// rollback and fail, `FAILED_TEMP`, or running with an expired (or no) lease.
+    async fn recoverable(
+        &self,
+        op_id: &OpOccId,
+        task: OpTask,
+    ) -> Result<Versioned<VnfLcmOpOcc>, LcmError> {
         let entry = match self.drivers.store.op_occ_entry(op_id).await {
             Ok(o) => o,
             Err(e) if e.is_not_found() => {
@@ -996,26 +1056,31 @@ impl Lifecycle {
             }
             Err(e) => return Err(LcmError::Store(e)),
         };
-        let op = &entry.value;
         let now = self.drivers.clock.now();
-        if op.operation_state == LcmOperationStateType::FailedTemp {
-            return Ok(entry);
-        }
-        if op.is_running() && !op.is_alive(now) {
-            return Ok(entry);
-        }
-        Err(LcmError::Conflict(match &op.lease {
-            Some(l) if op.is_running() => format!(
-                "operation {} is {} and alive (lease of {} until {}); only an operation in \
-                 FAILED_TEMP, or one whose owner is gone, can be retried, rolled back or failed",
-                op.id, op.operation_state, l.owner, l.expires
-            ),
-            _ => format!(
-                "operation {} is {}; only an operation in FAILED_TEMP, or one whose owner is \
-                 gone, can be retried, rolled back or failed",
-                op.id, op.operation_state
-            ),
-        }))
+        super::task::check(task, &entry.value, &self.owner, now)
+            .map_err(|r| LcmError::Conflict(r.detail))?;
+        Ok(entry)
+    }
+
+    /// SOL003 "cancel": whether `op_id` may be cancelled by this lifecycle
+    /// ([`super::task::check`]: running, under a live lease of this lifecycle's owner).
+    /// Returns the occurrence; the caller then triggers the [`Interrupt`] it gave the
+    /// operation, which stops at its next step boundary and ends `FAILED_TEMP`.
+    ///
+    /// # Errors
+    /// [`LcmError::Invalid`] for an unknown occurrence, [`LcmError::Conflict`] (naming its
+    /// state) when it does not take a cancel, [`LcmError::Store`].
+    pub async fn check_cancel(&self, op_id: &OpOccId) -> Result<VnfLcmOpOcc, LcmError> {
+        Ok(self.recoverable(op_id, OpTask::Cancel).await?.value)
+    }
+
+    /// Whether `op_id` takes `task` now (nothing is changed): what `vnfm serve` asks before it
+    /// answers 202 and runs the task in the background.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::check_cancel`].
+    pub async fn check_task(&self, op_id: &OpOccId, task: OpTask) -> Result<VnfLcmOpOcc, LcmError> {
+        Ok(self.recoverable(op_id, task).await?.value)
     }
 
     /// Declares interrupted (`FAILED_TEMP`, `failureKind: INTERRUPTED`) every occurrence that
@@ -1069,7 +1134,7 @@ impl Lifecycle {
     /// [`LcmError::Conflict`] when the occurrence is neither, or another process got there
     /// first.
     pub async fn fail(&self, op_id: &OpOccId) -> Result<VnfLcmOpOcc, LcmError> {
-        let entry = self.recoverable(op_id).await?;
+        let entry = self.recoverable(op_id, OpTask::Fail).await?;
         let mut op = entry.value;
         let now = self.drivers.clock.now();
         if op.error.is_none() {
@@ -1103,7 +1168,21 @@ impl Lifecycle {
         op_id: &OpOccId,
         pkg: &VnfPackage,
     ) -> Result<OperationReport, LcmError> {
-        let entry = self.recoverable(op_id).await?;
+        self.rollback_with(op_id, pkg, &OperationOptions::default())
+            .await
+    }
+
+    /// [`Lifecycle::rollback`] with options (an [`Interrupt`] that cancels it).
+    ///
+    /// # Errors
+    /// As [`Lifecycle::rollback`].
+    pub async fn rollback_with(
+        &self,
+        op_id: &OpOccId,
+        pkg: &VnfPackage,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let entry = self.recoverable(op_id, OpTask::Rollback).await?;
         let op = &entry.value;
         let is_scale_out = op.operation == LcmOperationType::Scale
             && op
@@ -1135,8 +1214,7 @@ impl Lifecycle {
         progress.plan = plan;
         progress.vnfcs = None;
         progress.deleted = false;
-        self.resume(entry, progress, Some(pkg), &OperationOptions::default())
-            .await
+        self.resume(entry, progress, Some(pkg), opts).await
     }
 
     /// SOL003 "retry" of an occurrence in `FAILED_TEMP` (or whose owner is gone): the
@@ -1153,7 +1231,7 @@ impl Lifecycle {
         pkg: &VnfPackage,
         opts: &OperationOptions,
     ) -> Result<OperationReport, LcmError> {
-        let entry = self.recoverable(op_id).await?;
+        let entry = self.recoverable(op_id, OpTask::Retry).await?;
         let progress = saved_progress(&entry.value).ok_or_else(|| {
             LcmError::Conflict(format!(
                 "operation {} saved no progress (started by an older vnfm): it can be rolled \

@@ -17,6 +17,10 @@
 //! - [`cnf`]: CNFs, whose VDUs are Kubernetes workloads of the package (Tacker v2's layout):
 //!   the manifests, the preflight, the pods as VNFCs; the same machine runs them through
 //!   [`Drivers::cluster`].
+//! - [`to_level`]: scale to level: the aspect's scale steps that reach the requested level.
+//! - [`unsupported`]: change flavour and change external connectivity: why they are not run.
+//! - [`operate`]: start or stop an instance's servers (`OPERATE`): the request and its checks.
+//! - [`task`]: which task (retry, rollback, fail, cancel) an occurrence takes in which state.
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
 pub mod cnf;
@@ -28,10 +32,14 @@ mod groups;
 pub mod hook;
 pub mod modify;
 pub mod occupancy;
+pub mod operate;
 pub mod operation;
 mod plan;
 mod run;
 mod stack;
+pub mod task;
+pub mod to_level;
+pub mod unsupported;
 pub mod userdata;
 
 pub use engine::{
@@ -42,3 +50,4 @@ pub use groups::SERVER_GROUPS_KEY;
 pub use hook::{HookCall, HookPoint, HookSpec, Interrupt, OperationHook};
 pub use occupancy::{Occupancy, OperationEvent};
 pub use operation::{OpAction, OpEvent, Operation, OperationStart, Plan, Progress};
+pub use task::{OpTask, TaskRefused};

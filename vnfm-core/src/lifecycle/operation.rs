@@ -65,7 +65,7 @@ use crate::id::{GrantId, ServerId, StackId, VduId, ZoneId};
 use crate::intent::realise::{GroupPolicy, GroupRule};
 use crate::lcm::{
     HookOutcome, InstantiationState, LcmOperationStateType, Lease, VnfInstance, VnfLcmOpOcc,
-    VnfcResourceInfo,
+    VnfOperationalStateType, VnfcResourceInfo,
 };
 use crate::package::{Flavour, VnfPackage};
 use crate::problem::ProblemDetails;
@@ -164,6 +164,16 @@ pub enum Plan {
     CnfTerminate,
     /// Roll a failed CNF instantiate back: delete the objects it applied.
     CnfRollbackInstantiate,
+    /// `OPERATE`: start (`on`) or stop the instance's servers through the VIM (Nova
+    /// `os-start` / `os-stop`), those not in the wanted state yet, and wait until each is
+    /// `ACTIVE` / `SHUTOFF`; `vnfState` and every `vnfcState` then say it.
+    #[serde(rename_all = "camelCase")]
+    Operate {
+        /// Start (true) or stop.
+        on: bool,
+        /// The instance's servers.
+        servers: Vec<ServerId>,
+    },
 }
 
 impl Plan {
@@ -180,7 +190,8 @@ impl Plan {
             Self::RollbackInstantiate
             | Self::RollbackScaleOut
             | Self::CnfRollbackInstantiate
-            | Self::ModifyInfo { .. } => None,
+            | Self::ModifyInfo { .. }
+            | Self::Operate { .. } => None,
         }
     }
 
@@ -317,6 +328,13 @@ pub enum OpAction {
     DeletePods(Vec<DeletePod>),
     /// Delete each object → [`OpEvent::ObjectsDeleted`] (one answer per object).
     DeleteObjects(Vec<ObjectRef>),
+    /// Start (`on`) or stop each server → [`OpEvent::PowerSet`] (one answer per server).
+    SetPower {
+        /// The servers.
+        servers: Vec<ServerId>,
+        /// Start (true) or stop.
+        on: bool,
+    },
 }
 
 /// The result of an [`OpAction`].
@@ -355,6 +373,8 @@ pub enum OpEvent {
     PodsDeleted(Vec<Result<(), DriverError>>),
     /// Of [`OpAction::DeleteObjects`], in the order asked.
     ObjectsDeleted(Vec<Result<(), DriverError>>),
+    /// Of [`OpAction::SetPower`], in the order asked.
+    PowerSet(Vec<Result<(), DriverError>>),
 }
 
 /// What an [`Operation`] starts from.
@@ -421,6 +441,12 @@ enum Step {
         deadline: DateTime<Utc>,
     },
     CnfDeleting,
+    PowerCheck,
+    PowerSent(Vec<ServerId>),
+    PowerWait {
+        deadline: DateTime<Utc>,
+        servers: Vec<ServerId>,
+    },
     Final,
     Done,
 }
@@ -758,6 +784,9 @@ impl Operation {
             Step::Hooks(_) => "running hooks",
             Step::DeleteSent | Step::DeleteWait { .. } => "deleting the stack",
             Step::CnfNodes => "listing the cluster's nodes",
+            Step::PowerCheck | Step::PowerSent(_) | Step::PowerWait { .. } => {
+                "starting or stopping servers"
+            }
             Step::CnfApply => "applying the Kubernetes objects",
             Step::CnfScaling => "scaling the workloads",
             Step::CnfDeletingPods => "deleting pods",
@@ -876,6 +905,11 @@ impl Operation {
             (Step::DeleteSent, OpEvent::StackDeleted(r)) => self.on_delete_sent(r),
             (Step::DeleteWait { deadline }, OpEvent::Stack(r)) => self.on_delete_wait(deadline, r),
             (Step::ResumeWait { deadline }, OpEvent::Stack(r)) => self.on_resume_wait(deadline, r),
+            (Step::PowerCheck, OpEvent::Servers(r)) => self.on_power_check(r),
+            (Step::PowerSent(servers), OpEvent::PowerSet(r)) => self.on_power_set(servers, r),
+            (Step::PowerWait { deadline, servers }, OpEvent::Servers(r)) => {
+                self.on_power_wait(deadline, servers, r);
+            }
             (Step::CnfNodes, OpEvent::Nodes(r)) => self.on_cnf_nodes(r),
             (Step::CnfApply, OpEvent::ObjectsApplied(r)) => self.on_cnf_applied(&r),
             (Step::CnfScaling, OpEvent::WorkloadsScaled(r)) => self.on_cnf_applied(&r),
@@ -892,6 +926,10 @@ impl Operation {
     fn fire_timer(&mut self) {
         if let Step::CnfWait { .. } = self.step {
             return self.cnf_list_pods();
+        }
+        if let Step::PowerWait { servers, .. } = &self.step {
+            self.next = Some(OpAction::ShowServers(servers.clone()));
+            return;
         }
         let Some(id) = self.progress.stack_id.clone() else {
             return self.internal("a timer without a stack");
@@ -917,7 +955,10 @@ impl Operation {
         }
         let updates = !matches!(
             self.progress.plan,
-            Plan::Terminate | Plan::RollbackInstantiate | Plan::ModifyInfo { .. }
+            Plan::Terminate
+                | Plan::RollbackInstantiate
+                | Plan::ModifyInfo { .. }
+                | Plan::Operate { .. }
         );
         if let (true, true, Some(id)) = (self.resume, updates, self.progress.stack_id.clone()) {
             // The interrupted operation may have left the stack in progress: Heat refuses an
@@ -965,8 +1006,130 @@ impl Operation {
                 let patch = patch.clone();
                 self.modify(&patch);
             }
+            Plan::Operate { servers, .. } => {
+                self.step = Step::PowerCheck;
+                self.next = Some(OpAction::ShowServers(servers.clone()));
+            }
             _ => self.delete_stack(),
         }
+    }
+
+    /// `OPERATE`: whether the plan starts, and the status a server has once it is done.
+    fn power_target(&self) -> Option<(bool, &'static str)> {
+        match &self.progress.plan {
+            Plan::Operate { on: true, .. } => Some((true, "ACTIVE")),
+            Plan::Operate { on: false, .. } => Some((false, "SHUTOFF")),
+            _ => None,
+        }
+    }
+
+    /// The servers not in the wanted state yet; a server in `ERROR`, or that cannot be shown,
+    /// fails the operation.
+    fn power_todo(
+        &mut self,
+        r: BTreeMap<ServerId, Result<ServerInfo, DriverError>>,
+    ) -> Option<Vec<ServerId>> {
+        let Some((_, want)) = self.power_target() else {
+            self.internal("a power step without an OPERATE plan");
+            return None;
+        };
+        let mut todo = Vec::new();
+        for (id, info) in r {
+            match info {
+                Ok(s) if s.status == want => {}
+                Ok(s) if s.status == "ERROR" => {
+                    self.fail(Failed::new(
+                        FailureKind::StackFailed,
+                        "server in ERROR",
+                        format!("server {id} is in ERROR: it cannot be started or stopped"),
+                    ));
+                    return None;
+                }
+                Ok(_) => todo.push(id),
+                Err(e) => {
+                    self.fail_driver(&e);
+                    return None;
+                }
+            }
+        }
+        Some(todo)
+    }
+
+    fn on_power_check(&mut self, r: BTreeMap<ServerId, Result<ServerInfo, DriverError>>) {
+        let Some(todo) = self.power_todo(r) else {
+            return;
+        };
+        let Some((on, _)) = self.power_target() else {
+            return;
+        };
+        if todo.is_empty() {
+            return self.finish_operate();
+        }
+        self.next = Some(OpAction::SetPower {
+            servers: todo.clone(),
+            on,
+        });
+        self.step = Step::PowerSent(todo);
+    }
+
+    fn on_power_set(&mut self, servers: Vec<ServerId>, r: Vec<Result<(), DriverError>>) {
+        if let Some(e) = r.into_iter().find_map(Result::err) {
+            return self.fail_driver(&e);
+        }
+        let deadline = self.now + chrono_of(self.cfg.stack_timeout);
+        self.step = Step::PowerWait { deadline, servers };
+        self.wait_until(deadline);
+    }
+
+    fn on_power_wait(
+        &mut self,
+        deadline: DateTime<Utc>,
+        servers: Vec<ServerId>,
+        r: BTreeMap<ServerId, Result<ServerInfo, DriverError>>,
+    ) {
+        let Some(todo) = self.power_todo(r) else {
+            return;
+        };
+        if todo.is_empty() {
+            return self.finish_operate();
+        }
+        if self.now >= deadline {
+            let want = self.power_target().map_or("", |t| t.1);
+            return self.fail(Failed::new(
+                FailureKind::Backend,
+                "VIM request timed out",
+                format!(
+                    "server(s) {} not {want} within {} s",
+                    todo.iter()
+                        .map(ServerId::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    self.cfg.stack_timeout.as_secs()
+                ),
+            ));
+        }
+        let _ = servers;
+        self.step = Step::PowerWait {
+            deadline,
+            servers: todo,
+        };
+        self.wait_until(deadline);
+    }
+
+    /// Every server is in the wanted state: `vnfState` and each `vnfcState` say it.
+    fn finish_operate(&mut self) {
+        let state = match self.power_target() {
+            Some((true, _)) => VnfOperationalStateType::Started,
+            _ => VnfOperationalStateType::Stopped,
+        };
+        let mut new = self.before.clone();
+        if let Some(info) = new.instantiated_vnf_info.as_mut() {
+            info.vnf_state = Some(state);
+            for v in &mut info.vnfc_info {
+                v.vnfc_state = state;
+            }
+        }
+        self.finish(Ok(new));
     }
 
     /// `MODIFY_INFO`: the instance after the request, and `changedInfo`; ends at once.

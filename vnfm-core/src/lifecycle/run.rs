@@ -134,6 +134,17 @@ async fn perform(d: &Drivers, hooks: &[Arc<dyn OperationHook>], action: OpAction
             }
             OpEvent::ObjectsDeleted(out)
         }
+        OpAction::SetPower { servers, on } => {
+            let mut out = Vec::new();
+            for id in servers {
+                out.push(if on {
+                    d.compute.start_server(&id).await
+                } else {
+                    d.compute.stop_server(&id).await
+                });
+            }
+            OpEvent::PowerSet(out)
+        }
         OpAction::RunHook(call) => {
             let hook = hooks.iter().find(|h| h.name() == call.name);
             OpEvent::Hook(match hook {

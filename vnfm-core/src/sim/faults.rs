@@ -275,6 +275,12 @@ impl ComputeInventory for FaultySim {
         self.check(Method::Server)?;
         self.inner.server(id).await
     }
+    async fn start_server(&self, id: &ServerId) -> Result<(), DriverError> {
+        self.inner.start_server(id).await
+    }
+    async fn stop_server(&self, id: &ServerId) -> Result<(), DriverError> {
+        self.inner.stop_server(id).await
+    }
 }
 
 #[async_trait]

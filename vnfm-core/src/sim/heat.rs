@@ -200,6 +200,9 @@ pub(crate) struct StackRec {
     /// A delete in progress.
     #[serde(default)]
     deleting: Option<Deleting>,
+    /// Polls left that see the create in progress (the cloud file's `stack_create_shows`).
+    #[serde(default)]
+    create_shows_left: u32,
 }
 
 fn invalid(message: impl Into<String>) -> DriverError {
@@ -703,6 +706,7 @@ impl State {
                 resources: Vec::new(),
                 asg: false,
                 deleting: None,
+                create_shows_left: self.cloud.stack_create_shows,
             },
         );
         self.converge(&id, StackAction::Create);
@@ -746,8 +750,19 @@ impl State {
 
     /// `show_stack` as a poller sees it: a stack being deleted shows `DELETE_IN_PROGRESS` for
     /// as many calls as its delete was given, then the delete completes (the stack is gone,
-    /// or stays `DELETE_FAILED` when a [`StackDeleteFault::Failed`] was planned).
+    /// or stays `DELETE_FAILED` when a [`StackDeleteFault::Failed`] was planned). A stack
+    /// created on a cloud with `stack_create_shows: N` shows `CREATE_IN_PROGRESS` to its first
+    /// N polls (until it is updated or deleted).
     pub(crate) fn show_stack_polled(&mut self, id: &StackId) -> Result<Stack, DriverError> {
+        if let Some(s) = self.stacks.get_mut(id).filter(|s| s.create_shows_left > 0) {
+            s.create_shows_left -= 1;
+            if s.status.action == StackAction::Create && s.deleting.is_none() {
+                let mut shown = self.show_stack(id)?;
+                shown.stack_status = StackStatus::new(StackAction::Create, StackState::InProgress);
+                shown.stack_status_reason = "Stack CREATE started".into();
+                return Ok(shown);
+            }
+        }
         if let Some(d) = self.stacks.get_mut(id).and_then(|s| s.deleting.as_mut()) {
             if d.shows_left > 0 {
                 d.shows_left -= 1;
@@ -1576,6 +1591,7 @@ impl State {
                 resources: Vec::new(),
                 asg,
                 deleting: None,
+                create_shows_left: 0,
             },
         );
         n
@@ -2686,6 +2702,46 @@ flavors:
         let members = member_zones(&s, &st.id).await;
         assert!(members.iter().all(|m| m.1 == "AZ-2"), "{members:?}");
         assert_eq!(s.server_ids().len(), 2, "the old servers are gone");
+    }
+
+    /// `stack_create_shows: 2`: a create is seen in progress by two polls, then complete; an
+    /// update is not slowed.
+    #[tokio::test]
+    async fn slow_stack_creates() {
+        let s = sim(&format!("{DEMO}stack_create_shows: 2\n"));
+        let id = s
+            .create_stack(CreateStack::new(
+                "slow",
+                bundle(ONE_VM, &[]),
+                params(json!({})),
+            ))
+            .await
+            .unwrap();
+        for _ in 0..2 {
+            let shown = s.show_stack(&id).await.unwrap();
+            assert_eq!(shown.stack_status.to_string(), "CREATE_IN_PROGRESS");
+        }
+        let shown = s.show_stack(&id).await.unwrap();
+        assert_eq!(shown.stack_status.to_string(), "CREATE_COMPLETE");
+        // A snapshot keeps the count; an update is at once.
+        let s = sim(&format!("{DEMO}stack_create_shows: 5\n"));
+        let id = s
+            .create_stack(CreateStack::new(
+                "slow",
+                bundle(ONE_VM, &[]),
+                params(json!({})),
+            ))
+            .await
+            .unwrap();
+        let _ = s.show_stack(&id).await.unwrap();
+        let s = SimCloud::restore(&s.snapshot().unwrap()).unwrap();
+        let shown = s.show_stack(&id).await.unwrap();
+        assert_eq!(shown.stack_status.to_string(), "CREATE_IN_PROGRESS");
+        s.update_stack(UpdateStack::parameters(id.clone(), params(json!({}))))
+            .await
+            .unwrap();
+        let shown = s.show_stack(&id).await.unwrap();
+        assert_eq!(shown.stack_status.to_string(), "UPDATE_COMPLETE");
     }
 
     #[tokio::test]

@@ -12,7 +12,9 @@
 //!   the next one finds the stack gone ([`DriverError::NotFound`]); any call about something
 //!   else (another stack, zones, servers) also comes after that moment. The capacity is
 //!   freed when the delete completes. [`FaultySim::fail_next_stack_deletes`] makes deletes
-//!   slower (in progress for N shows, whatever else happens) or fail.
+//!   slower (in progress for N shows, whatever else happens) or fail. A cloud file's
+//!   `stack_create_shows: N` makes creates slow the same way: a new stack shows
+//!   `CREATE_IN_PROGRESS` to its first N `show_stack` calls (not after an update or a delete).
 //! - Everything is deterministic: ids come from an [`IdGen`] seeded by the seed given to
 //!   [`SimCloud::new`], and a virtual clock (a counter) orders events.
 //! - Clones share state (`Arc<Mutex<_>>`), so a clone handed to the code under test and one
@@ -121,6 +123,9 @@ pub(crate) struct ServerRec {
     /// The server's one fixed IP.
     #[serde(default)]
     ip: Option<String>,
+    /// Stopped (`os-stop`): shown `SHUTOFF`; it keeps its host and capacity, as in Nova.
+    #[serde(default)]
+    stopped: bool,
 }
 
 /// A Nova server group.
@@ -486,6 +491,7 @@ impl State {
                 (n >> 8) & 0xff,
                 n & 0xff
             )),
+            stopped: false,
         };
         if let Some(g) = req.group.as_ref().and_then(|g| self.groups.get_mut(g)) {
             g.members.push(id.clone());
@@ -932,7 +938,11 @@ impl ComputeInventory for SimCloud {
         Ok(ServerInfo {
             id: s.id.clone(),
             name: s.name.clone(),
-            status: s.status.clone(),
+            status: if s.stopped && s.status == "ACTIVE" {
+                "SHUTOFF".to_owned()
+            } else {
+                s.status.clone()
+            },
             host: s.host.clone().filter(|_| st.admin_view),
             host_id: s
                 .host
@@ -943,6 +953,42 @@ impl ComputeInventory for SimCloud {
             flavor: Some(s.flavor.as_str().into()),
             server_groups: s.group.iter().cloned().collect(),
             fault: s.fault.clone(),
+        })
+    }
+
+    async fn start_server(&self, id: &ServerId) -> Result<(), DriverError> {
+        self.settled(None).set_power(id, true)
+    }
+
+    async fn stop_server(&self, id: &ServerId) -> Result<(), DriverError> {
+        self.settled(None).set_power(id, false)
+    }
+}
+
+impl State {
+    /// Nova's `os-start` (`on`) / `os-stop`: the power state changes at once; a server that
+    /// is not `ACTIVE` (built), or already in that state, is refused with Nova's 409 text.
+    fn set_power(&mut self, id: &ServerId, on: bool) -> Result<(), DriverError> {
+        self.tick();
+        let s = self
+            .servers
+            .get_mut(id)
+            .ok_or_else(|| not_found("server", id.as_str()))?;
+        let action = if on { "start" } else { "stop" };
+        let state = match (on, s.stopped) {
+            _ if s.status != "ACTIVE" => "error",
+            (true, false) => "active",
+            (false, true) => "stopped",
+            _ => {
+                s.stopped = !on;
+                return Ok(());
+            }
+        };
+        Err(DriverError::Conflict {
+            driver: "nova",
+            message: format!(
+                "Cannot '{action}' instance {id} while it is in vm_state {state} (HTTP 409)"
+            ),
         })
     }
 }

@@ -1,0 +1,267 @@
+//! The task resources of an operation occurrence (SOL003 v3.3.1 5.4.14–5.4.17):
+//! `POST /vnflcm/v2/vnf_lcm_op_occs/{id}/{retry|rollback|fail|cancel}`.
+//!
+//! The core decides which task an occurrence takes in which state
+//! ([`vnfm_core::lifecycle::task`]); these handlers look the occurrence up (404), ask the core
+//! (409 naming the state), and carry the task out:
+//! - `retry`, `rollback`: 202 with the occurrence's `Location` once it is `PROCESSING` /
+//!   `ROLLING_BACK` again; the operation continues in the background
+//!   ([`vnfm_core::lifecycle::Lifecycle::retry`], [`Lifecycle::rollback_with`]).
+//! - `fail`: 200 with the occurrence, now `FAILED`.
+//! - `cancel` (body `CancelMode`): 202; the operation stops at its next step boundary (a VIM
+//!   call in flight completes; a wait for a stack ends at once) and ends `FAILED_TEMP`, to be
+//!   retried, rolled back or failed. `GRACEFUL` and `FORCEFUL` act the same: vnfm never breaks
+//!   off a VIM call, and stops before the next one either way.
+//!
+//! Every operation this server runs gets an [`Interrupt`] registered by instance
+//! ([`Cancels`]); a cancel triggers it.
+//!
+//! [`Lifecycle::rollback_with`]: vnfm_core::lifecycle::Lifecycle::rollback_with
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::oneshot;
+use vnfm_core::driver::Store;
+use vnfm_core::id::{OpOccId, VnfInstanceId};
+use vnfm_core::lcm::{CancelModeType, VnfLcmOpOcc};
+use vnfm_core::lifecycle::grant::lcm_op_occ_href;
+use vnfm_core::lifecycle::{Interrupt, LcmError, OpTask, OperationOptions};
+use vnfm_core::problem::ProblemDetails;
+
+use super::http::{json, parse, problem, problem_of, read_body};
+use super::observe::{send_started, Started};
+use super::state::{lcm_problem, App};
+
+/// The interrupts of the operations this server runs, by instance (one operation at a time
+/// per instance): what a cancel triggers. Bounded by the number of running operations.
+#[derive(Debug, Default)]
+pub(crate) struct Cancels {
+    next: AtomicU64,
+    by_instance: Mutex<HashMap<VnfInstanceId, (u64, Interrupt)>>,
+}
+
+impl Cancels {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<VnfInstanceId, (u64, Interrupt)>> {
+        self.by_instance
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new interrupt for the operation about to run on `id`, and the token that
+    /// [`Cancels::unregister`] takes when it ends.
+    pub(crate) fn register(&self, id: &VnfInstanceId) -> (u64, Interrupt) {
+        let token = self.next.fetch_add(1, Ordering::Relaxed);
+        let i = Interrupt::new();
+        self.map().insert(id.clone(), (token, i.clone()));
+        (token, i)
+    }
+
+    /// Forgets the interrupt of `token` (a later operation's is kept).
+    pub(crate) fn unregister(&self, id: &VnfInstanceId, token: u64) {
+        let mut m = self.map();
+        if m.get(id).is_some_and(|(t, _)| *t == token) {
+            m.remove(id);
+        }
+    }
+
+    /// Triggers the interrupt of the operation running on `id`; false when none runs here.
+    fn trigger(&self, id: &VnfInstanceId, reason: &str) -> bool {
+        match self.map().get(id) {
+            Some((_, i)) => {
+                i.trigger(reason);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The body of `POST .../cancel` (SOL003 `CancelMode`).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CancelMode {
+    /// `GRACEFUL` or `FORCEFUL`.
+    cancel_mode: CancelModeType,
+}
+
+/// The occurrence `id`, or a 404 / 500 ProblemDetails.
+async fn occurrence(app: &App, id: &OpOccId) -> Result<VnfLcmOpOcc, Response> {
+    app.store.op_occ(id).await.map_err(|e| {
+        if e.is_not_found() {
+            problem_of(404, format!("VNF LCM operation occurrence {id} not found"))
+        } else {
+            problem_of(500, format!("the state store failed: {e}"))
+        }
+    })
+}
+
+/// The ProblemDetails of a task the core refused or that failed to start.
+fn task_problem(e: &LcmError) -> Response {
+    problem(lcm_problem(e))
+}
+
+/// `POST /vnf_lcm_op_occs/{id}/fail`: 200 with the occurrence, `FAILED`.
+pub(crate) async fn fail(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let id = OpOccId::from(id);
+    if let Err(r) = occurrence(&app, &id).await {
+        return r;
+    }
+    match app.lcm.fail(&id).await {
+        Ok(op) => json(StatusCode::OK, &op),
+        Err(e) => task_problem(&e),
+    }
+}
+
+/// `POST /vnf_lcm_op_occs/{id}/retry`.
+pub(crate) async fn retry(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    resume(app, OpOccId::from(id), OpTask::Retry).await
+}
+
+/// `POST /vnf_lcm_op_occs/{id}/rollback`.
+pub(crate) async fn rollback(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    resume(app, OpOccId::from(id), OpTask::Rollback).await
+}
+
+/// Retry or rollback: checked by the core, then run in the background; 202 once the
+/// occurrence is stored running again, or the ProblemDetails of why it did not start.
+async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
+    let op = match occurrence(&app, &id).await {
+        Ok(op) => op,
+        Err(r) => return r,
+    };
+    if let Err(e) = app.lcm.check_task(&id, task).await {
+        return task_problem(&e);
+    }
+    let instance = op.vnf_instance_id.clone();
+    let pkg = match app.instance_and_package(&instance).await {
+        Ok((_, pkg)) => pkg,
+        Err(p) => return problem(p),
+    };
+    let (tx, rx) = oneshot::channel();
+    let started: Started = Arc::new(Mutex::new(Some(tx)));
+    app.shared
+        .started
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(instance.clone(), started.clone());
+    let (token, interrupt) = app.cancels.register(&instance);
+    let opts = OperationOptions {
+        interrupt: Some(interrupt),
+        ..OperationOptions::default()
+    };
+    app.running.fetch_add(1, Ordering::SeqCst);
+    let bg = app.clone();
+    tokio::spawn(async move {
+        let app = bg;
+        let r = match task {
+            OpTask::Retry => app.lcm.retry(&id, &pkg, &opts).await,
+            _ => app.lcm.rollback_with(&id, &pkg, &opts).await,
+        };
+        {
+            let mut s = app
+                .shared
+                .started
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if s.get(&instance).is_some_and(|x| Arc::ptr_eq(x, &started)) {
+                s.remove(&instance);
+            }
+        }
+        app.cancels.unregister(&instance, token);
+        // A task that did not start leaves the occurrence as it was (FAILED_TEMP: the
+        // instance stays taken by it).
+        match r {
+            Err(e) => send_started(&started, Err(lcm_problem(&e))),
+            Ok(report) => {
+                app.note(&format!(
+                    "{} of operation {id} on VNF instance {instance}: {}{}",
+                    task.name(),
+                    crate::render::lcm::sol(&report.op_occ.operation_state),
+                    report
+                        .op_occ
+                        .error
+                        .as_ref()
+                        .map(|e| format!(": {}", e.detail))
+                        .unwrap_or_default()
+                ));
+                if let Err(e) = crate::vim::save_sim(&app.sqlite, &app.sim, &app.config).await {
+                    crate::display::log_line(&format!("vnfm serve: {e}"));
+                }
+            }
+        }
+        if app.running.fetch_sub(1, Ordering::SeqCst) == 1 {
+            app.idle.notify_waiters();
+        }
+    });
+    match rx.await {
+        Ok(Ok(op_id)) => accepted(&op_id),
+        Ok(Err(p)) => problem(p),
+        Err(_) => problem(ProblemDetails::new(
+            500,
+            format!(
+                "the {} of operation {} ended before it was recorded",
+                task.name(),
+                op.id
+            ),
+        )),
+    }
+}
+
+fn accepted(op_id: &OpOccId) -> Response {
+    let mut r = StatusCode::ACCEPTED.into_response();
+    if let Ok(v) = HeaderValue::from_str(&lcm_op_occ_href(op_id)) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
+
+/// `POST /vnf_lcm_op_occs/{id}/cancel` with a `CancelMode`: 202, and the operation stops at
+/// its next step boundary (`FAILED_TEMP`).
+pub(crate) async fn cancel(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let req: CancelMode = match read_body(body, app.config.server.body_limit, app.request_timeout())
+        .await
+        .and_then(|b| parse(&b, "CancelMode"))
+    {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let id = OpOccId::from(id);
+    if let Err(r) = occurrence(&app, &id).await {
+        return r;
+    }
+    let op = match app.lcm.check_cancel(&id).await {
+        Ok(op) => op,
+        Err(e) => return task_problem(&e),
+    };
+    let mode = match req.cancel_mode {
+        CancelModeType::Graceful => "GRACEFUL",
+        CancelModeType::Forceful => "FORCEFUL",
+    };
+    let reason = format!("cancelled ({mode}) by POST {}/cancel", lcm_op_occ_href(&id));
+    if !app.cancels.trigger(&op.vnf_instance_id, &reason) {
+        // It ended between the check and now.
+        let state = match occurrence(&app, &id).await {
+            Ok(o) => o.operation_state.to_string(),
+            Err(r) => return r,
+        };
+        return problem_of(
+            409,
+            format!(
+                "operation {id} is {state}: only an operation STARTING, PROCESSING or \
+                 ROLLING_BACK can be cancelled"
+            ),
+        );
+    }
+    app.note(&format!("operation {id}: {reason}"));
+    accepted(&id)
+}

@@ -1,0 +1,207 @@
+//! `scale_to_level`, `change_flavour` and `change_ext_conn` over a real socket (SOL003 v3.3.1
+//! 5.4.6, 5.4.7, 5.4.11; issue 16), on the simulated cloud with the demo package (one
+//! flavour; aspects VDU1_scale 0..=2 and VDU2_scale 0..=1; levels small and large).
+//! Cost: about 3 s.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod serve_common;
+
+use std::net::SocketAddr;
+
+use serde_json::{json, Value};
+use serve_common::*;
+
+fn path(id: &str, op: &str) -> String {
+    format!("/vnflcm/v2/vnf_instances/{id}/{op}")
+}
+
+/// A 4xx ProblemDetails whose detail contains every one of `words`.
+fn refused(r: &Reply, status: u16, words: &[&str]) -> Value {
+    let p = r.problem(status);
+    let d = p["detail"].as_str().unwrap();
+    for w in words {
+        assert!(d.contains(w), "{status} not saying {w:?}: {p}");
+    }
+    p
+}
+
+async fn not_instantiated(addr: SocketAddr) -> String {
+    let r = post_json(
+        addr,
+        "/vnflcm/v2/vnf_instances",
+        &json!({"vnfdId": DEMO_VNFD}),
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    r.json()["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_to_level_runs_one_aspects_scale_and_refuses_what_it_does_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let to_level = |body: Value| {
+        let id = id.clone();
+        async move { post_json(addr, &path(&id, "scale_to_level"), &body).await }
+    };
+
+    // Out to level 2, then in to 1: each one SCALE_TO_LEVEL occurrence.
+    for level in [2, 1] {
+        let r =
+            to_level(json!({"scaleInfo": [{"aspectId": "VDU1_scale", "scaleLevel": level}]})).await;
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        let op = wait_op(addr, r.header("location").unwrap()).await;
+        assert_eq!(op["operationState"], "COMPLETED", "{op}");
+        assert_eq!(op["operation"], "SCALE_TO_LEVEL", "{op}");
+        assert_eq!(
+            op["operationParams"]["scaleInfo"][0]["scaleLevel"], level,
+            "{op}"
+        );
+        assert_eq!(scale_level(addr, &id, "VDU1_scale").await, level);
+        assert_eq!(servers(addr, &id).await.len(), 3 + level as usize);
+    }
+
+    // Level "large" changes both aspects: refused, naming them.
+    let r = to_level(json!({"instantiationLevelId": "large"})).await;
+    refused(
+        &r,
+        422,
+        &["VDU1_scale: 1 -> 2", "VDU2_scale: 0 -> 1", "one aspect"],
+    );
+    // Nothing to change.
+    let r = to_level(json!({"scaleInfo": [{"aspectId": "VDU1_scale", "scaleLevel": 1}]})).await;
+    refused(&r, 422, &["already"]);
+    // Out of range, unknown aspect or level, both or neither selector.
+    let r = to_level(json!({"scaleInfo": [{"aspectId": "VDU1_scale", "scaleLevel": 3}]})).await;
+    refused(&r, 422, &["maximum 2"]);
+    let r = to_level(json!({"scaleInfo": [{"aspectId": "nope", "scaleLevel": 1}]})).await;
+    refused(&r, 422, &["\"nope\"", "VDU1_scale"]);
+    let r = to_level(json!({"instantiationLevelId": "huge"})).await;
+    refused(&r, 422, &["\"huge\"", "large", "small"]);
+    let r = to_level(json!({"instantiationLevelId": "large", "scaleInfo": []})).await;
+    refused(&r, 422, &["exactly one"]);
+    let r = to_level(json!({})).await;
+    refused(&r, 422, &["exactly one"]);
+    // Not a ScaleVnfToLevelRequest.
+    let r = to_level(json!({"level": 1})).await;
+    refused(&r, 400, &["ScaleVnfToLevelRequest"]);
+    // Nothing of that was run: the level is still 1, and one instance took the next request.
+    assert_eq!(scale_level(addr, &id, "VDU1_scale").await, 1);
+    assert_eq!(ops(addr, &id, "SCALE_TO_LEVEL").await.len(), 2);
+
+    // Unknown instance, NOT_INSTANTIATED instance.
+    let body = json!({"scaleInfo": [{"aspectId": "VDU1_scale", "scaleLevel": 1}]});
+    let r = post_json(addr, &path("nope", "scale_to_level"), &body).await;
+    refused(&r, 404, &["nope"]);
+    let other = not_instantiated(addr).await;
+    let r = post_json(addr, &path(&other, "scale_to_level"), &body).await;
+    refused(&r, 409, &["NOT_INSTANTIATED"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn change_flavour_and_change_ext_conn_say_why_they_are_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let idle = not_instantiated(addr).await;
+
+    // The demo package has one flavour.
+    let body = json!({"newFlavourId": "other"});
+    let r = post_json(addr, &path(&id, "change_flavour"), &body).await;
+    refused(&r, 409, &["one deployment flavour", "default"]);
+    let r = post_json(addr, &path(&idle, "change_flavour"), &body).await;
+    refused(&r, 409, &["NOT_INSTANTIATED"]);
+    let r = post_json(addr, &path("nope", "change_flavour"), &body).await;
+    refused(&r, 404, &["nope"]);
+    let r = post_json(
+        addr,
+        &path(&id, "change_flavour"),
+        &json!({"flavourId": "x"}),
+    )
+    .await;
+    refused(&r, 400, &["newFlavourId"]);
+
+    let body = json!({"extVirtualLinks": [{"id": "ext", "resourceId": "net-1", "extCps": []}]});
+    let r = post_json(addr, &path(&id, "change_ext_conn"), &body).await;
+    refused(
+        &r,
+        422,
+        &["does not change the external connectivity", "Heat"],
+    );
+    let r = post_json(addr, &path(&idle, "change_ext_conn"), &body).await;
+    refused(&r, 409, &["NOT_INSTANTIATED"]);
+    let r = post_json(addr, &path("nope", "change_ext_conn"), &body).await;
+    refused(&r, 404, &["nope"]);
+    let r = post_json(addr, &path(&id, "change_ext_conn"), &json!({})).await;
+    refused(&r, 400, &["extVirtualLinks"]);
+
+    // Nothing ran.
+    assert!(ops(addr, &id, "CHANGE_FLAVOUR").await.is_empty());
+    assert!(ops(addr, &id, "CHANGE_EXT_CONN").await.is_empty());
+}
+
+/// `operate`: STOPPED then STARTED through the simulated VIM (servers SHUTOFF / ACTIVE);
+/// `vnfState` and every `vnfcState` follow; the state rules and bad requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operate_stops_and_starts_the_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let idle = not_instantiated(addr).await;
+    let operate = |body: Value| {
+        let id = id.clone();
+        async move { post_json(addr, &path(&id, "operate"), &body).await }
+    };
+    for (to, extra) in [
+        (
+            "STOPPED",
+            json!({"stopType": "GRACEFUL", "gracefulStopTimeout": 10}),
+        ),
+        ("STARTED", json!({})),
+    ] {
+        let mut body = extra.clone();
+        body["changeStateTo"] = json!(to);
+        let r = operate(body).await;
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        let op = wait_op(addr, r.header("location").unwrap()).await;
+        assert_eq!(op["operationState"], "COMPLETED", "{op}");
+        assert_eq!(op["operation"], "OPERATE", "{op}");
+        let inst = get(addr, &format!("/vnflcm/v2/vnf_instances/{id}"))
+            .await
+            .json();
+        let info = &inst["instantiatedVnfInfo"];
+        assert_eq!(info["vnfState"], to, "{inst}");
+        let vnfcs = info["vnfcInfo"].as_array().unwrap();
+        assert_eq!(vnfcs.len(), 3);
+        assert!(vnfcs.iter().all(|v| v["vnfcState"] == to), "{inst}");
+        // Already there: 409 naming the state.
+        let r = operate(json!({ "changeStateTo": to })).await;
+        refused(&r, 409, &[to, "already"]);
+    }
+    let r = operate(json!({"changeStateTo": "STARTED", "stopType": "FORCEFUL"})).await;
+    refused(&r, 422, &["STOPPED only"]);
+    let r = operate(json!({"changeStateTo": "STOPPED", "vnfcInstanceId": ["x"]})).await;
+    refused(&r, 422, &["whole instance"]);
+    let r = operate(json!({"changeStateTo": "PAUSED"})).await;
+    refused(&r, 400, &["OperateVnfRequest"]);
+    let r = post_json(
+        addr,
+        &path(&idle, "operate"),
+        &json!({"changeStateTo": "STOPPED"}),
+    )
+    .await;
+    refused(&r, 409, &["NOT_INSTANTIATED"]);
+    let r = post_json(
+        addr,
+        &path("nope", "operate"),
+        &json!({"changeStateTo": "STOPPED"}),
+    )
+    .await;
+    refused(&r, 404, &["nope"]);
+    assert_eq!(ops(addr, &id, "OPERATE").await.len(), 2);
+}
