@@ -94,7 +94,10 @@ async fn the_suite_passes_against_the_recorded_api_server() {
     let rec = Recording::read(&recording_path());
     let recorded = rec.exchanges.len();
     // sleeps return at once: the recorded answers come in the recorded order
-    let fx = fixture(&rec.fixture, Arc::new(VirtualClock::new(chrono::DateTime::UNIX_EPOCH)));
+    let fx = fixture(
+        &rec.fixture,
+        Arc::new(VirtualClock::new(chrono::DateTime::UNIX_EPOCH)),
+    );
     let (_server, script, k) = scripted(rec.exchanges).await;
     let outcome = cluster::run_all(&k, &fx).await;
     let mismatches = script.mismatches();
@@ -190,7 +193,10 @@ async fn a_request_other_than_the_recorded_one_fails_naming_both() {
     let text = e.to_string();
     assert!(text.contains(actual), "{text}");
     assert!(text.contains("expected exchange 1 of"), "{text}");
-    assert!(text.contains("GET /api/v1/nodes (differs in: path or query)"), "{text}");
+    assert!(
+        text.contains("GET /api/v1/nodes (differs in: path or query)"),
+        "{text}"
+    );
     let [m] = script.mismatches().try_into().unwrap();
     assert!(m.contains(actual) && m.contains("GET /api/v1/nodes"), "{m}");
     // the recording goes on where it was
@@ -295,9 +301,8 @@ async fn capture_the_suite_from_a_real_control_plane() {
         );
         return;
     }
-    let path = std::env::var_os("VNFM_K8S_KUBECONFIG").expect(
-        "VNFM_K8S_CAPTURE needs VNFM_K8S_KUBECONFIG: eval \"$(scripts/k8s-dev.sh start)\"",
-    );
+    let path = std::env::var_os("VNFM_K8S_KUBECONFIG")
+        .expect("VNFM_K8S_CAPTURE needs VNFM_K8S_KUBECONFIG: eval \"$(scripts/k8s-dev.sh start)\"");
     let real = KubeCluster::from_kubeconfig(Path::new(&path), None)
         .await
         .unwrap();
@@ -319,7 +324,10 @@ async fn capture_the_suite_from_a_real_control_plane() {
         create_node(&client, i).await;
     }
 
-    let recorder = Arc::new(Recorder::new(client.clone(), tokio::runtime::Handle::current()));
+    let recorder = Arc::new(Recorder::new(
+        client.clone(),
+        tokio::runtime::Handle::current(),
+    ));
     let server = Server::start(recorder.clone());
     let k = KubeCluster::from_kubeconfig(&server.kubeconfig(), None)
         .await

@@ -219,7 +219,10 @@ impl Handler for Queue {
         let mut st = self.0.lock().unwrap();
         let (method, target) = (&request.method, &request.target);
         let answer = match st.replies.pop_front() {
-            None => Answer::status(599, &format!("replay: no answer queued for {method} {target}")),
+            None => Answer::status(
+                599,
+                &format!("replay: no answer queued for {method} {target}"),
+            ),
             Some(r) => match &r.expect {
                 Some((m, p)) if m != method || p != request.path() => Answer::status(
                     599,
