@@ -1,5 +1,7 @@
-//! A loopback API server (plain HTTP/1.1 on 127.0.0.1, port 0) that replays captured answers of
-//! a real kube-apiserver, in order, and records every request it gets.
+//! A loopback API server (plain HTTP/1.1 on 127.0.0.1, port 0) answering with a [`Handler`]:
+//! [`Replay`] replays captured answers of a real kube-apiserver, in order, and records every
+//! request it gets; [`exchanges`] records and replays whole conversations (the conformance
+//! suite's).
 //!
 //! The captures are read at test time from `../shared/vectors/k8s/live-v1.36.2/` (nothing of
 //! them is copied into the project): each file is `{"request": {method, path, content_type?,
@@ -7,6 +9,8 @@
 //! records a skip (`vnfm_core::vectors`) and returns `None`.
 
 #![allow(dead_code)]
+
+pub mod exchanges;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
@@ -147,17 +151,106 @@ impl Request {
     }
 }
 
+/// What a [`Handler`] answers.
+#[derive(Clone, Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// A Kubernetes `Status` of `code` with `message` (reason `ReplayMismatch`).
+    pub fn status(code: u16, message: &str) -> Self {
+        Self {
+            status: code,
+            content_type: "application/json".to_owned(),
+            body: status_json(code, message).into_bytes(),
+        }
+    }
+}
+
+/// What answers the requests of a [`Server`]: called once per request, in the order they
+/// arrive (the request is recorded with the status answered afterwards).
+pub trait Handler: Send + Sync + 'static {
+    fn answer(&self, request: &Request) -> Answer;
+}
+
+/// A plain HTTP/1.1 server on 127.0.0.1 (port 0) answering with a [`Handler`], and a kubeconfig
+/// pointing at it (see [`kubeconfig`]).
+pub struct Server {
+    pub url: String,
+    dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub fn start(handler: Arc<dyn Handler>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let handler = handler.clone();
+                thread::spawn(move || serve(stream, &*handler));
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("kubeconfig"), kubeconfig(&url)).unwrap();
+        Server { url, dir }
+    }
+
+    /// The kubeconfig pointing at the server.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+}
+
 #[derive(Default)]
 struct State {
     replies: VecDeque<Reply>,
     requests: Vec<Request>,
 }
 
-/// The loopback server and a kubeconfig pointing at it.
+/// The queue of [`Reply`]s as a [`Handler`].
+struct Queue(Arc<Mutex<State>>);
+
+impl Handler for Queue {
+    fn answer(&self, request: &Request) -> Answer {
+        let mut st = self.0.lock().unwrap();
+        let (method, target) = (&request.method, &request.target);
+        let answer = match st.replies.pop_front() {
+            None => Answer::status(
+                599,
+                &format!("replay: no answer queued for {method} {target}"),
+            ),
+            Some(r) => match &r.expect {
+                Some((m, p)) if m != method || p != request.path() => Answer::status(
+                    599,
+                    &format!(
+                        "replay: {method} {target} is not the request of capture {} ({m} {p})",
+                        r.from
+                    ),
+                ),
+                _ => Answer {
+                    status: r.status,
+                    content_type: "application/json".to_owned(),
+                    body: r.body.into_bytes(),
+                },
+            },
+        };
+        let mut recorded = request.clone();
+        recorded.answered = answer.status;
+        st.requests.push(recorded);
+        answer
+    }
+}
+
+/// The loopback server answering queued [`Reply`]s in order, recording every request, and a
+/// kubeconfig pointing at it.
 pub struct Replay {
     pub url: String,
     state: Arc<Mutex<State>>,
-    dir: tempfile::TempDir,
+    server: Server,
 }
 
 impl Replay {
@@ -165,25 +258,18 @@ impl Replay {
     /// `admin-token`), `viewer` (`viewer-token`) and `wrong` (`wrong-token`), the tokens of the
     /// captures' `auth` fields.
     pub fn start() -> Replay {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(State::default()));
-        let st = state.clone();
-        thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let st = st.clone();
-                thread::spawn(move || serve(stream, &st));
-            }
-        });
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("kubeconfig"), kubeconfig(&url)).unwrap();
-        Replay { url, state, dir }
+        let server = Server::start(Arc::new(Queue(state.clone())));
+        Replay {
+            url: server.url.clone(),
+            state,
+            server,
+        }
     }
 
     /// The kubeconfig pointing at the server.
     pub fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("kubeconfig")
+        self.server.kubeconfig()
     }
 
     pub fn push(&self, reply: Reply) -> &Self {
@@ -261,7 +347,7 @@ fn read_body(reader: &mut impl BufRead, headers: &BTreeMap<String, String>) -> O
     Some(body)
 }
 
-fn serve(stream: TcpStream, state: &Mutex<State>) {
+fn serve(stream: TcpStream, handler: &dyn Handler) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut out = stream;
     loop {
@@ -284,46 +370,21 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
         let Some(body) = read_body(&mut reader, &headers) else {
             return;
         };
-        let (status, text) = {
-            let mut st = state.lock().unwrap();
-            let path = target.split('?').next().unwrap_or("");
-            let (status, text) = match st.replies.pop_front() {
-                None => (
-                    599,
-                    status_json(
-                        599,
-                        &format!("replay: no answer queued for {method} {target}"),
-                    ),
-                ),
-                Some(r) => match &r.expect {
-                    Some((m, p)) if *m != method || p != path => (
-                        599,
-                        status_json(
-                            599,
-                            &format!(
-                                "replay: {method} {target} is not the request of capture {} \
-                                 ({m} {p})",
-                                r.from
-                            ),
-                        ),
-                    ),
-                    _ => (r.status, r.body),
-                },
-            };
-            st.requests.push(Request {
-                method,
-                target,
-                headers,
-                body,
-                answered: status,
-            });
-            (status, text)
+        let request = Request {
+            method,
+            target,
+            headers,
+            body,
+            answered: 0,
         };
+        let answer = handler.answer(&request);
         let head = format!(
-            "HTTP/1.1 {status} Replay\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            text.len()
+            "HTTP/1.1 {} Replay\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n",
+            answer.status,
+            answer.content_type,
+            answer.body.len()
         );
-        if out.write_all(head.as_bytes()).is_err() || out.write_all(text.as_bytes()).is_err() {
+        if out.write_all(head.as_bytes()).is_err() || out.write_all(&answer.body).is_err() {
             return;
         }
         let _ = out.flush();
