@@ -36,6 +36,9 @@ pub(crate) struct Shared {
     pub metrics: Metrics,
     /// Requests waiting for the occurrence of the operation they launched, by instance.
     pub started: Mutex<HashMap<VnfInstanceId, Started>>,
+    /// The SOL003 subscriptions and the outbox of their notifications, written with every
+    /// commit (`subscriptions`).
+    pub outbox: super::subscriptions::Outbox,
     /// Which instances take no other operation now (the core decides from the occurrences
     /// this server stores and reads back); its events mark the alert handler busy or idle.
     occupancy: Mutex<Occupancy>,
@@ -50,6 +53,7 @@ impl Shared {
             cache: RwLock::default(),
             metrics: Metrics::default(),
             started: Mutex::default(),
+            outbox: super::subscriptions::Outbox::default(),
             occupancy: Mutex::default(),
         }
     }
@@ -212,7 +216,18 @@ impl Store for ObservedStore {
         let put = batch.put_instances.clone();
         let deleted = batch.delete_instances.clone();
         let _gate = self.shared.gate.write().await;
-        self.inner.commit(batch).await?;
+        // The notifications of the commit are written in its transaction (the outbox).
+        let mut staged = self.shared.outbox.stage(&batch, &self.shared.cache);
+        let mut done = StoreBatch::new();
+        done.put_op_occs.clone_from(&ops);
+        done.delete_instances.clone_from(&deleted);
+        if staged.docs.is_empty() {
+            self.inner.commit(batch).await?;
+        } else {
+            let docs = std::mem::take(&mut staged.docs);
+            self.inner.commit_with_documents(batch, docs).await?;
+        }
+        self.shared.outbox.record(&done, staged);
         self.observe(&ops, put, &deleted);
         Ok(())
     }
