@@ -216,7 +216,11 @@ async fn worker(app: Arc<App>, id: String, mut stopped: watch::Receiver<bool>) {
                 Ok(q) => q,
                 Err(e) => {
                     app.note(&format!("outbox entry {name} is unreadable, dropped: {e}"));
-                    app.shared.outbox.counters.failed.fetch_add(1, Ordering::Relaxed);
+                    app.shared
+                        .outbox
+                        .counters
+                        .failed
+                        .fetch_add(1, Ordering::Relaxed);
                     forget(&app, &name).await;
                     continue;
                 }

@@ -217,15 +217,16 @@ impl Store for ObservedStore {
         let deleted = batch.delete_instances.clone();
         let _gate = self.shared.gate.write().await;
         // The notifications of the commit are written in its transaction (the outbox).
-        let mut staged = self.shared.outbox.stage(&batch, &self.shared.cache);
+        let staged = self.shared.outbox.stage(&batch, &self.shared.cache);
         let mut done = StoreBatch::new();
         done.put_op_occs.clone_from(&ops);
         done.delete_instances.clone_from(&deleted);
         if staged.docs.is_empty() {
             self.inner.commit(batch).await?;
         } else {
-            let docs = std::mem::take(&mut staged.docs);
-            self.inner.commit_with_documents(batch, docs).await?;
+            self.inner
+                .commit_with_documents(batch, staged.docs.clone())
+                .await?;
         }
         self.shared.outbox.record(&done, staged);
         self.observe(&ops, put, &deleted);

@@ -175,9 +175,15 @@ impl Outbox {
         orphans.dedup();
         for sub in orphans {
             sqlite
-                .write_documents(Vec::new(), Some(all_of(&outbox_prefix(&sub))), Flush::Commit)
+                .write_documents(
+                    Vec::new(),
+                    Some(all_of(&outbox_prefix(&sub))),
+                    Flush::Commit,
+                )
                 .await
-                .map_err(|e| format!("cannot drop the outbox of deleted subscription {sub}: {e}"))?;
+                .map_err(|e| {
+                    format!("cannot drop the outbox of deleted subscription {sub}: {e}")
+                })?;
         }
         *self.subs.write().unwrap_or_else(PoisonError::into_inner) = subs;
         *self.tracker.lock().unwrap_or_else(PoisonError::into_inner) = Tracker::new(ops);
@@ -301,7 +307,11 @@ impl Outbox {
                 v.load(Ordering::Relaxed)
             );
         }
-        let n = self.subs.read().unwrap_or_else(PoisonError::into_inner).len();
+        let n = self
+            .subs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
         let _ = writeln!(
             out,
             "# HELP vnfm_lcm_subscriptions SOL003 lifecycle change subscriptions.\n\
@@ -370,8 +380,7 @@ fn parse_request(body: &[u8]) -> Result<LccnSubscriptionRequest, Response> {
 }
 
 async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
-    let bytes = match read_body(body, app.config.server.body_limit, app.request_timeout()).await
-    {
+    let bytes = match read_body(body, app.config.server.body_limit, app.request_timeout()).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -450,7 +459,10 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
         stored.request.callback_uri
     ));
     with_location(
-        json(StatusCode::CREATED, &subscription_body(&id, &stored.request)),
+        json(
+            StatusCode::CREATED,
+            &subscription_body(&id, &stored.request),
+        ),
         &subscription_href(&id),
     )
 }
