@@ -69,6 +69,7 @@ mod ledger;
 mod metrics;
 mod notify;
 mod observe;
+mod outbox;
 mod packages;
 pub mod promise;
 mod state;

@@ -17,8 +17,8 @@ use axum::http::header;
 use tokio::sync::watch;
 use vnfm_core::lcm_notify::{Delivery, Retry, RetryPolicy};
 
+use super::outbox::{outbox_prefix, Queued, Sub};
 use super::state::App;
-use super::subscriptions::{outbox_prefix, Queued, Sub};
 use crate::store::Flush;
 
 /// The HTTP client of the deliveries: no proxy from the environment, no redirects.

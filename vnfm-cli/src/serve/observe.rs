@@ -37,8 +37,8 @@ pub(crate) struct Shared {
     /// Requests waiting for the occurrence of the operation they launched, by instance.
     pub started: Mutex<HashMap<VnfInstanceId, Started>>,
     /// The SOL003 subscriptions and the outbox of their notifications, written with every
-    /// commit (`subscriptions`).
-    pub outbox: super::subscriptions::Outbox,
+    /// commit (`outbox`).
+    pub outbox: super::outbox::Outbox,
     /// Which instances take no other operation now (the core decides from the occurrences
     /// this server stores and reads back); its events mark the alert handler busy or idle.
     occupancy: Mutex<Occupancy>,
@@ -53,7 +53,7 @@ impl Shared {
             cache: RwLock::default(),
             metrics: Metrics::default(),
             started: Mutex::default(),
-            outbox: super::subscriptions::Outbox::default(),
+            outbox: super::outbox::Outbox::default(),
             occupancy: Mutex::default(),
         }
     }
