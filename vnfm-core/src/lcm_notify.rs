@@ -27,7 +27,10 @@ use serde_json::{json, Map, Value};
 use crate::driver::StoreBatch;
 use crate::error::{Error, Location};
 use crate::id::{OpOccId, VnfInstanceId};
-use crate::lcm::{LcmOperationStateType, LcmOperationType, VnfInstance, VnfLcmOpOcc};
+use crate::lcm::{
+    AffectedVnfc, ChangeType, LcmOperationStateType, LcmOperationType, ResourceChanges,
+    VnfInstance, VnfLcmOpOcc, VnfcResourceInfo,
+};
 use crate::lifecycle::grant::{lcm_op_occ_href, vnf_instance_href};
 
 /// The `href` of subscription `id`: `/vnflcm/v2/subscriptions/{id}`.
@@ -677,6 +680,54 @@ pub fn notification(subscription: &str, e: &LcmEvent, now: DateTime<Utc>) -> Val
 #[derive(Clone, Debug, Default)]
 pub struct Tracker {
     last: BTreeMap<OpOccId, (VnfInstanceId, LcmOperationStateType, DateTime<Utc>)>,
+    /// The VNFCs of an instance when its running occurrence started (seen by this process):
+    /// what a result's `affectedVnfcs` is the difference from.
+    before: BTreeMap<OpOccId, Vec<VnfcResourceInfo>>,
+}
+
+fn vnfcs(i: &VnfInstance) -> Vec<VnfcResourceInfo> {
+    i.instantiated_vnf_info
+        .as_ref()
+        .map(|v| v.vnfc_resource_info.clone())
+        .unwrap_or_default()
+}
+
+/// `affectedVnfcs` from the VNFCs before and after an operation: a VNFC only after is
+/// `ADDED`, only before `REMOVED`, on another compute resource `MODIFIED` (a heal's new
+/// server).
+pub fn affected_vnfcs(
+    before: &[VnfcResourceInfo],
+    after: &[VnfcResourceInfo],
+) -> Vec<AffectedVnfc> {
+    let entry = |v: &VnfcResourceInfo, change_type: ChangeType| AffectedVnfc {
+        id: v.id.clone(),
+        vdu_id: v.vdu_id.clone(),
+        vnfd_id: v.vnfd_id.clone(),
+        change_type,
+        compute_resource: v.compute_resource.clone(),
+        resource_definition_id: None,
+        zone_id: v.zone_id.clone(),
+        metadata: v.metadata.clone(),
+        affected_vnfc_cp_ids: Vec::new(),
+        added_storage_resource_ids: Vec::new(),
+        removed_storage_resource_ids: Vec::new(),
+    };
+    let mut out = Vec::new();
+    for a in after {
+        match before.iter().find(|b| b.id == a.id) {
+            None => out.push(entry(a, ChangeType::Added)),
+            Some(b) if b.compute_resource.resource_id != a.compute_resource.resource_id => {
+                out.push(entry(a, ChangeType::Modified));
+            }
+            Some(_) => {}
+        }
+    }
+    for b in before {
+        if !after.iter().any(|a| a.id == b.id) {
+            out.push(entry(b, ChangeType::Removed));
+        }
+    }
+    out
 }
 
 impl Tracker {
@@ -737,8 +788,31 @@ impl Tracker {
                 .cloned()
                 .or_else(|| known(&op.vnf_instance_id).as_ref().map(InstanceFacts::of))
                 .unwrap_or_else(|| InstanceFacts::id_only(&op.vnf_instance_id));
+            let mut op = op.clone();
+            // A result without resourceChanges gets the VNFCs' difference since the start.
+            let result = notification_status(op.operation_state) == "RESULT";
+            if let (true, None, Some(before)) =
+                (result, &op.resource_changes, self.before.get(&op.id))
+            {
+                let after = batch
+                    .put_instances
+                    .iter()
+                    .rev()
+                    .find(|i| i.id == op.vnf_instance_id)
+                    .cloned()
+                    .or_else(|| known(&op.vnf_instance_id));
+                if let Some(after) = after {
+                    let affected = affected_vnfcs(before, &vnfcs(&after));
+                    if !affected.is_empty() {
+                        op.resource_changes = Some(ResourceChanges {
+                            affected_vnfcs: affected,
+                            ..ResourceChanges::default()
+                        });
+                    }
+                }
+            }
             out.push(LcmEvent::OpOcc {
-                op: Box::new(op.clone()),
+                op: Box::new(op),
                 instance,
             });
         }
@@ -754,9 +828,27 @@ impl Tracker {
         out
     }
 
-    /// Records a committed batch: its occurrences' states; a deleted instance's occurrences
-    /// are forgotten (the store deleted them with it).
-    pub fn record(&mut self, batch: &StoreBatch) {
+    /// Records a committed batch: its occurrences' states, and the VNFCs of the instance of
+    /// an occurrence that starts (`known`: the instances as stored before the batch); a
+    /// deleted instance's occurrences are forgotten (the store deleted them with it).
+    pub fn record(
+        &mut self,
+        batch: &StoreBatch,
+        known: &dyn Fn(&VnfInstanceId) -> Option<VnfInstance>,
+    ) {
+        for op in &batch.put_op_occs {
+            let starts = op.operation_state == LcmOperationStateType::Starting
+                && !self.before.contains_key(&op.id);
+            if starts {
+                let v = known(&op.vnf_instance_id)
+                    .map(|i| vnfcs(&i))
+                    .unwrap_or_default();
+                self.before.insert(op.id.clone(), v);
+            }
+            if op.is_terminal() {
+                self.before.remove(&op.id);
+            }
+        }
         for op in &batch.put_op_occs {
             self.last.insert(
                 op.id.clone(),
@@ -769,6 +861,7 @@ impl Tracker {
         }
         for id in &batch.delete_instances {
             self.last.retain(|_, (i, _, _)| i != id);
+            self.before.retain(|op, _| self.last.contains_key(op));
         }
     }
 }
@@ -936,14 +1029,14 @@ mod tests {
         let ev = tr.events(&b, &known, t(0));
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].key(), "i:CREATED");
-        tr.record(&b);
+        tr.record(&b, &known);
         let known = |id: &VnfInstanceId| (id.as_str() == "i").then(|| inst("i"));
         let mut b = StoreBatch::new();
         b.put_op_occs.push(op("o", "i", S::Starting, 1));
         let ev = tr.events(&b, &known, t(1));
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].instance().vnfd_id, "vnfd-a", "facts from the store");
-        tr.record(&b);
+        tr.record(&b, &known);
         // Saving progress in the same state notifies nothing; a new state does.
         assert!(tr.events(&b, &known, t(2)).is_empty());
         let mut b = StoreBatch::new();
@@ -953,7 +1046,7 @@ mod tests {
         let ev = tr.events(&b, &known, t(3));
         assert_eq!(ev.len(), 2, "{ev:?}");
         // A re-entered state (a retry after FAILED_TEMP) is a new change.
-        tr.record(&b);
+        tr.record(&b, &known);
         let mut b = StoreBatch::new();
         b.put_op_occs.push(op("o", "i", S::Processing, 9));
         assert_eq!(tr.events(&b, &known, t(9)).len(), 1);
@@ -962,7 +1055,7 @@ mod tests {
         let ev = tr.events(&b, &known, t(10));
         assert_eq!(ev[0].key(), "i:DELETED");
         assert_eq!(ev[0].instance().name.as_deref(), Some("edge"));
-        tr.record(&b);
+        tr.record(&b, &known);
         assert!(
             tr.last.is_empty(),
             "a deleted instance's occurrences are forgotten"
@@ -1046,6 +1139,30 @@ mod tests {
         );
         assert_eq!(s["notificationStatus"], "START");
         assert_ne!(s["id"], n["id"]);
+    }
+
+    #[test]
+    fn affected_vnfcs_are_the_difference_of_the_vnfcs() {
+        let v = |id: &str, server: &str| -> VnfcResourceInfo {
+            serde_json::from_value(json!({"id": id, "vduId": "VDU1",
+                "computeResource": {"resourceId": server}}))
+            .unwrap()
+        };
+        let before = [v("a", "s1"), v("b", "s2")];
+        let after = [v("a", "s1"), v("b", "s9"), v("c", "s3")];
+        let got: Vec<(String, ChangeType)> = affected_vnfcs(&before, &after)
+            .into_iter()
+            .map(|a| (a.id, a.change_type))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("b".into(), ChangeType::Modified),
+                ("c".into(), ChangeType::Added)
+            ]
+        );
+        let gone = affected_vnfcs(&after, &[]);
+        assert!(gone.iter().all(|a| a.change_type == ChangeType::Removed) && gone.len() == 3);
     }
 
     #[test]

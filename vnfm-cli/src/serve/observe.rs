@@ -228,7 +228,7 @@ impl Store for ObservedStore {
                 .commit_with_documents(batch, staged.docs.clone())
                 .await?;
         }
-        self.shared.outbox.record(&done, staged);
+        self.shared.outbox.record(&done, staged, &self.shared.cache);
         self.observe(&ops, put, &deleted);
         Ok(())
     }

@@ -220,11 +220,21 @@ impl Outbox {
 
     /// Records a committed batch (its occurrences' and deletions' part) and wakes the workers
     /// of the notifications it queued.
-    pub(crate) fn record(&self, batch: &StoreBatch, staged: Staged) {
-        self.tracker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .record(batch);
+    /// `cache` still holds the instances as they were before the batch.
+    pub(crate) fn record(
+        &self,
+        batch: &StoreBatch,
+        staged: Staged,
+        cache: &RwLock<BTreeMap<VnfInstanceId, VnfInstance>>,
+    ) {
+        {
+            let cache = cache.read().unwrap_or_else(PoisonError::into_inner);
+            let known = |id: &VnfInstanceId| cache.get(id).cloned();
+            self.tracker
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .record(batch, &known);
+        }
         self.counters
             .queued
             .fetch_add(staged.docs.len() as u64, Ordering::Relaxed);
