@@ -410,7 +410,7 @@ async fn an_nfvo_gets_every_notification_of_a_reselecting_instantiate_a_heal_and
             assert!(changes("ADDED").len() >= 3, "{v}");
         }
         if i == 6 {
-            assert_eq!(changes("MODIFIED"), [vnfc.clone()], "{v}");
+            assert_eq!(changes("MODIFIED"), vec![vnfc.clone()], "{v}");
         }
         if i == 9 {
             assert!(changes("REMOVED").len() >= 3, "{v}");
