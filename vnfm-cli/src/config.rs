@@ -876,6 +876,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn notifications_have_documented_defaults_and_refuse_zero_naming_the_key() {
+        let c =
+            Config::from_toml(Path::new("n.toml"), "[notifications]\nmax_attempts = 3\n").unwrap();
+        let p = c.notifications.policy().unwrap();
+        assert_eq!(p.max_attempts, 3);
+        assert_eq!(p.initial, std::time::Duration::from_millis(1000));
+        assert_eq!(p.max_delay, std::time::Duration::from_secs(300));
+        assert_eq!(p.max_age, std::time::Duration::from_secs(86_400));
+        let c = Config::from_toml(Path::new("n.toml"), "[notifications]\ntimeout = 0\n").unwrap();
+        let e = c.notifications.policy().unwrap_err().to_string();
+        assert!(e.contains("[notifications] timeout"), "{e}");
+        let e = Config::from_toml(Path::new("n.toml"), "[notifications]\nretries = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("retries"), "{e}");
+    }
+
+    #[test]
     fn defaults_and_overrides() {
         let c = Config::from_toml(Path::new("v.toml"), "").unwrap();
         assert_eq!(c, Config::default());
