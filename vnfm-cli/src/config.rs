@@ -223,6 +223,72 @@ pub struct Config {
     /// `[cluster]`
     #[serde(default)]
     pub cluster: ClusterConfig,
+    /// `[notifications]`
+    #[serde(default)]
+    pub notifications: NotificationsConfig,
+}
+
+/// `[notifications]`: how `vnfm serve` delivers the SOL003 lifecycle notifications to the
+/// subscriptions' callbacks (see docs/serve.md): bounded exponential back-off.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotificationsConfig {
+    /// `retry_initial_ms`: the wait after the first failed attempt (default 1000); it doubles
+    /// at every failure.
+    pub retry_initial_ms: u64,
+    /// `retry_max_delay_ms`: the longest wait between two attempts (default 300000).
+    pub retry_max_delay_ms: u64,
+    /// `max_attempts`: attempts at most per notification (default 20); then it is dropped and
+    /// counted (`vnfm_lcm_notifications_total{outcome="dropped"}`).
+    pub max_attempts: u32,
+    /// `max_age`: seconds after which an undelivered notification is dropped and counted
+    /// (default 86400).
+    pub max_age: u64,
+    /// `timeout`: seconds one attempt (and the callback test at subscription) may take
+    /// (default 10).
+    pub timeout: u64,
+}
+
+impl Default for NotificationsConfig {
+    fn default() -> Self {
+        Self {
+            retry_initial_ms: 1000,
+            retry_max_delay_ms: 300_000,
+            max_attempts: 20,
+            max_age: 86_400,
+            timeout: 10,
+        }
+    }
+}
+
+impl NotificationsConfig {
+    /// The core's retry policy of these settings.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] naming a key that is 0.
+    pub fn policy(&self) -> Result<vnfm_core::lcm_notify::RetryPolicy, CliError> {
+        for (key, v) in [
+            ("retry_initial_ms", self.retry_initial_ms),
+            ("retry_max_delay_ms", self.retry_max_delay_ms),
+            ("max_attempts", u64::from(self.max_attempts)),
+            ("max_age", self.max_age),
+            ("timeout", self.timeout),
+        ] {
+            if v == 0 {
+                return Err(CliError::Usage(format!(
+                    "[notifications] {key} = 0; expected at least 1"
+                )));
+            }
+        }
+        Ok(vnfm_core::lcm_notify::RetryPolicy {
+            initial: std::time::Duration::from_millis(self.retry_initial_ms),
+            max_delay: std::time::Duration::from_millis(
+                self.retry_max_delay_ms.max(self.retry_initial_ms),
+            ),
+            max_attempts: self.max_attempts,
+            max_age: std::time::Duration::from_secs(self.max_age),
+        })
+    }
 }
 
 /// `[cluster]`: the Kubernetes cluster whose worker nodes are VMs of a cluster VNF.
@@ -819,6 +885,24 @@ fn default_state_path(xdg: Option<PathBuf>, home: Option<PathBuf>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn notifications_have_documented_defaults_and_refuse_zero_naming_the_key() {
+        let c =
+            Config::from_toml(Path::new("n.toml"), "[notifications]\nmax_attempts = 3\n").unwrap();
+        let p = c.notifications.policy().unwrap();
+        assert_eq!(p.max_attempts, 3);
+        assert_eq!(p.initial, std::time::Duration::from_millis(1000));
+        assert_eq!(p.max_delay, std::time::Duration::from_secs(300));
+        assert_eq!(p.max_age, std::time::Duration::from_secs(86_400));
+        let c = Config::from_toml(Path::new("n.toml"), "[notifications]\ntimeout = 0\n").unwrap();
+        let e = c.notifications.policy().unwrap_err().to_string();
+        assert!(e.contains("[notifications] timeout"), "{e}");
+        let e = Config::from_toml(Path::new("n.toml"), "[notifications]\nretries = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("retries"), "{e}");
+    }
 
     #[test]
     fn defaults_and_overrides() {

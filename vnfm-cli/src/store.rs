@@ -250,6 +250,20 @@ impl SqliteStore {
         write_documents_tx(&mut conn, &self.file, put, prune, flush)
     }
 
+    /// [`Store::commit`] of `batch` and the documents `put` in one transaction: both or
+    /// neither (the server's notification outbox is written with the state change it reports).
+    ///
+    /// # Errors
+    /// As [`Store::commit`]; nothing is written then.
+    pub async fn commit_with_documents(
+        &self,
+        batch: StoreBatch,
+        put: Vec<(String, String)>,
+    ) -> Result<(), DriverError> {
+        self.with_conn(move |conn, file| commit(conn, file, &batch, &put))
+            .await
+    }
+
     /// A second connection to the same state file (the file's writers take turns; SQLite's
     /// busy timeout covers the waits), for a writer that should not queue behind this one;
     /// an in-memory store answers itself.
@@ -435,7 +449,7 @@ pub enum Flush {
 #[async_trait]
 impl Store for SqliteStore {
     async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
-        self.with_conn(move |conn, file| commit(conn, file, &batch))
+        self.with_conn(move |conn, file| commit(conn, file, &batch, &[]))
             .await
     }
 
@@ -647,7 +661,12 @@ fn start_time_key(op: &VnfLcmOpOcc) -> String {
     op.start_time.to_rfc3339_opts(SecondsFormat::Nanos, true)
 }
 
-fn commit(conn: &mut Connection, file: &str, batch: &StoreBatch) -> Result<(), DriverError> {
+fn commit(
+    conn: &mut Connection,
+    file: &str,
+    batch: &StoreBatch,
+    documents: &[(String, String)],
+) -> Result<(), DriverError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| sql_error(file, "cannot start a transaction", e))?;
@@ -711,6 +730,19 @@ fn commit(conn: &mut Connection, file: &str, batch: &StoreBatch) -> Result<(), D
             delete
                 .execute([id.as_str()])
                 .map_err(|e| sql_error(file, format!("cannot delete VNF instance {id}"), e))?;
+        }
+        if !documents.is_empty() {
+            let mut put_doc = tx
+                .prepare_cached(
+                    "INSERT INTO documents (name, body) VALUES (?1, ?2)
+                     ON CONFLICT (name) DO UPDATE SET body = excluded.body",
+                )
+                .map_err(|e| sql_error(file, "cannot prepare a document write", e))?;
+            for (name, body) in documents {
+                put_doc
+                    .execute(params![name, body])
+                    .map_err(|e| sql_error(file, format!("cannot write document {name}"), e))?;
+            }
         }
     }
     tx.commit()

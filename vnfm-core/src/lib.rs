@@ -55,6 +55,7 @@ pub mod id;
 pub mod input;
 pub mod intent;
 pub mod lcm;
+pub mod lcm_notify;
 pub mod lifecycle;
 pub mod package;
 pub mod placement;

@@ -20,6 +20,10 @@
 //!   draws from it, and the ledger keeps or gives back after the operation, as the command
 //!   line's `--reservation` (the core's [`vnfm_core::reservation::lcm`]). `PATCH` is the core's
 //!   [`vnfm_core::lifecycle::Lifecycle::modify_info`].
+//! - `POST/GET /vnflcm/v2/subscriptions`, `GET/DELETE /vnflcm/v2/subscriptions/{id}`: SOL003
+//!   lifecycle change subscriptions; their notifications are written to an outbox in the
+//!   transaction of the state change they report and delivered with retry (`subscriptions`,
+//!   `notify`).
 //! - `POST /alert/auto_healing`, `POST /alert/auto_scaling`: Alertmanager webhooks (v4), 404
 //!   unless enabled in `[prometheus_plugin]`, 401 without the configured credentials, 400 for
 //!   a body that is not a webhook, else 204. Every decision is taken by
@@ -71,7 +75,9 @@ mod journal;
 mod lcm_api;
 mod ledger;
 mod metrics;
+mod notify;
 mod observe;
+mod outbox;
 mod packages;
 pub mod promise;
 mod query;
@@ -79,6 +85,7 @@ mod state;
 mod versions;
 mod tasks;
 mod vnf_ops;
+mod subscriptions;
 mod wire;
 
 use std::net::SocketAddr;
@@ -113,6 +120,7 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
     app.promise.render_metrics(&mut text);
     app.packages.render_metrics(&mut text);
     app.connections.render_metrics(&mut text);
+    app.shared.outbox.render_metrics(&mut text);
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -183,6 +191,7 @@ fn router(app: Arc<App>) -> Router {
     Router::new()
         .merge(lcm_api::routes(app.clone()))
         .merge(versions::routes())
+        .merge(subscriptions::routes(app.clone()))
         .merge(alerts::routes())
         .merge(promise::routes(app.clone()))
         .merge(admin::routes(app.clone()))
@@ -204,6 +213,7 @@ pub struct Server {
     dispatcher: tokio::task::JoinHandle<()>,
     promise: tokio::task::JoinHandle<()>,
     watcher: tokio::task::JoinHandle<()>,
+    notifier: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
 
@@ -288,6 +298,16 @@ impl Server {
             .map_err(|e| state_err("cannot read the VNF instances", e))?;
         *shared.cache.write().unwrap_or_else(PoisonError::into_inner) =
             instances.into_iter().map(|i| (i.id.clone(), i)).collect();
+        let ops = store
+            .op_occs(OpOccFilter::all())
+            .await
+            .map_err(|e| state_err("cannot read the operation occurrences", e))?;
+        config.notifications.policy()?;
+        shared
+            .outbox
+            .load(&sqlite, &ops, clock.clone())
+            .await
+            .map_err(state_msg)?;
         let drivers = vim.drivers(Arc::new(store.clone()), clock.clone());
         let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
         let lcm = crate::app::with_cluster_hook(
@@ -358,6 +378,7 @@ impl Server {
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));
         let promise = tokio::spawn(promise::run(app.clone(), notifications, stopped.clone()));
         let watcher = tokio::spawn(admin::watch(app.clone(), stopped.clone()));
+        let notifier = tokio::spawn(notify::run(app.clone(), stopped.clone()));
         let service = router(app.clone());
         let task = tokio::spawn(conn::serve(listener, service, connections, stopped));
         Ok(Server {
@@ -367,6 +388,7 @@ impl Server {
             dispatcher,
             promise,
             watcher,
+            notifier,
             app,
         })
     }
@@ -396,6 +418,7 @@ impl Server {
         let _ = self.dispatcher.await;
         let _ = self.promise.await;
         let _ = self.watcher.await;
+        let _ = self.notifier.await;
         let app = self.app;
         // Operations, and writes whose client went away, run on.
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {

@@ -36,6 +36,9 @@ pub(crate) struct Shared {
     pub metrics: Metrics,
     /// Requests waiting for the occurrence of the operation they launched, by instance.
     pub started: Mutex<HashMap<VnfInstanceId, Started>>,
+    /// The SOL003 subscriptions and the outbox of their notifications, written with every
+    /// commit (`outbox`).
+    pub outbox: super::outbox::Outbox,
     /// Which instances take no other operation now (the core decides from the occurrences
     /// this server stores and reads back); its events mark the alert handler busy or idle.
     occupancy: Mutex<Occupancy>,
@@ -50,6 +53,7 @@ impl Shared {
             cache: RwLock::default(),
             metrics: Metrics::default(),
             started: Mutex::default(),
+            outbox: super::outbox::Outbox::default(),
             occupancy: Mutex::default(),
         }
     }
@@ -219,7 +223,19 @@ impl Store for ObservedStore {
         let put = batch.put_instances.clone();
         let deleted = batch.delete_instances.clone();
         let _gate = self.shared.gate.write().await;
-        self.inner.commit(batch).await?;
+        // The notifications of the commit are written in its transaction (the outbox).
+        let staged = self.shared.outbox.stage(&batch, &self.shared.cache);
+        let mut done = StoreBatch::new();
+        done.put_op_occs.clone_from(&ops);
+        done.delete_instances.clone_from(&deleted);
+        if staged.docs.is_empty() {
+            self.inner.commit(batch).await?;
+        } else {
+            self.inner
+                .commit_with_documents(batch, staged.docs.clone())
+                .await?;
+        }
+        self.shared.outbox.record(&done, staged, &self.shared.cache);
         self.observe(&ops, put, &deleted);
         Ok(())
     }

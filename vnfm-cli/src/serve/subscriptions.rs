@@ -1,0 +1,232 @@
+//! SOL003 lifecycle change subscriptions (v3.3.1 clauses 5.4.18–5.4.20) and the outbox of
+//! their notifications.
+//!
+//! # Routes
+//! - `POST /vnflcm/v2/subscriptions` (`LccnSubscriptionRequest`): 400 naming an unknown member
+//!   or a bad value; 422 for `TLS_CERT` or a callback that does not answer the test `GET` with
+//!   204 (the ProblemDetails names the URI and what it answered); 303 See Other with the
+//!   `Location` of the existing subscription for the same `callbackUri` and `filter`
+//!   (SOL003 5.4.18.3.1 lets the VNFM refuse duplicates that way: an NFVO that re-subscribes
+//!   after a restart gets the one it had, not a second stream of the same notifications);
+//!   else 201 with the `LccnSubscription` (never its credentials) and `Location`.
+//! - `GET /vnflcm/v2/subscriptions`, `GET` / `DELETE` (204) `/vnflcm/v2/subscriptions/{id}`.
+//!
+//! # Outbox
+//! Every commit of the state store goes through `outbox::Outbox::stage` (see `observe`): the core's
+//! [`Tracker`] says which state changes the commit makes, each subscription's filter which
+//! it gets, and the notifications are written in the *same transaction* as the commit, as
+//! documents `lcm_outbox:<subscription>:<sequence>`. A notification is thus never lost (a
+//! crash loses the state change with it) nor made twice for one state change (the tracker
+//! knows the stored states at start). The delivery workers (`notify`) send them in sequence
+//! order and delete each once delivered (or dropped). Subscriptions are the documents
+//! `lcm_subscription:<id>`.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::Value;
+use tokio::sync::Notify;
+use vnfm_core::lcm_notify::{subscription_body, subscription_href, SubscriptionRefusal};
+
+use super::http::{json, problem_of, read_body};
+use super::outbox::{all_of, outbox_prefix, Stored, Sub, COUNTER, SUBSCRIPTION_PREFIX};
+use super::state::App;
+use crate::store::Flush;
+
+pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
+    Router::new()
+        .route(
+            "/vnflcm/v2/subscriptions",
+            post(subscribe).get(list_subscriptions),
+        )
+        .route(
+            "/vnflcm/v2/subscriptions/{id}",
+            get(show_subscription).delete(unsubscribe),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(app, require_token))
+}
+
+async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    if app.api_auth.admits(req.headers()) {
+        return next.run(req).await;
+    }
+    let mut r = problem_of(
+        401,
+        "the LCM API requires Authorization: Bearer <[server] api_token>",
+    );
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(app.api_auth.challenge()),
+    );
+    r
+}
+
+fn with_location(mut r: Response, href: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(href) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
+
+/// Parses the body, naming the path of a bad member.
+fn parse_request(body: &[u8]) -> Result<vnfm_core::lcm_notify::LccnSubscriptionRequest, Response> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let at = if path == "." || path.is_empty() {
+            String::new()
+        } else {
+            format!(" at {path}")
+        };
+        problem_of(
+            400,
+            format!(
+                "the request body is not a valid LccnSubscriptionRequest{at}: {} (line {}, \
+                 column {})",
+                vnfm_core::input::json_message(&inner),
+                inner.line(),
+                inner.column()
+            ),
+        )
+    })
+}
+
+async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
+    let bytes = match read_body(body, app.config.server.body_limit, app.request_timeout()).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let req = match parse_request(&bytes) {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let delivery = match req.validate() {
+        Ok(d) => d,
+        Err(SubscriptionRefusal::Bad(e)) => return problem_of(400, e.to_string()),
+        Err(SubscriptionRefusal::Unsupported(e)) => return problem_of(422, e.to_string()),
+    };
+    let outbox = &app.shared.outbox;
+    if let Some(same) = outbox
+        .subscriptions()
+        .into_iter()
+        .find(|s| s.stored.request.same_as(&req))
+    {
+        return with_location(
+            StatusCode::SEE_OTHER.into_response(),
+            &subscription_href(&same.stored.id),
+        );
+    }
+    // SOL003 5.4.18.3.1: the callback is tested before the subscription exists.
+    if let Err(why) = super::notify::test_callback(&app, &req.callback_uri, &delivery).await {
+        return problem_of(
+            422,
+            format!(
+                "callbackUri {}: the test GET (SOL003 5.4.18.3.1 expects 204 No Content) {why}",
+                req.callback_uri
+            ),
+        );
+    }
+    let n = match app.sqlite.increment_counter(COUNTER).await {
+        Ok(n) => n,
+        Err(e) => return problem_of(500, format!("the state store failed: {e}")),
+    };
+    let id = format!("lccn-{n}");
+    let stored = Stored {
+        id: id.clone(),
+        request: req,
+    };
+    let Ok(doc) = serde_json::to_string(&stored) else {
+        return problem_of(500, "cannot encode the subscription");
+    };
+    {
+        // Under the gate: no commit stages notifications while the set changes.
+        let _gate = app.shared.gate.write().await;
+        if let Err(e) = app
+            .sqlite
+            .write_documents(
+                vec![(format!("{SUBSCRIPTION_PREFIX}{id}"), doc)],
+                None,
+                Flush::Commit,
+            )
+            .await
+        {
+            return problem_of(500, format!("the state store failed: {e}"));
+        }
+        outbox.insert(Sub {
+            stored: stored.clone(),
+            delivery,
+            wake: Arc::new(Notify::new()),
+        });
+    }
+    outbox.changed.notify_one();
+    app.note(&format!(
+        "subscription {id} to {} created",
+        stored.request.callback_uri
+    ));
+    with_location(
+        json(
+            StatusCode::CREATED,
+            &subscription_body(&id, &stored.request),
+        ),
+        &subscription_href(&id),
+    )
+}
+
+async fn list_subscriptions(State(app): State<Arc<App>>) -> Response {
+    let v: Vec<Value> = app
+        .shared
+        .outbox
+        .subscriptions()
+        .iter()
+        .map(|s| subscription_body(&s.stored.id, &s.stored.request))
+        .collect();
+    json(StatusCode::OK, &v)
+}
+
+fn not_found(id: &str) -> Response {
+    problem_of(404, format!("subscription {id} not found"))
+}
+
+async fn show_subscription(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    match app.shared.outbox.get(&id) {
+        Some(s) => json(
+            StatusCode::OK,
+            &subscription_body(&s.stored.id, &s.stored.request),
+        ),
+        None => not_found(&id),
+    }
+}
+
+async fn unsubscribe(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    let outbox = &app.shared.outbox;
+    if outbox.get(&id).is_none() {
+        return not_found(&id);
+    }
+    {
+        let _gate = app.shared.gate.write().await;
+        let name = format!("{SUBSCRIPTION_PREFIX}{id}");
+        let gone = app
+            .sqlite
+            .write_documents(Vec::new(), Some((name.clone(), name)), Flush::Commit)
+            .await
+            .and(
+                app.sqlite
+                    .write_documents(Vec::new(), Some(all_of(&outbox_prefix(&id))), Flush::Commit)
+                    .await,
+            );
+        if let Err(e) = gone {
+            return problem_of(500, format!("the state store failed: {e}"));
+        }
+        outbox.remove(&id);
+    }
+    outbox.changed.notify_one();
+    app.note(&format!("subscription {id} deleted"));
+    StatusCode::NO_CONTENT.into_response()
+}

@@ -1,0 +1,643 @@
+//! SOL003 lifecycle change subscriptions and notifications through real sockets, with an
+//! NFVO-like test client: a small HTTP server of the test's own that receives the
+//! notifications (and answers the callback test, checks the credentials, serves an OAuth 2.0
+//! token endpoint, and can be down).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod serve_common;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get as route_get, post as route_post};
+use axum::Router;
+use serde_json::{json, Value};
+use serve_common::*;
+
+/// What the test NFVO received.
+#[derive(Default)]
+struct Nfvo {
+    /// Every notification body, in arrival order.
+    got: Mutex<Vec<Value>>,
+    /// Answer 503 to notifications.
+    down: AtomicBool,
+    /// The `Authorization` header required on the callback, if any.
+    auth: Mutex<Option<String>>,
+    /// Token requests served.
+    tokens: AtomicU64,
+    /// Refused deliveries (down or bad credentials).
+    refused: AtomicU64,
+}
+
+async fn callback_get(State(n): State<Arc<Nfvo>>, h: HeaderMap) -> StatusCode {
+    if !authorized(&n, &h) {
+        return StatusCode::UNAUTHORIZED;
+    }
+    StatusCode::NO_CONTENT
+}
+
+fn authorized(n: &Nfvo, h: &HeaderMap) -> bool {
+    let want = n.auth.lock().unwrap().clone();
+    want.is_none_or(|w| h.get("authorization").and_then(|v| v.to_str().ok()) == Some(&w))
+}
+
+async fn callback_post(State(n): State<Arc<Nfvo>>, h: HeaderMap, body: String) -> StatusCode {
+    if n.down.load(Ordering::SeqCst) || !authorized(&n, &h) {
+        n.refused.fetch_add(1, Ordering::SeqCst);
+        return StatusCode::SERVICE_UNAVAILABLE;
+    }
+    n.got
+        .lock()
+        .unwrap()
+        .push(serde_json::from_str(&body).unwrap());
+    StatusCode::NO_CONTENT
+}
+
+async fn token(State(n): State<Arc<Nfvo>>, h: HeaderMap, body: String) -> axum::Json<Value> {
+    assert_eq!(body, "grant_type=client_credentials");
+    // client "nfvo-client" / "s3cret"
+    assert_eq!(
+        h.get("authorization").unwrap().to_str().unwrap(),
+        "Basic bmZ2by1jbGllbnQ6czNjcmV0"
+    );
+    n.tokens.fetch_add(1, Ordering::SeqCst);
+    axum::Json(json!({"access_token": "tok-1", "token_type": "Bearer", "expires_in": 3600}))
+}
+
+/// Starts the test NFVO on `addr` (port 0: a free one); returns its address.
+async fn nfvo_on(n: Arc<Nfvo>, addr: SocketAddr) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let app = Router::new()
+        .route("/cb", route_get(callback_get).post(callback_post))
+        .route("/cb/404", route_get(|| async { StatusCode::NOT_FOUND }))
+        .route("/token", route_post(token))
+        .with_state(n);
+    let l = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let a = l.local_addr().unwrap();
+    let h = tokio::spawn(async move {
+        axum::serve(l, app).await.unwrap();
+    });
+    (a, h)
+}
+
+async fn nfvo() -> (Arc<Nfvo>, SocketAddr) {
+    let n = Arc::new(Nfvo::default());
+    let (a, _) = nfvo_on(n.clone(), "127.0.0.1:0".parse().unwrap()).await;
+    (n, a)
+}
+
+fn short(n: &Value) -> String {
+    match n["notificationType"].as_str().unwrap() {
+        "VnfLcmOperationOccurrenceNotification" => format!(
+            "{} {} {}",
+            n["operation"].as_str().unwrap(),
+            n["operationState"].as_str().unwrap(),
+            n["notificationStatus"].as_str().unwrap()
+        ),
+        t => t.to_owned(),
+    }
+}
+
+/// The notifications received, as short lines; asserts that no delivery id came twice.
+fn received(n: &Nfvo) -> Vec<String> {
+    let got = n.got.lock().unwrap().clone();
+    let mut ids: Vec<&str> = got.iter().map(|v| v["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    let all = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), all, "a notification came twice: {got:#?}");
+    got.iter().map(short).collect()
+}
+
+async fn subscribe(addr: SocketAddr, body: &Value) -> Reply {
+    post_json(addr, "/vnflcm/v2/subscriptions", body).await
+}
+
+/// What an instantiate, a heal, a terminate and a delete notify with the test filter.
+fn flow(instantiate: &[&str], heal: &[&str], terminate: &[&str]) -> Vec<String> {
+    let mut v = vec!["VnfIdentifierCreationNotification".to_owned()];
+    for (op, states) in [
+        ("INSTANTIATE", instantiate),
+        ("HEAL", heal),
+        ("TERMINATE", terminate),
+    ] {
+        for s in states {
+            let status = if ["STARTING", "PROCESSING", "ROLLING_BACK"].contains(s) {
+                "START"
+            } else {
+                "RESULT"
+            };
+            v.push(format!("{op} {s} {status}"));
+        }
+    }
+    v.push("VnfIdentifierDeletionNotification".to_owned());
+    v
+}
+
+const RUN: &[&str] = &["STARTING", "PROCESSING", "COMPLETED"];
+
+/// The filter of the tests' NFVO: the demo package; no MODIFY_INFO.
+fn filter() -> Value {
+    json!({
+        "vnfInstanceSubscriptionFilter": {"vnfdIds": [DEMO_VNFD]},
+        "notificationTypes": ["VnfLcmOperationOccurrenceNotification",
+            "VnfIdentifierCreationNotification", "VnfIdentifierDeletionNotification"],
+        "operationTypes": ["INSTANTIATE", "HEAL", "TERMINATE"]
+    })
+}
+
+/// Heals VNFC `vnfc` of `id` with an Alertmanager alert; waits for the heal to complete.
+async fn heal_by_alert(addr: SocketAddr, id: &str, vnfc: &str) {
+    let r = post_alert(
+        addr,
+        "auto_healing",
+        Some(BASIC_HEADER),
+        &webhook(&[heal_alert(id, vnfc, "f-sub", "firing", false)]),
+    )
+    .await;
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    eventually(30, "the heal", || async {
+        ops(addr, id, "HEAL")
+            .await
+            .first()
+            .filter(|o| o["operationState"] == "COMPLETED")
+            .cloned()
+    })
+    .await;
+}
+
+async fn terminate_and_delete(addr: SocketAddr, id: &str) {
+    let r = post_json(
+        addr,
+        &format!("/vnflcm/v2/vnf_instances/{id}/terminate"),
+        &json!({"terminationType": "FORCEFUL"}),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    let op = wait_op(addr, r.header("location").unwrap()).await;
+    assert_eq!(op["operationState"], "COMPLETED", "{op}");
+    let r = request(
+        addr,
+        "DELETE",
+        &format!("/vnflcm/v2/vnf_instances/{id}"),
+        &[],
+        b"",
+    )
+    .await;
+    assert_eq!(r.status, 204);
+}
+
+#[tokio::test]
+async fn subscriptions_are_created_listed_deduplicated_and_deleted_and_bad_ones_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let (n, cb) = nfvo().await;
+    let uri = format!("http://{cb}/cb");
+
+    // Unknown members and values are named with their path.
+    let p = subscribe(addr, &json!({"callbackUri": uri, "filter": {"vnfInstanceSubscriptionFilter": {"vnfdId": ["x"]}}}))
+        .await
+        .problem(400);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("filter.vnfInstanceSubscriptionFilter") && d.contains("vnfdId"),
+        "{d}"
+    );
+    let p = subscribe(
+        addr,
+        &json!({"callbackUri": uri, "filter": {"operationStates": ["DONE"]}}),
+    )
+    .await
+    .problem(400);
+    assert!(p["detail"].as_str().unwrap().contains("DONE"), "{p}");
+    let p = subscribe(
+        addr,
+        &json!({"callbackUri": uri, "authentication": {"authType": ["BASIC"]}}),
+    )
+    .await
+    .problem(400);
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("authentication.paramsBasic"),
+        "{p}"
+    );
+    let p = subscribe(
+        addr,
+        &json!({"callbackUri": uri, "authentication": {"authType": ["TLS_CERT"]}}),
+    )
+    .await
+    .problem(422);
+    assert!(p["detail"].as_str().unwrap().contains("TLS_CERT"), "{p}");
+    // The callback test: 204 or 422 naming the URI and the answer.
+    let bad = format!("http://{cb}/cb/404");
+    let p = subscribe(addr, &json!({"callbackUri": bad}))
+        .await
+        .problem(422);
+    let d = p["detail"].as_str().unwrap();
+    assert!(d.contains(&bad) && d.contains("answered 404"), "{d}");
+    *n.auth.lock().unwrap() = Some(BASIC_HEADER.to_owned());
+    let p = subscribe(addr, &json!({"callbackUri": uri}))
+        .await
+        .problem(422);
+    assert!(
+        p["detail"].as_str().unwrap().contains("answered 401"),
+        "{p}"
+    );
+    let dead = "http://127.0.0.1:9/cb";
+    let p = subscribe(addr, &json!({"callbackUri": dead}))
+        .await
+        .problem(422);
+    assert!(
+        p["detail"].as_str().unwrap().contains("cannot connect"),
+        "{p}"
+    );
+
+    // Created with the credentials the callback wants; answered without them.
+    let body = json!({"callbackUri": uri, "filter": filter(), "authentication": {
+        "authType": ["BASIC"], "paramsBasic": {"userName": BASIC.0, "password": BASIC.1}}});
+    let r = subscribe(addr, &body).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let s = r.json();
+    let id = s["id"].as_str().unwrap().to_owned();
+    let href = format!("/vnflcm/v2/subscriptions/{id}");
+    assert_eq!(r.header("location"), Some(href.as_str()));
+    assert_eq!(s["_links"]["self"]["href"], href);
+    assert_eq!(s["filter"], filter());
+    assert!(s.get("authentication").is_none(), "{s}");
+    assert!(!String::from_utf8_lossy(&r.body).contains(BASIC.1));
+    // The same callback and filter again: 303 to the existing one.
+    let r = subscribe(addr, &body).await;
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some(href.as_str()));
+    let list = get(addr, "/vnflcm/v2/subscriptions").await.json();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(get(addr, &href).await.json()["callbackUri"], uri);
+    assert_eq!(request(addr, "DELETE", &href, &[], b"").await.status, 204);
+    get(addr, &href).await.problem(404);
+    request(addr, "DELETE", &href, &[], b"").await.problem(404);
+    server.shutdown().await.unwrap();
+}
+
+/// Creates and instantiates a demo instance; returns its id and the finished occurrence.
+async fn create_and_instantiate(addr: SocketAddr) -> (String, Value) {
+    let r = post_json(
+        addr,
+        "/vnflcm/v2/vnf_instances",
+        &json!({"vnfdId": DEMO_VNFD}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let id = r.json()["id"].as_str().unwrap().to_owned();
+    let r = post_json(
+        addr,
+        &format!("/vnflcm/v2/vnf_instances/{id}/instantiate"),
+        &json!({"flavourId": "default"}),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    let op = wait_op(addr, r.header("location").unwrap()).await;
+    (id, op)
+}
+
+/// Turns auto-heal on (a MODIFY_INFO, which the tests' filter leaves out).
+async fn enable_autoheal(addr: SocketAddr, id: &str) {
+    let r = request(
+        addr,
+        "PATCH",
+        &format!("/vnflcm/v2/vnf_instances/{id}"),
+        &[("Content-Type", "application/merge-patch+json")],
+        br#"{"vnfConfigurableProperties": {"isAutohealEnabled": true}}"#,
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+}
+
+#[tokio::test]
+async fn an_nfvo_gets_every_notification_of_a_reselecting_instantiate_a_heal_and_a_terminate_once_in_order(
+) {
+    // The random granter puts a VNFC in the demo cloud's full AZ-1 for some seed: the stack
+    // fails there and the instantiate reselects. Each try has a server and an NFVO of its own.
+    let mut found = None;
+    for seed in 0..16 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(dir.path(), 1);
+        c.placement.selection = Some(vnfm_cli::config::SelectionKind::Random);
+        c.placement.seed = seed;
+        c.notifications.retry_initial_ms = 20;
+        c.notifications.retry_max_delay_ms = 100;
+        let server = start(c).await;
+        let addr = server.local_addr();
+        let (n, cb) = nfvo().await;
+        *n.auth.lock().unwrap() = Some("Bearer tok-1".to_owned());
+        let r = subscribe(
+            addr,
+            &json!({"callbackUri": format!("http://{cb}/cb"), "filter": filter(), "authentication": {
+                "authType": ["OAUTH2_CLIENT_CREDENTIALS"], "paramsOauth2ClientCredentials": {
+                "clientId": "nfvo-client", "clientPassword": "s3cret",
+                "tokenEndpoint": format!("http://{cb}/token")}}}),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        let sub = r.json()["id"].as_str().unwrap().to_owned();
+        // A filter that matches nothing of this flow gets nothing.
+        let (other, cb2) = nfvo().await;
+        let r = subscribe(
+            addr,
+            &json!({"callbackUri": format!("http://{cb2}/cb"),
+                "filter": {"vnfInstanceSubscriptionFilter": {"vnfInstanceIds": ["not-this-one"]}}}),
+        )
+        .await;
+        assert_eq!(r.status, 201);
+        let (id, op) = create_and_instantiate(addr).await;
+        if op["operationState"] == "COMPLETED" && op["attempts"].as_array().unwrap().len() > 1 {
+            found = Some((dir, server, n, other, sub, id));
+            break;
+        }
+        server.shutdown().await.unwrap();
+    }
+    let (_dir, server, n, other, sub, id) = found.expect("a seed whose instantiate reselects");
+    let addr = server.local_addr();
+    enable_autoheal(addr, &id).await;
+    let vnfc = servers(addr, &id).await.keys().next().unwrap().clone();
+    heal_by_alert(addr, &id, &vnfc).await;
+    terminate_and_delete(addr, &id).await;
+
+    let want = flow(RUN, RUN, RUN);
+    let got = eventually(30, "every notification", || async {
+        let g = received(&n);
+        (g.len() >= want.len()).then_some(g)
+    })
+    .await;
+    assert_eq!(got, want);
+    let all = n.got.lock().unwrap().clone();
+    for (i, v) in all.iter().enumerate() {
+        assert_eq!(v["subscriptionId"], sub);
+        assert_eq!(v["vnfInstanceId"], id.as_str());
+        assert_eq!(
+            v["_links"]["subscription"]["href"],
+            format!("/vnflcm/v2/subscriptions/{sub}")
+        );
+        assert_eq!(
+            v["_links"]["vnfInstance"]["href"],
+            format!("/vnflcm/v2/vnf_instances/{id}")
+        );
+        if v["notificationType"] == "VnfLcmOperationOccurrenceNotification" {
+            let op = v["vnfLcmOpOccId"].as_str().unwrap();
+            assert_eq!(
+                v["_links"]["vnfLcmOpOcc"]["href"],
+                format!("/vnflcm/v2/vnf_lcm_op_occs/{op}")
+            );
+        }
+        // A result lists the VNFCs the operation changed: the instantiate added every VNFC,
+        // the heal re-created the alerted one, the terminate removed them all.
+        let changes = |want: &str| -> Vec<String> {
+            v["affectedVnfcs"]
+                .as_array()
+                .unwrap_or_else(|| panic!("no affectedVnfcs in {v}"))
+                .iter()
+                .map(|a| {
+                    assert_eq!(a["changeType"], want, "{v}");
+                    a["id"].as_str().unwrap().to_owned()
+                })
+                .collect()
+        };
+        if i == 3 {
+            assert!(changes("ADDED").len() >= 3, "{v}");
+        }
+        if i == 6 {
+            assert_eq!(changes("MODIFIED"), vec![vnfc.clone()], "{v}");
+        }
+        if i == 9 {
+            assert!(changes("REMOVED").len() >= 3, "{v}");
+        }
+        if [1, 2, 4, 5, 7, 8].contains(&i) {
+            assert!(v.get("affectedVnfcs").is_none(), "a START has none: {v}");
+        }
+        if i == 6 {
+            assert_eq!(v["isAutomaticInvocation"], true, "{v}");
+        }
+    }
+    assert_eq!(
+        n.tokens.load(Ordering::SeqCst),
+        2,
+        "one token for the callback test, one fetched once and kept by the deliveries"
+    );
+    assert_eq!(n.refused.load(Ordering::SeqCst), 0);
+    // Settled: nothing more comes (every operation is over and every delivery counted).
+    let m = metric_reaches(
+        addr,
+        "vnfm_lcm_notifications_total{outcome=\"delivered\"}",
+        want.len() as u64,
+    )
+    .await;
+    assert_eq!(
+        metric(&m, "vnfm_lcm_notifications_total{outcome=\"queued\"}"),
+        want.len() as u64,
+        "{m}"
+    );
+    assert_eq!(
+        metric(&m, "vnfm_lcm_notifications_total{outcome=\"failed\"}"),
+        0,
+        "{m}"
+    );
+    assert_eq!(metric(&m, "vnfm_lcm_subscriptions"), 2, "{m}");
+    assert!(other.got.lock().unwrap().is_empty());
+    assert_eq!(received(&n), want);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_subscriber_that_is_down_gets_its_notifications_once_back_and_a_bound_drops_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.notifications.retry_initial_ms = 20;
+    c.notifications.retry_max_delay_ms = 80;
+    c.notifications.max_attempts = 1000;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let (n, cb) = nfvo().await;
+    let r = subscribe(
+        addr,
+        &json!({"callbackUri": format!("http://{cb}/cb"), "filter": filter()}),
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    n.down.store(true, Ordering::SeqCst);
+    let id = instantiated(addr).await;
+    // Retried with back-off while down, nothing delivered.
+    eventually(30, "retries", || async {
+        let m = metrics(addr).await;
+        (metric(&m, "vnfm_lcm_notifications_total{outcome=\"retried\"}") >= 3).then_some(())
+    })
+    .await;
+    assert!(n.got.lock().unwrap().is_empty());
+    n.down.store(false, Ordering::SeqCst);
+    let want: Vec<String> = flow(RUN, &[], &[])[..4].to_vec();
+    let got = eventually(
+        30,
+        "the notifications after the subscriber came back",
+        || async {
+            let g = received(&n);
+            (g.len() >= want.len()).then_some(g)
+        },
+    )
+    .await;
+    assert_eq!(got, want);
+    metric_reaches(
+        addr,
+        "vnfm_lcm_notifications_total{outcome=\"delivered\"}",
+        4,
+    )
+    .await;
+    server.shutdown().await.unwrap();
+
+    // max_attempts = 2: a subscriber down for good loses them, counted and logged, and the
+    // outbox does not grow.
+    let mut c = config(dir.path(), 1);
+    c.notifications.retry_initial_ms = 10;
+    c.notifications.retry_max_delay_ms = 10;
+    c.notifications.max_attempts = 2;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    n.down.store(true, Ordering::SeqCst);
+    terminate_and_delete(addr, &id).await;
+    // TERMINATE is 3 states, and the deletion.
+    let m = metric_reaches(addr, "vnfm_lcm_notifications_total{outcome=\"failed\"}", 4).await;
+    assert_eq!(
+        metric(&m, "vnfm_lcm_notifications_total{outcome=\"retried\"}"),
+        4,
+        "{m}"
+    );
+    assert_eq!(
+        metric(&m, "vnfm_lcm_notifications_total{outcome=\"delivered\"}"),
+        0,
+        "{m}"
+    );
+    assert_eq!(received(&n).len(), 4, "nothing more arrived");
+    server.shutdown().await.unwrap();
+    let store = vnfm_cli::store::SqliteStore::open(dir.path().join("state.sqlite")).unwrap();
+    assert!(store
+        .documents_with_prefix("lcm_outbox:")
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+/// `vnfm serve` as a process on the state file of `dir`; returns it and its address.
+#[cfg(unix)]
+fn serve_process(dir: &std::path::Path) -> (std::process::Child, SocketAddr) {
+    use std::io::{BufRead, BufReader};
+    let config = dir.join("vnfm.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[placement]\nreselect_zones = true\nfallback_best_effort = true\n\
+             [prometheus_plugin]\nauto_healing = true\ntimer_interval = 1\n\
+             basic_auth_user = \"{}\"\nbasic_auth_password = \"{}\"\n\
+             [notifications]\nretry_initial_ms = 20\nretry_max_delay_ms = 100\n",
+            BASIC.0, BASIC.1
+        ),
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_vnfm"));
+    cmd.arg("--config")
+        .arg(&config)
+        .arg("--state")
+        .arg(dir.join("state.sqlite"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("VNFM_") {
+            cmd.env_remove(k);
+        }
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("vnfm serve says where it listens")
+            .unwrap();
+        if let Some(a) = line.split("listening on http://").nth(1) {
+            break a.trim().parse().unwrap();
+        }
+    };
+    // Keep reading its log so that it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn notifications_are_neither_lost_nor_repeated_when_vnfm_serve_is_killed_and_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (n, cb) = nfvo().await;
+    let (mut child, addr) = serve_process(dir.path());
+    let r = subscribe(
+        addr,
+        &json!({"callbackUri": format!("http://{cb}/cb"), "filter": filter()}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    // The NFVO is down: the instantiate's notifications wait in the outbox when vnfm serve
+    // is killed.
+    n.down.store(true, Ordering::SeqCst);
+    let id = instantiated(addr).await;
+    eventually(30, "a refused delivery", || async {
+        (n.refused.load(Ordering::SeqCst) > 0).then_some(())
+    })
+    .await;
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(n.got.lock().unwrap().is_empty());
+
+    n.down.store(false, Ordering::SeqCst);
+    let (mut child, addr) = serve_process(dir.path());
+    let first = flow(RUN, &[], &[])[..4].to_vec();
+    let got = eventually(
+        30,
+        "the instantiate's notifications after the restart",
+        || async {
+            let g = received(&n);
+            (g.len() >= first.len()).then_some(g)
+        },
+    )
+    .await;
+    assert_eq!(got, first);
+    let vnfc = servers(addr, &id).await.keys().next().unwrap().clone();
+    heal_by_alert(addr, &id, &vnfc).await;
+    // Killed again right after the heal: its notifications are delivered or in the outbox.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (mut child, addr) = serve_process(dir.path());
+    terminate_and_delete(addr, &id).await;
+    let want = flow(RUN, RUN, RUN);
+    let got = eventually(30, "every notification", || async {
+        let g = received(&n);
+        (g.len() >= want.len()).then_some(g)
+    })
+    .await;
+    assert_eq!(got, want);
+    metric_reaches(addr, "vnfm_lcm_notifications_total{outcome=\"queued\"}", 4).await;
+    let store = vnfm_cli::store::SqliteStore::open(dir.path().join("state.sqlite")).unwrap();
+    eventually(30, "an empty outbox", || async {
+        store
+            .documents_with_prefix("lcm_outbox:")
+            .await
+            .unwrap()
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    assert_eq!(received(&n), want, "nothing more arrived");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
