@@ -276,6 +276,29 @@ async fn subscriptions_are_created_listed_deduplicated_and_deleted_and_bad_ones_
     assert_eq!(r.header("location"), Some(href.as_str()));
     let list = get(addr, "/vnflcm/v2/subscriptions").await.json();
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    // SOL013 filters and selectors on the list, as on the other lists
+    let enc = |f: &str| {
+        f.replace('(', "%28")
+            .replace(')', "%29")
+            .replace(',', "%2C")
+    };
+    let q = enc(&format!("(eq,callbackUri,{uri})"));
+    let list = get(addr, &format!("/vnflcm/v2/subscriptions?filter={q}"))
+        .await
+        .json();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    let q = enc("(eq,callbackUri,http://elsewhere/)");
+    let list = get(addr, &format!("/vnflcm/v2/subscriptions?filter={q}"))
+        .await
+        .json();
+    assert!(list.as_array().unwrap().is_empty(), "{list}");
+    let q = enc("(eq,nosuchAttribute,1)");
+    get(addr, &format!("/vnflcm/v2/subscriptions?filter={q}"))
+        .await
+        .problem(400);
+    get(addr, "/vnflcm/v2/subscriptions?bogus=1")
+        .await
+        .problem(400);
     assert_eq!(get(addr, &href).await.json()["callbackUri"], uri);
     assert_eq!(request(addr, "DELETE", &href, &[], b"").await.status, 204);
     get(addr, &href).await.problem(404);

@@ -275,7 +275,18 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
     // 10-13. Hardware-aware affinity on a cloud whose workers join a Kubernetes cluster.
     let (hw, fine) = super::demo_hw::chapter(seed, out).await?;
     ok &= fine;
-    steps.extend(hw);
+    steps.extend(hw.into_iter().map(|s| {
+        DemoStep {
+            title: s.title,
+            narrative: s.narrative,
+            vnfcs: s
+                .report
+                .as_ref()
+                .map(|r| vnfc_lines(&r.instance))
+                .unwrap_or_default(),
+            vnf_lcm_op_occ: s.report.map(|r| r.op_occ),
+        }
+    }));
 
     Ok(DemoReport { seed, steps, ok })
 }

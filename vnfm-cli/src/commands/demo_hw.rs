@@ -28,20 +28,28 @@ use vnfm_core::sim::SimCloud;
 use vnfm_core::store::MemoryStore;
 
 use super::cluster::{reconciled_human, report_human};
-use super::demo::DemoStep;
 use crate::builtin;
 use crate::error::CliError;
 use crate::output::Output;
-use crate::render::lcm::{human_operation, vnfc_lines};
+use crate::render::lcm::human_operation;
 
 const NAMESPACE: &str = "default";
 
-fn step(title: &str, narrative: String, r: Option<&OperationReport>) -> DemoStep {
-    DemoStep {
+/// One step of the chapter: `vnfm demo` makes it a `DemoStep`.
+pub(crate) struct HwStep {
+    /// What the step does.
+    pub(crate) title: String,
+    /// The narrative.
+    pub(crate) narrative: String,
+    /// The operation of an LCM step.
+    pub(crate) report: Option<OperationReport>,
+}
+
+fn step(title: &str, narrative: String, r: Option<&OperationReport>) -> HwStep {
+    HwStep {
         title: title.to_owned(),
         narrative,
-        vnf_lcm_op_occ: r.map(|r| r.op_occ.clone()),
-        vnfcs: r.map(|r| vnfc_lines(&r.instance)).unwrap_or_default(),
+        report: r.cloned(),
     }
 }
 
@@ -78,7 +86,7 @@ fn hosts_with_pods(r: &VerifyReport) -> usize {
 }
 
 /// The chapter's steps, and whether everything went as told.
-pub(crate) async fn chapter(seed: u64, out: Output) -> Result<(Vec<DemoStep>, bool), CliError> {
+pub(crate) async fn chapter(seed: u64, out: Output) -> Result<(Vec<HwStep>, bool), CliError> {
     let sim = SimCloud::new(builtin::cluster_cloud()?, seed);
     let cluster_pkg = builtin::cluster_package()?;
     let cnf_pkg = builtin::cnf_package()?;

@@ -308,3 +308,11 @@ mod tests {
         assert_eq!(e.status(), StatusCode::BAD_REQUEST);
     }
 }
+
+/// `r` with a `Location` header (left out when `href` is not a valid header value).
+pub(crate) fn with_location(mut r: Response, href: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(href) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}

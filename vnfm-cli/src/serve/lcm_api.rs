@@ -21,9 +21,9 @@ use vnfm_core::lifecycle::modify::{self, ModifyError};
 use vnfm_core::lifecycle::OperationOptions;
 use vnfm_core::problem::ProblemDetails;
 
-use super::http::{json, parse, problem, problem_of, read_body};
+use super::http::{json, parse, problem, problem_of, read_body, with_location};
 use super::query;
-use super::state::{lcm_problem, spawn_op, App, OpRequest};
+use super::state::{launch, lcm_problem, spawn_op, App, OpRequest};
 
 pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
     Router::new()
@@ -99,13 +99,6 @@ async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) ->
 
 fn store_problem(e: &vnfm_core::driver::DriverError) -> Response {
     problem_of(500, format!("the state store failed: {e}"))
-}
-
-fn with_location(mut r: Response, href: &str) -> Response {
-    if let Ok(v) = HeaderValue::from_str(href) {
-        r.headers_mut().insert(header::LOCATION, v);
-    }
-    r
 }
 
 /// The task resources an instance in `state` offers in its `_links` (SOL003 5.5.2.2): only
@@ -317,25 +310,6 @@ async fn modify_instance(
             &lcm_op_occ_href(&report.op_occ.id),
         ),
         Err(e) => problem(lcm_problem(&e)),
-    }
-}
-
-pub(super) async fn launch(app: Arc<App>, id: String, op: OpRequest) -> Response {
-    let id = VnfInstanceId::from(id);
-    if let Err(p) = app.claim(&id) {
-        return problem(p);
-    }
-    let rx = spawn_op(&app, id, op, OperationOptions::default());
-    match rx.await {
-        Ok(Ok(op_id)) => with_location(
-            StatusCode::ACCEPTED.into_response(),
-            &lcm_op_occ_href(&op_id),
-        ),
-        Ok(Err(p)) => problem(p),
-        Err(_) => problem(ProblemDetails::new(
-            500,
-            "the operation ended before it was recorded",
-        )),
     }
 }
 

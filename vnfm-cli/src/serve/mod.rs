@@ -82,10 +82,10 @@ mod packages;
 pub mod promise;
 mod query;
 mod state;
-mod versions;
-mod tasks;
-mod vnf_ops;
 mod subscriptions;
+mod tasks;
+mod versions;
+mod vnf_ops;
 mod wire;
 
 use std::net::SocketAddr;

@@ -61,7 +61,7 @@ use vnfm_core::reservation::{
     ReservationUpdate, ResourceLine, Scope, SubscriptionFilter, SubscriptionId, Window,
 };
 
-use super::http::{json, parse, problem, problem_of, read_body};
+use super::http::{json, parse, problem, problem_of, read_body, with_location};
 use super::ledger::{ledger_problem_details, snapshot_locked};
 pub use super::ledger::{ATTEMPTS, TICK};
 use super::state::App;
@@ -155,13 +155,6 @@ async fn changed<T: Serialize>(
         .map_err(|e| problem_of(500, e))?;
     let r = json(status, &value);
     Ok((value, r))
-}
-
-fn with_location(mut r: Response, href: &str) -> Response {
-    if let Ok(v) = HeaderValue::from_str(href) {
-        r.headers_mut().insert(header::LOCATION, v);
-    }
-    r
 }
 
 fn not_found(what: &str, id: &str) -> Response {

@@ -151,7 +151,7 @@ pub(crate) struct App {
     /// The Promise capacity ledger.
     pub(super) promise: ledger::Promise,
     /// The interrupts of the running operations, that `POST .../cancel` triggers.
-    pub(super) cancels: super::tasks::Cancels,
+    pub(super) cancels: Cancels,
 }
 
 impl App {
@@ -679,5 +679,68 @@ mod tests {
             .unwrap();
         let e = load_alert_handler(&sqlite, &cfg).await.unwrap_err();
         assert!(e.contains(&journal_name(5, 0)), "{e}");
+    }
+}
+
+/// The interrupts of the operations this server runs, by instance (one operation at a time
+/// per instance): what a cancel triggers. Bounded by the number of running operations.
+#[derive(Debug, Default)]
+pub(crate) struct Cancels {
+    next: AtomicU64,
+    by_instance: Mutex<HashMap<VnfInstanceId, (u64, Interrupt)>>,
+}
+
+impl Cancels {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<VnfInstanceId, (u64, Interrupt)>> {
+        self.by_instance
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new interrupt for the operation about to run on `id`, and the token that
+    /// [`Cancels::unregister`] takes when it ends.
+    pub(crate) fn register(&self, id: &VnfInstanceId) -> (u64, Interrupt) {
+        let token = self.next.fetch_add(1, Ordering::Relaxed);
+        let i = Interrupt::new();
+        self.map().insert(id.clone(), (token, i.clone()));
+        (token, i)
+    }
+
+    /// Forgets the interrupt of `token` (a later operation's is kept).
+    pub(crate) fn unregister(&self, id: &VnfInstanceId, token: u64) {
+        let mut m = self.map();
+        if m.get(id).is_some_and(|(t, _)| *t == token) {
+            m.remove(id);
+        }
+    }
+
+    /// Triggers the interrupt of the operation running on `id`; false when none runs here.
+    pub(crate) fn trigger(&self, id: &VnfInstanceId, reason: &str) -> bool {
+        match self.map().get(id) {
+            Some((_, i)) => {
+                i.trigger(reason);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+pub(super) async fn launch(app: Arc<App>, id: String, op: OpRequest) -> Response {
+    let id = VnfInstanceId::from(id);
+    if let Err(p) = app.claim(&id) {
+        return problem(p);
+    }
+    let rx = spawn_op(&app, id, op, OperationOptions::default());
+    match rx.await {
+        Ok(Ok(op_id)) => with_location(
+            StatusCode::ACCEPTED.into_response(),
+            &lcm_op_occ_href(&op_id),
+        ),
+        Ok(Err(p)) => problem(p),
+        Err(_) => problem(ProblemDetails::new(
+            500,
+            "the operation ended before it was recorded",
+        )),
     }
 }

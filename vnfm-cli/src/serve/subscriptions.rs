@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -34,7 +34,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use vnfm_core::lcm_notify::{subscription_body, subscription_href, SubscriptionRefusal};
 
-use super::http::{json, problem_of, read_body};
+use super::http::{json, problem_of, read_body, with_location};
 use super::outbox::{all_of, outbox_prefix, Stored, Sub, COUNTER, SUBSCRIPTION_PREFIX};
 use super::state::App;
 use crate::store::Flush;
@@ -64,13 +64,6 @@ async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) ->
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static(app.api_auth.challenge()),
     );
-    r
-}
-
-fn with_location(mut r: Response, href: &str) -> Response {
-    if let Ok(v) = HeaderValue::from_str(href) {
-        r.headers_mut().insert(header::LOCATION, v);
-    }
     r
 }
 
@@ -179,7 +172,13 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
     )
 }
 
-async fn list_subscriptions(State(app): State<Arc<App>>) -> Response {
+/// `GET /subscriptions`: filters, attribute selectors and paging (SOL013 5.2-5.4, as the
+/// other lists: `query`); an unknown or malformed filter is a 400.
+async fn list_subscriptions(State(app): State<Arc<App>>, uri: Uri) -> Response {
+    let q = match super::query::parse(&uri, vnfm_core::query::SUBSCRIPTIONS) {
+        Ok(q) => q,
+        Err(r) => return r,
+    };
     let v: Vec<Value> = app
         .shared
         .outbox
@@ -187,7 +186,7 @@ async fn list_subscriptions(State(app): State<Arc<App>>) -> Response {
         .iter()
         .map(|s| subscription_body(&s.stored.id, &s.stored.request))
         .collect();
-    json(StatusCode::OK, &v)
+    super::query::page(&uri, &q, v, app.config.server.page_size)
 }
 
 fn not_found(id: &str) -> Response {

@@ -36,51 +36,7 @@ use vnfm_core::problem::ProblemDetails;
 
 use super::http::{json, parse, problem, problem_of, read_body};
 use super::observe::{send_started, Started};
-use super::state::{lcm_problem, App};
-
-/// The interrupts of the operations this server runs, by instance (one operation at a time
-/// per instance): what a cancel triggers. Bounded by the number of running operations.
-#[derive(Debug, Default)]
-pub(crate) struct Cancels {
-    next: AtomicU64,
-    by_instance: Mutex<HashMap<VnfInstanceId, (u64, Interrupt)>>,
-}
-
-impl Cancels {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<VnfInstanceId, (u64, Interrupt)>> {
-        self.by_instance
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A new interrupt for the operation about to run on `id`, and the token that
-    /// [`Cancels::unregister`] takes when it ends.
-    pub(crate) fn register(&self, id: &VnfInstanceId) -> (u64, Interrupt) {
-        let token = self.next.fetch_add(1, Ordering::Relaxed);
-        let i = Interrupt::new();
-        self.map().insert(id.clone(), (token, i.clone()));
-        (token, i)
-    }
-
-    /// Forgets the interrupt of `token` (a later operation's is kept).
-    pub(crate) fn unregister(&self, id: &VnfInstanceId, token: u64) {
-        let mut m = self.map();
-        if m.get(id).is_some_and(|(t, _)| *t == token) {
-            m.remove(id);
-        }
-    }
-
-    /// Triggers the interrupt of the operation running on `id`; false when none runs here.
-    fn trigger(&self, id: &VnfInstanceId, reason: &str) -> bool {
-        match self.map().get(id) {
-            Some((_, i)) => {
-                i.trigger(reason);
-                true
-            }
-            None => false,
-        }
-    }
-}
+use super::state::{lcm_problem, App, Cancels};
 
 /// The body of `POST .../cancel` (SOL003 `CancelMode`).
 #[derive(serde::Deserialize)]

@@ -23,8 +23,7 @@ use vnfm_core::lifecycle::to_level::ScaleVnfToLevelRequest;
 use vnfm_core::lifecycle::unsupported;
 
 use super::http::{parse, problem, problem_of, read_body};
-use super::lcm_api::launch;
-use super::state::{lcm_problem, App, OpRequest};
+use super::state::{launch, lcm_problem, App, OpRequest};
 
 async fn body_of<T: serde::de::DeserializeOwned>(
     app: &App,
