@@ -169,10 +169,7 @@ pub fn hot(data: &[u8]) {
         return;
     };
     let _ = now(sim.show_stack(&id));
-    let _ = now(sim.list_resources(ListResources {
-        id: id.clone(),
-        nested_depth: 2,
-    }));
+    let _ = now(sim.list_resources(ListResources::new(id.clone(), 2)));
     let _ = now(sim.delete_stack(&id));
 }
 
