@@ -53,12 +53,17 @@ pub fn sol003(data: &[u8]) {
 }
 
 /// Splits the fuzzer's bytes into package files: `name \0 content \0 name \0 content ...`
-/// (a trailing name without content has empty content).
+/// (a trailing name without content has empty content; an empty name with empty content,
+/// as after the last file's closing `\0`, is no file).
 pub fn split_files(data: &[u8]) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut parts = data.split(|&b| b == 0);
     while let Some(name) = parts.next() {
         let content = parts.next().unwrap_or_default();
+        if name.is_empty() && content.is_empty() {
+            // The end of the last file's content.
+            continue;
+        }
         files.insert(String::from_utf8_lossy(name).into_owned(), content.to_vec());
     }
     files
