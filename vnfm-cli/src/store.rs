@@ -815,6 +815,27 @@ fn encode<T: serde::Serialize>(
     })
 }
 
+/// The tables whose row bodies [`decode_row`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowKind {
+    /// `vnf_instances`: a SOL003 `VnfInstance`.
+    Instance,
+    /// `vnf_lcm_op_occs`: a SOL003 `VnfLcmOpOcc`.
+    OpOcc,
+}
+
+/// Decodes one row body of the state file as the store does when it reads that table.
+/// Public for the fuzz targets of `fuzz/` and their corpus regression test.
+///
+/// # Errors
+/// The store's error for a body that does not deserialize (table, row and field named).
+pub fn decode_row(kind: RowKind, body: &str) -> Result<(), DriverError> {
+    match kind {
+        RowKind::Instance => decode::<VnfInstance>("state", &INSTANCES, "fuzz", body).map(drop),
+        RowKind::OpOcc => decode::<VnfLcmOpOcc>("state", &OP_OCCS, "fuzz", body).map(drop),
+    }
+}
+
 fn decode<T: serde::de::DeserializeOwned>(
     file: &str,
     table: &Table,

@@ -158,6 +158,61 @@ fn if_match_admits(headers: &HeaderMap, etag: &str) -> bool {
         .any(|t| t == "*" || t == etag)
 }
 
+/// The SOL003 request bodies that `vnfm serve` parses, for [`check_lcm_body`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LcmBody {
+    /// `POST /vnf_instances`: a `CreateVnfRequest`.
+    Create,
+    /// `POST /vnf_instances/{id}/instantiate`: an `InstantiateVnfRequest`.
+    Instantiate,
+    /// `POST /vnf_instances/{id}/scale`: a `ScaleVnfRequest`.
+    Scale,
+    /// `POST /vnf_instances/{id}/heal`: a `HealVnfRequest`.
+    Heal,
+    /// `POST /vnf_instances/{id}/terminate`: a `TerminateVnfRequest`.
+    Terminate,
+    /// `PATCH /vnf_instances/{id}`: a `VnfInfoModificationRequest`.
+    Modify,
+}
+
+/// Reads `body` as the handler of `kind` does before it looks at an instance or a package: the
+/// same JSON parse (a 400 ProblemDetails on failure), then the checks that need neither (the
+/// request's `validate`, which the lifecycle runs first; [`modify::check`] for `PATCH`).
+/// Public for the fuzz targets of `fuzz/` and their corpus regression test.
+///
+/// # Errors
+/// The HTTP status the request is refused with (400, or 422 for a `PATCH` that names a
+/// field it cannot change).
+pub fn check_lcm_body(kind: LcmBody, body: &[u8]) -> Result<(), u16> {
+    let status = |r: Response| r.status().as_u16();
+    match kind {
+        LcmBody::Create => {
+            let req: CreateVnfRequest = parse(body, "CreateVnfRequest").map_err(status)?;
+            req.validate().map_err(|_| 400)
+        }
+        LcmBody::Instantiate => {
+            let req: InstantiateVnfRequest =
+                parse(body, "InstantiateVnfRequest").map_err(status)?;
+            req.validate().map_err(|_| 400)
+        }
+        LcmBody::Scale => {
+            let req: ScaleVnfRequest = parse(body, "ScaleVnfRequest").map_err(status)?;
+            req.validate().map_err(|_| 400)
+        }
+        LcmBody::Heal => parse::<HealVnfRequest>(body, "HealVnfRequest")
+            .map(drop)
+            .map_err(status),
+        LcmBody::Terminate => parse::<TerminateVnfRequest>(body, "TerminateVnfRequest")
+            .map(drop)
+            .map_err(status),
+        LcmBody::Modify => {
+            let patch: Map<String, Value> =
+                parse(body, "VnfInfoModificationRequest").map_err(status)?;
+            modify::check(&patch).map_err(|e| status(modify_problem(&e)))
+        }
+    }
+}
+
 async fn body_of(app: &App, body: Body) -> Result<axum::body::Bytes, Response> {
     read_body(body, app.config.server.body_limit, app.request_timeout()).await
 }

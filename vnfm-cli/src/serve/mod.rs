@@ -110,10 +110,12 @@ use crate::store::Flush;
 use auth::Credentials;
 use observe::{ObservedStore, Shared};
 
-use state::{journal_through, App, DRAIN_TIMEOUT};
+pub use lcm_api::{check_lcm_body, LcmBody};
 pub use state::{
-    load_alert_handler, ALERT_DOCUMENT, ALERT_GENERATION_DOCUMENT, ALERT_JOURNAL_PREFIX,
+    check_alert_document, load_alert_handler, AlertDocument, ALERT_DOCUMENT,
+    ALERT_GENERATION_DOCUMENT, ALERT_JOURNAL_PREFIX,
 };
+use state::{journal_through, App, DRAIN_TIMEOUT};
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut text = app.shared.metrics.render(app.gauges());

@@ -107,6 +107,52 @@ pub async fn load_alert_handler(
     Ok(handler)
 }
 
+/// The alert-state documents [`check_alert_document`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlertDocument {
+    /// [`ALERT_DOCUMENT`]: the alert handler's snapshot.
+    Snapshot,
+    /// [`ALERT_GENERATION_DOCUMENT`]: the generation the snapshot covers.
+    Generation,
+    /// A journal entry (named `name`, see [`ALERT_JOURNAL_PREFIX`]): one accepted heal.
+    JournalEntry,
+}
+
+/// Reads one saved alert document as [`load_alert_handler`] does, into a handler with every
+/// endpoint enabled, and takes the handler's snapshot again. `name` is the document's name
+/// (only read for a [`AlertDocument::JournalEntry`]). Public for the fuzz targets of `fuzz/`
+/// and their corpus regression test.
+///
+/// # Errors
+/// The message [`load_alert_handler`] gives for that document.
+pub fn check_alert_document(kind: AlertDocument, name: &str, body: &str) -> Result<(), String> {
+    let config = vnfm_core::alert::PrometheusPluginConfig::default().with_all_enabled();
+    let mut handler = AlertHandler::new(config);
+    match kind {
+        AlertDocument::Snapshot => {
+            let state: AlertState = serde_json::from_str(body).map_err(|e| {
+                format!("the saved alert state (document {ALERT_DOCUMENT}) is unreadable: {e}")
+            })?;
+            handler.restore(state);
+        }
+        AlertDocument::Generation => {
+            body.trim().parse::<u64>().map_err(|e| {
+                format!("document {ALERT_GENERATION_DOCUMENT} is not a generation ({body:?}): {e}")
+            })?;
+        }
+        AlertDocument::JournalEntry => {
+            journal_generation(name).ok_or_else(|| {
+                format!("alert journal entry {name:?}: not a journal entry's name")
+            })?;
+            let entry: HealEntry = serde_json::from_str(body)
+                .map_err(|e| format!("alert journal entry {name} is unreadable: {e}"))?;
+            handler.replay_heal(&entry);
+        }
+    }
+    let _ = handler.snapshot();
+    Ok(())
+}
+
 /// How long a stop waits for running operations.
 pub(super) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -278,6 +278,8 @@ pub(crate) fn parse(
 
     // Scaling aspects.
     let mut scaling_aspects: BTreeMap<String, ScalingAspect> = BTreeMap::new();
+    // Where each aspect's max_scale_level is written, for the bound check at the end.
+    let mut max_level_at: BTreeMap<String, At<'_>> = BTreeMap::new();
     for (_, at, _) in policies_of("tosca.policies.nfv.ScalingAspects") {
         for (aid, a) in at.req("properties")?.req("aspects")?.entries()? {
             if scaling_aspects.contains_key(&aid) {
@@ -290,7 +292,12 @@ pub(crate) fn parse(
                     .transpose()?
                     .unwrap_or_else(|| aid.clone()),
                 description: a.opt("description")?.map(|d| d.text()).transpose()?,
-                max_scale_level: a.req("max_scale_level")?.u32()?,
+                max_scale_level: {
+                    let level_at = a.req("max_scale_level")?;
+                    let level = level_at.u32()?;
+                    max_level_at.insert(aid.clone(), level_at);
+                    level
+                },
                 step_deltas: a
                     .opt("step_deltas")?
                     .map(|s| s.str_list())
@@ -496,7 +503,7 @@ pub(crate) fn parse(
 
     let base_hot = hot::base_hot(source, files, id)?;
 
-    Ok(Flavour {
+    let flavour = Flavour {
         id: id.to_owned(),
         description,
         definitions_file: doc.rel.clone(),
@@ -514,7 +521,49 @@ pub(crate) fn parse(
         vdu_instantiation_levels,
         lcm_operations,
         base_hot,
-    })
+    };
+    within_max_scale(&flavour, &max_level_at)?;
+    Ok(flavour)
+}
+
+/// Every aspect can reach its `max_scale_level` within the `vdu_profile` of each VDU it
+/// scales: the VDU's initial instances (see [`Flavour::initial_instances`]; its
+/// `min_number_of_instances` when the VNFD gives none) plus `max_scale_level` steps of the
+/// aspect's delta for that VDU (uniform, [`Flavour::aspect_delta`]) must not exceed
+/// `max_number_of_instances`. A flavour that says otherwise declares scale levels it can never
+/// reach, and a scale-out to them would be refused only at run time.
+fn within_max_scale(flavour: &Flavour, max_level_at: &BTreeMap<String, At<'_>>) -> Result<()> {
+    for (aid, aspect) in &flavour.scaling_aspects {
+        for (vdu_id, vdu) in &flavour.vdus {
+            let Some(delta) = flavour.aspect_delta(aid, vdu_id) else {
+                continue;
+            };
+            let initial = flavour
+                .initial_instances(vdu_id)
+                .unwrap_or(vdu.min_instances);
+            let top = u64::from(initial) + u64::from(aspect.max_scale_level) * u64::from(delta);
+            if top > u64::from(vdu.max_instances) {
+                let message = format!(
+                    "aspect `{aid}`: max_scale_level {} x delta {delta} of VDU `{}` + {initial} \
+                     initial instances = {top} instances, above its max_number_of_instances \
+                     {}: expected at most {} scale levels, or a larger \
+                     vdu_profile.max_number_of_instances",
+                    aspect.max_scale_level,
+                    vdu_id.0,
+                    vdu.max_instances,
+                    (vdu.max_instances.saturating_sub(initial)) / delta.max(1),
+                );
+                return Err(match max_level_at.get(aid) {
+                    Some(at) => at.err(message),
+                    None => crate::Error::invalid(
+                        crate::error::Location::file(&flavour.definitions_file),
+                        message,
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn parse_vdu(

@@ -174,11 +174,31 @@ pub const MAX_ZIP_ENTRIES: usize = 10_000;
 /// whatever the archive declares; more than [`MAX_ZIP_ENTRIES`] entries are refused.
 #[cfg(feature = "zip")]
 fn read_zip(path: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
+    let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+    read_zip_from(path, std::io::BufReader::new(file))
+}
+
+/// Reads a zip package held in memory, as [`load`] reads a `.zip` file (same limits, same
+/// errors); `source` names it in messages. Used by the fuzz targets of `fuzz/`.
+///
+/// # Errors
+/// As [`load`] for a zip file.
+#[cfg(feature = "zip")]
+pub fn load_zip_bytes(source: &str, bytes: &[u8]) -> Result<VnfPackage> {
+    let files = read_zip_from(Path::new(source), std::io::Cursor::new(bytes))?;
+    VnfPackage::from_files(source, files)
+}
+
+/// [`read_zip`] over any seekable reader; `path` names the archive in errors.
+#[cfg(feature = "zip")]
+fn read_zip_from<R: std::io::Read + std::io::Seek>(
+    path: &Path,
+    reader: R,
+) -> Result<BTreeMap<String, Vec<u8>>> {
     use std::io::Read;
 
-    let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
     let zip_err = |e: zip::result::ZipError| io_err(path, std::io::Error::other(e));
-    let mut archive = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zip_err)?;
+    let mut archive = zip::ZipArchive::new(reader).map_err(zip_err)?;
     if archive.len() > MAX_ZIP_ENTRIES {
         return Err(Error::invalid(
             Location::file(path),

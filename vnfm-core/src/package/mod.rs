@@ -1263,6 +1263,43 @@ topology_template:
     }
 
     #[test]
+    fn max_scale_level_beyond_max_number_of_instances_is_refused() {
+        // VDU1: 1 initial + 2 levels x 1 = 3 = max_number_of_instances: loads (the base).
+        assert!(VnfPackage::from_files("pkg", base()).is_ok());
+        // 1 + 3 x 1 = 4 > 3.
+        let e = err(with(
+            "Definitions/df.yaml",
+            "max_scale_level: 2",
+            "max_scale_level: 3",
+        ));
+        assert!(e.contains("Definitions/df.yaml"), "{e}");
+        assert!(
+            e.contains(
+                "aspect `VDU1_scale`: max_scale_level 3 x delta 1 of VDU `VDU1` + 1 initial \
+                 instances = 4 instances, above its max_number_of_instances 3: expected at \
+                 most 2 scale levels"
+            ),
+            "{e}"
+        );
+        // The level of issue 14 row 4, with no overflow: 1 + 4e9 x 2.
+        let mut files = with(
+            "Definitions/df.yaml",
+            "max_scale_level: 2",
+            "max_scale_level: 4000000000",
+        );
+        let df = String::from_utf8(files["Definitions/df.yaml"].clone())
+            .unwrap()
+            .replace(
+                "            delta_1:\n              number_of_instances: 1",
+                "            delta_1:\n              number_of_instances: 2",
+            );
+        files.insert("Definitions/df.yaml".into(), df.into_bytes());
+        let e = err(files);
+        assert!(e.contains("= 8000000001 instances"), "{e}");
+        assert!(e.contains("expected at most 1 scale levels"), "{e}");
+    }
+
+    #[test]
     fn descriptor_and_flavour_must_exist() {
         let mut f = with(
             "Definitions/top.yaml",

@@ -1,0 +1,581 @@
+//! The soak of `vnfm serve` (issue 14, acceptance 5), ignored by default: run it with
+//! `scripts/soak.sh [SECONDS]` (or `VNFM_SOAK_SECS=N cargo test -p vnfm-cli --test soak --
+//! --ignored --nocapture`). See docs/soak.md.
+//!
+//! A `vnfm serve` child on the simulated cloud, under `ulimit -n 128`, on 127.0.0.1, gets at
+//! once, for the whole duration:
+//! - auto-heal webhooks (basic auth) and auto-scale webhooks (bearer token) for live instances;
+//! - LCM operations through the API: create, instantiate, scale out and in, heal, PATCH,
+//!   terminate, delete;
+//! - hostile clients: connections that send nothing, that trickle their headers a byte at a
+//!   time, and that stay idle after a request.
+//!
+//! After a warm-up and at the end, the load is paused until the server is idle (every
+//! operation and heal window done, the hostile connections closed by the deadlines), and the
+//! server's open descriptors (`/proc/PID/fd`) and resident memory (`VmRSS`) are sampled: the end
+//! must be within 10 % of the warm-up. Every answer is counted by status: no 5xx but the
+//! documented 503 (docs/serve.md), and every alert of an accepted (204) webhook is counted by
+//! the server as received, and as accepted or ignored.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod serve_common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use serve_common::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The open-file limit of the server.
+const OPEN_FILES: u32 = 128;
+/// Hostile connections held all along (silent, trickling, idle; reopened when closed).
+const HOSTILE: usize = 60;
+/// Long-lived instances that alerts and scale/heal/PATCH operations target.
+const LIVE: usize = 4;
+
+/// Answers by (what, status).
+type Tally = Arc<Mutex<BTreeMap<(String, u16), u64>>>;
+
+fn count(t: &Tally, what: &str, status: u16) {
+    *t.lock()
+        .unwrap()
+        .entry((what.to_owned(), status))
+        .or_default() += 1;
+}
+
+/// A child `vnfm serve` under `ulimit -n`; killed when dropped.
+struct Child {
+    child: std::process::Child,
+    addr: SocketAddr,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl Child {
+    fn start(config: &std::path::Path) -> Child {
+        use std::io::BufRead;
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("ulimit -n {OPEN_FILES} && exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_vnfm"))
+            .arg("--config")
+            .arg(config)
+            .arg("serve")
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("VNFM_") {
+                cmd.env_remove(k);
+            }
+        }
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("vnfm serve starts");
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let addr = first
+            .strip_prefix("vnfm serve: listening on http://")
+            .unwrap_or_else(|| panic!("{first}"))
+            .parse()
+            .unwrap();
+        let (tx, stderr) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        Child {
+            child,
+            addr,
+            stderr,
+        }
+    }
+
+    /// Open descriptors and resident memory (KiB) of the server.
+    fn sample(&self) -> (usize, u64) {
+        let pid = self.child.id();
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .count();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let rss = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        (fds, rss)
+    }
+
+    fn stop(mut self) -> (Option<i32>, String) {
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = self.child.wait().unwrap();
+        let text: Vec<String> = self.stderr.try_iter().collect();
+        (status.code(), text.join("\n"))
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The load's switches: `run` pauses and resumes it, `done` ends it.
+#[derive(Clone)]
+struct Switch {
+    run: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+}
+
+impl Switch {
+    /// Waits while paused; false once done.
+    async fn go(&self) -> bool {
+        while !self.run.load(Ordering::Relaxed) {
+            if self.done.load(Ordering::Relaxed) {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        !self.done.load(Ordering::Relaxed)
+    }
+}
+
+/// One hostile client: kind 0 sends nothing, 1 trickles its headers a byte every 50 ms, 2 sends
+/// one request and stays idle; reopened 100 ms after the server closes it.
+async fn hostile(addr: SocketAddr, kind: usize, sw: Switch) {
+    let mut buf = [0u8; 4096];
+    while sw.go().await {
+        let Ok(mut s) = TcpStream::connect(addr).await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        match kind {
+            0 => {
+                let _ = tokio::time::timeout(Duration::from_secs(30), s.read(&mut buf)).await;
+            }
+            1 => {
+                let head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa";
+                for b in head.iter().cycle() {
+                    if !sw.run.load(Ordering::Relaxed) || s.write_all(&[*b]).await.is_err() {
+                        break;
+                    }
+                    if let Ok(r) =
+                        tokio::time::timeout(Duration::from_millis(50), s.read(&mut buf)).await
+                    {
+                        if !matches!(r, Ok(n) if n > 0) {
+                            break;
+                        }
+                    }
+                }
+            }
+            _ => {
+                if s.write_all(b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .await
+                    .is_ok()
+                {
+                    while let Ok(Ok(n)) =
+                        tokio::time::timeout(Duration::from_secs(30), s.read(&mut buf)).await
+                    {
+                        if n == 0 {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        drop(s);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Alerts for the live instances, about 10 webhooks a second: heal (basic auth; a firing alert
+/// then its resolution for one VNFC) and scale (bearer; out then in). Counts the alerts of
+/// every 204 per endpoint in `sent`.
+async fn alerts(
+    addr: SocketAddr,
+    live: Vec<(String, Vec<String>)>,
+    sw: Switch,
+    tally: Tally,
+    sent: Arc<[AtomicU64; 2]>,
+) {
+    let bearer = format!("Bearer {BEARER}");
+    let mut n = 0u64;
+    while sw.go().await {
+        n += 1;
+        let (id, vnfcs) = &live[(n as usize) % live.len()];
+        let (endpoint, auth, body, alerts) = if n % 4 == 0 {
+            let kind = if n % 8 == 0 { "SCALE_OUT" } else { "SCALE_IN" };
+            let a = scale_alert(id, "VDU1_scale", kind, &format!("s{n}"));
+            ("auto_scaling", bearer.as_str(), webhook(&[a]), 1)
+        } else {
+            let vnfc = &vnfcs[(n as usize / live.len()) % vnfcs.len()];
+            let status = if n % 3 == 0 { "resolved" } else { "firing" };
+            let a = heal_alert(id, vnfc, &format!("h{}", n / 3), status, n % 2 == 0);
+            let b = heal_alert(id, vnfc, &format!("h{}b", n), "resolved", false);
+            ("auto_healing", BASIC_HEADER, webhook(&[a, b]), 2)
+        };
+        match tokio::time::timeout(
+            Duration::from_secs(10),
+            post_alert(addr, endpoint, Some(auth), &body),
+        )
+        .await
+        {
+            Ok(r) => {
+                count(&tally, endpoint, r.status);
+                if r.status == 204 {
+                    let i = usize::from(endpoint == "auto_scaling");
+                    sent[i].fetch_add(alerts, Ordering::Relaxed);
+                }
+            }
+            Err(_) => count(&tally, endpoint, 0),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A request through the API, counted under `what`; its answer.
+async fn api(
+    addr: SocketAddr,
+    tally: &Tally,
+    what: &str,
+    method: &str,
+    path: &str,
+    body: &serde_json::Value,
+) -> Option<Reply> {
+    let ct = if method == "PATCH" {
+        "application/merge-patch+json"
+    } else {
+        "application/json"
+    };
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        serde_json::to_vec(body).unwrap()
+    };
+    let r = tokio::time::timeout(
+        Duration::from_secs(30),
+        request(addr, method, path, &[("Content-Type", ct)], &bytes),
+    )
+    .await;
+    match r {
+        Ok(r) => {
+            count(tally, what, r.status);
+            Some(r)
+        }
+        Err(_) => {
+            count(tally, what, 0);
+            None
+        }
+    }
+}
+
+/// Waits for the operation at `location` to end (or 60 s).
+async fn finish(addr: SocketAddr, location: Option<&str>) {
+    let Some(location) = location else { return };
+    let end = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < end {
+        let op = get(addr, location).await.json();
+        let s = op["operationState"].as_str().unwrap_or("").to_owned();
+        if !["STARTING", "PROCESSING", "ROLLING_BACK"].contains(&s.as_str()) {
+            if s == "FAILED_TEMP" {
+                // Given up, so that the instance is free again.
+                let _ = request(addr, "POST", &format!("{location}/fail"), &[], b"").await;
+            }
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// LCM operations through the API, one after the other: the life of a fresh instance
+/// (create, instantiate, scale out, scale in, PATCH, heal, terminate, delete), and a scale of a
+/// live instance, again and again.
+async fn lcm(addr: SocketAddr, live: Vec<String>, sw: Switch, tally: Tally) {
+    let base = "/vnflcm/v2/vnf_instances";
+    let mut n = 0usize;
+    while sw.go().await {
+        n += 1;
+        let Some(r) = api(
+            addr,
+            &tally,
+            "create",
+            "POST",
+            base,
+            &json!({"vnfdId": DEMO_VNFD}),
+        )
+        .await
+        else {
+            continue;
+        };
+        if r.status != 201 {
+            continue;
+        }
+        let id = r.json()["id"].as_str().unwrap().to_owned();
+        let at = format!("{base}/{id}");
+        let steps: [(&str, &str, String, serde_json::Value); 5] = [
+            (
+                "instantiate",
+                "POST",
+                format!("{at}/instantiate"),
+                json!({"flavourId": "default"}),
+            ),
+            (
+                "scale",
+                "POST",
+                format!("{at}/scale"),
+                json!({"type": "SCALE_OUT", "aspectId": "VDU1_scale"}),
+            ),
+            (
+                "scale",
+                "POST",
+                format!("{at}/scale"),
+                json!({"type": "SCALE_IN", "aspectId": "VDU1_scale"}),
+            ),
+            (
+                "patch",
+                "PATCH",
+                at.clone(),
+                json!({"vnfInstanceDescription": format!("soak {n}")}),
+            ),
+            (
+                "terminate",
+                "POST",
+                format!("{at}/terminate"),
+                json!({"terminationType": "FORCEFUL"}),
+            ),
+        ];
+        for (what, method, path, body) in steps {
+            if let Some(r) = api(addr, &tally, what, method, &path, &body).await {
+                finish(addr, r.header("location")).await;
+            }
+        }
+        let _ = api(
+            addr,
+            &tally,
+            "delete",
+            "DELETE",
+            &at,
+            &serde_json::Value::Null,
+        )
+        .await;
+        // A scale of a live instance (409 when an alert's operation holds it).
+        let target = &live[n % live.len()];
+        let kind = if n % 2 == 0 { "SCALE_IN" } else { "SCALE_OUT" };
+        if let Some(r) = api(
+            addr,
+            &tally,
+            "scale-live",
+            "POST",
+            &format!("{base}/{target}/scale"),
+            &json!({"type": kind, "aspectId": "VDU1_scale"}),
+        )
+        .await
+        {
+            finish(addr, r.header("location")).await;
+        }
+        let _ = api(addr, &tally, "list", "GET", base, &serde_json::Value::Null).await;
+    }
+}
+
+/// Pauses the load and waits until the server is idle: no operation running, no heal window
+/// pending or waiting, no instance busy, and only our own connection open.
+async fn quiesce(addr: SocketAddr, sw: &Switch) -> String {
+    sw.run.store(false, Ordering::Relaxed);
+    let end = Instant::now() + Duration::from_secs(120);
+    loop {
+        let m = metrics(addr).await;
+        let idle = [
+            "vnfm_lcm_operations_running",
+            "vnfm_heal_windows_pending",
+            "vnfm_heal_windows_waiting",
+            "vnfm_instances_busy",
+        ]
+        .iter()
+        .all(|s| metric(&m, s) == 0)
+            && metric(&m, "vnfm_http_connections") <= 1;
+        if idle {
+            // The state's own write within a second of the last change, then sample.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            return metrics(addr).await;
+        }
+        assert!(
+            Instant::now() < end,
+            "the server is not idle after 120 s:\n{m}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "several minutes: scripts/soak.sh"]
+async fn soak() {
+    let secs: u64 = std::env::var("VNFM_SOAK_SECS")
+        .ok()
+        .map(|s| s.parse().expect("VNFM_SOAK_SECS: seconds"))
+        .unwrap_or(300);
+    let warm = (secs / 5).max(10);
+    let dir = tempfile::tempdir().unwrap();
+    // Room for every instance and its heals and scale-outs.
+    let cloud = dir.path().join("big.yaml");
+    let zones: String = (1..=4)
+        .map(|z| {
+            format!(
+                "  AZ-{z}:\n    hosts:\n      host-{z}a: {{vcpus: 2048, memory_mb: 4194304, disk_gb: 40960}}\n      \
+                 host-{z}b: {{vcpus: 2048, memory_mb: 4194304, disk_gb: 40960}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(
+        &cloud,
+        format!(
+            "zones:\n{zones}flavors:\n  m1.tiny: {{vcpus: 1, memory_mb: 512, disk_gb: 1}}\n  \
+             m1.small: {{vcpus: 1, memory_mb: 2048, disk_gb: 20}}\n  \
+             m1.medium: {{vcpus: 2, memory_mb: 4096, disk_gb: 40}}\n  \
+             m1.large: {{vcpus: 4, memory_mb: 8192, disk_gb: 80}}\n\
+             images: [cirros, demo-frontend-image, demo-backend-image]\n"
+        ),
+    )
+    .unwrap();
+    let config = dir.path().join("vnfm.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[vim]\nkind = \"sim\"\ncloud = {cloud:?}\n[state]\npath = {:?}\n\
+             [placement]\nreselect_zones = true\nfallback_best_effort = true\n\
+             [server]\nlisten = \"127.0.0.1:0\"\nheader_timeout = 1\nidle_timeout = 2\n\
+             [prometheus_plugin]\nauto_healing = true\nauto_scaling = true\ntimer_interval = 2\n\
+             scale_cooldown = 1\nbearer_token = \"{BEARER}\"\nbasic_auth_user = \"{}\"\n\
+             basic_auth_password = \"{}\"\n",
+            dir.path().join("state.sqlite"),
+            BASIC.0,
+            BASIC.1
+        ),
+    )
+    .unwrap();
+    let server = Child::start(&config);
+    let addr = server.addr;
+    let start = server.sample();
+
+    let mut live = Vec::new();
+    for _ in 0..LIVE {
+        let id = instantiated(addr).await;
+        let vnfcs: Vec<String> = servers(addr, &id).await.into_keys().collect();
+        live.push((id, vnfcs));
+    }
+    let sw = Switch {
+        run: Arc::new(AtomicBool::new(true)),
+        done: Arc::new(AtomicBool::new(false)),
+    };
+    let tally: Tally = Arc::default();
+    let sent: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let mut tasks = Vec::new();
+    for i in 0..HOSTILE {
+        tasks.push(tokio::spawn(hostile(addr, i % 3, sw.clone())));
+    }
+    tasks.push(tokio::spawn(alerts(
+        addr,
+        live.clone(),
+        sw.clone(),
+        tally.clone(),
+        sent.clone(),
+    )));
+    let ids: Vec<String> = live.iter().map(|(id, _)| id.clone()).collect();
+    tasks.push(tokio::spawn(lcm(addr, ids, sw.clone(), tally.clone())));
+
+    // Warm-up, then the first sample with the load paused and the server idle.
+    tokio::time::sleep(Duration::from_secs(warm)).await;
+    quiesce(addr, &sw).await;
+    let warmed = server.sample();
+    eprintln!(
+        "soak: after {warm} s of warm-up: {} fds, {} KiB RSS",
+        warmed.0, warmed.1
+    );
+    sw.run.store(true, Ordering::Relaxed);
+    let t = Instant::now();
+    let mut peak = warmed;
+    while t.elapsed() < Duration::from_secs(secs - warm) {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let s = server.sample();
+        peak = (peak.0.max(s.0), peak.1.max(s.1));
+    }
+    let m = quiesce(addr, &sw).await;
+    let end = server.sample();
+    sw.done.store(true, Ordering::Relaxed);
+    for t in tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(35), t).await;
+    }
+    let tally = tally.lock().unwrap().clone();
+    let sent = [
+        sent[0].load(Ordering::Relaxed),
+        sent[1].load(Ordering::Relaxed),
+    ];
+    let (code, stderr) = server.stop();
+    eprintln!(
+        "soak: {secs} s; fds {} at start, {} after warm-up, {} at the end, {} at most under load; \
+         RSS {} KiB at start, {} after warm-up, {} at the end, {} at most",
+        start.0, warmed.0, end.0, peak.0, start.1, warmed.1, end.1, peak.1
+    );
+    eprintln!("soak: answers by (what, status): {tally:?}");
+    eprintln!(
+        "soak: alerts in 204 webhooks: heal {}, scale {}",
+        sent[0], sent[1]
+    );
+    for l in m.lines().filter(|l| {
+        !l.starts_with('#')
+            && (l.starts_with("vnfm_alert")
+                || l.starts_with("vnfm_lcm_operations_total")
+                || l.starts_with("vnfm_http"))
+    }) {
+        eprintln!("soak: {l}");
+    }
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // Flat: within 10 % of the warm-up.
+    let within = |a: u64, b: u64| b * 10 <= a * 11 && b * 10 >= a * 9;
+    assert!(
+        within(warmed.0 as u64, end.0 as u64),
+        "fds {warmed:?} -> {end:?}"
+    );
+    assert!(within(warmed.1, end.1), "RSS {warmed:?} -> {end:?}");
+    // No 5xx but the documented 503, and every request answered.
+    for ((what, status), n) in &tally {
+        assert!(
+            *status != 0,
+            "{n} {what} requests not answered within their bound"
+        );
+        assert!(
+            *status < 500 || *status == 503,
+            "{n} {what} requests answered {status}"
+        );
+    }
+    // Every alert of an accepted webhook is received, and accepted or ignored.
+    for (i, e) in ["auto_healing", "auto_scaling"].iter().enumerate() {
+        let received = metric(
+            &m,
+            &format!("vnfm_alerts_received_total{{endpoint=\"{e}\"}}"),
+        );
+        let accepted = metric(
+            &m,
+            &format!("vnfm_alerts_accepted_total{{endpoint=\"{e}\"}}"),
+        );
+        let ignored: u64 = m
+            .lines()
+            .filter(|l| l.starts_with(&format!("vnfm_alerts_ignored_total{{endpoint=\"{e}\"")))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(received, sent[i], "{e}: received against sent\n{m}");
+        assert_eq!(received, accepted + ignored, "{e}: accepted + ignored\n{m}");
+        assert!(sent[i] > 0, "{e}: no alert sent");
+    }
+}
