@@ -4,7 +4,15 @@
 //! stable toolchain: CI covers them without nightly. A panic fails the test. See
 //! docs/fuzzing.md.
 
-#[allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::type_complexity,
+    clippy::needless_borrow
+)]
 #[path = "../../fuzz/src/lib.rs"]
 mod targets;
 

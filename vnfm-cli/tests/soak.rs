@@ -214,14 +214,28 @@ async fn alerts(
     while sw.go().await {
         n += 1;
         let (id, vnfcs) = &live[(n as usize) % live.len()];
-        let (endpoint, auth, body, alerts) = if n % 4 == 0 {
-            let kind = if n % 8 == 0 { "SCALE_OUT" } else { "SCALE_IN" };
+        let (endpoint, auth, body, alerts) = if n.is_multiple_of(4) {
+            let kind = if n.is_multiple_of(8) {
+                "SCALE_OUT"
+            } else {
+                "SCALE_IN"
+            };
             let a = scale_alert(id, "VDU1_scale", kind, &format!("s{n}"));
             ("auto_scaling", bearer.as_str(), webhook(&[a]), 1)
         } else {
             let vnfc = &vnfcs[(n as usize / live.len()) % vnfcs.len()];
-            let status = if n % 3 == 0 { "resolved" } else { "firing" };
-            let a = heal_alert(id, vnfc, &format!("h{}", n / 3), status, n % 2 == 0);
+            let status = if n.is_multiple_of(3) {
+                "resolved"
+            } else {
+                "firing"
+            };
+            let a = heal_alert(
+                id,
+                vnfc,
+                &format!("h{}", n / 3),
+                status,
+                n.is_multiple_of(2),
+            );
             let b = heal_alert(id, vnfc, &format!("h{}b", n), "resolved", false);
             ("auto_healing", BASIC_HEADER, webhook(&[a, b]), 2)
         };
@@ -371,7 +385,11 @@ async fn lcm(addr: SocketAddr, live: Vec<String>, sw: Switch, tally: Tally) {
         .await;
         // A scale of a live instance (409 when an alert's operation holds it).
         let target = &live[n % live.len()];
-        let kind = if n % 2 == 0 { "SCALE_IN" } else { "SCALE_OUT" };
+        let kind = if n.is_multiple_of(2) {
+            "SCALE_IN"
+        } else {
+            "SCALE_OUT"
+        };
         if let Some(r) = api(
             addr,
             &tally,

@@ -290,6 +290,14 @@ pub(crate) async fn problems(req: Request, next: Next) -> Response {
     out
 }
 
+/// `r` with a `Location` header (left out when `href` is not a valid header value).
+pub(crate) fn with_location(mut r: Response, href: &str) -> Response {
+    if let Ok(v) = HeaderValue::from_str(href) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,12 +315,4 @@ mod tests {
         let e = parse::<vnfm_core::lcm::CreateVnfRequest>(b"{}", "CreateVnfRequest").unwrap_err();
         assert_eq!(e.status(), StatusCode::BAD_REQUEST);
     }
-}
-
-/// `r` with a `Location` header (left out when `href` is not a valid header value).
-pub(crate) fn with_location(mut r: Response, href: &str) -> Response {
-    if let Ok(v) = HeaderValue::from_str(href) {
-        r.headers_mut().insert(header::LOCATION, v);
-    }
-    r
 }

@@ -19,11 +19,10 @@ use vnfm_core::lcm::{
 use vnfm_core::lifecycle::grant::{lcm_op_occ_href, vnf_instance_href};
 use vnfm_core::lifecycle::modify::{self, ModifyError};
 use vnfm_core::lifecycle::OperationOptions;
-use vnfm_core::problem::ProblemDetails;
 
 use super::http::{json, parse, problem, problem_of, read_body, with_location};
 use super::query;
-use super::state::{launch, lcm_problem, spawn_op, App, OpRequest};
+use super::state::{launch, lcm_problem, App, OpRequest};
 
 pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
     Router::new()

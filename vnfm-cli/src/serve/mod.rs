@@ -374,7 +374,7 @@ impl Server {
             running: AtomicUsize::new(0),
             idle: Notify::new(),
             promise,
-            cancels: tasks::Cancels::default(),
+            cancels: state::Cancels::default(),
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));

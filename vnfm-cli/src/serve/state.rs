@@ -2,6 +2,7 @@
 //! file, the lifecycle over the drivers, the alert handler and its journal, the Promise
 //! ledger; and the background operations they start ([`spawn_op`]).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -13,13 +14,18 @@ use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{
     HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest, TerminateVnfRequest, VnfInstance,
 };
-use vnfm_core::lifecycle::{LcmError, Lifecycle, OperationOptions};
+use vnfm_core::lifecycle::{Interrupt, LcmError, Lifecycle, OperationOptions};
 use vnfm_core::package::VnfPackage;
 use vnfm_core::problem::ProblemDetails;
 use vnfm_core::reservation;
 use vnfm_core::sim::SimCloud;
 
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use vnfm_core::lifecycle::grant::lcm_op_occ_href;
+
 use super::auth::Credentials;
+use super::http::{problem, with_location};
 use super::metrics::Gauges;
 use super::observe::{ObservedStore, Shared, Started};
 use super::{journal, ledger};

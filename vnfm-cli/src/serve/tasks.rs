@@ -18,8 +18,7 @@
 //!
 //! [`Lifecycle::rollback_with`]: vnfm_core::lifecycle::Lifecycle::rollback_with
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::Body;
@@ -28,15 +27,15 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::oneshot;
 use vnfm_core::driver::Store;
-use vnfm_core::id::{OpOccId, VnfInstanceId};
+use vnfm_core::id::OpOccId;
 use vnfm_core::lcm::{CancelModeType, VnfLcmOpOcc};
 use vnfm_core::lifecycle::grant::lcm_op_occ_href;
-use vnfm_core::lifecycle::{Interrupt, LcmError, OpTask, OperationOptions};
+use vnfm_core::lifecycle::{LcmError, OpTask, OperationOptions};
 use vnfm_core::problem::ProblemDetails;
 
 use super::http::{json, parse, problem, problem_of, read_body};
 use super::observe::{send_started, Started};
-use super::state::{lcm_problem, App, Cancels};
+use super::state::{lcm_problem, App};
 
 /// The body of `POST .../cancel` (SOL003 `CancelMode`).
 #[derive(serde::Deserialize)]
