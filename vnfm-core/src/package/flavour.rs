@@ -541,17 +541,34 @@ fn within_max_scale(flavour: &Flavour, max_level_at: &BTreeMap<String, At<'_>>) 
             let initial = flavour
                 .initial_instances(vdu_id)
                 .unwrap_or(vdu.min_instances);
-            let top = u64::from(initial) + u64::from(aspect.max_scale_level) * u64::from(delta);
+            // The initial instances are at the default instantiation level's scale level of
+            // the aspect (its `scale_info`), or at level 0 (a VduInitialDelta, no level).
+            let from_delta = flavour
+                .initial_deltas
+                .iter()
+                .any(|d| d.targets.contains(vdu_id));
+            let start = if from_delta {
+                0
+            } else {
+                flavour
+                    .instantiation_levels
+                    .as_ref()
+                    .and_then(|l| l.levels.get(l.default_level.as_ref()?))
+                    .and_then(|l| l.scale_info.get(aid).copied())
+                    .unwrap_or(0)
+            };
+            let steps = aspect.max_scale_level.saturating_sub(start);
+            let top = u64::from(initial) + u64::from(steps) * u64::from(delta);
             if top > u64::from(vdu.max_instances) {
                 let message = format!(
-                    "aspect `{aid}`: max_scale_level {} x delta {delta} of VDU `{}` + {initial} \
-                     initial instances = {top} instances, above its max_number_of_instances \
-                     {}: expected at most {} scale levels, or a larger \
-                     vdu_profile.max_number_of_instances",
-                    aspect.max_scale_level,
+                    "aspect `{aid}`: {initial} initial instances of VDU `{}` (at scale level \
+                     {start}) + {steps} more level(s) up to max_scale_level {} x delta {delta} = \
+                     {top} instances, above its max_number_of_instances {}: expected \
+                     max_scale_level at most {}, or a larger vdu_profile.max_number_of_instances",
                     vdu_id.0,
+                    aspect.max_scale_level,
                     vdu.max_instances,
-                    (vdu.max_instances.saturating_sub(initial)) / delta.max(1),
+                    start + (vdu.max_instances.saturating_sub(initial)) / delta.max(1),
                 );
                 return Err(match max_level_at.get(aid) {
                     Some(at) => at.err(message),

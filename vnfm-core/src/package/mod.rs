@@ -1275,9 +1275,9 @@ topology_template:
         assert!(e.contains("Definitions/df.yaml"), "{e}");
         assert!(
             e.contains(
-                "aspect `VDU1_scale`: max_scale_level 3 x delta 1 of VDU `VDU1` + 1 initial \
-                 instances = 4 instances, above its max_number_of_instances 3: expected at \
-                 most 2 scale levels"
+                "aspect `VDU1_scale`: 1 initial instances of VDU `VDU1` (at scale level 0) + 3 \
+                 more level(s) up to max_scale_level 3 x delta 1 = 4 instances, above its \
+                 max_number_of_instances 3: expected max_scale_level at most 2"
             ),
             "{e}"
         );
@@ -1296,7 +1296,7 @@ topology_template:
         files.insert("Definitions/df.yaml".into(), df.into_bytes());
         let e = err(files);
         assert!(e.contains("= 8000000001 instances"), "{e}");
-        assert!(e.contains("expected at most 1 scale levels"), "{e}");
+        assert!(e.contains("expected max_scale_level at most 1"), "{e}");
     }
 
     #[test]
