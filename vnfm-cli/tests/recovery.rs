@@ -179,8 +179,14 @@ fn an_instantiate_killed_after_any_commit_is_left_alone_while_alive_then_rolls_b
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         assert!(text(&out).contains("alive"), "{}", text(&out));
         assert_eq!(only_op(&d, &d.state)["operationState"], state);
-        // Once it expired: roll back on one copy, retry on another.
-        std::thread::sleep(LEASE.saturating_sub(killed_at.elapsed()) + Duration::from_millis(300));
+        // Once it expired: roll back on one copy, retry on another. Wait for the lease's own
+        // expiry (taken at the commit, which a loaded machine may make well after the kill).
+        let expires: chrono::DateTime<chrono::Utc> =
+            serde_json::from_value(op["lease"]["expires"].clone()).unwrap();
+        let left = (expires - chrono::Utc::now())
+            .to_std()
+            .unwrap_or(Duration::ZERO);
+        std::thread::sleep(left + Duration::from_millis(300));
         let copy = d.state.with_extension("copy.sqlite");
         std::fs::copy(&d.state, &copy).unwrap();
         let out = run(&d, &d.state, &["--json", "op", "rollback", &id]);
