@@ -45,6 +45,8 @@ async fn ten_thousand_alerts_for_a_hundred_instances_give_one_heal_each() {
     )
     .unwrap();
     let mut c = config(dir.path(), 2);
+    // 300 occurrences (instantiate, modify, heal per instance) on one page of the list
+    c.server.page_size = 1000;
     c.vim.cloud = Some(cloud);
     let server = start(c).await;
     let addr = server.local_addr();

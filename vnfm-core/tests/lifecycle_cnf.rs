@@ -431,7 +431,10 @@ fn four_replicas(_pkg: &VnfPackage) -> VnfPackage {
     ] {
         let mut text = std::fs::read_to_string(package_dir().join(rel)).unwrap();
         if rel.ends_with("cnf_df_podaffinity.yaml") {
-            text = text.replace("number_of_instances: 3", "number_of_instances: 4");
+            // four at instantiation, and room for the two scale levels above them
+            text = text
+                .replace("number_of_instances: 3", "number_of_instances: 4")
+                .replace("max_number_of_instances: 5", "max_number_of_instances: 6");
         }
         files.insert(rel.to_owned(), text.into_bytes());
     }

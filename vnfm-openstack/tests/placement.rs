@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use vnfm_core::driver::{ListZones, ZoneCatalog};
 use vnfm_core::id::HostId;
 use vnfm_core::zone::{ComputeZone, Resources};
-use vnfm_openstack::{CapacityUnknown, CloudConfig, OpenStack};
+use vnfm_openstack::{CapacityUnknown, CloudConfig, OpenStack, RetryPolicy};
 
 use mock::{Mock, Reply};
 
@@ -46,15 +46,20 @@ fn auth_reply(mock: &Mock, placement: bool) -> Reply {
     Reply::json(201, body.to_string()).with_header("X-Subject-Token", "tok-1")
 }
 
+/// Without retries of transient failures: each test queues exactly the replies it expects
+/// (the retries have their own test in loopback.rs).
 fn open(mock: &Mock, placement: bool) -> OpenStack {
     mock.push(auth_reply(mock, placement));
-    OpenStack::new(CloudConfig::password(
-        format!("{}/identity/v3", mock.url),
-        "admin",
-        "pw",
-        "admin",
-        "Default",
-    ))
+    OpenStack::new(
+        CloudConfig::password(
+            format!("{}/identity/v3", mock.url),
+            "admin",
+            "pw",
+            "admin",
+            "Default",
+        )
+        .with_retry(RetryPolicy::none()),
+    )
     .unwrap()
 }
 
