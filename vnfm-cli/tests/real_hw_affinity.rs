@@ -32,8 +32,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod k8s_common;
+
+use k8s_common::{client, copy_package, register_node};
 use k8s_openapi::api::core::v1::{Namespace, Node};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{json, Value};
 
 const VNFM_ENV: &[&str] = &[
@@ -113,24 +116,6 @@ fn json_of(out: &Output, code: i32, what: &str) -> Value {
     })
 }
 
-/// Copies `src` into `dst` with every `(from, to)` replaced in its YAML files.
-fn copy_package(src: &Path, dst: &Path, edits: &[(&str, &str)]) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_package(&entry.path(), &to, edits);
-        } else {
-            let mut text = std::fs::read_to_string(entry.path()).unwrap();
-            for (from, by) in edits {
-                text = text.replace(from, by);
-            }
-            std::fs::write(to, text).unwrap();
-        }
-    }
-}
-
 /// The pods of the CNF as the binary reports them: (pod, node).
 fn pods(v: &Value) -> Vec<(String, Option<String>)> {
     v["vnfcs"]
@@ -144,53 +129,6 @@ fn pods(v: &Value) -> Vec<(String, Option<String>)> {
             )
         })
         .collect()
-}
-
-/// Creates `name` as its kubelet registers it: addresses, nodeInfo (systemUUID = the Nova
-/// server id, as Nova's SMBIOS UUID), allocatable, Ready; then removes the not-ready taint as
-/// the node-lifecycle controller would once Ready.
-async fn register_node(client: &kube::Client, name: &str, run: &str, server: &str) {
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let resources = json!({"cpu": "4", "memory": "8Gi", "pods": "110"});
-    let node: Node = serde_json::from_value(json!({
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "vnfm-e2e": run,
-            },
-        },
-        "status": {
-            "addresses": [{"type": "Hostname", "address": name}],
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [{
-                "type": "Ready", "status": "True", "reason": "KubeletReady",
-                "message": "kubelet is posting ready status",
-                "lastHeartbeatTime": now, "lastTransitionTime": now,
-            }],
-            "nodeInfo": {
-                "machineID": "", "systemUUID": server.to_uppercase(), "bootID": "",
-                "kernelVersion": "6.1.0", "osImage": "Debian GNU/Linux 12 (bookworm)",
-                "containerRuntimeVersion": "containerd://1.7.0", "kubeletVersion": "v1.36.2",
-                "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64",
-            },
-        },
-    }))
-    .unwrap();
-    let nodes = Api::<Node>::all(client.clone());
-    nodes.create(&PostParams::default(), &node).await.unwrap();
-    nodes
-        .patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"taints": null}})),
-        )
-        .await
-        .unwrap();
 }
 
 /// The cluster VNF, the nodes, the labels and the CNF for one set of credentials.
@@ -279,7 +217,8 @@ async fn scenario(client: &kube::Client, kubeconfig: &Path, zone: &str, creds: C
     for (i, w) in workers.iter().enumerate() {
         let server = w["serverId"].as_str().unwrap().to_owned();
         let name = format!("{run}-worker-{i}");
-        register_node(client, &name, run, &server).await;
+        let labels = BTreeMap::from([("vnfm-e2e", run.to_owned())]);
+        register_node(client, &name, &labels, Some(&server.to_uppercase())).await;
         node_of_server.insert(server, name);
     }
 
@@ -495,12 +434,7 @@ async fn worker_vms_on_three_hosts_labelled_and_a_cnf_spread_over_them() {
     );
     let zone = std::env::var("VNFM_OS_TEST_WORKER_ZONE")
         .expect("VNFM_OS_TEST_WORKER_ZONE: a zone of three hosts that hold an m1.tiny");
-    let config = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let config =
-        kube::Config::from_custom_kubeconfig(config, &kube::config::KubeConfigOptions::default())
-            .await
-            .unwrap();
-    let client = kube::Client::try_from(config).unwrap();
+    let client = client(&kubeconfig).await;
     // Nodes of an earlier run that stopped half-way would take the CNF's pods.
     let nodes = Api::<Node>::all(client.clone());
     for n in nodes

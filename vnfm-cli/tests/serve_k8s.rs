@@ -11,14 +11,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod k8s_common;
 mod serve_common;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use k8s_common::{client, copy_package, register_node};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{json, Value};
 use serve_common::*;
 
@@ -26,48 +28,6 @@ use serve_common::*;
 const CNF_VNFD: &str = "5b0c7e2a-91d4-4c3f-8a6e-2f7d1c9b4e30";
 const HOST_KEY: &str = "topology.openstack.org/host-id";
 const RUN_LABEL: &str = "vnfm-serve-e2e";
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), to).unwrap();
-        }
-    }
-}
-
-/// A worker node as its kubelet registers it, labelled with its compute host (as
-/// `vnfm cluster label` would have).
-async fn register_node(client: &kube::Client, name: &str, host: &str) {
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
-    let resources = json!({"cpu": "4", "memory": "8Gi", "pods": "110"});
-    let node: Node = serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {
-            "kubernetes.io/hostname": name, RUN_LABEL: "1", HOST_KEY: host}},
-        "status": {
-            "addresses": [{"type": "Hostname", "address": name}],
-            "capacity": resources, "allocatable": resources,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                "message": "kubelet is posting ready status",
-                "lastHeartbeatTime": now, "lastTransitionTime": now}],
-        },
-    }))
-    .unwrap();
-    let nodes = Api::<Node>::all(client.clone());
-    nodes.create(&PostParams::default(), &node).await.unwrap();
-    nodes
-        .patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"taints": null}})),
-        )
-        .await
-        .unwrap();
-}
 
 /// The pods of the CNF not being deleted: name → node.
 async fn live_pods(pods: &Api<Pod>) -> Vec<(String, Option<String>)> {
@@ -118,11 +78,7 @@ async fn alerts_heal_and_scale_a_cnf_on_a_real_control_plane() {
     let kubeconfig = PathBuf::from(
         std::env::var("VNFM_K8S_KUBECONFIG").expect("VNFM_K8S_KUBECONFIG (scripts/k8s-dev.sh)"),
     );
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let kc = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .unwrap();
-    let client = kube::Client::try_from(kc).unwrap();
+    let client = client(&kubeconfig).await;
     let nodes = Api::<Node>::all(client.clone());
     for n in nodes
         .list(&ListParams::default().labels(RUN_LABEL))
@@ -139,7 +95,12 @@ async fn alerts_heal_and_scale_a_cnf_on_a_real_control_plane() {
     let run = std::process::id();
     let names: Vec<String> = (1..=3).map(|i| format!("serve-{run}-worker-{i}")).collect();
     for (i, name) in names.iter().enumerate() {
-        register_node(&client, name, &format!("compute-{}", i + 1)).await;
+        // labelled with its compute host, as `vnfm cluster label` would have
+        let labels = BTreeMap::from([
+            (RUN_LABEL, "1".to_owned()),
+            (HOST_KEY, format!("compute-{}", i + 1)),
+        ]);
+        register_node(&client, name, &labels, None).await;
     }
     let ns = format!("vnfm-serve-{run}");
     Api::<Namespace>::all(client.clone())
@@ -153,9 +114,10 @@ async fn alerts_heal_and_scale_a_cnf_on_a_real_control_plane() {
 
     let dir = tempfile::tempdir().unwrap();
     let pkgs = dir.path().join("packages");
-    copy_dir(
+    copy_package(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/cnf-podaffinity"),
         &pkgs.join("cnf-podaffinity"),
+        &[],
     );
     let mut c = config(dir.path(), 1);
     c.packages.dir = Some(pkgs);
@@ -166,32 +128,14 @@ async fn alerts_heal_and_scale_a_cnf_on_a_real_control_plane() {
     let addr = server.local_addr();
 
     // create and instantiate through the API, then allow auto-heal and auto-scale
-    let r = post_json(
-        addr,
-        "/vnflcm/v2/vnf_instances",
-        &json!({"vnfdId": CNF_VNFD}),
-    )
-    .await;
-    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    let id = r.json()["id"].as_str().unwrap().to_owned();
-    let r = post_json(
-        addr,
-        &format!("/vnflcm/v2/vnf_instances/{id}/instantiate"),
-        &json!({"flavourId": "podaffinity"}),
-    )
-    .await;
-    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
-    let op = wait_op(addr, r.header("location").unwrap()).await;
+    let (id, op) = create_and_instantiate(addr, CNF_VNFD, "podaffinity").await;
     assert_eq!(op["operationState"], "COMPLETED", "{op}");
-    let r = request(
+    configure(
         addr,
-        "PATCH",
-        &format!("/vnflcm/v2/vnf_instances/{id}"),
-        &[("Content-Type", "application/merge-patch+json")],
-        br#"{"vnfConfigurableProperties": {"isAutohealEnabled": true, "isAutoscaleEnabled": true}}"#,
+        &id,
+        json!({"isAutohealEnabled": true, "isAutoscaleEnabled": true}),
     )
     .await;
-    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
 
     let before = live_pods(&pods).await;
     assert_eq!(before.len(), 3, "{before:?}");

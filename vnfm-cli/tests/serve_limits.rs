@@ -93,100 +93,6 @@ async fn a_slow_create_is_answered_with_its_outcome_and_a_slow_read_503() {
 
 // ---- row 1: header and idle deadlines, a connection cap within the open-file limit ----
 
-/// The environment variables `vnfm` reads, removed from the child's.
-const VNFM_ENV: &[&str] = &[
-    "VNFM_CONFIG",
-    "VNFM_STATE",
-    "VNFM_VIM",
-    "VNFM_SIM_SEED",
-    "VNFM_ID_SALT",
-    "VNFM_PACKAGES_DIR",
-    "VNFM_CLOUD",
-    "VNFM_LISTEN",
-    "VNFM_AUTO_HEALING",
-    "VNFM_AUTO_SCALING",
-    "VNFM_ALERT_BEARER_TOKEN",
-    "VNFM_ALERT_BASIC_USER",
-    "VNFM_ALERT_BASIC_PASSWORD",
-    "VNFM_API_TOKEN",
-];
-
-/// `vnfm --config CONFIG serve` under `ulimit -n FILES` (a shell sets the limit, then execs).
-#[cfg(target_os = "linux")]
-fn serve_with_open_files(config: &std::path::Path, files: u32) -> std::process::Command {
-    let mut cmd = std::process::Command::new("sh");
-    cmd.arg("-c")
-        .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_vnfm"))
-        .arg("--config")
-        .arg(config)
-        .arg("serve")
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    for var in VNFM_ENV {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-/// A child `vnfm serve`; killed if the test fails before stopping it.
-#[cfg(target_os = "linux")]
-struct Child {
-    child: std::process::Child,
-    addr: SocketAddr,
-    stderr: std::sync::mpsc::Receiver<String>,
-}
-
-#[cfg(target_os = "linux")]
-impl Child {
-    fn start(mut cmd: std::process::Command) -> Child {
-        use std::io::BufRead;
-        let mut child = cmd
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("vnfm serve starts");
-        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let first = lines.next().unwrap().unwrap();
-        let addr = first
-            .strip_prefix("vnfm serve: listening on http://")
-            .unwrap_or_else(|| panic!("{first}"))
-            .parse()
-            .unwrap();
-        // The rest of stderr is read on, so that the server never blocks on a full pipe.
-        let (tx, stderr) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in lines.map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-        Child {
-            child,
-            addr,
-            stderr,
-        }
-    }
-
-    /// SIGTERM, and the exit status with what the server printed.
-    fn stop(mut self) -> (Option<i32>, String) {
-        let killed = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let status = self.child.wait().unwrap();
-        let text: Vec<String> = self.stderr.try_iter().collect();
-        (status.code(), text.join("\n"))
-    }
-}
-
-#[cfg(target_os = "linux")]
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// What a hostile client does with its connection.
 #[derive(Clone, Copy)]
 enum Hostile {
@@ -309,7 +215,7 @@ async fn hostile_connections_do_not_starve_metrics_or_alerts_under_a_low_fd_limi
         ),
     )
     .unwrap();
-    let server = Child::start(serve_with_open_files(&config, 96));
+    let server = ServeProcess::start(serve_command(&config, Some(96)));
     let addr = server.addr;
     let m = metrics(addr).await;
     assert_eq!(metric(&m, "vnfm_http_connections_max"), 64, "{m}");
@@ -366,7 +272,7 @@ fn max_connections_beyond_the_open_file_limit_is_refused() {
         ),
     )
     .unwrap();
-    let out = serve_with_open_files(&config, 96).output().unwrap();
+    let out = serve_command(&config, Some(96)).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(

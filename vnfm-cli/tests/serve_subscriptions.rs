@@ -306,40 +306,6 @@ async fn subscriptions_are_created_listed_deduplicated_and_deleted_and_bad_ones_
     server.shutdown().await.unwrap();
 }
 
-/// Creates and instantiates a demo instance; returns its id and the finished occurrence.
-async fn create_and_instantiate(addr: SocketAddr) -> (String, Value) {
-    let r = post_json(
-        addr,
-        "/vnflcm/v2/vnf_instances",
-        &json!({"vnfdId": DEMO_VNFD}),
-    )
-    .await;
-    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    let id = r.json()["id"].as_str().unwrap().to_owned();
-    let r = post_json(
-        addr,
-        &format!("/vnflcm/v2/vnf_instances/{id}/instantiate"),
-        &json!({"flavourId": "default"}),
-    )
-    .await;
-    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
-    let op = wait_op(addr, r.header("location").unwrap()).await;
-    (id, op)
-}
-
-/// Turns auto-heal on (a MODIFY_INFO, which the tests' filter leaves out).
-async fn enable_autoheal(addr: SocketAddr, id: &str) {
-    let r = request(
-        addr,
-        "PATCH",
-        &format!("/vnflcm/v2/vnf_instances/{id}"),
-        &[("Content-Type", "application/merge-patch+json")],
-        br#"{"vnfConfigurableProperties": {"isAutohealEnabled": true}}"#,
-    )
-    .await;
-    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
-}
-
 #[tokio::test]
 async fn an_nfvo_gets_every_notification_of_a_reselecting_instantiate_a_heal_and_a_terminate_once_in_order(
 ) {
@@ -376,7 +342,7 @@ async fn an_nfvo_gets_every_notification_of_a_reselecting_instantiate_a_heal_and
         )
         .await;
         assert_eq!(r.status, 201);
-        let (id, op) = create_and_instantiate(addr).await;
+        let (id, op) = create_and_instantiate(addr, DEMO_VNFD, "default").await;
         if op["operationState"] == "COMPLETED" && op["attempts"].as_array().unwrap().len() > 1 {
             found = Some((dir, server, n, other, sub, id));
             break;
@@ -385,7 +351,8 @@ async fn an_nfvo_gets_every_notification_of_a_reselecting_instantiate_a_heal_and
     }
     let (_dir, server, n, other, sub, id) = found.expect("a seed whose instantiate reselects");
     let addr = server.local_addr();
-    enable_autoheal(addr, &id).await;
+    // auto-heal on (a MODIFY_INFO, which the tests' filter leaves out)
+    configure(addr, &id, json!({"isAutohealEnabled": true})).await;
     let vnfc = servers(addr, &id).await.keys().next().unwrap().clone();
     heal_by_alert(addr, &id, &vnfc).await;
     terminate_and_delete(addr, &id).await;
@@ -553,8 +520,7 @@ async fn a_subscriber_that_is_down_gets_its_notifications_once_back_and_a_bound_
 
 /// `vnfm serve` as a process on the state file of `dir`; returns it and its address.
 #[cfg(unix)]
-fn serve_process(dir: &std::path::Path) -> (std::process::Child, SocketAddr) {
-    use std::io::{BufRead, BufReader};
+fn serve_process(dir: &std::path::Path) -> (ServeProcess, SocketAddr) {
     let config = dir.join("vnfm.toml");
     std::fs::write(
         &config,
@@ -567,35 +533,12 @@ fn serve_process(dir: &std::path::Path) -> (std::process::Child, SocketAddr) {
         ),
     )
     .unwrap();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_vnfm"));
-    cmd.arg("--config")
-        .arg(&config)
-        .arg("--state")
-        .arg(dir.join("state.sqlite"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    for (k, _) in std::env::vars() {
-        if k.starts_with("VNFM_") {
-            cmd.env_remove(k);
-        }
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("vnfm serve says where it listens")
-            .unwrap();
-        if let Some(a) = line.split("listening on http://").nth(1) {
-            break a.trim().parse().unwrap();
-        }
-    };
-    // Keep reading its log so that it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    (child, addr)
+    let mut cmd = serve_command(&config, None);
+    cmd.args(["--listen", "127.0.0.1:0", "--state"])
+        .arg(dir.join("state.sqlite"));
+    let server = ServeProcess::start(cmd);
+    let addr = server.addr;
+    (server, addr)
 }
 
 #[cfg(unix)]
@@ -603,7 +546,7 @@ fn serve_process(dir: &std::path::Path) -> (std::process::Child, SocketAddr) {
 async fn notifications_are_neither_lost_nor_repeated_when_vnfm_serve_is_killed_and_restarted() {
     let dir = tempfile::tempdir().unwrap();
     let (n, cb) = nfvo().await;
-    let (mut child, addr) = serve_process(dir.path());
+    let (child, addr) = serve_process(dir.path());
     let r = subscribe(
         addr,
         &json!({"callbackUri": format!("http://{cb}/cb"), "filter": filter()}),
@@ -618,12 +561,11 @@ async fn notifications_are_neither_lost_nor_repeated_when_vnfm_serve_is_killed_a
         (n.refused.load(Ordering::SeqCst) > 0).then_some(())
     })
     .await;
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    child.kill(); // SIGKILL
     assert!(n.got.lock().unwrap().is_empty());
 
     n.down.store(false, Ordering::SeqCst);
-    let (mut child, addr) = serve_process(dir.path());
+    let (child, addr) = serve_process(dir.path());
     let first = flow(RUN, &[], &[])[..4].to_vec();
     let got = eventually(
         30,
@@ -638,9 +580,8 @@ async fn notifications_are_neither_lost_nor_repeated_when_vnfm_serve_is_killed_a
     let vnfc = servers(addr, &id).await.keys().next().unwrap().clone();
     heal_by_alert(addr, &id, &vnfc).await;
     // Killed again right after the heal: its notifications are delivered or in the outbox.
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let (mut child, addr) = serve_process(dir.path());
+    child.kill();
+    let (child, addr) = serve_process(dir.path());
     terminate_and_delete(addr, &id).await;
     let want = flow(RUN, RUN, RUN);
     let got = eventually(30, "every notification", || async {
@@ -661,6 +602,5 @@ async fn notifications_are_neither_lost_nor_repeated_when_vnfm_serve_is_killed_a
     })
     .await;
     assert_eq!(received(&n), want, "nothing more arrived");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
 }

@@ -49,86 +49,19 @@ fn count(t: &Tally, what: &str, status: u16) {
         .or_default() += 1;
 }
 
-/// A child `vnfm serve` under `ulimit -n`; killed when dropped.
-struct Child {
-    child: std::process::Child,
-    addr: SocketAddr,
-    stderr: std::sync::mpsc::Receiver<String>,
-}
-
-impl Child {
-    fn start(config: &std::path::Path) -> Child {
-        use std::io::BufRead;
-        let mut cmd = std::process::Command::new("sh");
-        cmd.arg("-c")
-            .arg(format!("ulimit -n {OPEN_FILES} && exec \"$0\" \"$@\""))
-            .arg(env!("CARGO_BIN_EXE_vnfm"))
-            .arg("--config")
-            .arg(config)
-            .arg("serve")
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        for (k, _) in std::env::vars() {
-            if k.starts_with("VNFM_") {
-                cmd.env_remove(k);
-            }
-        }
-        let mut child = cmd
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("vnfm serve starts");
-        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let first = lines.next().unwrap().unwrap();
-        let addr = first
-            .strip_prefix("vnfm serve: listening on http://")
-            .unwrap_or_else(|| panic!("{first}"))
-            .parse()
-            .unwrap();
-        let (tx, stderr) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in lines.map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-        Child {
-            child,
-            addr,
-            stderr,
-        }
-    }
-
-    /// Open descriptors and resident memory (KiB) of the server.
-    fn sample(&self) -> (usize, u64) {
-        let pid = self.child.id();
-        let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
-            .unwrap()
-            .count();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let rss = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap();
-        (fds, rss)
-    }
-
-    fn stop(mut self) -> (Option<i32>, String) {
-        let killed = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let status = self.child.wait().unwrap();
-        let text: Vec<String> = self.stderr.try_iter().collect();
-        (status.code(), text.join("\n"))
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Open descriptors and resident memory (KiB) of the server.
+fn sample(server: &ServeProcess) -> (usize, u64) {
+    let pid = server.child.id();
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    (fds, rss)
 }
 
 /// The load's switches: `run` pauses and resumes it, `done` ends it.
@@ -481,9 +414,9 @@ async fn soak() {
         ),
     )
     .unwrap();
-    let server = Child::start(&config);
+    let server = ServeProcess::start(serve_command(&config, Some(OPEN_FILES)));
     let addr = server.addr;
-    let start = server.sample();
+    let start = sample(&server);
 
     let mut live = Vec::new();
     for _ in 0..LIVE {
@@ -514,7 +447,7 @@ async fn soak() {
     // Warm-up, then the first sample with the load paused and the server idle.
     tokio::time::sleep(Duration::from_secs(warm)).await;
     quiesce(addr, &sw).await;
-    let warmed = server.sample();
+    let warmed = sample(&server);
     eprintln!(
         "soak: after {warm} s of warm-up: {} fds, {} KiB RSS",
         warmed.0, warmed.1
@@ -524,11 +457,11 @@ async fn soak() {
     let mut peak = warmed;
     while t.elapsed() < Duration::from_secs(secs - warm) {
         tokio::time::sleep(Duration::from_secs(5)).await;
-        let s = server.sample();
+        let s = sample(&server);
         peak = (peak.0.max(s.0), peak.1.max(s.1));
     }
     let m = quiesce(addr, &sw).await;
-    let end = server.sample();
+    let end = sample(&server);
     sw.done.store(true, Ordering::Relaxed);
     for t in tasks {
         let _ = tokio::time::timeout(Duration::from_secs(35), t).await;

@@ -1199,22 +1199,27 @@ async fn ha_intent_server_group_is_enforced(fx: &Fx) -> Res {
     outcome.and(cleaned)
 }
 
-/// Heat, and an interrupt triggered as soon as Heat accepted a stack create (the operation
-/// then stops with the stack still `CREATE_IN_PROGRESS`).
-#[derive(Debug)]
-struct InterruptAfterCreate {
+/// Heat, and `then` called as soon as Heat accepted a stack create (with the stack still
+/// `CREATE_IN_PROGRESS`): an interrupt, a service killed.
+struct AfterCreate {
     heat: Arc<dyn StackDriver>,
-    interrupt: Interrupt,
+    then: Box<dyn Fn(&StackId) + Send + Sync>,
+}
+
+impl std::fmt::Debug for AfterCreate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AfterCreate").finish_non_exhaustive()
+    }
 }
 
 #[async_trait]
-impl StackDriver for InterruptAfterCreate {
+impl StackDriver for AfterCreate {
     async fn create_stack(
         &self,
         req: vnfm_core::driver::CreateStack,
     ) -> Result<StackId, vnfm_core::driver::DriverError> {
         let id = self.heat.create_stack(req).await?;
-        self.interrupt.trigger("test: interrupted after the create");
+        (self.then)(&id);
         Ok(id)
     }
     async fn update_stack(
@@ -1256,9 +1261,10 @@ async fn interrupted_instantiate(
 ) -> Result<(OperationReport, StackId), String> {
     let interrupt = Interrupt::new();
     let mut drivers = lcm.drivers().clone();
-    drivers.stacks = Arc::new(InterruptAfterCreate {
+    let cut_off = interrupt.clone();
+    drivers.stacks = Arc::new(AfterCreate {
         heat: Arc::new(cloud.heat()),
-        interrupt: interrupt.clone(),
+        then: Box::new(move |_| cut_off.trigger("test: interrupted after the create")),
     });
     let cut = Lifecycle::new(drivers, lcm.config().clone()).with_id_salt(0xc0ffee ^ salt());
     let big = fx.big();
@@ -1363,17 +1369,37 @@ fn dev_script(args: &[&str]) -> Res {
     Ok(())
 }
 
-/// Kills `service` right after Heat accepted a stack create, and revives it `after` later
-/// (in a thread of its own: the operation goes on meanwhile).
+/// Kills `service` when told (right after Heat accepted a stack create, through
+/// [`AfterCreate`]), once, and revives it `after` later in a thread of its own: the operation
+/// goes on meanwhile.
 #[derive(Debug)]
-struct KillAfterCreate {
-    heat: Arc<dyn StackDriver>,
+struct Killer {
     service: &'static str,
     after: Duration,
-    revived: Arc<std::sync::Mutex<Option<std::thread::JoinHandle<Res>>>>,
+    revived: std::sync::Mutex<Option<std::thread::JoinHandle<Res>>>,
 }
 
-impl KillAfterCreate {
+impl Killer {
+    fn kill(&self, stack: &StackId) {
+        let Ok(mut slot) = self.revived.lock() else {
+            return;
+        };
+        if slot.is_some() {
+            return;
+        }
+        let (service, after) = (self.service, self.after);
+        if let Err(e) = dev_script(&["kill", service]) {
+            eprintln!("    {e}");
+        }
+        eprintln!("    killed {service} after the create of stack {stack}");
+        *slot = Some(std::thread::spawn(move || {
+            std::thread::sleep(after);
+            let r = dev_script(&["revive", service]);
+            eprintln!("    revived {service}");
+            r
+        }));
+    }
+
     fn join(&self) -> Res {
         let handle = self.revived.lock().map_err(|e| e.to_string())?.take();
         match handle {
@@ -1388,79 +1414,18 @@ impl KillAfterCreate {
     }
 }
 
-#[async_trait]
-impl StackDriver for KillAfterCreate {
-    async fn create_stack(
-        &self,
-        req: vnfm_core::driver::CreateStack,
-    ) -> Result<StackId, vnfm_core::driver::DriverError> {
-        let id = self.heat.create_stack(req).await?;
-        let mut slot = self
-            .revived
-            .lock()
-            .map_err(|e| vnfm_core::driver::DriverError::Other {
-                driver: "test",
-                message: e.to_string(),
-                source: None,
-            })?;
-        if slot.is_none() {
-            let service = self.service;
-            let after = self.after;
-            if let Err(e) = dev_script(&["kill", service]) {
-                eprintln!("    {e}");
-            }
-            eprintln!("    killed {service} after the create of stack {id}");
-            *slot = Some(std::thread::spawn(move || {
-                std::thread::sleep(after);
-                let r = dev_script(&["revive", service]);
-                eprintln!("    revived {service}");
-                r
-            }));
-        }
-        Ok(id)
-    }
-    async fn update_stack(
-        &self,
-        req: vnfm_core::driver::UpdateStack,
-    ) -> Result<(), vnfm_core::driver::DriverError> {
-        self.heat.update_stack(req).await
-    }
-    async fn show_stack(
-        &self,
-        id: &StackId,
-    ) -> Result<vnfm_core::driver::Stack, vnfm_core::driver::DriverError> {
-        self.heat.show_stack(id).await
-    }
-    async fn delete_stack(&self, id: &StackId) -> Result<(), vnfm_core::driver::DriverError> {
-        self.heat.delete_stack(id).await
-    }
-    async fn list_resources(
-        &self,
-        req: ListResources,
-    ) -> Result<Vec<vnfm_core::driver::StackResource>, vnfm_core::driver::DriverError> {
-        self.heat.list_resources(req).await
-    }
-    async fn mark_unhealthy(
-        &self,
-        req: vnfm_core::driver::MarkUnhealthy,
-    ) -> Result<(), vnfm_core::driver::DriverError> {
-        self.heat.mark_unhealthy(req).await
-    }
-}
-
-fn killing(
-    cloud: &OpenStack,
-    lcm: &Lifecycle,
-    service: &'static str,
-) -> (Lifecycle, Arc<KillAfterCreate>) {
-    let k = Arc::new(KillAfterCreate {
-        heat: Arc::new(cloud.heat()),
+fn killing(cloud: &OpenStack, lcm: &Lifecycle, service: &'static str) -> (Lifecycle, Arc<Killer>) {
+    let k = Arc::new(Killer {
         service,
         after: Duration::from_secs(3),
-        revived: Arc::default(),
+        revived: std::sync::Mutex::default(),
     });
+    let killer = k.clone();
     let mut drivers = lcm.drivers().clone();
-    drivers.stacks = k.clone();
+    drivers.stacks = Arc::new(AfterCreate {
+        heat: Arc::new(cloud.heat()),
+        then: Box::new(move |id| killer.kill(id)),
+    });
     (
         Lifecycle::new(drivers, lcm.config().clone()).with_id_salt(0xfa17 ^ salt()),
         k,

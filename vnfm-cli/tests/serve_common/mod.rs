@@ -196,15 +196,14 @@ pub async fn wait_op(addr: SocketAddr, location: &str) -> Value {
     .await
 }
 
-/// Creates and instantiates a demo instance with auto-heal and auto-scale enabled; returns
-/// its id.
-pub async fn instantiated(addr: SocketAddr) -> String {
-    let r = post_json(
-        addr,
-        "/vnflcm/v2/vnf_instances",
-        &json!({"vnfdId": DEMO_VNFD}),
-    )
-    .await;
+/// Creates an instance of `vnfd` and instantiates it with `flavour`; returns its id and the
+/// finished occurrence.
+pub async fn create_and_instantiate(
+    addr: SocketAddr,
+    vnfd: &str,
+    flavour: &str,
+) -> (String, Value) {
+    let r = post_json(addr, "/vnflcm/v2/vnf_instances", &json!({"vnfdId": vnfd})).await;
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     let id = r.json()["id"].as_str().unwrap().to_owned();
     assert_eq!(
@@ -214,21 +213,41 @@ pub async fn instantiated(addr: SocketAddr) -> String {
     let r = post_json(
         addr,
         &format!("/vnflcm/v2/vnf_instances/{id}/instantiate"),
-        &json!({"flavourId": "default"}),
+        &json!({"flavourId": flavour}),
     )
     .await;
     assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
     let op = wait_op(addr, r.header("location").unwrap()).await;
-    assert_eq!(op["operationState"], "COMPLETED", "{op}");
+    (id, op)
+}
+
+/// Sets `vnfConfigurableProperties` of `id` by a merge PATCH (a MODIFY_INFO, 202); returns
+/// the answer.
+pub async fn configure(addr: SocketAddr, id: &str, properties: Value) -> Reply {
+    let body = serde_json::to_vec(&json!({ "vnfConfigurableProperties": properties })).unwrap();
     let r = request(
         addr,
         "PATCH",
         &format!("/vnflcm/v2/vnf_instances/{id}"),
         &[("Content-Type", "application/merge-patch+json")],
-        br#"{"vnfConfigurableProperties": {"isAutohealEnabled": true, "isAutoscaleEnabled": true}}"#,
+        &body,
     )
     .await;
     assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    r
+}
+
+/// Creates and instantiates a demo instance with auto-heal and auto-scale enabled; returns
+/// its id.
+pub async fn instantiated(addr: SocketAddr) -> String {
+    let (id, op) = create_and_instantiate(addr, DEMO_VNFD, "default").await;
+    assert_eq!(op["operationState"], "COMPLETED", "{op}");
+    let r = configure(
+        addr,
+        &id,
+        json!({"isAutohealEnabled": true, "isAutoscaleEnabled": true}),
+    )
+    .await;
     let op = get(addr, r.header("location").unwrap()).await.json();
     assert_eq!(op["operation"], "MODIFY_INFO");
     assert_eq!(op["operationState"], "COMPLETED");
@@ -373,4 +392,95 @@ pub async fn metric_reaches(addr: SocketAddr, series: &str, want: u64) -> String
     .await;
     assert_eq!(metric(&m, series), want, "{series}:\n{m}");
     m
+}
+
+/// `vnfm --config CONFIG serve`, every `VNFM_*` variable of the test's environment removed;
+/// with `open_files`, under `ulimit -n` (a shell sets the limit, then execs the server).
+pub fn serve_command(config: &Path, open_files: Option<u32>) -> std::process::Command {
+    let mut cmd = match open_files {
+        Some(files) => {
+            let mut sh = std::process::Command::new("sh");
+            sh.arg("-c")
+                .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+                .arg(env!("CARGO_BIN_EXE_vnfm"));
+            sh
+        }
+        None => std::process::Command::new(env!("CARGO_BIN_EXE_vnfm")),
+    };
+    cmd.arg("--config")
+        .arg(config)
+        .arg("serve")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("VNFM_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+/// A child `vnfm serve`: its address from the line that says where it listens, the rest of
+/// its stderr read on (so that it never blocks on a full pipe); killed when dropped.
+pub struct ServeProcess {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+    pub stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl ServeProcess {
+    pub fn start(mut cmd: std::process::Command) -> ServeProcess {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("vnfm serve starts");
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("vnfm serve says where it listens")
+                .unwrap();
+            if let Some(a) = line.strip_prefix("vnfm serve: listening on http://") {
+                break a.trim().parse().unwrap();
+            }
+        };
+        let (tx, stderr) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        ServeProcess {
+            child,
+            addr,
+            stderr,
+        }
+    }
+
+    /// SIGTERM, and the exit status with what the server printed.
+    pub fn stop(mut self) -> (Option<i32>, String) {
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = self.child.wait().unwrap();
+        let text: Vec<String> = self.stderr.try_iter().collect();
+        (status.code(), text.join("\n"))
+    }
+
+    /// SIGKILL, as a crash.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
