@@ -27,6 +27,9 @@ import urllib.error
 import urllib.request
 import uuid
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mocksink import MockSink  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TOKEN = "sol003-conformance-token"
@@ -37,6 +40,9 @@ DEMO_VNFD = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d"
 # The demo package with VDU1 asking for 4 TiB of memory, which no host of the demo cloud has:
 # its instantiate starts and ends in FAILED_TEMP (the grant finds no placement).
 UNPLACEABLE_VNFD = "0e5a1f3c-7b2d-4c8e-9f10-5a6b7c8d9e0f"
+# The suite's `${callback_endpoint}` (environment/variables.txt): where its notification checks
+# expect the NFVO's endpoint.
+ENDPOINT = "/endpoint"
 
 # The files run, in order, with the instance each file's `${vnfInstanceId}` must be and the
 # occurrence its `${vnfLcmOpOccId}` must be. Files for resources vnfm does not serve yet are run
@@ -206,6 +212,140 @@ PATCHES = [
     ),
 ]
 
+NO_JAR = (
+    "the MockServer 5.5.0 jar the suite starts with `java -jar` is a Maven Central artifact, "
+    "which this project's machines do not reach; the harness runs its MockServer-compatible "
+    "sink (scripts/sol003/mocksink.py) on `${callback_port}` for the whole run instead"
+)
+for _f in ("SubscriptionKeywords.robot", "NotificationEndpoint.robot"):
+    PATCHES.append((
+        _f,
+        "re:(?m)^( +)Start Process +java +-jar +\\$\\{MOCK_SERVER_JAR\\}[^\\n]*\\n"
+        " +Wait For Process +handle=mockInstance[^\\n]*\\n",
+        "\\1Log    the harness's MockServer-compatible sink listens on ${callback_port}\\n",
+        NO_JAR,
+    ))
+PATCHES += [
+    (
+        "NotificationEndpoint.robot",
+        'Create Mock Response\theaders="Content-Type: application/json"  status_code=204',
+        "Create Mock Response\tstatus_code=204    headers=${{ {'Content-Type': "
+        "'application/json'} }}",
+        "the suite's own mistake: robotframework-mockserver's `Create Mock Response` takes the "
+        "headers as a dictionary (its keyword documentation); the string the suite passes makes "
+        "the keyword fail (`'str' object has no attribute 'items'`) before any check",
+    ),
+    (
+        "NotificationEndpoint.robot",
+        "Library    MockServerLibrary\n",
+        "Library    MockServerLibrary\n"
+        "Library    HarnessActions.py    ${VNFM_BASE}    ${HARNESS_TOKEN}    ${SINK_BASE}\n",
+        "the library of the external actions below (scripts/sol003/HarnessActions.py)",
+    ),
+]
+for _kw, _kind in (
+    ("Trigger a VNF LCM operation (external action)", "START"),
+    ("Trigger the completion of an VNF LCM operation (external action)", "RESULT"),
+    ("Trigger the creation of a VNF instance resource (external action)", "CREATION"),
+    ("Trigger the deletion of a VNF instance resource (external action)", "DELETION"),
+):
+    PATCHES.append((
+        "NotificationEndpoint.robot",
+        "re:(?m)^(" + re.escape(_kw) + ") *\\n +#do nothing\\n +Log +do nothing *$",
+        "\\1\\n    Harness Trigger    " + _kind,
+        "SOL003 clause 5.4.20 (test IDs 7.3.1.34.x): the suite leaves the action that makes the "
+        "VNFM send the notification to the test lab (`#do nothing`); the harness performs it "
+        "(scripts/sol003/HarnessActions.py: a subscription that lets exactly that notification "
+        "through, then the operation)",
+    ))
+PATCHES += [
+    (
+        "InstantiateVNFTaskWorkflow.robot",
+        "re:(?m)^(\\s+)(\\$\\{response\\}=\\s+(?:Post|Get|Put|Patch|Delete)\\s[^\\n]*)$",
+        "\\1\\2\\n\\1Set Global Variable    ${response}    ${response}",
+        "the suite's own mistake (Robot Framework User Guide 2.5.2: a variable assigned in a "
+        "keyword is local to it), as in VnfLcmMntOperationKeywords.robot: this file's own "
+        "request keyword assigns `${response}` locally and its test reads the global one",
+    ),
+    (
+        "NotificationEndpoint.robot",
+        "re:(?m)^( +)(Create Mock Expectation  \\$\\{notification_request\\}  "
+        "\\$\\{notification_response\\})$",
+        "\\1\\2\\n\\1Set Global Variable    ${notification_request}",
+        "the suite's own mistake (Robot Framework User Guide 2.5.2): the handler keywords assign "
+        "`&{notification_request}` locally and the tests verify the global one of "
+        "variables.txt (`[]`), which is no request matcher",
+    ),
+    (
+        "CreateVNFWorkflow.robot",
+        "    Check HTTP Response Header Contains    Location \n",
+        "    Check HTTP Response Header Contains    Location \n"
+        "    Set Global Variable    ${vnfInstanceId}    ${response['body']['id']}\n",
+        "SOL003 clause 5.4.2.3.1: the id of the created instance is the 201's body's `id`; the "
+        "test's notification check and postcondition read `${vnfInstanceId}`, which no step of "
+        "the suite sets to it",
+    ),
+    (
+        "VnfLcmMntOperationKeywords.robot",
+        "re:(Post Create subscription - NO-DUPLICATION[^\\n]*\\n(?:(?! +Post )[^\\n]*\\n)*"
+        " +Post +[^\\n]*/subscriptions +\\$\\{body\\})",
+        "\\1    allow_redirects=false",
+        "SOL003 clause 5.4.18.3.1 and RFC 9110 clause 15.4.4: the VNFM that refuses a duplicate "
+        "answers 303 See Other; the test checks for the 303 but lets RESTinstance follow it (its "
+        "default) and so sees the 200 of the existing subscription",
+    ),
+    (
+        "IndividualSubscription.robot",
+        "    Delete Individual subscription\n\tCheck HTTP Response Status Code Is    405",
+        "    Delete Individual subscription\n\tCheck HTTP Response Status Code Is    204",
+        "SOL003 clause 5.4.19.3.5: DELETE of an individual subscription terminates it and answers "
+        "204 No Content (the test's own title says DELETE an individual subscription; 405 is "
+        "for PUT and PATCH, clauses 5.4.19.3.3-4)",
+    ),
+]
+PATCHES += [
+    (
+        "SubscriptionKeywords.robot",
+        "Create Mock Response\t    status_code=${status}",
+        "Create Mock Response\t    status_code=204",
+        "SOL003 clause 5.4.20.3.1: the NFVO's endpoint answers a notification 204 No Content; "
+        "`Configure Notification Status Handler` passes the operation state it waits for "
+        "(`STARTING`, ...) as the HTTP status of the answer, which is no status code",
+    ),
+    (
+        "SubscriptionKeywords.robot",
+        "re:body_type='JSON'( +)body=\\$\\{json\\}",
+        "body_type=JSON\\1body=${json}    exact=${False}",
+        "the suite's own mistake: it passes `body_type='JSON'` (Robot Framework keeps the quotes) "
+        "so robotframework-mockserver matches no body at all and the check counts every "
+        "notification of the operation, whatever its state; and the body it matches is one "
+        "field of the notification (`operationState` or `vnfInstanceId`, SOL003 clause "
+        "5.5.2.17), which MockServer matches with ONLY_MATCHING_FIELDS (`exact=False`), not "
+        "STRICT (the whole body)",
+    ),
+]
+
+# Files the suite names in one case and has in another: (wanted, present, why).
+FILE_ALIASES = [
+    (
+        "schemas/Subscriptions.schema.json", "schemas/subscriptions.schema.json",
+        "the suite's own mistake: the list tests of Subscriptions.robot read "
+        "`Subscriptions.schema.json`; the suite's file is `subscriptions.schema.json` (it works "
+        "only on a case-insensitive file system)",
+    ),
+    (
+        "schemas/VnfIdentifierDeletionNotification.schema.json",
+        "schemas/vnfIdentifierDeletionNotification.schema.json",
+        "the suite's own mistake: the deletion notification checks read "
+        "`VnfIdentifierDeletionNotification.schema.json`; the suite's file starts with a "
+        "lower-case v",
+    ),
+]
+
+# Files whose tests check notifications sent to `${callback_endpoint}` by an NFVO already
+# subscribed (the suite's precondition): the harness subscribes the sink's /endpoint, without a
+# filter, after the file's fixtures are made (so that only the file's own operations notify).
+SUBSCRIBED = {f for f, _, _ in FILES if f.endswith("Workflow.robot")}
 
 # Variables of one file that differ from the suite's: (file, name, value, why).
 FILE_VARIABLES = [
@@ -220,7 +360,12 @@ FILE_VARIABLES = [
         "clause 5.5.2.13), which vnfm answers 400 (SOL013 clause 5.3)",
     ),
     (
-        "Subscriptions.robot", "fields", "filter,callbackUri",
+        "Subscriptions.robot", "sub_filter", "filter=(cont,callbackUri,/notification)",
+        "the suite's `${sub_filter}` is `filter`, a placeholder without an expression (SOL013 "
+        "clause 5.2: `filter=<expression>`), which vnfm answers 400; the harness gives it one",
+    ),
+    (
+        "Subscriptions.robot", "fields", "filter",
         "the suite's `fields=criteria,objectInstanceIds` names no LccnSubscription attribute "
         "(SOL003 clause 5.5.2.16), which vnfm answers 400 (SOL013 clause 5.3)",
     ),
@@ -288,6 +433,10 @@ class Api:
                 return out
             path = m.group(1)
         die(f"fixture: GET {path}: more than 10000 pages")
+
+    def unsubscribe_all(self):
+        for sub in self.list_all("/vnflcm/v2/subscriptions?all_fields"):
+            self.must("DELETE", f"/vnflcm/v2/subscriptions/{sub['id']}", None, 204)
 
     def clean(self):
         """Gives the cloud's capacity back between files: waits for the operations a file left
@@ -399,7 +548,7 @@ def configure(copy, host, port):
     open(path, "w").write(text)
 
 
-def patch(copy):
+def patch(copy, sink_port):
     for name, old, new, _why in PATCHES:
         path = os.path.join(copy, name)
         text = open(path).read()
@@ -413,7 +562,16 @@ def patch(copy):
         open(path, "w").write(text)
     src = os.path.join(ROOT, "tests", "sol003", "jsons")
     for f in os.listdir(src):
-        shutil.copy(os.path.join(src, f), os.path.join(copy, "jsons", f))
+        text = open(os.path.join(src, f)).read()
+        # The project's bodies name the sink as 127.0.0.1:9091 (the suite's `${callback_port}`);
+        # the sink listens on a free port.
+        text = text.replace("127.0.0.1:9091", f"127.0.0.1:{sink_port}")
+        open(os.path.join(copy, "jsons", f), "w").write(text)
+    shutil.copy(os.path.join(HERE, "HarnessActions.py"), copy)
+    for wanted, present, _why in FILE_ALIASES:
+        if not os.path.exists(os.path.join(copy, present)):
+            die(f"{present} is not in the suite (the suite changed?)")
+        shutil.copy(os.path.join(copy, present), os.path.join(copy, wanted))
 
 
 def unplaceable_package(work):
@@ -454,6 +612,12 @@ api_token = "{TOKEN}"
 
 [packages]
 dir = "{packages}"
+
+[notifications]
+retry_initial_ms = 200
+retry_max_delay_ms = 1000
+max_attempts = 600
+timeout = 5
 """
         )
     log = open(os.path.join(work, "serve.log"), "w+")
@@ -525,7 +689,8 @@ def main():
     work = tempfile.mkdtemp(prefix="vnfm-sol003-")
     copy = os.path.join(work, "suite")
     shutil.copytree(a.suite, copy)
-    patch(copy)
+    sink = MockSink().start()
+    patch(copy, sink.port)
     page_size = "" if a.no_page_size else f"page_size = {PAGE_SIZE}"
     proc, host, port = start_server(os.path.abspath(a.vnfm), work, page_size)
     wanted = set(a.files.split(",")) if a.files else None
@@ -536,14 +701,44 @@ def main():
         for name, ik, ok in FILES:
             if wanted and name not in wanted:
                 continue
+            api.unsubscribe_all()
             api.clean()
             variables = fixtures(api, ik, ok)
             variables.update({k: v for f, k, v, _ in FILE_VARIABLES if f == name})
+            variables.update({
+                "callback_port": str(sink.port),
+                "VNFM_BASE": f"http://{host}:{port}",
+                "HARNESS_TOKEN": TOKEN,
+                "SINK_BASE": sink.base_url,
+            })
+            # The test lab's NFVO: its endpoints answer the callback test (GET -> 204), and the
+            # files that check notifications find it subscribed.
+            sink.reset()
+            for path in (ENDPOINT, "/notification"):
+                sink.expect({"method": "GET", "path": path}, {"statusCode": 204},
+                            times={"unlimited": True})
+            if name in ("Subscriptions.robot", "IndividualSubscription.robot"):
+                # Subscriptions to list (three, so that a page of PAGE_SIZE has a next one) and
+                # the one `${subscriptionId}` names; each with a filter of its own, so that the
+                # suite's own request body is not a duplicate of one of them.
+                subs = []
+                for _ in range(3):
+                    _, sub = api.must("POST", "/vnflcm/v2/subscriptions", {
+                        "callbackUri": sink.base_url + "/notification",
+                        "filter": {"vnfInstanceSubscriptionFilter": {
+                            "vnfInstanceIds": [str(uuid.uuid4())]}},
+                    }, 201)
+                    subs.append(sub["id"])
+                variables["subscriptionId"] = subs[0]
+            if name in SUBSCRIBED:
+                api.must("POST", "/vnflcm/v2/subscriptions",
+                         {"callbackUri": sink.base_url + ENDPOINT}, 201)
             out = os.path.join(work, name.replace(".robot", ".xml"))
             rows = robot_run(sys.executable, copy, name, variables, out)
             for test, status, msg in rows:
                 results.append((name, test, status, msg))
     finally:
+        sink.stop()
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=40)

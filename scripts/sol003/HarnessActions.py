@@ -1,0 +1,100 @@
+"""The "external actions" of NotificationEndpoint.robot, performed by the harness.
+
+ETSI's NotificationEndpoint.robot (SOL003 clause 5.4.20, test IDs 7.3.1.34.x) checks that the
+VNFM delivers each kind of notification to the NFVO's endpoint. Its tests start with a keyword
+such as `Trigger the creation of a VNF instance resource (external action)` whose body is
+`#do nothing`: the test lab is to make the VNFM send the notification. scripts/sol003/harness.py
+replaces each such body with `Harness Trigger    <kind>` (this library), which, as an NFVO
+would:
+
+1. deletes every subscription and subscribes anew with a filter that lets exactly the one
+   notification of the test through (the test verifies that its endpoint received exactly one
+   request), the callback being the sink's `/endpoint` (the suite's `${callback_endpoint}`);
+2. performs the action that makes vnfm send that notification.
+
+The sink answers the callback test of SOL003 5.4.18.3.1 (`GET callbackUri` -> 204) through an
+expectation this library adds first, as the NFVO's endpoint would answer it.
+"""
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+DEMO_VNFD = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d"
+OCC = "VnfLcmOperationOccurrenceNotification"
+FILTERS = {
+    "START": {"notificationTypes": [OCC], "operationStates": ["STARTING"]},
+    "RESULT": {"notificationTypes": [OCC], "operationStates": ["COMPLETED"]},
+    "CREATION": {"notificationTypes": ["VnfIdentifierCreationNotification"]},
+    "DELETION": {"notificationTypes": ["VnfIdentifierDeletionNotification"]},
+}
+
+
+class HarnessActions:
+    ROBOT_LIBRARY_SCOPE = "GLOBAL"
+
+    def __init__(self, vnfm_base, token, sink_base, endpoint="/endpoint"):
+        self.vnfm = vnfm_base.rstrip("/")
+        self.token = token
+        self.sink = sink_base.rstrip("/")
+        self.endpoint = endpoint
+
+    def _call(self, method, url, body=None, auth=True):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method)
+        if auth:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                text = r.read().decode()
+                return r.status, dict(r.headers), (json.loads(text) if text.strip() else None)
+        except urllib.error.HTTPError as e:
+            text = e.read().decode()
+            return e.code, dict(e.headers), text
+
+    def _must(self, method, path, body, status):
+        got, headers, out = self._call(method, self.vnfm + path, body)
+        if got != status:
+            raise AssertionError(f"harness: {method} {path} answered {got}, expected {status}: "
+                                 f"{out}")
+        return headers, out
+
+    def _wait(self, headers):
+        loc = {k.lower(): v for k, v in headers.items()}["location"]
+        op = loc.rsplit("/", 1)[-1]
+        for _ in range(600):
+            _, _, occ = self._call("GET", f"{self.vnfm}/vnflcm/v2/vnf_lcm_op_occs/{op}")
+            if isinstance(occ, dict) and occ.get("operationState") in (
+                    "COMPLETED", "FAILED_TEMP", "FAILED", "ROLLED_BACK"):
+                return occ
+            time.sleep(0.1)
+        raise AssertionError(f"harness: occurrence {op} did not end within 60 s")
+
+    def harness_trigger(self, kind):
+        """Subscribes for exactly the notification of `kind` (START, RESULT, CREATION, DELETION)
+        and makes vnfm send it."""
+        status, _, subs = self._call("GET", f"{self.vnfm}/vnflcm/v2/subscriptions?all_fields")
+        if status != 200:
+            raise AssertionError(f"harness: GET /subscriptions answered {status}: {subs}")
+        for s in subs:
+            self._must("DELETE", f"/vnflcm/v2/subscriptions/{s['id']}", None, 204)
+        self._call("PUT", self.sink + "/expectation", {
+            "httpRequest": {"method": "GET", "path": self.endpoint},
+            "httpResponse": {"statusCode": 204},
+            "times": {"unlimited": True},
+        }, auth=False)
+        self._must("POST", "/vnflcm/v2/subscriptions", {
+            "filter": FILTERS[kind], "callbackUri": self.sink + self.endpoint,
+        }, 201)
+        _, inst = self._must("POST", "/vnflcm/v2/vnf_instances",
+                             {"vnfdId": DEMO_VNFD, "vnfInstanceName": f"trigger-{kind}"}, 201)
+        if kind in ("START", "RESULT"):
+            h, _ = self._must("POST", f"/vnflcm/v2/vnf_instances/{inst['id']}/instantiate",
+                              {"flavourId": "default"}, 202)
+            self._wait(h)
+        elif kind == "DELETION":
+            self._must("DELETE", f"/vnflcm/v2/vnf_instances/{inst['id']}", None, 204)
