@@ -324,6 +324,87 @@ PATCHES += [
         "STRICT (the whole body)",
     ),
 ]
+NOT_FOUND = (
+    "SOL013 clause 6.4 (SOL003 clause 5.4.1.2): a request to a resource that does not exist is "
+    "answered 404 Not Found (the test's own title says Not Found); SOL003 clause {}'s 409 is "
+    "for an instance in the wrong state"
+)
+CANCEL_BODY = (
+    "SOL003 clause 5.4.17.3.1 and 5.5.2.14: the body of a cancel is a CancelMode object "
+    "(`{\"cancelMode\": \"GRACEFUL\"}`); the suite sends the bare word `GRACEFUL`, which is no "
+    "JSON document and which vnfm answers 400"
+)
+NO_SETUP = (
+    "the suite's own mistake: the file defines `Initialize System` (which opens the session to "
+    "the NFVO's endpoint, `Create Mock Session`) but has no `Suite Setup`, unlike every other "
+    "workflow file, so its notification checks find no session"
+)
+PATCHES += [
+    (
+        "ScaleVNFToLevelTask.robot",
+        "    POST Scale vnfInstance to level with not existing VNF  \n"
+        "    Check HTTP Response Status Code Is    409",
+        "    POST Scale vnfInstance to level with not existing VNF  \n"
+        "    Check HTTP Response Status Code Is    404",
+        NOT_FOUND.format("5.4.6.3.1"),
+    ),
+    (
+        "OperateVNFTask.robot",
+        "    POST Operate VNF not existing\n    Check HTTP Response Status Code Is    409",
+        "    POST Operate VNF not existing\n    Check HTTP Response Status Code Is    404",
+        NOT_FOUND.format("5.4.10.3.1"),
+    ),
+    (
+        "VnfLcmMntOperationKeywords.robot",
+        "re:(/cancel +)\\$\\{CancelMode\\}",
+        "\\1{\"cancelMode\": \"${CancelMode}\"}",
+        CANCEL_BODY,
+    ),
+    (
+        "TerminateVNFWorkflow.robot",
+        "Library    Process\n\n\n*** Test Cases ***",
+        "Library    Process\nSuite Setup    Initialize System\n\n\n*** Test Cases ***",
+        NO_SETUP,
+    ),
+    (
+        "RetryOperationWorkflow.robot",
+        "re:(Library +Process *\\n)(\\s*\\n)*(\\*\\*\\* Test Cases \\*\\*\\*)",
+        "\\1Suite Setup    Initialize System\\n\\n\\3",
+        NO_SETUP,
+    ),
+    (
+        "InstantiateVNFTaskWorkflow.robot",
+        "Check HTTP Response Body Json Schema Is    vnfInstance.schema.json",
+        "Check HTTP Response Body Json Schema Is    vnfInstance",
+        "the suite's own mistake: `Check HTTP Response Body Json Schema Is` appends "
+        "`.schema.json` to its argument; the test passes the whole file name",
+    ),
+    (
+        "ModifyVNFInformationWorkflow.robot",
+        "Check Operation Notification For Modify Info    start   ",
+        "Check Operation Notification For Modify Info    STARTING   ",
+        "SOL003 clause 5.5.2.17 and 5.5.4.3: the start notification of an operation carries "
+        "`operationState` STARTING (`start` is no LcmOperationStateType; the suite's comment "
+        "says it needs more information about the notification's content)",
+    ),
+    (
+        "ModifyVNFInformationWorkflow.robot",
+        "Check Operation Notification For Modify Info    result  ",
+        "Check Operation Notification For Modify Info    COMPLETED  ",
+        "SOL003 clause 5.5.2.17 and 5.5.4.3: the result notification of an operation that "
+        "succeeded carries `operationState` COMPLETED (`result` is no LcmOperationStateType)",
+    ),
+    (
+        "OperateVNFWorkflow.robot",
+        "    ${requestedState}=    Get Value From Json    ${changeVnfOperateRequest}    "
+        "$..changeStateTo \n",
+        "    ${requestedState}=    Get Value From Json    ${changeVnfOperateRequest}    "
+        "$..changeStateTo \n    Set Global Variable    ${requestedState}\n",
+        "the suite's own mistake (Robot Framework User Guide 2.5.2): `Initialize System` assigns "
+        "`${requestedState}` locally and the postcondition reads the global one of "
+        "variables.txt",
+    ),
+]
 
 # Files the suite names in one case and has in another: (wanted, present, why).
 FILE_ALIASES = [
@@ -346,6 +427,15 @@ FILE_ALIASES = [
 # subscribed (the suite's precondition): the harness subscribes the sink's /endpoint, without a
 # filter, after the file's fixtures are made (so that only the file's own operations notify).
 SUBSCRIBED = {f for f, _, _ in FILES if f.endswith("Workflow.robot")}
+# The filter of that subscription where the file checks only some of an operation's
+# notifications: vnfm delivers a subscription's notifications in order, so one the test never
+# expects (answered 404 by the sink, then retried) would hold back the ones after it.
+SUBSCRIPTION_FILTERS = {
+    "ModifyVNFInformationWorkflow.robot": (
+        {"operationStates": ["STARTING", "COMPLETED"]},
+        "the test checks the start and the result notifications of the modification",
+    ),
+}
 
 # Variables of one file that differ from the suite's: (file, name, value, why).
 FILE_VARIABLES = [
@@ -731,8 +821,10 @@ def main():
                     subs.append(sub["id"])
                 variables["subscriptionId"] = subs[0]
             if name in SUBSCRIBED:
-                api.must("POST", "/vnflcm/v2/subscriptions",
-                         {"callbackUri": sink.base_url + ENDPOINT}, 201)
+                sub = {"callbackUri": sink.base_url + ENDPOINT}
+                if name in SUBSCRIPTION_FILTERS:
+                    sub["filter"] = SUBSCRIPTION_FILTERS[name][0]
+                api.must("POST", "/vnflcm/v2/subscriptions", sub, 201)
             out = os.path.join(work, name.replace(".robot", ".xml"))
             rows = robot_run(sys.executable, copy, name, variables, out)
             for test, status, msg in rows:
@@ -771,15 +863,16 @@ def main():
     tf = sum(f for _, f in per_file.values())
     print(f"{'total':48} {tp:4} {tf:4}")
     known = [v[1] for v in exp.values() if v[0] == "FAIL"]
-    suite = [r for r in known if r.startswith(("suite:", "version:"))]
-    print(
-        f"expected failures listed: {len(known)} ({a.expected}): {len(suite)} suite mistakes or "
-        f"version differences, {len(known) - len(suite)} pending"
-    )
-    if len(suite) > 20:
+    kinds = {}
+    for r in known:
+        k = r.split(":", 1)[0]
+        kinds[k] = kinds.get(k, 0) + 1
+    print(f"expected failures listed: {len(known)} ({a.expected}): "
+          + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
+    if len(known) > 20:
         diffs.append(
-            f"{len(suite)} expected failures are suite mistakes or version differences; issue 16 "
-            "allows at most 20: patch the suite's mistakes in the harness instead"
+            f"{len(known)} expected failures are listed; issue 16 allows at most 20: patch the "
+            "suite's mistakes in the harness, or make vnfm pass"
         )
     if a.keep:
         print(f"kept: {work}")

@@ -141,12 +141,17 @@ class MockSink:
                 body = self.rfile.read(n) if n else b""
                 path = urlsplit(self.path).path
                 status, headers, out = sink.handle(self.command, path, dict(self.headers), body)
-                self.send_response(status)
-                for k, v in headers:
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
+                try:
+                    self.send_response(status)
+                    for k, v in headers:
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(out)))
+                    self.end_headers()
+                    self.wfile.write(out)
+                except (BrokenPipeError, ConnectionResetError):
+                    # The client went away (vnfm's attempt timed out, or it stopped): the
+                    # request is recorded all the same, as MockServer's log would have it.
+                    self.close_connection = True
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _any
 
