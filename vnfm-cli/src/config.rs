@@ -247,6 +247,9 @@ pub struct NotificationsConfig {
     /// `timeout`: seconds one attempt (and the callback test at subscription) may take
     /// (default 10).
     pub timeout: u64,
+    /// `max_subscriptions`: subscriptions at most (default 1000); a `POST /subscriptions`
+    /// beyond it is refused (409) until one is deleted.
+    pub max_subscriptions: u64,
 }
 
 impl Default for NotificationsConfig {
@@ -257,6 +260,7 @@ impl Default for NotificationsConfig {
             max_attempts: 20,
             max_age: 86_400,
             timeout: 10,
+            max_subscriptions: 1000,
         }
     }
 }
@@ -273,6 +277,7 @@ impl NotificationsConfig {
             ("max_attempts", u64::from(self.max_attempts)),
             ("max_age", self.max_age),
             ("timeout", self.timeout),
+            ("max_subscriptions", self.max_subscriptions),
         ] {
             if v == 0 {
                 return Err(CliError::Usage(format!(

@@ -306,6 +306,50 @@ async fn subscriptions_are_created_listed_deduplicated_and_deleted_and_bad_ones_
     server.shutdown().await.unwrap();
 }
 
+/// `[notifications] max_subscriptions`: the subscriptions are bounded; one beyond the bound is
+/// refused with a 409 naming it, and a delete makes room again.
+#[tokio::test]
+async fn subscriptions_beyond_max_subscriptions_are_refused_until_one_is_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.notifications.max_subscriptions = 2;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let (_n, cb) = nfvo().await;
+    let uri = format!("http://{cb}/cb");
+    // Three subscriptions that differ by their filter (the NFVO has one endpoint).
+    let sub = |op: &str| json!({"callbackUri": uri, "filter": {"operationTypes": [op]}});
+    let mut hrefs = Vec::new();
+    for op in ["INSTANTIATE", "SCALE"] {
+        let r = subscribe(addr, &sub(op)).await;
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        hrefs.push(r.header("location").unwrap().to_string());
+    }
+    let p = subscribe(addr, &sub("HEAL")).await.problem(409);
+    let d = p["detail"].as_str().unwrap();
+    assert!(d.contains("max_subscriptions = 2"), "{d}");
+    assert_eq!(
+        get(addr, "/vnflcm/v2/subscriptions")
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // A duplicate of an existing one is still answered 303, full or not.
+    let r = subscribe(addr, &sub("INSTANTIATE")).await;
+    assert_eq!(r.status, 303);
+    let path = hrefs[0]
+        .split_once("/vnflcm/")
+        .map(|(_, p)| format!("/vnflcm/{p}"))
+        .unwrap();
+    assert_eq!(request(addr, "DELETE", &path, &[], b"").await.status, 204);
+    let r = subscribe(addr, &sub("HEAL")).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    server.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn an_nfvo_gets_every_notification_of_a_reselecting_instantiate_a_heal_and_a_terminate_once_in_order(
 ) {

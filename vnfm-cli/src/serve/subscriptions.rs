@@ -91,6 +91,21 @@ fn parse_request(body: &[u8]) -> Result<vnfm_core::lcm_notify::LccnSubscriptionR
     })
 }
 
+/// 409 when the subscriptions are at `[notifications] max_subscriptions`.
+fn full(app: &App) -> Option<Response> {
+    let cap = app.config.notifications.max_subscriptions;
+    let n = app.shared.outbox.subscriptions().len();
+    (u64::try_from(n).unwrap_or(u64::MAX) >= cap).then(|| {
+        problem_of(
+            409,
+            format!(
+                "there are {n} subscriptions, the most this server keeps ([notifications] \
+                 max_subscriptions = {cap}): delete one first"
+            ),
+        )
+    })
+}
+
 async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
     let bytes = match read_body(body, app.config.server.body_limit, app.request_timeout()).await {
         Ok(b) => b,
@@ -115,6 +130,9 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
             StatusCode::SEE_OTHER.into_response(),
             &subscription_href(&same.stored.id),
         );
+    }
+    if let Some(full) = full(&app) {
+        return full;
     }
     // SOL003 5.4.18.3.1: the callback is tested before the subscription exists.
     if let Err(why) = super::notify::test_callback(&app, &req.callback_uri, &delivery).await {
@@ -141,6 +159,10 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
     {
         // Under the gate: no commit stages notifications while the set changes.
         let _gate = app.shared.gate.write().await;
+        // Again under the gate: subscriptions created since the first look count too.
+        if let Some(full) = full(&app) {
+            return full;
+        }
         if let Err(e) = app
             .sqlite
             .write_documents(
