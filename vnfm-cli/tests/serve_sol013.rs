@@ -233,6 +233,12 @@ async fn etag_if_match_links_and_ext_cp_info() {
     for l in ["self", "scale", "heal", "terminate"] {
         assert!(links.contains_key(l), "{l}: {v}");
     }
+    // The tasks with a path of their own (SOL003 5.5.2.2 member names, 5.4 resource paths);
+    // not the ones vnfm refuses (change flavour, change external connectivity).
+    for (l, p) in [("scaleToLevel", "scale_to_level"), ("operate", "operate")] {
+        assert_eq!(links[l]["href"], format!("{path}/{p}"), "{l}: {v}");
+    }
+    assert!(!links.contains_key("changeExtConn"), "{v}");
 
     // extCpInfo (1..N): the demo maps VDU1_CP1 to its external link; one per VDU1 VNFC.
     let info = &v["instantiatedVnfInfo"];

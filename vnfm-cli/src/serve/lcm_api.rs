@@ -100,13 +100,20 @@ fn store_problem(e: &vnfm_core::driver::DriverError) -> Response {
     problem_of(500, format!("the state store failed: {e}"))
 }
 
-/// The task resources an instance in `state` offers in its `_links` (SOL003 5.5.2.2): only
-/// `instantiate` while `NOT_INSTANTIATED` (or a state not recorded); the operations of an
-/// instantiated VNF after.
-fn task_links(state: Option<InstantiationState>) -> &'static [&'static str] {
+/// The task resources an instance in `state` offers in its `_links` (SOL003 5.5.2.2), as
+/// (member, path segment): only `instantiate` while `NOT_INSTANTIATED` (or a state not
+/// recorded); the operations vnfm runs on an instantiated VNF after (not `changeFlavour` nor
+/// `changeExtConn`, which it refuses: docs/serve.md).
+fn task_links(state: Option<InstantiationState>) -> &'static [(&'static str, &'static str)] {
     match state {
-        Some(InstantiationState::Instantiated) => &["scale", "heal", "terminate"],
-        _ => &["instantiate"],
+        Some(InstantiationState::Instantiated) => &[
+            ("scale", "scale"),
+            ("scaleToLevel", "scale_to_level"),
+            ("heal", "heal"),
+            ("operate", "operate"),
+            ("terminate", "terminate"),
+        ],
+        _ => &[("instantiate", "instantiate")],
     }
 }
 
@@ -117,10 +124,10 @@ fn instance_links(inst: VnfInstance) -> Value {
     if let Some(o) = v.as_object_mut() {
         let mut links = Map::new();
         links.insert("self".into(), serde_json::json!({ "href": href }));
-        for op in tasks {
+        for (member, path) in tasks {
             links.insert(
-                (*op).into(),
-                serde_json::json!({ "href": format!("{href}/{op}") }),
+                (*member).into(),
+                serde_json::json!({ "href": format!("{href}/{path}") }),
             );
         }
         o.insert("_links".into(), Value::Object(links));
