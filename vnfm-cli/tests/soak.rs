@@ -418,7 +418,8 @@ async fn soak() {
         ),
     )
     .unwrap();
-    let server = ServeProcess::start(serve_command(&config, Some(OPEN_FILES)));
+    let cmd = serve_command(&config, Some(OPEN_FILES));
+    let server = ServeProcess::start(cmd);
     let addr = server.addr;
     let start = sample(&server);
 
