@@ -156,7 +156,10 @@ async fn change_flavour_updates_the_stack_keeping_what_heat_keeps() {
         large.keys().collect::<Vec<_>>(),
         ["VDU1-0", "VDU1-1", "VDU2-0"]
     );
-    assert_eq!(large["VDU1-0"], small["VDU1-0"], "Heat keeps VDU1-0's server");
+    assert_eq!(
+        large["VDU1-0"], small["VDU1-0"],
+        "Heat keeps VDU1-0's server"
+    );
     assert_eq!(flavour_of(&r.instance), "large");
     assert_eq!(level_of(&r.instance, "VDU1_scale"), Some(0));
     assert_eq!(servers(&env.sim).len(), 3);
@@ -214,7 +217,8 @@ async fn a_failed_change_is_failed_temp_then_retried_or_rolled_back() {
     let inst = instantiated(&env, "small").await;
     let small = vnfcs(&inst);
     // Heat refuses the update: FAILED_TEMP with its reason, the instance unchanged.
-    env.faulty.fail_next(Method::UpdateStack, 1, FaultKind::Invalid);
+    env.faulty
+        .fail_next(Method::UpdateStack, 1, FaultKind::Invalid);
     let r = env
         .lcm
         .change_flavour(

@@ -86,8 +86,7 @@ pub(super) async fn change_flavour(
     Path(id): Path<String>,
     body: Body,
 ) -> Response {
-    let req: ChangeVnfFlavourRequest = match body_of(&app, body, "ChangeVnfFlavourRequest").await
-    {
+    let req: ChangeVnfFlavourRequest = match body_of(&app, body, "ChangeVnfFlavourRequest").await {
         Ok(r) => r,
         Err(r) => return r,
     };

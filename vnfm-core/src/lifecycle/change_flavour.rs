@@ -157,7 +157,10 @@ pub fn check(
         ("extManagedVirtualLinks", &req.ext_managed_virtual_links),
         ("vimConnectionInfo", &req.vim_connection_info),
         ("extensions", &req.extensions),
-        ("vnfConfigurableProperties", &req.vnf_configurable_properties),
+        (
+            "vnfConfigurableProperties",
+            &req.vnf_configurable_properties,
+        ),
     ];
     for (field, v) in unsupported {
         if v.as_ref().is_some_and(|v| !is_empty(v)) {

@@ -1059,7 +1059,11 @@ impl Lifecycle {
                 ids,
             )
         });
-        if let Some(planned) = progress.planned.as_ref().filter(|_| !opts.pinned.is_empty()) {
+        if let Some(planned) = progress
+            .planned
+            .as_ref()
+            .filter(|_| !opts.pinned.is_empty())
+        {
             plan::check_pinned_vnfcs(flavour, planned, &opts.pinned)?;
         }
         self.run_new(inst, op, progress, Some(pkg), opts).await
