@@ -171,7 +171,7 @@ pub(crate) enum OpRequest {
     Terminate(TerminateVnfRequest),
     ScaleToLevel(vnfm_core::lifecycle::to_level::ScaleVnfToLevelRequest),
     Operate(vnfm_core::lifecycle::operate::OperateVnfRequest),
-    ChangeFlavour(vnfm_core::lifecycle::change_flavour::ChangeVnfFlavourRequest),
+    ChangeFlavour(Box<vnfm_core::lifecycle::change_flavour::ChangeVnfFlavourRequest>),
 }
 
 /// Everything a request handler needs.

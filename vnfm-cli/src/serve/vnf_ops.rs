@@ -90,7 +90,7 @@ pub(super) async fn change_flavour(
         Ok(r) => r,
         Err(r) => return r,
     };
-    launch(app, id, OpRequest::ChangeFlavour(req)).await
+    launch(app, id, OpRequest::ChangeFlavour(Box::new(req))).await
 }
 
 /// `POST /vnf_instances/{id}/change_ext_conn` with a `ChangeExtVnfConnectivityRequest`: 409
