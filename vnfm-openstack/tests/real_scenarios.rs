@@ -1945,7 +1945,12 @@ async fn change_flavour_updates_the_stack_in_place(fx: &Fx) -> Res {
     ensure!(!big.is_empty(), "no zone can hold an m1.small");
     let pin = pins(&[("VDU1", big[0]), ("VDU2", big[0])]);
     let r = lcm
-        .instantiate(&inst.id, &pkg, &InstantiateVnfRequest::new("small"), &pin)
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("small"),
+            &pins(&[("VDU1", big[0])]),
+        )
         .await
         .map_err(|e| chain(&e))?;
     let outcome = async {
