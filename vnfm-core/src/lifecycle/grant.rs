@@ -1298,6 +1298,44 @@ mod tests {
         assert!(e(&[], &empty).contains("the VNF instance has no VNFC to heal"));
     }
 
+    /// Change flavour large -> small of `flavours-vnf`: VDU1-0 is kept, VDU1-1 (beyond small's
+    /// one VDU1) and VDU2-0 (no VDU2 in small) are removed, nothing is added; small -> large
+    /// from VDU1-2 alone adds VDU1-0 (the free index) and VDU2-0.
+    #[test]
+    fn change_flavour_keeps_removes_and_adds() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/flavours-vnf");
+        let pkg = crate::package::fs::load(&dir).unwrap();
+        let mut inst = demo_instance(&pkg.descriptor_id, 0);
+        inst.instantiated_vnf_info.as_mut().unwrap().flavour_id = "large".into();
+        let mut ids = IdGen::seeded(7);
+        let p = change_flavour(&pkg, "small", None, &inst, &op(), &opts(), &mut ids).unwrap();
+        assert_eq!(p.request.operation, GrantedLcmOperationType::ChangeFlavour);
+        assert_eq!(p.request.flavour_id.as_deref(), Some("small"));
+        assert!(p.new_vnfcs.is_empty(), "{:?}", p.new_vnfcs);
+        let removed: Vec<&str> = p
+            .request
+            .remove_resources
+            .iter()
+            .map(|r| r.resource.as_ref().unwrap().resource_id.as_str())
+            .collect();
+        assert_eq!(removed, ["srv-vdu2-0", "srv-vdu1-1"]);
+
+        let mut one: VnfInstance = demo_instance(&pkg.descriptor_id, 0);
+        let info = one.instantiated_vnf_info.as_mut().unwrap();
+        info.flavour_id = "small".into();
+        info.vnfc_resource_info.retain(|v| v.id == "rsc-vdu1-1");
+        info.vnfc_info.clear();
+        let p = change_flavour(&pkg, "large", None, &one, &op(), &opts(), &mut ids).unwrap();
+        assert_eq!(slots(&p), ["VDU1-0", "VDU2-0"]);
+        assert!(p.request.remove_resources.is_empty());
+        let p =
+            change_flavour(&pkg, "large", Some("peak"), &one, &op(), &opts(), &mut ids).unwrap();
+        assert_eq!(slots(&p), ["VDU1-0", "VDU1-2", "VDU2-0"]);
+        assert_eq!(p.request.instantiation_level_id.as_deref(), Some("peak"));
+        let e = change_flavour(&pkg, "huge", None, &one, &op(), &opts(), &mut ids).unwrap_err();
+        assert!(e.to_string().contains("newFlavourId"), "{e}");
+    }
+
     #[test]
     fn unknown_flavour_is_named() {
         let pkg = demo();
