@@ -1214,9 +1214,10 @@ impl Lifecycle {
         Ok(op)
     }
 
-    /// SOL003 "rollback" of an instantiate or scale-out in `FAILED_TEMP` (or whose owner is
-    /// gone): an instantiate's stack is deleted; a scale-out's stack is updated back to the
-    /// instance's VNFCs before the operation. The occurrence goes `ROLLING_BACK` then
+    /// SOL003 "rollback" of an instantiate, scale-out or change flavour in `FAILED_TEMP` (or
+    /// whose owner is gone): an instantiate's stack is deleted; a scale-out's stack is updated
+    /// back to the instance's VNFCs before the operation, a change flavour's to the old
+    /// flavour's template with those VNFCs. The occurrence goes `ROLLING_BACK` then
     /// `ROLLED_BACK`, or back to `FAILED_TEMP` with the error when the rollback itself fails.
     ///
     /// # Errors

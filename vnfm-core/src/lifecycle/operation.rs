@@ -29,8 +29,9 @@
 //!   lease time.
 //!
 //! # Plans
-//! Instantiate, scale-out, scale-in, heal, terminate and the two rollbacks are [`Plan`]s of the
-//! same machine. The placed plans (instantiate, scale-out, heal) list the zones, grant (or take
+//! Instantiate, scale-out, scale-in, heal, terminate, change flavour and the rollbacks are
+//! [`Plan`]s of the same machine. The placed plans (instantiate, scale-out, heal, change
+//! flavour: the new flavour's template) list the zones, grant (or take
 //! the zones pinned, or the healed VNFCs' own), and hand the stack to the nested
 //! [`Reselection`] machine; the others update the stack to the VNFCs that stay, or delete it.
 //! Then the servers are read back, the hooks of the plan's point run, and the occurrence ends
