@@ -17,6 +17,7 @@ use vnfm_core::lcm::{
 use vnfm_core::lifecycle::change_flavour::ChangeVnfFlavourRequest;
 use vnfm_core::lifecycle::{Drivers, LcmConfig, LcmError, Lifecycle, OperationOptions};
 use vnfm_core::package::{fs, VnfPackage};
+use vnfm_core::placement::Selection;
 use vnfm_core::sim::{FaultKind, FaultySim, Method, SimCloud};
 use vnfm_core::store::MemoryStore;
 
@@ -46,9 +47,13 @@ struct Env {
 }
 
 fn setup() -> Env {
+    setup_in(CLOUD, Selection::CapacityAware)
+}
+
+fn setup_in(cloud_text: &str, grant_selection: Selection) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let cloud = dir.path().join("cloud.yaml");
-    std::fs::write(&cloud, CLOUD).unwrap();
+    std::fs::write(&cloud, cloud_text).unwrap();
     let sim = SimCloud::new(CloudFile::load(&cloud).unwrap(), 1);
     let faulty = FaultySim::new(sim.clone());
     let clock = VirtualClock::new(
@@ -66,6 +71,7 @@ fn setup() -> Env {
     };
     let mut config = LcmConfig::standard().unwrap();
     config.seed = 5;
+    config.grant_selection = grant_selection;
     let pkg = fs::load(&examples().join("packages/flavours-vnf")).unwrap();
     Env {
         lcm: Lifecycle::new(drivers, config),
@@ -395,4 +401,59 @@ async fn change_flavour_refusals() {
         matches!(&e, LcmError::Conflict(m) if m.contains("one deployment flavour (default)")),
         "{e:?}"
     );
+}
+
+/// One host with room for one m1.small and one m1.tiny: `large` (two VDU1) does not fit. The
+/// capacity-aware granter refuses the grant before any stack update; a `random` granter grants
+/// and Heat fails the update (UPDATE_FAILED, Nova's "No valid host"). Either way FAILED_TEMP
+/// with the reason; the rollback updates the stack back to `small`'s template and VNFC.
+#[tokio::test]
+async fn a_change_that_does_not_fit_is_failed_temp_and_rolled_back() {
+    for (selection, reason) in [
+        (Selection::CapacityAware, "capacity exhausted"),
+        (Selection::Random, "No valid host"),
+    ] {
+        does_not_fit(selection, reason).await;
+    }
+}
+
+async fn does_not_fit(selection: Selection, reason: &str) {
+    let env = setup_in(
+        "zones:
+  AZ-1:
+    hosts:
+      compute-1: {vcpus: 4, memory_mb: 3072, disk_gb: 160}
+flavors:
+  m1.tiny: {vcpus: 1, memory_mb: 512, disk_gb: 1}
+  m1.small: {vcpus: 1, memory_mb: 2048, disk_gb: 20}
+images: [tiny]
+",
+        selection,
+    );
+    let inst = instantiated(&env, "small").await;
+    let small = vnfcs(&inst);
+    let r = env
+        .lcm
+        .change_flavour(
+            &inst.id,
+            &env.pkg,
+            &ChangeVnfFlavourRequest::new("large"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    let detail = &r.op_occ.error.as_ref().unwrap().detail;
+    assert!(detail.contains(reason), "{selection:?}: {detail}");
+    assert_eq!(flavour_of(&r.instance), "small");
+    let rb = env.lcm.rollback(&r.op_occ.id, &env.pkg).await.unwrap();
+    assert_eq!(
+        rb.op_occ.operation_state,
+        LcmOperationStateType::RolledBack,
+        "{:?}",
+        rb.op_occ.error
+    );
+    assert_eq!(flavour_of(&rb.instance), "small");
+    assert_eq!(vnfcs(&rb.instance), small);
+    assert_eq!(servers(&env.sim), vec![small["VDU1-0"].clone()]);
 }
