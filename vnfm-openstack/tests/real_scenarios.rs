@@ -26,6 +26,9 @@
 //! (they share the small zones and disable a compute service for a while), each is timed, and
 //! the test fails at the end listing every scenario that failed. Every instance is terminated
 //! (or its failed stack rolled back) before the next scenario.
+//!
+//! The change-flavour scenario uses `examples/packages/flavours-vnf` (flavours `small` and
+//! `large`, same image and flavors), which also runs on that cloud.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
