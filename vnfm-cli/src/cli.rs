@@ -510,8 +510,8 @@ pub enum OpCommand {
         #[arg(long, value_name = "PATH")]
         package: Option<PathBuf>,
     },
-    /// Roll back an instantiate (delete its stack) or a scale-out (remove what it added) that
-    /// is in FAILED_TEMP (or whose owner is gone).
+    /// Roll back an instantiate (delete its stack), a scale-out (remove what it added) or a
+    /// change flavour (back to the old flavour) that is in FAILED_TEMP (or whose owner is gone).
     Rollback {
         /// The occurrence id.
         id: String,

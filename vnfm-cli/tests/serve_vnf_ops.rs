@@ -1,7 +1,8 @@
 //! `scale_to_level`, `change_flavour` and `change_ext_conn` over a real socket (SOL003 v3.3.1
 //! 5.4.6, 5.4.7, 5.4.11; issue 16), on the simulated cloud with the demo package (one
-//! flavour; aspects VDU1_scale 0..=2 and VDU2_scale 0..=1; levels small and large).
-//! Cost: about 3 s.
+//! flavour; aspects VDU1_scale 0..=2 and VDU2_scale 0..=1; levels small and large) and, for
+//! change flavour, `examples/packages/flavours-vnf` (flavours small and large).
+//! Cost: about 4 s.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -102,7 +103,7 @@ async fn scale_to_level_runs_one_aspects_scale_and_refuses_what_it_does_not_run(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn change_flavour_and_change_ext_conn_say_why_they_are_not_run() {
+async fn change_flavour_of_one_flavour_and_change_ext_conn_say_why_they_are_not_run() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(config(dir.path(), 1)).await;
     let addr = server.local_addr();
@@ -204,4 +205,95 @@ async fn operate_stops_and_starts_the_servers() {
     .await;
     refused(&r, 404, &["nope"]);
     assert_eq!(ops(addr, &id, "OPERATE").await.len(), 2);
+}
+
+/// `examples/packages/flavours-vnf` copied to `dst`.
+fn copy_dir(src: &std::path::Path, dst: &std::path::Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let p = e.unwrap().path();
+        let to = dst.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &to);
+        } else {
+            std::fs::copy(&p, &to).unwrap();
+        }
+    }
+}
+
+/// The vnfdId of `examples/packages/flavours-vnf`.
+const FLAVOURS_VNFD: &str = "5c0e7a3d-2f14-4b8e-a6d9-8e1b3c7f0a42";
+
+/// `change_flavour` of a package with two flavours: small -> large (202, a CHANGE_FLAVOUR
+/// occurrence that completes; VDU1-0 keeps its server, VDU1-1 and VDU2-0 are new, flavourId
+/// and scaleStatus are large's), then the refusals (same flavour, unknown flavour, unknown
+/// level, extVirtualLinks, not a ChangeVnfFlavourRequest), then back to small.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn change_flavour_runs_on_a_package_with_two_flavours() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkgs = dir.path().join("packages");
+    copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/flavours-vnf"),
+        &pkgs.join("flavours-vnf"),
+    );
+    // The demo cloud with the image of the package (`tiny`, as the OpenStack test cloud has).
+    let demo = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/clouds/demo.yaml"),
+    )
+    .unwrap();
+    let cloud = dir.path().join("cloud.yaml");
+    std::fs::write(
+        &cloud,
+        demo.replace("images: [cirros,", "images: [tiny, cirros,"),
+    )
+    .unwrap();
+    let mut c = config(dir.path(), 1);
+    c.packages.dir = Some(pkgs);
+    c.vim.cloud = Some(cloud);
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let (id, op) = create_and_instantiate(addr, FLAVOURS_VNFD, "small").await;
+    assert_eq!(op["operationState"], "COMPLETED", "{op}");
+    let small = servers(addr, &id).await;
+    assert_eq!(small.keys().collect::<Vec<_>>(), ["VDU1-0"]);
+    let change = |body: Value| {
+        let id = id.clone();
+        async move { post_json(addr, &path(&id, "change_flavour"), &body).await }
+    };
+
+    let r = change(json!({"newFlavourId": "large", "additionalParams": {"why": "test"}})).await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    let op = wait_op(addr, r.header("location").unwrap()).await;
+    assert_eq!(op["operationState"], "COMPLETED", "{op}");
+    assert_eq!(op["operation"], "CHANGE_FLAVOUR", "{op}");
+    assert_eq!(op["operationParams"]["newFlavourId"], "large", "{op}");
+    let large = servers(addr, &id).await;
+    assert_eq!(
+        large.keys().collect::<Vec<_>>(),
+        ["VDU1-0", "VDU1-1", "VDU2-0"]
+    );
+    assert_eq!(large["VDU1-0"], small["VDU1-0"]);
+    let inst = get(addr, &format!("/vnflcm/v2/vnf_instances/{id}"))
+        .await
+        .json();
+    assert_eq!(inst["instantiatedVnfInfo"]["flavourId"], "large", "{inst}");
+    assert_eq!(scale_level(addr, &id, "VDU1_scale").await, 0);
+
+    let r = change(json!({"newFlavourId": "large"})).await;
+    refused(&r, 409, &["already"]);
+    let r = change(json!({"newFlavourId": "huge"})).await;
+    refused(&r, 422, &["\"huge\"", "large, small"]);
+    let r = change(json!({"newFlavourId": "small", "instantiationLevelId": "max"})).await;
+    refused(&r, 422, &["max"]);
+    let r = change(json!({"newFlavourId": "small", "extVirtualLinks": [{"id": "x"}]})).await;
+    refused(&r, 422, &["extVirtualLinks"]);
+    let r = change(json!({"flavourId": "small"})).await;
+    refused(&r, 400, &["ChangeVnfFlavourRequest"]);
+    assert_eq!(ops(addr, &id, "CHANGE_FLAVOUR").await.len(), 1);
+
+    let r = change(json!({"newFlavourId": "small"})).await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    let op = wait_op(addr, r.header("location").unwrap()).await;
+    assert_eq!(op["operationState"], "COMPLETED", "{op}");
+    assert_eq!(servers(addr, &id).await, small);
 }

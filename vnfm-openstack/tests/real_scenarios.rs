@@ -26,6 +26,9 @@
 //! (they share the small zones and disable a compute service for a while), each is timed, and
 //! the test fails at the end listing every scenario that failed. Every instance is terminated
 //! (or its failed stack rolled back) before the next scenario.
+//!
+//! The change-flavour scenario uses `examples/packages/flavours-vnf` (flavours `small` and
+//! `large`, same image and flavors), which also runs on that cloud.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -1927,6 +1930,101 @@ async fn operate_stops_and_starts_servers(fx: &Fx) -> Res {
     outcome.and(cleaned)
 }
 
+/// 16. Change flavour (issue 16) with `examples/packages/flavours-vnf`: `small` (one VDU1)
+///     instantiated in a big zone, changed to `large` (Heat PATCH of the stack with large's
+///     template: VDU1-0 keeps its server, VDU1-1 and VDU2-0 are created, ACTIVE), changed back
+///     to `small` (VDU1-1 and VDU2-0 deleted by Heat, VDU1-0 still the same server), then
+///     terminated.
+async fn change_flavour_updates_the_stack_in_place(fx: &Fx) -> Res {
+    use vnfm_core::lifecycle::change_flavour::ChangeVnfFlavourRequest;
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/flavours-vnf");
+    let pkg = vnfm_core::package::fs::load(&dir).map_err(|e| chain(&e))?;
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 37);
+    let mut req = CreateVnfRequest::new(pkg.descriptor_id.clone());
+    req.vnf_instance_name = Some("rs-change-flavour".into());
+    let inst = lcm.create(&pkg, &req).await.map_err(|e| chain(&e))?;
+    let big = fx.big();
+    ensure!(!big.is_empty(), "no zone can hold an m1.small");
+    let pin = pins(&[("VDU1", big[0]), ("VDU2", big[0])]);
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("small"),
+            &pins(&[("VDU1", big[0])]),
+        )
+        .await
+        .map_err(|e| chain(&e))?;
+    let outcome = async {
+        ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+        let small = vnfcs(&r.instance);
+        let first = small
+            .get("VDU1-0")
+            .map(|v| v.0.clone())
+            .ok_or_else(|| format!("no VDU1-0: {small:?}"))?;
+        let nova = cloud.nova();
+        let to_large = lcm
+            .change_flavour(&inst.id, &pkg, &ChangeVnfFlavourRequest::new("large"), &pin)
+            .await
+            .map_err(|e| format!("change to large: {}", chain(&e)))?;
+        ensure!(
+            to_large.is_completed(),
+            "change to large: {}",
+            describe(&to_large)
+        );
+        let large = vnfcs(&to_large.instance);
+        ensure!(
+            large.keys().map(String::as_str).collect::<Vec<_>>() == ["VDU1-0", "VDU1-1", "VDU2-0"],
+            "VNFCs after the change to large: {large:?}"
+        );
+        ensure!(
+            large["VDU1-0"].0 == first,
+            "VDU1-0 was replaced: {first} -> {}",
+            large["VDU1-0"].0
+        );
+        for (vnfc, (server, _, _)) in &large {
+            let s = nova
+                .show_server(&ServerId::from(server.as_str()))
+                .await
+                .map_err(|e| chain(&e))?;
+            ensure!(s.status == "ACTIVE", "{vnfc} ({server}) is {}", s.status);
+        }
+        let back = lcm
+            .change_flavour(
+                &inst.id,
+                &pkg,
+                &ChangeVnfFlavourRequest::new("small"),
+                &OperationOptions::default(),
+            )
+            .await
+            .map_err(|e| format!("change back to small: {}", chain(&e)))?;
+        ensure!(
+            back.is_completed(),
+            "change back to small: {}",
+            describe(&back)
+        );
+        let after = vnfcs(&back.instance);
+        ensure!(
+            after.keys().map(String::as_str).collect::<Vec<_>>() == ["VDU1-0"]
+                && after["VDU1-0"].0 == first,
+            "VNFCs after the change back to small: {after:?} (VDU1-0 was {first})"
+        );
+        for gone in ["VDU1-1", "VDU2-0"] {
+            let server = ServerId::from(large[gone].0.as_str());
+            match nova.show_server(&server).await {
+                Err(e) if e.is_not_found() => {}
+                Ok(s) if s.status == "DELETED" => {}
+                other => return Err(format!("{gone} ({server}) still there: {other:?}")),
+            }
+        }
+        Ok(())
+    }
+    .await;
+    let cleaned = terminate(&lcm, &inst.id).await;
+    outcome.and(cleaned)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lcm_scenarios_against_real_openstack() {
     if !vnfm_core::vectors::real_suite_enabled(
@@ -2047,6 +2145,10 @@ async fn lcm_scenarios_against_real_openstack() {
         (
             "operate_stops_and_starts_servers",
             Box::pin(operate_stops_and_starts_servers(f)),
+        ),
+        (
+            "change_flavour_updates_the_stack_in_place",
+            Box::pin(change_flavour_updates_the_stack_in_place(f)),
         ),
     ];
     let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();

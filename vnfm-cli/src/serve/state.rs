@@ -171,6 +171,7 @@ pub(crate) enum OpRequest {
     Terminate(TerminateVnfRequest),
     ScaleToLevel(vnfm_core::lifecycle::to_level::ScaleVnfToLevelRequest),
     Operate(vnfm_core::lifecycle::operate::OperateVnfRequest),
+    ChangeFlavour(Box<vnfm_core::lifecycle::change_flavour::ChangeVnfFlavourRequest>),
 }
 
 /// Everything a request handler needs.
@@ -421,6 +422,11 @@ impl App {
                 "OperateVnfRequest",
             )
             .map(|()| None),
+            OpRequest::ChangeFlavour(req) => reservation::lcm::no_reservation(
+                req.additional_params.as_ref(),
+                "ChangeVnfFlavourRequest",
+            )
+            .map(|()| None),
         }
         .map_err(invalid)?;
         // The instance before the operation (what a scale-in removed) and its package; a
@@ -450,6 +456,9 @@ impl App {
             }
             (OpRequest::Terminate(req), _) => self.lcm.terminate(id, &req, &opts).await,
             (OpRequest::Operate(req), _) => self.lcm.operate(id, &req, &opts).await,
+            (OpRequest::ChangeFlavour(req), Some(pkg)) => {
+                self.lcm.change_flavour(id, &pkg, &req, &opts).await
+            }
             (_, None) => Err(LcmError::NotFound(id.clone())),
         };
         if let Some(draw) = drawn {

@@ -8,9 +8,12 @@
 //!   ([`vnfm_core::lifecycle::to_level`]) and runs them as a scale, in the background (202
 //!   with the occurrence's `Location`, a `SCALE_TO_LEVEL`); 422 for a request that names an
 //!   unknown level or aspect, or changes no aspect or several (one aspect per operation).
-//! - `change_flavour`, `change_ext_conn`: not run; the core says why
-//!   ([`vnfm_core::lifecycle::unsupported`]): 409 for an instance not instantiated or a package
-//!   with one flavour, 422 for what vnfm does not do (with how to do it on purpose).
+//! - `change_flavour`: the core's `CHANGE_FLAVOUR` ([`vnfm_core::lifecycle::change_flavour`])
+//!   in the background (202 with the occurrence); 409 for an instance not instantiated, a
+//!   package with one flavour or the flavour it has, 422 for an unknown flavour or level and
+//!   for the request fields vnfm does not support.
+//! - `change_ext_conn`: not run; the core says why ([`vnfm_core::lifecycle::unsupported`]):
+//!   409 for an instance not instantiated, 422 for what vnfm does not do.
 
 use std::sync::Arc;
 
@@ -19,6 +22,7 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use serde_json::{Map, Value};
 use vnfm_core::id::VnfInstanceId;
+use vnfm_core::lifecycle::change_flavour::ChangeVnfFlavourRequest;
 use vnfm_core::lifecycle::to_level::ScaleVnfToLevelRequest;
 use vnfm_core::lifecycle::unsupported;
 
@@ -74,35 +78,19 @@ fn require(body: &Map<String, Value>, what: &str, required: &str) -> Result<(), 
     ))
 }
 
-/// `POST /vnf_instances/{id}/change_flavour` with a `ChangeVnfFlavourRequest`: 409 or 422,
-/// saying why vnfm does not run it.
+/// `POST /vnf_instances/{id}/change_flavour` with a `ChangeVnfFlavourRequest`: the core's
+/// [`vnfm_core::lifecycle::Lifecycle::change_flavour`] in the background (202); 409 or 422
+/// for what [`vnfm_core::lifecycle::change_flavour::check`] refuses.
 pub(super) async fn change_flavour(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     body: Body,
 ) -> Response {
-    let req: Map<String, Value> = match body_of(&app, body, "ChangeVnfFlavourRequest").await {
+    let req: ChangeVnfFlavourRequest = match body_of(&app, body, "ChangeVnfFlavourRequest").await {
         Ok(r) => r,
         Err(r) => return r,
     };
-    if let Err(r) = require(&req, "ChangeVnfFlavourRequest", "newFlavourId") {
-        return r;
-    }
-    let Some(new_flavour) = req.get("newFlavourId").and_then(Value::as_str) else {
-        return problem_of(
-            400,
-            "the request body is not a valid ChangeVnfFlavourRequest: newFlavourId is not a string",
-        );
-    };
-    let (inst, pkg) = match app.instance_and_package(&VnfInstanceId::from(id)).await {
-        Ok(x) => x,
-        Err(p) => return problem(p),
-    };
-    problem(lcm_problem(&unsupported::change_flavour(
-        &pkg,
-        &inst,
-        new_flavour,
-    )))
+    launch(app, id, OpRequest::ChangeFlavour(Box::new(req))).await
 }
 
 /// `POST /vnf_instances/{id}/change_ext_conn` with a `ChangeExtVnfConnectivityRequest`: 409

@@ -1010,6 +1010,65 @@ impl Lifecycle {
         self.run_new(inst, op, progress, None, opts).await
     }
 
+    /// SOL003 "change flavour" of `id` to `req.newFlavourId` of `pkg` (see
+    /// [`super::change_flavour`]): the VNFCs the new flavour wants at the level are granted
+    /// (`CHANGE_FLAVOUR`: what it adds, what goes) and the instance's stack is updated with the
+    /// new flavour's template and parameters; Heat keeps what does not change. A placed plan of
+    /// the operation machine ([`Plan::ChangeFlavour`]): retried, rolled back (the stack updated
+    /// back to the old flavour), failed and cancelled as the others are. The occurrence is a
+    /// `CHANGE_FLAVOUR` with the request as its `operationParams`.
+    ///
+    /// # Errors
+    /// What [`super::change_flavour::check`] refuses; server groups of the new flavour's
+    /// `nfvi_node` rules that its BaseHOT contradicts; as [`Lifecycle::instantiate`] otherwise.
+    pub async fn change_flavour(
+        &self,
+        id: &VnfInstanceId,
+        pkg: &VnfPackage,
+        req: &super::change_flavour::ChangeVnfFlavourRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(id).await?;
+        super::change_flavour::check(pkg, &inst.value, req)?;
+        instantiated_with_stack(&inst.value)?;
+        let flavour = flavour_of(pkg, &req.new_flavour_id)?;
+        plan::check_pinned(flavour, &opts.pinned)?;
+        let policies = groups::policies(flavour, self.config.fallback_best_effort);
+        groups::check_package(pkg, flavour, &policies)?;
+        self.check_free(&inst.value).await?;
+        let op = self.new_op(
+            &inst.value,
+            LcmOperationType::ChangeFlavour,
+            json!(req),
+            opts.automatic,
+        );
+        let level = req.instantiation_level_id.clone();
+        let mut progress = Progress::new(Plan::ChangeFlavour {
+            flavour_id: req.new_flavour_id.clone(),
+            level: level.clone(),
+        });
+        let gopts = self.grant_options(opts.automatic);
+        self.plan_grant(&mut progress, opts, |ids| {
+            grant_request::change_flavour(
+                pkg,
+                &req.new_flavour_id,
+                level.as_deref(),
+                &inst.value,
+                &op.id,
+                &gopts,
+                ids,
+            )
+        });
+        if let Some(planned) = progress
+            .planned
+            .as_ref()
+            .filter(|_| !opts.pinned.is_empty())
+        {
+            plan::check_pinned_vnfcs(flavour, planned, &opts.pinned)?;
+        }
+        self.run_new(inst, op, progress, Some(pkg), opts).await
+    }
+
     /// Deletes a `NOT_INSTANTIATED` instance and its operation occurrences.
     ///
     /// # Errors
@@ -1155,9 +1214,10 @@ impl Lifecycle {
         Ok(op)
     }
 
-    /// SOL003 "rollback" of an instantiate or scale-out in `FAILED_TEMP` (or whose owner is
-    /// gone): an instantiate's stack is deleted; a scale-out's stack is updated back to the
-    /// instance's VNFCs before the operation. The occurrence goes `ROLLING_BACK` then
+    /// SOL003 "rollback" of an instantiate, scale-out or change flavour in `FAILED_TEMP` (or
+    /// whose owner is gone): an instantiate's stack is deleted; a scale-out's stack is updated
+    /// back to the instance's VNFCs before the operation, a change flavour's to the old
+    /// flavour's template with those VNFCs. The occurrence goes `ROLLING_BACK` then
     /// `ROLLED_BACK`, or back to `FAILED_TEMP` with the error when the rollback itself fails.
     ///
     /// # Errors
@@ -1202,15 +1262,21 @@ impl Lifecycle {
                 )))
             }
             LcmOperationType::Instantiate => Plan::RollbackInstantiate,
+            LcmOperationType::ChangeFlavour => Plan::RollbackChangeFlavour,
             _ if is_scale_out => Plan::RollbackScaleOut,
             _ => {
                 return Err(LcmError::Conflict(format!(
-                    "operation {} is a {}: only instantiate and scale-out can be rolled back",
+                    "operation {} is a {}: only instantiate, scale-out and change flavour can be \
+                     rolled back",
                     op.id, op.operation
                 )))
             }
         };
         let mut progress = saved_progress(op).unwrap_or_else(|| Progress::new(plan.clone()));
+        if plan == Plan::RollbackChangeFlavour {
+            // The old flavour's server groups, as the instance records them.
+            progress.server_groups = None;
+        }
         progress.plan = plan;
         progress.vnfcs = None;
         progress.deleted = false;

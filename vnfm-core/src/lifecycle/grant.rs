@@ -196,6 +196,85 @@ pub fn instantiate_at_level(
     finish(request, new_vnfcs)
 }
 
+/// The grant request of changing the flavour of `inst` to `flavour_id` of `pkg` at the level
+/// `level` (`None`: the default level), see [`super::change_flavour`]: the VNFCs of the
+/// instance the new flavour keeps (lowest index first, up to each VDU's count at the level)
+/// stay; `addResources` has the VNFCs still missing (in free indices), `removeResources` the
+/// VNFCs of VDUs the new flavour does not have or beyond its count.
+///
+/// # Errors
+/// [`Error::Invalid`] when the instance is not instantiated, the package has no flavour
+/// `flavour_id` or it has no level `level`, the instance is not of the package, or an
+/// existing VNFC has an invalid index or (when removed or referenced) no
+/// `computeResource.resourceId`.
+pub fn change_flavour(
+    pkg: &VnfPackage,
+    flavour_id: &str,
+    level: Option<&str>,
+    inst: &VnfInstance,
+    op_occ_id: &OpOccId,
+    opts: &GrantOptions,
+    ids: &mut IdGen,
+) -> Result<PlannedGrant> {
+    let info = instantiated(inst)?;
+    let flavour = flavour(pkg, flavour_id, "newFlavourId")?;
+    check_level(flavour, level)?;
+    let mut request = base_request(
+        pkg,
+        inst,
+        flavour_id,
+        op_occ_id,
+        GrantedLcmOperationType::ChangeFlavour,
+        opts,
+    )?;
+    request.instantiation_level_id = level.map(str::to_owned);
+    let existing = existing_vnfcs(info);
+    let mut indices: std::collections::BTreeMap<crate::id::VduId, Vec<u32>> =
+        std::collections::BTreeMap::new();
+    for (at, vnfc) in &existing {
+        if let Some(i) = slot_index(vnfc, at)? {
+            indices.entry(vnfc.vdu_id.clone()).or_default().push(i);
+        }
+    }
+    let mut kept = Vec::new();
+    for (at, vnfc) in &existing {
+        let index = slot_index(vnfc, at)?;
+        let keep = index.is_some_and(|i| {
+            let all = indices.get(&vnfc.vdu_id).cloned().unwrap_or_default();
+            super::change_flavour::kept_indices(flavour, &vnfc.vdu_id, level, all).contains(&i)
+        });
+        if keep {
+            kept.push((at.clone(), *vnfc));
+            continue;
+        }
+        let handle = existing_handle(vnfc, at, opts)?;
+        request.remove_resources.push(
+            ResourceDefinition::new(ids.next_uuid(), ResourceType::Compute, vnfc.vdu_id.as_str())
+                .with_vdu_id(vnfc.vdu_id.clone())
+                .with_resource(handle),
+        );
+    }
+    let mut new_vnfcs = Vec::new();
+    for vdu in flavour.vdus.values() {
+        let count = super::change_flavour::wanted(flavour, &vdu.id, level);
+        let all = indices.get(&vdu.id).cloned().unwrap_or_default();
+        let used = super::change_flavour::kept_indices(flavour, &vdu.id, level, all);
+        let mut index = 0u32;
+        let mut have = used.len() as u64;
+        while have < u64::from(count) {
+            if !used.contains(&index) {
+                let slot = VnfcSlot::new(vdu.id.clone(), index);
+                new_vnfcs.push(add_new_vnfc(&mut request, slot, &vdu.storages, ids));
+                have += 1;
+            }
+            index = index.saturating_add(1);
+        }
+    }
+    let kept: Vec<(String, &VnfcResourceInfo)> = kept.into_iter().collect();
+    request.placement_constraints = constraints(flavour, &new_vnfcs, &kept, opts)?;
+    finish(request, new_vnfcs)
+}
+
 /// `level` must be one of the flavour's instantiation levels.
 pub(crate) fn check_level(flavour: &Flavour, level: Option<&str>) -> Result<()> {
     let Some(level) = level else {
@@ -1217,6 +1296,44 @@ mod tests {
             .vnfc_resource_info
             .clear();
         assert!(e(&[], &empty).contains("the VNF instance has no VNFC to heal"));
+    }
+
+    /// Change flavour large -> small of `flavours-vnf`: VDU1-0 is kept, VDU1-1 (beyond small's
+    /// one VDU1) and VDU2-0 (no VDU2 in small) are removed, nothing is added; small -> large
+    /// from VDU1-2 alone adds VDU1-0 (the free index) and VDU2-0.
+    #[test]
+    fn change_flavour_keeps_removes_and_adds() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/flavours-vnf");
+        let pkg = crate::package::fs::load(&dir).unwrap();
+        let mut inst = demo_instance(&pkg.descriptor_id, 0);
+        inst.instantiated_vnf_info.as_mut().unwrap().flavour_id = "large".into();
+        let mut ids = IdGen::seeded(7);
+        let p = change_flavour(&pkg, "small", None, &inst, &op(), &opts(), &mut ids).unwrap();
+        assert_eq!(p.request.operation, GrantedLcmOperationType::ChangeFlavour);
+        assert_eq!(p.request.flavour_id.as_deref(), Some("small"));
+        assert!(p.new_vnfcs.is_empty(), "{:?}", p.new_vnfcs);
+        let removed: Vec<&str> = p
+            .request
+            .remove_resources
+            .iter()
+            .map(|r| r.resource.as_ref().unwrap().resource_id.as_str())
+            .collect();
+        assert_eq!(removed, ["srv-vdu2-0", "srv-vdu1-1"]);
+
+        let mut one: VnfInstance = demo_instance(&pkg.descriptor_id, 0);
+        let info = one.instantiated_vnf_info.as_mut().unwrap();
+        info.flavour_id = "small".into();
+        info.vnfc_resource_info.retain(|v| v.id == "rsc-vdu1-1");
+        info.vnfc_info.clear();
+        let p = change_flavour(&pkg, "large", None, &one, &op(), &opts(), &mut ids).unwrap();
+        assert_eq!(slots(&p), ["VDU1-0", "VDU2-0"]);
+        assert!(p.request.remove_resources.is_empty());
+        let p =
+            change_flavour(&pkg, "large", Some("peak"), &one, &op(), &opts(), &mut ids).unwrap();
+        assert_eq!(slots(&p), ["VDU1-0", "VDU1-2", "VDU2-0"]);
+        assert_eq!(p.request.instantiation_level_id.as_deref(), Some("peak"));
+        let e = change_flavour(&pkg, "huge", None, &one, &op(), &opts(), &mut ids).unwrap_err();
+        assert!(e.to_string().contains("newFlavourId"), "{e}");
     }
 
     #[test]

@@ -18,11 +18,14 @@
 //!   the manifests, the preflight, the pods as VNFCs; the same machine runs them through
 //!   [`Drivers::cluster`].
 //! - [`to_level`]: scale to level: the aspect's scale steps that reach the requested level.
-//! - [`unsupported`]: change flavour and change external connectivity: why they are not run.
+//! - [`change_flavour`]: change flavour (`CHANGE_FLAVOUR`) of a package with several
+//!   flavours: the request, its checks, the VNFCs the new flavour keeps.
+//! - [`unsupported`]: change external connectivity: why it is not run.
 //! - [`operate`]: start or stop an instance's servers (`OPERATE`): the request and its checks.
 //! - [`task`]: which task (retry, rollback, fail, cancel) an occurrence takes in which state.
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
+pub mod change_flavour;
 pub mod cnf;
 pub mod engine;
 mod failure;

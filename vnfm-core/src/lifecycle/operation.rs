@@ -29,8 +29,9 @@
 //!   lease time.
 //!
 //! # Plans
-//! Instantiate, scale-out, scale-in, heal, terminate and the two rollbacks are [`Plan`]s of the
-//! same machine. The placed plans (instantiate, scale-out, heal) list the zones, grant (or take
+//! Instantiate, scale-out, scale-in, heal, terminate, change flavour and the rollbacks are
+//! [`Plan`]s of the same machine. The placed plans (instantiate, scale-out, heal, change
+//! flavour: the new flavour's template) list the zones, grant (or take
 //! the zones pinned, or the healed VNFCs' own), and hand the stack to the nested
 //! [`Reselection`] machine; the others update the stack to the VNFCs that stay, or delete it.
 //! Then the servers are read back, the hooks of the plan's point run, and the occurrence ends
@@ -164,6 +165,20 @@ pub enum Plan {
     CnfTerminate,
     /// Roll a failed CNF instantiate back: delete the objects it applied.
     CnfRollbackInstantiate,
+    /// `CHANGE_FLAVOUR` (see [`super::change_flavour`]): the VNFCs of the new flavour at the
+    /// level, granted (what it adds and what goes), the stack updated with the new flavour's
+    /// template, under reselection.
+    #[serde(rename_all = "camelCase")]
+    ChangeFlavour {
+        /// The new flavour.
+        flavour_id: String,
+        /// `instantiationLevelId` of the request (`None`: the new flavour's default level).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<String>,
+    },
+    /// Roll a failed change of flavour back: update the stack to the old flavour's template
+    /// and the VNFCs before it.
+    RollbackChangeFlavour,
     /// `OPERATE`: start (`on`) or stop the instance's servers through the VIM (Nova
     /// `os-start` / `os-stop`), those not in the wanted state yet, and wait until each is
     /// `ACTIVE` / `SHUTOFF`; `vnfState` and every `vnfcState` then say it.
@@ -189,6 +204,8 @@ impl Plan {
             Self::CnfTerminate => Some(HookPoint::TerminateStart),
             Self::RollbackInstantiate
             | Self::RollbackScaleOut
+            | Self::RollbackChangeFlavour
+            | Self::ChangeFlavour { .. }
             | Self::CnfRollbackInstantiate
             | Self::ModifyInfo { .. }
             | Self::Operate { .. } => None,
@@ -198,7 +215,10 @@ impl Plan {
     fn is_rollback(&self) -> bool {
         matches!(
             self,
-            Self::RollbackInstantiate | Self::RollbackScaleOut | Self::CnfRollbackInstantiate
+            Self::RollbackInstantiate
+                | Self::RollbackScaleOut
+                | Self::RollbackChangeFlavour
+                | Self::CnfRollbackInstantiate
         )
     }
 
@@ -217,7 +237,10 @@ impl Plan {
     fn is_placed(&self) -> bool {
         matches!(
             self,
-            Self::Instantiate { .. } | Self::ScaleOut { .. } | Self::Heal { .. }
+            Self::Instantiate { .. }
+                | Self::ScaleOut { .. }
+                | Self::Heal { .. }
+                | Self::ChangeFlavour { .. }
         )
     }
 }
@@ -1000,7 +1023,9 @@ impl Operation {
                 self.step = Step::GrantZones;
                 self.next = Some(OpAction::ListZones);
             }
-            Plan::ScaleIn { .. } | Plan::RollbackScaleOut => self.restore(),
+            Plan::ScaleIn { .. } | Plan::RollbackScaleOut | Plan::RollbackChangeFlavour => {
+                self.restore();
+            }
             Plan::Terminate => self.hooks_or(Self::delete_stack),
             Plan::ModifyInfo { patch } => {
                 let patch = patch.clone();
@@ -1156,9 +1181,9 @@ impl Operation {
             )
         })?;
         let flavour_id = match &self.progress.plan {
-            Plan::Instantiate { flavour_id, .. } | Plan::CnfInstantiate { flavour_id, .. } => {
-                flavour_id.clone()
-            }
+            Plan::Instantiate { flavour_id, .. }
+            | Plan::CnfInstantiate { flavour_id, .. }
+            | Plan::ChangeFlavour { flavour_id, .. } => flavour_id.clone(),
             _ => self
                 .before
                 .instantiated_vnf_info
@@ -1286,7 +1311,8 @@ impl Operation {
             return;
         }
         self.progress.server_groups = match self.progress.plan {
-            Plan::Instantiate { .. } => self
+            // The new flavour's rules: decided from the configuration as an instantiation does.
+            Plan::Instantiate { .. } | Plan::ChangeFlavour { .. } => self
                 .with_flavour(|_, f| Ok(groups::policies(f, self.cfg.fallback_best_effort)))
                 .ok(),
             _ => groups::recorded(&self.before),
@@ -1307,6 +1333,13 @@ impl Operation {
         let Some(info) = self.before.instantiated_vnf_info.as_ref() else {
             return Vec::new();
         };
+        if let Plan::ChangeFlavour { level, .. } = &self.progress.plan {
+            // The VNFCs of the instance the new flavour keeps.
+            let all = plan::slots_of(info);
+            return self
+                .with_flavour(|_, f| Ok(super::change_flavour::kept(f, level.as_deref(), all)))
+                .unwrap_or_default();
+        }
         let (healed, _) = self.healed();
         plan::slots_of(info)
             .into_iter()
@@ -1721,7 +1754,7 @@ impl Operation {
 
     fn restored(&mut self) {
         match self.progress.plan {
-            Plan::RollbackScaleOut => {
+            Plan::RollbackScaleOut | Plan::RollbackChangeFlavour => {
                 self.progress.vnfcs = Some(Vec::new());
                 let before = self.before.clone();
                 self.finish(Ok(before));
@@ -1797,7 +1830,7 @@ impl Operation {
                 self.delete_stack();
             }
             Plan::Terminate | Plan::RollbackInstantiate => self.finish_deleted(),
-            Plan::RollbackScaleOut => {
+            Plan::RollbackScaleOut | Plan::RollbackChangeFlavour => {
                 let before = self.before.clone();
                 self.finish(Ok(before));
             }
@@ -1849,6 +1882,19 @@ impl Operation {
                         props.extend(p.clone());
                         new.vnf_configurable_properties = Some(props);
                     }
+                    new
+                }
+                Plan::ChangeFlavour { flavour_id, level } => {
+                    let mut new = before.clone();
+                    let prev = before.instantiated_vnf_info.as_ref();
+                    let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
+                    plan::set_level(&mut info, flavour, level.as_deref());
+                    info.metadata = prev.and_then(|p| p.metadata.clone());
+                    if let Some(p) = &self.progress.server_groups {
+                        groups::record(&mut info, p);
+                    }
+                    new.instantiated_vnf_info = Some(info);
+                    plan::set_stack_id(&mut new, &stack_id);
                     new
                 }
                 Plan::ScaleOut {
