@@ -40,6 +40,9 @@ DEMO_VNFD = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d"
 # The demo package with VDU1 asking for 4 TiB of memory, which no host of the demo cloud has:
 # its instantiate starts and ends in FAILED_TEMP (the grant finds no placement).
 UNPLACEABLE_VNFD = "0e5a1f3c-7b2d-4c8e-9f10-5a6b7c8d9e0f"
+# examples/packages/flavours-vnf: two deployment flavours (`small`, `large`), the package of
+# the instance whose flavour the ChangeVNFFlavour files change (to `large`).
+FLAVOURS_VNFD = "5c0e7a3d-2f14-4b8e-a6d9-8e1b3c7f0a42"
 # The suite's `${callback_endpoint}` (environment/variables.txt): where its notification checks
 # expect the NFVO's endpoint.
 ENDPOINT = "/endpoint"
@@ -55,7 +58,7 @@ FILES = [
     ("InstantiateVNFTask.robot", "not_instantiated", None),
     ("ScaleVNFTask.robot", "instantiated", None),
     ("ScaleVNFToLevelTask.robot", "instantiated", None),
-    ("ChangeVNFFlavourTask.robot", "instantiated", None),
+    ("ChangeVNFFlavourTask.robot", "instantiated_small", None),
     ("TerminateVNFTask.robot", "instantiated", None),
     ("HealVNFTask.robot", "instantiated", None),
     ("OperateVNFTask.robot", "instantiated", None),
@@ -81,7 +84,7 @@ FILES = [
     ("RollBackOperationWorkflow.robot", "instantiated", "failed_temp"),
     ("CancelOperationWorkflow.robot", "instantiated", "failed_temp"),
     ("ScaleVNFToLevelWorkflow.robot", "instantiated", None),
-    ("ChangeVNFFlavourWorkflow.robot", "instantiated", None),
+    ("ChangeVNFFlavourWorkflow.robot", "instantiated_small", None),
     ("OperateVNFWorkflow.robot", "instantiated", None),
     ("ChangeExternalVNFConnectivityWorkflow.robot", "instantiated", None),
 ]
@@ -395,6 +398,15 @@ PATCHES += [
         "succeeded carries `operationState` COMPLETED (`result` is no LcmOperationStateType)",
     ),
     (
+        "ChangeVNFFlavourWorkflow.robot",
+        "re:(?m)^(    \\$\\{requestedFlavour\\}=    Get Value From Json    "
+        "\\$\\{changeVnfFlavourRequest\\}    \\$\\.\\.newFlavourId *)$",
+        "\\1\\n    Set Global Variable    ${requestedFlavour}",
+        "the suite's own mistake (Robot Framework User Guide 2.5.2): `Initialize System` assigns "
+        "`${requestedFlavour}` locally and the postcondition reads the global one of "
+        "variables.txt",
+    ),
+    (
         "OperateVNFWorkflow.robot",
         "    ${requestedState}=    Get Value From Json    ${changeVnfOperateRequest}    "
         "$..changeStateTo \n",
@@ -558,9 +570,9 @@ class Api:
         )
         return inst["id"]
 
-    def instantiate(self, inst):
+    def instantiate(self, inst, flavour="default"):
         h, _ = self.must(
-            "POST", f"/vnflcm/v2/vnf_instances/{inst}/instantiate", {"flavourId": "default"}, 202
+            "POST", f"/vnflcm/v2/vnf_instances/{inst}/instantiate", {"flavourId": flavour}, 202
         )
         op = self.op_of(h)
         self.wait_op(op, {"COMPLETED"})
@@ -598,6 +610,11 @@ def fixtures(api, inst_kind, op_kind):
         v["vnfInstanceId"] = not_inst
     elif inst_kind == "instantiated":
         v["vnfInstanceId"] = inst
+    elif inst_kind == "instantiated_small":
+        # The two-flavour package at `small`: its change to `large` is what the files test.
+        small = api.create(FLAVOURS_VNFD)
+        api.instantiate(small, "small")
+        v["vnfInstanceId"] = small
     else:
         v["vnfInstanceId"] = str(uuid.uuid4())
     if op_kind == "failed_temp":
@@ -683,8 +700,26 @@ def unplaceable_package(work):
     return os.path.dirname(dst)
 
 
+def flavours_package(work):
+    """examples/packages/flavours-vnf with its image `tiny` (the dev OpenStack's) replaced by
+    `cirros`, an image of the simulated cloud vnfm serves on."""
+    dst = os.path.join(work, "packages", "flavours")
+    shutil.copytree(os.path.join(ROOT, "examples", "packages", "flavours-vnf"), dst)
+    changed = 0
+    for d, _, files in os.walk(dst):
+        for f in files:
+            path = os.path.join(d, f)
+            text = open(path).read()
+            changed += text.count("name: tiny")
+            open(path, "w").write(text.replace("name: tiny", "name: cirros"))
+    if changed == 0 or FLAVOURS_VNFD not in open(
+            os.path.join(dst, "Definitions", "flavours_top.vnfd.yaml")).read():
+        die("examples/packages/flavours-vnf changed: its vnfdId or image `tiny` not found")
+
+
 def start_server(vnfm, work, page_size):
     packages = unplaceable_package(work)
+    flavours_package(work)
     cfg = os.path.join(work, "vnfm.toml")
     with open(cfg, "w") as f:
         f.write(

@@ -234,8 +234,12 @@ async fn etag_if_match_links_and_ext_cp_info() {
         assert!(links.contains_key(l), "{l}: {v}");
     }
     // The tasks with a path of their own (SOL003 5.5.2.2 member names, 5.4 resource paths);
-    // not the ones vnfm refuses (change flavour, change external connectivity).
-    for (l, p) in [("scaleToLevel", "scale_to_level"), ("operate", "operate")] {
+    // not change external connectivity, which vnfm refuses.
+    for (l, p) in [
+        ("scaleToLevel", "scale_to_level"),
+        ("changeFlavour", "change_flavour"),
+        ("operate", "operate"),
+    ] {
         assert_eq!(links[l]["href"], format!("{path}/{p}"), "{l}: {v}");
     }
     assert!(!links.contains_key("changeExtConn"), "{v}");
