@@ -16,10 +16,12 @@ The sink answers the callback test of SOL003 5.4.18.3.1 (`GET callbackUri` -> 20
 expectation this library adds first, as the NFVO's endpoint would answer it.
 """
 
-import json
+import os
+import sys
 import time
-import urllib.error
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import Api  # noqa: E402
 
 DEMO_VNFD = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d"
 OCC = "VnfLcmOperationOccurrenceNotification"
@@ -35,29 +37,13 @@ class HarnessActions:
     ROBOT_LIBRARY_SCOPE = "GLOBAL"
 
     def __init__(self, vnfm_base, token, sink_base, endpoint="/endpoint"):
-        self.vnfm = vnfm_base.rstrip("/")
-        self.token = token
-        self.sink = sink_base.rstrip("/")
+        self.vnfm = Api(vnfm_base.rstrip("/"), token)
+        self.sink = Api(sink_base.rstrip("/"))
+        self.sink_base = sink_base.rstrip("/")
         self.endpoint = endpoint
 
-    def _call(self, method, url, body=None, auth=True):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method)
-        if auth:
-            req.add_header("Authorization", f"Bearer {self.token}")
-        req.add_header("Accept", "application/json")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                text = r.read().decode()
-                return r.status, dict(r.headers), (json.loads(text) if text.strip() else None)
-        except urllib.error.HTTPError as e:
-            text = e.read().decode()
-            return e.code, dict(e.headers), text
-
     def _must(self, method, path, body, status):
-        got, headers, out = self._call(method, self.vnfm + path, body)
+        got, headers, out = self.vnfm.call(method, path, body)
         if got != status:
             raise AssertionError(f"harness: {method} {path} answered {got}, expected {status}: "
                                  f"{out}")
@@ -67,7 +53,7 @@ class HarnessActions:
         loc = {k.lower(): v for k, v in headers.items()}["location"]
         op = loc.rsplit("/", 1)[-1]
         for _ in range(600):
-            _, _, occ = self._call("GET", f"{self.vnfm}/vnflcm/v2/vnf_lcm_op_occs/{op}")
+            _, _, occ = self.vnfm.call("GET", f"/vnflcm/v2/vnf_lcm_op_occs/{op}")
             if isinstance(occ, dict) and occ.get("operationState") in (
                     "COMPLETED", "FAILED_TEMP", "FAILED", "ROLLED_BACK"):
                 return occ
@@ -77,18 +63,18 @@ class HarnessActions:
     def harness_trigger(self, kind):
         """Subscribes for exactly the notification of `kind` (START, RESULT, CREATION, DELETION)
         and makes vnfm send it."""
-        status, _, subs = self._call("GET", f"{self.vnfm}/vnflcm/v2/subscriptions?all_fields")
+        status, _, subs = self.vnfm.call("GET", "/vnflcm/v2/subscriptions?all_fields")
         if status != 200:
             raise AssertionError(f"harness: GET /subscriptions answered {status}: {subs}")
         for s in subs:
             self._must("DELETE", f"/vnflcm/v2/subscriptions/{s['id']}", None, 204)
-        self._call("PUT", self.sink + "/expectation", {
+        self.sink.call("PUT", "/expectation", {
             "httpRequest": {"method": "GET", "path": self.endpoint},
             "httpResponse": {"statusCode": 204},
             "times": {"unlimited": True},
-        }, auth=False)
+        })
         self._must("POST", "/vnflcm/v2/subscriptions", {
-            "filter": FILTERS[kind], "callbackUri": self.sink + self.endpoint,
+            "filter": FILTERS[kind], "callbackUri": self.sink_base + self.endpoint,
         }, 201)
         _, inst = self._must("POST", "/vnflcm/v2/vnf_instances",
                              {"vnfdId": DEMO_VNFD, "vnfInstanceName": f"trigger-{kind}"}, 201)

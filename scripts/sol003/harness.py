@@ -242,7 +242,7 @@ PATCHES += [
         "NotificationEndpoint.robot",
         "Library    MockServerLibrary\n",
         "Library    MockServerLibrary\n"
-        "Library    HarnessActions.py    ${VNFM_BASE}    ${HARNESS_TOKEN}    ${SINK_BASE}\n",
+        "Library    ${HARNESS_LIBRARY}    ${VNFM_BASE}    ${HARNESS_TOKEN}    ${SINK_BASE}\n",
         "the library of the external actions below (scripts/sol003/HarnessActions.py)",
     ),
 ]
@@ -480,15 +480,16 @@ def die(msg):
 
 
 class Api:
-    """A small client of the running `vnfm serve`."""
+    """A small client of the running `vnfm serve` (also used by HarnessActions.py)."""
 
-    def __init__(self, base):
+    def __init__(self, base, token=TOKEN):
         self.base = base
+        self.token = token
 
     def call(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.base + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {TOKEN}")
+        req.add_header("Authorization", f"Bearer {self.token}")
         req.add_header("Accept", "application/json")
         if data is not None:
             req.add_header("Content-Type", "application/json")
@@ -674,46 +675,47 @@ def patch(copy, sink_port):
         # the sink listens on a free port.
         text = text.replace("127.0.0.1:9091", f"127.0.0.1:{sink_port}")
         open(os.path.join(copy, "jsons", f), "w").write(text)
-    shutil.copy(os.path.join(HERE, "HarnessActions.py"), copy)
     for wanted, present, _why in FILE_ALIASES:
         if not os.path.exists(os.path.join(copy, present)):
             die(f"{present} is not in the suite (the suite changed?)")
         shutil.copy(os.path.join(copy, present), os.path.join(copy, wanted))
 
 
-def unplaceable_package(work):
-    """The demo package (examples/packages/demo-vnf) as UNPLACEABLE_VNFD, VDU1 needing 4 TiB."""
-    dst = os.path.join(work, "packages", "unplaceable")
-    shutil.copytree(os.path.join(ROOT, "examples", "packages", "demo-vnf"), dst)
-    changed = 0
+def copy_package(work, example, name, replacements):
+    """examples/packages/<example> copied to <work>/packages/<name>, each `(old, new)` of
+    `replacements` replaced in every file; how many times each `old` was found."""
+    dst = os.path.join(work, "packages", name)
+    shutil.copytree(os.path.join(ROOT, "examples", "packages", example), dst)
+    found = [0] * len(replacements)
     for d, _, files in os.walk(dst):
         for f in files:
             path = os.path.join(d, f)
             text = open(path).read()
-            new = text.replace(DEMO_VNFD, UNPLACEABLE_VNFD).replace(
-                "virtual_mem_size: 2048 MiB", "virtual_mem_size: 4096 GiB"
-            )
-            changed += new.count("4096 GiB")
-            open(path, "w").write(new)
-    if changed != 1:
+            for i, (old, new) in enumerate(replacements):
+                found[i] += text.count(old)
+                text = text.replace(old, new)
+            open(path, "w").write(text)
+    return found
+
+
+def unplaceable_package(work):
+    """The demo package (examples/packages/demo-vnf) as UNPLACEABLE_VNFD, VDU1 needing 4 TiB;
+    the folder of the packages."""
+    found = copy_package(work, "demo-vnf", "unplaceable", [
+        (DEMO_VNFD, UNPLACEABLE_VNFD),
+        ("virtual_mem_size: 2048 MiB", "virtual_mem_size: 4096 GiB"),
+    ])
+    if found[1] != 1:
         die("examples/packages/demo-vnf changed: VDU1's `virtual_mem_size: 2048 MiB` not found")
-    return os.path.dirname(dst)
+    return os.path.join(work, "packages")
 
 
 def flavours_package(work):
     """examples/packages/flavours-vnf with its image `tiny` (the dev OpenStack's) replaced by
     `cirros`, an image of the simulated cloud vnfm serves on."""
-    dst = os.path.join(work, "packages", "flavours")
-    shutil.copytree(os.path.join(ROOT, "examples", "packages", "flavours-vnf"), dst)
-    changed = 0
-    for d, _, files in os.walk(dst):
-        for f in files:
-            path = os.path.join(d, f)
-            text = open(path).read()
-            changed += text.count("name: tiny")
-            open(path, "w").write(text.replace("name: tiny", "name: cirros"))
-    if changed == 0 or FLAVOURS_VNFD not in open(
-            os.path.join(dst, "Definitions", "flavours_top.vnfd.yaml")).read():
+    found = copy_package(work, "flavours-vnf", "flavours", [("name: tiny", "name: cirros")])
+    top = os.path.join(work, "packages", "flavours", "Definitions", "flavours_top.vnfd.yaml")
+    if found[0] == 0 or FLAVOURS_VNFD not in open(top).read():
         die("examples/packages/flavours-vnf changed: its vnfdId or image `tiny` not found")
 
 
@@ -835,6 +837,7 @@ def main():
                 "VNFM_BASE": f"http://{host}:{port}",
                 "HARNESS_TOKEN": TOKEN,
                 "SINK_BASE": sink.base_url,
+                "HARNESS_LIBRARY": os.path.join(HERE, "HarnessActions.py"),
             })
             # The test lab's NFVO: its endpoints answer the callback test (GET -> 204), and the
             # files that check notifications find it subscribed.

@@ -243,6 +243,14 @@ impl Outbox {
         }
     }
 
+    /// How many subscriptions there are.
+    pub(crate) fn len(&self) -> usize {
+        self.subs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// The subscriptions.
     pub(crate) fn subscriptions(&self) -> Vec<Sub> {
         self.subs

@@ -94,7 +94,7 @@ fn parse_request(body: &[u8]) -> Result<vnfm_core::lcm_notify::LccnSubscriptionR
 /// 409 when the subscriptions are at `[notifications] max_subscriptions`.
 fn full(app: &App) -> Option<Response> {
     let cap = app.config.notifications.max_subscriptions;
-    let n = app.shared.outbox.subscriptions().len();
+    let n = app.shared.outbox.len();
     (u64::try_from(n).unwrap_or(u64::MAX) >= cap).then(|| {
         problem_of(
             409,

@@ -204,17 +204,24 @@ pub(crate) fn wanted(flavour: &Flavour, vdu: &VduId, level: Option<&str>) -> u32
         .unwrap_or(v.min_instances)
 }
 
-/// The indices of `existing` (a VDU's VNFC indices) the new flavour keeps: the lowest, up to
-/// the wanted count.
-pub(crate) fn kept_indices(
+/// The VNFC indices per VDU the new flavour keeps of `slots` (the instance's VNFCs as VDU and
+/// index): of each VDU, the lowest indices up to its wanted count ([`wanted`]).
+pub(crate) fn keep_map(
     flavour: &Flavour,
-    vdu: &VduId,
     level: Option<&str>,
-    existing: impl IntoIterator<Item = u32>,
-) -> BTreeSet<u32> {
-    let all: BTreeSet<u32> = existing.into_iter().collect();
-    all.into_iter()
-        .take(wanted(flavour, vdu, level) as usize)
+    slots: impl IntoIterator<Item = (VduId, u32)>,
+) -> BTreeMap<VduId, BTreeSet<u32>> {
+    let mut by_vdu: BTreeMap<VduId, BTreeSet<u32>> = BTreeMap::new();
+    for (vdu, index) in slots {
+        by_vdu.entry(vdu).or_default().insert(index);
+    }
+    by_vdu
+        .into_iter()
+        .map(|(vdu, all)| {
+            let n = wanted(flavour, &vdu, level) as usize;
+            let kept = all.into_iter().take(n).collect();
+            (vdu, kept)
+        })
         .collect()
 }
 
@@ -224,17 +231,11 @@ pub(crate) fn kept(
     level: Option<&str>,
     existing: Vec<(VnfcSlot, ZoneId)>,
 ) -> Vec<(VnfcSlot, ZoneId)> {
-    let mut by_vdu: BTreeMap<VduId, Vec<u32>> = BTreeMap::new();
-    for (s, _) in &existing {
-        by_vdu.entry(s.vdu.clone()).or_default().push(s.index);
-    }
-    let keep: BTreeMap<VduId, BTreeSet<u32>> = by_vdu
-        .into_iter()
-        .map(|(vdu, idx)| {
-            let k = kept_indices(flavour, &vdu, level, idx);
-            (vdu, k)
-        })
-        .collect();
+    let keep = keep_map(
+        flavour,
+        level,
+        existing.iter().map(|(s, _)| (s.vdu.clone(), s.index)),
+    );
     existing
         .into_iter()
         .filter(|(s, _)| keep.get(&s.vdu).is_some_and(|k| k.contains(&s.index)))

@@ -229,21 +229,18 @@ pub fn change_flavour(
     )?;
     request.instantiation_level_id = level.map(str::to_owned);
     let existing = existing_vnfcs(info);
-    let mut indices: std::collections::BTreeMap<crate::id::VduId, Vec<u32>> =
-        std::collections::BTreeMap::new();
+    let mut slots = Vec::new();
     for (at, vnfc) in &existing {
         if let Some(i) = slot_index(vnfc, at)? {
-            indices.entry(vnfc.vdu_id.clone()).or_default().push(i);
+            slots.push((vnfc.vdu_id.clone(), i));
         }
     }
-    let mut kept = Vec::new();
+    let keep = super::change_flavour::keep_map(flavour, level, slots);
+    let kept_of = |vdu: &crate::id::VduId| keep.get(vdu).cloned().unwrap_or_default();
+    let mut kept: Vec<(String, &VnfcResourceInfo)> = Vec::new();
     for (at, vnfc) in &existing {
         let index = slot_index(vnfc, at)?;
-        let keep = index.is_some_and(|i| {
-            let all = indices.get(&vnfc.vdu_id).cloned().unwrap_or_default();
-            super::change_flavour::kept_indices(flavour, &vnfc.vdu_id, level, all).contains(&i)
-        });
-        if keep {
+        if index.is_some_and(|i| kept_of(&vnfc.vdu_id).contains(&i)) {
             kept.push((at.clone(), *vnfc));
             continue;
         }
@@ -257,8 +254,7 @@ pub fn change_flavour(
     let mut new_vnfcs = Vec::new();
     for vdu in flavour.vdus.values() {
         let count = super::change_flavour::wanted(flavour, &vdu.id, level);
-        let all = indices.get(&vdu.id).cloned().unwrap_or_default();
-        let used = super::change_flavour::kept_indices(flavour, &vdu.id, level, all);
+        let used = kept_of(&vdu.id);
         let mut index = 0u32;
         let mut have = used.len() as u64;
         while have < u64::from(count) {
@@ -270,7 +266,6 @@ pub fn change_flavour(
             index = index.saturating_add(1);
         }
     }
-    let kept: Vec<(String, &VnfcResourceInfo)> = kept.into_iter().collect();
     request.placement_constraints = constraints(flavour, &new_vnfcs, &kept, opts)?;
     finish(request, new_vnfcs)
 }
