@@ -12,7 +12,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use vnfm_core::alert::{Action, AlertHandler, Endpoint, PrometheusPluginConfig};
 use vnfm_core::cloud::CloudFile;
-use vnfm_core::driver::{ClusterDriver, ListPods, ListWorkloads, Pod, VirtualClock};
+use vnfm_core::driver::{
+    ApplyObject, ClusterDriver, ClusterEvent, ClusterNode, DeletePod, DriverError, EvictPod,
+    LabelNode, ListEvents, ListPods, ListWorkloads, ObjectRef, Pod, PodScheduled, ScaleWorkload,
+    VirtualClock,
+};
 use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleType,
     ScaleVnfRequest, TerminateVnfRequest, VnfInstance,
@@ -705,4 +709,127 @@ async fn a_failed_cnf_instantiate_is_retried_or_rolled_back() {
         3,
         "the first instance's pods stay"
     );
+}
+
+/// The simulated cluster with the real kube-scheduler's lag after a pod delete: for the next
+/// two listings the replacement is refused for anti-affinity (`Unschedulable`), as the real
+/// scheduler does while its cache still holds the victim; the victim is listed terminating in
+/// the first of them and gone in the second. Later listings show the replacement bound.
+#[derive(Debug)]
+struct LaggingScheduler {
+    sim: SimCloud,
+    /// After a delete: the victim, the pods listed before it, the listings left.
+    lag: Mutex<Option<(Pod, BTreeSet<String>, usize)>>,
+}
+
+#[async_trait]
+impl ClusterDriver for LaggingScheduler {
+    async fn list_nodes(&self) -> Result<Vec<ClusterNode>, DriverError> {
+        self.sim.list_nodes().await
+    }
+    async fn label_node(&self, req: LabelNode) -> Result<(), DriverError> {
+        self.sim.label_node(req).await
+    }
+    async fn apply_object(&self, req: ApplyObject) -> Result<(), DriverError> {
+        self.sim.apply_object(req).await
+    }
+    async fn delete_object(&self, req: ObjectRef) -> Result<(), DriverError> {
+        self.sim.delete_object(req).await
+    }
+    async fn list_workloads(
+        &self,
+        req: ListWorkloads,
+    ) -> Result<Vec<serde_json::Value>, DriverError> {
+        self.sim.list_workloads(req).await
+    }
+    async fn scale_workload(&self, req: ScaleWorkload) -> Result<(), DriverError> {
+        self.sim.scale_workload(req).await
+    }
+    async fn list_pods(&self, req: ListPods) -> Result<Vec<Pod>, DriverError> {
+        let mut listed = self.sim.list_pods(req).await?;
+        let mut lag = self.lag.lock().unwrap();
+        if let Some((victim, before, left)) = lag.as_mut() {
+            for p in listed.iter_mut().filter(|p| !before.contains(&p.name)) {
+                p.node = None;
+                p.phase = "Pending".into();
+                p.scheduled = Some(PodScheduled {
+                    status: false,
+                    reason: Some("Unschedulable".into()),
+                    message: Some(
+                        "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+                            .into(),
+                    ),
+                });
+            }
+            if *left == 2 {
+                let mut v = victim.clone();
+                v.deleting = true;
+                listed.push(v);
+            }
+            *left -= 1;
+            if *left == 0 {
+                *lag = None;
+            }
+        }
+        Ok(listed)
+    }
+    async fn delete_pod(&self, req: DeletePod) -> Result<(), DriverError> {
+        let before = pods(&self.sim).await;
+        self.sim.delete_pod(req.clone()).await?;
+        if let Some(v) = before.iter().find(|p| p.name == req.name) {
+            let names = before.iter().map(|p| p.name.clone()).collect();
+            *self.lag.lock().unwrap() = Some((v.clone(), names, 2));
+        }
+        Ok(())
+    }
+    async fn evict_pod(&self, req: EvictPod) -> Result<(), DriverError> {
+        self.sim.evict_pod(req).await
+    }
+    async fn list_events(&self, req: ListEvents) -> Result<Vec<ClusterEvent>, DriverError> {
+        self.sim.list_events(req).await
+    }
+}
+
+/// Found against the real control plane: right after a heal deleted its pod, the real
+/// scheduler refused the replacement (its cache still held the victim) and bound it a moment
+/// later; the heal must report the bound pod, not the first verdict.
+#[tokio::test]
+async fn a_heal_waits_out_the_schedulers_verdict_given_while_the_victim_was_terminating() {
+    let sim = cnf_cloud();
+    let lagging = Arc::new(LaggingScheduler {
+        sim: sim.clone(),
+        lag: Mutex::new(None),
+    });
+    let fx = setup_over(sim, Some(lagging as Arc<dyn ClusterDriver>), |_| {});
+    let inst = created(&fx.lcm, &fx.pkg).await;
+    let r = fx
+        .lcm
+        .instantiate(
+            &inst.id,
+            &fx.pkg,
+            &instantiate_req(),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    let victim = pod_ids(&r.instance)[0].clone();
+    let heal = HealVnfRequest {
+        vnfc_instance_id: vec![victim.clone()],
+        ..HealVnfRequest::default()
+    };
+    let r = fx
+        .lcm
+        .heal(&inst.id, &fx.pkg, &heal, &OperationOptions::default())
+        .await
+        .unwrap();
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    assert!(r.op_occ.warnings.is_empty(), "{:?}", r.op_occ.warnings);
+    let info = r.instance.instantiated_vnf_info.unwrap();
+    assert_eq!(info.vnfc_resource_info.len(), 3);
+    for v in &info.vnfc_resource_info {
+        assert_ne!(v.id, victim);
+        let md = v.metadata.as_ref().unwrap();
+        assert!(md.contains_key("node"), "{} is bound: {md:?}", v.id);
+    }
 }

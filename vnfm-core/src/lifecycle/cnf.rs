@@ -383,13 +383,36 @@ fn pods_of<'a>(
     })
 }
 
+/// How long after a pod of the namespace was last seen terminating (or was deleted by the
+/// operation) a scheduler's `Unschedulable` verdict is still provisional. The real
+/// kube-scheduler still counts a deleted pod (its cache lags the API) and may refuse the
+/// replacement for anti-affinity; on the delete event it tries again after the pod's back-off
+/// (1 s after one attempt, doubling to 10 s) and binds it (found against the real control
+/// plane: a heal ended with its replacement reported pending, bound a moment later).
+pub(crate) const VERDICT_SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// True when a pod of the namespace that one of the workloads selects is terminating: listed
+/// with a deletion timestamp, or named in `excluded` (healed) and still listed.
+pub(crate) fn terminating(res: &CnfResources, pods: &[Pod], excluded: &[String]) -> bool {
+    pods.iter().any(|p| {
+        (p.deleting || excluded.contains(&p.name))
+            && res.workloads.iter().any(|w| w.selector.matches(&p.labels))
+    })
+}
+
 /// `Ok` when every workload has exactly its replicas listed, none of them `excluded`, and the
 /// scheduler has decided about each: bound to a node, or with a `PodScheduled` condition
-/// (`Unschedulable` and its message). A pod the scheduler has not looked at yet is not an
-/// outcome: a real kube-scheduler binds a few milliseconds after the ReplicaSet controller
-/// creates the pod, and an operation ending in between would report a bindable pod as
-/// pending without a reason (found against the real control plane). Otherwise what is missing.
-pub(crate) fn ready(res: &CnfResources, pods: &[Pod], excluded: &[String]) -> Result<(), String> {
+/// (`Unschedulable` and its message) while `verdicts_final` (see [`VERDICT_SETTLE`]). A pod
+/// the scheduler has not looked at yet is not an outcome: a real kube-scheduler binds a few
+/// milliseconds after the ReplicaSet controller creates the pod, and an operation ending in
+/// between would report a bindable pod as pending without a reason (found against the real
+/// control plane). Otherwise what is missing.
+pub(crate) fn ready(
+    res: &CnfResources,
+    pods: &[Pod],
+    excluded: &[String],
+    verdicts_final: bool,
+) -> Result<(), String> {
     let mut missing = Vec::new();
     for (w, mine) in pods_of(res, pods, excluded) {
         if mine.len() != w.replicas as usize {
@@ -413,6 +436,20 @@ pub(crate) fn ready(res: &CnfResources, pods: &[Pod], excluded: &[String]) -> Re
                 w.kind,
                 w.name,
                 unseen.join(", ")
+            ));
+        }
+        let provisional: Vec<&str> = mine
+            .iter()
+            .filter(|p| p.node.is_none() && p.scheduled.is_some() && !verdicts_final)
+            .map(|p| p.name.as_str())
+            .collect();
+        if !provisional.is_empty() {
+            missing.push(format!(
+                "{} {}: the scheduler may still place {} (a pod was deleted less than {}s ago)",
+                w.kind,
+                w.name,
+                provisional.join(", "),
+                VERDICT_SETTLE.as_secs()
             ));
         }
     }
@@ -547,19 +584,51 @@ mod tests {
             message: Some("0/3 nodes are available".into()),
         };
         let bound = [pod("a", Some("n1"), None), pod("b", Some("n2"), None)];
-        assert_eq!(ready(&res(2), &bound, &[]), Ok(()));
+        assert_eq!(ready(&res(2), &bound, &[], true), Ok(()));
         // created by the ReplicaSet controller, not yet looked at by the scheduler
         let fresh = [pod("a", Some("n1"), None), pod("b", None, None)];
-        let err = ready(&res(2), &fresh, &[]).unwrap_err();
+        let err = ready(&res(2), &fresh, &[], true).unwrap_err();
         assert!(err.contains("has not placed b yet"), "{err}");
         // the scheduler's verdict is an outcome: reported, not waited for
         let refused = [
             pod("a", Some("n1"), None),
             pod("b", None, Some(unschedulable)),
         ];
-        assert_eq!(ready(&res(2), &refused, &[]), Ok(()));
+        assert_eq!(ready(&res(2), &refused, &[], true), Ok(()));
         // too few pods
-        let err = ready(&res(3), &bound, &[]).unwrap_err();
+        let err = ready(&res(3), &bound, &[], true).unwrap_err();
         assert!(err.contains("has 2 pod(s) of 3"), "{err}");
+    }
+
+    #[test]
+    fn a_verdict_soon_after_a_deletion_is_provisional() {
+        let unschedulable = PodScheduled {
+            status: false,
+            reason: Some("Unschedulable".into()),
+            message: Some("didn't match pod anti-affinity rules".into()),
+        };
+        // a heal: the victim `a` still listed (terminating), its replacement `c` refused
+        let mut victim = pod("a", Some("n1"), None);
+        victim.deleting = true;
+        let pods = [
+            victim.clone(),
+            pod("b", Some("n2"), None),
+            pod("c", None, Some(unschedulable.clone())),
+        ];
+        assert!(terminating(&res(2), &pods, &[]));
+        let err = ready(&res(2), &pods, &[], false).unwrap_err();
+        assert!(err.contains("may still place c"), "{err}");
+        // the healed pod named in `excluded` counts as terminating while listed
+        victim.deleting = false;
+        let named = [victim, pod("b", Some("n2"), None)];
+        assert!(terminating(&res(2), &named, &["a".to_string()]));
+        assert!(!terminating(&res(2), &named[1..], &["a".to_string()]));
+        // a pod of another application does not hold the verdict back
+        let mut other = pod("x", Some("n3"), None);
+        other.labels = BTreeMap::from([("app".into(), "other".into())]);
+        other.deleting = true;
+        assert!(!terminating(&res(2), &[other], &[]));
+        // once settled the verdict is the outcome
+        assert_eq!(ready(&res(2), &pods[1..], &[], true), Ok(()));
     }
 }

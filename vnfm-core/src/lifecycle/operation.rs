@@ -462,6 +462,8 @@ enum Step {
     CnfDeletingPods,
     CnfWait {
         deadline: DateTime<Utc>,
+        /// Until when an `Unschedulable` verdict is provisional ([`cnf::VERDICT_SETTLE`]).
+        settle_until: DateTime<Utc>,
     },
     CnfDeleting,
     PowerCheck,
@@ -937,7 +939,13 @@ impl Operation {
             (Step::CnfApply, OpEvent::ObjectsApplied(r)) => self.on_cnf_applied(&r),
             (Step::CnfScaling, OpEvent::WorkloadsScaled(r)) => self.on_cnf_applied(&r),
             (Step::CnfDeletingPods, OpEvent::PodsDeleted(r)) => self.on_cnf_pods_deleted(&r),
-            (Step::CnfWait { deadline }, OpEvent::Pods(r)) => self.on_cnf_pods(deadline, r),
+            (
+                Step::CnfWait {
+                    deadline,
+                    settle_until,
+                },
+                OpEvent::Pods(r),
+            ) => self.on_cnf_pods(deadline, settle_until, r),
             (Step::CnfDeleting, OpEvent::ObjectsDeleted(r)) => self.on_cnf_deleted(&r),
             (step, event) => {
                 let what = format!("event {event:?} does not answer step {step:?}");
@@ -2187,7 +2195,7 @@ impl Operation {
         if let Some(e) = r.iter().find_map(|r| r.as_ref().err()) {
             return self.fail_driver(e);
         }
-        self.cnf_wait();
+        self.cnf_wait(self.now);
     }
 
     /// Pods deleted (one already gone is deleted): their replacements are awaited.
@@ -2198,12 +2206,14 @@ impl Operation {
         {
             return self.fail_driver(e);
         }
-        self.cnf_wait();
+        self.cnf_wait(self.now + chrono_of(cnf::VERDICT_SETTLE));
     }
 
-    fn cnf_wait(&mut self) {
+    /// `settle_until`: until when an `Unschedulable` verdict is provisional (now: none).
+    fn cnf_wait(&mut self, settle_until: DateTime<Utc>) {
         self.step = Step::CnfWait {
             deadline: self.now + chrono_of(self.cfg.stack_timeout),
+            settle_until,
         };
         self.cnf_list_pods();
     }
@@ -2220,7 +2230,13 @@ impl Operation {
 
     /// Polled until every workload lists its replicas (bound or pending: a pod the scheduler
     /// cannot place is reported, not a failure), the healed pods gone.
-    fn on_cnf_pods(&mut self, deadline: DateTime<Utc>, r: Result<Vec<Pod>, DriverError>) {
+    /// A verdict is final only [`cnf::VERDICT_SETTLE`] after a pod was last seen terminating.
+    fn on_cnf_pods(
+        &mut self,
+        deadline: DateTime<Utc>,
+        mut settle_until: DateTime<Utc>,
+        r: Result<Vec<Pod>, DriverError>,
+    ) {
         let pods = match r {
             Ok(p) => p,
             Err(e) => return self.fail_driver(&e),
@@ -2229,7 +2245,12 @@ impl Operation {
             Ok(w) => w,
             Err(f) => return self.fail(f),
         };
-        match cnf::ready(&work.resources, &pods, &work.heal_pods) {
+        if cnf::terminating(&work.resources, &pods, &work.heal_pods) {
+            settle_until = settle_until.max(self.now + chrono_of(cnf::VERDICT_SETTLE));
+        }
+        let last = self.now >= deadline;
+        let verdicts_final = self.now >= settle_until || last;
+        match cnf::ready(&work.resources, &pods, &work.heal_pods, verdicts_final) {
             Ok(()) => {
                 let (vnfcs, notes) = cnf::vnfcs(
                     &work.resources,
@@ -2243,14 +2264,17 @@ impl Operation {
                 self.progress.vnfcs = Some(vnfcs);
                 self.after_stack();
             }
-            Err(missing) if self.now >= deadline => self.fail(Failed::new(
+            Err(missing) if last => self.fail(Failed::new(
                 FailureKind::Backend,
                 "pods timed out",
                 format!("after {}s: {missing}", self.cfg.stack_timeout.as_secs()),
             )),
             Err(_) => {
                 self.wait_until(deadline);
-                self.step = Step::CnfWait { deadline };
+                self.step = Step::CnfWait {
+                    deadline,
+                    settle_until,
+                };
             }
         }
     }
