@@ -135,6 +135,15 @@ async fn lcm_api_create_instantiate_patch_terminate_delete() {
         1,
         "{m}"
     );
+    // states entered, not commits: the instantiate saves its progress while PROCESSING
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_lcm_operations_total{operation=\"INSTANTIATE\",state=\"PROCESSING\"}"
+        ),
+        1,
+        "{m}"
+    );
     server.shutdown().await.unwrap();
 }
 

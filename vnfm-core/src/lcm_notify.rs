@@ -831,11 +831,13 @@ impl Tracker {
     /// Records a committed batch: its occurrences' states, and the VNFCs of the instance of
     /// an occurrence that starts (`known`: the instances as stored before the batch); a
     /// deleted instance's occurrences are forgotten (the store deleted them with it).
+    /// Returns the indices (in `batch.put_op_occs`) of the occurrences that changed state: a
+    /// commit that only saves progress or renews a lease changes none.
     pub fn record(
         &mut self,
         batch: &StoreBatch,
         known: &dyn Fn(&VnfInstanceId) -> Option<VnfInstance>,
-    ) {
+    ) -> Vec<usize> {
         for op in &batch.put_op_occs {
             let starts = op.operation_state == LcmOperationStateType::Starting
                 && !self.before.contains_key(&op.id);
@@ -849,8 +851,10 @@ impl Tracker {
                 self.before.remove(&op.id);
             }
         }
-        for op in &batch.put_op_occs {
-            self.last.insert(
+        let mut changed = Vec::new();
+        for (n, op) in batch.put_op_occs.iter().enumerate() {
+            let key = (op.operation_state, op.state_entered_time);
+            let was = self.last.insert(
                 op.id.clone(),
                 (
                     op.vnf_instance_id.clone(),
@@ -858,11 +862,21 @@ impl Tracker {
                     op.state_entered_time,
                 ),
             );
+            if was.is_none_or(|(_, s, t)| (s, t) != key) {
+                changed.push(n);
+            }
+            // An ended occurrence is never stored again: forgotten, so that the tracker holds
+            // the running and FAILED_TEMP ones only, not the history of a long-lived instance
+            // (found by the soak: it grew with every heal and scale).
+            if op.is_terminal() {
+                self.last.remove(&op.id);
+            }
         }
         for id in &batch.delete_instances {
             self.last.retain(|_, (i, _, _)| i != id);
             self.before.retain(|op, _| self.last.contains_key(op));
         }
+        changed
     }
 }
 
@@ -1036,20 +1050,25 @@ mod tests {
         let ev = tr.events(&b, &known, t(1));
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].instance().vnfd_id, "vnfd-a", "facts from the store");
-        tr.record(&b, &known);
+        assert_eq!(tr.record(&b, &known), [0]);
         // Saving progress in the same state notifies nothing; a new state does.
         assert!(tr.events(&b, &known, t(2)).is_empty());
+        assert!(tr.record(&b, &known).is_empty(), "no state change to count");
         let mut b = StoreBatch::new();
         b.put_op_occs.push(op("o", "i", S::Processing, 2));
         b.put_op_occs.push(op("o", "i", S::Processing, 2));
         b.put_op_occs.push(op("o", "i", S::Completed, 3));
         let ev = tr.events(&b, &known, t(3));
         assert_eq!(ev.len(), 2, "{ev:?}");
+        // record says which of the batch changed state (what the metrics count)
+        assert_eq!(tr.record(&b, &known), [0, 2]);
+        assert!(tr.last.is_empty(), "an ended occurrence is forgotten");
         // A re-entered state (a retry after FAILED_TEMP) is a new change.
-        tr.record(&b, &known);
         let mut b = StoreBatch::new();
         b.put_op_occs.push(op("o", "i", S::Processing, 9));
         assert_eq!(tr.events(&b, &known, t(9)).len(), 1);
+        tr.record(&b, &known);
+        assert_eq!(tr.last.len(), 1, "a running occurrence is kept");
         let mut b = StoreBatch::new();
         b.delete_instances.push("i".into());
         let ev = tr.events(&b, &known, t(10));

@@ -166,7 +166,15 @@ impl ObservedStore {
         Self { inner, shared }
     }
 
-    fn observe(&self, ops: &[VnfLcmOpOcc], put: Vec<VnfInstance>, deleted: &[VnfInstanceId]) {
+    /// `changed`: the indices of `ops` that changed state (what the operations metric counts;
+    /// a commit that saves progress or renews a lease is not a state entered).
+    fn observe(
+        &self,
+        ops: &[VnfLcmOpOcc],
+        changed: &[usize],
+        put: Vec<VnfInstance>,
+        deleted: &[VnfInstanceId],
+    ) {
         {
             let mut cache = self
                 .shared
@@ -180,9 +188,11 @@ impl ObservedStore {
                 cache.remove(id);
             }
         }
-        for op in ops {
+        for (n, op) in ops.iter().enumerate() {
             let m = &self.shared.metrics;
-            m.operation(sol(&op.operation), sol(&op.operation_state));
+            if changed.contains(&n) {
+                m.operation(sol(&op.operation), sol(&op.operation_state));
+            }
             // STARTING for a new operation; PROCESSING / ROLLING_BACK for a retry or a
             // rollback (the first commit of each; later ones find the sender taken).
             if matches!(
@@ -235,8 +245,8 @@ impl Store for ObservedStore {
                 .commit_with_documents(batch, staged.docs.clone())
                 .await?;
         }
-        self.shared.outbox.record(&done, staged, &self.shared.cache);
-        self.observe(&ops, put, &deleted);
+        let changed = self.shared.outbox.record(&done, staged, &self.shared.cache);
+        self.observe(&ops, &changed, put, &deleted);
         Ok(())
     }
 

@@ -219,28 +219,30 @@ impl Outbox {
     }
 
     /// Records a committed batch (its occurrences' and deletions' part) and wakes the workers
-    /// of the notifications it queued.
+    /// of the notifications it queued. Returns the indices of the batch's occurrences that
+    /// changed state ([`Tracker::record`]).
     /// `cache` still holds the instances as they were before the batch.
     pub(crate) fn record(
         &self,
         batch: &StoreBatch,
         staged: Staged,
         cache: &RwLock<BTreeMap<VnfInstanceId, VnfInstance>>,
-    ) {
-        {
+    ) -> Vec<usize> {
+        let changed = {
             let cache = cache.read().unwrap_or_else(PoisonError::into_inner);
             let known = |id: &VnfInstanceId| cache.get(id).cloned();
             self.tracker
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .record(batch, &known);
-        }
+                .record(batch, &known)
+        };
         self.counters
             .queued
             .fetch_add(staged.docs.len() as u64, Ordering::Relaxed);
         for w in staged.wake {
             w.notify_one();
         }
+        changed
     }
 
     /// How many subscriptions there are.
