@@ -1637,10 +1637,8 @@ impl State {
         let now = self.time_now();
         let mut longest: Option<Busy> = None;
         let mut todo = vec![id.clone()];
-        let mut seen = 0;
         while let Some(sid) = todo.pop() {
-            seen += 1;
-            let Some(s) = self.stacks.get(&sid).filter(|_| seen < 10_000) else {
+            let Some(s) = self.stacks.get(&sid) else {
                 continue;
             };
             for r in &s.resources {
