@@ -14,6 +14,9 @@ would:
 
 The sink answers the callback test of SOL003 5.4.18.3.1 (`GET callbackUri` -> 204) through an
 expectation this library adds first, as the NFVO's endpoint would answer it.
+
+`Harness Processing Occurrence` is the setup of CancelOperationWorkflow.robot's PROCESSING test
+(test ID 7.3.1.19.2): an occurrence of the test's own, PROCESSING (harness.py's OWN_OCCURRENCE).
 """
 
 import os
@@ -21,7 +24,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import Api  # noqa: E402
+from harness import SLOW_VNFD, Api  # noqa: E402
+from robot.libraries.BuiltIn import BuiltIn  # noqa: E402
 
 DEMO_VNFD = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d"
 OCC = "VnfLcmOperationOccurrenceNotification"
@@ -59,6 +63,63 @@ class HarnessActions:
                 return occ
             time.sleep(0.1)
         raise AssertionError(f"harness: occurrence {op} did not end within 60 s")
+
+    def _subscribe(self, subscription_filter):
+        self.sink.call("PUT", "/expectation", {
+            "httpRequest": {"method": "GET", "path": self.endpoint},
+            "httpResponse": {"statusCode": 204},
+            "times": {"unlimited": True},
+        })
+        sub = {"callbackUri": self.sink_base + self.endpoint}
+        if subscription_filter:
+            sub["filter"] = subscription_filter
+        self._must("POST", "/vnflcm/v2/subscriptions", sub, 201)
+
+    def _unsubscribe_all(self):
+        status, _, subs = self.vnfm.call("GET", "/vnflcm/v2/subscriptions?all_fields")
+        if status != 200:
+            raise AssertionError(f"harness: GET /subscriptions answered {status}: {subs}")
+        for s in subs:
+            self._must("DELETE", f"/vnflcm/v2/subscriptions/{s['id']}", None, 204)
+
+    def harness_processing_occurrence(self, subscription_filter=None):
+        """Sets `${vnfLcmOpOccId}` to an instantiate occurrence of its own, PROCESSING: the
+        NFVO's subscriptions are deleted (with the notifications an earlier test left
+        undelivered) and its endpoint is reset (the expectations and requests an earlier test
+        left when it failed before its `Clear Requests`), an instance of the slow package
+        (harness.py's SLOW_VNFD) is instantiated until its occurrence is PROCESSING, and the
+        endpoint is subscribed anew with `subscription_filter`, as the harness subscribes it
+        after a file's fixtures."""
+        self._unsubscribe_all()
+        # A delivery of the deleted subscription may still be on its way (the suite's forward
+        # to `/endpoint/check` waits 1 s): the endpoint is reset once nothing came for 2 s.
+        seen = None
+        for _ in range(30):
+            _, _, got = self.sink.call("PUT", "/retrieve", {})
+            if got is not None and seen is not None and len(got) == len(seen):
+                break
+            seen = got
+            time.sleep(2)
+        self.sink.call("PUT", "/reset", {})
+        _, inst = self._must("POST", "/vnflcm/v2/vnf_instances",
+                             {"vnfdId": SLOW_VNFD, "vnfInstanceName": "processing"}, 201)
+        h, _ = self._must("POST", f"/vnflcm/v2/vnf_instances/{inst['id']}/instantiate",
+                          {"flavourId": "default"}, 202)
+        loc = {k.lower(): v for k, v in h.items()}["location"]
+        op = loc.rsplit("/", 1)[-1]
+        for _ in range(600):
+            _, _, occ = self.vnfm.call("GET", f"/vnflcm/v2/vnf_lcm_op_occs/{op}")
+            state = occ.get("operationState") if isinstance(occ, dict) else None
+            if state == "PROCESSING":
+                break
+            if state != "STARTING":
+                raise AssertionError(f"harness: occurrence {op} is {state}, expected PROCESSING")
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f"harness: occurrence {op} not PROCESSING within 30 s")
+        self._subscribe(subscription_filter)
+        BuiltIn().set_global_variable("${vnfLcmOpOccId}", op)
+        return op
 
     def harness_trigger(self, kind):
         """Subscribes for exactly the notification of `kind` (START, RESULT, CREATION, DELETION)

@@ -43,6 +43,11 @@ UNPLACEABLE_VNFD = "0e5a1f3c-7b2d-4c8e-9f10-5a6b7c8d9e0f"
 # examples/packages/flavours-vnf: two deployment flavours (`small`, `large`), the package of
 # the instance whose flavour the ChangeVNFFlavour files change (to `large`).
 FLAVOURS_VNFD = "5c0e7a3d-2f14-4b8e-a6d9-8e1b3c7f0a42"
+# The demo package with an OS::Heat::TestResource in its BaseHOT whose create waits
+# SLOW_CREATE_SECS (Heat's `action_wait_secs`, which the simulated cloud runs on vnfm's clock):
+# its instantiate stays PROCESSING that long, so that a cancel finds it running.
+SLOW_VNFD = "3b9d6e2f-8a41-4c57-b0e3-6f2a9d1c4e87"
+SLOW_CREATE_SECS = 120
 # The suite's `${callback_endpoint}` (environment/variables.txt): where its notification checks
 # expect the NFVO's endpoint.
 ENDPOINT = "/endpoint"
@@ -68,7 +73,7 @@ FILES = [
     ("RetryOperationTask.robot", "instantiated", "failed_temp"),
     ("RollbackOperationTask.robot", "instantiated", "failed_temp"),
     ("FailOperationTask.robot", "instantiated", "failed_temp"),
-    ("CancelOperationTask.robot", "instantiated", "failed_temp"),
+    ("CancelOperationTask.robot", "instantiated", "processing"),
     ("Subscriptions.robot", None, None),
     ("IndividualSubscription.robot", None, None),
     ("NotificationEndpoint.robot", None, None),
@@ -82,7 +87,7 @@ FILES = [
     ("FailOperationWorkflow.robot", "instantiated", "failed_temp"),
     ("RetryOperationWorkflow.robot", "instantiated", "failed_temp"),
     ("RollBackOperationWorkflow.robot", "instantiated", "failed_temp"),
-    ("CancelOperationWorkflow.robot", "instantiated", "failed_temp"),
+    ("CancelOperationWorkflow.robot", "instantiated", "processing"),
     ("ScaleVNFToLevelWorkflow.robot", "instantiated", None),
     ("ChangeVNFFlavourWorkflow.robot", "instantiated_small", None),
     ("OperateVNFWorkflow.robot", "instantiated", None),
@@ -418,6 +423,33 @@ PATCHES += [
     ),
 ]
 
+OWN_OCCURRENCE = (
+    "SOL003 clause 5.4.17.3.1 (test ID 7.3.1.19.2's pre-condition: an occurrence PROCESSING): "
+    "the file's two tests share `${vnfLcmOpOccId}` with opposite pre-conditions (STARTING, then "
+    "PROCESSING) and the first one's cancel ends it; the harness gives the second test an "
+    "occurrence of its own, made PROCESSING by its setup (scripts/sol003/HarnessActions.py: an "
+    "instantiate of the slow package, the NFVO subscribed anew after it)"
+)
+PATCHES += [
+    (
+        "CancelOperationWorkflow.robot",
+        "Library    Process\n",
+        "Library    Process\n"
+        "Library    ${HARNESS_LIBRARY}    ${VNFM_BASE}    ${HARNESS_TOKEN}    ${SINK_BASE}\n",
+        "the library of the setup below (scripts/sol003/HarnessActions.py)",
+    ),
+    (
+        "CancelOperationWorkflow.robot",
+        "    Send Cancel Operation Request\n    Check HTTP Response Status Code Is    202\n"
+        "    Check Operation Notification For Cancel    FAILED_TEMP\n",
+        "    [Setup]    Harness Processing Occurrence    ${{ " + repr(
+            {"operationStates": ["FAILED_TEMP", "ROLLED_BACK"]}) + " }}\n"
+        "    Send Cancel Operation Request\n    Check HTTP Response Status Code Is    202\n"
+        "    Check Operation Notification For Cancel    FAILED_TEMP\n",
+        OWN_OCCURRENCE,
+    ),
+]
+
 # Files the suite names in one case and has in another: (wanted, present, why).
 FILE_ALIASES = [
     (
@@ -443,6 +475,12 @@ SUBSCRIBED = {f for f, _, _ in FILES if f.endswith("Workflow.robot")}
 # notifications: vnfm delivers a subscription's notifications in order, so one the test never
 # expects (answered 404 by the sink, then retried) would hold back the ones after it.
 SUBSCRIPTION_FILTERS = {
+    "CancelOperationWorkflow.robot": (
+        {"operationStates": ["FAILED_TEMP", "ROLLED_BACK"]},
+        "the tests check the result notification of a cancel (FAILED_TEMP, or ROLLED_BACK in "
+        "STARTING); the PROCESSING test's own instantiate (its setup) notifies STARTING and "
+        "PROCESSING first",
+    ),
     "ModifyVNFInformationWorkflow.robot": (
         {"operationStates": ["STARTING", "COMPLETED"]},
         "the test checks the start and the result notifications of the modification",
@@ -551,9 +589,18 @@ class Api:
             if not any(op.get("operationState") in running for op in ops):
                 break
             time.sleep(0.05)
+        slow = {i["id"] for i in self.list_all("/vnflcm/v2/vnf_instances?all_fields")
+                if i.get("vnfdId") == SLOW_VNFD}
         for op in ops:
-            if op.get("operationState") == "FAILED_TEMP":
-                self.call("POST", f"/vnflcm/v2/vnf_lcm_op_occs/{op['id']}/fail")
+            if op.get("operationState") != "FAILED_TEMP":
+                continue
+            if op.get("vnfInstanceId") in slow and op.get("operationType") == "INSTANTIATE":
+                # A cancelled instantiate of the slow package: its stack (and servers) goes.
+                status, h, _ = self.call("POST", f"/vnflcm/v2/vnf_lcm_op_occs/{op['id']}/rollback")
+                if status == 202:
+                    self.wait_op(op["id"], {"ROLLED_BACK", "FAILED_TEMP"})
+                    continue
+            self.call("POST", f"/vnflcm/v2/vnf_lcm_op_occs/{op['id']}/fail")
         for inst in self.list_all("/vnflcm/v2/vnf_instances?all_fields"):
             if inst.get("instantiationState") != "INSTANTIATED":
                 continue
@@ -578,6 +625,17 @@ class Api:
         op = self.op_of(h)
         self.wait_op(op, {"COMPLETED"})
         return op
+
+    def processing(self):
+        """An instance of the slow package and its instantiate occurrence, PROCESSING (for
+        SLOW_CREATE_SECS, unless cancelled)."""
+        inst = self.create(SLOW_VNFD)
+        h, _ = self.must(
+            "POST", f"/vnflcm/v2/vnf_instances/{inst}/instantiate", {"flavourId": "default"}, 202
+        )
+        op = self.op_of(h)
+        self.wait_op(op, {"PROCESSING"})
+        return inst, op
 
     def failed_temp(self):
         """An instance and its instantiate occurrence left in FAILED_TEMP: the instantiate of the
@@ -618,7 +676,12 @@ def fixtures(api, inst_kind, op_kind):
         v["vnfInstanceId"] = small
     else:
         v["vnfInstanceId"] = str(uuid.uuid4())
-    if op_kind == "failed_temp":
+    if op_kind == "processing":
+        # On an instance of its own, as a FAILED_TEMP one: a running occurrence blocks it.
+        other, op = api.processing()
+        v["vnfLcmOpOccId"] = op
+        v["conflicVnfInstanceId"] = other
+    elif op_kind == "failed_temp":
         # On an instance of its own: a FAILED_TEMP occurrence blocks its instance.
         other, op = api.failed_temp()
         v["vnfLcmOpOccId"] = op
@@ -719,9 +782,29 @@ def flavours_package(work):
         die("examples/packages/flavours-vnf changed: its vnfdId or image `tiny` not found")
 
 
+def slow_package(work):
+    """The demo package as SLOW_VNFD, its BaseHOT with an OS::Heat::TestResource whose create
+    waits SLOW_CREATE_SECS."""
+    found = copy_package(work, "demo-vnf", "slow", [
+        (DEMO_VNFD, SLOW_VNFD),
+        ("outputs: {}",
+         "  # The harness's: holds the stack CREATE_IN_PROGRESS (Heat 27's TestResource).\n"
+         "  slow_create:\n"
+         "    type: OS::Heat::TestResource\n"
+         "    properties:\n"
+         "      value: sol003-harness\n"
+         f"      action_wait_secs: {{ create: {SLOW_CREATE_SECS} }}\n\n"
+         "outputs: {}"),
+    ])
+    if found[0] == 0 or found[1] != 1:
+        die("examples/packages/demo-vnf changed: its vnfdId or the BaseHOT's `outputs: {}` not "
+            f"found once ({found})")
+
+
 def start_server(vnfm, work, page_size):
     packages = unplaceable_package(work)
     flavours_package(work)
+    slow_package(work)
     cfg = os.path.join(work, "vnfm.toml")
     with open(cfg, "w") as f:
         f.write(

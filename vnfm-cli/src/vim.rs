@@ -187,8 +187,12 @@ impl Vim {
         self.compute.clone()
     }
 
-    /// [`Drivers`] over these VIM drivers, `store` and `clock`.
+    /// [`Drivers`] over these VIM drivers, `store` and `clock`. The simulated cloud reads its
+    /// time on `clock` too ([`SimCloud::set_clock`]: a test resource's waits).
     pub fn drivers(&self, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Drivers {
+        if let Some(sim) = &self.sim {
+            sim.set_clock(clock.clone());
+        }
         Drivers {
             stacks: self.stacks.clone(),
             zones: self.zones.clone(),

@@ -432,6 +432,80 @@ fn an_interrupt_ends_the_operation_failed_temp_after_the_step_out() {
     assert_eq!(ended(&mut m).failure, Some(FailureKind::Interrupted));
 }
 
+/// SOL003 v3.3.1 5.4.17.3.1 / figure 5.6.2.2-1: an operation cancelled while its occurrence
+/// is stored STARTING (the PROCESSING commit not made yet) is not run and ends ROLLED_BACK,
+/// the instance unchanged and nothing sent to the VIM; whether the cancel comes while the
+/// STARTING commit is out or just after it.
+#[test]
+fn a_cancel_in_starting_ends_rolled_back_without_running() {
+    for while_out in [true, false] {
+        let w = world(false);
+        let mut m = w.instantiate(&[], Vec::new());
+        let Some(OpAction::Commit(start)) = m.poll_action() else {
+            panic!("expected the start commit");
+        };
+        assert_eq!(
+            start.put_op_occs[0].operation_state,
+            LcmOperationStateType::Starting
+        );
+        if while_out {
+            m.interrupt(t0(), "cancelled (GRACEFUL) by POST .../cancel");
+        }
+        m.handle_event(OpEvent::Committed(ready(w.store.commit(start))), t0());
+        if !while_out {
+            m.interrupt(t0(), "cancelled (GRACEFUL) by POST .../cancel");
+        }
+        let Some(OpAction::Commit(b)) = m.poll_action() else {
+            panic!("expected the final commit, not the PROCESSING one");
+        };
+        let op = &b.put_op_occs[0];
+        assert_eq!(op.operation_state, LcmOperationStateType::RolledBack);
+        assert!(op.lease.is_none() && op.progress.is_none(), "{op:?}");
+        let err = op.error.as_ref().unwrap();
+        assert!(err.detail.contains("while STARTING"), "{}", err.detail);
+        assert!(
+            err.detail.contains("cancelled (GRACEFUL)"),
+            "{}",
+            err.detail
+        );
+        assert!(b.put_instances.is_empty(), "the instance is left as it is");
+        m.handle_event(OpEvent::Committed(ready(w.store.commit(b))), t0());
+        assert!(m.poll_action().is_none());
+        let r = ended(&mut m);
+        assert_eq!(r.op_occ.operation_state, LcmOperationStateType::RolledBack);
+        assert_eq!(r.failure, Some(FailureKind::Interrupted));
+        assert!(!r.instance.is_instantiated());
+        let stored = ready(w.store.op_occ_entry(&"op-1".into())).unwrap();
+        assert_eq!(
+            stored.value.operation_state,
+            LcmOperationStateType::RolledBack
+        );
+        assert!(w.sim.server_ids().is_empty(), "nothing was sent to the VIM");
+    }
+}
+
+/// Once the occurrence is stored PROCESSING, a cancel ends it FAILED_TEMP, even before the
+/// first VIM call.
+#[test]
+fn a_cancel_once_processing_ends_failed_temp() {
+    let w = world(false);
+    let mut m = w.instantiate(&[], Vec::new());
+    for _ in 0..2 {
+        let a = m.poll_action().unwrap();
+        assert!(matches!(a, OpAction::Commit(_)), "{a:?}");
+        let ev = w.perform(a);
+        m.handle_event(ev, t0());
+    }
+    m.interrupt(t0(), "cancelled (GRACEFUL) by POST .../cancel");
+    let Some(OpAction::Commit(b)) = m.poll_action() else {
+        panic!("expected the final commit");
+    };
+    assert_eq!(
+        b.put_op_occs[0].operation_state,
+        LcmOperationStateType::FailedTemp
+    );
+}
+
 #[test]
 fn a_lost_lease_stops_the_machine_without_writing() {
     let w = world(false);

@@ -5,8 +5,9 @@
 //! blamed checked against Nova's failed servers), deletes that end once Heat reports the
 //! stack gone, a deployment intent's HA server group enforced by Nova, and an instantiate
 //! interrupted right after Heat accepted the create, then retried (and another rolled back)
-//! while the stack is still in progress. One of them pins the HTTP calls of a reselection
-//! round.
+//! while the stack is still in progress, and an instantiate cancelled while PROCESSING (its
+//! stack held `CREATE_IN_PROGRESS` by an `OS::Heat::TestResource`), then rolled back. One of
+//! them pins the HTTP calls of a reselection round.
 //!
 //! Runs only with `VNFM_TEST_OPENSTACK=1` and a cloud brought up with zones whose hosts cannot
 //! hold an m1.small (`VNFM_OS_TEST_SMALL_ZONE`, and `VNFM_OS_TEST_SMALL_ZONES` naming two of
@@ -1838,6 +1839,146 @@ async fn stack_in_progress_past_the_timeout(fx: &Fx) -> Res {
     check_stack_gone(&cloud, &stack, &[]).await
 }
 
+/// The os-vnf package copied to `dir`, its `free` BaseHOT with an `OS::Heat::TestResource`
+/// whose create waits `secs` seconds (Heat 27's `action_wait_secs`).
+fn slow_package(dir: &std::path::Path, secs: u64) -> Result<VnfPackage, String> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/os-vnf");
+    copy_tree(&src, dir).map_err(|e| e.to_string())?;
+    let top = dir.join("BaseHOT/free/os.yaml");
+    let hot = std::fs::read_to_string(&top).map_err(|e| e.to_string())?;
+    ensure!(
+        hot.matches("\noutputs: {}").count() == 1,
+        "examples/packages/os-vnf changed: BaseHOT/free/os.yaml has no single `outputs: {{}}`"
+    );
+    let hot = hot.replace(
+        "\noutputs: {}",
+        &format!(
+            "\n  slow:\n    type: OS::Heat::TestResource\n    properties:\n      value: slow\n      action_wait_secs: {{create: {secs}}}\n\noutputs: {{}}"
+        ),
+    );
+    std::fs::write(&top, hot).map_err(|e| e.to_string())?;
+    vnfm_core::package::fs::load(dir).map_err(|e| chain(&e))
+}
+
+/// 17. SOL003 cancel (5.4.17) of an instantiate while it is PROCESSING: its stack is held
+///     `CREATE_IN_PROGRESS` by an `OS::Heat::TestResource` waiting 60 s in create; once the
+///     occurrence is PROCESSING with its stack created, the cancel is checked
+///     (`Lifecycle::check_cancel`, as `POST .../cancel` does) and the operation's interrupt
+///     triggered: it ends `FAILED_TEMP` (`INTERRUPTED`, the reason saying it was cancelled)
+///     well before the stack's 60 s, without waiting for the stack; a rollback then ends
+///     `ROLLED_BACK` with the stack gone (Heat deletes a stack whose create is in progress).
+async fn cancel_while_processing_then_roll_back(fx: &Fx) -> Res {
+    const WAIT: u64 = 60;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let pkg = slow_package(dir.path(), WAIT)?;
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 43);
+    let mut req = CreateVnfRequest::new(pkg.descriptor_id.clone());
+    req.vnf_instance_name = Some("rs-cancel".to_owned());
+    let inst = lcm.create(&pkg, &req).await.map_err(|e| chain(&e))?;
+    let big = fx.big();
+    let interrupt = Interrupt::new();
+    let mut opts = pins(&[("VDU1", big[0]), ("VDU2", big[0])]);
+    opts.interrupt = Some(interrupt.clone());
+    let reason = "cancelled (GRACEFUL) by the real scenario";
+    let started = Instant::now();
+    let ireq = InstantiateVnfRequest::new("free");
+    let run = lcm.instantiate(&inst.id, &pkg, &ireq, &opts);
+    let cancel = async {
+        // PROCESSING, with the stack created (the operation waits for it)
+        let deadline = Instant::now() + Duration::from_secs(WAIT / 2);
+        loop {
+            ensure!(
+                Instant::now() < deadline,
+                "the instantiate did not reach PROCESSING with its stack within {}s",
+                WAIT / 2
+            );
+            let ops = lcm
+                .drivers()
+                .store
+                .op_occs(vnfm_core::driver::OpOccFilter::instance(inst.id.clone()))
+                .await
+                .map_err(|e| chain(&e))?;
+            let processing = ops.iter().find(|o| {
+                o.operation_state == LcmOperationStateType::Processing
+                    && o.progress
+                        .as_ref()
+                        .and_then(|p| p.get(STACK_ID_KEY))
+                        .is_some_and(Value::is_string)
+            });
+            if let Some(op) = processing {
+                let stack = op
+                    .progress
+                    .as_ref()
+                    .and_then(|p| p.get(STACK_ID_KEY))
+                    .and_then(Value::as_str)
+                    .map(StackId::from)
+                    .ok_or("no stack id")?;
+                let shown = cloud
+                    .heat()
+                    .show_stack(&stack)
+                    .await
+                    .map_err(|e| chain(&e))?;
+                eprintln!(
+                    "    cancelling {} while PROCESSING: stack {stack} is {} at Heat",
+                    op.id, shown.stack_status
+                );
+                ensure!(
+                    shown.stack_status.is_in_progress(),
+                    "the stack should still be in progress: {}",
+                    shown.stack_status
+                );
+                lcm.check_cancel(&op.id).await.map_err(|e| chain(&e))?;
+                interrupt.trigger(reason);
+                return Ok(stack);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let (r, stack) = tokio::join!(run, cancel);
+    let outcome = async {
+        let r = r.map_err(|e| chain(&e))?;
+        let stack = stack?;
+        let took = started.elapsed();
+        ensure!(
+            r.op_occ.operation_state == LcmOperationStateType::FailedTemp
+                && r.failure == Some(FailureKind::Interrupted),
+            "expected FAILED_TEMP (INTERRUPTED): {}",
+            describe(&r)
+        );
+        let why = r
+            .op_occ
+            .error
+            .as_ref()
+            .map(|e| e.detail.clone())
+            .unwrap_or_default();
+        ensure!(
+            why.contains(reason),
+            "the reason says it was cancelled: {why}"
+        );
+        ensure!(
+            took < Duration::from_secs(WAIT - 10),
+            "the cancel did not wait for the stack: {took:?}"
+        );
+        let back = lcm
+            .rollback(&r.op_occ.id, &pkg)
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(
+            back.op_occ.operation_state == LcmOperationStateType::RolledBack,
+            "rollback: {}",
+            describe(&back)
+        );
+        check_stack_gone(&cloud, &stack, &[]).await
+    }
+    .await;
+    if outcome.is_err() {
+        // whatever happened, no stack left behind
+        let _ = clean(&lcm, fx, &inst.id).await;
+    }
+    outcome
+}
+
 fn copy_tree(src: &std::path::Path, dst: &std::path::Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dst)?;
     for entry in std::fs::read_dir(src)? {
@@ -2149,6 +2290,10 @@ async fn lcm_scenarios_against_real_openstack() {
         (
             "change_flavour_updates_the_stack_in_place",
             Box::pin(change_flavour_updates_the_stack_in_place(f)),
+        ),
+        (
+            "cancel_while_processing_then_roll_back",
+            Box::pin(cancel_while_processing_then_roll_back(f)),
         ),
     ];
     let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();

@@ -1124,7 +1124,8 @@ impl Lifecycle {
     /// SOL003 "cancel": whether `op_id` may be cancelled by this lifecycle
     /// ([`super::task::check`]: running, under a live lease of this lifecycle's owner).
     /// Returns the occurrence; the caller then triggers the [`Interrupt`] it gave the
-    /// operation, which stops at its next step boundary and ends `FAILED_TEMP`.
+    /// operation, which stops at its next step boundary and ends `FAILED_TEMP` (`ROLLED_BACK`,
+    /// not run, when it is still stored `STARTING`: [`super::Operation::interrupt`]).
     ///
     /// # Errors
     /// [`LcmError::Invalid`] for an unknown occurrence, [`LcmError::Conflict`] (naming its

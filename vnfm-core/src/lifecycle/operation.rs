@@ -613,7 +613,9 @@ impl Operation {
     }
 
     /// Asks the operation to stop: it ends `FAILED_TEMP` ("interrupted") with `reason` once
-    /// the action out (if any) has its event; nothing more is sent to the VIM.
+    /// the action out (if any) has its event; nothing more is sent to the VIM. A new
+    /// operation whose occurrence is stored `STARTING` only (not `PROCESSING` yet) ends
+    /// `ROLLED_BACK` instead, not run (SOL003 5.4.17.3.1).
     pub fn interrupt(&mut self, now: DateTime<Utc>, reason: &str) {
         self.now = now;
         if self.interrupt.is_some() || matches!(self.step, Step::Final | Step::Done) {
@@ -783,6 +785,10 @@ impl Operation {
         if matches!(self.step, Step::Final | Step::Done) {
             return;
         }
+        if !self.resume && self.occ_version == Some(Version(1)) {
+            // Only the STARTING commit is stored: nothing was sent to the VIM.
+            return self.end_unstarted(&reason);
+        }
         let detail = format!(
             "interrupted ({reason}) while {}; `vnfm op retry {id}` continues it, `vnfm op \
              rollback {id}` undoes it, `vnfm op fail {id}` gives it up",
@@ -794,6 +800,27 @@ impl Operation {
             "interrupted",
             detail,
         )));
+    }
+
+    /// SOL003 v3.3.1 clause 5.4.17.3.1 and figure 5.6.2.2-1: an operation cancelled in
+    /// `STARTING` is not run and its occurrence becomes `ROLLED_BACK`. The instance is left
+    /// as it is (nothing was sent to the VIM); the occurrence's `error` says why it ended.
+    fn end_unstarted(&mut self, reason: &str) {
+        self.timer = None;
+        let f = Failed::new(
+            FailureKind::Interrupted,
+            "interrupted",
+            format!(
+                "interrupted ({reason}) while STARTING: the operation was not run and the \
+                 instance is unchanged (SOL003 5.4.17.3.1: ROLLED_BACK)"
+            ),
+        );
+        self.op.error = Some(f.problem());
+        self.op.enter(LcmOperationStateType::RolledBack, self.now);
+        self.failure = Some(f);
+        let batch = self.occ_batch();
+        self.step = Step::Final;
+        self.next = Some(OpAction::Commit(batch));
     }
 
     fn doing(&self) -> &'static str {

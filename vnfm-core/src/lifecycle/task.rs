@@ -9,8 +9,9 @@
 //! - `cancel`: an occurrence `STARTING`, `PROCESSING` or `ROLLING_BACK` whose owner is alive
 //!   and is the caller (only the process that runs an operation can stop it: it stops at the
 //!   next step boundary, a VIM call in flight completes, and the occurrence ends
-//!   `FAILED_TEMP`). One whose owner went away is refused: it is retried, rolled back or
-//!   failed instead.
+//!   `FAILED_TEMP`; one still stored `STARTING` is not run and ends `ROLLED_BACK`, SOL003
+//!   v3.3.1 5.4.17.3.1 and figure 5.6.2.2-1, see [`super::Operation::interrupt`]). One whose
+//!   owner went away is refused: it is retried, rolled back or failed instead.
 
 use chrono::{DateTime, Utc};
 

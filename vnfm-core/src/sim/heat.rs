@@ -12,7 +12,8 @@
 //! scheduler_hints.group, name), `OS::Nova::ServerGroup` (`policies` or `policy`),
 //! `OS::Heat::ResourceGroup` (count, resource_def with `%index%`),
 //! `OS::Heat::AutoScalingGroup` (desired_capacity, min_size, max_size, resource,
-//! rolling_updates), a key of the bundle's
+//! rolling_updates), `OS::Heat::TestResource` (Heat's properties; its waits and `fail`, see
+//! the `test_resource` module), a key of the bundle's
 //! `files` (a nested stack whose parameters are the resource's properties); every other
 //! `OS::*` / `AWS::*` type is tracked without capacity. Anything else is rejected.
 //!
@@ -112,9 +113,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use super::hot::{self, Scope, Template, PSEUDO_PARAMS};
+use super::test_resource::{self as test, Wait};
 use super::{
     format_path, not_found, resource_failure, status, Boot, Failure, GroupRec, StackDeleteFault,
     State, DRIVER,
@@ -166,6 +169,43 @@ pub(crate) struct ResRec {
     /// orders such resources among themselves.
     #[serde(default)]
     relisted: Option<u64>,
+    /// Until when the row shows its action in progress (an `OS::Heat::TestResource` that
+    /// waits): the outcome is decided, the wait only hides it.
+    #[serde(default)]
+    busy: Option<Busy>,
+}
+
+/// Until when something shows in progress, on the simulator's time ([`State::time_now`]).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) enum Busy {
+    /// Until that time.
+    Until(DateTime<Utc>),
+    /// For ever (Heat's `wait_secs: -1`).
+    Forever,
+}
+
+impl Busy {
+    /// The wait of a test resource that starts at `now`; `None` when it takes no time.
+    fn of(wait: Wait, now: DateTime<Utc>) -> Option<Busy> {
+        match wait {
+            Wait::None => None,
+            Wait::Forever => Some(Busy::Forever),
+            Wait::Secs(s) => {
+                let ms = (s * 1000.0).ceil().min(i64::MAX as f64) as i64;
+                Some(Busy::Until(
+                    now + chrono::Duration::try_milliseconds(ms).unwrap_or(chrono::Duration::MAX),
+                ))
+            }
+        }
+    }
+
+    /// Whether it is still in progress at `now` (Heat: done once `waited > wait_secs`).
+    fn at(self, now: DateTime<Utc>) -> bool {
+        match self {
+            Busy::Forever => true,
+            Busy::Until(t) => now <= t,
+        }
+    }
 }
 
 /// A stack delete that has not completed yet.
@@ -179,6 +219,10 @@ pub(crate) struct Deleting {
     /// else than polling this stack.
     #[serde(default)]
     quick: bool,
+    /// The delete waits of the stack's test resources: in progress until then, whatever the
+    /// polls.
+    #[serde(default)]
+    busy: Option<Busy>,
 }
 
 /// A stack (top-level or nested).
@@ -406,6 +450,13 @@ impl State {
                 }
                 _ => Value::Null,
             },
+            ResKind::Plain if r.rtype == test::TYPE && attr == "output" => {
+                if r.physical_id.is_empty() {
+                    Value::Null
+                } else {
+                    hot::walk(&test::output(&r.props), path)
+                }
+            }
             ResKind::Plain => Value::Null,
         }
     }
@@ -532,6 +583,9 @@ impl State {
                 .validate(&nested, files, None, false, depth + 1)
                 .map_err(|e| format!("resources.{name}<{rtype}>: {e}"));
         }
+        if rtype == test::TYPE {
+            test::check_keys(name, props)?;
+        }
         let member = match rtype {
             "OS::Heat::ResourceGroup" => Some("resource_def"),
             "OS::Heat::AutoScalingGroup" => Some("resource"),
@@ -606,6 +660,7 @@ impl State {
                 self.check_image(name, value("image")?, prop_error)?;
             }
             "OS::Cinder::Volume" => self.check_image(name, value("image")?, prop_error)?,
+            test::TYPE => test::check_values(name, &hot::eval(props, scope)?)?,
             "OS::Nova::ServerGroup" => {
                 let pols = match props.get("policies") {
                     Some(p) => hot::eval(p, scope)?,
@@ -763,8 +818,11 @@ impl State {
                 return Ok(shown);
             }
         }
+        let now = self.time_now();
         if let Some(d) = self.stacks.get_mut(id).and_then(|s| s.deleting.as_mut()) {
-            if d.shows_left > 0 {
+            if d.busy.is_some_and(|b| b.at(now)) {
+                // a test resource's delete wait: in progress, the polls do not count
+            } else if d.shows_left > 0 {
                 d.shows_left -= 1;
             } else {
                 self.finish_delete(id);
@@ -918,11 +976,20 @@ impl State {
                 output_value: hot::eval(&v, &ctx).unwrap_or(Value::Null),
             })
             .collect();
+        let (stack_status, stack_status_reason) = if self.masked(s, self.time_now()) {
+            let action = s.status.action;
+            (
+                StackStatus::new(action, StackState::InProgress),
+                format!("Stack {} started", action.as_str()),
+            )
+        } else {
+            (s.status, s.reason.clone())
+        };
         Ok(Stack {
             id: s.id.clone(),
             stack_name: s.name.clone(),
-            stack_status: s.status,
-            stack_status_reason: s.reason.clone(),
+            stack_status,
+            stack_status_reason,
             parameters,
             outputs,
         })
@@ -939,21 +1006,25 @@ impl State {
             return Ok(());
         }
         self.tick();
+        let busy = self.delete_wait(id);
         let d = match self.delete_faults.pop_front() {
             Some(StackDeleteFault::Slow { shows }) => Deleting {
                 shows_left: shows,
                 fail: None,
                 quick: false,
+                busy,
             },
             Some(StackDeleteFault::Failed { message }) => Deleting {
                 shows_left: 1,
                 fail: Some(message),
                 quick: false,
+                busy,
             },
             None => Deleting {
                 shows_left: 1,
                 fail: None,
-                quick: true,
+                quick: busy.is_none(),
+                busy,
             },
         };
         if let Some(s) = self.stacks.get_mut(id) {
@@ -973,6 +1044,7 @@ impl State {
         if !self.stacks.contains_key(id) {
             return Err(not_found("stack", id.as_str()));
         }
+        let now = self.time_now();
         let mut out = Vec::new();
         let mut level: Vec<(StackId, Option<String>)> = vec![(id.clone(), None)];
         for d in 0..=depth {
@@ -986,12 +1058,20 @@ impl State {
                         ResKind::Nested(n) if self.stacks.contains_key(n) => Some(n.clone()),
                         _ => None,
                     };
+                    let (resource_status, resource_status_reason) = if self.res_busy(r, now) {
+                        (
+                            StackStatus::new(r.status.action, StackState::InProgress),
+                            "state changed".to_owned(),
+                        )
+                    } else {
+                        (r.status, r.reason.clone())
+                    };
                     out.push(StackResource {
                         resource_name: r.name.clone(),
                         physical_resource_id: r.physical_id.clone(),
                         resource_type: r.rtype.clone(),
-                        resource_status: r.status,
-                        resource_status_reason: r.reason.clone(),
+                        resource_status,
+                        resource_status_reason,
                         parent_resource: parent.clone(),
                         stack_id: sid.clone(),
                         nested_stack_id: nested.clone(),
@@ -1163,6 +1243,7 @@ impl State {
                         failure: None,
                         older: Vec::new(),
                         relisted: None,
+                        busy: None,
                     };
                     self.upsert(sid, rec);
                 }
@@ -1202,6 +1283,7 @@ impl State {
                 "OS::Nova::ServerGroup" => self.apply_group(sid, def, deps, props),
                 "OS::Heat::ResourceGroup" => self.apply_nested(sid, def, deps, props, &files),
                 "OS::Heat::AutoScalingGroup" => self.apply_asg(sid, def, deps, props, &files),
+                test::TYPE => self.apply_test(sid, def, deps, props),
                 t if files.contains_key(t) => self.apply_nested(sid, def, deps, props, &files),
                 _ => self.apply_plain(sid, def, deps, props),
             }
@@ -1275,6 +1357,7 @@ impl State {
             failure,
             older: Vec::new(),
             relisted,
+            busy: None,
         };
         self.upsert(sid, rec);
     }
@@ -1450,6 +1533,134 @@ impl State {
             None,
         );
         self.set_props(sid, &def.name, props);
+    }
+
+    /// An `OS::Heat::TestResource` (see the `test_resource` module): created, updated in place
+    /// or replaced with its outcome decided at once; its wait only shows it in progress.
+    fn apply_test(&mut self, sid: &StackId, def: &hot::ResDef, deps: Vec<String>, props: Value) {
+        let now = self.time_now();
+        let name = def.name.as_str();
+        let existing = self
+            .find_res(sid, name)
+            .filter(|e| !e.status.is_failed() && !e.unhealthy && !e.physical_id.is_empty());
+        if let Some(e) = existing {
+            if e.props == props {
+                return;
+            }
+            if !test::replaces(&e.props, &props) {
+                let fails = test::fails(&props);
+                let wait = if test::value_changed(&e.props, &props) {
+                    test::wait(&props, StackAction::Update)
+                } else {
+                    Wait::None
+                };
+                let failure = fails.then(|| test::failure(name));
+                self.record(
+                    sid,
+                    def,
+                    deps,
+                    ResKind::Plain,
+                    e.physical_id,
+                    StackAction::Update,
+                    failure,
+                );
+                // a failed update keeps the stored value (Heat: `data_set` only without `fail`)
+                self.set_props(sid, name, if fails { e.props } else { props });
+                self.set_busy(sid, name, Busy::of(wait, now));
+                return;
+            }
+        }
+        let fails = test::fails(&props);
+        let physical_id = if fails {
+            String::new()
+        } else {
+            // Heat's `physical_resource_name()`
+            let stack = self
+                .stacks
+                .get(sid)
+                .map(|s| s.name.clone())
+                .unwrap_or_default();
+            format!("{stack}-{name}-{}", self.short_id())
+        };
+        let wait = test::wait(&props, StackAction::Create);
+        let failure = fails.then(|| test::failure(name));
+        self.record(
+            sid,
+            def,
+            deps,
+            ResKind::Plain,
+            physical_id,
+            StackAction::Create,
+            failure,
+        );
+        self.set_props(sid, name, props);
+        self.set_busy(sid, name, Busy::of(wait, now));
+    }
+
+    fn set_busy(&mut self, sid: &StackId, name: &str, busy: Option<Busy>) {
+        if let Some(r) = self
+            .stacks
+            .get_mut(sid)
+            .and_then(|s| s.resources.iter_mut().find(|r| r.name == name))
+        {
+            r.busy = busy;
+        }
+    }
+
+    /// Whether a resource row shows its action in progress at `now`: a test resource that
+    /// waits, or a nested stack that shows in progress.
+    fn res_busy(&self, r: &ResRec, now: DateTime<Utc>) -> bool {
+        if r.status.action == StackAction::Check {
+            return false;
+        }
+        r.busy.is_some_and(|b| b.at(now))
+            || matches!(&r.kind, ResKind::Nested(n) if self.stacks.get(n).is_some_and(|ns| self.masked(ns, now)))
+    }
+
+    /// Whether a created or updated stack shows in progress at `now` although the simulator
+    /// settled it: one of its resources waits and none of the others failed (Heat fails a
+    /// stack the moment one of its resources fails).
+    fn masked(&self, s: &StackRec, now: DateTime<Utc>) -> bool {
+        s.deleting.is_none()
+            && matches!(s.status.action, StackAction::Create | StackAction::Update)
+            && s.resources.iter().any(|r| self.res_busy(r, now))
+            && !s.resources.iter().any(|r| {
+                r.status.is_failed()
+                    && r.status.action != StackAction::Check
+                    && !self.res_busy(r, now)
+            })
+    }
+
+    /// How long the delete of a stack takes: the longest delete wait of its test resources
+    /// (nested stacks included), from now.
+    fn delete_wait(&self, id: &StackId) -> Option<Busy> {
+        let now = self.time_now();
+        let mut longest: Option<Busy> = None;
+        let mut todo = vec![id.clone()];
+        while let Some(sid) = todo.pop() {
+            let Some(s) = self.stacks.get(&sid) else {
+                continue;
+            };
+            for r in &s.resources {
+                match &r.kind {
+                    ResKind::Nested(n) => todo.push(n.clone()),
+                    ResKind::Plain if r.rtype == test::TYPE => {
+                        let b = Busy::of(test::wait(&r.props, StackAction::Delete), now);
+                        longest = match (longest, b) {
+                            (Some(Busy::Forever), _) | (_, Some(Busy::Forever)) => {
+                                Some(Busy::Forever)
+                            }
+                            (Some(Busy::Until(a)), Some(Busy::Until(b))) => {
+                                Some(Busy::Until(a.max(b)))
+                            }
+                            (a, b) => a.or(b),
+                        };
+                    }
+                    _ => {}
+                }
+            }
+        }
+        longest
     }
 
     /// The template and parameters of the nested stack of a group or template resource.
@@ -1997,6 +2208,8 @@ fn is_known_heat_type(rtype: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use serde_json::json;
 
     use crate::cloud::CloudFile;
@@ -2742,6 +2955,235 @@ flavors:
             .unwrap();
         let shown = s.show_stack(&id).await.unwrap();
         assert_eq!(shown.stack_status.to_string(), "UPDATE_COMPLETE");
+    }
+
+    /// A stack of one `OS::Heat::TestResource` `t` with the given properties, and outputs of
+    /// its `output` attribute and its id.
+    fn test_resource(props: &str) -> String {
+        format!(
+            "heat_template_version: 2018-08-31\nresources:\n  t:\n    type: OS::Heat::TestResource\n    properties: {props}\noutputs:\n  out: {{value: {{get_attr: [t, output]}}}}\n  id: {{value: {{get_resource: t}}}}\n"
+        )
+    }
+
+    fn clocked() -> (SimCloud, VirtualClock) {
+        let s = sim(DEMO);
+        let clock =
+            VirtualClock::new(chrono::DateTime::UNIX_EPOCH + chrono::Duration::days(20_000));
+        s.set_clock(std::sync::Arc::new(clock.clone()));
+        (s, clock)
+    }
+
+    async fn shown(s: &SimCloud, id: &StackId) -> (String, String) {
+        let st = s.show_stack(id).await.unwrap();
+        (st.stack_status.to_string(), st.stack_status_reason)
+    }
+
+    async fn row(s: &SimCloud, id: &StackId) -> (String, String) {
+        let r = s
+            .list_resources(ListResources::new(id.clone(), 0))
+            .await
+            .unwrap();
+        (
+            r[0].resource_status.to_string(),
+            r[0].resource_status_reason.clone(),
+        )
+    }
+
+    /// Heat's `_check_status_complete`: in progress until more than `action_wait_secs.create`
+    /// seconds passed (`wait_secs` when the map has no `create`), on the simulator's clock;
+    /// the `output` attribute is `value`, the id Heat's `physical_resource_name()`.
+    #[tokio::test]
+    async fn a_test_resource_holds_its_create_for_its_wait() {
+        let (s, clock) = clocked();
+        let t = test_resource("{value: hello, wait_secs: 5, action_wait_secs: {create: 30}}");
+        let id = s
+            .create_stack(CreateStack::new("tr", bundle(&t, &[]), params(json!({}))))
+            .await
+            .unwrap();
+        let started = (
+            "CREATE_IN_PROGRESS".to_owned(),
+            "Stack CREATE started".to_owned(),
+        );
+        assert_eq!(shown(&s, &id).await, started);
+        assert_eq!(row(&s, &id).await.0, "CREATE_IN_PROGRESS");
+        clock.advance(Duration::from_secs(30));
+        assert_eq!(shown(&s, &id).await, started, "waited > wait_secs, not >=");
+        // a restored cloud keeps the wait once given its clock again
+        let s = SimCloud::restore(&s.snapshot().unwrap()).unwrap();
+        assert_eq!(
+            shown(&s, &id).await,
+            started,
+            "without a clock, time stands still"
+        );
+        s.set_clock(std::sync::Arc::new(clock.clone()));
+        assert_eq!(shown(&s, &id).await, started);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(
+            shown(&s, &id).await,
+            (
+                "CREATE_COMPLETE".to_owned(),
+                "Stack CREATE completed successfully".to_owned()
+            )
+        );
+        assert_eq!(
+            row(&s, &id).await,
+            ("CREATE_COMPLETE".to_owned(), "state changed".to_owned())
+        );
+        let st = s.show_stack(&id).await.unwrap();
+        assert_eq!(output(&st, "out"), json!("hello"));
+        let pid = output(&st, "id");
+        let pid = pid.as_str().unwrap();
+        assert!(
+            pid.starts_with("tr-t-") && pid.len() == "tr-t-".len() + 12,
+            "{pid}"
+        );
+
+        // `wait_secs` alone; without a clock the wait never ends
+        let t = test_resource("{wait_secs: 5}");
+        let id = s
+            .create_stack(CreateStack::new("tr2", bundle(&t, &[]), params(json!({}))))
+            .await
+            .unwrap();
+        clock.advance(Duration::from_secs(5));
+        assert_eq!(shown(&s, &id).await.0, "CREATE_IN_PROGRESS");
+        clock.advance(Duration::from_secs(1));
+        let st = s.show_stack(&id).await.unwrap();
+        assert_eq!(st.stack_status.to_string(), "CREATE_COMPLETE");
+        assert_eq!(
+            output(&st, "out"),
+            json!("test_string"),
+            "Heat's default value"
+        );
+        let unclocked = sim(DEMO);
+        let id = unclocked
+            .create_stack(CreateStack::new("tr3", bundle(&t, &[]), params(json!({}))))
+            .await
+            .unwrap();
+        for _ in 0..5 {
+            assert_eq!(shown(&unclocked, &id).await.0, "CREATE_IN_PROGRESS");
+        }
+    }
+
+    /// `fail: true`: the resource and its stack fail once the wait is over, with Heat's
+    /// `ValueError` (the text of Heat's own `test_exception.py`); no id, no output.
+    #[tokio::test]
+    async fn a_failing_test_resource_fails_after_its_wait() {
+        let (s, clock) = clocked();
+        let t = test_resource("{fail: true, action_wait_secs: {create: 10}}");
+        let id = s
+            .create_stack(CreateStack::new("bad", bundle(&t, &[]), params(json!({}))))
+            .await
+            .unwrap();
+        assert_eq!(shown(&s, &id).await.0, "CREATE_IN_PROGRESS");
+        assert_eq!(row(&s, &id).await.0, "CREATE_IN_PROGRESS");
+        clock.advance(Duration::from_secs(11));
+        assert_eq!(
+            shown(&s, &id).await,
+            (
+                "CREATE_FAILED".to_owned(),
+                "Resource CREATE failed: ValueError: resources.t: Test Resource failed t"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            row(&s, &id).await,
+            (
+                "CREATE_FAILED".to_owned(),
+                "ValueError: resources.t: Test Resource failed t".to_owned()
+            )
+        );
+        let st = s.show_stack(&id).await.unwrap();
+        assert_eq!(output(&st, "out"), json!(null));
+        assert_eq!(output(&st, "id"), json!(null));
+        // without a wait it fails at once ("true" as a string is a boolean to Heat)
+        let t = test_resource("{fail: \"True\"}");
+        let st = create(&s, "bad2", bundle(&t, &[]), json!({})).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_FAILED");
+    }
+
+    /// Properties outside Heat's schema are refused before anything is created, with Heat's
+    /// messages (`Unknown Property`, `str_to_num`, `_get_bool`).
+    #[tokio::test]
+    async fn a_test_resource_takes_heats_properties_only() {
+        let (s, _clock) = clocked();
+        let ok = test_resource(
+            "{value: v, update_replace: false, fail: false, client_name: nova, entity_name: servers, wait_secs: 0, action_wait_secs: {create: 1, update: 2, delete: 3}, attr_wait_secs: 0, constraint_prop_secs: 0, update_replace_value: x}",
+        );
+        create(&s, "ok", bundle(&ok, &[]), json!({})).await;
+        for (props, want) in [
+            ("{foo: 1}", "Property error: resources.t.properties: Unknown Property foo"),
+            (
+                "{action_wait_secs: {snapshot: 1}}",
+                "Property error: resources.t.properties.action_wait_secs: Unknown Property snapshot",
+            ),
+            (
+                "{wait_secs: abc}",
+                "Property error: resources.t.properties.wait_secs: could not convert string to float: 'abc'",
+            ),
+            (
+                "{action_wait_secs: {create: soon}}",
+                "Property error: resources.t.properties.action_wait_secs.create: could not convert string to float: 'soon'",
+            ),
+            ("{fail: Yes}", "Property error: resources.t.properties.fail: \"yes\" is not a valid boolean"),
+        ] {
+            let e = s
+                .create_stack(CreateStack::new("bad", bundle(&test_resource(props), &[]), params(json!({}))))
+                .await
+                .unwrap_err();
+            match e {
+                DriverError::Invalid { message, .. } => assert_eq!(message, want, "{props}"),
+                other => panic!("{props}: {other:?}"),
+            }
+        }
+        // every refusal above reused the name `bad`: none of them created a stack
+    }
+
+    /// Update: in place, waiting `action_wait_secs.update` only when `value` changed;
+    /// `update_replace` replaces (a create, new id). Delete: in progress for
+    /// `action_wait_secs.delete`, whatever the polls.
+    #[tokio::test]
+    async fn a_test_resource_waits_on_update_and_delete() {
+        let (s, clock) = clocked();
+        let t = "heat_template_version: 2018-08-31\nparameters:\n  v: {type: string, default: a}\n  r: {type: boolean, default: false}\n  w: {type: number, default: 0}\nresources:\n  t:\n    type: OS::Heat::TestResource\n    properties: {value: {get_param: v}, update_replace: {get_param: r}, wait_secs: {get_param: w}, action_wait_secs: {update: 10, delete: 20}}\noutputs:\n  out: {value: {get_attr: [t, output]}}\n  id: {value: {get_resource: t}}\n";
+        let st = create(&s, "up", bundle(t, &[]), json!({})).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_COMPLETE");
+        let first = output(&st, "id");
+        // another property than `value`: at once
+        let st = patch(&s, &st.id, json!({"w": 1})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        // `value`: ten seconds
+        let st = patch(&s, &st.id, json!({"v": "b"})).await;
+        assert_eq!(
+            (st.stack_status.to_string(), st.stack_status_reason.as_str()),
+            ("UPDATE_IN_PROGRESS".to_owned(), "Stack UPDATE started")
+        );
+        assert_eq!(row(&s, &st.id).await.0, "UPDATE_IN_PROGRESS");
+        clock.advance(Duration::from_secs(11));
+        let st = s.show_stack(&st.id).await.unwrap();
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        assert_eq!(output(&st, "out"), json!("b"));
+        assert_eq!(output(&st, "id"), first, "updated in place");
+        // `update_replace` with a new value: replaced, with the create wait (`wait_secs` 1)
+        let st = patch(&s, &st.id, json!({"v": "c", "r": true})).await;
+        assert_eq!(st.stack_status.to_string(), "UPDATE_IN_PROGRESS");
+        clock.advance(Duration::from_secs(2));
+        let st = s.show_stack(&st.id).await.unwrap();
+        assert_eq!(st.stack_status.to_string(), "UPDATE_COMPLETE");
+        assert_ne!(output(&st, "id"), first, "replaced");
+        // delete: twenty seconds of polls in progress, then gone
+        s.delete_stack(&st.id).await.unwrap();
+        for _ in 0..5 {
+            assert_eq!(shown(&s, &st.id).await.0, "DELETE_IN_PROGRESS");
+        }
+        clock.advance(Duration::from_secs(21));
+        let mut gone = false;
+        for _ in 0..3 {
+            if s.show_stack(&st.id).await.is_err() {
+                gone = true;
+                break;
+            }
+        }
+        assert!(gone, "the delete completes once its wait is over");
     }
 
     #[tokio::test]

@@ -15,6 +15,10 @@
 //!   slower (in progress for N shows, whatever else happens) or fail. A cloud file's
 //!   `stack_create_shows: N` makes creates slow the same way: a new stack shows
 //!   `CREATE_IN_PROGRESS` to its first N `show_stack` calls (not after an update or a delete).
+//! - Time: an `OS::Heat::TestResource` with `wait_secs` / `action_wait_secs` shows its create,
+//!   update or delete in progress (and its stacks) for that many seconds of the clock given
+//!   with [`SimCloud::set_clock`] (normally the lifecycle's; without one time stands still),
+//!   then its outcome (`fail: true`: Heat's `ValueError: resources.T: Test Resource failed T`).
 //! - Everything is deterministic: ids come from an [`IdGen`] seeded by the seed given to
 //!   [`SimCloud::new`], and a virtual clock (a counter) orders events.
 //! - Clones share state (`Arc<Mutex<_>>`), so a clone handed to the code under test and one
@@ -72,6 +76,7 @@ mod cluster;
 mod faults;
 mod heat;
 mod hot;
+mod test_resource;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -81,7 +86,7 @@ use serde_json::Value;
 
 use crate::cloud::CloudFile;
 use crate::driver::{
-    ApplyObject, ClusterDriver, ClusterEvent, ClusterNode, ComputeInventory, CreateStack,
+    ApplyObject, Clock, ClusterDriver, ClusterEvent, ClusterNode, ComputeInventory, CreateStack,
     DeletePod, DriverError, EvictPod, LabelNode, ListEvents, ListPods, ListResources,
     ListWorkloads, ListZones, MarkUnhealthy, ObjectRef, Pod, ScaleWorkload, ServerFault,
     ServerInfo, Stack, StackDriver, StackResource, StackStatus, UpdateStack, ZoneCatalog,
@@ -157,6 +162,9 @@ pub(crate) struct State {
     /// False when the credentials are not an admin's: `OS-EXT-SRV-ATTR:host` is hidden.
     #[serde(default = "yes")]
     admin_view: bool,
+    /// Where the simulator's time comes from ([`SimCloud::set_clock`]); not saved.
+    #[serde(skip)]
+    time: Option<Arc<dyn Clock>>,
 }
 
 fn yes() -> bool {
@@ -319,6 +327,7 @@ impl State {
             cluster,
             servers_made: 0,
             admin_view: true,
+            time: None,
         }
     }
 
@@ -382,6 +391,14 @@ impl State {
     /// field, base32-encoded and lowercased (alphabet `a-z`, `2-7`, e.g. `3anlrib6cpvf`).
     fn short_id(&mut self) -> String {
         short_id_of(&self.ids.next_uuid())
+    }
+
+    /// The simulator's time: the clock of [`SimCloud::set_clock`], else the Unix epoch for
+    /// ever (time stands still: what waits on it never ends).
+    pub(crate) fn time_now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.time
+            .as_ref()
+            .map_or(chrono::DateTime::UNIX_EPOCH, |c| c.now())
     }
 
     fn tick(&mut self) -> u64 {
@@ -720,6 +737,14 @@ impl SimCloud {
         Ok(SimCloud {
             state: Arc::new(Mutex::new(state)),
         })
+    }
+
+    /// Gives the simulator its time: what takes time in it (an `OS::Heat::TestResource`'s
+    /// `wait_secs`) is measured on `clock`, normally the lifecycle's ([`Clock::now`] only; the
+    /// simulator never sleeps). Without a clock time stands still. Clones share it; a
+    /// [`SimCloud::restore`]d cloud needs it given again.
+    pub fn set_clock(&self, clock: Arc<dyn Clock>) {
+        self.lock().time = Some(clock);
     }
 
     /// The cloud file the simulator was built from.
