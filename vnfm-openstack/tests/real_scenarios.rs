@@ -2086,20 +2086,6 @@ fn flavours_with_ext_cp(dir: &std::path::Path) -> Result<PathBuf, String> {
     Ok(dst)
 }
 
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let dst = to.join(e.file_name());
-        if e.file_type()?.is_dir() {
-            copy_tree(&e.path(), &dst)?;
-        } else {
-            std::fs::copy(e.path(), dst)?;
-        }
-    }
-    Ok(())
-}
-
 /// 17. Change external connectivity (SOL003 5.4.11) with flavours-vnf `small` given an external
 ///     CP (see [`flavours_with_ext_cp`]): instantiated on link `ext1` (network `net-a`: the
 ///     stack's `nfv` parameter carries `CP.VDU1_CP1-0.network`, its output `ext_net` is
