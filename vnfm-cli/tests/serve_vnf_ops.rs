@@ -1,6 +1,7 @@
 //! `scale_to_level`, `change_flavour` and `change_ext_conn` over a real socket (SOL003 v3.3.1
 //! 5.4.6, 5.4.7, 5.4.11; issue 16), on the simulated cloud with the demo package (one
-//! flavour; aspects VDU1_scale 0..=2 and VDU2_scale 0..=1; levels small and large) and, for
+//! flavour; aspects VDU1_scale 0..=2 and VDU2_scale 0..=1; levels small and large; one
+//! external CP, VDU1_CP1) and, for
 //! change flavour, `examples/packages/flavours-vnf` (flavours small and large).
 //! Cost: about 4 s.
 
@@ -103,7 +104,7 @@ async fn scale_to_level_runs_one_aspects_scale_and_refuses_what_it_does_not_run(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn change_flavour_of_one_flavour_and_change_ext_conn_say_why_they_are_not_run() {
+async fn change_flavour_of_one_flavour_says_why_it_is_not_run() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(config(dir.path(), 1)).await;
     let addr = server.local_addr();
@@ -126,23 +127,123 @@ async fn change_flavour_of_one_flavour_and_change_ext_conn_say_why_they_are_not_
     .await;
     refused(&r, 400, &["newFlavourId"]);
 
-    let body = json!({"extVirtualLinks": [{"id": "ext", "resourceId": "net-1", "extCps": []}]});
-    let r = post_json(addr, &path(&id, "change_ext_conn"), &body).await;
-    refused(
-        &r,
-        422,
-        &["does not change the external connectivity", "Heat"],
-    );
-    let r = post_json(addr, &path(&idle, "change_ext_conn"), &body).await;
-    refused(&r, 409, &["NOT_INSTANTIATED"]);
-    let r = post_json(addr, &path("nope", "change_ext_conn"), &body).await;
-    refused(&r, 404, &["nope"]);
-    let r = post_json(addr, &path(&id, "change_ext_conn"), &json!({})).await;
-    refused(&r, 400, &["extVirtualLinks"]);
-
     // Nothing ran.
     assert!(ops(addr, &id, "CHANGE_FLAVOUR").await.is_empty());
-    assert!(ops(addr, &id, "CHANGE_EXT_CONN").await.is_empty());
+}
+
+/// The instance's `extVirtualLinkInfo` as (id, network, CPDs).
+async fn ext_links(addr: SocketAddr, id: &str) -> Vec<(String, String, Vec<String>)> {
+    let v = get(addr, &format!("/vnflcm/v2/vnf_instances/{id}"))
+        .await
+        .json();
+    v["instantiatedVnfInfo"]["extVirtualLinkInfo"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|l| {
+            (
+                l["id"].as_str().unwrap().to_owned(),
+                l["resourceHandle"]["resourceId"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                l["currentVnfExtCpData"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["cpdId"].as_str().unwrap().to_owned())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn change_ext_conn_runs_in_the_background_and_refuses_naming_field_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let idle = not_instantiated(addr).await;
+    let before = servers(addr, &id).await;
+    assert!(ext_links(addr, &id).await.is_empty());
+    let body = |link: &str, net: &str| {
+        json!({"extVirtualLinks": [{
+            "id": link, "resourceId": net,
+            "extCps": [{"cpdId": "VDU1_CP1", "cpConfig": {"VDU1_CP1_1": {
+                "cpProtocolData": [{"layerProtocol": "IP_OVER_ETHERNET",
+                    "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "numDynamicAddresses": 1}]}}]
+            }}}]
+        }], "additionalParams": {"note": "move VDU1_CP1"}})
+    };
+
+    // 202 with the occurrence; CHANGE_EXT_CONN completes; the servers are kept.
+    for (link, net) in [("ext1", "net-a"), ("ext2", "net-b")] {
+        let r = post_json(addr, &path(&id, "change_ext_conn"), &body(link, net)).await;
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        let op = wait_op(addr, r.header("location").unwrap()).await;
+        assert_eq!(op["operationState"], "COMPLETED", "{op}");
+        assert_eq!(op["operation"], "CHANGE_EXT_CONN", "{op}");
+        assert_eq!(
+            op["operationParams"]["extVirtualLinks"][0]["id"], link,
+            "{op}"
+        );
+        assert!(op["grantId"].is_string(), "{op}");
+        // ext1 then ext2 takes VDU1_CP1: ext1, left without CPs, goes.
+        assert_eq!(
+            ext_links(addr, &id).await,
+            [(link.to_owned(), net.to_owned(), vec!["VDU1_CP1".to_owned()])]
+        );
+        assert_eq!(servers(addr, &id).await, before);
+    }
+    let v = get(addr, &format!("/vnflcm/v2/vnf_instances/{id}"))
+        .await
+        .json();
+    assert_eq!(
+        v["instantiatedVnfInfo"]["extCpInfo"][0]["cpConfigId"], "VDU1_CP1_1",
+        "{v}"
+    );
+    assert_eq!(
+        v["_links"]["changeExtConn"]["href"],
+        format!("/vnflcm/v2/vnf_instances/{id}/change_ext_conn")
+    );
+
+    // Refusals, naming the field and the value.
+    let post = |body: Value| {
+        let id = id.clone();
+        async move { post_json(addr, &path(&id, "change_ext_conn"), &body).await }
+    };
+    let mut b = body("ext3", "net-c");
+    b["extVirtualLinks"][0]["extCps"][0]["cpdId"] = json!("VDU2_CP1");
+    refused(
+        &post(b).await,
+        422,
+        &[
+            "extVirtualLinks[0].extCps[0].cpdId",
+            "\"VDU2_CP1\"",
+            "VDU1_CP1",
+        ],
+    );
+    let r = post(json!({"extVirtualLinks": [{"id": "ext3", "extCps": []}]})).await;
+    refused(&r, 422, &["extVirtualLinks[0].resourceId"]);
+    let r = post(json!({"extVirtualLinks": [{"id": "ext3", "resourceId": "n",
+        "extCps": [{"cpdId": "VDU1_CP1", "cpConfig": [{"cpProtocolData": []}]}]}]}))
+    .await;
+    refused(&r, 422, &["extCps[0].cpConfig", "v3.3.1", "map"]);
+    let r = post(json!({"extVirtualLinks": []})).await;
+    refused(&r, 422, &["extVirtualLinks", "at least 1"]);
+    let r = post(json!({})).await;
+    refused(&r, 422, &["extVirtualLinks", "at least 1"]);
+    let r = post(json!({"extVirtualLinks": [], "vnfcInfo": []})).await;
+    refused(&r, 400, &["ChangeExtVnfConnectivityRequest", "vnfcInfo"]);
+    let r = post_json(addr, &path(&idle, "change_ext_conn"), &body("e", "n")).await;
+    refused(&r, 409, &["NOT_INSTANTIATED"]);
+    let r = post_json(addr, &path("nope", "change_ext_conn"), &body("e", "n")).await;
+    refused(&r, 404, &["nope"]);
+    // Nothing of that ran: two occurrences, the instance on ext2.
+    assert_eq!(ops(addr, &id, "CHANGE_EXT_CONN").await.len(), 2);
+    assert_eq!(ext_links(addr, &id).await[0].0, "ext2");
 }
 
 /// `operate`: STOPPED then STARTED through the simulated VIM (servers SHUTOFF / ACTIVE);

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Location};
 use crate::grant::{
     index, path, require, require_links, validate_vim_connections, ExtManagedVirtualLinkData,
-    ExtVirtualLinkData, KeyValuePairs, Links, ResourceHandle, VimConnectionInfo,
+    ExtVirtualLinkData, KeyValuePairs, Links, ResourceHandle, VimConnectionInfo, VnfExtCpData,
 };
 use crate::id::{GrantId, OpOccId, VduId, VnfInstanceId, ZoneId};
 use crate::problem::ProblemDetails;
@@ -320,6 +320,58 @@ pub struct VnfExtCpInfo {
     pub associated_vnf_virtual_link_id: Option<String>,
 }
 
+/// SOL003 `ExtVirtualLinkInfo` (clause 5.5.3.2): an external virtual link the instance is
+/// connected to, with the external CPs on it as the NFVO gave them.
+///
+/// Lenient as the rest of the module: `resourceHandle` and `currentVnfExtCpData` default when
+/// absent (a record written before vnfm filled them).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtVirtualLinkInfo {
+    /// `id` (1): the `ExtVirtualLinkData.id` it was given with.
+    #[serde(default)]
+    pub id: String,
+    /// `resourceHandle` (1): the network in the VIM (`vimConnectionId`, `resourceProviderId`,
+    /// `resourceId`).
+    #[serde(default)]
+    pub resource_handle: ResourceHandle,
+    /// `extLinkPorts` (0..N), kept as JSON.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ext_link_ports: Vec<serde_json::Value>,
+    /// `currentVnfExtCpData` (1..N): the external CPs on the link and their `cpConfig`.
+    #[serde(default)]
+    pub current_vnf_ext_cp_data: Vec<VnfExtCpData>,
+}
+
+impl ExtVirtualLinkInfo {
+    /// The record of the link `data` as requested.
+    pub fn of(data: &ExtVirtualLinkData) -> Self {
+        Self {
+            id: data.id.clone(),
+            resource_handle: ResourceHandle {
+                vim_connection_id: data.vim_connection_id.clone(),
+                resource_provider_id: data.resource_provider_id.clone(),
+                resource_id: data.resource_id.clone(),
+                vim_level_resource_type: None,
+            },
+            ext_link_ports: data.ext_link_ports.clone(),
+            current_vnf_ext_cp_data: data.ext_cps.clone(),
+        }
+    }
+
+    /// The link as `ExtVirtualLinkData` again (what a later change merges into).
+    pub fn to_data(&self) -> ExtVirtualLinkData {
+        ExtVirtualLinkData {
+            id: self.id.clone(),
+            vim_connection_id: self.resource_handle.vim_connection_id.clone(),
+            resource_provider_id: self.resource_handle.resource_provider_id.clone(),
+            resource_id: self.resource_handle.resource_id.clone(),
+            ext_cps: self.current_vnf_ext_cp_data.clone(),
+            ext_link_ports: self.ext_link_ports.clone(),
+        }
+    }
+}
+
 /// `VnfInstance.instantiatedVnfInfo` (clause 5.5.2.2): what exists once the VNF is
 /// instantiated.
 ///
@@ -343,9 +395,10 @@ pub struct InstantiatedVnfInfo {
     /// `extCpInfo` (1..N)
     #[serde(default)]
     pub ext_cp_info: Vec<VnfExtCpInfo>,
-    /// `extVirtualLinkInfo` (0..N), kept as JSON.
+    /// `extVirtualLinkInfo` (0..N): the external virtual links the instance is connected to
+    /// (from `InstantiateVnfRequest.extVirtualLinks`, then changed by `CHANGE_EXT_CONN`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ext_virtual_link_info: Vec<serde_json::Value>,
+    pub ext_virtual_link_info: Vec<ExtVirtualLinkInfo>,
     /// `extManagedVirtualLinkInfo` (0..N), kept as JSON.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ext_managed_virtual_link_info: Vec<serde_json::Value>,
@@ -1131,7 +1184,7 @@ pub struct Attempt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grant::{AccessInfo, Link, VnfExtCpData};
+    use crate::grant::{AccessInfo, Link};
     use crate::vectors::read_vector;
     use chrono::TimeZone;
     use serde_json::json;
@@ -1182,7 +1235,15 @@ mod tests {
                 associated_vip_cp_id: None,
                 associated_vnf_virtual_link_id: None,
             }],
-            ext_virtual_link_info: vec![json!({"id": "ext_vl_id_net1"})],
+            ext_virtual_link_info: vec![ExtVirtualLinkInfo {
+                id: "ext_vl_id_net1".into(),
+                resource_handle: ResourceHandle::new("net1"),
+                ext_link_ports: vec![],
+                current_vnf_ext_cp_data: vec![VnfExtCpData {
+                    cpd_id: "VDU1_CP1".into(),
+                    cp_config: kv(json!({"VDU1_CP1_1": {"cpProtocolData": []}})),
+                }],
+            }],
             ext_managed_virtual_link_info: vec![json!({"id": "ext_managed_vl_1"})],
             monitoring_parameters: vec![json!({"id": "m", "performanceMetric": "cpu"})],
             localization_language: Some("en".into()),

@@ -29,7 +29,9 @@
 //! (or its failed stack rolled back) before the next scenario.
 //!
 //! The change-flavour scenario uses `examples/packages/flavours-vnf` (flavours `small` and
-//! `large`, same image and flavors), which also runs on that cloud.
+//! `large`, same image and flavors), which also runs on that cloud; the change-external-
+//! connectivity scenario a copy of it whose `small` has an external CP read into the server's
+//! metadata (no Neutron needed).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -2166,6 +2168,197 @@ async fn change_flavour_updates_the_stack_in_place(fx: &Fx) -> Res {
     outcome.and(cleaned)
 }
 
+/// `examples/packages/flavours-vnf` copied to `dir` with an external CP: `VDU1_CP1` (bound to
+/// VDU1) mapped to the external virtual link of flavour `small`, and small's BaseHOT passing
+/// `[nfv, CP, VDU1_CP1, network]` to VDU1's nested template, which puts it in the server's
+/// metadata (the dev cloud has no Neutron to build a port from it; Heat updates a server's
+/// metadata in place), and as the stack output `ext_net` (`[nfv, CP, VDU1_CP1, network]`).
+fn flavours_with_ext_cp(dir: &std::path::Path) -> Result<PathBuf, String> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/flavours-vnf");
+    let dst = dir.join("flavours-vnf");
+    copy_tree(&src, &dst).map_err(|e| format!("copy {}: {e}", src.display()))?;
+    let edit = |rel: &str, old: &str, new: &str| -> Res {
+        let path = dst.join(rel);
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{rel}: {e}"))?;
+        ensure!(text.contains(old), "{rel} changed: {old:?} not found");
+        std::fs::write(&path, text.replacen(old, new, 1)).map_err(|e| format!("{rel}: {e}"))
+    };
+    edit(
+        "Definitions/flavours_types.yaml",
+        "    interfaces:\n      Vnflcm:\n",
+        "    requirements:\n      - virtual_link_external:\n          capability: \
+         tosca.capabilities.nfv.VirtualLinkable\n    interfaces:\n      Vnflcm:\n",
+    )?;
+    edit(
+        "Definitions/flavours_df_small.yaml",
+        "      flavour_id: small\n",
+        "      flavour_id: small\n    requirements:\n      virtual_link_external: [ VDU1_CP1, \
+         virtual_link ]\n",
+    )?;
+    edit(
+        "Definitions/flavours_df_small.yaml",
+        "    VDU1:\n      type: tosca.nodes.nfv.Vdu.Compute\n",
+        "    VDU1_CP1:\n      type: tosca.nodes.nfv.VduCp\n      properties:\n        \
+         layer_protocols: [ ipv4 ]\n        order: 0\n      requirements:\n        - \
+         virtual_binding: VDU1\n\n    VDU1:\n      type: tosca.nodes.nfv.Vdu.Compute\n",
+    )?;
+    edit(
+        "BaseHOT/small/flavours.yaml",
+        "      zone: { get_param: [ nfv, VDU, VDU1, locationConstraints ] }\n",
+        "      zone: { get_param: [ nfv, VDU, VDU1, locationConstraints ] }\n      \
+         ext_net: { get_param: [ nfv, CP, VDU1_CP1, network ] }\n",
+    )?;
+    edit(
+        "BaseHOT/small/flavours.yaml",
+        "outputs: {}",
+        "outputs:\n  ext_net:\n    value: { get_param: [ nfv, CP, VDU1_CP1, network ] }",
+    )?;
+    edit(
+        "BaseHOT/small/nested/VDU1.yaml",
+        "  zone:\n    type: string\n",
+        "  zone:\n    type: string\n  ext_net:\n    type: string\n    default: none\n",
+    )?;
+    edit(
+        "BaseHOT/small/nested/VDU1.yaml",
+        "      availability_zone: { get_param: zone }\n",
+        "      availability_zone: { get_param: zone }\n      metadata:\n        ext_net: { \
+         get_param: ext_net }\n",
+    )?;
+    Ok(dst)
+}
+
+/// 17. Change external connectivity (SOL003 5.4.11) with flavours-vnf `small` given an external
+///     CP (see [`flavours_with_ext_cp`]): instantiated on link `ext1` (network `net-a`: the
+///     stack's `nfv` parameter carries `CP.VDU1_CP1-0.network`, its output `ext_net` is
+///     `net-a`), changed to link `ext2` (`net-b`): real Heat takes the PATCH of `nfv` with the
+///     new CP section, the stack is UPDATE_COMPLETE with `ext_net` `net-b`, VDU1-0 keeps its
+///     server (its metadata updated in place), ACTIVE, and the instance reports `ext2` only;
+///     then terminated.
+async fn change_ext_conn_updates_the_stack_in_place(fx: &Fx) -> Res {
+    use vnfm_core::lifecycle::change_ext_conn::ChangeExtVnfConnectivityRequest;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = flavours_with_ext_cp(tmp.path())?;
+    let pkg = vnfm_core::package::fs::load(&dir).map_err(|e| chain(&e))?;
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let lcm = lifecycle(&cloud, 41);
+    let mut req = CreateVnfRequest::new(pkg.descriptor_id.clone());
+    req.vnf_instance_name = Some("rs-change-ext-conn".into());
+    let inst = lcm.create(&pkg, &req).await.map_err(|e| chain(&e))?;
+    let big = fx.big();
+    ensure!(!big.is_empty(), "no zone can hold an m1.small");
+    let link = |id: &str, net: &str| -> Result<vnfm_core::grant::ExtVirtualLinkData, String> {
+        serde_json::from_value(json!({
+            "id": id, "resourceId": net,
+            "extCps": [{"cpdId": "VDU1_CP1", "cpConfig": {"VDU1_CP1_1": {}}}]
+        }))
+        .map_err(|e| e.to_string())
+    };
+    let mut ireq = InstantiateVnfRequest::new("small");
+    ireq.ext_virtual_links = vec![link("ext1", "net-a")?];
+    let r = lcm
+        .instantiate(&inst.id, &pkg, &ireq, &pins(&[("VDU1", big[0])]))
+        .await
+        .map_err(|e| chain(&e))?;
+    let outcome = async {
+        ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+        let heat = cloud.heat();
+        let nova = cloud.nova();
+        let stack_of = |i: &VnfInstance| -> Result<StackId, String> {
+            i.metadata
+                .as_ref()
+                .and_then(|m| m.get(STACK_ID_KEY))
+                .and_then(Value::as_str)
+                .map(StackId::from)
+                .ok_or_else(|| format!("no stack id: {:?}", i.metadata))
+        };
+        let stack = stack_of(&r.instance)?;
+        let first = vnfcs(&r.instance)
+            .get("VDU1-0")
+            .map(|v| v.0.clone())
+            .ok_or_else(|| "no VDU1-0".to_owned())?;
+        let output = |s: &vnfm_core::driver::Stack| {
+            s.outputs
+                .iter()
+                .find(|o| o.output_key == "ext_net")
+                .map(|o| o.output_value.clone())
+        };
+        let s = heat.show_stack(&stack).await.map_err(|e| chain(&e))?;
+        ensure!(
+            s.parameters["nfv"]["CP"]["VDU1_CP1-0"]["network"] == "net-a",
+            "nfv after instantiate: {}",
+            s.parameters["nfv"]
+        );
+        ensure!(
+            output(&s) == Some(json!("net-a")),
+            "output ext_net: {:?}",
+            s.outputs
+        );
+
+        let changed = lcm
+            .change_ext_conn(
+                &inst.id,
+                &pkg,
+                &ChangeExtVnfConnectivityRequest::new(vec![link("ext2", "net-b")?]),
+                &OperationOptions::default(),
+            )
+            .await
+            .map_err(|e| format!("change_ext_conn: {}", chain(&e)))?;
+        ensure!(
+            changed.is_completed(),
+            "change_ext_conn: {}",
+            describe(&changed)
+        );
+        let s = heat.show_stack(&stack).await.map_err(|e| chain(&e))?;
+        ensure!(
+            s.stack_status.to_string() == "UPDATE_COMPLETE",
+            "stack {stack} is {}: {}",
+            s.stack_status,
+            s.stack_status_reason
+        );
+        ensure!(
+            s.parameters["nfv"]["CP"]["VDU1_CP1-0"]["network"] == "net-b"
+                && s.parameters["nfv"]["CP"]["VDU1_CP1"]["network"] == "net-b",
+            "nfv after the change: {}",
+            s.parameters["nfv"]
+        );
+        let after = vnfcs(&changed.instance);
+        ensure!(
+            after.keys().map(String::as_str).collect::<Vec<_>>() == ["VDU1-0"]
+                && after["VDU1-0"].0 == first,
+            "VNFCs after the change: {after:?} (VDU1-0 was {first})"
+        );
+        ensure!(
+            output(&s) == Some(json!("net-b")),
+            "output ext_net: {:?}",
+            s.outputs
+        );
+        let server = nova
+            .show_server(&ServerId::from(first.as_str()))
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(
+            server.status == "ACTIVE",
+            "VDU1-0 ({first}) is {}",
+            server.status
+        );
+        let links: Vec<(String, String)> = changed
+            .instance
+            .instantiated_vnf_info
+            .iter()
+            .flat_map(|i| i.ext_virtual_link_info.iter())
+            .map(|l| (l.id.clone(), l.resource_handle.resource_id.clone()))
+            .collect();
+        ensure!(
+            links == [("ext2".to_owned(), "net-b".to_owned())],
+            "extVirtualLinkInfo: {links:?}"
+        );
+        Ok(())
+    }
+    .await;
+    let cleaned = terminate(&lcm, &inst.id).await;
+    outcome.and(cleaned)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lcm_scenarios_against_real_openstack() {
     if !vnfm_core::vectors::real_suite_enabled(
@@ -2294,6 +2487,10 @@ async fn lcm_scenarios_against_real_openstack() {
         (
             "cancel_while_processing_then_roll_back",
             Box::pin(cancel_while_processing_then_roll_back(f)),
+        ),
+        (
+            "change_ext_conn_updates_the_stack_in_place",
+            Box::pin(change_ext_conn_updates_the_stack_in_place(f)),
         ),
     ];
     let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();

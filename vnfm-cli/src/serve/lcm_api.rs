@@ -102,15 +102,16 @@ fn store_problem(e: &vnfm_core::driver::DriverError) -> Response {
 
 /// The task resources an instance in `state` offers in its `_links` (SOL003 5.5.2.2), as
 /// (member, path segment): only `instantiate` while `NOT_INSTANTIATED` (or a state not
-/// recorded); the operations vnfm runs on an instantiated VNF after (not `changeExtConn`,
-/// which it refuses: docs/serve.md; `changeFlavour` is offered whatever the package, which
-/// answers a change of a one-flavour package 409 saying so).
+/// recorded); the operations vnfm runs on an instantiated VNF after (`changeFlavour` is
+/// offered whatever the package, which answers a change of a one-flavour package 409 saying
+/// so; `changeExtConn` whatever the flavour's external CPs, a CNF answering 422).
 fn task_links(state: Option<InstantiationState>) -> &'static [(&'static str, &'static str)] {
     match state {
         Some(InstantiationState::Instantiated) => &[
             ("scale", "scale"),
             ("scaleToLevel", "scale_to_level"),
             ("changeFlavour", "change_flavour"),
+            ("changeExtConn", "change_ext_conn"),
             ("heal", "heal"),
             ("operate", "operate"),
             ("terminate", "terminate"),

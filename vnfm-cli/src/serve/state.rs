@@ -172,6 +172,7 @@ pub(crate) enum OpRequest {
     ScaleToLevel(vnfm_core::lifecycle::to_level::ScaleVnfToLevelRequest),
     Operate(vnfm_core::lifecycle::operate::OperateVnfRequest),
     ChangeFlavour(Box<vnfm_core::lifecycle::change_flavour::ChangeVnfFlavourRequest>),
+    ChangeExtConn(Box<vnfm_core::lifecycle::change_ext_conn::ChangeExtVnfConnectivityRequest>),
 }
 
 /// Everything a request handler needs.
@@ -427,6 +428,11 @@ impl App {
                 "ChangeVnfFlavourRequest",
             )
             .map(|()| None),
+            OpRequest::ChangeExtConn(req) => reservation::lcm::no_reservation(
+                req.additional_params.as_ref(),
+                "ChangeExtVnfConnectivityRequest",
+            )
+            .map(|()| None),
         }
         .map_err(invalid)?;
         // The instance before the operation (what a scale-in removed) and its package; a
@@ -458,6 +464,9 @@ impl App {
             (OpRequest::Operate(req), _) => self.lcm.operate(id, &req, &opts).await,
             (OpRequest::ChangeFlavour(req), Some(pkg)) => {
                 self.lcm.change_flavour(id, &pkg, &req, &opts).await
+            }
+            (OpRequest::ChangeExtConn(req), Some(pkg)) => {
+                self.lcm.change_ext_conn(id, &pkg, &req, &opts).await
             }
             (_, None) => Err(LcmError::NotFound(id.clone())),
         };

@@ -12,19 +12,21 @@
 //!   in the background (202 with the occurrence); 409 for an instance not instantiated, a
 //!   package with one flavour or the flavour it has, 422 for an unknown flavour or level and
 //!   for the request fields vnfm does not support.
-//! - `change_ext_conn`: not run; the core says why ([`vnfm_core::lifecycle::unsupported`]):
-//!   409 for an instance not instantiated, 422 for what vnfm does not do.
+//! - `change_ext_conn`: the core's `CHANGE_EXT_CONN`
+//!   ([`vnfm_core::lifecycle::change_ext_conn`]) in the background (202 with the occurrence);
+//!   409 for an instance not instantiated, 422 for a request the core refuses (each naming the
+//!   field and the value: no link, a link without `id`, `resourceId` or `extCps`, a `cpdId`
+//!   that is no external CP of the flavour or is on two links, a v2 `cpConfig` array, ...).
 
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::response::Response;
-use serde_json::{Map, Value};
-use vnfm_core::id::VnfInstanceId;
+use serde_json::Value;
+use vnfm_core::lifecycle::change_ext_conn::{self, ChangeExtVnfConnectivityRequest};
 use vnfm_core::lifecycle::change_flavour::ChangeVnfFlavourRequest;
 use vnfm_core::lifecycle::to_level::ScaleVnfToLevelRequest;
-use vnfm_core::lifecycle::unsupported;
 
 use super::http::{parse, problem, problem_of, read_body};
 use super::state::{launch, lcm_problem, App, OpRequest};
@@ -67,17 +69,6 @@ pub(super) async fn operate(
     launch(app, id, OpRequest::Operate(req)).await
 }
 
-/// A request body that must be a JSON object with `required` (400 otherwise).
-fn require(body: &Map<String, Value>, what: &str, required: &str) -> Result<(), Response> {
-    if body.contains_key(required) {
-        return Ok(());
-    }
-    Err(problem_of(
-        400,
-        format!("the request body is not a valid {what}: missing field `{required}`"),
-    ))
-}
-
 /// `POST /vnf_instances/{id}/change_flavour` with a `ChangeVnfFlavourRequest`: the core's
 /// [`vnfm_core::lifecycle::Lifecycle::change_flavour`] in the background (202); 409 or 422
 /// for what [`vnfm_core::lifecycle::change_flavour::check`] refuses.
@@ -93,24 +84,31 @@ pub(super) async fn change_flavour(
     launch(app, id, OpRequest::ChangeFlavour(Box::new(req))).await
 }
 
-/// `POST /vnf_instances/{id}/change_ext_conn` with a `ChangeExtVnfConnectivityRequest`: 409
-/// or 422, saying why vnfm does not run it.
+/// `POST /vnf_instances/{id}/change_ext_conn` with a `ChangeExtVnfConnectivityRequest`: the
+/// core's [`vnfm_core::lifecycle::Lifecycle::change_ext_conn`] in the background (202); 422
+/// for a link or CP without its mandatory attributes or a v2 `cpConfig` array
+/// ([`change_ext_conn::check_body`]), 409 or 422 for what [`change_ext_conn::check`] refuses.
 pub(super) async fn change_ext_conn(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     body: Body,
 ) -> Response {
-    let req: Map<String, Value> = match body_of(&app, body, "ChangeExtVnfConnectivityRequest").await
-    {
+    let raw: Value = match body_of(&app, body, "ChangeExtVnfConnectivityRequest").await {
         Ok(r) => r,
         Err(r) => return r,
     };
-    if let Err(r) = require(&req, "ChangeExtVnfConnectivityRequest", "extVirtualLinks") {
-        return r;
+    if let Err(e) = change_ext_conn::check_body(&raw) {
+        return problem(lcm_problem(&e));
     }
-    let (inst, _) = match app.instance_and_package(&VnfInstanceId::from(id)).await {
-        Ok(x) => x,
-        Err(p) => return problem(p),
-    };
-    problem(lcm_problem(&unsupported::change_ext_conn(&inst)))
+    let req: ChangeExtVnfConnectivityRequest =
+        match serde_json::from_value(raw).map_err(|e| e.to_string()) {
+            Ok(r) => r,
+            Err(e) => {
+                return problem_of(
+                    400,
+                    format!("the request body is not a valid ChangeExtVnfConnectivityRequest: {e}"),
+                )
+            }
+        };
+    launch(app, id, OpRequest::ChangeExtConn(Box::new(req))).await
 }

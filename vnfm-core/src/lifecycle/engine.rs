@@ -1069,6 +1069,50 @@ impl Lifecycle {
         self.run_new(inst, op, progress, Some(pkg), opts).await
     }
 
+    /// SOL003 "change external VNF connectivity" of `id` (see [`super::change_ext_conn`]): the
+    /// request's links merged into the instance's, granted (`CHANGE_EXT_CONN`, no resource
+    /// added or removed), and the instance's stack updated with the same template and VNFCs
+    /// and the merged links in `nfv.CP`; Heat re-plugs the ports the BaseHOT builds from them
+    /// and keeps the servers. A plan of the operation machine ([`Plan::ChangeExtConn`]):
+    /// retried, rolled back (the stack updated back to the old links), failed and cancelled as
+    /// the others are. The occurrence is a `CHANGE_EXT_CONN` with the request as its
+    /// `operationParams`.
+    ///
+    /// # Errors
+    /// What [`super::change_ext_conn::check`] refuses; an instance that records no stack; as
+    /// [`Lifecycle::instantiate`] otherwise.
+    pub async fn change_ext_conn(
+        &self,
+        id: &VnfInstanceId,
+        pkg: &VnfPackage,
+        req: &super::change_ext_conn::ChangeExtVnfConnectivityRequest,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(id).await?;
+        super::change_ext_conn::check(pkg, &inst.value, req, &self.config.vim_connection_id)?;
+        instantiated_with_stack(&inst.value)?;
+        self.check_free(&inst.value).await?;
+        let op = self.new_op(
+            &inst.value,
+            LcmOperationType::ChangeExtConn,
+            json!(req),
+            opts.automatic,
+        );
+        let links = super::change_ext_conn::merge(
+            &super::change_ext_conn::links_of(&inst.value),
+            &req.ext_virtual_links,
+        );
+        let mut progress = Progress::new(Plan::ChangeExtConn {
+            links,
+            vim_connection_info: req.vim_connection_info.clone(),
+        });
+        let gopts = self.grant_options(opts.automatic);
+        self.plan_grant(&mut progress, opts, |_| {
+            grant_request::change_ext_conn(pkg, &inst.value, &op.id, &gopts)
+        });
+        self.run_new(inst, op, progress, Some(pkg), opts).await
+    }
+
     /// Deletes a `NOT_INSTANTIATED` instance and its operation occurrences.
     ///
     /// # Errors
@@ -1264,11 +1308,12 @@ impl Lifecycle {
             }
             LcmOperationType::Instantiate => Plan::RollbackInstantiate,
             LcmOperationType::ChangeFlavour => Plan::RollbackChangeFlavour,
+            LcmOperationType::ChangeExtConn => Plan::RollbackChangeExtConn,
             _ if is_scale_out => Plan::RollbackScaleOut,
             _ => {
                 return Err(LcmError::Conflict(format!(
-                    "operation {} is a {}: only instantiate, scale-out and change flavour can be \
-                     rolled back",
+                    "operation {} is a {}: only instantiate, scale-out, change flavour and change \
+                     external connectivity can be rolled back",
                     op.id, op.operation
                 )))
             }

@@ -270,6 +270,32 @@ pub fn change_flavour(
     finish(request, new_vnfcs)
 }
 
+/// The grant request of changing the external connectivity of `inst` (see
+/// [`super::change_ext_conn`]): `CHANGE_EXT_CONN` of the instance's flavour, adding and
+/// removing no resource (the VNFCs stay; their ports are re-plugged by the stack update).
+///
+/// # Errors
+/// [`Error::Invalid`] when the instance is not instantiated, the package has not its flavour,
+/// or the instance is not of the package.
+pub fn change_ext_conn(
+    pkg: &VnfPackage,
+    inst: &VnfInstance,
+    op_occ_id: &OpOccId,
+    opts: &GrantOptions,
+) -> Result<PlannedGrant> {
+    let info = instantiated(inst)?;
+    flavour(pkg, &info.flavour_id, "instantiatedVnfInfo.flavourId")?;
+    let request = base_request(
+        pkg,
+        inst,
+        &info.flavour_id,
+        op_occ_id,
+        GrantedLcmOperationType::ChangeExtConn,
+        opts,
+    )?;
+    finish(request, Vec::new())
+}
+
 /// `level` must be one of the flavour's instantiation levels.
 pub(crate) fn check_level(flavour: &Flavour, level: Option<&str>) -> Result<()> {
     let Some(level) = level else {

@@ -431,7 +431,7 @@ mod tests {
             .map(|s| (s.name(), ZoneId::new("AZ-1")))
             .collect();
         let rules = rules(f, &policies(f, false));
-        let (bundle, params) = stack::heat_input(&pkg, f, &slots, &zones, &rules).unwrap();
+        let (bundle, params) = stack::heat_input(&pkg, f, &slots, &zones, &rules, &[]).unwrap();
         let top = yaml(&bundle.template);
         assert_eq!(
             at(&top, &["resources", "workers_apart", "type"]).as_str(),
@@ -484,7 +484,8 @@ mod tests {
             vdus: vec![VduId::new("masterNode")],
             policy: GroupPolicy::Affinity,
         }];
-        let (bundle, _) = stack::heat_input(&pkg, f, &slots[..3], &zones, &master_rule).unwrap();
+        let (bundle, _) =
+            stack::heat_input(&pkg, f, &slots[..3], &zones, &master_rule, &[]).unwrap();
         assert!(!bundle.template.contains("alone"));
     }
 

@@ -20,11 +20,13 @@
 //! - [`to_level`]: scale to level: the aspect's scale steps that reach the requested level.
 //! - [`change_flavour`]: change flavour (`CHANGE_FLAVOUR`) of a package with several
 //!   flavours: the request, its checks, the VNFCs the new flavour keeps.
-//! - [`unsupported`]: change external connectivity: why it is not run.
+//! - [`change_ext_conn`]: change external connectivity (`CHANGE_EXT_CONN`): the request, its
+//!   checks, how its links merge into the instance's.
 //! - [`operate`]: start or stop an instance's servers (`OPERATE`): the request and its checks.
 //! - [`task`]: which task (retry, rollback, fail, cancel) an occurrence takes in which state.
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
+pub mod change_ext_conn;
 pub mod change_flavour;
 pub mod cnf;
 pub mod engine;
@@ -42,7 +44,6 @@ mod run;
 mod stack;
 pub mod task;
 pub mod to_level;
-pub mod unsupported;
 pub mod userdata;
 
 pub use engine::{

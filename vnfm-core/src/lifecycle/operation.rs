@@ -29,11 +29,13 @@
 //!   lease time.
 //!
 //! # Plans
-//! Instantiate, scale-out, scale-in, heal, terminate, change flavour and the rollbacks are
+//! Instantiate, scale-out, scale-in, heal, terminate, change flavour, change external
+//! connectivity and the rollbacks are
 //! [`Plan`]s of the same machine. The placed plans (instantiate, scale-out, heal, change
 //! flavour: the new flavour's template) list the zones, grant (or take
 //! the zones pinned, or the healed VNFCs' own), and hand the stack to the nested
-//! [`Reselection`] machine; the others update the stack to the VNFCs that stay, or delete it.
+//! [`Reselection`] machine; the others update the stack to the VNFCs that stay (a change of
+//! external connectivity: all of them, with its links in `nfv.CP`), or delete it.
 //! Then the servers are read back, the hooks of the plan's point run, and the occurrence ends
 //! in one commit with the instance. The `Cnf*` plans (see [`super::cnf`]) do the same over a
 //! Kubernetes cluster: list the nodes (preflight), apply the manifests, scale the workloads,
@@ -61,7 +63,7 @@ use crate::driver::{
     MarkUnhealthy, ObjectRef, Pod, Precondition, ScaleWorkload, ServerInfo, Stack, StackAction,
     StackResource, StoreBatch, UpdateStack, Version, Versioned,
 };
-use crate::grant::{Grant, KeyValuePairs};
+use crate::grant::{ExtVirtualLinkData, Grant, KeyValuePairs, VimConnectionInfo};
 use crate::id::{GrantId, ServerId, StackId, VduId, ZoneId};
 use crate::intent::realise::{GroupPolicy, GroupRule};
 use crate::lcm::{
@@ -179,6 +181,19 @@ pub enum Plan {
     /// Roll a failed change of flavour back: update the stack to the old flavour's template
     /// and the VNFCs before it.
     RollbackChangeFlavour,
+    /// `CHANGE_EXT_CONN` (see [`super::change_ext_conn`]): the stack updated with the same
+    /// template and VNFCs and the `nfv.CP` section of `links`; the instance then records them.
+    #[serde(rename_all = "camelCase")]
+    ChangeExtConn {
+        /// The instance's external virtual links after the request (merged).
+        links: Vec<ExtVirtualLinkData>,
+        /// `vimConnectionInfo` of the request, merged into the instance's.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        vim_connection_info: BTreeMap<String, VimConnectionInfo>,
+    },
+    /// Roll a failed change of external connectivity back: update the stack to the links
+    /// before it.
+    RollbackChangeExtConn,
     /// `OPERATE`: start (`on`) or stop the instance's servers through the VIM (Nova
     /// `os-start` / `os-stop`), those not in the wanted state yet, and wait until each is
     /// `ACTIVE` / `SHUTOFF`; `vnfState` and every `vnfcState` then say it.
@@ -206,6 +221,8 @@ impl Plan {
             | Self::RollbackScaleOut
             | Self::RollbackChangeFlavour
             | Self::ChangeFlavour { .. }
+            | Self::ChangeExtConn { .. }
+            | Self::RollbackChangeExtConn
             | Self::CnfRollbackInstantiate
             | Self::ModifyInfo { .. }
             | Self::Operate { .. } => None,
@@ -218,6 +235,7 @@ impl Plan {
             Self::RollbackInstantiate
                 | Self::RollbackScaleOut
                 | Self::RollbackChangeFlavour
+                | Self::RollbackChangeExtConn
                 | Self::CnfRollbackInstantiate
         )
     }
@@ -1058,7 +1076,16 @@ impl Operation {
                 self.step = Step::GrantZones;
                 self.next = Some(OpAction::ListZones);
             }
-            Plan::ScaleIn { .. } | Plan::RollbackScaleOut | Plan::RollbackChangeFlavour => {
+            Plan::ScaleIn { .. }
+            | Plan::RollbackScaleOut
+            | Plan::RollbackChangeFlavour
+            | Plan::RollbackChangeExtConn => {
+                self.restore();
+            }
+            Plan::ChangeExtConn { .. } => {
+                if let Err(f) = self.grant_unplaced() {
+                    return self.fail(f);
+                }
                 self.restore();
             }
             Plan::Terminate => self.hooks_or(Self::delete_stack),
@@ -1547,7 +1574,14 @@ impl Operation {
         };
         let unit_zones = zones.clone();
         let input = self.with_flavour(|pkg, flavour| {
-            stack::heat_input(pkg, flavour, &slots, &zones, &self.group_rules(flavour))
+            stack::heat_input(
+                pkg,
+                flavour,
+                &slots,
+                &zones,
+                &self.group_rules(flavour),
+                &self.links(),
+            )
         });
         let (bundle, params) = match input {
             Ok(x) => x,
@@ -1753,7 +1787,8 @@ impl Operation {
         let input = self.with_flavour(|pkg, flavour| {
             let layouts = stack::layouts(pkg, flavour)?;
             let rules = self.group_rules(flavour);
-            stack::heat_input(pkg, flavour, &slots, &zones, &rules).map(|x| (x, layouts))
+            stack::heat_input(pkg, flavour, &slots, &zones, &rules, &self.links())
+                .map(|x| (x, layouts))
         });
         let ((bundle, params), layouts) = match input {
             Ok(x) => x,
@@ -1787,9 +1822,57 @@ impl Operation {
         }
     }
 
+    /// The external virtual links the stack is connected to by this operation: an
+    /// instantiation's request's (`operationParams.extVirtualLinks`), a change of external
+    /// connectivity's merged links, else the instance's (so that no update re-plugs a port).
+    fn links(&self) -> Vec<ExtVirtualLinkData> {
+        match &self.progress.plan {
+            Plan::ChangeExtConn { links, .. } => links.clone(),
+            Plan::Instantiate { .. } => self
+                .op
+                .operation_params
+                .as_ref()
+                .and_then(|p| p.get("extVirtualLinks"))
+                .and_then(|l| serde_json::from_value(l.clone()).ok())
+                .unwrap_or_default(),
+            _ => super::change_ext_conn::links_of(&self.before),
+        }
+    }
+
+    /// The grant of a plan that adds and removes no resource (`CHANGE_EXT_CONN`): the local
+    /// granter's answer to the planned request, once (a retry keeps it).
+    fn grant_unplaced(&mut self) -> Result<(), Failed> {
+        if self.progress.granted.is_some() {
+            return Ok(());
+        }
+        let Some(planned) = self.progress.planned.clone() else {
+            return Ok(());
+        };
+        let grant = self.with_flavour(|_, flavour| {
+            let none = BTreeMap::new();
+            stack::LocalGrant {
+                planned: &planned,
+                instance: &self.before,
+                flavour,
+                groups: &BTreeMap::new(),
+                group_zone: &BTreeMap::new(),
+                pinned: &none,
+                zones: &[],
+                grant_id: self.progress.grant_id.clone().unwrap_or_default(),
+                selection: self.cfg.grant_selection,
+                seed: self.cfg.seed,
+            }
+            .grant()
+            .1
+        })?;
+        self.progress.granted = Some(BTreeMap::new());
+        self.grant = Some(grant);
+        Ok(())
+    }
+
     fn restored(&mut self) {
         match self.progress.plan {
-            Plan::RollbackScaleOut | Plan::RollbackChangeFlavour => {
+            Plan::RollbackScaleOut | Plan::RollbackChangeFlavour | Plan::RollbackChangeExtConn => {
                 self.progress.vnfcs = Some(Vec::new());
                 let before = self.before.clone();
                 self.finish(Ok(before));
@@ -1865,7 +1948,7 @@ impl Operation {
                 self.delete_stack();
             }
             Plan::Terminate | Plan::RollbackInstantiate => self.finish_deleted(),
-            Plan::RollbackScaleOut | Plan::RollbackChangeFlavour => {
+            Plan::RollbackScaleOut | Plan::RollbackChangeFlavour | Plan::RollbackChangeExtConn => {
                 let before = self.before.clone();
                 self.finish(Ok(before));
             }
@@ -1907,6 +1990,7 @@ impl Operation {
                     new.instantiation_state = Some(InstantiationState::Instantiated);
                     let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
                     plan::set_level(&mut info, flavour, level.as_deref());
+                    plan::set_links(&mut info, &self.links());
                     if let Some(p) = &self.progress.server_groups {
                         groups::record(&mut info, p);
                     }
@@ -1925,6 +2009,8 @@ impl Operation {
                     let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
                     plan::set_level(&mut info, flavour, level.as_deref());
                     info.metadata = prev.and_then(|p| p.metadata.clone());
+                    // The instance keeps its external virtual links.
+                    plan::set_links(&mut info, &self.links());
                     if let Some(p) = &self.progress.server_groups {
                         groups::record(&mut info, p);
                     }
@@ -1947,6 +2033,21 @@ impl Operation {
                     &stack_id,
                     Some((aspect_id, *new_level)),
                 ),
+                Plan::ChangeExtConn {
+                    links,
+                    vim_connection_info,
+                } => {
+                    let mut new = plan::with_vnfcs(before, flavour, vnfcs, &stack_id, None);
+                    if let Some(info) = new.instantiated_vnf_info.as_mut() {
+                        plan::set_links(info, links);
+                    }
+                    new.vim_connection_info.extend(
+                        vim_connection_info
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.clone())),
+                    );
+                    new
+                }
                 _ => plan::with_vnfcs(before, flavour, vnfcs, &stack_id, None),
             })
         })

@@ -10,10 +10,11 @@ use super::engine::LcmError;
 use super::grant as grant_request;
 use super::userdata::{self, VnfcSlot};
 use crate::error::{Error, Location};
+use crate::grant::ExtVirtualLinkData;
 use crate::id::{StackId, VduId, ZoneId};
 use crate::lcm::{
-    InstantiatedVnfInfo, ScaleInfo, ScaleType, ScaleVnfRequest, VnfExtCpInfo, VnfInstance,
-    VnfOperationalStateType, VnfcInfo, VnfcResourceInfo,
+    ExtVirtualLinkInfo, InstantiatedVnfInfo, ScaleInfo, ScaleType, ScaleVnfRequest, VnfExtCpInfo,
+    VnfInstance, VnfOperationalStateType, VnfcInfo, VnfcResourceInfo,
 };
 use crate::package::{Flavour, VnfPackage};
 
@@ -309,7 +310,7 @@ pub(crate) fn instantiated_info(
             vnfc_configurable_properties: None,
         })
         .collect();
-    InstantiatedVnfInfo {
+    let mut info = InstantiatedVnfInfo {
         flavour_id: flavour_id.to_owned(),
         vnf_state: Some(VnfOperationalStateType::Started),
         scale_status,
@@ -319,6 +320,35 @@ pub(crate) fn instantiated_info(
         vnfc_info,
         metadata: previous.and_then(|p| p.metadata.clone()),
         ..InstantiatedVnfInfo::default()
+    };
+    if let Some(p) = previous {
+        let links: Vec<ExtVirtualLinkData> = p
+            .ext_virtual_link_info
+            .iter()
+            .map(ExtVirtualLinkInfo::to_data)
+            .collect();
+        set_links(&mut info, &links);
+    }
+    info
+}
+
+/// Records `links` as the instance's `extVirtualLinkInfo`, and refers each `extCpInfo` of a
+/// linked CPD to the `cpConfig` it takes: the n-th CP instance of the CPD (in `extCpInfo`
+/// order) takes the n-th `cpConfig` key (in key order); instances beyond keep their own id
+/// (see [`super::change_ext_conn`]).
+pub(crate) fn set_links(info: &mut InstantiatedVnfInfo, links: &[ExtVirtualLinkData]) {
+    info.ext_virtual_link_info = links.iter().map(ExtVirtualLinkInfo::of).collect();
+    let mut configs: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+    for cp in links.iter().flat_map(|l| l.ext_cps.iter()) {
+        configs.insert(cp.cpd_id.as_str(), cp.cp_config.keys().collect());
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for cp in &mut info.ext_cp_info {
+        let n = seen.entry(cp.cpd_id.clone()).or_default();
+        if let Some(key) = configs.get(cp.cpd_id.as_str()).and_then(|k| k.get(*n)) {
+            cp.cp_config_id = (*key).clone();
+        }
+        *n += 1;
     }
 }
 

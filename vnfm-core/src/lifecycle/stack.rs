@@ -14,11 +14,11 @@ use super::groups;
 use super::userdata::{self, Layout, NfvValues, VnfcSlot};
 use crate::constraint::Constraint;
 use crate::driver::{Parameters, ServerInfo, Stack, StackAction, StackResource, TemplateBundle};
-use crate::grant::Grant;
 use crate::grant::{
     AffinityOrAntiAffinity, ConstraintIdType, ConstraintResourceRef, ConstraintScope, GrantRequest,
     PlacementConstraint, ResourceHandle,
 };
+use crate::grant::{ExtVirtualLinkData, Grant};
 use crate::id::{GrantId, StackId, VduId, ZoneId};
 use crate::intent::realise::GroupRule;
 use crate::lcm::{VnfInstance, VnfcResourceInfo};
@@ -40,13 +40,15 @@ pub(crate) fn template_source(pkg: &VnfPackage, flavour: &Flavour) -> String {
 
 /// The template bundle and `nfv` parameter that make the stack exactly `slots` in `zones`,
 /// with the server groups of `rules` (see [`super::groups`]; a VDU with no VNFC and no
-/// AutoScalingGroup has no server to join one).
+/// AutoScalingGroup has no server to join one), connected to the external virtual links
+/// `links` (`nfv.CP`, see [`super::change_ext_conn`]).
 pub(crate) fn heat_input(
     pkg: &VnfPackage,
     flavour: &Flavour,
     slots: &[VnfcSlot],
     zones: &BTreeMap<String, ZoneId>,
     rules: &[GroupRule],
+    links: &[ExtVirtualLinkData],
 ) -> Result<(TemplateBundle, Parameters), Failed> {
     let base = pkg
         .base_hot(&flavour.id)
@@ -69,18 +71,27 @@ pub(crate) fn heat_input(
             values.images.insert(s.id.clone(), img.clone());
         }
     }
+    let cps = cp_values(links);
+    for (cpd, (network, ips)) in &cps {
+        values.networks.insert(cpd.clone(), network.clone());
+        if !ips.is_empty() {
+            values.fixed_ips.insert(cpd.clone(), ips.clone());
+        }
+    }
     let source = template_source(pkg, flavour);
-    let input = userdata::build(&source, &base.template, &vdus, slots, &values).map_err(|e| {
-        Failed::new(
-            FailureKind::Invalid,
-            "cannot build the stack template",
-            chain(&e),
-        )
-    })?;
+    let mut input =
+        userdata::build(&source, &base.template, &vdus, slots, &values).map_err(|e| {
+            Failed::new(
+                FailureKind::Invalid,
+                "cannot build the stack template",
+                chain(&e),
+            )
+        })?;
     let bundle = TemplateBundle {
         template: input.template,
         files: base.files.clone(),
     };
+    add_cp_section(&mut input.nfv, &cps);
     let mut params = Parameters::new();
     params.insert("nfv".into(), input.nfv);
     let has_servers = |v: &VduId| {
@@ -98,6 +109,83 @@ pub(crate) fn heat_input(
     let out = groups::realise(&source, &bundle, &params, &rules)
         .map_err(|e| groups::template_failure(&e))?;
     Ok((out.template, out.parameters))
+}
+
+/// Per external CPD on a link: the link's network (`resourceId`) and the CP's fixed IPs
+/// (Tacker's `fixed_ips`: per `cpConfig` entry in key order, per `cpProtocolData` of
+/// `IP_OVER_ETHERNET`, per `ipOverEthernet.ipAddresses[]` entry: `fixedAddresses[0]` as
+/// `ip_address` and `subnetId` as `subnet`, each when given).
+fn cp_values(links: &[ExtVirtualLinkData]) -> BTreeMap<String, (String, Vec<serde_json::Value>)> {
+    let mut out = BTreeMap::new();
+    for l in links {
+        for cp in &l.ext_cps {
+            let mut ips = Vec::new();
+            let protocols = cp
+                .cp_config
+                .values()
+                .filter_map(|c| {
+                    c.get("cpProtocolData")
+                        .and_then(serde_json::Value::as_array)
+                })
+                .flatten()
+                .filter(|p| {
+                    p.get("layerProtocol").and_then(serde_json::Value::as_str)
+                        == Some("IP_OVER_ETHERNET")
+                });
+            for p in protocols {
+                let addresses = p
+                    .pointer("/ipOverEthernet/ipAddresses")
+                    .and_then(serde_json::Value::as_array);
+                for a in addresses.into_iter().flatten() {
+                    let mut ip = serde_json::Map::new();
+                    if let Some(fixed) = a.pointer("/fixedAddresses/0") {
+                        ip.insert("ip_address".into(), fixed.clone());
+                    }
+                    if let Some(subnet) = a.get("subnetId") {
+                        ip.insert("subnet".into(), subnet.clone());
+                    }
+                    if !ip.is_empty() {
+                        ips.push(serde_json::Value::Object(ip));
+                    }
+                }
+            }
+            out.insert(cp.cpd_id.clone(), (l.resource_id.clone(), ips));
+        }
+    }
+    out
+}
+
+/// `nfv.CP.<cpdId>` = `{network, fixed_ips}` for every linked CP the template's own paths did
+/// not name (the section a BaseHOT reads as `[nfv, CP, <cpdId>, network]` outside a VDU's
+/// resource; Heat ignores what no template reads).
+fn add_cp_section(
+    nfv: &mut serde_json::Value,
+    cps: &BTreeMap<String, (String, Vec<serde_json::Value>)>,
+) {
+    if cps.is_empty() {
+        return;
+    }
+    let Some(nfv) = nfv.as_object_mut() else {
+        return;
+    };
+    let section = nfv
+        .entry("CP")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    let Some(section) = section.as_object_mut() else {
+        return;
+    };
+    for (cpd, (network, ips)) in cps {
+        let entry = section
+            .entry(cpd.clone())
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+        let Some(entry) = entry.as_object_mut() else {
+            continue;
+        };
+        entry.insert("network".into(), json!(network));
+        if !ips.is_empty() {
+            entry.insert("fixed_ips".into(), json!(ips));
+        }
+    }
 }
 
 /// The layout of every VDU of `flavour` in its BaseHOT top template.

@@ -11,7 +11,11 @@
 //! - `VDU.<vdu>-<i>.computeFlavourId`: the VDU's flavour (`requested_additional_capability_name`),
 //! - `VDU.<name>-<i>.vcImageId`: the software image of the VDU or storage,
 //! - `VDU.<vdu>-<i>.locationConstraints`: the zone granted to that VNFC,
-//! - `CP.<cp>-<i>.network`: the network of the connection point, when known.
+//! - `CP.<cp>-<i>.network`: the network of the connection point, when known (the
+//!   `resourceId` of the external virtual link it is on, see [`super::change_ext_conn`]),
+//! - `CP.<cp>-<i>.fixed_ips`: its fixed IPs from the link's `cpConfig` (a list of
+//!   `{ip_address, subnet}`; a path that indexes it, `[nfv, CP, <cp>, fixed_ips, 0, subnet]`,
+//!   reads that list).
 //!
 //! Leaves with no known value stay `null` (Heat then uses the nested template's default).
 //! Reselection changes `locationConstraints` only and updates the stack with the new `nfv`.
@@ -127,6 +131,9 @@ pub struct NfvValues {
     pub zones: BTreeMap<String, ZoneId>,
     /// Network per connection point name.
     pub networks: BTreeMap<String, String>,
+    /// Fixed IPs per connection point name (Tacker's `fixed_ips`: a list of
+    /// `{ip_address, subnet}`), for a `[nfv, CP, <cp>, fixed_ips]` leaf.
+    pub fixed_ips: BTreeMap<String, Vec<Json>>,
 }
 
 /// The expanded top template and the `nfv` parameter of one operation.
@@ -443,18 +450,21 @@ fn index_get_params(v: &mut Yaml, index: u32) {
     }
 }
 
-/// Builds the skeleton `{X: {name: {leaf: null}}}` of every `get_param: [nfv, X, name, leaf]`.
+/// Builds the skeleton `{X: {name: {leaf: null}}}` of every `get_param: [nfv, X, name, leaf]`
+/// (a path with a list index after its leaf, `[nfv, CP, name, fixed_ips, 0, subnet]`, counts
+/// as its part before the index).
 fn collect_nfv_paths(v: &Yaml, nfv: &mut Map<String, Json>) {
     match v {
         Yaml::Mapping(m) => {
             for (k, val) in m {
                 if k.as_str() == Some("get_param") {
                     if let Some(seq) = val.as_sequence() {
-                        let parts: Vec<&str> = seq.iter().filter_map(Yaml::as_str).collect();
-                        if parts.len() == seq.len()
-                            && parts.len() >= 4
-                            && parts.first() == Some(&"nfv")
-                        {
+                        // The path up to its first list index (`[nfv, CP, VDU1_CP1,
+                        // fixed_ips, 0, subnet]` gives the leaf `fixed_ips`).
+                        let parts: Vec<&str> = seq.iter().map_while(Yaml::as_str).collect();
+                        let whole = parts.len() == seq.len()
+                            || seq.get(parts.len()).is_some_and(Yaml::is_number);
+                        if whole && parts.len() >= 4 && parts.first() == Some(&"nfv") {
                             insert_path(nfv, parts.get(1..).unwrap_or_default());
                         }
                     }
@@ -517,6 +527,12 @@ fn fill(nfv: &mut Map<String, Json>, values: &NfvValues) {
                 (leaves.get_mut("network"), values.networks.get(rm_idx(name)))
             {
                 *value = Json::String(net.clone());
+            }
+            if let (Some(value), Some(ips)) = (
+                leaves.get_mut("fixed_ips"),
+                values.fixed_ips.get(rm_idx(name)),
+            ) {
+                *value = Json::Array(ips.clone());
             }
         }
     }
@@ -596,6 +612,28 @@ resources:
             "CP": {"VDU1_CP1-0": {"network": "ext-net"}, "VDU1_CP1-1": {"network": "ext-net"}}
         });
         assert_eq!(out.nfv, expected);
+    }
+
+    #[test]
+    fn fixed_ips_indexed_in_the_template_read_the_cp_s_list() {
+        let top = TOP.replace(
+            "      net2: { get_resource: internalVL1 }",
+            "      net2: { get_resource: internalVL1 }\n      \
+             ip1: { get_param: [ nfv, CP, VDU1_CP1, fixed_ips, 0, ip_address ] }",
+        );
+        let mut v = values();
+        v.fixed_ips.insert(
+            "VDU1_CP1".into(),
+            vec![serde_json::json!({"ip_address": "10.0.0.5", "subnet": "s1"})],
+        );
+        let out = build("t", &top, &["VDU1".into()], &[VnfcSlot::new("VDU1", 0)], &v).unwrap();
+        assert_eq!(
+            out.nfv["CP"]["VDU1_CP1-0"],
+            serde_json::json!({
+                "network": "ext-net",
+                "fixed_ips": [{"ip_address": "10.0.0.5", "subnet": "s1"}]
+            })
+        );
     }
 
     #[test]

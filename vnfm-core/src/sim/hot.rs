@@ -764,7 +764,10 @@ mod tests {
     impl Scope for S {
         fn param(&self, name: &str) -> Option<Value> {
             match name {
-                "nfv" => Some(json!({"VDU": {"VDU1": {"locationConstraints": "AZ-2"}}})),
+                "nfv" => Some(json!({
+                    "VDU": {"VDU1": {"locationConstraints": "AZ-2"}},
+                    "CP": {"VDU1_CP1-0": {"network": "net-b", "fixed_ips": [{"ip_address": "10.0.0.5"}]}}
+                })),
                 "OS::stack_name" => Some(json!("vnf1")),
                 "n" => Some(json!(3)),
                 _ => None,
@@ -797,6 +800,15 @@ mod tests {
         assert_eq!(
             ev(json!({"get_param": ["nfv", "VDU", "VDU9", "x"]})),
             json!("")
+        );
+        // The CP section of a change of external connectivity (Tacker's convention).
+        assert_eq!(
+            ev(json!({"get_param": ["nfv", "CP", "VDU1_CP1-0", "network"]})),
+            json!("net-b")
+        );
+        assert_eq!(
+            ev(json!({"get_param": ["nfv", "CP", "VDU1_CP1-0", "fixed_ips", 0, "ip_address"]})),
+            json!("10.0.0.5")
         );
         assert_eq!(ev(json!({"get_param": "OS::stack_name"})), json!("vnf1"));
         assert!(eval(&json!({"get_param": "nope"}), &S).is_err());
