@@ -160,11 +160,15 @@ async fn change(
         .await
 }
 
-/// The `nfv` parameter of the instance's stack.
+/// The `nfv` parameter of the instance's stack (shown as JSON text, as real Heat shows a
+/// `json` parameter).
 async fn nfv(env: &Env, inst: &VnfInstance) -> Value {
     let id = inst.metadata.as_ref().unwrap()["stackId"].as_str().unwrap();
     let stack = env.sim.show_stack(&StackId::from(id)).await.unwrap();
-    stack.parameters["nfv"].clone()
+    let text = stack.parameters["nfv"]
+        .as_str()
+        .expect("nfv shown as JSON text");
+    serde_json::from_str(text).unwrap()
 }
 
 /// The instance's links as (id, network, CPDs).

@@ -966,7 +966,16 @@ impl State {
             Value::from(self.project_id.as_str()),
         );
         parameters.insert("OS::stack_name".into(), Value::from(s.name.as_str()));
-        parameters.extend(ctx.params.clone());
+        // Real Heat 27 shows a `json` parameter as JSON text, a string (found by the real
+        // OpenStack scenario change_ext_conn_updates_the_stack_in_place: `nfv` came back as
+        // `"{\"VDU\": ...}"`).
+        parameters.extend(ctx.params.iter().map(|(k, v)| {
+            let shown = match v {
+                Value::Object(_) | Value::Array(_) => Value::String(v.to_string()),
+                _ => v.clone(),
+            };
+            (k.clone(), shown)
+        }));
         let outputs = Template::parse(&s.template)
             .map(|t| t.outputs)
             .unwrap_or_default()
@@ -3263,6 +3272,32 @@ flavors:
   m1.small: {vcpus: 1, memory_mb: 2048, disk_gb: 20}
 images: [cirros]
 ";
+
+    /// Real Heat 27 shows a `json` parameter as JSON text (found by the real OpenStack
+    /// scenario change_ext_conn_updates_the_stack_in_place); templates still read it as data.
+    #[tokio::test]
+    async fn a_json_parameter_is_shown_as_json_text() {
+        let s = sim(DEMO);
+        let t = r#"
+heat_template_version: 2018-08-31
+parameters:
+  nfv: {type: json}
+resources: {}
+outputs:
+  net: {value: {get_param: [nfv, CP, VDU1_CP1, network]}}
+"#;
+        let nfv = json!({"CP": {"VDU1_CP1": {"network": "net-a"}}});
+        let st = create(&s, "j", bundle(t, &[]), json!({ "nfv": nfv })).await;
+        assert_eq!(st.stack_status.to_string(), "CREATE_COMPLETE");
+        let serde_json::Value::String(text) = &st.parameters["nfv"] else {
+            panic!("nfv shown as {}", st.parameters["nfv"]);
+        };
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(text).unwrap(),
+            nfv
+        );
+        assert_eq!(st.outputs[0].output_value, json!("net-a"));
+    }
 
     #[tokio::test]
     async fn resource_group_index_and_outputs() {
