@@ -49,8 +49,10 @@ use tokio::runtime::Runtime;
 use vnfm_cli::config::{AlertFsync, Config, Secret};
 use vnfm_cli::serve::Server;
 
-/// The allocator of the `vnfm` binary, so that the server measured here is the one shipped
-/// (the baseline runs in the same process, over the same allocator).
+/// The allocator of a `vnfm` binary built with `--features mimalloc` when this bench is run
+/// with `--features mimalloc`; otherwise the system's, as the default `vnfm` (the baseline
+/// runs in the same process, over the same allocator).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

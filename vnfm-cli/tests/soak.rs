@@ -503,10 +503,19 @@ async fn soak() {
     sw.run.store(true, Ordering::Relaxed);
     let t = Instant::now();
     let mut peak = (warmed.fds, warmed.rss);
+    let mut ticks = 0u64;
     while t.elapsed() < Duration::from_secs(secs - warm) {
         tokio::time::sleep(Duration::from_secs(5)).await;
         let s = sample(&server);
         peak = (peak.0.max(s.fds), peak.1.max(s.rss));
+        ticks += 1;
+        // a minute's sample under load: the curve, to tell a plateau from a growth
+        if ticks % 12 == 0 {
+            eprintln!(
+                "soak: at {} s, under load: {s:?} (KiB)",
+                warm + t.elapsed().as_secs()
+            );
+        }
     }
     let m = quiesce(addr, &sw).await;
     let end = sample(&server);

@@ -479,6 +479,16 @@ async fn interrupt_unfinished(
     Ok(())
 }
 
+/// Threads of the runtime's blocking pool at most (tokio's default is 512). The state file's
+/// jobs run there and take its one connection in turn, and the package index reads there: more
+/// threads would only wait on the connection's lock, each with its own stack and allocator
+/// arena (the soak saw the pool grow under bursts and its threads come and go; docs/soak.md).
+const BLOCKING_THREADS: usize = 8;
+
+/// How long an idle thread of the blocking pool is kept (tokio's default is 10 s): a pool that
+/// keeps its threads between bursts does not make and unmake their stacks and arenas.
+const BLOCKING_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// `vnfm serve`: serves until Ctrl-C or SIGTERM, then stops gracefully.
 ///
 /// # Errors
@@ -486,6 +496,8 @@ async fn interrupt_unfinished(
 pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(BLOCKING_THREADS)
+        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
         .build()
         .map_err(|e| {
             CliError::Output(std::io::Error::other(format!(
