@@ -510,7 +510,7 @@ async fn soak() {
         peak = (peak.0.max(s.fds), peak.1.max(s.rss));
         ticks += 1;
         // a minute's sample under load: the curve, to tell a plateau from a growth
-        if ticks % 12 == 0 {
+        if ticks.is_multiple_of(12) {
             eprintln!(
                 "soak: at {} s, under load: {s:?} (KiB)",
                 warm + t.elapsed().as_secs()
