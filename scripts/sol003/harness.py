@@ -640,35 +640,26 @@ class Api:
         )
         return inst["id"]
 
-    def instantiate(self, inst, flavour="default"):
+    def instantiate(self, inst, flavour="default", until=("COMPLETED",)):
+        """Instantiates `inst` and waits until its occurrence is in one of `until`."""
         h, _ = self.must(
             "POST", f"/vnflcm/v2/vnf_instances/{inst}/instantiate", {"flavourId": flavour}, 202
         )
         op = self.op_of(h)
-        self.wait_op(op, {"COMPLETED"})
+        self.wait_op(op, set(until))
         return op
 
     def processing(self):
         """An instance of the slow package and its instantiate occurrence, PROCESSING (for
         SLOW_CREATE_SECS, unless cancelled)."""
         inst = self.create(SLOW_VNFD)
-        h, _ = self.must(
-            "POST", f"/vnflcm/v2/vnf_instances/{inst}/instantiate", {"flavourId": "default"}, 202
-        )
-        op = self.op_of(h)
-        self.wait_op(op, {"PROCESSING"})
-        return inst, op
+        return inst, self.instantiate(inst, until=("PROCESSING",))
 
     def failed_temp(self):
         """An instance and its instantiate occurrence left in FAILED_TEMP: the instantiate of the
         unplaceable package starts, finds no placement and stops (docs/serve.md)."""
         inst = self.create(UNPLACEABLE_VNFD)
-        h, _ = self.must(
-            "POST", f"/vnflcm/v2/vnf_instances/{inst}/instantiate", {"flavourId": "default"}, 202
-        )
-        op = self.op_of(h)
-        self.wait_op(op, {"FAILED_TEMP"})
-        return inst, op
+        return inst, self.instantiate(inst, until=("FAILED_TEMP",))
 
 
 def fixtures(api, inst_kind, op_kind):

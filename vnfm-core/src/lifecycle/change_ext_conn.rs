@@ -169,17 +169,7 @@ pub fn check(
     req: &ChangeExtVnfConnectivityRequest,
     default_vim: &str,
 ) -> Result<(), LcmError> {
-    let Some(info) = inst
-        .instantiated_vnf_info
-        .as_ref()
-        .filter(|_| inst.is_instantiated())
-    else {
-        return Err(LcmError::Conflict(format!(
-            "VNF instance {} is NOT_INSTANTIATED: only an instantiated instance changes its \
-             external connectivity",
-            inst.id
-        )));
-    };
+    let info = super::plan::instantiated(inst, Some("changes its external connectivity"))?;
     if pkg.is_cnf(&info.flavour_id) || super::cnf::CnfResources::of(inst).is_some() {
         return Err(invalid(
             "extVirtualLinks".into(),

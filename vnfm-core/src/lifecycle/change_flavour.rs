@@ -115,16 +115,7 @@ pub fn check(
     req: &ChangeVnfFlavourRequest,
 ) -> Result<(), LcmError> {
     let new_flavour = req.new_flavour_id.as_str();
-    let Some(info) = inst
-        .instantiated_vnf_info
-        .as_ref()
-        .filter(|_| inst.is_instantiated())
-    else {
-        return Err(LcmError::Conflict(format!(
-            "VNF instance {} is NOT_INSTANTIATED: only an instantiated instance changes flavour",
-            inst.id
-        )));
-    };
+    let info = super::plan::instantiated(inst, Some("changes flavour"))?;
     let flavours = || pkg.flavours.keys().cloned().collect::<Vec<_>>().join(", ");
     if pkg.flavours.len() <= 1 {
         return Err(LcmError::Conflict(format!(

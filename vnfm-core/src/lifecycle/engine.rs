@@ -703,7 +703,7 @@ impl Lifecycle {
         opts: &OperationOptions,
     ) -> Result<OperationReport, LcmError> {
         let inst = self.load(id).await?;
-        let info = instantiated(&inst.value)?;
+        let info = plan::instantiated(&inst.value, None)?;
         let flavour = flavour_of(pkg, &info.flavour_id)?;
         let step = super::to_level::scale_step(flavour, info, req).map_err(LcmError::Invalid)?;
         let recorded = (LcmOperationType::ScaleToLevel, json!(req));
@@ -808,7 +808,7 @@ impl Lifecycle {
         let inst = self.load(id).await?;
         let cnf = CnfResources::of(&inst.value);
         if cnf.is_some() {
-            instantiated(&inst.value)?;
+            plan::instantiated(&inst.value, None)?;
             self.need_cluster(&format!("VNF instance {id}"))?;
         } else {
             instantiated_with_stack(&inst.value)?;
@@ -895,7 +895,7 @@ impl Lifecycle {
         opts: &OperationOptions,
         recorded: (LcmOperationType, Value),
     ) -> Result<OperationReport, LcmError> {
-        let info = instantiated(&inst.value)?;
+        let info = plan::instantiated(&inst.value, None)?;
         self.need_cluster(&format!("VNF instance {}", inst.value.id))?;
         let flavour = flavour_of(pkg, &info.flavour_id)?;
         let new_level = plan::check_scale(flavour, info, req)?;
@@ -921,7 +921,7 @@ impl Lifecycle {
         req: &HealVnfRequest,
         opts: &OperationOptions,
     ) -> Result<OperationReport, LcmError> {
-        let info = instantiated(&inst.value)?;
+        let info = plan::instantiated(&inst.value, None)?;
         self.need_cluster(&format!("VNF instance {}", inst.value.id))?;
         flavour_of(pkg, &info.flavour_id)?;
         plan::check_heal_targets(info, &req.vnfc_instance_id)?;
@@ -1383,14 +1383,6 @@ impl Lifecycle {
     ) -> Result<OperationReport, LcmError> {
         super::run::drive(&self.drivers, &self.hooks, m, interrupt, None).await
     }
-}
-
-/// The instance's `instantiatedVnfInfo`, or a conflict when it is not instantiated.
-fn instantiated(inst: &VnfInstance) -> Result<&crate::lcm::InstantiatedVnfInfo, LcmError> {
-    inst.instantiated_vnf_info
-        .as_ref()
-        .filter(|_| inst.is_instantiated())
-        .ok_or_else(|| LcmError::Conflict(format!("VNF instance {} is NOT_INSTANTIATED", inst.id)))
 }
 
 /// The progress an occurrence saved, if any.

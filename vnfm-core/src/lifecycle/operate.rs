@@ -57,13 +57,7 @@ pub fn plan(
     let bad = |field: &str, m: String| {
         LcmError::Invalid(Error::invalid(Location::default().with_field(field), m))
     };
-    let info = inst
-        .instantiated_vnf_info
-        .as_ref()
-        .filter(|_| inst.is_instantiated())
-        .ok_or_else(|| {
-            LcmError::Conflict(format!("VNF instance {} is NOT_INSTANTIATED", inst.id))
-        })?;
+    let info = super::plan::instantiated(inst, None)?;
     if !req.vnfc_instance_id.is_empty() {
         return Err(bad(
             "vnfcInstanceId",

@@ -135,16 +135,27 @@ pub(crate) fn check_pinned_zones(
     Ok(())
 }
 
-pub(crate) fn instantiated_with_stack(
-    inst: &VnfInstance,
-) -> Result<(&InstantiatedVnfInfo, StackId), LcmError> {
-    let info = inst
-        .instantiated_vnf_info
+/// The instance's `instantiatedVnfInfo`, or a conflict when it is not instantiated; `why`
+/// (e.g. "changes flavour") ends the message: "only an instantiated instance {why}".
+pub(crate) fn instantiated<'a>(
+    inst: &'a VnfInstance,
+    why: Option<&str>,
+) -> Result<&'a InstantiatedVnfInfo, LcmError> {
+    inst.instantiated_vnf_info
         .as_ref()
         .filter(|_| inst.is_instantiated())
         .ok_or_else(|| {
-            LcmError::Conflict(format!("VNF instance {} is NOT_INSTANTIATED", inst.id))
-        })?;
+            let why = why
+                .map(|w| format!(": only an instantiated instance {w}"))
+                .unwrap_or_default();
+            LcmError::Conflict(format!("VNF instance {} is NOT_INSTANTIATED{why}", inst.id))
+        })
+}
+
+pub(crate) fn instantiated_with_stack(
+    inst: &VnfInstance,
+) -> Result<(&InstantiatedVnfInfo, StackId), LcmError> {
+    let info = instantiated(inst, None)?;
     let stack = stack_of(inst).ok_or_else(|| {
         LcmError::Invalid(Error::invalid(
             Location::default().with_field(format!("metadata.{STACK_ID_KEY}")),
