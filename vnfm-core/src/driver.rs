@@ -1018,6 +1018,49 @@ impl Clock for VirtualClock {
     }
 }
 
+/// What an NFVO answered to a SOL003 grant request (`POST /grant/v1/grants`, then `GET` of
+/// the grant it is creating): see [`GrantDriver`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum GrantAnswer {
+    /// `201 Created` (or `200 OK` to a poll): the grant.
+    Granted(Box<crate::grant::Grant>),
+    /// `202 Accepted`: the NFVO is still deciding; ask again at `location` (the answer's
+    /// `Location` header), not before `retry_after` when it said (`Retry-After`).
+    Pending {
+        /// The grant's URI, to poll.
+        location: String,
+        /// How long the NFVO asked to wait, if it said.
+        retry_after: Option<std::time::Duration>,
+    },
+    /// `403 Forbidden`: the NFVO rejected the grant (SOL003 clause 5.4.2.3.1), with its
+    /// `ProblemDetails`.
+    Rejected(crate::problem::ProblemDetails),
+}
+
+/// The NFVO's Grant interface (SOL003 clause 9), for a VNFM that asks an NFVO for its grants
+/// instead of granting locally.
+///
+/// Contract:
+/// - `request_grant` sends the request once; `poll_grant` reads the grant at a `location` a
+///   [`GrantAnswer::Pending`] gave. Neither retries: the operation machine decides when to ask
+///   again (it stays `STARTING` meanwhile, and gives up at the grant timeout).
+/// - An answer the NFVO could not be reached for, or a `5xx`, is
+///   [`DriverError::Unavailable`] (the machine asks again); any other answer that is neither
+///   a grant, a `202` nor a `403` is the matching [`DriverError`] (`Invalid` for a `400` or
+///   `422` or a body that is no `Grant`, `Unauthenticated` for a `401`, `NotFound` for a `404`
+///   of a poll), with the NFVO's `detail` kept; the machine does not ask again.
+#[async_trait]
+pub trait GrantDriver: Send + Sync + Debug + 'static {
+    /// Sends a grant request.
+    async fn request_grant(
+        &self,
+        req: &crate::grant::GrantRequest,
+    ) -> Result<GrantAnswer, DriverError>;
+    /// Reads the grant being created at `location`.
+    async fn poll_grant(&self, location: &str) -> Result<GrantAnswer, DriverError>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,19 +14,21 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use vnfm_core::cloud::CloudFile;
 use vnfm_core::driver::{
-    ComputeInventory, DriverError, ListZones, Stack, StackAction, StackDriver, StackState,
-    StackStatus, Store, Version, Versioned, ZoneCatalog,
+    ComputeInventory, DriverError, GrantAnswer, ListZones, Stack, StackAction, StackDriver,
+    StackState, StackStatus, Store, Version, Versioned, ZoneCatalog,
 };
+use vnfm_core::grant::{Grant, GrantRequest, ResourceType};
 use vnfm_core::id::{IdGen, OpOccId, ZoneId};
 use vnfm_core::lcm::{
     InstantiationState, LcmOperationStateType, LcmOperationType, VnfInstance, VnfLcmOpOcc,
 };
 use vnfm_core::lifecycle::grant::{self, GrantOptions};
 use vnfm_core::lifecycle::{
-    FailureKind, HookPoint, HookSpec, LcmConfig, LcmError, OpAction, OpEvent, Operation,
-    OperationReport, OperationStart, Plan, Progress,
+    FailureKind, HookPoint, HookSpec, LcmConfig, LcmError, NfvoGrants, OpAction, OpEvent,
+    Operation, OperationReport, OperationStart, Plan, Progress,
 };
 use vnfm_core::package::{fs, VnfPackage};
+use vnfm_core::problem::ProblemDetails;
 use vnfm_core::sim::SimCloud;
 use vnfm_core::store::MemoryStore;
 
@@ -557,4 +559,349 @@ fn a_start_that_loses_the_race_for_the_instance_is_a_conflict() {
     assert!(ready(w.store.op_occ(&"op-1".into()))
         .unwrap_err()
         .is_not_found());
+}
+
+// ---- grants asked of an NFVO (LcmConfig::nfvo_grants) -------------------------------------
+
+fn nfvo_world() -> World {
+    let mut w = world(false);
+    w.cfg.nfvo_grants = Some(NfvoGrants {
+        poll_interval: Duration::from_secs(2),
+        timeout: Duration::from_secs(60),
+    });
+    w
+}
+
+/// The NFVO's grant of `req`: every COMPUTE resource in the zone `zones` gives its VDU.
+fn nfvo_grant(req: &GrantRequest, id: &str, zones: &[(&str, &str)]) -> Grant {
+    let mut infos = Vec::new();
+    let mut add = Vec::new();
+    let mut next = BTreeMap::new();
+    for r in &req.add_resources {
+        let Some(vdu) = r.vdu_id.as_ref() else {
+            continue;
+        };
+        if !matches!(r.type_, ResourceType::Compute) {
+            continue;
+        }
+        // The i-th VNFC of a VDU goes to the i-th zone listed for it.
+        let i: &mut usize = next.entry(vdu.as_str().to_owned()).or_default();
+        let Some((_, zone)) = zones.iter().filter(|(v, _)| *v == vdu.as_str()).nth(*i) else {
+            continue;
+        };
+        *i += 1;
+        let zid = format!("z-{}", infos.len());
+        infos.push(serde_json::json!({"id": zid, "zoneId": zone}));
+        add.push(serde_json::json!({"resourceDefinitionId": r.id, "zoneId": zid}));
+    }
+    serde_json::from_value(serde_json::json!({
+        "id": id,
+        "vnfInstanceId": req.vnf_instance_id,
+        "vnfLcmOpOccId": req.vnf_lcm_op_occ_id,
+        "zones": infos,
+        "addResources": add,
+        "_links": {
+            "self": {"href": format!("http://nfvo/grant/v1/grants/{id}")},
+            "vnfLcmOpOcc": {"href": "http://vnfm/vnflcm/v1/vnf_lcm_op_occs/op-1"},
+            "vnfInstance": {"href": "http://vnfm/vnflcm/v1/vnf_instances/inst-1"}
+        }
+    }))
+    .unwrap()
+}
+
+/// The start commit, then the grant request: returns the request.
+fn to_grant_request(w: &World, m: &mut Operation) -> GrantRequest {
+    let Some(OpAction::Commit(start)) = m.poll_action() else {
+        panic!("expected the start commit");
+    };
+    assert_eq!(
+        start.put_op_occs[0].operation_state,
+        LcmOperationStateType::Starting
+    );
+    m.handle_event(OpEvent::Committed(ready(w.store.commit(start))), t0());
+    match m.poll_action() {
+        Some(OpAction::RequestGrant(req)) => *req,
+        other => panic!("expected the grant request while STARTING, got {other:?}"),
+    }
+}
+
+fn stored_state(w: &World) -> LcmOperationStateType {
+    ready(w.store.op_occ_entry(&"op-1".into()))
+        .unwrap()
+        .value
+        .operation_state
+}
+
+/// Runs `m` from `now` to its end against the simulator, answering timers and renewals.
+fn run_to_end(w: &World, m: &mut Operation, mut now: DateTime<Utc>) -> OperationReport {
+    for _ in 0..10_000 {
+        if let Some(a) = m.poll_action() {
+            let ev = w.perform(a);
+            m.handle_event(ev, now);
+            continue;
+        }
+        if let Some(end) = m.poll_end() {
+            return end.unwrap();
+        }
+        now = m.poll_timeout().expect("a waiting machine has a timer");
+        m.handle_timeout(now);
+    }
+    panic!("the operation did not end");
+}
+
+fn pending(location: &str, retry_after: Option<u64>) -> OpEvent {
+    OpEvent::Grant(Ok(GrantAnswer::Pending {
+        location: location.into(),
+        retry_after: retry_after.map(Duration::from_secs),
+    }))
+}
+
+/// SOL003 clause 9 with 5.6.2.2: the occurrence stays STARTING while the NFVO decides (202,
+/// polled at its Location every poll interval, or after its Retry-After); the zones the grant
+/// gives are where the VNFCs go, and its id is the occurrence's grantId.
+#[test]
+fn an_nfvo_grant_is_awaited_in_starting_and_its_zones_are_where_the_vnfcs_go() {
+    let w = nfvo_world();
+    let mut m = w.instantiate(&[], Vec::new());
+    let req = to_grant_request(&w, &mut m);
+    assert_eq!(req.vnf_lcm_op_occ_id.as_str(), "op-1");
+    assert_eq!(req.add_resources.len(), 5, "3 COMPUTE, 2 STORAGE: {req:?}");
+    m.handle_event(pending("http://nfvo/grant/v1/grants/g-9", None), t0());
+    assert!(
+        m.poll_action().is_none(),
+        "nothing before the poll interval"
+    );
+    assert_eq!(m.poll_timeout(), Some(t0() + secs(2)));
+    assert_eq!(stored_state(&w), LcmOperationStateType::Starting);
+    m.handle_timeout(t0() + secs(2));
+    match m.poll_action() {
+        Some(OpAction::PollGrant(l)) => assert_eq!(l, "http://nfvo/grant/v1/grants/g-9"),
+        other => panic!("expected a poll, got {other:?}"),
+    }
+    m.handle_event(
+        pending("http://nfvo/grant/v1/grants/g-9", Some(5)),
+        t0() + secs(2),
+    );
+    assert_eq!(
+        m.poll_timeout(),
+        Some(t0() + secs(7)),
+        "the NFVO's Retry-After"
+    );
+    m.handle_timeout(t0() + secs(7));
+    assert!(matches!(m.poll_action(), Some(OpAction::PollGrant(_))));
+    let g = nfvo_grant(
+        &req,
+        "nfvo-grant-1",
+        &[("VDU1", "AZ-3"), ("VDU1", "AZ-4"), ("VDU2", "AZ-2")],
+    );
+    m.handle_event(
+        OpEvent::Grant(Ok(GrantAnswer::Granted(Box::new(g)))),
+        t0() + secs(7),
+    );
+    let Some(OpAction::Commit(b)) = m.poll_action() else {
+        panic!("expected the PROCESSING commit");
+    };
+    assert_eq!(
+        b.put_op_occs[0].operation_state,
+        LcmOperationStateType::Processing
+    );
+    m.handle_event(OpEvent::Committed(ready(w.store.commit(b))), t0() + secs(7));
+    let r = run_to_end(&w, &mut m, t0() + secs(7));
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::Completed);
+    assert_eq!(r.op_occ.grant_id.as_ref().unwrap().as_str(), "nfvo-grant-1");
+    let mut zones: Vec<(String, String)> = r
+        .instance
+        .instantiated_vnf_info
+        .as_ref()
+        .unwrap()
+        .vnfc_resource_info
+        .iter()
+        .map(|v| {
+            (
+                v.vdu_id.as_str().to_owned(),
+                v.zone_id.as_ref().unwrap().as_str().to_owned(),
+            )
+        })
+        .collect();
+    zones.sort();
+    assert_eq!(
+        zones,
+        [("VDU1", "AZ-3"), ("VDU1", "AZ-4"), ("VDU2", "AZ-2")]
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .to_vec()
+    );
+}
+
+/// SOL003 figure 5.6.2.2-1: a grant the NFVO rejects (403) ends the occurrence ROLLED_BACK from
+/// STARTING, with the NFVO's detail, and nothing is sent to the VIM.
+#[test]
+fn a_grant_the_nfvo_rejects_ends_rolled_back_unrun() {
+    let w = nfvo_world();
+    let mut m = w.instantiate(&[], Vec::new());
+    to_grant_request(&w, &mut m);
+    let p = ProblemDetails::new(403, "no capacity left in region R1").with_title("Forbidden");
+    m.handle_event(OpEvent::Grant(Ok(GrantAnswer::Rejected(p))), t0());
+    let Some(OpAction::Commit(b)) = m.poll_action() else {
+        panic!("expected the final commit");
+    };
+    let op = &b.put_op_occs[0];
+    assert_eq!(op.operation_state, LcmOperationStateType::RolledBack);
+    let err = op.error.as_ref().unwrap();
+    assert_eq!(err.title.as_deref(), Some("grant not given"));
+    assert!(
+        err.detail
+            .contains("the NFVO rejected the grant (403 Forbidden): no capacity left"),
+        "{}",
+        err.detail
+    );
+    m.handle_event(OpEvent::Committed(ready(w.store.commit(b))), t0());
+    let r = ended(&mut m);
+    assert_eq!(r.failure, Some(FailureKind::Invalid));
+    assert!(!r.instance.is_instantiated());
+    assert!(w.sim.server_ids().is_empty(), "nothing was sent to the VIM");
+}
+
+/// A cancel while the NFVO decides needs no answer from it: the occurrence ends ROLLED_BACK at
+/// once (SOL003 5.4.17.3.1), even after lease renewals bumped its version.
+#[test]
+fn a_cancel_while_the_nfvo_decides_ends_rolled_back_at_once() {
+    let w = nfvo_world();
+    let mut m = w.instantiate(&[], Vec::new());
+    to_grant_request(&w, &mut m);
+    m.handle_event(pending("http://nfvo/g/1", Some(30)), t0());
+    // The lease (30 s) is renewed every 10 s while STARTING.
+    m.handle_timeout(t0() + secs(10));
+    let Some(OpAction::Commit(renewal)) = m.poll_action() else {
+        panic!("expected a lease renewal");
+    };
+    assert_eq!(
+        renewal.put_op_occs[0].operation_state,
+        LcmOperationStateType::Starting
+    );
+    m.handle_event(
+        OpEvent::Committed(ready(w.store.commit(renewal))),
+        t0() + secs(10),
+    );
+    m.interrupt(t0() + secs(12), "cancelled (GRACEFUL) by POST .../cancel");
+    let Some(OpAction::Commit(b)) = m.poll_action() else {
+        panic!("expected the final commit at once");
+    };
+    let op = &b.put_op_occs[0];
+    assert_eq!(op.operation_state, LcmOperationStateType::RolledBack);
+    assert!(op.error.as_ref().unwrap().detail.contains("while STARTING"));
+    m.handle_event(
+        OpEvent::Committed(ready(w.store.commit(b))),
+        t0() + secs(12),
+    );
+    assert_eq!(ended(&mut m).failure, Some(FailureKind::Interrupted));
+    assert_eq!(stored_state(&w), LcmOperationStateType::RolledBack);
+}
+
+/// An NFVO that cannot be reached is asked again every poll interval, the same request, until
+/// the grant timeout; then the occurrence ends ROLLED_BACK saying so. An error answer that is
+/// no 5xx is not asked again.
+#[test]
+fn an_unreachable_nfvo_is_asked_again_until_the_grant_timeout() {
+    let w = nfvo_world();
+    let mut m = w.instantiate(&[], Vec::new());
+    let first = to_grant_request(&w, &mut m);
+    let down = || {
+        OpEvent::Grant(Err(DriverError::Unavailable {
+            driver: "nfvo",
+            message: "POST http://nfvo/grant/v1/grants: connection refused".into(),
+        }))
+    };
+    let mut now = t0();
+    m.handle_event(down(), now);
+    let mut requests = 1;
+    let end = loop {
+        match m.poll_action() {
+            Some(OpAction::RequestGrant(req)) => {
+                assert_eq!(*req, first, "the same request again");
+                requests += 1;
+                m.handle_event(down(), now);
+            }
+            Some(OpAction::Commit(b)) if b.put_op_occs[0].is_running() => {
+                m.handle_event(OpEvent::Committed(ready(w.store.commit(b))), now);
+            }
+            Some(OpAction::Commit(b)) => break b,
+            Some(other) => panic!("unexpected {other:?}"),
+            None => {
+                now = m.poll_timeout().unwrap();
+                m.handle_timeout(now);
+            }
+        }
+    };
+    assert_eq!(requests, 30, "at t0 and every 2 s before t0 + 60 s");
+    let op = &end.put_op_occs[0];
+    assert_eq!(op.operation_state, LcmOperationStateType::RolledBack);
+    assert_eq!(op.state_entered_time, t0() + secs(60));
+    let detail = &op.error.as_ref().unwrap().detail;
+    assert!(
+        detail.contains("no grant from the NFVO within 60 s") && detail.contains("refused"),
+        "{detail}"
+    );
+
+    let w = nfvo_world();
+    let mut m = w.instantiate(&[], Vec::new());
+    to_grant_request(&w, &mut m);
+    m.handle_event(
+        OpEvent::Grant(Err(DriverError::Invalid {
+            driver: "nfvo",
+            message: "400 Bad Request: addResources[0].type: unknown".into(),
+        })),
+        t0(),
+    );
+    let Some(OpAction::Commit(b)) = m.poll_action() else {
+        panic!("expected the final commit");
+    };
+    assert_eq!(
+        b.put_op_occs[0].operation_state,
+        LcmOperationStateType::RolledBack
+    );
+    assert!(b.put_op_occs[0]
+        .error
+        .as_ref()
+        .unwrap()
+        .detail
+        .contains("addResources[0].type: unknown"));
+}
+
+/// A grant for another occurrence is refused; a zone the catalogue does not know fails the
+/// operation (INVALID) before any stack is created, naming the grant, the VNFC and the zone.
+#[test]
+fn a_grant_for_another_occurrence_or_an_unknown_zone_is_refused() {
+    let w = nfvo_world();
+    let mut m = w.instantiate(&[], Vec::new());
+    let mut req = to_grant_request(&w, &mut m);
+    req.vnf_lcm_op_occ_id = "op-2".into();
+    let g = nfvo_grant(&req, "g-other", &[]);
+    m.handle_event(OpEvent::Grant(Ok(GrantAnswer::Granted(Box::new(g)))), t0());
+    let Some(OpAction::Commit(b)) = m.poll_action() else {
+        panic!("expected the final commit");
+    };
+    assert_eq!(
+        b.put_op_occs[0].operation_state,
+        LcmOperationStateType::RolledBack
+    );
+    let detail = &b.put_op_occs[0].error.as_ref().unwrap().detail;
+    assert!(
+        detail.contains("is for operation occurrence op-2, not op-1"),
+        "{detail}"
+    );
+
+    let w = nfvo_world();
+    let mut m = w.instantiate(&[], Vec::new());
+    let req = to_grant_request(&w, &mut m);
+    let g = nfvo_grant(&req, "g-9", &[("VDU1", "AZ-9")]);
+    m.handle_event(OpEvent::Grant(Ok(GrantAnswer::Granted(Box::new(g)))), t0());
+    let r = run_to_end(&w, &mut m, t0());
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    assert_eq!(r.failure, Some(FailureKind::Invalid));
+    let detail = &r.op_occ.error.as_ref().unwrap().detail;
+    assert!(
+        detail.contains("the NFVO's grant g-9 gives VDU1-0 zone AZ-9"),
+        "{detail}"
+    );
+    assert!(w.sim.server_ids().is_empty(), "no stack was created");
 }

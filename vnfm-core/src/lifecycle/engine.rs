@@ -90,8 +90,8 @@ use super::plan::{self, flavour_of, instantiated_with_stack};
 use super::stack;
 use super::task::OpTask;
 use crate::driver::{
-    Clock, ClusterDriver, ComputeInventory, DriverError, ListZones, Precondition, StackDriver,
-    Store, StoreBatch, Version, Versioned, ZoneCatalog,
+    Clock, ClusterDriver, ComputeInventory, DriverError, GrantDriver, ListZones, Precondition,
+    StackDriver, Store, StoreBatch, Version, Versioned, ZoneCatalog,
 };
 use crate::error::{Error, Location};
 use crate::grant::{Grant, GrantRequest, Link};
@@ -161,13 +161,45 @@ pub struct LcmConfig {
     pub host_label: String,
     /// The namespace of a CNF instance whose request names none (`additionalParams.namespace`).
     pub cnf_namespace: String,
+    /// Ask an NFVO for the grants (`None`, the default: the local granter grants). See
+    /// [`NfvoGrants`].
+    pub nfvo_grants: Option<NfvoGrants>,
+}
+
+/// Grants asked of an NFVO over its SOL003 Grant interface ([`crate::driver::GrantDriver`],
+/// set with [`Lifecycle::with_grant_driver`]) instead of the local granter.
+///
+/// - Which operations ask: those that build a grant request (instantiate, scale-out, heal,
+///   change flavour, change external connectivity), new ones only (a retry does not ask
+///   again). Scale-in, terminate, operate and modify are not granted (vnfm builds no
+///   request with `removeResources` yet).
+/// - When: right after the occurrence is stored `STARTING` (and its start notified); it stays
+///   `STARTING` until the NFVO answers. A `202` is polled at its `Location` every
+///   `poll_interval` (or after the NFVO's `Retry-After`); an NFVO that cannot be reached or
+///   answers `5xx` is asked again at the same pace.
+/// - A grant: the zone it gives each new VNFC (`addResources[].zoneId`) is taken as pinned
+///   (the local granter places only those it leaves without a zone, around them, and must
+///   find every zone in the catalogue); its `id` is the occurrence's `grantId`. Then
+///   `PROCESSING`.
+/// - `ROLLED_BACK`, not run (SOL003 figure 5.6.2.2-1): a `403` (the NFVO's detail is the
+///   occurrence's `error`), another error answer, no grant within `timeout`, or a cancel
+///   while `STARTING`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NfvoGrants {
+    /// Time between two polls of a grant the NFVO is still deciding (or two attempts to reach
+    /// it).
+    pub poll_interval: Duration,
+    /// Give up (the operation ends `ROLLED_BACK`) when no grant came within this long of the
+    /// request.
+    pub timeout: Duration,
 }
 
 impl LcmConfig {
     /// The defaults: no best effort, no reselection, the default pattern, no limit, a
     /// `capacity-aware` granter and `random` reselection, seed 0, VIM connection `vim-0`,
     /// polling every 2 s for at most 20 minutes, leases of 60 s, CNFs in namespace `default`
-    /// with the host label [`crate::cluster::DEFAULT_HOST_LABEL`].
+    /// with the host label [`crate::cluster::DEFAULT_HOST_LABEL`], grants from the local
+    /// granter.
     ///
     /// # Errors
     /// None in practice (the default pattern compiles).
@@ -186,6 +218,7 @@ impl LcmConfig {
             lease_time: Duration::from_secs(60),
             host_label: crate::cluster::DEFAULT_HOST_LABEL.to_owned(),
             cnf_namespace: "default".to_owned(),
+            nfvo_grants: None,
         })
     }
 }
@@ -288,6 +321,7 @@ pub struct Lifecycle {
     ids: Mutex<IdGen>,
     hooks: Vec<Arc<dyn OperationHook>>,
     owner: String,
+    grants: Option<Arc<dyn GrantDriver>>,
 }
 
 impl Lifecycle {
@@ -302,6 +336,7 @@ impl Lifecycle {
             ids,
             hooks: Vec::new(),
             owner,
+            grants: None,
         }
     }
 
@@ -325,6 +360,14 @@ impl Lifecycle {
     /// The same lifecycle with one more end-of-operation hook (they run in the order added).
     pub fn with_hook(mut self, hook: Arc<dyn OperationHook>) -> Self {
         self.hooks.push(hook);
+        self
+    }
+
+    /// The same lifecycle asking `nfvo` for its grants, as `settings` say (see
+    /// [`NfvoGrants`]), instead of the local granter.
+    pub fn with_grant_driver(mut self, nfvo: Arc<dyn GrantDriver>, settings: NfvoGrants) -> Self {
+        self.grants = Some(nfvo);
+        self.config.nfvo_grants = Some(settings);
         self
     }
 
@@ -510,6 +553,7 @@ impl Lifecycle {
         super::run::drive(
             &self.drivers,
             &self.hooks,
+            self.grants.as_ref(),
             m,
             opts.interrupt.as_ref(),
             zones,
@@ -1189,7 +1233,9 @@ impl Lifecycle {
 
     /// Declares interrupted (`FAILED_TEMP`, `failureKind: INTERRUPTED`) every occurrence that
     /// is running without a live lease: its owner went away (a stopped server, a killed
-    /// command) and nobody will end it. One whose lease is alive is left alone, whoever runs
+    /// command) and nobody will end it. One still `STARTING` (nothing sent to the VIM: it was
+    /// waiting for an NFVO's grant, or had just been stored) ends `ROLLED_BACK` instead, not
+    /// run. One whose lease is alive is left alone, whoever runs
     /// it; each is taken by a commit conditioned on its version, so when another process
     /// recovers one first, theirs stands. Returns the occurrences declared interrupted.
     ///
@@ -1212,7 +1258,15 @@ impl Lifecycle {
             };
             let mut op = entry.value;
             op.error = Some(interrupted_problem(&op));
-            op.enter(LcmOperationStateType::FailedTemp, now);
+            // Stored STARTING only (e.g. waiting for an NFVO's grant): nothing was sent to the
+            // VIM, so it ends as a cancel in STARTING does (SOL003 5.4.17.3.1), not run.
+            let state = if op.operation_state == LcmOperationStateType::Starting {
+                op.progress = None;
+                LcmOperationStateType::RolledBack
+            } else {
+                LcmOperationStateType::FailedTemp
+            };
+            op.enter(state, now);
             op.lease = None;
             let id = op.id.clone();
             let batch =
@@ -1381,7 +1435,15 @@ impl Lifecycle {
         m: Operation,
         interrupt: Option<&Interrupt>,
     ) -> Result<OperationReport, LcmError> {
-        super::run::drive(&self.drivers, &self.hooks, m, interrupt, None).await
+        super::run::drive(
+            &self.drivers,
+            &self.hooks,
+            self.grants.as_ref(),
+            m,
+            interrupt,
+            None,
+        )
+        .await
     }
 }
 

@@ -47,7 +47,7 @@ pub mod to_level;
 pub mod userdata;
 
 pub use engine::{
-    Drivers, FailureKind, GrantOnly, GrantOnlyResult, LcmConfig, LcmError, Lifecycle,
+    Drivers, FailureKind, GrantOnly, GrantOnlyResult, LcmConfig, LcmError, Lifecycle, NfvoGrants,
     OperationOptions, OperationReport, STACK_ID_KEY,
 };
 pub use groups::SERVER_GROUPS_KEY;

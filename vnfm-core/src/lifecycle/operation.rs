@@ -59,11 +59,11 @@ use super::plan::{self, STACK_ID_KEY};
 use super::stack;
 use super::userdata::{Layout, VnfcSlot};
 use crate::driver::{
-    ApplyObject, ClusterNode, CreateStack, DeletePod, DriverError, ListPods, ListResources,
-    MarkUnhealthy, ObjectRef, Pod, Precondition, ScaleWorkload, ServerInfo, Stack, StackAction,
-    StackResource, StoreBatch, UpdateStack, Version, Versioned,
+    ApplyObject, ClusterNode, CreateStack, DeletePod, DriverError, GrantAnswer, ListPods,
+    ListResources, MarkUnhealthy, ObjectRef, Pod, Precondition, ScaleWorkload, ServerInfo, Stack,
+    StackAction, StackResource, StoreBatch, UpdateStack, Version, Versioned,
 };
-use crate::grant::{ExtVirtualLinkData, Grant, KeyValuePairs, VimConnectionInfo};
+use crate::grant::{ExtVirtualLinkData, Grant, GrantRequest, KeyValuePairs, VimConnectionInfo};
 use crate::id::{GrantId, ServerId, StackId, VduId, ZoneId};
 use crate::intent::realise::{GroupPolicy, GroupRule};
 use crate::lcm::{
@@ -376,6 +376,11 @@ pub enum OpAction {
         /// Start (true) or stop.
         on: bool,
     },
+    /// Send the grant request to the NFVO → [`OpEvent::Grant`] (see
+    /// [`super::engine::NfvoGrants`]).
+    RequestGrant(Box<GrantRequest>),
+    /// Read the grant the NFVO is creating at this location → [`OpEvent::Grant`].
+    PollGrant(String),
 }
 
 /// The result of an [`OpAction`].
@@ -416,6 +421,8 @@ pub enum OpEvent {
     ObjectsDeleted(Vec<Result<(), DriverError>>),
     /// Of [`OpAction::SetPower`], in the order asked.
     PowerSet(Vec<Result<(), DriverError>>),
+    /// Of [`OpAction::RequestGrant`] and [`OpAction::PollGrant`].
+    Grant(Result<GrantAnswer, DriverError>),
 }
 
 /// What an [`Operation`] starts from.
@@ -449,6 +456,18 @@ enum Purpose {
 #[derive(Debug)]
 enum Step {
     Start,
+    /// A grant request or poll is out to the NFVO (the occurrence is `STARTING`).
+    GrantAsked {
+        deadline: DateTime<Utc>,
+        location: Option<String>,
+    },
+    /// Waiting to ask the NFVO again: poll `location`, or send the request again.
+    GrantWait {
+        deadline: DateTime<Utc>,
+        location: Option<String>,
+        /// Why the last attempt failed, if it did.
+        error: Option<String>,
+    },
     Processing,
     MarkList,
     Marking(VecDeque<MarkUnhealthy>),
@@ -519,6 +538,11 @@ pub struct Operation {
     op: VnfLcmOpOcc,
     occ_version: Option<Version>,
     resume: bool,
+    /// A new operation, or a resumed one stored `STARTING` only (not a rollback): it enters
+    /// `STARTING`, asks the NFVO's grant if one grants, then `PROCESSING`.
+    unstarted: bool,
+    /// The `PROCESSING` commit (of an unstarted operation) was made.
+    processing_stored: bool,
     before: VnfInstance,
     inst_version: Version,
     progress: Progress,
@@ -543,6 +567,9 @@ impl Operation {
     /// A machine for `start` under `cfg` at `now`; its first action is the commit that starts
     /// (or resumes) the occurrence.
     pub fn new(cfg: LcmConfig, start: OperationStart, now: DateTime<Utc>) -> Self {
+        let unstarted = !start.resume
+            || (start.op.value.operation_state == LcmOperationStateType::Starting
+                && !start.progress.plan.is_rollback());
         let mut m = Self {
             cfg,
             pkg: start.package,
@@ -551,6 +578,8 @@ impl Operation {
             occ_version: start.resume.then_some(start.op.version),
             op: start.op.value,
             resume: start.resume,
+            unstarted,
+            processing_stored: false,
             before: start.instance.value,
             inst_version: start.instance.version,
             progress: start.progress,
@@ -666,7 +695,7 @@ impl Operation {
         if let Some(id) = plan::stack_of(&self.before) {
             self.progress.stack_id.get_or_insert(id);
         }
-        let state = if !self.resume {
+        let state = if self.unstarted {
             LcmOperationStateType::Starting
         } else if self.progress.plan.is_rollback() {
             LcmOperationStateType::RollingBack
@@ -738,7 +767,7 @@ impl Operation {
 
     fn on_commit(&mut self, r: Result<(), DriverError>) {
         if let Err(e) = r {
-            if matches!(self.step, Step::Start) && !self.resume {
+            if matches!(self.step, Step::Start) && self.unstarted {
                 self.stop(Err(LcmError::from_start(e)));
             } else {
                 self.lost(e);
@@ -747,16 +776,140 @@ impl Operation {
         }
         self.occ_version = Some(self.occ_version.map_or(Version(1), Version::next));
         match self.step {
-            Step::Start if !self.resume => {
-                self.op.enter(LcmOperationStateType::Processing, self.now);
-                let batch = self.occ_batch();
-                self.step = Step::Processing;
-                self.next = Some(OpAction::Commit(batch));
+            // Cancelled while the STARTING commit was out: `stop_for_interrupt` ends it.
+            Step::Start if self.unstarted && self.interrupt.is_some() => {}
+            Step::Start if self.unstarted => match self.nfvo_grant_request() {
+                Some(req) => {
+                    let deadline = self.now + chrono_of(self.grant_settings().1);
+                    self.step = Step::GrantAsked {
+                        deadline,
+                        location: None,
+                    };
+                    self.next = Some(OpAction::RequestGrant(Box::new(req)));
+                }
+                None => self.enter_processing(),
+            },
+            Step::Start | Step::Processing => {
+                self.processing_stored = true;
+                self.proceed();
             }
-            Step::Start | Step::Processing => self.proceed(),
             Step::Final => self.ended(),
             _ => self.internal("a commit answered out of turn"),
         }
+    }
+
+    /// The occurrence stored `STARTING` (and granted, if an NFVO grants) becomes `PROCESSING`.
+    fn enter_processing(&mut self) {
+        self.op.enter(LcmOperationStateType::Processing, self.now);
+        let batch = self.occ_batch();
+        self.step = Step::Processing;
+        self.next = Some(OpAction::Commit(batch));
+    }
+
+    /// The grant request to send to the NFVO, when one grants ([`LcmConfig::nfvo_grants`])
+    /// and the plan has a request.
+    fn nfvo_grant_request(&self) -> Option<GrantRequest> {
+        self.cfg.nfvo_grants?;
+        if self.progress.plan.is_rollback() {
+            return None;
+        }
+        self.progress.planned.as_ref().map(|p| p.request.clone())
+    }
+
+    /// The poll interval and the timeout of NFVO grants.
+    fn grant_settings(&self) -> (Duration, Duration) {
+        self.cfg
+            .nfvo_grants
+            .map_or((Duration::from_secs(2), Duration::from_secs(300)), |g| {
+                (g.poll_interval, g.timeout)
+            })
+    }
+
+    /// What the NFVO answered (the occurrence is `STARTING`).
+    fn on_grant(
+        &mut self,
+        deadline: DateTime<Utc>,
+        location: Option<String>,
+        r: Result<GrantAnswer, DriverError>,
+    ) {
+        match r {
+            Ok(GrantAnswer::Granted(g)) => self.nfvo_granted(*g),
+            Ok(GrantAnswer::Pending {
+                location,
+                retry_after,
+            }) => self.wait_for_grant(deadline, Some(location), retry_after, None),
+            Ok(GrantAnswer::Rejected(p)) => {
+                let why = p.detail.clone();
+                self.end_unstarted_for(&format!(
+                    "the NFVO rejected the grant ({} {}): {why}",
+                    p.status,
+                    p.title.as_deref().unwrap_or("Forbidden")
+                ));
+            }
+            Err(e @ (DriverError::Unavailable { .. } | DriverError::Other { .. })) => {
+                self.wait_for_grant(deadline, location, None, Some(chain(&e)));
+            }
+            Err(e) => self.end_unstarted_for(&format!(
+                "the NFVO's grant interface answered with an error: {}",
+                chain(&e)
+            )),
+        }
+    }
+
+    /// Asks the NFVO again after the poll interval (or its `Retry-After`), unless the grant
+    /// timeout has passed.
+    fn wait_for_grant(
+        &mut self,
+        deadline: DateTime<Utc>,
+        location: Option<String>,
+        retry_after: Option<Duration>,
+        error: Option<String>,
+    ) {
+        if self.now >= deadline {
+            let (_, timeout) = self.grant_settings();
+            let last = error.map_or_else(
+                || "it was still deciding".to_owned(),
+                |e| format!("the last attempt: {e}"),
+            );
+            return self.end_unstarted_for(&format!(
+                "no grant from the NFVO within {} s of the request ({last})",
+                timeout.as_secs()
+            ));
+        }
+        let (interval, _) = self.grant_settings();
+        let at = (self.now + chrono_of(retry_after.unwrap_or(interval))).min(deadline);
+        self.step = Step::GrantWait {
+            deadline,
+            location,
+            error,
+        };
+        self.timer = Some(at);
+    }
+
+    /// The NFVO granted: its zones are pinned, its id is the occurrence's grant, and the
+    /// operation runs.
+    fn nfvo_granted(&mut self, g: Grant) {
+        let op = &self.op.id;
+        if !g.vnf_lcm_op_occ_id.as_str().is_empty() && &g.vnf_lcm_op_occ_id != op {
+            let other = g.vnf_lcm_op_occ_id.clone();
+            return self.end_unstarted_for(&format!(
+                "the NFVO's grant {} is for operation occurrence {other}, not {op}",
+                g.id
+            ));
+        }
+        if let Some(planned) = &self.progress.planned {
+            for n in &planned.new_vnfcs {
+                if let Some(z) = g.zone_of(&n.resource_id) {
+                    self.progress.pinned.insert(n.slot.name(), z.clone());
+                }
+            }
+        }
+        if !g.id.as_str().is_empty() {
+            self.progress.grant_id = Some(g.id.clone());
+            self.op.grant_id = Some(g.id.clone());
+        }
+        self.grant = Some(g);
+        self.enter_processing();
     }
 
     /// A commit failed after the start: another process took the operation over (a
@@ -803,8 +956,9 @@ impl Operation {
         if matches!(self.step, Step::Final | Step::Done) {
             return;
         }
-        if !self.resume && self.occ_version == Some(Version(1)) {
-            // Only the STARTING commit is stored: nothing was sent to the VIM.
+        if self.unstarted && !self.processing_stored {
+            // Stored STARTING only (perhaps waiting for the NFVO's grant): nothing was sent to
+            // the VIM.
             return self.end_unstarted(&reason);
         }
         let detail = format!(
@@ -824,7 +978,6 @@ impl Operation {
     /// `STARTING` is not run and its occurrence becomes `ROLLED_BACK`. The instance is left
     /// as it is (nothing was sent to the VIM); the occurrence's `error` says why it ended.
     fn end_unstarted(&mut self, reason: &str) {
-        self.timer = None;
         let f = Failed::new(
             FailureKind::Interrupted,
             "interrupted",
@@ -833,6 +986,26 @@ impl Operation {
                  instance is unchanged (SOL003 5.4.17.3.1: ROLLED_BACK)"
             ),
         );
+        self.end_not_run(f);
+    }
+
+    /// SOL003 figure 5.6.2.2-1: an operation whose grant the NFVO did not give ends
+    /// `ROLLED_BACK` from `STARTING`, not run; `why` says what the NFVO answered.
+    fn end_unstarted_for(&mut self, why: &str) {
+        let f = Failed::new(
+            FailureKind::Invalid,
+            "grant not given",
+            format!(
+                "{why}; the operation was not run and the instance is unchanged (SOL003 \
+                 figure 5.6.2.2-1: ROLLED_BACK from STARTING)"
+            ),
+        );
+        self.end_not_run(f);
+    }
+
+    /// Ends an operation that never left `STARTING`: `ROLLED_BACK` with `f` as its error.
+    fn end_not_run(&mut self, f: Failed) {
+        self.timer = None;
         self.op.error = Some(f.problem());
         self.op.enter(LcmOperationStateType::RolledBack, self.now);
         self.failure = Some(f);
@@ -844,6 +1017,7 @@ impl Operation {
     fn doing(&self) -> &'static str {
         match self.step {
             Step::Start | Step::Processing => "starting",
+            Step::GrantAsked { .. } | Step::GrantWait { .. } => "waiting for the NFVO's grant",
             Step::MarkList | Step::Marking(_) => "marking servers unhealthy",
             Step::GrantZones | Step::ReselectZones => "listing zones",
             Step::Apply(_) | Step::StackWait { .. } | Step::ResumeWait { .. } => {
@@ -954,6 +1128,9 @@ impl Operation {
                 self.step = s;
                 self.on_commit(r);
             }
+            (Step::GrantAsked { deadline, location }, OpEvent::Grant(r)) => {
+                self.on_grant(deadline, location, r);
+            }
             (Step::MarkList, OpEvent::Resources(r)) => self.on_mark_list(r),
             (Step::Marking(todo), OpEvent::Marked(r)) => self.on_marked(todo, r),
             (Step::GrantZones, OpEvent::Zones(r)) => self.on_grant_zones(r),
@@ -1000,6 +1177,27 @@ impl Operation {
     }
 
     fn fire_timer(&mut self) {
+        if let Step::GrantWait {
+            deadline,
+            location,
+            error,
+        } = &self.step
+        {
+            let (deadline, location, error) = (*deadline, location.clone(), error.clone());
+            if self.now >= deadline {
+                return self.wait_for_grant(deadline, location, None, error);
+            }
+            let action = match &location {
+                Some(l) => OpAction::PollGrant(l.clone()),
+                None => match self.nfvo_grant_request() {
+                    Some(req) => OpAction::RequestGrant(Box::new(req)),
+                    None => return self.internal("a grant wait without a grant request"),
+                },
+            };
+            self.step = Step::GrantAsked { deadline, location };
+            self.next = Some(action);
+            return;
+        }
         if let Step::CnfWait { .. } = self.step {
             return self.cnf_list_pods();
         }
@@ -1353,6 +1551,9 @@ impl Operation {
             Err(e) => return self.fail_driver(&e),
         };
         self.settle_group_policies();
+        if let Some(f) = self.unknown_pinned_zone(&listing) {
+            return self.fail(f);
+        }
         match self.with_flavour(|pkg, flavour| self.place(pkg, flavour, listing)) {
             Ok((placed, granted, grant)) => {
                 self.progress.granted = Some(granted);
@@ -1364,6 +1565,33 @@ impl Operation {
             }
             Err(f) => self.fail(f),
         }
+    }
+
+    /// A zone pinned (by `--zone`, or by the NFVO's grant) that the catalogue does not know:
+    /// the stack would fail on it as on a full zone.
+    fn unknown_pinned_zone(&self, listing: &[ComputeZone]) -> Option<Failed> {
+        if self.progress.granted.is_some() {
+            return None;
+        }
+        let (key, zone) = self
+            .progress
+            .pinned
+            .iter()
+            .find(|(_, z)| !listing.iter().any(|c| &c.name == *z))?;
+        let known: Vec<&str> = listing.iter().map(|c| c.name.as_str()).collect();
+        let by = match self.grant.as_ref() {
+            Some(g) => format!("the NFVO's grant {}", g.id),
+            None => "--zone".to_owned(),
+        };
+        Some(Failed::new(
+            FailureKind::Invalid,
+            "invalid request",
+            format!(
+                "{by} gives {key} zone {zone}, which is not in the zone catalogue; its zones \
+                 are {}",
+                known.join(", ")
+            ),
+        ))
     }
 
     /// Decides the policies of the rules' server groups once (see [`Progress::server_groups`]):
@@ -1473,7 +1701,7 @@ impl Operation {
         Ok((Placed { layouts, slots, m }, new_zones, grant))
     }
 
-    /// The healed VNFCs start in the zone they are in.
+    /// The healed VNFCs start in the zone they are in, or the one the NFVO's grant gave.
     fn heal_zones(&self, planned: &PlannedGrant) -> BTreeMap<String, ZoneId> {
         let current: BTreeMap<String, ZoneId> = self
             .before
@@ -1488,9 +1716,12 @@ impl Operation {
             .new_vnfcs
             .iter()
             .filter_map(|n| {
-                current
-                    .get(&n.slot.name())
-                    .map(|z| (n.slot.name(), z.clone()))
+                let name = n.slot.name();
+                self.progress
+                    .pinned
+                    .get(&name)
+                    .or_else(|| current.get(&name))
+                    .map(|z| (name, z.clone()))
             })
             .collect()
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::engine::{Drivers, LcmError, OperationReport};
 use super::hook::{Interrupt, OperationHook};
 use super::operation::{OpAction, OpEvent, Operation};
-use crate::driver::{ClusterDriver, DriverError, ListZones};
+use crate::driver::{ClusterDriver, DriverError, GrantDriver, ListZones};
 
 /// The cluster driver, or why there is none (a CNF operation checks before it starts).
 fn cluster(d: &Drivers) -> Result<&Arc<dyn ClusterDriver>, DriverError> {
@@ -17,6 +17,14 @@ fn cluster(d: &Drivers) -> Result<&Arc<dyn ClusterDriver>, DriverError> {
         driver: "lifecycle",
         operation: "a Kubernetes call without a cluster driver",
     })
+}
+
+/// Why a grant cannot be asked of an NFVO: the lifecycle has no grant driver.
+fn no_grant_driver() -> DriverError {
+    DriverError::NotImplemented {
+        driver: "lifecycle",
+        operation: "a grant request to an NFVO without a grant driver",
+    }
 }
 
 /// Runs `m` to its end. `listed` is the zone catalogue as listed for a check just before the
@@ -28,6 +36,7 @@ fn cluster(d: &Drivers) -> Result<&Arc<dyn ClusterDriver>, DriverError> {
 pub(crate) async fn drive(
     d: &Drivers,
     hooks: &[Arc<dyn OperationHook>],
+    grants: Option<&Arc<dyn GrantDriver>>,
     mut m: Operation,
     interrupt: Option<&Interrupt>,
     mut listed: Option<Vec<crate::zone::ComputeZone>>,
@@ -42,7 +51,7 @@ pub(crate) async fn drive(
                 OpAction::ListZones if listed.is_some() => {
                     OpEvent::Zones(Ok(listed.take().unwrap_or_default()))
                 }
-                action => perform(d, hooks, action).await,
+                action => perform(d, hooks, grants, action).await,
             };
             m.handle_event(event, clock.now());
             continue;
@@ -68,8 +77,21 @@ pub(crate) async fn drive(
 }
 
 /// Carries out one action through the drivers.
-async fn perform(d: &Drivers, hooks: &[Arc<dyn OperationHook>], action: OpAction) -> OpEvent {
+async fn perform(
+    d: &Drivers,
+    hooks: &[Arc<dyn OperationHook>],
+    grants: Option<&Arc<dyn GrantDriver>>,
+    action: OpAction,
+) -> OpEvent {
     match action {
+        OpAction::RequestGrant(req) => OpEvent::Grant(match grants {
+            Some(g) => g.request_grant(&req).await,
+            None => Err(no_grant_driver()),
+        }),
+        OpAction::PollGrant(location) => OpEvent::Grant(match grants {
+            Some(g) => g.poll_grant(&location).await,
+            None => Err(no_grant_driver()),
+        }),
         OpAction::Commit(batch) => OpEvent::Committed(d.store.commit(batch).await),
         OpAction::ListZones => OpEvent::Zones(d.zones.list_zones(ListZones::default()).await),
         OpAction::CreateStack(req) => OpEvent::StackCreated(d.stacks.create_stack(req).await),
