@@ -291,10 +291,13 @@ pub async fn env(
     let drivers = vim.drivers(lcm_store, clock.clone());
     // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
     let salt = run_id_salt(&store, config, clock.as_ref()).await?;
-    let lcm = with_cluster_hook(
-        Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt),
+    let lcm = with_nfvo_grants(
+        with_cluster_hook(
+            Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt),
+            config,
+            &vim,
+        )?,
         config,
-        &vim,
     )?;
     Ok(Env {
         store,
@@ -360,6 +363,25 @@ pub fn with_cluster_hook(
         label_config(config)?,
         config.cluster.cluster_vnfds.clone(),
     ))))
+}
+
+/// `lcm` asking the NFVO of `[grant] nfvo` for its grants, when one is set (the local
+/// granter otherwise).
+///
+/// # Errors
+/// An invalid `[grant]` section (exit 2).
+pub fn with_nfvo_grants(lcm: Lifecycle, config: &Config) -> Result<Lifecycle, CliError> {
+    let Some(s) = config.grant.nfvo()? else {
+        return Ok(lcm);
+    };
+    let client = crate::nfvo::NfvoGrantClient::new(&s).map_err(CliError::Usage)?;
+    Ok(lcm.with_grant_driver(
+        Arc::new(client),
+        vnfm_core::lifecycle::NfvoGrants {
+            poll_interval: s.poll_interval,
+            timeout: s.timeout,
+        },
+    ))
 }
 
 /// The error for a command that needs a cluster where none is configured.

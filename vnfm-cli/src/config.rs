@@ -57,6 +57,13 @@
 //! cluster_vnfds = ["..."]        # vnfdIds of cluster VNFs: their instantiate, scale and heal
 //!                                # end by labelling the worker nodes (the host-labels hook)
 //!
+//! [grant]                        # where grants come from (docs/grants.md)
+//! nfvo = "http://nfvo:8080/grant/v1"  # an NFVO's SOL003 Grant API root; unset = the local granter
+//! bearer_token = "..."           # or basic_auth_user / basic_auth_password: sent to the NFVO
+//! poll_interval = 2              # seconds between two polls of a grant the NFVO still decides
+//! timeout = 300                  # seconds without a grant before the operation ends ROLLED_BACK
+//! request_timeout = 10           # seconds one request to the NFVO may take
+//!
 //! [prometheus_plugin]            # the alert endpoints of `vnfm serve`
 //! auto_healing = false           # --auto-healing, VNFM_AUTO_HEALING: POST /alert/auto_healing
 //! auto_scaling = false           # --auto-scaling, VNFM_AUTO_SCALING: POST /alert/auto_scaling
@@ -68,7 +75,7 @@
 //! basic_auth_password = "..."    # VNFM_ALERT_BASIC_PASSWORD
 //! ```
 //!
-//! Secrets (`api_token`, `bearer_token`, `basic_auth_password`) are [`Secret`]s: `config show`
+//! Secrets (`api_token`, `bearer_token`, `basic_auth_password`, also those of `[grant]`) are [`Secret`]s: `config show`
 //! and `Debug` print them as `<redacted>`.
 //!
 //! The default `insufficient_resource_pattern` is
@@ -226,6 +233,170 @@ pub struct Config {
     /// `[notifications]`
     #[serde(default)]
     pub notifications: NotificationsConfig,
+    /// `[grant]`
+    #[serde(default)]
+    pub grant: GrantConfig,
+}
+
+/// `[grant]`: where the grants of the LCM operations come from. Unset `nfvo`: the local
+/// granter (vnfm decides). Set: an NFVO's SOL003 Grant interface is asked, and the operation
+/// stays `STARTING` until it answers (see `vnfm_core::lifecycle::NfvoGrants` and
+/// docs/grants.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GrantConfig {
+    /// `nfvo`: the API root of the NFVO's Grant interface, e.g.
+    /// `http://nfvo.example:8080/grant/v1` (requests go to `{nfvo}/grants`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfvo: Option<String>,
+    /// `bearer_token`: `Authorization: Bearer` of every request to the NFVO.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bearer_token: Option<Secret>,
+    /// `basic_auth_user`: HTTP Basic user of every request to the NFVO (with
+    /// `basic_auth_password`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basic_auth_user: Option<String>,
+    /// `basic_auth_password`: HTTP Basic password.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basic_auth_password: Option<Secret>,
+    /// `poll_interval`: seconds between two polls of a grant the NFVO is still deciding, or
+    /// two attempts to reach it (default 2).
+    pub poll_interval: u64,
+    /// `timeout`: seconds after the request without a grant when the operation ends
+    /// `ROLLED_BACK` (default 300).
+    pub timeout: u64,
+    /// `request_timeout`: seconds one HTTP request to the NFVO may take (default 10).
+    pub request_timeout: u64,
+}
+
+impl Default for GrantConfig {
+    fn default() -> Self {
+        Self {
+            nfvo: None,
+            bearer_token: None,
+            basic_auth_user: None,
+            basic_auth_password: None,
+            poll_interval: 2,
+            timeout: 300,
+            request_timeout: 10,
+        }
+    }
+}
+
+impl GrantConfig {
+    /// The checked settings when an NFVO grants, `None` for the local granter.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] naming the key: a `nfvo` that is no `http(s)` URL, a duration of
+    /// 0, a `timeout` shorter than `poll_interval`, both a token and a Basic user, a user
+    /// without a password (or the other way), or credentials without `nfvo`.
+    pub fn nfvo(&self) -> Result<Option<NfvoSettings>, CliError> {
+        let usage = |m: String| Err(CliError::Usage(format!("[grant] {m}")));
+        let Some(url) = &self.nfvo else {
+            if self.bearer_token.is_some() || self.basic_auth_user.is_some() {
+                return usage(
+                    "credentials are set but nfvo is not: set nfvo (the NFVO's Grant API \
+                     root) or remove them"
+                        .into(),
+                );
+            }
+            return Ok(None);
+        };
+        let parsed = match reqwest::Url::parse(url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => u,
+            Ok(u) => {
+                return usage(format!(
+                    "nfvo = {url:?}: scheme {:?}; expected an http or https URL with a host, \
+                     e.g. http://nfvo.example:8080/grant/v1",
+                    u.scheme()
+                ))
+            }
+            Err(e) => {
+                return usage(format!(
+                    "nfvo = {url:?}: {e}; expected an http or https URL, e.g. \
+                     http://nfvo.example:8080/grant/v1"
+                ))
+            }
+        };
+        for (key, v) in [
+            ("poll_interval", self.poll_interval),
+            ("timeout", self.timeout),
+            ("request_timeout", self.request_timeout),
+        ] {
+            if v == 0 {
+                return usage(format!("{key} = 0; expected at least 1 (seconds)"));
+            }
+        }
+        if self.timeout < self.poll_interval {
+            return usage(format!(
+                "timeout = {} is shorter than poll_interval = {}; expected timeout >= \
+                 poll_interval",
+                self.timeout, self.poll_interval
+            ));
+        }
+        let auth = match (
+            &self.bearer_token,
+            &self.basic_auth_user,
+            &self.basic_auth_password,
+        ) {
+            (None, None, None) => NfvoAuth::None,
+            (Some(t), None, None) if !t.expose().is_empty() => NfvoAuth::Bearer(t.clone()),
+            (Some(_), None, None) => return usage("bearer_token is empty".into()),
+            (None, Some(u), Some(p)) if !u.is_empty() => NfvoAuth::Basic {
+                user: u.clone(),
+                password: p.clone(),
+            },
+            (None, Some(_), Some(_)) => return usage("basic_auth_user is empty".into()),
+            (None, Some(_), None) | (None, None, Some(_)) => {
+                return usage(
+                    "basic_auth_user and basic_auth_password go together; one is missing".into(),
+                )
+            }
+            (Some(_), _, _) => {
+                return usage(
+                    "both bearer_token and basic_auth_user are set; expected one of them".into(),
+                )
+            }
+        };
+        Ok(Some(NfvoSettings {
+            url: parsed,
+            auth,
+            poll_interval: std::time::Duration::from_secs(self.poll_interval),
+            timeout: std::time::Duration::from_secs(self.timeout),
+            request_timeout: std::time::Duration::from_secs(self.request_timeout),
+        }))
+    }
+}
+
+/// How vnfm authenticates to the NFVO.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NfvoAuth {
+    /// No `Authorization` header.
+    None,
+    /// `Authorization: Bearer`.
+    Bearer(Secret),
+    /// `Authorization: Basic`.
+    Basic {
+        /// The user.
+        user: String,
+        /// The password.
+        password: Secret,
+    },
+}
+
+/// `[grant]` checked, for an NFVO that grants.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NfvoSettings {
+    /// The API root of the Grant interface.
+    pub url: reqwest::Url,
+    /// The authentication.
+    pub auth: NfvoAuth,
+    /// Between two polls.
+    pub poll_interval: std::time::Duration,
+    /// The grant timeout.
+    pub timeout: std::time::Duration,
+    /// One HTTP request's timeout.
+    pub request_timeout: std::time::Duration,
 }
 
 /// `[notifications]`: how `vnfm serve` delivers the SOL003 lifecycle notifications to the
@@ -890,6 +1061,41 @@ fn default_state_path(xdg: Option<PathBuf>, home: Option<PathBuf>) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn grant(toml: &str) -> Result<Option<NfvoSettings>, String> {
+        let c = Config::from_toml(Path::new("g.toml"), &format!("[grant]\n{toml}"))
+            .map_err(|e| e.to_string())?;
+        c.grant.nfvo().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn grant_is_local_by_default_and_an_nfvo_is_checked_naming_the_key() {
+        assert_eq!(grant("").unwrap(), None);
+        let s = grant("nfvo = \"http://127.0.0.1:9/grant/v1\"\nbearer_token = \"t\"\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.url.as_str(), "http://127.0.0.1:9/grant/v1");
+        assert_eq!(s.auth, NfvoAuth::Bearer(Secret::new("t")));
+        assert_eq!(s.poll_interval, std::time::Duration::from_secs(2));
+        assert_eq!(s.timeout, std::time::Duration::from_secs(300));
+        for (toml, words) in [
+            ("nfvo = \"ftp://x/g\"", "[grant] nfvo = \"ftp://x/g\": scheme \"ftp\""),
+            ("nfvo = \"not a url\"", "[grant] nfvo = \"not a url\""),
+            ("nfvo = \"http://n/g\"\npoll_interval = 0", "[grant] poll_interval = 0"),
+            ("nfvo = \"http://n/g\"\ntimeout = 1\npoll_interval = 5", "timeout = 1 is shorter"),
+            ("bearer_token = \"t\"", "credentials are set but nfvo is not"),
+            ("nfvo = \"http://n/g\"\nbasic_auth_user = \"u\"", "one is missing"),
+            (
+                "nfvo = \"http://n/g\"\nbasic_auth_user = \"u\"\nbasic_auth_password = \"p\"\nbearer_token = \"t\"",
+                "both bearer_token and basic_auth_user",
+            ),
+            ("nfvo = \"http://n/g\"\nbearer_token = \"\"", "bearer_token is empty"),
+            ("nfvo = \"http://n/g\"\nretries = 3", "retries"),
+        ] {
+            let e = grant(toml).unwrap_err();
+            assert!(e.contains(words), "{toml}: {e}");
+        }
+    }
 
     #[test]
     fn notifications_have_documented_defaults_and_refuse_zero_naming_the_key() {

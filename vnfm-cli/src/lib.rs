@@ -45,6 +45,7 @@ mod error;
 pub mod exit;
 pub(crate) mod inputs;
 pub(crate) mod intent;
+pub mod nfvo;
 pub(crate) mod output;
 pub(crate) mod package_dir;
 pub mod promise;

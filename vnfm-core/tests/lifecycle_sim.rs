@@ -1063,6 +1063,32 @@ async fn recover_interrupted_takes_only_expired_leases() {
     }
     // Nothing more to take the second time.
     assert!(lcm.recover_interrupted().await.unwrap().is_empty());
+
+    // One stored STARTING only (its owner died waiting for an NFVO's grant): nothing was sent
+    // to the VIM, so it ends ROLLED_BACK, not run (SOL003 5.4.17.3.1), not FAILED_TEMP.
+    let inst = created(&lcm, &pkg).await;
+    let mut op = VnfLcmOpOcc::new(
+        "op-starting",
+        inst.id.clone(),
+        LcmOperationType::Instantiate,
+        now,
+    );
+    op.lease = Some(Lease {
+        owner: "gone:1".into(),
+        expires: now - chrono::TimeDelta::seconds(1),
+    });
+    op.progress = Some(serde_json::json!({"plan": {"kind": "terminate"}}));
+    store
+        .commit(StoreBatch::new().with_op_occ(op))
+        .await
+        .unwrap();
+    let taken = lcm.recover_interrupted().await.unwrap();
+    assert_eq!(taken, vec![vnfm_core::id::OpOccId::from("op-starting")]);
+    let op = store.op_occ(&"op-starting".into()).await.unwrap();
+    assert_eq!(op.operation_state, LcmOperationStateType::RolledBack);
+    assert!(op.lease.is_none() && op.progress.is_none(), "{op:?}");
+    let err = op.error.unwrap();
+    assert!(err.detail.contains("was STARTING"), "{}", err.detail);
 }
 
 /// `instantiationLevelId` (issue 14 row 6): an unknown level starts nothing; a level of the

@@ -312,10 +312,13 @@ impl Server {
             .map_err(state_msg)?;
         let drivers = vim.drivers(Arc::new(store.clone()), clock.clone());
         let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
-        let lcm = crate::app::with_cluster_hook(
-            Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt),
+        let lcm = crate::app::with_nfvo_grants(
+            crate::app::with_cluster_hook(
+                Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt),
+                &config,
+                &vim,
+            )?,
             &config,
-            &vim,
         )?;
         let sim = vim.sim;
         interrupt_unfinished(&store, &shared, &config, &lcm).await?;
