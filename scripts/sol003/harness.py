@@ -7,7 +7,7 @@ copied into the project) to a temporary folder, configures them for `vnfm serve`
 `apiRoot` empty, `apiVersion` v2, a bearer token), replaces their request bodies with the
 project's v3.3.1 bodies (tests/sol003/jsons/), applies the patches of PATCHES below (each with
 the clause that proves the suite wrong), starts `vnfm serve` on the simulated cloud with the
-demo package, creates the instances and occurrences each file's variables name through the API,
+demo package and the lab's NFVO as its granter (scripts/sol003/grantnfvo.py), creates the instances and occurrences each file's variables name through the API,
 runs each file with Robot Framework and compares every test's outcome with
 tests/sol003/expected.tsv. Exit status 1 on any difference (a test that passes where a failure
 is expected too: the list must be kept true), 2 on a harness error.
@@ -28,6 +28,7 @@ import urllib.request
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from grantnfvo import GrantNfvo  # noqa: E402
 from mocksink import MockSink  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,7 +88,7 @@ FILES = [
     ("FailOperationWorkflow.robot", "instantiated", "failed_temp"),
     ("RetryOperationWorkflow.robot", "instantiated", "failed_temp"),
     ("RollBackOperationWorkflow.robot", "instantiated", "failed_temp"),
-    ("CancelOperationWorkflow.robot", "instantiated", "processing"),
+    ("CancelOperationWorkflow.robot", "instantiated", "starting"),
     ("ScaleVNFToLevelWorkflow.robot", "instantiated", None),
     ("ChangeVNFFlavourWorkflow.robot", "instantiated_small", None),
     ("OperateVNFWorkflow.robot", "instantiated", None),
@@ -649,6 +650,13 @@ class Api:
         self.wait_op(op, set(until))
         return op
 
+    def starting(self, nfvo):
+        """An instance of the demo package and its instantiate occurrence, STARTING: the lab's
+        NFVO holds its grant (scripts/sol003/grantnfvo.py) until the file ends."""
+        inst = self.create()
+        nfvo.hold(inst)
+        return inst, self.instantiate(inst, until=("STARTING",))
+
     def processing(self):
         """An instance of the slow package and its instantiate occurrence, PROCESSING (for
         SLOW_CREATE_SECS, unless cancelled)."""
@@ -662,7 +670,7 @@ class Api:
         return inst, self.instantiate(inst, until=("FAILED_TEMP",))
 
 
-def fixtures(api, inst_kind, op_kind):
+def fixtures(api, nfvo, inst_kind, op_kind):
     """The variables of one file: fresh instances and occurrences for each file, so one file's
     deletes and terminates do not change another's."""
     v = {
@@ -689,7 +697,12 @@ def fixtures(api, inst_kind, op_kind):
         v["vnfInstanceId"] = small
     else:
         v["vnfInstanceId"] = str(uuid.uuid4())
-    if op_kind == "processing":
+    if op_kind == "starting":
+        # On an instance of its own, whose grant the lab's NFVO holds.
+        other, op = api.starting(nfvo)
+        v["vnfLcmOpOccId"] = op
+        v["conflicVnfInstanceId"] = other
+    elif op_kind == "processing":
         # On an instance of its own, as a FAILED_TEMP one: a running occurrence blocks it.
         other, op = api.processing()
         v["vnfLcmOpOccId"] = op
@@ -814,7 +827,7 @@ def slow_package(work):
             f"found once ({found})")
 
 
-def start_server(vnfm, work, page_size):
+def start_server(vnfm, work, page_size, nfvo):
     packages = unplaceable_package(work)
     flavours_package(work)
     slow_package(work)
@@ -835,6 +848,10 @@ api_token = "{TOKEN}"
 
 [packages]
 dir = "{packages}"
+
+[grant]
+nfvo = "{nfvo.base_url}/grant/v1"
+poll_interval = 1
 
 [notifications]
 retry_initial_ms = 200
@@ -915,7 +932,8 @@ def main():
     sink = MockSink().start()
     patch(copy, sink.port)
     page_size = "" if a.no_page_size else f"page_size = {PAGE_SIZE}"
-    proc, host, port = start_server(os.path.abspath(a.vnfm), work, page_size)
+    nfvo = GrantNfvo().start()
+    proc, host, port = start_server(os.path.abspath(a.vnfm), work, page_size, nfvo)
     wanted = set(a.files.split(",")) if a.files else None
     results = []
     try:
@@ -925,8 +943,9 @@ def main():
             if wanted and name not in wanted:
                 continue
             api.unsubscribe_all()
+            nfvo.release_all()
             api.clean()
-            variables = fixtures(api, ik, ok)
+            variables = fixtures(api, nfvo, ik, ok)
             variables.update({k: v for f, k, v, _ in FILE_VARIABLES if f == name})
             variables.update({
                 "callback_port": str(sink.port),
@@ -965,6 +984,7 @@ def main():
                 results.append((name, test, status, msg))
     finally:
         sink.stop()
+        nfvo.stop()
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=40)

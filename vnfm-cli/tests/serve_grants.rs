@@ -31,6 +31,9 @@ enum Verdict {
     Reject(&'static str),
 }
 
+/// A request the NFVO saw: method and path, `Authorization`, `Version`.
+type Seen = (String, Option<String>, Option<String>);
+
 #[derive(Default)]
 struct Nfvo {
     /// vnfInstanceId -> verdict (absent: Hold).
@@ -38,7 +41,7 @@ struct Nfvo {
     /// grant number -> its request.
     requests: Mutex<Vec<Value>>,
     /// `Authorization` and `Version` of every request, and its path.
-    seen: Mutex<Vec<(String, Option<String>, Option<String>)>>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 impl Nfvo {
@@ -217,10 +220,10 @@ async fn an_instantiate_waits_starting_for_the_nfvo_then_runs_in_the_zones_it_gr
         .await
         .json();
     assert_eq!(inst["instantiationState"], "NOT_INSTANTIATED");
+    let op = get(addr, &loc).await.json();
     {
         let reqs = n.requests.lock().unwrap();
         assert_eq!(reqs.len(), 1, "one request, then polls");
-        let op = get(addr, &loc).await.json();
         assert_eq!(reqs[0]["vnfLcmOpOccId"], op["id"]);
         assert_eq!(reqs[0]["vnfInstanceId"], id.as_str());
         assert_eq!(reqs[0]["operation"], "INSTANTIATE");
