@@ -6,8 +6,9 @@
 //! stack gone, a deployment intent's HA server group enforced by Nova, and an instantiate
 //! interrupted right after Heat accepted the create, then retried (and another rolled back)
 //! while the stack is still in progress, and an instantiate cancelled while PROCESSING (its
-//! stack held `CREATE_IN_PROGRESS` by an `OS::Heat::TestResource`), then rolled back. One of
-//! them pins the HTTP calls of a reselection round.
+//! stack held `CREATE_IN_PROGRESS` by an `OS::Heat::TestResource`), then rolled back, and an
+//! instantiate granted by an NFVO into zones of its choosing. One of them pins the HTTP calls of
+//! a reselection round.
 //!
 //! Runs only with `VNFM_TEST_OPENSTACK=1` and a cloud brought up with zones whose hosts cannot
 //! hold an m1.small (`VNFM_OS_TEST_SMALL_ZONE`, and `VNFM_OS_TEST_SMALL_ZONES` naming two of
@@ -316,6 +317,133 @@ async fn clean(lcm: &Lifecycle, fx: &Fx, id: &VnfInstanceId) -> Res {
 }
 
 // ------------------------------------------------------------------------------ scenarios
+
+/// An NFVO of the test's own (in process, no HTTP: the HTTP client has its tests in
+/// vnfm-cli/tests/serve_grants.rs): it answers the grant request 202, then grants at the first
+/// poll, the i-th VNFC of a VDU into the i-th zone listed for it.
+#[derive(Debug)]
+struct TestNfvo {
+    zones: Vec<(String, ZoneId)>,
+    request: std::sync::Mutex<Option<vnfm_core::grant::GrantRequest>>,
+    polls: std::sync::atomic::AtomicU32,
+}
+
+#[async_trait]
+impl vnfm_core::driver::GrantDriver for TestNfvo {
+    async fn request_grant(
+        &self,
+        req: &vnfm_core::grant::GrantRequest,
+    ) -> Result<vnfm_core::driver::GrantAnswer, vnfm_core::driver::DriverError> {
+        *self.request.lock().unwrap() = Some(req.clone());
+        Ok(vnfm_core::driver::GrantAnswer::Pending {
+            location: "http://nfvo.test/grant/v1/grants/g-1".into(),
+            retry_after: None,
+        })
+    }
+
+    async fn poll_grant(
+        &self,
+        _location: &str,
+    ) -> Result<vnfm_core::driver::GrantAnswer, vnfm_core::driver::DriverError> {
+        self.polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let req = self.request.lock().unwrap().clone().unwrap();
+        let mut used: BTreeMap<String, usize> = BTreeMap::new();
+        let (mut infos, mut add) = (Vec::new(), Vec::new());
+        for r in &req.add_resources {
+            let Some(vdu) = r.vdu_id.as_ref().map(|v| v.as_str().to_owned()) else {
+                continue;
+            };
+            if !matches!(r.type_, vnfm_core::grant::ResourceType::Compute) {
+                continue;
+            }
+            let i = used.entry(vdu.clone()).or_default();
+            let Some((_, zone)) = self.zones.iter().filter(|(v, _)| *v == vdu).nth(*i) else {
+                continue;
+            };
+            *i += 1;
+            let zid = format!("zone-{}", infos.len());
+            infos.push(json!({"id": zid, "zoneId": zone}));
+            add.push(json!({"resourceDefinitionId": r.id, "zoneId": zid}));
+        }
+        let g = serde_json::from_value(json!({
+            "id": "nfvo-grant-1",
+            "vnfInstanceId": req.vnf_instance_id,
+            "vnfLcmOpOccId": req.vnf_lcm_op_occ_id,
+            "zones": infos,
+            "addResources": add,
+            "_links": {
+                "self": {"href": "http://nfvo.test/grant/v1/grants/g-1"},
+                "vnfLcmOpOcc": {"href": "/o"},
+                "vnfInstance": {"href": "/i"}
+            }
+        }))
+        .unwrap();
+        Ok(vnfm_core::driver::GrantAnswer::Granted(Box::new(g)))
+    }
+}
+
+/// Grants of an NFVO (`[grant] nfvo`, docs/grants.md) on real Nova and Heat: the occurrence
+/// waits STARTING for the grant (202, then polled); the NFVO grants VDU1 into the small zone
+/// and VDU2 into a big one. The stack's first attempt uses the NFVO's zones (Nova's real "No
+/// valid host" for VDU1 in the small zone), reselection moves VDU1 only, VDU2 stays where the
+/// NFVO put it, and the occurrence's grantId is the NFVO's.
+async fn nfvo_grant_zones_are_used(fx: &Fx) -> Res {
+    let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
+    let big = fx.big();
+    ensure!(!big.is_empty(), "no big zone: {:?}", fx.hosts);
+    let nfvo = Arc::new(TestNfvo {
+        zones: vec![
+            ("VDU1".to_owned(), fx.small.clone()),
+            ("VDU2".to_owned(), big[0].clone()),
+        ],
+        request: std::sync::Mutex::new(None),
+        polls: std::sync::atomic::AtomicU32::new(0),
+    });
+    let lcm = lifecycle(&cloud, 41).with_grant_driver(
+        nfvo.clone(),
+        vnfm_core::lifecycle::NfvoGrants {
+            poll_interval: Duration::from_millis(500),
+            timeout: Duration::from_secs(30),
+        },
+    );
+    let inst = create(&lcm, fx, "rs-nfvo").await?;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &fx.pkg,
+            &InstantiateVnfRequest::new("anti"),
+            &OperationOptions::default(),
+        )
+        .await
+        .map_err(|e| chain(&e))?;
+    let outcome = async {
+        ensure!(r.is_completed(), "instantiate: {}", describe(&r));
+        ensure!(
+            nfvo.polls.load(std::sync::atomic::Ordering::SeqCst) == 1,
+            "the grant was polled once"
+        );
+        ensure!(
+            r.op_occ.grant_id.as_ref().map(|g| g.as_str()) == Some("nfvo-grant-1"),
+            "grantId {:?}",
+            r.op_occ.grant_id
+        );
+        let first = &r.op_occ.attempts[0].zones;
+        ensure!(
+            first.values().any(|z| *z == fx.small) && first.values().any(|z| z == big[0]),
+            "the first attempt did not use the NFVO's zones: {first:?}"
+        );
+        check_reselected(&r, &fx.small)?;
+        let servers = check_servers(&cloud, fx, &r.instance).await?;
+        let (z1, _) = &servers["VDU1-0"];
+        let (z2, _) = &servers["VDU2-0"];
+        ensure!(z2 == big[0], "VDU2 left the NFVO's zone {}: {z2}", big[0]);
+        ensure!(*z1 != fx.small && z1 != z2, "VDU1 in {z1}, VDU2 in {z2}");
+        Ok(())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    outcome.and(cleaned)
+}
 
 /// 1. Zone anti-affinity, VDU1 granted into the small zone: CREATE_FAILED with Nova's real
 ///    text, reselection, UPDATE_COMPLETE; both ACTIVE in different zones, VDU1 on a host of
@@ -2499,6 +2627,10 @@ async fn lcm_scenarios_against_real_openstack() {
         (
             "change_ext_conn_updates_the_stack_in_place",
             Box::pin(change_ext_conn_updates_the_stack_in_place(f)),
+        ),
+        (
+            "nfvo_grant_zones_are_used",
+            Box::pin(nfvo_grant_zones_are_used(f)),
         ),
     ];
     let only = std::env::var("VNFM_TEST_ONLY").unwrap_or_default();
