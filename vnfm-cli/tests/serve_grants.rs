@@ -96,7 +96,7 @@ impl Nfvo {
 fn grant(req: &Value, n: usize, zones: &[(&str, &str)]) -> Value {
     let mut used: BTreeMap<String, usize> = BTreeMap::new();
     let (mut infos, mut add) = (Vec::new(), Vec::new());
-    for r in req["addResources"].as_array().unwrap() {
+    for r in req["addResources"].as_array().into_iter().flatten() {
         if r["type"] != "COMPUTE" {
             continue;
         }
@@ -419,4 +419,95 @@ async fn the_grant_client_maps_every_answer_as_its_contract_says() {
         .await
         .unwrap_err();
     assert!(matches!(e, DriverError::Unavailable { .. }), "{e:?}");
+}
+
+async fn scale(addr: SocketAddr, id: &str, kind: &str) -> Value {
+    let r = post_json(
+        addr,
+        &format!("/vnflcm/v2/vnf_instances/{id}/scale"),
+        &json!({"type": kind, "aspectId": "VDU1_scale"}),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    wait_op(addr, r.header("location").unwrap()).await
+}
+
+/// SOL003 grants scale-in and terminate too (`removeResources`): with an NFVO they are asked,
+/// each naming the VNFCs that go by their VIM resource; a rejected terminate leaves the
+/// instance as it was (ROLLED_BACK), a granted one runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_in_and_terminate_ask_the_nfvo_with_the_resources_they_remove() {
+    let dir = tempfile::tempdir().unwrap();
+    let (n, nfvo_addr) = nfvo().await;
+    let server = server_granted_by(nfvo_addr, dir.path()).await;
+    let addr = server.local_addr();
+    let id = create_instance(addr).await;
+    n.set(
+        &id,
+        Verdict::Grant(vec![("VDU1", "AZ-2"), ("VDU1", "AZ-3"), ("VDU2", "AZ-4")]),
+    );
+    let loc = instantiate(addr, &id).await;
+    assert_eq!(wait_op(addr, &loc).await["operationState"], "COMPLETED");
+    // Scale out: the NFVO gives the new VNFC no zone, vnfm places it.
+    let op = scale(addr, &id, "SCALE_OUT").await;
+    assert_eq!(op["operationState"], "COMPLETED", "{op:#}");
+    let before = servers(addr, &id).await;
+    assert_eq!(before.len(), 4, "{before:?}");
+    let newest = before
+        .iter()
+        .find(|(vnfc, _)| vnfc.ends_with("VDU1-2"))
+        .map(|(_, s)| s.clone())
+        .unwrap_or_else(|| panic!("no VNFC VDU1-2 in {before:?}"));
+
+    // Scale in: asked, removing the newest VDU1 VNFC by its server id.
+    let op = scale(addr, &id, "SCALE_IN").await;
+    assert_eq!(op["operationState"], "COMPLETED", "{op:#}");
+    let last = n.requests.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(last["operation"], "SCALE", "{last:#}");
+    assert_eq!(last["vnfLcmOpOccId"], op["id"]);
+    let removed = last["removeResources"].as_array().unwrap();
+    assert_eq!(removed.len(), 1, "{last:#}");
+    assert_eq!(removed[0]["type"], "COMPUTE");
+    assert_eq!(removed[0]["vduId"], "VDU1");
+    assert_eq!(removed[0]["resource"]["resourceId"], newest.as_str());
+    assert_eq!(
+        op["grantId"],
+        format!("nfvo-grant-{}", n.requests.lock().unwrap().len() - 1)
+    );
+
+    // Terminate, rejected: ROLLED_BACK, the instance still INSTANTIATED with its servers.
+    n.set(&id, Verdict::Reject("terminations are frozen"));
+    let terminate = || async {
+        let r = post_json(
+            addr,
+            &format!("/vnflcm/v2/vnf_instances/{id}/terminate"),
+            &json!({"terminationType": "FORCEFUL"}),
+        )
+        .await;
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        wait_op(addr, r.header("location").unwrap()).await
+    };
+    let op = terminate().await;
+    assert_eq!(op["operationState"], "ROLLED_BACK", "{op:#}");
+    assert!(op["error"]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("terminations are frozen"));
+    let last = n.requests.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(last["operation"], "TERMINATE");
+    assert_eq!(
+        last["removeResources"].as_array().unwrap().len(),
+        3,
+        "{last:#}"
+    );
+    assert_eq!(servers(addr, &id).await.len(), 3, "nothing was deleted");
+
+    // Granted: terminated.
+    n.set(&id, Verdict::Grant(Vec::new()));
+    let op = terminate().await;
+    assert_eq!(op["operationState"], "COMPLETED", "{op:#}");
+    let inst = get(addr, &format!("/vnflcm/v2/vnf_instances/{id}"))
+        .await
+        .json();
+    assert_eq!(inst["instantiationState"], "NOT_INSTANTIATED");
 }

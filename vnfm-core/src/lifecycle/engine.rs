@@ -169,10 +169,10 @@ pub struct LcmConfig {
 /// Grants asked of an NFVO over its SOL003 Grant interface ([`crate::driver::GrantDriver`],
 /// set with [`Lifecycle::with_grant_driver`]) instead of the local granter.
 ///
-/// - Which operations ask: those that build a grant request (instantiate, scale-out, heal,
-///   change flavour, change external connectivity), new ones only (a retry does not ask
-///   again). Scale-in, terminate, operate and modify are not granted (vnfm builds no
-///   request with `removeResources` yet).
+/// - Which operations ask: instantiate, scale-out, heal, change flavour and change external
+///   connectivity (their placed grant request), scale-in and terminate (a request whose
+///   `removeResources` names the servers that go); new ones only (a retry does not ask
+///   again). Operate, modify and CNF operations are not asked.
 /// - When: right after the occurrence is stored `STARTING` (and its start notified); it stays
 ///   `STARTING` until the NFVO answers. A `202` is polled at its `Location` every
 ///   `poll_interval` (or after the NFVO's `Retry-After`); an NFVO that cannot be reached or
@@ -787,11 +787,15 @@ impl Lifecycle {
                 new_level,
             }),
         };
+        let gopts = self.grant_options(opts.automatic);
         if req.type_ == ScaleType::ScaleOut {
-            let gopts = self.grant_options(opts.automatic);
             self.plan_grant(&mut progress, opts, |ids| {
                 grant_request::scale_out(pkg, &inst.value, &aspect_id, steps, &op.id, &gopts, ids)
             });
+        } else if self.config.nfvo_grants.is_some() {
+            progress.removal = Some(self.with_ids(|ids| {
+                grant_request::scale_in(pkg, &inst.value, &aspect_id, steps, &op.id, &gopts, ids)
+            })?);
         }
         self.run_new(inst, op, progress, Some(pkg), opts).await
     }
@@ -870,7 +874,16 @@ impl Lifecycle {
                 p.cnf = Some(CnfWork::of(resources));
                 p
             }
-            None => Progress::new(Plan::Terminate),
+            None => {
+                let mut p = Progress::new(Plan::Terminate);
+                if self.config.nfvo_grants.is_some() {
+                    let gopts = self.grant_options(opts.automatic);
+                    p.removal = Some(self.with_ids(|ids| {
+                        grant_request::terminate(&inst.value, &op.id, &gopts, ids)
+                    })?);
+                }
+                p
+            }
         };
         self.run_new(inst, op, progress, None, opts).await
     }

@@ -541,6 +541,104 @@ pub fn heal(
     finish(request, new_vnfcs)
 }
 
+/// The grant request of a scale-in (asked of an NFVO only, [`super::NfvoGrants`]; the local
+/// granter has nothing to decide): `removeResources` names the `COMPUTE` resource of every VNFC
+/// the scale-in removes, the newest `delta × steps` of each VDU of the aspect (as the operation
+/// removes them).
+///
+/// # Errors
+/// As [`heal`]: an instance that is not instantiated, a flavour not in the package, a removed
+/// VNFC without `computeResource.resourceId`; or a request that fails
+/// [`GrantRequest::validate`].
+pub fn scale_in(
+    pkg: &VnfPackage,
+    inst: &VnfInstance,
+    aspect_id: &str,
+    steps: u32,
+    op_occ_id: &OpOccId,
+    opts: &GrantOptions,
+    ids: &mut IdGen,
+) -> Result<GrantRequest> {
+    let info = instantiated(inst)?;
+    let flavour = flavour(pkg, &info.flavour_id, "instantiatedVnfInfo.flavourId")?;
+    let mut request = base_request(
+        pkg,
+        inst,
+        &flavour.id,
+        op_occ_id,
+        GrantedLcmOperationType::Scale,
+        opts,
+    )?;
+    let all = super::plan::slots_of(info);
+    let kept: std::collections::BTreeSet<String> =
+        super::operation::scale_in_keep(flavour, aspect_id, steps, all.clone())
+            .into_iter()
+            .map(|(s, _)| s.name())
+            .collect();
+    let removed: std::collections::BTreeSet<String> = all
+        .into_iter()
+        .map(|(s, _)| s.name())
+        .filter(|n| !kept.contains(n))
+        .collect();
+    remove_vnfcs(&mut request, info, Some(&removed), opts, ids)?;
+    request.validate()?;
+    Ok(request)
+}
+
+/// The grant request of a terminate (asked of an NFVO only): `removeResources` names the
+/// `COMPUTE` resource of every VNFC of the instance. No package is needed.
+///
+/// # Errors
+/// An instance that is not instantiated, a VNFC without `computeResource.resourceId`, or a
+/// request that fails [`GrantRequest::validate`].
+pub fn terminate(
+    inst: &VnfInstance,
+    op_occ_id: &OpOccId,
+    opts: &GrantOptions,
+    ids: &mut IdGen,
+) -> Result<GrantRequest> {
+    let info = instantiated(inst)?;
+    let mut request = GrantRequest::new(
+        inst.id.clone(),
+        op_occ_id.clone(),
+        inst.vnfd_id.clone(),
+        GrantedLcmOperationType::Terminate,
+    )
+    .with_flavour_id(&info.flavour_id)
+    .with_link("vnfLcmOpOcc", lcm_op_occ_href(op_occ_id))
+    .with_link("vnfInstance", vnf_instance_href(&inst.id));
+    request.is_automatic_invocation = opts.is_automatic_invocation;
+    remove_vnfcs(&mut request, info, None, opts, ids)?;
+    request.validate()?;
+    Ok(request)
+}
+
+/// Adds a `COMPUTE` definition to `removeResources` for every VNFC of `info` whose slot name
+/// `only` holds (every VNFC when `None`), with its resource handle.
+fn remove_vnfcs(
+    request: &mut GrantRequest,
+    info: &InstantiatedVnfInfo,
+    only: Option<&std::collections::BTreeSet<String>>,
+    opts: &GrantOptions,
+    ids: &mut IdGen,
+) -> Result<()> {
+    for (at, vnfc) in existing_vnfcs(info) {
+        if let Some(only) = only {
+            let name = slot_index(vnfc, &at)?.map(|i| VnfcSlot::new(vnfc.vdu_id.clone(), i).name());
+            if !name.is_some_and(|n| only.contains(&n)) {
+                continue;
+            }
+        }
+        let handle = existing_handle(vnfc, &at, opts)?;
+        request.remove_resources.push(
+            ResourceDefinition::new(ids.next_uuid(), ResourceType::Compute, vnfc.vdu_id.as_str())
+                .with_vdu_id(vnfc.vdu_id.clone())
+                .with_resource(handle),
+        );
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // helpers
 

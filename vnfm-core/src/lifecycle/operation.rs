@@ -275,6 +275,10 @@ pub struct Progress {
     /// Why the grant request could not be built (the operation then fails `INVALID`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planned_error: Option<String>,
+    /// The grant request of a plan that removes resources only (scale-in, terminate), built
+    /// when an NFVO grants ([`super::NfvoGrants`]): asked of it, never of the local granter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removal: Option<GrantRequest>,
     /// Zones an NFVO pinned, per VNFC or VDU.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pinned: BTreeMap<String, ZoneId>,
@@ -319,6 +323,7 @@ impl Progress {
             plan,
             planned: None,
             planned_error: None,
+            removal: None,
             pinned: BTreeMap::new(),
             grant_id: None,
             granted: None,
@@ -813,7 +818,11 @@ impl Operation {
         if self.progress.plan.is_rollback() {
             return None;
         }
-        self.progress.planned.as_ref().map(|p| p.request.clone())
+        self.progress
+            .planned
+            .as_ref()
+            .map(|p| p.request.clone())
+            .or_else(|| self.progress.removal.clone())
     }
 
     /// The poll interval and the timeout of NFVO grants.
@@ -2806,7 +2815,7 @@ impl UnitsInput<'_> {
 
 /// The VNFCs a scale-in of `steps` steps of `aspect` keeps: the newest (highest index) of
 /// every VDU the aspect scales go.
-fn scale_in_keep(
+pub(crate) fn scale_in_keep(
     flavour: &Flavour,
     aspect: &str,
     steps: u32,
