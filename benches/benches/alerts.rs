@@ -49,9 +49,15 @@ use tokio::runtime::Runtime;
 use vnfm_cli::config::{AlertFsync, Config, Secret};
 use vnfm_cli::serve::Server;
 
-/// The allocator of a `vnfm` binary built with `--features mimalloc` when this bench is run
-/// with `--features mimalloc`; otherwise the system's, as the default `vnfm` (the baseline
-/// runs in the same process, over the same allocator).
+/// jemalloc, as the default `vnfm` binary (the default feature `jemalloc`, background threads
+/// on); the system's with `--no-default-features`; mimalloc with `--features mimalloc`, which
+/// takes precedence, as in `vnfm`. The baseline runs in the same process, over the same
+/// allocator.
+#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// mimalloc, with `--features mimalloc` (see above).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -1,13 +1,23 @@
 //! The `vnfm` command-line program: [`vnfm_cli::run`].
 //!
-//! The allocator is the system's unless the binary is built with `--features mimalloc`. The
-//! soak of `vnfm serve` (docs/soak.md) measured both: with glibc the resident memory stays
-//! within its bound (+6 % after the warm-up); mimalloc holds 45-60 MB more and keeps growing as
-//! the threads of tokio's blocking pool come and go, each with its own heap. mimalloc is faster
-//! for the alert endpoint (glibc's arena locks, `benches/README.md`): a deployment that values
-//! that over a flat footprint builds with the feature.
+//! The allocator is jemalloc (the default feature `jemalloc`), with its background threads on:
+//! memory freed by a burst of work goes back to the system by time decay (dirty pages unused for
+//! 10 s, jemalloc's `dirty_decay_ms`), also while `vnfm serve` is idle and allocates nothing.
+//! The soak of `vnfm serve` (docs/soak.md) chose it: glibc's malloc keeps what the last burst
+//! freed, so two idle samples of the same plateau differed by up to 14 %; mimalloc held 45-60 MB
+//! more than either.
+//!
+//! - `--no-default-features` (plus the drivers wanted, e.g. `--features openstack,k8s`): the
+//!   system allocator.
+//! - `--features mimalloc`: mimalloc, which takes precedence over `jemalloc`; faster on the
+//!   alert endpoint (`benches/README.md`), at the cost of the resident memory above.
 
 use std::process::ExitCode;
+
+/// jemalloc, the default (feature `jemalloc`, unless `mimalloc` is on too).
+#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// mimalloc, when the `mimalloc` feature is on.
 #[cfg(feature = "mimalloc")]

@@ -11,7 +11,8 @@
 //!   time, and that stay idle after a request.
 //!
 //! After a warm-up and at the end, the load is paused until the server is idle (every
-//! operation and heal window done, the hostile connections closed by the deadlines), and the
+//! operation and heal window done, the hostile connections closed by the deadlines) and has
+//! been idle for `SETTLE` (the allocator gives back what the load freed), and the
 //! server's open descriptors (`/proc/PID/fd`) and resident memory (`VmRSS`) are sampled: the end
 //! must be within 10 % of the warm-up. Every answer is counted by status: no 5xx but the
 //! documented 503 (docs/serve.md), and every alert of an accepted (204) webhook is counted by
@@ -42,6 +43,23 @@ const LIVE: usize = 4;
 /// the warm-up (every heal alert of the load has a new fingerprint) and the end is measured at
 /// the plateau, not while the deduplication memory fills (default 10,000).
 const DEDUPE: usize = 200;
+
+/// How long the server is left idle before a sample: its state's own write comes within a
+/// second of the last change; then jemalloc's background threads purge the pages the load freed
+/// once they have been unused for its `dirty_decay_ms` (10 s; `muzzy_decay_ms` is 0, so they are
+/// given back at once, not lazily). 15 s: the write, the decay and a margin (docs/soak.md). The
+/// system allocator (`--no-default-features`) and mimalloc do not give back on a timer: their
+/// samples depend on what the last burst left, whatever the wait.
+const SETTLE: Duration = Duration::from_secs(15);
+
+/// The allocator of the `vnfm` binary under test (vnfm-cli/src/main.rs), as printed.
+const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
+    "mimalloc"
+} else if cfg!(feature = "jemalloc") {
+    "jemalloc"
+} else {
+    "system"
+};
 
 /// Answers by (what, status).
 type Tally = Arc<Mutex<BTreeMap<(String, u16), u64>>>;
@@ -377,8 +395,9 @@ async fn quiesce(addr: SocketAddr, sw: &Switch) -> String {
         .all(|s| metric(&m, s) == 0)
             && metric(&m, "vnfm_http_connections") <= 1;
         if idle {
-            // The state's own write within a second of the last change, then sample.
-            tokio::time::sleep(Duration::from_secs(3)).await;
+            // The state's own write within a second of the last change, and the allocator's
+            // time to give back what the load freed, then sample.
+            tokio::time::sleep(SETTLE).await;
             return metrics(addr).await;
         }
         assert!(
@@ -499,7 +518,7 @@ async fn soak() {
     tokio::time::sleep(Duration::from_secs(warm)).await;
     quiesce(addr, &sw).await;
     let warmed = sample(&server);
-    eprintln!("soak: after {warm} s of warm-up: {warmed:?} (KiB)");
+    eprintln!("soak: allocator {ALLOCATOR}; after {warm} s of warm-up: {warmed:?} (KiB)");
     sw.run.store(true, Ordering::Relaxed);
     let t = Instant::now();
     let mut peak = (warmed.fds, warmed.rss);
