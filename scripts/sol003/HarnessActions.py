@@ -17,6 +17,9 @@ expectation this library adds first, as the NFVO's endpoint would answer it.
 
 `Harness Processing Occurrence` is the setup of CancelOperationWorkflow.robot's PROCESSING test
 (test ID 7.3.1.19.2): an occurrence of the test's own, PROCESSING (harness.py's OWN_OCCURRENCE).
+`Harness Retryable Occurrence` and `Harness Failed Temp Occurrence` are the setups of
+RetryOperationWorkflow.robot's two tests (7.3.1.29.1 and .2): an occurrence FAILED_TEMP whose
+retry succeeds, and one whose retry fails (harness.py's OWN_RETRY_OCCURRENCE).
 """
 
 import os
@@ -24,7 +27,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLOW_VNFD, Api  # noqa: E402
+from harness import RETRYABLE_CREATE_SECS, RETRYABLE_VNFD, SLOW_VNFD, UNPLACEABLE_VNFD, Api  # noqa: E402,E501
 from robot.libraries.BuiltIn import BuiltIn  # noqa: E402
 
 DEMO_VNFD = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d"
@@ -82,14 +85,10 @@ class HarnessActions:
         for s in subs:
             self._must("DELETE", f"/vnflcm/v2/subscriptions/{s['id']}", None, 204)
 
-    def harness_processing_occurrence(self, subscription_filter=None):
-        """Sets `${vnfLcmOpOccId}` to an instantiate occurrence of its own, PROCESSING: the
-        NFVO's subscriptions are deleted (with the notifications an earlier test left
-        undelivered) and its endpoint is reset (the expectations and requests an earlier test
-        left when it failed before its `Clear Requests`), an instance of the slow package
-        (harness.py's SLOW_VNFD) is instantiated until its occurrence is PROCESSING, and the
-        endpoint is subscribed anew with `subscription_filter`, as the harness subscribes it
-        after a file's fixtures."""
+    def _fresh_endpoint(self):
+        """Deletes the NFVO's subscriptions (with the notifications an earlier test left
+        undelivered) and resets its endpoint (the expectations and requests an earlier test left
+        when it failed before its `Clear Requests`)."""
         self._unsubscribe_all()
         # A delivery of the deleted subscription may still be on its way (the suite's forward
         # to `/endpoint/check` waits 1 s): the endpoint is reset once nothing came for 2 s.
@@ -101,25 +100,71 @@ class HarnessActions:
             seen = got
             time.sleep(2)
         self.sink.call("PUT", "/reset", {})
+
+    def _instantiate(self, vnfd, name, until):
+        """An instance of `vnfd` and its instantiate occurrence, once it is in state `until`
+        (it may pass through STARTING and PROCESSING on the way, nothing else)."""
         _, inst = self._must("POST", "/vnflcm/v2/vnf_instances",
-                             {"vnfdId": SLOW_VNFD, "vnfInstanceName": "processing"}, 201)
+                             {"vnfdId": vnfd, "vnfInstanceName": name}, 201)
         h, _ = self._must("POST", f"/vnflcm/v2/vnf_instances/{inst['id']}/instantiate",
                           {"flavourId": "default"}, 202)
         loc = {k.lower(): v for k, v in h.items()}["location"]
         op = loc.rsplit("/", 1)[-1]
+        return self._wait_state(op, until)
+
+    def _wait_state(self, op, until):
         for _ in range(600):
             _, _, occ = self.vnfm.call("GET", f"/vnflcm/v2/vnf_lcm_op_occs/{op}")
             state = occ.get("operationState") if isinstance(occ, dict) else None
-            if state == "PROCESSING":
-                break
-            if state != "STARTING":
-                raise AssertionError(f"harness: occurrence {op} is {state}, expected PROCESSING")
+            if state == until:
+                return op
+            if state not in ("STARTING", "PROCESSING"):
+                raise AssertionError(f"harness: occurrence {op} is {state}, expected {until}")
             time.sleep(0.05)
-        else:
-            raise AssertionError(f"harness: occurrence {op} not PROCESSING within 30 s")
+        raise AssertionError(f"harness: occurrence {op} not {until} within 30 s")
+
+    def _use(self, op, subscription_filter):
         self._subscribe(subscription_filter)
         BuiltIn().set_global_variable("${vnfLcmOpOccId}", op)
         return op
+
+    def harness_processing_occurrence(self, subscription_filter=None):
+        """Sets `${vnfLcmOpOccId}` to an instantiate occurrence of its own, PROCESSING: the
+        NFVO's endpoint is made fresh (`_fresh_endpoint`), an instance of the slow package
+        (harness.py's SLOW_VNFD) is instantiated until its occurrence is PROCESSING, and the
+        endpoint is subscribed anew with `subscription_filter`, as the harness subscribes it
+        after a file's fixtures."""
+        self._fresh_endpoint()
+        op = self._instantiate(SLOW_VNFD, "processing", "PROCESSING")
+        return self._use(op, subscription_filter)
+
+    def harness_retryable_occurrence(self, subscription_filter=None):
+        """Sets `${vnfLcmOpOccId}` to an instantiate occurrence of its own, FAILED_TEMP, whose
+        retry succeeds: an instance of the retryable package (harness.py's RETRYABLE_VNFD,
+        whose stack create takes RETRYABLE_CREATE_SECS) is instantiated and cancelled while
+        PROCESSING, as an NFVO that gave up waiting does (SOL003 clause 5.4.17: FAILED_TEMP,
+        the stack left as it is); a retry waits for the stack, which completes, and goes on
+        (docs/serve.md, retry). The endpoint is fresh and subscribed as in
+        `Harness Processing Occurrence`."""
+        self._fresh_endpoint()
+        op = self._instantiate(RETRYABLE_VNFD, "retryable", "PROCESSING")
+        self._must("POST", f"/vnflcm/v2/vnf_lcm_op_occs/{op}/cancel",
+                   {"cancelMode": "FORCEFUL"}, 202)
+        for _ in range(RETRYABLE_CREATE_SECS * 20):
+            _, _, occ = self.vnfm.call("GET", f"/vnflcm/v2/vnf_lcm_op_occs/{op}")
+            if isinstance(occ, dict) and occ.get("operationState") == "FAILED_TEMP":
+                return self._use(op, subscription_filter)
+            time.sleep(0.05)
+        raise AssertionError(f"harness: cancelled occurrence {op} not FAILED_TEMP")
+
+    def harness_failed_temp_occurrence(self, subscription_filter=None):
+        """Sets `${vnfLcmOpOccId}` to an instantiate occurrence of its own, FAILED_TEMP, whose
+        retry fails again: the unplaceable package's (harness.py's UNPLACEABLE_VNFD: no host
+        has the memory its VDU1 asks for). The endpoint is fresh and subscribed as in
+        `Harness Processing Occurrence`."""
+        self._fresh_endpoint()
+        op = self._instantiate(UNPLACEABLE_VNFD, "failed-temp", "FAILED_TEMP")
+        return self._use(op, subscription_filter)
 
     def harness_trigger(self, kind):
         """Subscribes for exactly the notification of `kind` (START, RESULT, CREATION, DELETION)

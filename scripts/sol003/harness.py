@@ -49,6 +49,11 @@ FLAVOURS_VNFD = "5c0e7a3d-2f14-4b8e-a6d9-8e1b3c7f0a42"
 # its instantiate stays PROCESSING that long, so that a cancel finds it running.
 SLOW_VNFD = "3b9d6e2f-8a41-4c57-b0e3-6f2a9d1c4e87"
 SLOW_CREATE_SECS = 120
+# The same with a create of RETRYABLE_CREATE_SECS: an instantiate cancelled while PROCESSING
+# is FAILED_TEMP with its stack still being created, and a retry waits for that stack and
+# completes (the occurrence of RetryOperationWorkflow's successful test).
+RETRYABLE_VNFD = "9f4c2b7e-1d36-4a58-8e0b-2c7d5f3a9e61"
+RETRYABLE_CREATE_SECS = 4
 # The suite's `${callback_endpoint}` (environment/variables.txt): where its notification checks
 # expect the NFVO's endpoint.
 ENDPOINT = "/endpoint"
@@ -451,6 +456,38 @@ PATCHES += [
     ),
 ]
 
+OWN_RETRY_OCCURRENCE = (
+    "SOL003 clause 5.4.14.3.1 (test IDs 7.3.1.29.1 and .2: an occurrence FAILED_TEMP whose "
+    "retry succeeds, then one whose retry fails): the file's two tests share `${vnfLcmOpOccId}` "
+    "with opposite pre-conditions, and the first one's retry ends it; the harness gives each "
+    "test an occurrence of its own from a setup (scripts/sol003/HarnessActions.py: an "
+    "instantiate of the retryable package cancelled while PROCESSING, whose stack then "
+    "completes; an instantiate of the unplaceable package), the NFVO subscribed anew after it"
+)
+PATCHES += [
+    (
+        "RetryOperationWorkflow.robot",
+        "Library    Process\n",
+        "Library    Process\n"
+        "Library    ${HARNESS_LIBRARY}    ${VNFM_BASE}    ${HARNESS_TOKEN}    ${SINK_BASE}\n",
+        "the library of the setups below (scripts/sol003/HarnessActions.py)",
+    ),
+    (
+        "RetryOperationWorkflow.robot",
+        "re:(Post-Conditions: The VNF lifecycle management operation occurrence is in COMPLETED "
+        "state *\n)(    Send Retry Operation Request)",
+        "\\1    [Setup]    Harness Retryable Occurrence\n\\2",
+        OWN_RETRY_OCCURRENCE,
+    ),
+    (
+        "RetryOperationWorkflow.robot",
+        "re:(Post-Conditions: The VNF lifecycle management operation occurrence is in FAILED_TEMP "
+        "state *\n)(    Send Retry Operation Request)",
+        "\\1    [Setup]    Harness Failed Temp Occurrence\n\\2",
+        OWN_RETRY_OCCURRENCE,
+    ),
+]
+
 PATCHES += [
     (
         "ChangeExternalVNFConnectivityWorkflow.robot",
@@ -473,6 +510,108 @@ PATCHES += [
     ),
 ]
 
+
+# The scale workflows (test IDs 7.3.1.32.1 and 7.3.1.31.1) send their request and check its
+# notifications, then compare the aspect's scale level before and after. Every step of that
+# comparison is written in a way Robot Framework does not run; each is patched to do what its
+# words say, nothing more.
+SCALE_ASPECT = (
+    "the suite's own mistakes (Robot Framework User Guide 2.6.6 and 2.5.2): `${json.aspectId}` "
+    "is the extended variable syntax, which reads an attribute, and the `json.loads` the keyword "
+    "makes is a dict (`${json['aspectId']}`), so the keyword fails before it sends the request; "
+    "and `${aspectId}` is assigned locally while the postcondition reads the global one of "
+    "scaleVariables.txt"
+)
+SCALE_TO_LEVEL_ASPECT = (
+    SCALE_ASPECT + "; SOL003 clause 5.5.2.7: a ScaleVnfToLevelRequest has no `aspectId`, its "
+    "aspects are in `scaleInfo` (the suite's request scales one aspect: its first)"
+)
+SCALE_INFO_GLOBAL = (
+    "the suite's own mistake (Robot Framework User Guide 2.5.2): `Initialize System` assigns "
+    "`${scaleInfo}` locally and the postcondition reads the global one of scaleVariables.txt "
+    "(empty)"
+)
+SCALE_COMPARE = (
+    "the suite's own mistakes (Robot Framework User Guide 2.5.3, 2.6.6): `FOR ... IN "
+    "${old_scaleinfo}` iterates once over the whole list, `${element.aspectId}` reads an "
+    "attribute of a dict, and `Set Variable If    ${element.aspectId}==${aspectId}` evaluates "
+    "two unquoted strings as Python names; the patch takes the `scaleLevel` of the ScaleInfo "
+    "(SOL003 clause 5.5.3.3) whose `aspectId` is the request's, in the list `Get Value From "
+    "Json` returns (its one match: the `scaleStatus` array, or the request's `scaleInfo`)"
+)
+SCALE_LOOPS = (
+    "    FOR    ${element}    IN    ${old_scaleinfo}\n"
+    "        ${old_level}=    Set Variable If    ${element.aspectId}==${aspectId}   "
+    "${element.scaleLevel}\n"
+    "        ${old_level_value}=    Convert To Integer    ${old_level}\n"
+    "    END\n"
+    "    FOR    ${element}    IN    ${new_scaleinfo}\n"
+    "        ${new_level}=    Set Variable If    ${element.aspectId}==${aspectId}   "
+    "${element.scaleLevel}\n"
+    "        ${new_level_value}=    Convert To Integer    ${new_level}\n"
+    "    END\n"
+)
+SCALE_LEVELS = (
+    "    ${old_level_value}=    Evaluate    [int(e['scaleLevel']) for e in $old_scaleinfo[0] "
+    "if e['aspectId'] == '${aspectId}'][0]\n"
+    "    ${new_level_value}=    Evaluate    [int(e['scaleLevel']) for e in $new_scaleinfo[0] "
+    "if e['aspectId'] == '${aspectId}'][0]\n"
+)
+SCALE_REQUEST = (
+    "re:(jsons/{file}\\n    \\$\\{{json\\}}=    evaluate    json\\.loads\\('''\\$\\{{body\\}}'''\\)"
+    "    json\\n)    \\$\\{{aspectId\\}}=    Set Variable    \\$\\{{json\\.aspectId\\}} *\\n"
+)
+PATCHES += [
+    (
+        "VnfLcmMntOperationKeywords.robot",
+        SCALE_REQUEST.format(file="scaleVnfOutRequest\\.json"),
+        "\\1    ${aspectId}=    Set Variable    ${json['aspectId']}\\n"
+        "    Set Global Variable    ${aspectId}\\n",
+        SCALE_ASPECT,
+    ),
+    (
+        "VnfLcmMntOperationKeywords.robot",
+        SCALE_REQUEST.format(file="scaleVnfToLevelRequest\\.json"),
+        "\\1    ${aspectId}=    Set Variable    ${json['scaleInfo'][0]['aspectId']}\\n"
+        "    Set Global Variable    ${aspectId}\\n",
+        SCALE_TO_LEVEL_ASPECT,
+    ),
+    (
+        "ScaleVNFWorkflow.robot",
+        "re:(Library +Process *\\n)(\\s*\\n)*(\\*\\*\\* Test Cases \\*\\*\\*)",
+        "\\1Suite Setup    Initialize System\\n\\n\\3",
+        NO_SETUP,
+    ),
+    (
+        "ScaleVNFToLevelWorkflow.robot",
+        "re:(Library +Process *\\n)(\\s*\\n)*(\\*\\*\\* Test Cases \\*\\*\\*)",
+        "\\1Suite Setup    Initialize System\\n\\n\\3",
+        NO_SETUP,
+    ),
+    (
+        "ScaleVNFWorkflow.robot",
+        "    ${scaleInfo}=    Get Vnf Scale Info    ${vnfInstanceId}\n    \n",
+        "    ${scaleInfo}=    Get Vnf Scale Info    ${vnfInstanceId}\n"
+        "    Set Global Variable    ${scaleInfo}\n    \n",
+        SCALE_INFO_GLOBAL,
+    ),
+    (
+        "ScaleVNFToLevelWorkflow.robot",
+        "re:(?m)^(    \\$\\{scaleInfo\\}=    Get Value From Json    "
+        "\\$\\{scaleVnfToLevelRequest\\}    \\$\\.\\.scaleInfo *)$",
+        "\\1\\n    Set Global Variable    ${scaleInfo}",
+        SCALE_INFO_GLOBAL,
+    ),
+    ("ScaleVNFWorkflow.robot", SCALE_LOOPS, SCALE_LEVELS, SCALE_COMPARE),
+    ("ScaleVNFToLevelWorkflow.robot", SCALE_LOOPS, SCALE_LEVELS, SCALE_COMPARE),
+    (
+        "ScaleVNFWorkflow.robot",
+        "    Run Keyword If    ${type}==SCALE_OUT    Should Be True",
+        "    Run Keyword If    '${type}'=='SCALE_OUT'    Should Be True",
+        "the suite's own mistake (Robot Framework User Guide 2.6.6, evaluating expressions): "
+        "`${type}==SCALE_OUT` evaluates `SCALE_OUT==SCALE_OUT`, two unquoted Python names",
+    ),
+]
 # Files the suite names in one case and has in another: (wanted, present, why).
 FILE_ALIASES = [
     (
@@ -613,12 +752,12 @@ class Api:
                 break
             time.sleep(0.05)
         slow = {i["id"] for i in self.list_all("/vnflcm/v2/vnf_instances?all_fields")
-                if i.get("vnfdId") == SLOW_VNFD}
+                if i.get("vnfdId") in (SLOW_VNFD, RETRYABLE_VNFD)}
         for op in ops:
             if op.get("operationState") != "FAILED_TEMP":
                 continue
             if op.get("vnfInstanceId") in slow and op.get("operationType") == "INSTANTIATE":
-                # A cancelled instantiate of the slow package: its stack (and servers) goes.
+                # A cancelled instantiate of a slow package: its stack (and servers) goes.
                 status, h, _ = self.call("POST", f"/vnflcm/v2/vnf_lcm_op_occs/{op['id']}/rollback")
                 if status == 202:
                     self.wait_op(op["id"], {"ROLLED_BACK", "FAILED_TEMP"})
@@ -808,18 +947,18 @@ def flavours_package(work):
         die("examples/packages/flavours-vnf changed: its vnfdId or image `tiny` not found")
 
 
-def slow_package(work):
-    """The demo package as SLOW_VNFD, its BaseHOT with an OS::Heat::TestResource whose create
-    waits SLOW_CREATE_SECS."""
-    found = copy_package(work, "demo-vnf", "slow", [
-        (DEMO_VNFD, SLOW_VNFD),
+def slow_package(work, name="slow", vnfd=SLOW_VNFD, secs=SLOW_CREATE_SECS):
+    """The demo package as `vnfd` (SLOW_VNFD), its BaseHOT with an OS::Heat::TestResource whose
+    create waits `secs` (SLOW_CREATE_SECS)."""
+    found = copy_package(work, "demo-vnf", name, [
+        (DEMO_VNFD, vnfd),
         ("outputs: {}",
          "  # The harness's: holds the stack CREATE_IN_PROGRESS (Heat 27's TestResource).\n"
          "  slow_create:\n"
          "    type: OS::Heat::TestResource\n"
          "    properties:\n"
          "      value: sol003-harness\n"
-         f"      action_wait_secs: {{ create: {SLOW_CREATE_SECS} }}\n\n"
+         f"      action_wait_secs: {{ create: {secs} }}\n\n"
          "outputs: {}"),
     ])
     if found[0] == 0 or found[1] != 1:
@@ -831,6 +970,7 @@ def start_server(vnfm, work, page_size, nfvo):
     packages = unplaceable_package(work)
     flavours_package(work)
     slow_package(work)
+    slow_package(work, "retryable", RETRYABLE_VNFD, RETRYABLE_CREATE_SECS)
     cfg = os.path.join(work, "vnfm.toml")
     with open(cfg, "w") as f:
         f.write(
