@@ -50,15 +50,15 @@ use vnfm_cli::config::{AlertFsync, Config, Secret};
 use vnfm_cli::serve::Server;
 
 /// jemalloc, as the default `vnfm` binary (the default feature `jemalloc`, background threads
-/// on); the system's with `--no-default-features`; mimalloc with `--features mimalloc`, which
-/// takes precedence, as in `vnfm`. The baseline runs in the same process, over the same
-/// allocator.
-#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
+/// on); the system's with `--no-default-features`; mimalloc with `--no-default-features
+/// --features mimalloc` (jemalloc takes precedence, as in `vnfm`). The baseline runs in the same
+/// process, over the same allocator.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// mimalloc, with `--features mimalloc` (see above).
-#[cfg(feature = "mimalloc")]
+/// mimalloc, with `--no-default-features --features mimalloc` (see above).
+#[cfg(all(feature = "mimalloc", not(feature = "jemalloc")))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

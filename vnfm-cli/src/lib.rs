@@ -24,7 +24,7 @@
 //!   printed for people or logged, escaped.
 //! - [`exit`]: the exit codes.
 //! - [`serve`]: `vnfm serve`, the HTTP server (SOL003 VNF LCM API, Prometheus alert endpoints,
-//!   `/metrics`).
+//!   `/metrics`); [`heap`]: the allocator's counters the program registers for `/metrics`.
 //! - [`promise`]: the Promise reservation ledger kept in the state file, shared by `vnfm
 //!   reservation | allocation | capacity | provider`, the operations that draw from
 //!   reservations, and `vnfm serve`.
@@ -43,6 +43,7 @@ pub mod config;
 pub(crate) mod display;
 mod error;
 pub mod exit;
+pub mod heap;
 pub(crate) mod inputs;
 pub(crate) mod intent;
 pub mod nfvo;

@@ -53,10 +53,10 @@ const DEDUPE: usize = 200;
 const SETTLE: Duration = Duration::from_secs(15);
 
 /// The allocator of the `vnfm` binary under test (vnfm-cli/src/main.rs), as printed.
-const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
-    "mimalloc"
-} else if cfg!(feature = "jemalloc") {
+const ALLOCATOR: &str = if cfg!(feature = "jemalloc") {
     "jemalloc"
+} else if cfg!(feature = "mimalloc") {
+    "mimalloc"
 } else {
     "system"
 };
@@ -80,6 +80,29 @@ struct Sample {
     rss: u64,
     anon: u64,
     file: u64,
+}
+
+/// The allocator's own account (`vnfm_heap_*_bytes` of `/metrics`, jemalloc's counters), in
+/// KiB, to tell the live heap (`allocated`) from what the allocator holds (`resident`); empty
+/// with another allocator (vnfm-cli/src/heap.rs).
+fn heap(m: &str) -> String {
+    if !m.contains("vnfm_heap_") {
+        return String::new();
+    }
+    let kib = |kind: &str| {
+        metric(
+            m,
+            &format!("vnfm_heap_{kind}_bytes{{allocator=\"{ALLOCATOR}\"}}"),
+        ) / 1024
+    };
+    format!(
+        "; heap (KiB): allocated {}, active {}, metadata {}, resident {}, mapped {}",
+        kib("allocated"),
+        kib("active"),
+        kib("metadata"),
+        kib("resident"),
+        kib("mapped")
+    )
 }
 
 fn sample(server: &ServeProcess) -> Sample {
@@ -516,9 +539,12 @@ async fn soak() {
 
     // Warm-up, then the first sample with the load paused and the server idle.
     tokio::time::sleep(Duration::from_secs(warm)).await;
-    quiesce(addr, &sw).await;
+    let m = quiesce(addr, &sw).await;
     let warmed = sample(&server);
-    eprintln!("soak: allocator {ALLOCATOR}; after {warm} s of warm-up: {warmed:?} (KiB)");
+    eprintln!(
+        "soak: allocator {ALLOCATOR}; after {warm} s of warm-up: {warmed:?} (KiB){}",
+        heap(&m)
+    );
     sw.run.store(true, Ordering::Relaxed);
     let t = Instant::now();
     let mut peak = (warmed.fds, warmed.rss);
@@ -531,13 +557,15 @@ async fn soak() {
         // a minute's sample under load: the curve, to tell a plateau from a growth
         if ticks.is_multiple_of(12) {
             eprintln!(
-                "soak: at {} s, under load: {s:?} (KiB)",
-                warm + t.elapsed().as_secs()
+                "soak: at {} s, under load: {s:?} (KiB){}",
+                warm + t.elapsed().as_secs(),
+                heap(&metrics(addr).await)
             );
         }
     }
     let m = quiesce(addr, &sw).await;
     let end = sample(&server);
+    eprintln!("soak: at the end: {end:?} (KiB){}", heap(&m));
     sw.done.store(true, Ordering::Relaxed);
     for t in tasks {
         let _ = tokio::time::timeout(Duration::from_secs(35), t).await;

@@ -123,6 +123,7 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
     app.packages.render_metrics(&mut text);
     app.connections.render_metrics(&mut text);
     app.shared.outbox.render_metrics(&mut text);
+    crate::heap::render_metrics(&mut text);
     (
         [(
             axum::http::header::CONTENT_TYPE,
