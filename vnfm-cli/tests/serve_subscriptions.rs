@@ -102,13 +102,31 @@ fn short(n: &Value) -> String {
 
 /// The notifications received, as short lines; asserts that no delivery id came twice.
 fn received(n: &Nfvo) -> Vec<String> {
+    let (once, repeated) = received_by_id(n);
+    assert!(
+        repeated.is_empty(),
+        "a notification came twice: {repeated:?} in {:#?}",
+        n.got.lock().unwrap()
+    );
+    once
+}
+
+/// The notifications received, as short lines, each delivery id taken once (as an NFVO takes
+/// SOL003's notification `id`), and the notifications that came again (short line and id).
+fn received_by_id(n: &Nfvo) -> (Vec<String>, Vec<(String, String)>) {
     let got = n.got.lock().unwrap().clone();
-    let mut ids: Vec<&str> = got.iter().map(|v| v["id"].as_str().unwrap()).collect();
-    ids.sort_unstable();
-    let all = ids.len();
-    ids.dedup();
-    assert_eq!(ids.len(), all, "a notification came twice: {got:#?}");
-    got.iter().map(short).collect()
+    let mut seen = std::collections::BTreeSet::new();
+    let mut once = Vec::new();
+    let mut repeated = Vec::new();
+    for v in &got {
+        let id = v["id"].as_str().unwrap();
+        if seen.insert(id.to_owned()) {
+            once.push(short(v));
+        } else {
+            repeated.push((short(v), id.to_owned()));
+        }
+    }
+    (once, repeated)
 }
 
 async fn subscribe(addr: SocketAddr, body: &Value) -> Reply {
@@ -585,9 +603,16 @@ fn serve_process(dir: &std::path::Path) -> (ServeProcess, SocketAddr) {
     (server, addr)
 }
 
+/// Issue 16, acceptance 2: `vnfm serve` killed (SIGKILL) with an instantiate's notifications
+/// in its outbox (the NFVO down), and again right after a heal: after each restart the NFVO
+/// gets every notification, in order, none lost and none made twice. Delivery is at least once
+/// (docs/serve.md, "Guarantees"): a notification the NFVO accepted just before a kill, before
+/// vnfm removed it from the outbox, comes again with the same `id`, which tells the NFVO it is
+/// the same one; the test allows that for the one delivery on its way at the second kill.
 #[cfg(unix)]
 #[tokio::test]
-async fn notifications_are_neither_lost_nor_repeated_when_vnfm_serve_is_killed_and_restarted() {
+async fn notifications_are_neither_lost_nor_repeated_under_another_id_when_vnfm_serve_is_killed_and_restarted(
+) {
     let dir = tempfile::tempdir().unwrap();
     let (n, cb) = nfvo().await;
     let (child, addr) = serve_process(dir.path());
@@ -623,17 +648,25 @@ async fn notifications_are_neither_lost_nor_repeated_when_vnfm_serve_is_killed_a
     assert_eq!(got, first);
     let vnfc = servers(addr, &id).await.keys().next().unwrap().clone();
     heal_by_alert(addr, &id, &vnfc).await;
-    // Killed again right after the heal: its notifications are delivered or in the outbox.
+    // Killed again right after the heal: its notifications are delivered or in the outbox, or
+    // one is on its way. Delivery is at least once (docs/serve.md, "Guarantees"): one that the
+    // NFVO accepted before the kill let vnfm remove it from the outbox comes again after the
+    // restart, with the same `id`. Deliveries go one at a time, so at most one comes again.
     child.kill();
     let (child, addr) = serve_process(dir.path());
     terminate_and_delete(addr, &id).await;
     let want = flow(RUN, RUN, RUN);
     let got = eventually(30, "every notification", || async {
-        let g = received(&n);
+        let (g, _) = received_by_id(&n);
         (g.len() >= want.len()).then_some(g)
     })
     .await;
     assert_eq!(got, want);
+    let (_, repeated) = received_by_id(&n);
+    assert!(
+        repeated.len() <= 1 && repeated.iter().all(|(s, _)| s.starts_with("HEAL ")),
+        "only the heal notification on its way at the kill may come again: {repeated:?}"
+    );
     metric_reaches(addr, "vnfm_lcm_notifications_total{outcome=\"queued\"}", 4).await;
     let store = vnfm_cli::store::SqliteStore::open(dir.path().join("state.sqlite")).unwrap();
     eventually(30, "an empty outbox", || async {
@@ -645,6 +678,6 @@ async fn notifications_are_neither_lost_nor_repeated_when_vnfm_serve_is_killed_a
             .then_some(())
     })
     .await;
-    assert_eq!(received(&n), want, "nothing more arrived");
+    assert_eq!(received_by_id(&n), (want, repeated), "nothing more arrived");
     child.kill();
 }
