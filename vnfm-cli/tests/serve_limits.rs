@@ -204,17 +204,13 @@ fn hostiles(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_connections_do_not_starve_metrics_or_alerts_under_a_low_fd_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("vnfm.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[state]\npath = {:?}\n[server]\nlisten = \"127.0.0.1:0\"\nheader_timeout = 1\n\
-             idle_timeout = 2\n[prometheus_plugin]\nauto_healing = true\n\
-             bearer_token = \"{BEARER}\"\n",
-            dir.path().join("state.sqlite")
+    let config = server_config(
+        dir.path(),
+        &format!(
+            "header_timeout = 1\nidle_timeout = 2\n[prometheus_plugin]\nauto_healing = true\n\
+             bearer_token = \"{BEARER}\"\n"
         ),
-    )
-    .unwrap();
+    );
     let server = ServeProcess::start(serve_command(&config, Some(96)));
     let addr = server.addr;
     let m = metrics(addr).await;
@@ -257,21 +253,28 @@ async fn hostile_connections_do_not_starve_metrics_or_alerts_under_a_low_fd_limi
     assert_eq!(metric(&m, "vnfm_http_accept_errors_total"), 0, "{m}");
 }
 
+/// `vnfm.toml` in `dir`: the state file there, `[server]` on a free port of 127.0.0.1 with
+/// `rest` after it (more keys of `[server]`, then other sections).
+fn server_config(dir: &std::path::Path, rest: &str) -> std::path::PathBuf {
+    let config = dir.join("vnfm.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[state]\npath = {:?}\n[server]\nlisten = \"127.0.0.1:0\"\n{rest}",
+            dir.join("state.sqlite")
+        ),
+    )
+    .unwrap();
+    config
+}
+
 /// `max_connections` above what the open-file limit leaves is refused at start (exit 2),
 /// naming the key, the value, the most allowed and the limit.
 #[cfg(target_os = "linux")]
 #[test]
 fn max_connections_beyond_the_open_file_limit_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("vnfm.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[state]\npath = {:?}\n[server]\nlisten = \"127.0.0.1:0\"\nmax_connections = 100\n",
-            dir.path().join("state.sqlite")
-        ),
-    )
-    .unwrap();
+    let config = server_config(dir.path(), "max_connections = 100\n");
     let out = serve_command(&config, Some(96)).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -290,15 +293,7 @@ fn max_connections_beyond_the_open_file_limit_is_refused() {
 #[tokio::test]
 async fn metrics_report_the_allocators_heap_when_it_is_jemalloc() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("vnfm.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[state]\npath = {:?}\n[server]\nlisten = \"127.0.0.1:0\"\n",
-            dir.path().join("state.sqlite")
-        ),
-    )
-    .unwrap();
+    let config = server_config(dir.path(), "");
     let server = ServeProcess::start(serve_command(&config, None));
     let m = metrics(server.addr).await;
     let (code, stderr) = server.stop();
