@@ -49,16 +49,17 @@ use tokio::runtime::Runtime;
 use vnfm_cli::config::{AlertFsync, Config, Secret};
 use vnfm_cli::serve::Server;
 
-/// jemalloc, as the default `vnfm` binary (the default feature `jemalloc`, background threads
-/// on); the system's with `--no-default-features`; mimalloc with `--no-default-features
-/// --features mimalloc` (jemalloc takes precedence, as in `vnfm`). The baseline runs in the same
-/// process, over the same allocator.
-#[cfg(feature = "jemalloc")]
+/// jemalloc, as the default `vnfm` binary (the default feature `jemalloc`: background threads
+/// on, its counters built in); without its counters with `--no-default-features --features
+/// jemalloc-nostats`; the system's with `--no-default-features`; mimalloc with
+/// `--no-default-features --features mimalloc` (jemalloc takes precedence, as in `vnfm`). The
+/// baseline runs in the same process, over the same allocator.
+#[cfg(feature = "jemalloc-nostats")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// mimalloc, with `--no-default-features --features mimalloc` (see above).
-#[cfg(all(feature = "mimalloc", not(feature = "jemalloc")))]
+#[cfg(all(feature = "mimalloc", not(feature = "jemalloc-nostats")))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
