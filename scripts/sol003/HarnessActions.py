@@ -150,12 +150,17 @@ class HarnessActions:
         op = self._instantiate(RETRYABLE_VNFD, "retryable", "PROCESSING")
         self._must("POST", f"/vnflcm/v2/vnf_lcm_op_occs/{op}/cancel",
                    {"cancelMode": "FORCEFUL"}, 202)
-        for _ in range(RETRYABLE_CREATE_SECS * 20):
+        state = None
+        for _ in range(600):
             _, _, occ = self.vnfm.call("GET", f"/vnflcm/v2/vnf_lcm_op_occs/{op}")
-            if isinstance(occ, dict) and occ.get("operationState") == "FAILED_TEMP":
+            state = occ.get("operationState") if isinstance(occ, dict) else None
+            if state == "FAILED_TEMP":
                 return self._use(op, subscription_filter)
+            if state != "PROCESSING":
+                break
             time.sleep(0.05)
-        raise AssertionError(f"harness: cancelled occurrence {op} not FAILED_TEMP")
+        raise AssertionError(f"harness: cancelled occurrence {op} is {state}, expected "
+                             "FAILED_TEMP within 30 s")
 
     def harness_failed_temp_occurrence(self, subscription_filter=None):
         """Sets `${vnfLcmOpOccId}` to an instantiate occurrence of its own, FAILED_TEMP, whose

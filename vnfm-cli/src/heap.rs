@@ -6,9 +6,10 @@
 //! `/metrics` has no `vnfm_heap_*` lines.
 //!
 //! The counters tell the live heap from what the allocator keeps: `VmRSS` of the process is
-//! `resident` plus the program's own mapped pages and the threads' stacks, and `resident` minus
-//! `active` is what was freed and not yet given back (jemalloc gives it back after its
-//! `dirty_decay_ms`, 10 s; docs/soak.md).
+//! `resident` plus the program's own mapped pages, the threads' stacks and what C code
+//! allocates with the C library's `malloc` (the bundled SQLite: jemalloc's symbols are
+//! prefixed, so glibc holds that), and `resident` minus `active` is what was freed and not yet
+//! given back (jemalloc gives it back after its `dirty_decay_ms`, 10 s; docs/soak.md).
 
 use std::fmt::Write as _;
 use std::sync::OnceLock;

@@ -290,6 +290,7 @@ fn max_connections_beyond_the_open_file_limit_is_refused() {
 /// jemalloc (the default, and `--all-features`): `vnfm_heap_*_bytes` gauges labelled with the
 /// allocator, in jemalloc's order (what is allocated fits in the active pages, which are mapped
 /// and resident). Built with another allocator, the binary reports none.
+#[cfg(unix)]
 #[tokio::test]
 async fn metrics_report_the_allocators_heap_when_it_is_jemalloc() {
     let dir = tempfile::tempdir().unwrap();
