@@ -120,7 +120,7 @@ fi
 # ETSI's SOL003 VNF LCM conformance suite (NFV-TST010, ../shared/etsi-nfv-api-tests) against
 # `vnfm serve` on the simulated cloud, with the binary the workspace tests built: every test's
 # outcome must be the one tests/sol003/expected.tsv lists (docs/serve.md#etsi-conformance).
-# ~3 min, plus ~1.5 min the first time for the venv (PyPI). Without ../shared it skips (a
+# ~5 min, plus ~1.5 min the first time for the venv (PyPI). Without ../shared it skips (a
 # failure under --strict, as every skip).
 step "ETSI SOL003 VNF LCM conformance (scripts/sol003-conformance.sh)"
 skips_before=$(wc -l < "$VNFM_SKIP_LOG")
