@@ -150,17 +150,8 @@ class HarnessActions:
         op = self._instantiate(RETRYABLE_VNFD, "retryable", "PROCESSING")
         self._must("POST", f"/vnflcm/v2/vnf_lcm_op_occs/{op}/cancel",
                    {"cancelMode": "FORCEFUL"}, 202)
-        state = None
-        for _ in range(600):
-            _, _, occ = self.vnfm.call("GET", f"/vnflcm/v2/vnf_lcm_op_occs/{op}")
-            state = occ.get("operationState") if isinstance(occ, dict) else None
-            if state == "FAILED_TEMP":
-                return self._use(op, subscription_filter)
-            if state != "PROCESSING":
-                break
-            time.sleep(0.05)
-        raise AssertionError(f"harness: cancelled occurrence {op} is {state}, expected "
-                             "FAILED_TEMP within 30 s")
+        self._wait_state(op, "FAILED_TEMP")
+        return self._use(op, subscription_filter)
 
     def harness_failed_temp_occurrence(self, subscription_filter=None):
         """Sets `${vnfLcmOpOccId}` to an instantiate occurrence of its own, FAILED_TEMP, whose

@@ -11,7 +11,6 @@
 //! prefixed, so glibc holds that), and `resident` minus `active` is what was freed and not yet
 //! given back (jemalloc gives it back after its `dirty_decay_ms`, 10 s; docs/soak.md).
 
-use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 /// The allocator's counters, in bytes (the names are jemalloc's `stats.*`).
@@ -44,101 +43,9 @@ pub fn register(allocator: &'static str, read: ReadHeapStats) -> bool {
     PROVIDER.set((allocator, read)).is_ok()
 }
 
-/// Appends the `vnfm_heap_*` gauges of the registered allocator to `text`, if one is registered
-/// and answers.
-pub(crate) fn render_metrics(text: &mut String) {
-    if let Some((allocator, read)) = PROVIDER.get() {
-        render(text, allocator, read());
-    }
-}
-
-fn render(text: &mut String, allocator: &str, stats: Option<HeapStats>) {
-    let Some(s) = stats else { return };
-    let gauges: [(&str, &str, u64); 6] = [
-        (
-            "allocated",
-            "Bytes the program allocated and has not freed, as its allocator counts them.",
-            s.allocated,
-        ),
-        (
-            "active",
-            "Bytes in the allocator's pages that hold the program's allocations.",
-            s.active,
-        ),
-        (
-            "metadata",
-            "Bytes of the allocator's own bookkeeping.",
-            s.metadata,
-        ),
-        (
-            "resident",
-            "Bytes the allocator holds in physical memory (active, metadata, freed pages not yet \
-             given back).",
-            s.resident,
-        ),
-        (
-            "mapped",
-            "Bytes the allocator has mapped for allocations.",
-            s.mapped,
-        ),
-        (
-            "retained",
-            "Bytes of address space the allocator keeps for reuse, not resident.",
-            s.retained,
-        ),
-    ];
-    for (name, help, value) in gauges {
-        let _ = writeln!(text, "# HELP vnfm_heap_{name}_bytes {help}");
-        let _ = writeln!(text, "# TYPE vnfm_heap_{name}_bytes gauge");
-        let _ = writeln!(
-            text,
-            "vnfm_heap_{name}_bytes{{allocator=\"{allocator}\"}} {value}"
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_counter_is_a_gauge_labelled_with_the_allocator() {
-        let mut text = String::new();
-        let stats = HeapStats {
-            allocated: 1,
-            active: 2,
-            metadata: 3,
-            resident: 4,
-            mapped: 5,
-            retained: 6,
-        };
-        render(&mut text, "jemalloc", Some(stats));
-        for (name, value) in [
-            ("allocated", 1),
-            ("active", 2),
-            ("metadata", 3),
-            ("resident", 4),
-            ("mapped", 5),
-            ("retained", 6),
-        ] {
-            assert!(
-                text.contains(&format!("# TYPE vnfm_heap_{name}_bytes gauge\n")),
-                "{text}"
-            );
-            assert!(
-                text.contains(&format!(
-                    "\nvnfm_heap_{name}_bytes{{allocator=\"jemalloc\"}} {value}\n"
-                )),
-                "{text}"
-            );
-        }
-        assert_eq!(text.lines().count(), 18);
-    }
-
-    #[test]
-    fn an_allocator_that_does_not_answer_adds_nothing() {
-        let mut text = String::new();
-        render(&mut text, "jemalloc", None);
-        assert!(text.is_empty());
-    }
+/// The registered allocator's name and counters, if one is registered and answers (`vnfm
+/// serve`'s `/metrics` renders them as `vnfm_heap_*_bytes`).
+pub(crate) fn read() -> Option<(&'static str, HeapStats)> {
+    let (allocator, read) = PROVIDER.get()?;
+    Some((allocator, read()?))
 }

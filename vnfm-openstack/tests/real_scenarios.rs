@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use vnfm_core::driver::{Clock, ListResources, ListZones, StackDriver, ZoneCatalog};
-use vnfm_core::id::{ServerId, StackId, VnfInstanceId, ZoneId};
+use vnfm_core::id::{OpOccId, ServerId, StackId, VnfInstanceId, ZoneId};
 use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, LcmOperationStateType, ScaleType,
     ScaleVnfRequest, TerminateVnfRequest, TerminationType, VnfInstance,
@@ -174,6 +174,30 @@ fn describe(r: &OperationReport) -> String {
         r.op_occ.error.as_ref().map(|e| e.detail.clone()),
         serde_json::to_string(&r.op_occ.attempts).unwrap_or_default()
     )
+}
+
+/// The detail of the occurrence's error (empty without one).
+fn error_detail(r: &OperationReport) -> String {
+    r.op_occ
+        .error
+        .as_ref()
+        .map(|e| e.detail.clone())
+        .unwrap_or_default()
+}
+
+/// Retries the occurrence `op` of `lcm`, which must then complete (`what` says after what).
+async fn retry_completes(
+    lcm: &Lifecycle,
+    fx: &Fx,
+    op: &OpOccId,
+    what: &str,
+) -> Result<OperationReport, String> {
+    let done = lcm
+        .retry(op, &fx.pkg, &OperationOptions::default())
+        .await
+        .map_err(|e| chain(&e))?;
+    ensure!(done.is_completed(), "{what}: {}", describe(&done));
+    Ok(done)
 }
 
 /// VNFC id → (server id, zone, host) as the instance records it.
@@ -612,12 +636,7 @@ async fn missing_image_is_not_reselected(fx: &Fx) -> Res {
             "no reselection expected: {}",
             describe(&r)
         );
-        let detail = r
-            .op_occ
-            .error
-            .as_ref()
-            .map(|e| e.detail.clone())
-            .unwrap_or_default();
+        let detail = error_detail(&r);
         ensure!(
             detail.contains("vnfm-no-such-image"),
             "the error should carry Heat's reason naming the image: {detail}"
@@ -1448,11 +1467,7 @@ async fn interrupted_instantiate_retries_or_rolls_back(fx: &Fx) -> Res {
     let inst = create(&lcm, fx, "rs-interrupt-retry").await?;
     let outcome = async {
         let (r, _) = interrupted_instantiate(&cloud, &lcm, fx, &inst).await?;
-        let done = lcm
-            .retry(&r.op_occ.id, &fx.pkg, &OperationOptions::default())
-            .await
-            .map_err(|e| chain(&e))?;
-        ensure!(done.is_completed(), "retry: {}", describe(&done));
+        let done = retry_completes(&lcm, fx, &r.op_occ.id, "retry").await?;
         ensure!(
             done.op_occ.id == r.op_occ.id,
             "the retry continues the same occurrence"
@@ -1602,18 +1617,9 @@ async fn heat_engine_killed_during_create(fx: &Fx) -> Res {
             "expected FAILED_TEMP or COMPLETED: {}",
             describe(&r)
         );
-        let why = r
-            .op_occ
-            .error
-            .as_ref()
-            .map(|e| e.detail.clone())
-            .unwrap_or_default();
+        let why = error_detail(&r);
         if why.contains("Engine went down") {
-            let done = lcm
-                .retry(&r.op_occ.id, &fx.pkg, &OperationOptions::default())
-                .await
-                .map_err(|e| chain(&e))?;
-            ensure!(done.is_completed(), "retry: {}", describe(&done));
+            let done = retry_completes(&lcm, fx, &r.op_occ.id, "retry").await?;
             return check_servers(&cloud, fx, &done.instance).await.map(|_| ());
         }
         ensure!(
@@ -1684,27 +1690,15 @@ async fn keystone_restarted_mid_operation(fx: &Fx) -> Res {
             "instantiate across a Keystone restart: expected COMPLETED or FAILED_TEMP: {}",
             describe(&r)
         );
-        let why = r
-            .op_occ
-            .error
-            .as_ref()
-            .map(|e| e.detail.clone())
-            .unwrap_or_default();
+        let why = error_detail(&r);
         ensure!(
             why.contains("Resource CREATE failed"),
             "FAILED_TEMP names Heat's failure (Keystone's outage reached it as an error of \
              another service, e.g. HTTP 401 from Glance): {why}"
         );
         eprintln!("    Heat failed a resource while Keystone was down: {why}");
-        let done = lcm
-            .retry(&r.op_occ.id, &fx.pkg, &OperationOptions::default())
-            .await
-            .map_err(|e| chain(&e))?;
-        ensure!(
-            done.is_completed(),
-            "retry after Keystone came back: {}",
-            describe(&done)
-        );
+        let done =
+            retry_completes(&lcm, fx, &r.op_occ.id, "retry after Keystone came back").await?;
         check_servers(&cloud, fx, &done.instance).await.map(|_| ())
     }
     .await;
@@ -1887,22 +1881,9 @@ async fn nova_unavailable_for_a_while(fx: &Fx) -> Res {
                     "a scale-out while Nova answers 503: {}",
                     describe(&s)
                 );
-                let why = s
-                    .op_occ
-                    .error
-                    .as_ref()
-                    .map(|e| e.detail.clone())
-                    .unwrap_or_default();
+                let why = error_detail(&s);
                 ensure!(why.contains("503"), "the reason names Nova's 503: {why}");
-                let done = lcm
-                    .retry(&s.op_occ.id, &fx.pkg, &OperationOptions::default())
-                    .await
-                    .map_err(|e| chain(&e))?;
-                ensure!(
-                    done.is_completed(),
-                    "retry once Nova is back: {}",
-                    describe(&done)
-                );
+                retry_completes(&lcm, fx, &s.op_occ.id, "retry once Nova is back").await?;
             }
             Err(e) => {
                 // refused before it started: nothing may be left running
@@ -1970,12 +1951,7 @@ async fn stack_in_progress_past_the_timeout(fx: &Fx) -> Res {
         "expected FAILED_TEMP: {}",
         describe(&r)
     );
-    let why = r
-        .op_occ
-        .error
-        .as_ref()
-        .map(|e| e.detail.clone())
-        .unwrap_or_default();
+    let why = error_detail(&r);
     ensure!(
         why.contains("CREATE_IN_PROGRESS") && why.contains("20s"),
         "the reason names the stack's status and the timeout: {why}"
@@ -2106,12 +2082,7 @@ async fn cancel_while_processing_then_roll_back(fx: &Fx) -> Res {
             "expected FAILED_TEMP (INTERRUPTED): {}",
             describe(&r)
         );
-        let why = r
-            .op_occ
-            .error
-            .as_ref()
-            .map(|e| e.detail.clone())
-            .unwrap_or_default();
+        let why = error_detail(&r);
         ensure!(
             why.contains(reason),
             "the reason says it was cancelled: {why}"

@@ -7,6 +7,8 @@ use std::sync::{Mutex, PoisonError};
 
 use vnfm_core::alert::Endpoint;
 
+use crate::heap::HeapStats;
+
 /// The metrics label of an alert endpoint.
 pub(crate) fn endpoint_label(e: Endpoint) -> &'static str {
     match e {
@@ -242,9 +244,85 @@ fn header(s: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
+/// Appends the allocator's counters ([`crate::heap`]) as `vnfm_heap_*_bytes` gauges labelled
+/// with the allocator.
+pub(super) fn render_heap(s: &mut String, allocator: &str, h: HeapStats) {
+    for (name, help, v) in [
+        (
+            "allocated",
+            "Bytes the program allocated and has not freed, as its allocator counts them.",
+            h.allocated,
+        ),
+        (
+            "active",
+            "Bytes in the allocator's pages that hold the program's allocations.",
+            h.active,
+        ),
+        (
+            "metadata",
+            "Bytes of the allocator's own bookkeeping.",
+            h.metadata,
+        ),
+        (
+            "resident",
+            "Bytes the allocator holds in physical memory (active, metadata, freed pages not yet \
+             given back).",
+            h.resident,
+        ),
+        (
+            "mapped",
+            "Bytes the allocator has mapped for allocations.",
+            h.mapped,
+        ),
+        (
+            "retained",
+            "Bytes of address space the allocator keeps for reuse, not resident.",
+            h.retained,
+        ),
+    ] {
+        let name = format!("vnfm_heap_{name}_bytes");
+        header(s, &name, "gauge", help);
+        let _ = writeln!(s, "{name}{{allocator=\"{allocator}\"}} {v}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_heap_counter_is_a_gauge_labelled_with_the_allocator() {
+        let mut text = String::new();
+        let heap = HeapStats {
+            allocated: 1,
+            active: 2,
+            metadata: 3,
+            resident: 4,
+            mapped: 5,
+            retained: 6,
+        };
+        render_heap(&mut text, "jemalloc", heap);
+        for (name, value) in [
+            ("allocated", 1),
+            ("active", 2),
+            ("metadata", 3),
+            ("resident", 4),
+            ("mapped", 5),
+            ("retained", 6),
+        ] {
+            assert!(
+                text.contains(&format!("# TYPE vnfm_heap_{name}_bytes gauge\n")),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!(
+                    "\nvnfm_heap_{name}_bytes{{allocator=\"jemalloc\"}} {value}\n"
+                )),
+                "{text}"
+            );
+        }
+        assert_eq!(text.lines().count(), 18);
+    }
 
     #[test]
     fn renders_every_family_with_labels() {

@@ -123,7 +123,9 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
     app.packages.render_metrics(&mut text);
     app.connections.render_metrics(&mut text);
     app.shared.outbox.render_metrics(&mut text);
-    crate::heap::render_metrics(&mut text);
+    if let Some((allocator, heap)) = crate::heap::read() {
+        metrics::render_heap(&mut text, allocator, heap);
+    }
     (
         [(
             axum::http::header::CONTENT_TYPE,
