@@ -46,7 +46,7 @@
 //! [`Capacities`]: the core stays pure. Errors name the file, the field path
 //! (`regions[2].capacity.declared.vcpus`), the value and what was expected.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
 
@@ -302,11 +302,39 @@ impl CandidateFile {
 
     /// The flavour `name` of `region`: the region's, else its owner's.
     pub fn flavour<'a>(&'a self, region: &'a Region, name: &str) -> Option<&'a Flavour> {
-        region.flavours.iter().find(|f| f.name == name).or_else(|| {
-            self.owner(&region.owner)
-                .and_then(|o| o.flavours.iter().find(|f| f.name == name))
-        })
+        region_flavour(self.owner(&region.owner), region, name)
     }
+
+    /// The owners by name, for lookups in a loop over the regions (one hash look-up each, where
+    /// [`CandidateFile::owner`] scans the list).
+    pub fn owner_index(&self) -> HashMap<&str, &CloudOwner> {
+        self.owners.iter().map(|o| (o.name.as_str(), o)).collect()
+    }
+}
+
+/// The flavour `name` of `region` whose owner is `owner`: the region's, else its owner's.
+pub(crate) fn region_flavour<'a>(
+    owner: Option<&'a CloudOwner>,
+    region: &'a Region,
+    name: &str,
+) -> Option<&'a Flavour> {
+    region
+        .flavours
+        .iter()
+        .find(|f| f.name == name)
+        .or_else(|| owner.and_then(|o| o.flavours.iter().find(|f| f.name == name)))
+}
+
+/// At most ten names joined with ", ", then how many more there are: an error message lists
+/// what was expected without echoing a whole file.
+fn name_list<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
+    const SHOWN: usize = 10;
+    let total = names.len();
+    let mut out = names.take(SHOWN).collect::<Vec<_>>().join(", ");
+    if total > SHOWN {
+        out.push_str(&format!(", ... and {} more", total - SHOWN));
+    }
+    out
 }
 
 /// Free capacity the caller knows and the file does not: zone catalogues per region and
@@ -473,11 +501,14 @@ impl Parser<'_> {
             v.as_array()
                 .ok_or_else(|| self.err(k, format!("value {}: expected a list of {k}", show(v))))
         };
+        // Names seen so far, for the duplicate and unknown-owner checks: hashed, so that a file
+        // of 100,000 regions is checked in linear time.
+        let mut owner_names: HashSet<String> = HashSet::new();
         let mut owners: Vec<CloudOwner> = Vec::new();
         for (i, v) in list("owners")?.iter().enumerate() {
             let at = format!("owners[{i}]");
             let o = self.owner(v, &at)?;
-            if owners.iter().any(|x| x.name == o.name) {
+            if !owner_names.insert(o.name.clone()) {
                 return Err(self.err(
                     &format!("{at}.name"),
                     format!(
@@ -488,25 +519,22 @@ impl Parser<'_> {
             }
             owners.push(o);
         }
+        let mut region_keys: HashSet<(String, String)> = HashSet::new();
         let mut regions: Vec<Region> = Vec::new();
         for (i, v) in list("regions")?.iter().enumerate() {
             let at = format!("regions[{i}]");
             let r = self.region(v, &at)?;
-            if !owners.iter().any(|o| o.name == r.owner) {
+            if !owner_names.contains(&r.owner) {
                 return Err(self.err(
                     &format!("{at}.owner"),
                     format!(
                         "value {:?}: expected one of the owners ({})",
                         r.owner,
-                        owners
-                            .iter()
-                            .map(|o| o.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        name_list(owners.iter().map(|o| o.name.as_str()))
                     ),
                 ));
             }
-            if regions.iter().any(|x| x.id == r.id && x.owner == r.owner) {
+            if !region_keys.insert((r.owner.clone(), r.id.clone())) {
                 return Err(self.err(
                     &format!("{at}.id"),
                     format!(

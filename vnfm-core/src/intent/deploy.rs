@@ -10,13 +10,15 @@
 //! stack from the same realised templates. [`IntentRecord`] is what an instance keeps to
 //! realise the package again for those operations ([`reapply`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::candidates::{CandidateFile, Capacities, FreeCapacity, GeoPoint, Region};
+use super::candidates::{
+    region_flavour, CandidateFile, Capacities, CloudOwner, FreeCapacity, GeoPoint, Region,
+};
 use super::policy::{Intent, Isolation as PolicyIsolation, Policy};
 use super::realise::{
     realise, Change, Isolation, Oversubscription as RealisedVariant, Realisation, RealiseError,
@@ -153,23 +155,26 @@ pub fn choose_region(
         .collect::<Result<Vec<_>>>()?;
     let mut ranking = Vec::new();
     let mut dropped = Vec::new();
+    // Each selection's values indexed once by candidate: the loop below looks every region up
+    // in every selection, which a scan of the rankings made quadratic (12,000 regions: 1.6 s).
+    let values_by_candidate: Vec<HashMap<&CandidateId, f64>> = selections
+        .iter()
+        .map(|s| s.ranking.iter().map(|r| (&r.candidate, r.value)).collect())
+        .collect();
+    let owners = candidates.owner_index();
     for (order, region) in candidates.regions.iter().enumerate() {
         let id = CandidateId {
             owner: region.owner.clone(),
             region: region.id.clone(),
         };
-        let values: Option<Vec<f64>> = selections
+        let values: Option<Vec<f64>> = values_by_candidate
             .iter()
-            .map(|s| {
-                s.ranking
-                    .iter()
-                    .find(|r| r.candidate == id)
-                    .map(|r| r.value)
-            })
+            .map(|by| by.get(&id).copied())
             .collect();
         let Some(values) = values else { continue };
         if demands.len() > 1 {
-            if let Some(why) = joint_shortfall(candidates, region, demands, capacities) {
+            let owner = owners.get(region.owner.as_str()).copied();
+            if let Some(why) = joint_shortfall(owner, region, demands, capacities) {
                 dropped.push((id, why));
                 continue;
             }
@@ -192,7 +197,7 @@ pub fn choose_region(
 
 /// Why the summed demand does not fit `region`, when it does not.
 fn joint_shortfall(
-    candidates: &CandidateFile,
+    owner: Option<&CloudOwner>,
     region: &Region,
     demands: &[Demand],
     capacities: &Capacities,
@@ -202,7 +207,7 @@ fn joint_shortfall(
     };
     let mut need = Resources::default();
     for d in demands {
-        let f = candidates.flavour(region, &d.flavour)?;
+        let f = region_flavour(owner, region, &d.flavour)?;
         let r = &f.resources;
         let times = Resources::new(
             r.vcpus.saturating_mul(d.instances),

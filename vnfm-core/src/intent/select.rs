@@ -573,11 +573,12 @@ pub fn select(
     }
     let mut ranking = Vec::new();
     let mut dropped = Vec::new();
+    let owners = candidates.owner_index();
     for (order, region) in candidates.regions.iter().enumerate() {
-        let Some(owner) = candidates.owner(&region.owner) else {
+        let Some(owner) = owners.get(region.owner.as_str()).copied() else {
             continue; // the file validates owners; unreachable for parsed files
         };
-        match evaluate(policy, candidates, owner, region, demand, capacities, order) {
+        match evaluate(policy, owner, region, demand, capacities, order) {
             Ok(r) => ranking.push(r),
             Err(reasons) => dropped.push(Dropped {
                 candidate: CandidateId {
@@ -612,7 +613,6 @@ pub fn select(
 
 fn evaluate(
     policy: &Policy,
-    file: &CandidateFile,
     owner: &CloudOwner,
     region: &Region,
     demand: &Demand,
@@ -655,7 +655,7 @@ fn evaluate(
             });
         }
     }
-    let flavour = file.flavour(region, &demand.flavour);
+    let flavour = super::candidates::region_flavour(Some(owner), region, &demand.flavour);
     let mut variant = None;
     if flavour.is_none() {
         reasons.push(DropReason::NoFlavour {
