@@ -63,8 +63,7 @@
 //! [`SolveOptions`] also limits the bound's work (table cells read), which does not depend on
 //! the size of a node. [`Problem::solve`] uses the defaults: [`DEFAULT_NODE_LIMIT`] nodes and
 //! [`DEFAULT_WORK_LIMIT`] cells. The node limit counts the searches that
-//! explain an unsatisfiable request too, and may be passed by at most one VNF's domain (the
-//! last level of the tree is not interrupted).
+//! explain an unsatisfiable request too, and no candidate is tried past it.
 //!
 //! # Unsatisfiable requests
 //! [`Unsatisfiable`] names the blocking constraint: a VNF with no priced VIM (or pinned to an
@@ -1857,6 +1856,12 @@ impl<'p, 'o> Engine<'p, 'o> {
         let w = self.w;
         for k in 0..cands.len() {
             let (key, i) = cands[k];
+            if !self.done && self.base_nodes + self.stats.nodes >= self.options.node_limit {
+                // The node limit is exact: no candidate is tried past it.
+                self.stop_requested = true;
+                self.stopped = true;
+                self.done = true;
+            }
             if self.done {
                 if self.stopped {
                     // The candidates not tried yet are part of the open tree.
