@@ -7,11 +7,17 @@
 //!    find the same optimum cost (or both find none) and prints the total time of each over the
 //!    26. MiniZinc's half is skipped, with a message, when `minizinc` is not installed
 //!    (`apt-get install -y minizinc` brings MiniZinc 2.6 and Gecode 6.2).
-//! 2. Generated instances of 20 VNFs x 50 VIMs with links (seeded), solved exactly: time and
+//! 2. Generated instances of 20 VNFs x 50 VIMs in 4 regions (seeded), solved exactly: time and
 //!    search nodes printed; the first is also solved by MiniZinc (when present) and the costs
 //!    asserted equal.
 //! 3. Generated instances of 6 VNFs x 8 VIMs: branch and bound against `solve_exhaustive`
 //!    (asserted equal).
+//! 4. Issue 28's family (`vnfm_benches::links_family`): 10 x 20, 20 x 50 and 30 x 100 (10 seeds
+//!    each) and 40 x 200 dense (3 seeds), solved with a 10 s CPU limit each: the answer, whether
+//!    it is proven, the bound, the gap, nodes and CPU time printed, with the median and worst
+//!    CPU time per size; MiniZinc + Gecode (when present) on the first 3 seeds of each size with
+//!    a 10 s limit, its best cost printed beside vnfm's (and asserted never below a cost vnfm
+//!    proved optimal). `INTENT_FAMILY_SEEDS` changes the number of seeds.
 //!
 //! See `benches/README.md`.
 
@@ -28,6 +34,7 @@ use criterion::{criterion_main, Criterion};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
+use vnfm_benches::links_family::{self, Shape};
 use vnfm_core::intent::links::{Link, LinksRequest, Price, Problem, Vld, Vnf};
 
 /// The MiniZinc model, written for this bench from PLA's formulation.
@@ -115,6 +122,39 @@ fn dzn(problem: &Problem) -> String {
     )
     .unwrap();
     s
+}
+
+/// Runs MiniZinc with Gecode on `data` with a time limit, printing intermediate solutions: the
+/// last cost found, whether it was proven optimal, and the wall time.
+fn minizinc_limited(
+    dir: &Path,
+    name: &str,
+    data: &str,
+    limit: Duration,
+) -> (Option<i64>, bool, Duration) {
+    let path = dir.join(format!("{name}.dzn"));
+    std::fs::write(&path, data).unwrap();
+    let t = Instant::now();
+    let out = Command::new("minizinc")
+        .args([
+            "--solver",
+            "gecode",
+            "--intermediate-solutions",
+            "--time-limit",
+        ])
+        .arg(limit.as_millis().to_string())
+        .arg(model_path())
+        .arg(&path)
+        .output()
+        .expect("run minizinc");
+    let took = t.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cost = text
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("cost="))
+        .map(|c| c.trim().parse().unwrap());
+    (cost, text.contains("=========="), took)
 }
 
 /// Runs MiniZinc with Gecode on `data`: `Some(cost)`, `None` when unsatisfiable, and the time
@@ -385,6 +425,69 @@ fn bench_intent(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    // 4. Issue 28's family, with a 10 s CPU limit per instance.
+    family(mzn, dir.path());
+}
+
+fn family(mzn: bool, dir: &Path) {
+    let seeds: u64 = std::env::var("INTENT_FAMILY_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let limit = 10.0;
+    let sizes = [
+        ("10x20", Shape::family(10, 20), seeds),
+        ("20x50", Shape::family(20, 50), seeds),
+        ("30x100", Shape::family(30, 100), seeds),
+        ("40x200 dense", Shape::dense(40, 200), seeds.min(3)),
+    ];
+    for (label, shape, count) in sizes {
+        let mut cpu = Vec::new();
+        let mut proven = 0;
+        let mut worst_gap: f64 = 0.0;
+        for seed in 1..=count {
+            let p = links_family::problem(shape, seed);
+            let (sol, secs) = links_family::solve_timed(&p, limit);
+            eprintln!(
+                "family {label} seed {seed}: {}, {} nodes, {secs:.3} s CPU",
+                links_family::describe(&sol),
+                sol.stats.nodes
+            );
+            cpu.push(secs);
+            if sol.optimal {
+                proven += 1;
+            }
+            worst_gap = worst_gap.max(sol.gap_percent().unwrap_or(0.0));
+            if mzn && seed <= 3 {
+                let (theirs, their_proof, took) = minizinc_limited(
+                    dir,
+                    &format!("family-{seed}"),
+                    &dzn(&p),
+                    Duration::from_secs_f64(limit),
+                );
+                let ours = sol.outcome.as_ref().ok().map(|pl| units(pl.cost));
+                if let (true, Some(o), Some(t)) = (sol.optimal, ours, theirs) {
+                    assert!(
+                        t >= o,
+                        "{label} seed {seed}: MiniZinc found {t} below vnfm's proven {o}"
+                    );
+                }
+                eprintln!(
+                    "family {label} seed {seed}: minizinc+gecode {} ({}), {:.1} s wall",
+                    theirs.map_or("no solution".into(), |c| format!("cost {c}")),
+                    if their_proof { "proven" } else { "not proven" },
+                    took.as_secs_f64()
+                );
+            }
+        }
+        cpu.sort_by(f64::total_cmp);
+        eprintln!(
+            "family {label}: {proven}/{count} proven optimal, worst gap {worst_gap:.2} %, CPU median {:.3} s, worst {:.3} s",
+            cpu[cpu.len() / 2],
+            cpu[cpu.len() - 1]
+        );
+    }
 }
 
 /// The group lives in a private module: `criterion_group!` makes an undocumented `pub fn`.

@@ -379,6 +379,14 @@ pub struct SelectArgs {
     /// bounds, exactly (OSM PLA's model; FILE is PLA's `ns_placement_data` JSON).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["policy", "candidates", "package", "customer", "pareto"])]
     pub links: Option<PathBuf>,
+    /// With --links: the most seconds to search; then the best placement found is printed
+    /// with its lower bound and gap [default: `[placement] links_time_limit`, else 10].
+    #[arg(long, value_name = "SECONDS", requires = "links")]
+    pub time_limit: Option<f64>,
+    /// With --links: the most search nodes [default: `[placement] links_node_limit`, else
+    /// 20000].
+    #[arg(long, value_name = "N", requires = "links")]
+    pub node_limit: Option<u64>,
     /// The VNF package whose VDUs are the demands [default: the built-in demo package].
     #[arg(long, value_name = "PATH")]
     pub package: Option<PathBuf>,

@@ -32,6 +32,8 @@
 //!                                # reselection random
 //! grant_selection = "capacity-aware"  # the granter's policy alone (overrides `selection`)
 //! seed = 0                       # seed of the random choices (also --seed)
+//! links_time_limit = 10          # vnfm select --links: seconds of search (--time-limit)
+//! links_node_limit = 20000       # vnfm select --links: search nodes (--node-limit)
 //!
 //! [server]                       # `vnfm serve`
 //! listen = "127.0.0.1:9890"      # --listen, VNFM_LISTEN
@@ -203,6 +205,13 @@ pub struct PlacementConfig {
     /// `seed` (default 0).
     #[serde(default)]
     pub seed: u64,
+    /// `links_time_limit`: seconds `vnfm select --links` may search (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links_time_limit: Option<f64>,
+    /// `links_node_limit`: search nodes `vnfm select --links` may visit (default
+    /// `vnfm_core::intent::links::DEFAULT_NODE_LIMIT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links_node_limit: Option<u64>,
 }
 
 /// The whole configuration.

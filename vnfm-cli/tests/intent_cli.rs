@@ -273,6 +273,9 @@ fn select_links_places_linked_vnfs_exactly_or_names_the_blocking_link() {
         })
         .collect();
     assert_eq!(got, [("1", "edge"), ("2", "core"), ("3", "cloud")]);
+    assert_eq!(v["optimal"], true, "{v}");
+    assert_eq!(v["lowerBound"], "29", "{v}");
+    assert_eq!(v["gap"], 0.0, "{v}");
 
     // 1 pinned to the edge, 3 to the cloud, 50 ms apart: a 5 ms bound between them blocks
     let mut d: Value = serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
@@ -289,6 +292,131 @@ fn select_links_places_linked_vnfs_exactly_or_names_the_blocking_link() {
     assert_eq!(out.status.code(), Some(3), "{t}");
     assert!(t.contains("unsatisfiable"), "{t}");
     assert!(t.contains("latency <= 5"), "{t}");
+}
+
+/// PLA data of `n` VNFs x `m` VIMs, every pair linked, a chain of VLDs, prices from a fixed
+/// pseudo-random sequence (VNF prices 10-200, link prices 20-200, latency 5-150, bound 100).
+fn pla_chain(n: usize, m: usize, seed: u64) -> Value {
+    let mut x: u64 = seed;
+    let mut next = |lo: u64, hi: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        lo + (x >> 33) % (hi - lo + 1)
+    };
+    let mut lat = vec![vec![0u64; m]; m];
+    let mut price = vec![vec![0u64; m]; m];
+    for i in 0..m {
+        for j in i + 1..m {
+            lat[i][j] = next(5, 150);
+            lat[j][i] = lat[i][j];
+            price[i][j] = next(20, 200);
+            price[j][i] = price[i][j];
+        }
+    }
+    let vnfs: Vec<Value> = (0..n)
+        .map(|k| {
+            let prices: Vec<u64> = (0..m).map(|_| next(10, 200)).collect();
+            serde_json::json!({"vnf_id": format!("{}", k + 1), "vnf_price_per_vim": prices})
+        })
+        .collect();
+    // A chain, and each VNF linked to the one three further on.
+    let vlds: Vec<Value> = (1..n)
+        .map(|k| (k, k + 1))
+        .chain((1..n.saturating_sub(2)).map(|k| (k, k + 3)))
+        .map(|(a, b)| serde_json::json!({"cp_refs": [format!("{a}"), format!("{b}")], "latency": 100}))
+        .collect();
+    serde_json::json!({
+        "vim_accounts": (0..m).map(|i| format!("vim{i}")).collect::<Vec<_>>(),
+        "trp_link_latency": lat,
+        "trp_link_jitter": vec![vec![0u64; m]; m],
+        "trp_link_price_list": price,
+        "ns_desc": vnfs,
+        "vld_desc": vlds,
+    })
+}
+
+#[test]
+fn select_links_stops_at_its_limits_and_says_what_it_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let f = dir.path().join("chain.json");
+    std::fs::write(&f, pla_chain(12, 30, 12345).to_string()).unwrap();
+    let f = f.display().to_string();
+
+    // Unbounded enough: proven.
+    let out = run(&state, &["--json", "select", "--links", &f]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v = json(&out);
+    assert_eq!(v["optimal"], true, "{v}");
+    assert_eq!(v["lowerBound"], v["cost"], "{v}");
+
+    // Stopped after the optimum was found and its cost proven by the bound, before the
+    // tie-break among equal costs was settled: not "optimal", gap 0, said so.
+    let out = run(
+        &state,
+        &["--json", "select", "--links", &f, "--node-limit", "14"],
+    );
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(v["optimal"], false, "{v}");
+    assert_eq!(v["lowerBound"], v["cost"], "{v}");
+    assert_eq!(v["gap"], 0.0, "{v}");
+    let out = run(&state, &["select", "--links", &f, "--node-limit", "14"]);
+    let t = text(&out);
+    assert!(
+        t.contains("(cost proven minimal; the search stopped before settling"),
+        "{t}"
+    );
+
+    // An instance whose LP bound is below its optimum, stopped after a first placement: its
+    // cost, a lower bound and the gap.
+    let g = dir.path().join("gap.json");
+    std::fs::write(&g, pla_chain(20, 10, 32).to_string()).unwrap();
+    let g = g.display().to_string();
+    let optimum: f64 = json(&run(&state, &["--json", "select", "--links", &g]))["cost"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let out = run(
+        &state,
+        &["--json", "select", "--links", &g, "--node-limit", "28"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v = json(&out);
+    assert_eq!(v["optimal"], false, "{v}");
+    let cost: f64 = v["cost"].as_str().unwrap().parse().unwrap();
+    let bound: f64 = v["lowerBound"].as_str().unwrap().parse().unwrap();
+    assert!(bound < cost && bound <= optimum && optimum <= cost, "{v}");
+    let gap = v["gap"].as_f64().unwrap();
+    assert!(
+        gap > 0.0 && (gap - 100.0 * (cost - bound) / cost).abs() < 1e-9,
+        "{v}"
+    );
+    let out = run(&state, &["select", "--links", &g, "--node-limit", "28"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("best found, not proven optimal: total price"),
+        "{t}"
+    );
+    assert!(t.contains("gap 0.0"), "{t}");
+
+    // Stopped before any placement: said so, exit 3.
+    let out = run(&state, &["select", "--links", &f, "--node-limit", "2"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{t}");
+    assert!(
+        t.contains("no placement found within the search limits"),
+        "{t}"
+    );
+
+    // A time limit that cannot be one.
+    let out = run(&state, &["select", "--links", &f, "--time-limit", "0"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("--time-limit is 0"), "{t}");
 }
 
 #[test]

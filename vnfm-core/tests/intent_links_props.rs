@@ -5,7 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use proptest::prelude::*;
-use vnfm_core::intent::links::{Link, LinksRequest, Price, Unsatisfiable, Vld, Vnf};
+use vnfm_core::intent::links::{
+    Link, LinksRequest, Price, Progress, SolveOptions, Unsatisfiable, Vld, Vnf,
+};
 
 fn opt<T: std::fmt::Debug + Clone + 'static>(
     none_weight: u32,
@@ -178,6 +180,84 @@ proptest! {
             for k in 0..vlds.len() + pins.len() {
                 prop_assert!(restrict(Some(k)).is_some(), "member {} is not necessary", k);
             }
+        }
+    }
+}
+
+/// `req` with one more VNF, alone and priced 2^57 micro-units: its totals are too large for the
+/// dual bound's integers, so the search uses the plain bound.
+fn with_huge_prices(mut req: LinksRequest) -> LinksRequest {
+    let m = req.vims.len();
+    let mut prices = vec![None; m];
+    prices[m - 1] = Some(Price::from_micros(1 << 57));
+    req.vnfs.push(Vnf {
+        id: "huge".into(),
+        prices,
+        pin: None,
+    });
+    req
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn the_plain_bound_for_huge_prices_equals_exhaustive_search(req in request()) {
+        let problem = with_huge_prices(req).validate().unwrap();
+        prop_assert_eq!(problem.solve().outcome.ok(), problem.solve_exhaustive());
+    }
+
+    /// Stopped at a node limit (or by the checker), the answer is a real placement whose cost
+    /// is at least the optimum, and the lower bound at most the optimum; when it says optimal,
+    /// it is the oracle's placement.
+    #[test]
+    fn anytime_answers_bracket_the_optimum(
+        req in request_with(8, 2, 4),
+        node_limit in 0u64..60,
+        stop_after in proptest::option::of(0u32..6),
+    ) {
+        let problem = req.validate().unwrap();
+        let asked = std::cell::Cell::new(0u32);
+        let stop = |_: &Progress| {
+            asked.set(asked.get() + 1);
+            stop_after.is_some_and(|k| asked.get() > k)
+        };
+        let sol = problem.solve_with(&SolveOptions { node_limit, should_stop: Some(&stop), ..SolveOptions::default() });
+        let oracle = problem.solve_exhaustive();
+        match (&sol.outcome, &oracle) {
+            (Ok(p), Some(o)) => {
+                prop_assert_eq!(problem.cost_of(&p.vims), Some(p.cost));
+                let lb = sol.lower_bound.unwrap();
+                prop_assert!(lb <= o.cost, "bound {} above the optimum {}", lb, o.cost);
+                prop_assert!(o.cost <= p.cost);
+                if sol.optimal {
+                    prop_assert_eq!(p, o);
+                    prop_assert_eq!(lb, p.cost);
+                    prop_assert_eq!(sol.gap_percent(), Some(0.0));
+                }
+            }
+            (Err(Unsatisfiable::LimitReached { .. }), _) => prop_assert!(!sol.optimal),
+            (Err(_), None) => prop_assert!(sol.optimal),
+            (got, want) => prop_assert!(false, "solve {:?}, exhaustive {:?}", got, want),
+        }
+    }
+
+    /// With limits too small for the deletion filter's searches, a named conflict still
+    /// conflicts (members whose check stopped are kept).
+    #[test]
+    fn a_conflict_named_under_limits_still_conflicts(req in conflicting(), node_limit in 0u64..30) {
+        let problem = req.clone().validate().unwrap();
+        let sol = problem.solve_with(&SolveOptions { node_limit, ..SolveOptions::default() });
+        if let Err(Unsatisfiable::Conflict { vlds, pins, .. }) = sol.outcome {
+            prop_assert!(sol.optimal);
+            let mut r = req.clone();
+            r.vlds = vlds.iter().map(|&e| req.vlds[e].clone()).collect();
+            for (v, vnf) in r.vnfs.iter_mut().enumerate() {
+                if !pins.contains(&v) {
+                    vnf.pin = None;
+                }
+            }
+            prop_assert_eq!(r.validate().unwrap().solve_exhaustive(), None);
         }
     }
 }

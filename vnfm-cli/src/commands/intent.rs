@@ -35,7 +35,7 @@ struct SelectReport<'a> {
 pub fn select(config: &Config, args: &SelectArgs, out: Output) -> Result<(), CliError> {
     let (Some(policy), Some(candidates)) = (&args.policy, &args.candidates) else {
         return match &args.links {
-            Some(links) => select_links(links, out),
+            Some(links) => select_links(config, args, links, out),
             None => Err(CliError::Usage(
                 "vnfm select needs --policy and --candidates, or --links".into(),
             )),
@@ -96,20 +96,59 @@ pub fn select(config: &Config, args: &SelectArgs, out: Output) -> Result<(), Cli
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct LinksReport {
-    /// PLA's answer: `[{vimAccountId, member-vnf-index}]`, or `null` when unsatisfiable.
+    /// PLA's answer: `[{vimAccountId, member-vnf-index}]`, or `null` when unsatisfiable (or
+    /// nothing was found within the limits).
     placement: Option<serde_json::Value>,
-    /// The minimum total price.
+    /// The total price of the placement: the minimum when `optimal`.
     cost: Option<String>,
-    /// Why no placement exists.
+    /// Whether the answer is proven (optimal placement, or no placement exists).
+    optimal: bool,
+    /// A proven lower bound on every placement's cost.
+    lower_bound: Option<String>,
+    /// `100 * (cost - lowerBound) / cost`, in percent (0 when optimal).
+    gap: Option<f64>,
+    /// Why no placement exists (or was found within the limits).
     unsatisfiable: Option<String>,
     /// Search nodes explored.
     nodes: u64,
 }
 
-/// `vnfm select --links FILE`: the exact linked placement of PLA's data.
-fn select_links(path: &Path, out: Output) -> Result<(), CliError> {
-    use vnfm_core::intent::links::Problem;
+/// The default of `--time-limit` and `[placement] links_time_limit`, in seconds.
+const DEFAULT_LINKS_TIME_LIMIT: f64 = 10.0;
+
+/// `--time-limit` / `links_time_limit`: a positive number of seconds, at most a day.
+fn links_time_limit(config: &Config, args: &SelectArgs) -> Result<std::time::Duration, CliError> {
+    let (value, name) = match (args.time_limit, config.placement.links_time_limit) {
+        (Some(v), _) => (v, "--time-limit"),
+        (None, Some(v)) => (v, "[placement] links_time_limit"),
+        (None, None) => (DEFAULT_LINKS_TIME_LIMIT, "the default time limit"),
+    };
+    if !(value.is_finite() && value > 0.0 && value <= 86_400.0) {
+        return Err(CliError::Usage(format!(
+            "{name} is {value}; expected a number of seconds above 0 and at most 86400"
+        )));
+    }
+    Ok(std::time::Duration::from_secs_f64(value))
+}
+
+/// `vnfm select --links FILE`: the exact linked placement of PLA's data, within a time and a
+/// node limit (then the best placement found, its lower bound and gap).
+fn select_links(
+    config: &Config,
+    args: &SelectArgs,
+    path: &Path,
+    out: Output,
+) -> Result<(), CliError> {
+    use std::cell::Cell;
+    use std::time::Instant;
+    use vnfm_core::intent::links::{Problem, Progress, SolveOptions, DEFAULT_NODE_LIMIT};
+    let time_limit = links_time_limit(config, args)?;
+    let node_limit = args
+        .node_limit
+        .or(config.placement.links_node_limit)
+        .unwrap_or(DEFAULT_NODE_LIMIT);
     let text = vnfm_core::input::read_text(
         path,
         vnfm_core::input::MAX_INPUT_BYTES,
@@ -125,11 +164,54 @@ fn select_links(path: &Path, out: Output) -> Result<(), CliError> {
     })?;
     let problem = Problem::from_pla_str(&text)
         .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
-    let sol = problem.solve();
+    let start = Instant::now();
+    let last_line = Cell::new(start);
+    let price = |p: Option<vnfm_core::intent::links::Price>| {
+        p.map_or_else(|| "none yet".to_owned(), |p| p.to_string())
+    };
+    // The clock is the CLI's: the core asks this every few nodes. A progress line every second
+    // once the search has taken a second (on a terminal, without --json or --quiet).
+    let should_stop = |p: &Progress| {
+        let now = Instant::now();
+        if now.duration_since(last_line.get()).as_secs() >= 1 {
+            last_line.set(now);
+            out.progress(&format!(
+                "searching: {} nodes, best {}, lower bound {}, {:.0} s",
+                p.nodes,
+                price(p.best),
+                price(p.lower_bound),
+                now.duration_since(start).as_secs_f64()
+            ));
+        }
+        now.duration_since(start) >= time_limit
+    };
+    let sol = problem.solve_with(&SolveOptions {
+        node_limit,
+        // The time limit bounds the work (the library's default work limit is for callers
+        // without a clock).
+        work_limit: u64::MAX,
+        should_stop: Some(&should_stop),
+    });
     let req = problem.request();
+    let gap = sol.gap_percent();
     let (report, human) = match &sol.outcome {
         Ok(p) => {
-            let mut h = format!("minimum total price {}:\n", p.cost);
+            let mut h = if sol.optimal {
+                format!("minimum total price {} (proven optimal):\n", p.cost)
+            } else if sol.lower_bound == Some(p.cost) {
+                format!(
+                    "minimum total price {} (cost proven minimal; the search stopped before \
+                     settling which placement of that cost comes first):\n",
+                    p.cost
+                )
+            } else {
+                format!(
+                    "best found, not proven optimal: total price {}, lower bound {}, gap {:.2} %:\n",
+                    p.cost,
+                    price(sol.lower_bound),
+                    gap.unwrap_or(100.0)
+                )
+            };
             for (vnf, &vim) in req.vnfs.iter().zip(&p.vims) {
                 let name = req.vims.get(vim).map(String::as_str).unwrap_or_default();
                 h.push_str(&format!("  {} -> {name}\n", vnf.id));
@@ -139,6 +221,9 @@ fn select_links(path: &Path, out: Output) -> Result<(), CliError> {
                 LinksReport {
                     placement: Some(problem.to_pla_placement(p)),
                     cost: Some(p.cost.to_string()),
+                    optimal: sol.optimal,
+                    lower_bound: sol.lower_bound.map(|b| b.to_string()),
+                    gap,
                     unsatisfiable: None,
                     nodes: sol.stats.nodes,
                 },
@@ -149,18 +234,32 @@ fn select_links(path: &Path, out: Output) -> Result<(), CliError> {
             LinksReport {
                 placement: None,
                 cost: None,
+                optimal: sol.optimal,
+                lower_bound: None,
+                gap: None,
                 unsatisfiable: Some(why.to_string()),
                 nodes: sol.stats.nodes,
             },
-            format!("unsatisfiable: {why}\n"),
+            if sol.optimal {
+                format!("unsatisfiable: {why}\n")
+            } else {
+                format!("{why}\n")
+            },
         ),
     };
     out.data(&human, &report)?;
     match &sol.outcome {
         Ok(_) => Ok(()),
-        Err(why) => Err(CliError::Intent {
+        Err(why) if sol.optimal => Err(CliError::Intent {
             detail: format!(
                 "{}: no placement meets the links' bounds: {why}",
+                path.display()
+            ),
+            infeasible: true,
+        }),
+        Err(why) => Err(CliError::Intent {
+            detail: format!(
+                "{}: {why} (raise --time-limit or --node-limit)",
                 path.display()
             ),
             infeasible: true,
