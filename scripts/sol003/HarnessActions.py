@@ -9,7 +9,9 @@ would:
 
 1. deletes every subscription and subscribes anew with a filter that lets exactly the one
    notification of the test through (the test verifies that its endpoint received exactly one
-   request), the callback being the sink's `/endpoint` (the suite's `${callback_endpoint}`);
+   request of its kind: an instantiate's STARTING and PROCESSING are both a START, so the
+   filter is the test's own, not a workaround of delivery order), the callback being the
+   sink's `/endpoint` (the suite's `${callback_endpoint}`);
 2. performs the action that makes vnfm send that notification.
 
 The sink answers the callback test of SOL003 5.4.18.3.1 (`GET callbackUri` -> 204) through an
@@ -67,16 +69,14 @@ class HarnessActions:
             time.sleep(0.1)
         raise AssertionError(f"harness: occurrence {op} did not end within 60 s")
 
-    def _subscribe(self, subscription_filter):
+    def _subscribe(self):
         self.sink.call("PUT", "/expectation", {
             "httpRequest": {"method": "GET", "path": self.endpoint},
             "httpResponse": {"statusCode": 204},
             "times": {"unlimited": True},
         })
-        sub = {"callbackUri": self.sink_base + self.endpoint}
-        if subscription_filter:
-            sub["filter"] = subscription_filter
-        self._must("POST", "/vnflcm/v2/subscriptions", sub, 201)
+        self._must("POST", "/vnflcm/v2/subscriptions",
+                   {"callbackUri": self.sink_base + self.endpoint}, 201)
 
     def _unsubscribe_all(self):
         status, _, subs = self.vnfm.call("GET", "/vnflcm/v2/subscriptions?all_fields")
@@ -123,22 +123,22 @@ class HarnessActions:
             time.sleep(0.05)
         raise AssertionError(f"harness: occurrence {op} not {until} within 30 s")
 
-    def _use(self, op, subscription_filter):
-        self._subscribe(subscription_filter)
+    def _use(self, op):
+        self._subscribe()
         BuiltIn().set_global_variable("${vnfLcmOpOccId}", op)
         return op
 
-    def harness_processing_occurrence(self, subscription_filter=None):
+    def harness_processing_occurrence(self):
         """Sets `${vnfLcmOpOccId}` to an instantiate occurrence of its own, PROCESSING: the
         NFVO's endpoint is made fresh (`_fresh_endpoint`), an instance of the slow package
         (harness.py's SLOW_VNFD) is instantiated until its occurrence is PROCESSING, and the
-        endpoint is subscribed anew with `subscription_filter`, as the harness subscribes it
-        after a file's fixtures."""
+        endpoint is subscribed anew (without a filter), as the harness subscribes it after a
+        file's fixtures."""
         self._fresh_endpoint()
         op = self._instantiate(SLOW_VNFD, "processing", "PROCESSING")
-        return self._use(op, subscription_filter)
+        return self._use(op)
 
-    def harness_retryable_occurrence(self, subscription_filter=None):
+    def harness_retryable_occurrence(self):
         """Sets `${vnfLcmOpOccId}` to an instantiate occurrence of its own, FAILED_TEMP, whose
         retry succeeds: an instance of the retryable package (harness.py's RETRYABLE_VNFD,
         whose stack create takes RETRYABLE_CREATE_SECS) is instantiated and cancelled while
@@ -151,16 +151,16 @@ class HarnessActions:
         self._must("POST", f"/vnflcm/v2/vnf_lcm_op_occs/{op}/cancel",
                    {"cancelMode": "FORCEFUL"}, 202)
         self._wait_state(op, "FAILED_TEMP")
-        return self._use(op, subscription_filter)
+        return self._use(op)
 
-    def harness_failed_temp_occurrence(self, subscription_filter=None):
+    def harness_failed_temp_occurrence(self):
         """Sets `${vnfLcmOpOccId}` to an instantiate occurrence of its own, FAILED_TEMP, whose
         retry fails again: the unplaceable package's (harness.py's UNPLACEABLE_VNFD: no host
         has the memory its VDU1 asks for). The endpoint is fresh and subscribed as in
         `Harness Processing Occurrence`."""
         self._fresh_endpoint()
         op = self._instantiate(UNPLACEABLE_VNFD, "failed-temp", "FAILED_TEMP")
-        return self._use(op, subscription_filter)
+        return self._use(op)
 
     def harness_trigger(self, kind):
         """Subscribes for exactly the notification of `kind` (START, RESULT, CREATION, DELETION)

@@ -430,6 +430,20 @@ pub struct NotificationsConfig {
     /// `max_subscriptions`: subscriptions at most (default 1000); a `POST /subscriptions`
     /// beyond it is refused (409) until one is deleted.
     pub max_subscriptions: u64,
+    /// `max_filter_values`: values at most in one list of a subscription (default 256), e.g.
+    /// its filter's `vnfInstanceIds`; more is refused (422 naming the member).
+    pub max_filter_values: usize,
+    /// `max_value_length`: characters at most of one string of a subscription (default 2048):
+    /// an id, a name, `callbackUri`, a credential.
+    pub max_value_length: usize,
+    /// `max_subscription_bytes`: bytes at most of one subscription as JSON (default 32768).
+    pub max_subscription_bytes: usize,
+    /// `max_outbox_entries`: undelivered notifications kept at most per subscription (default
+    /// 1000); beyond, the oldest are dropped and counted (docs/serve.md).
+    pub max_outbox_entries: usize,
+    /// `max_outbox_bytes`: bytes of undelivered notifications kept at most per subscription
+    /// (default 4 MiB); beyond, the oldest are dropped and counted.
+    pub max_outbox_bytes: usize,
 }
 
 impl Default for NotificationsConfig {
@@ -441,6 +455,11 @@ impl Default for NotificationsConfig {
             max_age: 86_400,
             timeout: 10,
             max_subscriptions: 1000,
+            max_filter_values: 256,
+            max_value_length: 2048,
+            max_subscription_bytes: 32 * 1024,
+            max_outbox_entries: 1000,
+            max_outbox_bytes: 4 * 1024 * 1024,
         }
     }
 }
@@ -458,6 +477,11 @@ impl NotificationsConfig {
             ("max_age", self.max_age),
             ("timeout", self.timeout),
             ("max_subscriptions", self.max_subscriptions),
+            ("max_filter_values", self.max_filter_values as u64),
+            ("max_value_length", self.max_value_length as u64),
+            ("max_subscription_bytes", self.max_subscription_bytes as u64),
+            ("max_outbox_entries", self.max_outbox_entries as u64),
+            ("max_outbox_bytes", self.max_outbox_bytes as u64),
         ] {
             if v == 0 {
                 return Err(CliError::Usage(format!(
@@ -473,6 +497,15 @@ impl NotificationsConfig {
             max_attempts: self.max_attempts,
             max_age: std::time::Duration::from_secs(self.max_age),
         })
+    }
+
+    /// The size bounds of one subscription.
+    pub fn subscription_limits(&self) -> vnfm_core::lcm_notify::SubscriptionLimits {
+        vnfm_core::lcm_notify::SubscriptionLimits {
+            max_list_len: self.max_filter_values,
+            max_string_len: self.max_value_length,
+            max_bytes: self.max_subscription_bytes,
+        }
     }
 }
 

@@ -260,7 +260,22 @@ impl SqliteStore {
         batch: StoreBatch,
         put: Vec<(String, String)>,
     ) -> Result<(), DriverError> {
-        self.with_conn(move |conn, file| commit(conn, file, &batch, &put))
+        self.commit_with_outbox(batch, put, Vec::new()).await
+    }
+
+    /// [`SqliteStore::commit_with_documents`] that also deletes, in the same transaction, the
+    /// documents of every `prune` range (names starting with `.0` that sort at or before
+    /// `.1`): the oldest notifications of a full outbox leave as the new ones come.
+    ///
+    /// # Errors
+    /// As [`Store::commit`]; nothing is written then.
+    pub async fn commit_with_outbox(
+        &self,
+        batch: StoreBatch,
+        put: Vec<(String, String)>,
+        prune: Vec<(String, String)>,
+    ) -> Result<(), DriverError> {
+        self.with_conn(move |conn, file| commit(conn, file, &batch, &put, &prune))
             .await
     }
 
@@ -290,14 +305,107 @@ impl SqliteStore {
             let read = |e| sql_error(file, format!("reading documents {prefix}*"), e);
             let mut st = conn
                 .prepare_cached(
-                    "SELECT name, body FROM documents WHERE substr(name, 1, length(?1)) = ?1
-                     ORDER BY name",
+                    "SELECT name, body FROM documents
+                     WHERE name >= ?1 AND substr(name, 1, length(?1)) = ?1 ORDER BY name",
                 )
                 .map_err(read)?;
             let rows = st
                 .query_map([&prefix], |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(read)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(read)
+        })
+        .await
+    }
+
+    /// At most `limit` documents whose names start with `prefix` and sort after `after` (all
+    /// of them when `None`), in name order: a long queue read in bounded batches.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when the database cannot be read.
+    pub async fn documents_after(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, DriverError> {
+        let prefix = prefix.to_owned();
+        let after = after.unwrap_or("").to_owned();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(move |conn, file| {
+            let read = |e| sql_error(file, format!("reading documents {prefix}*"), e);
+            let mut st = conn
+                .prepare_cached(
+                    "SELECT name, body FROM documents
+                     WHERE name >= ?1 AND name > ?2 AND substr(name, 1, length(?1)) = ?1
+                     ORDER BY name LIMIT ?3",
+                )
+                .map_err(read)?;
+            let rows = st
+                .query_map(params![prefix, after, limit], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .map_err(read)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(read)
+        })
+        .await
+    }
+
+    /// The names and sizes (bytes) of the documents whose names start with `prefix`, in name
+    /// order, without their bodies.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when the database cannot be read.
+    pub async fn document_sizes_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, usize)>, DriverError> {
+        let prefix = prefix.to_owned();
+        self.with_conn(move |conn, file| {
+            let read = |e| sql_error(file, format!("reading documents {prefix}*"), e);
+            let mut st = conn
+                .prepare_cached(
+                    "SELECT name, length(CAST(body AS BLOB)) FROM documents
+                     WHERE name >= ?1 AND substr(name, 1, length(?1)) = ?1 ORDER BY name",
+                )
+                .map_err(read)?;
+            let rows = st
+                .query_map([&prefix], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+                })
+                .map_err(read)?;
+            rows.map(|r| r.map(|(n, l)| (n, usize::try_from(l).unwrap_or(0))))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(read)
+        })
+        .await
+    }
+
+    /// Deletes the documents `names` in one transaction, without waiting for the disk
+    /// ([`Flush::Deferred`]): delivered notifications leave the outbox this way, many at once.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when the database cannot be written (nothing is deleted then).
+    pub async fn delete_documents(&self, names: Vec<String>) -> Result<(), DriverError> {
+        self.with_conn(move |conn, file| {
+            set_synchronous(conn, file, "NORMAL")?;
+            let deleted = (|| {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(|e| sql_error(file, "starting a transaction", e))?;
+                {
+                    let mut st = tx
+                        .prepare_cached("DELETE FROM documents WHERE name = ?1")
+                        .map_err(|e| sql_error(file, "preparing a document delete", e))?;
+                    for n in &names {
+                        st.execute([n])
+                            .map_err(|e| sql_error(file, format!("deleting document {n}"), e))?;
+                    }
+                }
+                tx.commit()
+                    .map_err(|e| sql_error(file, "committing document deletes", e))
+            })();
+            let reset = set_synchronous(conn, file, "FULL");
+            deleted.and(reset)
         })
         .await
     }
@@ -418,7 +526,8 @@ fn documents_tx(
     }
     if let Some((prefix, upto)) = prune {
         tx.execute(
-            "DELETE FROM documents WHERE substr(name, 1, length(?1)) = ?1 AND name <= ?2",
+            "DELETE FROM documents
+             WHERE name >= ?1 AND name <= ?2 AND substr(name, 1, length(?1)) = ?1",
             params![prefix, upto],
         )
         .map_err(|e| sql_error(file, format!("deleting documents {prefix}*"), e))?;
@@ -449,7 +558,7 @@ pub enum Flush {
 #[async_trait]
 impl Store for SqliteStore {
     async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
-        self.with_conn(move |conn, file| commit(conn, file, &batch, &[]))
+        self.with_conn(move |conn, file| commit(conn, file, &batch, &[], &[]))
             .await
     }
 
@@ -666,6 +775,7 @@ fn commit(
     file: &str,
     batch: &StoreBatch,
     documents: &[(String, String)],
+    prune: &[(String, String)],
 ) -> Result<(), DriverError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -743,6 +853,14 @@ fn commit(
                     .execute(params![name, body])
                     .map_err(|e| sql_error(file, format!("cannot write document {name}"), e))?;
             }
+        }
+        for (prefix, upto) in prune {
+            tx.execute(
+                "DELETE FROM documents
+                 WHERE name >= ?1 AND name <= ?2 AND substr(name, 1, length(?1)) = ?1",
+                params![prefix, upto],
+            )
+            .map_err(|e| sql_error(file, format!("cannot delete documents {prefix}*"), e))?;
         }
     }
     tx.commit()

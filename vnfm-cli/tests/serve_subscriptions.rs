@@ -30,6 +30,9 @@ struct Nfvo {
     tokens: AtomicU64,
     /// Refused deliveries (down or bad credentials).
     refused: AtomicU64,
+    /// Answer 404 to the occurrence notifications of this `operationState` (an NFVO that
+    /// does not want them).
+    refuse_state: Mutex<Option<String>>,
 }
 
 async fn callback_get(State(n): State<Arc<Nfvo>>, h: HeaderMap) -> StatusCode {
@@ -49,10 +52,13 @@ async fn callback_post(State(n): State<Arc<Nfvo>>, h: HeaderMap, body: String) -
         n.refused.fetch_add(1, Ordering::SeqCst);
         return StatusCode::SERVICE_UNAVAILABLE;
     }
-    n.got
-        .lock()
-        .unwrap()
-        .push(serde_json::from_str(&body).unwrap());
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let refuse = n.refuse_state.lock().unwrap().clone();
+    if refuse.is_some() && v["operationState"].as_str() == refuse.as_deref() {
+        n.refused.fetch_add(1, Ordering::SeqCst);
+        return StatusCode::NOT_FOUND;
+    }
+    n.got.lock().unwrap().push(v);
     StatusCode::NO_CONTENT
 }
 
@@ -529,8 +535,8 @@ async fn a_subscriber_that_is_down_gets_its_notifications_once_back_and_a_bound_
     .await;
     assert!(n.got.lock().unwrap().is_empty());
     n.down.store(false, Ordering::SeqCst);
-    let want: Vec<String> = flow(RUN, &[], &[])[..4].to_vec();
-    let got = eventually(
+    let mut want: Vec<String> = flow(RUN, &[], &[])[..4].to_vec();
+    let mut got = eventually(
         30,
         "the notifications after the subscriber came back",
         || async {
@@ -539,6 +545,10 @@ async fn a_subscriber_that_is_down_gets_its_notifications_once_back_and_a_bound_
         },
     )
     .await;
+    // Each one it refused (503) was retried on its own back-off: all of them, each once, in
+    // the order their retries came (docs/serve.md: order is kept for first attempts).
+    got.sort();
+    want.sort();
     assert_eq!(got, want);
     metric_reaches(
         addr,
@@ -609,8 +619,9 @@ fn serve_process(dir: &std::path::Path) -> (ServeProcess, SocketAddr) {
 /// (docs/serve.md, "Guarantees"): a notification the NFVO accepted just before a kill, before
 /// vnfm removed it from the outbox, comes again with the same `id`, which tells the NFVO it is
 /// the same one. Deliveries go one at a time, so that can be the one delivery on its way at
-/// each kill: at the first, the head of the outbox the NFVO was refusing (a request the NFVO
-/// handles after it came back up, from a server already gone); at the second, one of the
+/// each kill: at the first, one of the instantiate's notifications the NFVO was refusing (each
+/// is set aside on its own back-off since issue 26, so it may be any of them; a request the
+/// NFVO handles after it came back up, from a server already gone); at the second, one of the
 /// heal's. The test allows exactly these, each once.
 #[cfg(unix)]
 #[tokio::test]
@@ -648,7 +659,13 @@ async fn notifications_are_neither_lost_nor_repeated_under_another_id_when_vnfm_
         },
     )
     .await;
-    assert_eq!(got, first);
+    // The NFVO refused them (503) one by one, each set aside (docs/serve.md, "Order"): the one
+    // on its way at the kill, which the NFVO took once up, may be any of them and come first.
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(got), sorted(first.clone()));
     let vnfc = servers(addr, &id).await.keys().next().unwrap().clone();
     heal_by_alert(addr, &id, &vnfc).await;
     // Killed again right after the heal: its notifications are delivered or in the outbox, or
@@ -662,11 +679,12 @@ async fn notifications_are_neither_lost_nor_repeated_under_another_id_when_vnfm_
         (g.len() >= want.len()).then_some(g)
     })
     .await;
-    assert_eq!(got, want);
+    assert_eq!(sorted(got[..4].to_vec()), sorted(first));
+    assert_eq!(got[4..], want[4..]);
     let (_, repeated) = received_by_id(&n);
     let at_first_kill = repeated
         .iter()
-        .filter(|(s, _)| s == "VnfIdentifierCreationNotification")
+        .filter(|(s, _)| s == "VnfIdentifierCreationNotification" || s.starts_with("INSTANTIATE "))
         .count();
     let at_second_kill = repeated
         .iter()
@@ -689,6 +707,322 @@ async fn notifications_are_neither_lost_nor_repeated_under_another_id_when_vnfm_
             .then_some(())
     })
     .await;
-    assert_eq!(received_by_id(&n), (want, repeated), "nothing more arrived");
+    assert_eq!(received_by_id(&n), (got, repeated), "nothing more arrived");
     child.kill();
+}
+
+/// Issue 26 (High 5): LCM subscriptions were capped by count, not size (50 subscriptions with a
+/// 1 MB `vnfInstanceIds` filter each held 184 MB, and every `GET /subscriptions` copied them
+/// all). A subscription beyond a size bound is now refused with a 422 naming the member and the
+/// `[notifications]` key; the list pages through the subscriptions without copying them.
+#[tokio::test]
+async fn subscriptions_capped_by_count_not_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.server.page_size = 2;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let (_n, cb) = nfvo().await;
+    let uri = format!("http://{cb}/cb");
+    let ids = |n: usize| -> Vec<String> { (0..n).map(|i| format!("inst-{i}")).collect() };
+
+    // 300 instance ids: more than max_filter_values (256).
+    let p = subscribe(
+        addr,
+        &json!({"callbackUri": uri,
+            "filter": {"vnfInstanceSubscriptionFilter": {"vnfInstanceIds": ids(300)}}}),
+    )
+    .await
+    .problem(422);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("filter.vnfInstanceSubscriptionFilter.vnfInstanceIds")
+            && d.contains("300 values")
+            && d.contains("[notifications] max_filter_values = 256"),
+        "{d}"
+    );
+    // One long name: more than max_value_length (2048).
+    let p = subscribe(
+        addr,
+        &json!({"callbackUri": uri,
+            "filter": {"vnfInstanceSubscriptionFilter": {"vnfInstanceNames": ["n".repeat(5000)]}}}),
+    )
+    .await
+    .problem(422);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("filter.vnfInstanceSubscriptionFilter.vnfInstanceNames[0]")
+            && d.contains("[notifications] max_value_length = 2048"),
+        "{d}"
+    );
+    // Every list and string within its bound, the whole beyond max_subscription_bytes.
+    let long = |p: &str| -> Vec<String> {
+        (0..250)
+            .map(|i| format!("{p}-{i}-{}", "x".repeat(100)))
+            .collect()
+    };
+    let p = subscribe(
+        addr,
+        &json!({"callbackUri": uri, "filter": {"vnfInstanceSubscriptionFilter": {
+            "vnfInstanceIds": long("i"), "vnfdIds": long("d")}}}),
+    )
+    .await
+    .problem(422);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("[notifications] max_subscription_bytes = 32768"),
+        "{d}"
+    );
+    // Nothing was kept of the refused ones.
+    assert!(get(addr, "/vnflcm/v2/subscriptions")
+        .await
+        .json()
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    // Five within the bounds (256 ids each), listed page by page (page_size 2), filtered.
+    let mut made = Vec::new();
+    for k in 0..5 {
+        let r = subscribe(
+            addr,
+            &json!({"callbackUri": uri, "filter": {"vnfInstanceSubscriptionFilter": {
+                "vnfInstanceIds": ids(256), "vnfInstanceNames": [format!("sub-{k}")]}}}),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        made.push(r.json()["id"].as_str().unwrap().to_owned());
+    }
+    made.sort();
+    let mut seen = Vec::new();
+    let mut path = "/vnflcm/v2/subscriptions?fields=filter".to_owned();
+    loop {
+        let r = get(addr, &path).await;
+        assert_eq!(r.status, 200);
+        let page = r.json();
+        let page = page.as_array().unwrap();
+        assert!(page.len() <= 2, "{page:?}");
+        for s in page {
+            assert_eq!(
+                s["filter"]["vnfInstanceSubscriptionFilter"]["vnfInstanceIds"]
+                    .as_array()
+                    .unwrap()
+                    .len(),
+                256
+            );
+            seen.push(s["id"].as_str().unwrap().to_owned());
+        }
+        match r.header("link") {
+            Some(l) => {
+                path = l
+                    .trim_start_matches('<')
+                    .split_once('>')
+                    .unwrap()
+                    .0
+                    .to_owned();
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen, made);
+    let q = "(eq,filter/vnfInstanceSubscriptionFilter/vnfInstanceNames,sub-3)"
+        .replace('(', "%28")
+        .replace(')', "%29")
+        .replace(',', "%2C");
+    let list = get(addr, &format!("/vnflcm/v2/subscriptions?filter={q}"))
+        .await
+        .json();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["id"], made[3].as_str());
+    server.shutdown().await.unwrap();
+}
+
+/// Issue 26 (SOL003): one notification the NFVO answered 404 (or 5xx) held back every later
+/// one of the subscription for its whole retry schedule (the ETSI harness hid it with filters).
+/// Now only that notification waits: here the NFVO refuses every STARTING, retried only after a
+/// minute, and gets the rest of the instantiate and of a modification at once.
+#[tokio::test]
+async fn one_refused_notification_holds_back_every_later_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.notifications.retry_initial_ms = 60_000;
+    c.notifications.retry_max_delay_ms = 60_000;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let (n, cb) = nfvo().await;
+    *n.refuse_state.lock().unwrap() = Some("STARTING".into());
+    let r = subscribe(addr, &json!({"callbackUri": format!("http://{cb}/cb")})).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let id = instantiated(addr).await;
+    let want = [
+        "VnfIdentifierCreationNotification",
+        "INSTANTIATE PROCESSING START",
+        "INSTANTIATE COMPLETED RESULT",
+        "MODIFY_INFO PROCESSING START",
+        "MODIFY_INFO COMPLETED RESULT",
+    ];
+    let got = eventually(20, "the notifications after the refused ones", || async {
+        let g = received(&n);
+        (g.len() >= want.len()).then_some(g)
+    })
+    .await;
+    // Their first attempts go in commit order.
+    assert_eq!(got, want);
+    assert_eq!(n.refused.load(Ordering::SeqCst), 2, "each STARTING once");
+    let m = metric_reaches(
+        addr,
+        "vnfm_lcm_notifications_total{outcome=\"delivered\"}",
+        5,
+    )
+    .await;
+    assert_eq!(
+        metric(&m, "vnfm_lcm_notifications_total{outcome=\"retried\"}"),
+        2,
+        "{m}"
+    );
+    assert_eq!(metric(&m, "vnfm_lcm_outbox_notifications"), 2, "{m}");
+    // Still refused, they stay queued on their own back-off; the next operation is not held.
+    terminate_and_delete(addr, &id).await;
+    let got = eventually(20, "the terminate's notifications", || async {
+        let g = received(&n);
+        (g.len() >= want.len() + 3).then_some(g)
+    })
+    .await;
+    assert_eq!(
+        got[want.len()..],
+        [
+            "TERMINATE PROCESSING START",
+            "TERMINATE COMPLETED RESULT",
+            "VnfIdentifierDeletionNotification"
+        ]
+    );
+    server.shutdown().await.unwrap();
+}
+
+/// Issue 26 (Medium): a down subscriber's outbox grew without bound (300 state changes, 294
+/// queued; the worker read the whole queue at once). Now `[notifications] max_outbox_entries`
+/// bounds it: the oldest go as new ones come, counted by reason, and the subscriber, back,
+/// gets the newest.
+#[tokio::test]
+async fn a_down_subscribers_outbox_grows_without_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.notifications.retry_initial_ms = 50;
+    c.notifications.retry_max_delay_ms = 200;
+    c.notifications.max_attempts = 10_000;
+    c.notifications.max_outbox_entries = 5;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let (n, cb) = nfvo().await;
+    let r = subscribe(addr, &json!({"callbackUri": format!("http://{cb}/cb")})).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    n.down.store(true, Ordering::SeqCst);
+    // 1 creation + 3 instantiate + 3 modifications x 3 states = 13 notifications.
+    let id = instantiated(addr).await;
+    for k in 0..2 {
+        configure(addr, &id, json!({"k": k})).await;
+    }
+    let m = metric_reaches(
+        addr,
+        "vnfm_lcm_notifications_dropped_total{reason=\"outbox_full\"}",
+        8,
+    )
+    .await;
+    assert_eq!(metric(&m, "vnfm_lcm_outbox_notifications"), 5, "{m}");
+    assert_eq!(
+        metric(&m, "vnfm_lcm_notifications_total{outcome=\"queued\"}"),
+        13,
+        "{m}"
+    );
+    let store = vnfm_cli::store::SqliteStore::open(dir.path().join("state.sqlite")).unwrap();
+    assert_eq!(
+        store
+            .documents_with_prefix("lcm_outbox:")
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
+    n.down.store(false, Ordering::SeqCst);
+    let got = eventually(20, "the newest notifications", || async {
+        let g = received(&n);
+        (g.len() >= 5).then_some(g)
+    })
+    .await;
+    let mut got = got;
+    got.sort();
+    let mut want = vec![
+        "MODIFY_INFO PROCESSING START",
+        "MODIFY_INFO COMPLETED RESULT",
+        "MODIFY_INFO STARTING START",
+        "MODIFY_INFO PROCESSING START",
+        "MODIFY_INFO COMPLETED RESULT",
+    ];
+    want.sort();
+    assert_eq!(got, want);
+    let m = metric_reaches(
+        addr,
+        "vnfm_lcm_notifications_total{outcome=\"delivered\"}",
+        5,
+    )
+    .await;
+    assert_eq!(metric(&m, "vnfm_lcm_outbox_notifications"), 0, "{m}");
+    assert_eq!(metric(&m, "vnfm_lcm_outbox_bytes"), 0, "{m}");
+    server.shutdown().await.unwrap();
+}
+
+/// Issue 26 (Low): with 1,000 subscribers a terminate took 4 s instead of 0.1 s: every
+/// delivery worker scanned the whole documents table for its outbox and removed each delivered
+/// notification with a synced write, all on the store's one connection, so the operation's own
+/// commits queued behind thousands of them. The outbox is now read by name range, in batches,
+/// and a delivered notification is removed without a sync: the commits of a terminate wait for
+/// work proportional to the notifications, not to the subscribers times the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminate_with_a_thousand_subscribers_takes_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.notifications.max_subscriptions = 2000;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let (n, cb) = nfvo().await;
+    let id = instantiated(addr).await;
+    // The same terminate without subscribers, for comparison.
+    let terminate = |id: String| async move {
+        let t = std::time::Instant::now();
+        let r = post_json(
+            addr,
+            &format!("/vnflcm/v2/vnf_instances/{id}/terminate"),
+            &json!({"terminationType": "FORCEFUL"}),
+        )
+        .await;
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        let op = wait_op(addr, r.header("location").unwrap()).await;
+        assert_eq!(op["operationState"], "COMPLETED", "{op}");
+        t.elapsed()
+    };
+    let alone = terminate(id).await;
+    let id = instantiated(addr).await;
+    const SUBS: usize = 1000;
+    for k in 0..SUBS {
+        let r = subscribe(
+            addr,
+            &json!({"callbackUri": format!("http://{cb}/cb?k={k}"),
+                "filter": {"operationTypes": ["TERMINATE"]}}),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+    let crowded = terminate(id).await;
+    eprintln!("terminate: {alone:?} alone, {crowded:?} with {SUBS} subscribers");
+    eventually(60, "every notification", || async {
+        (n.got.lock().unwrap().len() >= 3 * SUBS).then_some(())
+    })
+    .await;
+    // Generous: the terminate took 40 times as long before (4 s for 0.1 s).
+    assert!(
+        crowded < alone * 10 + std::time::Duration::from_secs(2),
+        "a terminate took {crowded:?} with {SUBS} subscribers, {alone:?} without"
+    );
+    server.shutdown().await.unwrap();
 }

@@ -40,7 +40,7 @@ async fn not_instantiated(addr: SocketAddr) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scale_to_level_runs_one_aspects_scale_and_refuses_what_it_does_not_run() {
+async fn scale_to_level_runs_every_aspect_it_changes_and_refuses_what_it_does_not_run() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(config(dir.path(), 1)).await;
     let addr = server.local_addr();
@@ -66,15 +66,21 @@ async fn scale_to_level_runs_one_aspects_scale_and_refuses_what_it_does_not_run(
         assert_eq!(servers(addr, &id).await.len(), 3 + level as usize);
     }
 
-    // Level "large" changes both aspects: refused, naming them.
-    let r = to_level(json!({"instantiationLevelId": "large"})).await;
-    refused(
-        &r,
-        422,
-        &["VDU1_scale: 1 -> 2", "VDU2_scale: 0 -> 1", "one aspect"],
-    );
+    // Level "large" changes both aspects (issue 26: it was refused, "one aspect per
+    // operation"): one SCALE_TO_LEVEL takes VDU1 to 4 VNFCs and VDU2 to 2.
+    for (level, vdu1, vdu2, vnfcs) in [("large", 2, 1, 6), ("small", 0, 0, 3), ("large", 2, 1, 6)] {
+        let r = to_level(json!({"instantiationLevelId": level})).await;
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        let op = wait_op(addr, r.header("location").unwrap()).await;
+        assert_eq!(op["operationState"], "COMPLETED", "{op}");
+        assert_eq!(op["operation"], "SCALE_TO_LEVEL", "{op}");
+        assert_eq!(op["operationParams"]["instantiationLevelId"], level, "{op}");
+        assert_eq!(scale_level(addr, &id, "VDU1_scale").await, vdu1);
+        assert_eq!(scale_level(addr, &id, "VDU2_scale").await, vdu2);
+        assert_eq!(servers(addr, &id).await.len(), vnfcs);
+    }
     // Nothing to change.
-    let r = to_level(json!({"scaleInfo": [{"aspectId": "VDU1_scale", "scaleLevel": 1}]})).await;
+    let r = to_level(json!({"scaleInfo": [{"aspectId": "VDU1_scale", "scaleLevel": 2}]})).await;
     refused(&r, 422, &["already"]);
     // Out of range, unknown aspect or level, both or neither selector.
     let r = to_level(json!({"scaleInfo": [{"aspectId": "VDU1_scale", "scaleLevel": 3}]})).await;
@@ -90,9 +96,9 @@ async fn scale_to_level_runs_one_aspects_scale_and_refuses_what_it_does_not_run(
     // Not a ScaleVnfToLevelRequest.
     let r = to_level(json!({"level": 1})).await;
     refused(&r, 400, &["ScaleVnfToLevelRequest"]);
-    // Nothing of that was run: the level is still 1, and one instance took the next request.
-    assert_eq!(scale_level(addr, &id, "VDU1_scale").await, 1);
-    assert_eq!(ops(addr, &id, "SCALE_TO_LEVEL").await.len(), 2);
+    // Nothing of that was run: the level is still 2, and one instance took the next request.
+    assert_eq!(scale_level(addr, &id, "VDU1_scale").await, 2);
+    assert_eq!(ops(addr, &id, "SCALE_TO_LEVEL").await.len(), 5);
 
     // Unknown instance, NOT_INSTANTIATED instance.
     let body = json!({"scaleInfo": [{"aspectId": "VDU1_scale", "scaleLevel": 1}]});

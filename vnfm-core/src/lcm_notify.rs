@@ -366,11 +366,147 @@ impl LccnSubscriptionRequest {
     }
 
     /// Whether `other` asks for the same notifications at the same place (same callback and
-    /// filter): SOL003 5.4.18.3.1 lets the VNFM answer 303 See Other to it.
+    /// filter): SOL003 5.4.18.3.1 lets the VNFM answer 303 See Other to it. Compares in place
+    /// (no copy of either filter: the server compares a new request with every subscription).
     pub fn same_as(&self, other: &LccnSubscriptionRequest) -> bool {
+        let empty = LifecycleChangeNotificationsFilter::default();
         self.callback_uri == other.callback_uri
-            && self.filter.clone().unwrap_or_default() == other.filter.clone().unwrap_or_default()
+            && self.filter.as_ref().unwrap_or(&empty) == other.filter.as_ref().unwrap_or(&empty)
     }
+
+    /// Checks the request against the server's size bounds (see [`SubscriptionLimits`]): every
+    /// list (a filter's `vnfInstanceIds`, `authType`, ...) has at most `max_list_len` values,
+    /// every string (an id, a name, a URI, a credential) at most `max_string_len` characters,
+    /// and the request as stored (JSON) at most `max_bytes` bytes. A subscription is kept for
+    /// as long as it exists and compared and filtered at every state change: what the server
+    /// keeps must be bounded by size, not only by count.
+    ///
+    /// # Errors
+    /// The first bound exceeded, with the path of the member ([`TooLarge`]).
+    pub fn check_limits(&self, limits: &SubscriptionLimits) -> Result<(), TooLarge> {
+        let v = serde_json::to_value(self).unwrap_or(Value::Null);
+        check_value(&v, &mut String::new(), limits)?;
+        let bytes = serde_json::to_vec(self).map(|b| b.len()).unwrap_or(0);
+        if bytes > limits.max_bytes {
+            return Err(TooLarge {
+                field: "LccnSubscriptionRequest".into(),
+                limit: Limit::Bytes,
+                found: bytes,
+                max: limits.max_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The size bounds of one subscription ([`LccnSubscriptionRequest::check_limits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubscriptionLimits {
+    /// Values at most in one list of the request (default 256).
+    pub max_list_len: usize,
+    /// Characters at most in one string of the request (default 2048).
+    pub max_string_len: usize,
+    /// Bytes at most of the whole request as JSON (default 32768).
+    pub max_bytes: usize,
+}
+
+impl Default for SubscriptionLimits {
+    fn default() -> Self {
+        Self {
+            max_list_len: 256,
+            max_string_len: 2048,
+            max_bytes: 32 * 1024,
+        }
+    }
+}
+
+/// Which bound of [`SubscriptionLimits`] a request exceeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// [`SubscriptionLimits::max_list_len`].
+    ListLength,
+    /// [`SubscriptionLimits::max_string_len`].
+    StringLength,
+    /// [`SubscriptionLimits::max_bytes`].
+    Bytes,
+}
+
+/// A request beyond a bound of [`SubscriptionLimits`]: where, which bound, what it has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TooLarge {
+    /// The member's path (`filter.vnfInstanceSubscriptionFilter.vnfInstanceIds`,
+    /// `callbackUri`, `LccnSubscriptionRequest` for the whole request).
+    pub field: String,
+    /// The bound.
+    pub limit: Limit,
+    /// What the request has (values, characters or bytes).
+    pub found: usize,
+    /// The bound's value.
+    pub max: usize,
+}
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let TooLarge {
+            field, found, max, ..
+        } = self;
+        match self.limit {
+            Limit::ListLength => write!(
+                f,
+                "{field} has {found} values; a subscription keeps at most {max} per list"
+            ),
+            Limit::StringLength => write!(
+                f,
+                "{field} is {found} characters long; a subscription keeps at most {max} per \
+                 value"
+            ),
+            Limit::Bytes => write!(
+                f,
+                "the subscription is {found} bytes as JSON; a subscription keeps at most {max}"
+            ),
+        }
+    }
+}
+
+fn check_value(v: &Value, path: &mut String, limits: &SubscriptionLimits) -> Result<(), TooLarge> {
+    let too = |path: &str, limit, found, max| TooLarge {
+        field: path.to_owned(),
+        limit,
+        found,
+        max,
+    };
+    match v {
+        Value::String(s) => {
+            let n = s.chars().count();
+            if n > limits.max_string_len {
+                return Err(too(path, Limit::StringLength, n, limits.max_string_len));
+            }
+        }
+        Value::Array(a) => {
+            if a.len() > limits.max_list_len {
+                return Err(too(path, Limit::ListLength, a.len(), limits.max_list_len));
+            }
+            let len = path.len();
+            for (i, x) in a.iter().enumerate() {
+                path.push_str(&format!("[{i}]"));
+                check_value(x, path, limits)?;
+                path.truncate(len);
+            }
+        }
+        Value::Object(o) => {
+            let len = path.len();
+            for (k, x) in o {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(k);
+                check_value(x, path, limits)?;
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// SOL003 `LccnSubscription` (5.5.2.16) as answered: never the credentials.
@@ -1022,6 +1158,69 @@ mod tests {
                 .unwrap(),
             Delivery::Plain
         );
+    }
+
+    #[test]
+    fn subscriptions_capped_by_size_name_the_member_and_the_bound() {
+        let l = SubscriptionLimits {
+            max_list_len: 3,
+            max_string_len: 20,
+            max_bytes: 300,
+        };
+        let ok = req(json!({"callbackUri": "http://a/x",
+            "filter": {"vnfInstanceSubscriptionFilter": {"vnfInstanceIds": ["a", "b", "c"]}}}))
+        .unwrap();
+        assert_eq!(ok.check_limits(&l), Ok(()));
+        let e = req(json!({"callbackUri": "http://a/x",
+            "filter": {"vnfInstanceSubscriptionFilter": {"vnfInstanceIds": ["a", "b", "c", "d"]}}}))
+        .unwrap()
+        .check_limits(&l)
+        .unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.limit, e.found, e.max),
+            (
+                "filter.vnfInstanceSubscriptionFilter.vnfInstanceIds",
+                Limit::ListLength,
+                4,
+                3
+            )
+        );
+        assert!(e.to_string().contains("has 4 values"), "{e}");
+        // Lists of enumerations count too (a value may be repeated).
+        let e = req(json!({"callbackUri": "http://a/x",
+            "filter": {"operationStates": ["STARTING", "STARTING", "STARTING", "STARTING"]}}))
+        .unwrap()
+        .check_limits(&l)
+        .unwrap_err();
+        assert_eq!(e.field, "filter.operationStates");
+        let e = req(json!({"callbackUri": "http://a/x",
+            "filter": {"vnfInstanceSubscriptionFilter": {"vnfProductsFromProviders": [
+                {"vnfProvider": "a-provider-named-at-length"}]}}}))
+        .unwrap()
+        .check_limits(&l)
+        .unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.limit),
+            (
+                "filter.vnfInstanceSubscriptionFilter.vnfProductsFromProviders[0].vnfProvider",
+                Limit::StringLength
+            )
+        );
+        let e = req(json!({"callbackUri": format!("http://a/{}", "x".repeat(30))}))
+            .unwrap()
+            .check_limits(&l)
+            .unwrap_err();
+        assert_eq!((e.field.as_str(), e.found), ("callbackUri", 39));
+        // Every member within its bound, the whole beyond.
+        let e = req(json!({"callbackUri": "http://a/x", "filter": {
+            "vnfInstanceSubscriptionFilter": {"vnfdIds": ["aaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbb", "c"],
+                "vnfInstanceIds": ["aaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbb", "c"],
+                "vnfInstanceNames": ["aaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbb", "c"]}}}))
+        .unwrap()
+        .check_limits(&l)
+        .unwrap_err();
+        assert_eq!(e.limit, Limit::Bytes);
+        assert!(e.found > 300, "{e}");
     }
 
     #[test]

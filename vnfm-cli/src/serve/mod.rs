@@ -310,7 +310,15 @@ impl Server {
         config.notifications.policy()?;
         shared
             .outbox
-            .load(&sqlite, &ops, clock.clone())
+            .load(
+                &sqlite,
+                &ops,
+                clock.clone(),
+                outbox::OutboxBounds {
+                    entries: config.notifications.max_outbox_entries,
+                    bytes: config.notifications.max_outbox_bytes,
+                },
+            )
             .await
             .map_err(state_msg)?;
         let drivers = vim.drivers(Arc::new(store.clone()), clock.clone());

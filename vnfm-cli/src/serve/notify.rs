@@ -1,14 +1,30 @@
 //! Delivery of the SOL003 lifecycle notifications queued in the outbox (`subscriptions`):
-//! one worker per subscription sends its notifications in order (`POST` to `callbackUri`,
-//! JSON, with the subscription's authentication: `Authorization: Basic`, or a bearer token
-//! fetched from the subscriber's token endpoint with the client credentials grant and kept
-//! until it expires), and deletes each from the outbox once the callback answered 2xx. A
-//! failed attempt waits as the core's [`RetryPolicy`] says (`[notifications]`), then the same
-//! notification is tried again (later ones wait: order is kept); beyond `max_attempts` or
-//! `max_age` it is dropped, logged and counted. A stop leaves the queue in the state file;
-//! the next start delivers it.
+//! one worker per subscription sends its notifications (`POST` to `callbackUri`, JSON, with the
+//! subscription's authentication: `Authorization: Basic`, or a bearer token fetched from the
+//! subscriber's token endpoint with the client credentials grant and kept until it expires),
+//! and deletes each from the outbox once the callback answered 2xx.
+//!
+//! # Order, and what a failure holds back
+//! The worker reads its outbox in bounded batches ([`BATCH`] entries), in commit order, and
+//! makes each notification's first attempt in that order: a subscriber that accepts them gets
+//! them in the order of the state changes. A failed attempt waits as the core's
+//! [`RetryPolicy`] says (`[notifications]`); beyond `max_attempts` or `max_age` the notification
+//! is dropped, logged and counted. What waits depends on the failure:
+//! - the subscriber *answered* (404, 500, 503, ...): that notification is set aside on its own
+//!   back-off and the ones after it go on. Order is not kept across retries, not even within
+//!   one occurrence: an NFVO that refuses one notification (one it did not expect) would
+//!   otherwise hold back every later one for the whole retry schedule. SOL003 leaves the NFVO
+//!   to cope with notifications that race (the start notification, the grant request and the
+//!   202 arrive in any order), sets the occurrence's state before notifying it, and each
+//!   notification carries its `operationState` and `timeStamp`: the occurrence itself
+//!   (`GET /vnf_lcm_op_occs/{id}`) says where it is.
+//! - the subscriber could not be reached (no connection, no answer in time, no token): nothing
+//!   of the subscription can go, so all of it waits on that notification's back-off (order
+//!   kept), instead of each notification trying and timing out in turn.
+//!
+//! A stop leaves the queue in the state file; the next start delivers it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,9 +33,8 @@ use axum::http::header;
 use tokio::sync::watch;
 use vnfm_core::lcm_notify::{Delivery, Retry, RetryPolicy};
 
-use super::outbox::{outbox_prefix, Queued, Sub};
+use super::outbox::{outbox_prefix, Dropped, Queued, Sub};
 use super::state::App;
-use crate::store::Flush;
 
 /// The HTTP client of the deliveries: no proxy from the environment, no redirects.
 fn client(timeout: Duration) -> Result<reqwest::Client, String> {
@@ -134,21 +149,39 @@ pub(crate) async fn test_callback(app: &App, uri: &str, delivery: &Delivery) -> 
     }
 }
 
+/// Why an attempt failed.
+#[derive(Debug)]
+struct Failure {
+    /// The subscriber answered (a refusal of this notification); else it could not be
+    /// reached.
+    answered: bool,
+    why: String,
+}
+
 /// One attempt: `Ok` for 2xx. A 401 forgets the cached token.
 async fn attempt(
     client: &reqwest::Client,
     token: &mut Token,
     sub: &Sub,
     body: &[u8],
-) -> Result<(), String> {
+) -> Result<(), Failure> {
+    let unreachable = |why: String| Failure {
+        answered: false,
+        why,
+    };
     let uri = &sub.stored.request.callback_uri;
     let rb = client
         .post(uri)
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::ACCEPT, "*/*")
         .body(body.to_vec());
-    let rb = authorized(client, token, &sub.delivery, rb).await?;
-    let r = rb.send().await.map_err(|e| send_error(uri, &e))?;
+    let rb = authorized(client, token, &sub.delivery, rb)
+        .await
+        .map_err(unreachable)?;
+    let r = rb
+        .send()
+        .await
+        .map_err(|e| unreachable(send_error(uri, &e)))?;
     let s = r.status().as_u16();
     if (200..300).contains(&s) {
         return Ok(());
@@ -156,7 +189,154 @@ async fn attempt(
     if s == 401 {
         token.value = None;
     }
-    Err(format!("{uri} answered {s}"))
+    Err(Failure {
+        answered: true,
+        why: format!("{uri} answered {s}"),
+    })
+}
+
+/// Outbox entries read at once by a worker.
+pub(crate) const BATCH: usize = 64;
+
+/// A notification set aside after a refused attempt.
+#[derive(Debug, Clone, Copy)]
+struct Later {
+    attempts: u32,
+    due: tokio::time::Instant,
+}
+
+/// How a pass over a subscription's outbox ended.
+enum Pass {
+    /// Every entry was tried or is set aside.
+    Done,
+    /// The subscriber could not be reached: everything waits this long.
+    Unreachable(Duration),
+    /// The server stops or the subscription is gone.
+    Over,
+}
+
+/// A worker's state: the client, the token, the notifications set aside.
+struct Worker {
+    app: Arc<App>,
+    id: String,
+    policy: RetryPolicy,
+    client: reqwest::Client,
+    token: Token,
+    later: BTreeMap<String, Later>,
+}
+
+impl Worker {
+    /// One pass over the outbox in commit order, [`BATCH`] entries at a time: each entry not
+    /// set aside (or due again) is attempted once.
+    async fn pass(&mut self, sub: &Sub, stopped: &watch::Receiver<bool>) -> Pass {
+        let prefix = outbox_prefix(&self.id);
+        let mut after: Option<String> = None;
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        loop {
+            let batch = match self
+                .app
+                .sqlite
+                .documents_after(&prefix, after.as_deref(), BATCH)
+                .await
+            {
+                Ok(b) => b,
+                Err(e) => {
+                    self.app.note(&format!(
+                        "cannot read the outbox of subscription {}: {e}",
+                        self.id
+                    ));
+                    return Pass::Unreachable(self.policy.max_delay);
+                }
+            };
+            let Some((last, _)) = batch.last() else {
+                break;
+            };
+            after = Some(last.clone());
+            for (name, body) in batch {
+                if *stopped.borrow() || self.app.shared.outbox.get(&self.id).is_none() {
+                    return Pass::Over;
+                }
+                seen.insert(name.clone());
+                let now = tokio::time::Instant::now();
+                let attempts = match self.later.get(&name) {
+                    Some(l) if l.due > now => continue,
+                    Some(l) => l.attempts,
+                    None => 0,
+                };
+                if let Some(wait) = self.one(sub, name, &body, attempts).await {
+                    return Pass::Unreachable(wait);
+                }
+            }
+        }
+        // Entries no longer in the outbox (dropped by a full outbox) are forgotten.
+        self.later.retain(|n, _| seen.contains(n));
+        Pass::Done
+    }
+
+    /// Attempts entry `name` (its `attempts` so far); `Some(wait)` when the subscriber could
+    /// not be reached.
+    async fn one(
+        &mut self,
+        sub: &Sub,
+        name: String,
+        body: &str,
+        attempts: u32,
+    ) -> Option<Duration> {
+        let counters = &self.app.shared.outbox.counters;
+        let q: Queued = match serde_json::from_str(body) {
+            Ok(q) => q,
+            Err(e) => {
+                self.app
+                    .note(&format!("outbox entry {name} is unreadable, dropped: {e}"));
+                counters.dropped(Dropped::Unreadable, 1);
+                self.later.remove(&name);
+                forget(&self.app, sub, &name).await;
+                return None;
+            }
+        };
+        let Ok(bytes) = serde_json::to_vec(&q.notification) else {
+            return None;
+        };
+        let attempts = attempts.saturating_add(1);
+        let failure = match attempt(&self.client, &mut self.token, sub, &bytes).await {
+            Ok(()) => {
+                self.later.remove(&name);
+                forget(&self.app, sub, &name).await;
+                counters.delivered.fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+            Err(f) => f,
+        };
+        let age = (self.app.clock().now() - q.queued_at)
+            .to_std()
+            .unwrap_or(Duration::ZERO);
+        match self.policy.after_failure(attempts, age) {
+            Retry::After(d) => {
+                counters.retried.fetch_add(1, Ordering::Relaxed);
+                let due = tokio::time::Instant::now() + d;
+                self.later.insert(name, Later { attempts, due });
+                (!failure.answered).then_some(d)
+            }
+            drop @ (Retry::DropAttempts | Retry::DropAge) => {
+                let (reason, key) = if drop == Retry::DropAge {
+                    (Dropped::MaxAge, "max_age")
+                } else {
+                    (Dropped::MaxAttempts, "max_attempts")
+                };
+                counters.dropped(reason, 1);
+                crate::display::log_line(&format!(
+                    "vnfm serve: notification {} of subscription {} dropped after {attempts} \
+                     attempt(s) ([notifications] {key}): {}",
+                    q.notification["id"].as_str().unwrap_or("?"),
+                    self.id,
+                    failure.why
+                ));
+                self.later.remove(&name);
+                forget(&self.app, sub, &name).await;
+                None
+            }
+        }
+    }
 }
 
 /// Waits `d`, or less when `stopped` or the subscription is gone; whether to go on.
@@ -177,15 +357,21 @@ async fn worker(app: Arc<App>, id: String, mut stopped: watch::Receiver<bool>) {
             return;
         }
     };
-    let c = match client(Duration::from_secs(app.config.notifications.timeout)) {
+    let client = match client(Duration::from_secs(app.config.notifications.timeout)) {
         Ok(c) => c,
         Err(e) => {
             crate::display::log_line(&format!("vnfm serve: notifications not delivered: {e}"));
             return;
         }
     };
-    let mut token = Token::default();
-    let prefix = outbox_prefix(&id);
+    let mut w = Worker {
+        app: app.clone(),
+        id: id.clone(),
+        policy,
+        client,
+        token: Token::default(),
+        later: BTreeMap::new(),
+    };
     loop {
         let Some(sub) = app.shared.outbox.get(&id) else {
             return;
@@ -194,109 +380,40 @@ async fn worker(app: Arc<App>, id: String, mut stopped: watch::Receiver<bool>) {
             return;
         }
         let woken = sub.wake.notified();
-        let pending = match app.sqlite.documents_with_prefix(&prefix).await {
-            Ok(p) => p,
-            Err(e) => {
-                app.note(&format!("cannot read the outbox of subscription {id}: {e}"));
-                if !pause(&app, &id, policy.max_delay, &mut stopped).await {
+        match w.pass(&sub, &stopped).await {
+            Pass::Over => return,
+            Pass::Unreachable(d) => {
+                if !pause(&app, &id, d, &mut stopped).await {
                     return;
                 }
                 continue;
             }
-        };
-        if pending.is_empty() {
-            tokio::select! {
-                () = woken => {},
-                _ = stopped.wait_for(|s| *s) => return,
-            }
-            continue;
+            Pass::Done => {}
         }
-        for (name, body) in pending {
-            let q: Queued = match serde_json::from_str(&body) {
-                Ok(q) => q,
-                Err(e) => {
-                    app.note(&format!("outbox entry {name} is unreadable, dropped: {e}"));
-                    app.shared
-                        .outbox
-                        .counters
-                        .failed
-                        .fetch_add(1, Ordering::Relaxed);
-                    forget(&app, &name).await;
-                    continue;
+        // New notifications, or the first one set aside due again.
+        let due = w.later.values().map(|l| l.due).min();
+        tokio::select! {
+            () = woken => {},
+            () = async {
+                match due {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
                 }
-            };
-            let Ok(bytes) = serde_json::to_vec(&q.notification) else {
-                continue;
-            };
-            let mut attempts = 0u32;
-            loop {
-                attempts += 1;
-                let why = match attempt(&c, &mut token, &sub, &bytes).await {
-                    Ok(()) => {
-                        app.shared
-                            .outbox
-                            .counters
-                            .delivered
-                            .fetch_add(1, Ordering::Relaxed);
-                        forget(&app, &name).await;
-                        break;
-                    }
-                    Err(why) => why,
-                };
-                let age = (app.clock().now() - q.queued_at)
-                    .to_std()
-                    .unwrap_or(Duration::ZERO);
-                match policy.after_failure(attempts, age) {
-                    Retry::After(d) => {
-                        app.shared
-                            .outbox
-                            .counters
-                            .retried
-                            .fetch_add(1, Ordering::Relaxed);
-                        if !pause(&app, &id, d, &mut stopped).await {
-                            return;
-                        }
-                    }
-                    drop @ (Retry::DropAttempts | Retry::DropAge) => {
-                        app.shared
-                            .outbox
-                            .counters
-                            .failed
-                            .fetch_add(1, Ordering::Relaxed);
-                        crate::display::log_line(&format!(
-                            "vnfm serve: notification {} of subscription {id} dropped after {attempts} \
-                             attempt(s){}: {why}",
-                            q.notification["id"].as_str().unwrap_or("?"),
-                            if drop == Retry::DropAge {
-                                " ([notifications] max_age)"
-                            } else {
-                                " ([notifications] max_attempts)"
-                            }
-                        ));
-                        forget(&app, &name).await;
-                        break;
-                    }
-                }
-            }
+            } => {},
+            _ = stopped.wait_for(|s| *s) => return,
         }
     }
 }
 
-/// Deletes outbox entry `name` (delivered or dropped).
-async fn forget(app: &App, name: &str) {
-    if let Err(e) = app
-        .sqlite
-        .write_documents(
-            Vec::new(),
-            Some((name.to_owned(), name.to_owned())),
-            Flush::Commit,
-        )
-        .await
-    {
+/// Deletes outbox entry `name` of `sub` (delivered or dropped). Without waiting for the disk:
+/// a power loss may send it again, with the same `id` (delivery is at least once).
+async fn forget(app: &App, sub: &Sub, name: &str) {
+    if let Err(e) = app.sqlite.delete_documents(vec![name.to_owned()]).await {
         crate::display::log_line(&format!(
             "vnfm serve: cannot remove delivered notification {name} from the outbox: {e}"
         ));
     }
+    sub.forgotten(name);
 }
 
 /// Runs one [`worker`] per subscription (started and ended as subscriptions come and go)
@@ -305,18 +422,25 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
     let mut workers: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
     loop {
         let changed = app.shared.outbox.changed.notified();
-        let subs = app.shared.outbox.subscriptions();
+        let subs: BTreeSet<String> = app
+            .shared
+            .outbox
+            .subscriptions()
+            .iter()
+            .map(|s| s.stored.id.clone())
+            .collect();
         workers.retain(|id, h| {
-            let keep = subs.iter().any(|s| &s.stored.id == id) && !h.is_finished();
+            let keep = subs.contains(id) && !h.is_finished();
             if !keep {
                 h.abort();
             }
             keep
         });
-        for s in subs {
-            workers.entry(s.stored.id.clone()).or_insert_with(|| {
-                tokio::spawn(worker(app.clone(), s.stored.id.clone(), stopped.clone()))
-            });
+        for id in subs {
+            if !workers.contains_key(&id) {
+                let h = tokio::spawn(worker(app.clone(), id.clone(), stopped.clone()));
+                workers.insert(id, h);
+            }
         }
         tokio::select! {
             () = changed => {},

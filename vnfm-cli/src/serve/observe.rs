@@ -234,16 +234,20 @@ impl Store for ObservedStore {
         let deleted = batch.delete_instances.clone();
         let _gate = self.shared.gate.write().await;
         // The notifications of the commit are written in its transaction (the outbox).
-        let staged = self.shared.outbox.stage(&batch, &self.shared.cache);
+        let mut staged = self.shared.outbox.stage(&batch, &self.shared.cache);
         let mut done = StoreBatch::new();
         done.put_op_occs.clone_from(&ops);
         done.delete_instances.clone_from(&deleted);
-        if staged.docs.is_empty() {
-            self.inner.commit(batch).await?;
+        let committed = if staged.docs.is_empty() && staged.prune.is_empty() {
+            self.inner.commit(batch).await
         } else {
-            self.inner
-                .commit_with_documents(batch, staged.docs.clone())
-                .await?;
+            let docs = std::mem::take(&mut staged.docs);
+            let prune = std::mem::take(&mut staged.prune);
+            self.inner.commit_with_outbox(batch, docs, prune).await
+        };
+        if let Err(e) = committed {
+            self.shared.outbox.discard(&staged);
+            return Err(e);
         }
         let changed = self.shared.outbox.record(&done, staged, &self.shared.cache);
         self.observe(&ops, &changed, put, &deleted);

@@ -32,12 +32,96 @@ pub(crate) struct Stored {
 }
 
 /// A subscription in memory.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Sub {
     pub stored: Stored,
     pub delivery: Delivery,
     /// Wakes its delivery worker.
     pub wake: Arc<Notify>,
+    /// Its undelivered notifications, as the outbox holds them.
+    pub queue: Mutex<Queue>,
+}
+
+impl Sub {
+    pub(crate) fn new(stored: Stored, delivery: Delivery) -> Self {
+        Self {
+            stored,
+            delivery,
+            wake: Arc::new(Notify::new()),
+            queue: Mutex::default(),
+        }
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Outbox entry `name` of this subscription is gone (delivered or dropped).
+    pub(crate) fn forgotten(&self, name: &str) {
+        if let Some(seq) = sequence_of(name) {
+            self.queue().remove(seq);
+        }
+    }
+}
+
+/// The undelivered notifications of one subscription: the sequence and size of each (what
+/// [`OutboxBounds`] count), not their bodies, which stay in the state file.
+#[derive(Debug, Default)]
+pub(crate) struct Queue {
+    entries: BTreeMap<u64, usize>,
+    bytes: usize,
+    /// Whether the last commit that queued for it dropped (logged once until it had room).
+    full: bool,
+}
+
+impl Queue {
+    fn remove(&mut self, seq: u64) {
+        if let Some(n) = self.entries.remove(&seq) {
+            self.bytes = self.bytes.saturating_sub(n);
+        }
+    }
+
+    fn add(&mut self, seq: u64, n: usize) {
+        if let Some(old) = self.entries.insert(seq, n) {
+            self.bytes = self.bytes.saturating_sub(old);
+        }
+        self.bytes = self.bytes.saturating_add(n);
+    }
+
+    /// Removes every entry at or before `upto`; how many there were.
+    fn remove_upto(&mut self, upto: u64) -> usize {
+        let keep = self.entries.split_off(&upto.saturating_add(1));
+        let gone = std::mem::replace(&mut self.entries, keep);
+        for n in gone.values() {
+            self.bytes = self.bytes.saturating_sub(*n);
+        }
+        gone.len()
+    }
+
+    /// How many undelivered notifications, and their bytes.
+    pub(crate) fn len_and_bytes(&self) -> (usize, usize) {
+        (self.entries.len(), self.bytes)
+    }
+}
+
+/// `[notifications] max_outbox_entries` and `max_outbox_bytes`: what one subscription's outbox
+/// holds at most. A commit that would pass either drops the subscription's oldest
+/// notifications (in the commit's transaction), then, if its own are more than the bound, the
+/// oldest of those: the outbox keeps the newest state changes, which supersede the older ones
+/// (an NFVO that lost some reads the occurrences, `GET /vnf_lcm_op_occs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OutboxBounds {
+    pub entries: usize,
+    pub bytes: usize,
+}
+
+impl Default for OutboxBounds {
+    fn default() -> Self {
+        Self {
+            entries: usize::MAX,
+            bytes: usize::MAX,
+        }
+    }
 }
 
 /// An outbox entry.
@@ -50,6 +134,37 @@ pub(crate) struct Queued {
     pub notification: Value,
 }
 
+/// Why a notification was dropped undelivered (`vnfm_lcm_notifications_dropped_total{reason}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dropped {
+    /// The subscription's outbox was full ([`OutboxBounds`]): the oldest went.
+    OutboxFull,
+    /// `[notifications] max_attempts` attempts failed.
+    MaxAttempts,
+    /// Older than `[notifications] max_age`.
+    MaxAge,
+    /// The stored entry could not be read.
+    Unreadable,
+}
+
+impl Dropped {
+    const ALL: [Dropped; 4] = [
+        Dropped::OutboxFull,
+        Dropped::MaxAttempts,
+        Dropped::MaxAge,
+        Dropped::Unreadable,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Dropped::OutboxFull => "outbox_full",
+            Dropped::MaxAttempts => "max_attempts",
+            Dropped::MaxAge => "max_age",
+            Dropped::Unreadable => "unreadable",
+        }
+    }
+}
+
 /// The outbox's counters.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -57,15 +172,29 @@ pub(crate) struct Counters {
     pub delivered: AtomicU64,
     pub retried: AtomicU64,
     pub failed: AtomicU64,
+    dropped: [AtomicU64; 4],
+}
+
+impl Counters {
+    /// Counts `n` notifications dropped for `why` (also `failed`: dropped at a bound).
+    pub(crate) fn dropped(&self, why: Dropped, n: u64) {
+        if let Some(i) = Dropped::ALL.iter().position(|d| *d == why) {
+            self.dropped[i].fetch_add(n, Ordering::Relaxed);
+        }
+        self.failed.fetch_add(n, Ordering::Relaxed);
+    }
 }
 
 /// See the module docs.
 #[derive(Debug, Default)]
 pub(crate) struct Outbox {
     tracker: Mutex<Tracker>,
-    subs: RwLock<BTreeMap<String, Sub>>,
+    /// Shared, never copied: a list request or a commit takes references (a subscription
+    /// may be tens of KiB, [notifications] max_subscription_bytes).
+    subs: RwLock<BTreeMap<String, Arc<Sub>>>,
     seq: AtomicU64,
     clock: Mutex<Option<Arc<dyn Clock>>>,
+    bounds: Mutex<OutboxBounds>,
     pub counters: Counters,
     /// Wakes the worker manager when the subscriptions change.
     pub changed: Notify,
@@ -74,8 +203,23 @@ pub(crate) struct Outbox {
 /// What [`Outbox::stage`] prepared for one commit.
 #[derive(Debug, Default)]
 pub(crate) struct Staged {
+    /// The notifications to write.
     pub docs: Vec<(String, String)>,
-    wake: Vec<Arc<Notify>>,
+    /// The ranges of older notifications a full outbox drops for them.
+    pub prune: Vec<(String, String)>,
+    subs: Vec<StagedSub>,
+}
+
+/// One subscription's part of a [`Staged`] commit.
+#[derive(Debug)]
+struct StagedSub {
+    sub: Arc<Sub>,
+    /// Its entries at or before this sequence are dropped.
+    evict_upto: Option<u64>,
+    /// The entries written (sequence, bytes).
+    added: Vec<(u64, usize)>,
+    /// The commit's own notifications not written (more than the bound).
+    dropped_new: usize,
 }
 
 pub(crate) fn outbox_prefix(sub: &str) -> String {
@@ -86,6 +230,18 @@ fn outbox_name(sub: &str, seq: u64) -> String {
     format!("{OUTBOX_PREFIX}{sub}:{seq:020}")
 }
 
+/// The sequence of outbox entry `name`.
+pub(crate) fn sequence_of(name: &str) -> Option<u64> {
+    name.rsplit(':').next().and_then(|s| s.parse::<u64>().ok())
+}
+
+/// The subscription of outbox entry `name`.
+fn subscription_of(name: &str) -> &str {
+    name.strip_prefix(OUTBOX_PREFIX)
+        .and_then(|r| r.split(':').next())
+        .unwrap_or("")
+}
+
 /// The prune bound covering every name starting with `prefix`.
 pub(crate) fn all_of(prefix: &str) -> (String, String) {
     (prefix.to_owned(), format!("{prefix}\u{10FFFF}"))
@@ -93,12 +249,15 @@ pub(crate) fn all_of(prefix: &str) -> (String, String) {
 
 impl Outbox {
     /// Reads the subscriptions and the outbox's sequence from `sqlite`; `ops` are the stored
-    /// occurrences (their states count as notified).
+    /// occurrences (their states count as notified). The outbox is read by names and sizes
+    /// only (its bodies stay in the file); a subscription's outbox beyond `bounds` (lowered
+    /// since it was written) loses its oldest entries now.
     pub(crate) async fn load(
         &self,
         sqlite: &SqliteStore,
         ops: &[VnfLcmOpOcc],
         clock: Arc<dyn Clock>,
+        bounds: OutboxBounds,
     ) -> Result<(), String> {
         let read = |what: &str, e: DriverError| format!("cannot read {what}: {e}");
         let mut subs = BTreeMap::new();
@@ -113,32 +272,22 @@ impl Outbox {
                 .request
                 .validate()
                 .map_err(|e| format!("subscription document {name}: {e:?}"))?;
-            subs.insert(
-                stored.id.clone(),
-                Sub {
-                    stored,
-                    delivery,
-                    wake: Arc::new(Notify::new()),
-                },
-            );
+            subs.insert(stored.id.clone(), Arc::new(Sub::new(stored, delivery)));
         }
         let mut last = 0;
         let mut orphans = Vec::new();
-        for (name, _) in sqlite
-            .documents_with_prefix(OUTBOX_PREFIX)
+        for (name, size) in sqlite
+            .document_sizes_with_prefix(OUTBOX_PREFIX)
             .await
             .map_err(|e| read("the notification outbox", e))?
         {
-            if let Some(n) = name.rsplit(':').next().and_then(|s| s.parse::<u64>().ok()) {
-                last = last.max(n);
-            }
+            let seq = sequence_of(&name).unwrap_or(0);
+            last = last.max(seq);
             // Left by a deletion that a crash cut between its two writes.
-            let sub = name
-                .strip_prefix(OUTBOX_PREFIX)
-                .and_then(|r| r.split(':').next())
-                .unwrap_or("");
-            if !subs.contains_key(sub) {
-                orphans.push(sub.to_owned());
+            let sub = subscription_of(&name);
+            match subs.get(sub) {
+                Some(s) => s.queue().add(seq, size),
+                None => orphans.push(sub.to_owned()),
             }
         }
         orphans.dedup();
@@ -154,10 +303,32 @@ impl Outbox {
                     format!("cannot drop the outbox of deleted subscription {sub}: {e}")
                 })?;
         }
+        for (id, s) in &subs {
+            let upto = evict(&s.queue(), bounds, 0, 0).1;
+            if let Some(upto) = upto {
+                sqlite
+                    .write_documents(
+                        Vec::new(),
+                        Some((outbox_prefix(id), outbox_name(id, upto))),
+                        Flush::Commit,
+                    )
+                    .await
+                    .map_err(|e| format!("cannot trim the outbox of subscription {id}: {e}"))?;
+                let n = s.queue().remove_upto(upto);
+                self.counters.dropped(Dropped::OutboxFull, n as u64);
+                crate::display::log_line(&format!(
+                    "vnfm serve: the outbox of subscription {id} was beyond [notifications] \
+                     max_outbox_entries = {} or max_outbox_bytes = {}: its {n} oldest \
+                     notification(s) dropped",
+                    bounds.entries, bounds.bytes
+                ));
+            }
+        }
         *self.subs.write().unwrap_or_else(PoisonError::into_inner) = subs;
         *self.tracker.lock().unwrap_or_else(PoisonError::into_inner) = Tracker::new(ops);
         self.seq.store(last + 1, Ordering::SeqCst);
         *self.clock.lock().unwrap_or_else(PoisonError::into_inner) = Some(clock);
+        *self.bounds.lock().unwrap_or_else(PoisonError::into_inner) = bounds;
         Ok(())
     }
 
@@ -170,7 +341,10 @@ impl Outbox {
     }
 
     /// The outbox documents of committing `batch` (call it under the store's gate, before the
-    /// commit; `cache` holds the instances as stored).
+    /// commit; `cache` holds the instances as stored): the notifications of each subscription
+    /// whose filter passes, and the oldest ones a full outbox drops for them
+    /// ([`OutboxBounds`]). The work is one notification per (state change, matching
+    /// subscription), nothing per subscription beyond its filter.
     pub(crate) fn stage(
         &self,
         batch: &StoreBatch,
@@ -189,7 +363,11 @@ impl Outbox {
                 .unwrap_or_else(PoisonError::into_inner)
                 .events(batch, &known, now)
         };
-        let mut staged = Staged::default();
+        if events.is_empty() {
+            return Staged::default();
+        }
+        // Each subscription's new entries, in the order of the events.
+        let mut new: BTreeMap<&str, (&Arc<Sub>, Vec<(u64, String, String)>)> = BTreeMap::new();
         for e in &events {
             for sub in subs.values() {
                 let passes = sub
@@ -209,11 +387,49 @@ impl Outbox {
                     continue;
                 };
                 let seq = self.seq.fetch_add(1, Ordering::SeqCst);
-                staged.docs.push((outbox_name(&sub.stored.id, seq), body));
-                if !staged.wake.iter().any(|w| Arc::ptr_eq(w, &sub.wake)) {
-                    staged.wake.push(sub.wake.clone());
+                new.entry(sub.stored.id.as_str())
+                    .or_insert_with(|| (sub, Vec::new()))
+                    .1
+                    .push((seq, outbox_name(&sub.stored.id, seq), body));
+            }
+        }
+        let bounds = *self.bounds.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut staged = Staged::default();
+        for (id, (sub, entries)) in new {
+            let adding: usize = entries.iter().map(|(_, _, b)| b.len()).sum();
+            let (mut n, evict_upto, mut bytes) = evict(&sub.queue(), bounds, entries.len(), adding);
+            if let Some(upto) = evict_upto {
+                staged
+                    .prune
+                    .push((outbox_prefix(id), outbox_name(id, upto)));
+            }
+            // Still beyond: the commit's own oldest go too.
+            let mut added = Vec::new();
+            let mut dropped_new = 0;
+            for (seq, name, body) in entries {
+                if n > bounds.entries || bytes > bounds.bytes {
+                    n -= 1;
+                    bytes = bytes.saturating_sub(body.len());
+                    dropped_new += 1;
+                    continue;
+                }
+                added.push((seq, body.len()));
+                staged.docs.push((name, body));
+            }
+            // In the index before the commit: a worker may deliver one as soon as it is
+            // committed, before `record` (it is taken out again if the commit fails: `discard`).
+            {
+                let mut q = sub.queue();
+                for (seq, n) in &added {
+                    q.add(*seq, *n);
                 }
             }
+            staged.subs.push(StagedSub {
+                sub: Arc::clone(sub),
+                evict_upto,
+                added,
+                dropped_new,
+            });
         }
         staged
     }
@@ -236,13 +452,46 @@ impl Outbox {
                 .unwrap_or_else(PoisonError::into_inner)
                 .record(batch, &known)
         };
-        self.counters
-            .queued
-            .fetch_add(staged.docs.len() as u64, Ordering::Relaxed);
-        for w in staged.wake {
-            w.notify_one();
+        let bounds = *self.bounds.lock().unwrap_or_else(PoisonError::into_inner);
+        for s in staged.subs {
+            let dropped = {
+                let mut q = s.sub.queue();
+                let evicted = s.evict_upto.map_or(0, |u| q.remove_upto(u));
+                let dropped = evicted + s.dropped_new;
+                let first = dropped > 0 && !q.full;
+                q.full = dropped > 0;
+                if first {
+                    crate::display::log_line(&format!(
+                        "vnfm serve: the outbox of subscription {} is full ([notifications] \
+                         max_outbox_entries = {}, max_outbox_bytes = {}): its oldest \
+                         notifications are dropped as new ones come (counted in \
+                         vnfm_lcm_notifications_dropped_total{{reason=\"outbox_full\"}})",
+                        s.sub.stored.id, bounds.entries, bounds.bytes
+                    ));
+                }
+                dropped
+            };
+            if dropped > 0 {
+                self.counters.dropped(Dropped::OutboxFull, dropped as u64);
+            }
+            self.counters
+                .queued
+                .fetch_add(s.added.len() as u64, Ordering::Relaxed);
+            if !s.added.is_empty() {
+                s.sub.wake.notify_one();
+            }
         }
         changed
+    }
+
+    /// Forgets what `stage` prepared for a commit that failed.
+    pub(crate) fn discard(&self, staged: &Staged) {
+        for s in &staged.subs {
+            let mut q = s.sub.queue();
+            for (seq, _) in &s.added {
+                q.remove(*seq);
+            }
+        }
     }
 
     /// How many subscriptions there are.
@@ -253,8 +502,8 @@ impl Outbox {
             .len()
     }
 
-    /// The subscriptions.
-    pub(crate) fn subscriptions(&self) -> Vec<Sub> {
+    /// The subscriptions, in id order (shared, not copied).
+    pub(crate) fn subscriptions(&self) -> Vec<Arc<Sub>> {
         self.subs
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -268,7 +517,7 @@ impl Outbox {
         self.subs
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(sub.stored.id.clone(), sub);
+            .insert(sub.stored.id.clone(), Arc::new(sub));
     }
 
     /// Removes subscription `id` (call it under the store's gate, once it is deleted).
@@ -280,7 +529,7 @@ impl Outbox {
     }
 
     /// Subscription `id`.
-    pub(crate) fn get(&self, id: &str) -> Option<Sub> {
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Sub>> {
         self.subs
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -292,6 +541,37 @@ impl Outbox {
     pub(crate) fn render_metrics(&self, out: &mut String) {
         use std::fmt::Write as _;
         let c = &self.counters;
+        let _ = writeln!(
+            out,
+            "# HELP vnfm_lcm_notifications_dropped_total SOL003 lifecycle notifications dropped \
+             undelivered, by reason: outbox_full (the subscription's outbox was at \
+             [notifications] max_outbox_entries or max_outbox_bytes: its oldest went), \
+             max_attempts, max_age ([notifications]), unreadable (a stored entry that could not \
+             be read).\n# TYPE vnfm_lcm_notifications_dropped_total counter"
+        );
+        for (d, v) in Dropped::ALL.iter().zip(&c.dropped) {
+            let _ = writeln!(
+                out,
+                "vnfm_lcm_notifications_dropped_total{{reason=\"{}\"}} {}",
+                d.label(),
+                v.load(Ordering::Relaxed)
+            );
+        }
+        let (queued, bytes) = self
+            .subs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|s| s.queue().len_and_bytes())
+            .fold((0, 0), |(a, b), (n, m)| (a + n, b + m));
+        let _ = writeln!(
+            out,
+            "# HELP vnfm_lcm_outbox_notifications SOL003 lifecycle notifications waiting in the \
+             outbox (every subscription).\n# TYPE vnfm_lcm_outbox_notifications gauge\n\
+             vnfm_lcm_outbox_notifications {queued}\n\
+             # HELP vnfm_lcm_outbox_bytes Bytes of the notifications waiting in the outbox.\n\
+             # TYPE vnfm_lcm_outbox_bytes gauge\nvnfm_lcm_outbox_bytes {bytes}"
+        );
         let _ = writeln!(
             out,
             "# HELP vnfm_lcm_notifications_total SOL003 lifecycle notifications: queued (written \
@@ -323,4 +603,22 @@ impl Outbox {
              # TYPE vnfm_lcm_subscriptions gauge\nvnfm_lcm_subscriptions {n}"
         );
     }
+}
+
+/// What a subscription's outbox `q` keeps of its entries when `n` new ones of `bytes` bytes
+/// come, within `bounds`: the entries it then has (new ones included), the sequence up to which
+/// the oldest are dropped (`None`: none), and the bytes it then has.
+fn evict(q: &Queue, bounds: OutboxBounds, n: usize, bytes: usize) -> (usize, Option<u64>, usize) {
+    let mut count = q.entries.len().saturating_add(n);
+    let mut total = q.bytes.saturating_add(bytes);
+    let mut upto = None;
+    for (seq, size) in &q.entries {
+        if count <= bounds.entries && total <= bounds.bytes {
+            break;
+        }
+        count -= 1;
+        total = total.saturating_sub(*size);
+        upto = Some(*seq);
+    }
+    (count, upto, total)
 }

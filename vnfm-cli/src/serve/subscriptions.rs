@@ -31,7 +31,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::Value;
-use tokio::sync::Notify;
 use vnfm_core::lcm_notify::{subscription_body, subscription_href, SubscriptionRefusal};
 
 use super::http::{json, problem_of, read_body, with_location};
@@ -91,6 +90,24 @@ fn parse_request(body: &[u8]) -> Result<vnfm_core::lcm_notify::LccnSubscriptionR
     })
 }
 
+/// 422 naming the member and the `[notifications]` key of the bound a request exceeds: a
+/// subscription is kept as long as it exists, so it is bounded by size as well as by count.
+fn within_limits(
+    app: &App,
+    req: &vnfm_core::lcm_notify::LccnSubscriptionRequest,
+) -> Result<(), Response> {
+    use vnfm_core::lcm_notify::Limit;
+    req.check_limits(&app.config.notifications.subscription_limits())
+        .map_err(|e| {
+            let key = match e.limit {
+                Limit::ListLength => "max_filter_values",
+                Limit::StringLength => "max_value_length",
+                Limit::Bytes => "max_subscription_bytes",
+            };
+            problem_of(422, format!("{e} ([notifications] {key} = {})", e.max))
+        })
+}
+
 /// 409 when the subscriptions are at `[notifications] max_subscriptions`.
 fn full(app: &App) -> Option<Response> {
     let cap = app.config.notifications.max_subscriptions;
@@ -120,6 +137,9 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
         Err(SubscriptionRefusal::Bad(e)) => return problem_of(400, e.to_string()),
         Err(SubscriptionRefusal::Unsupported(e)) => return problem_of(422, e.to_string()),
     };
+    if let Err(r) = within_limits(&app, &req) {
+        return r;
+    }
     let outbox = &app.shared.outbox;
     if let Some(same) = outbox
         .subscriptions()
@@ -174,11 +194,7 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
         {
             return problem_of(500, format!("the state store failed: {e}"));
         }
-        outbox.insert(Sub {
-            stored: stored.clone(),
-            delivery,
-            wake: Arc::new(Notify::new()),
-        });
+        outbox.insert(Sub::new(stored.clone(), delivery));
     }
     outbox.changed.notify_one();
     app.note(&format!(
@@ -196,19 +212,33 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
 
 /// `GET /subscriptions`: filters, attribute selectors and paging (SOL013 5.2-5.4, as the
 /// other lists: `query`); an unknown or malformed filter is a 400.
+///
+/// The subscriptions are walked in id order (the list's order) and each one's representation
+/// is made, filtered and dropped in turn: a request holds the page (and one more, which says
+/// that a next page exists), never a copy of every subscription.
 async fn list_subscriptions(State(app): State<Arc<App>>, uri: Uri) -> Response {
     let q = match super::query::parse(&uri, vnfm_core::query::SUBSCRIPTIONS) {
         Ok(q) => q,
         Err(r) => return r,
     };
-    let v: Vec<Value> = app
-        .shared
-        .outbox
-        .subscriptions()
-        .iter()
-        .map(|s| subscription_body(&s.stored.id, &s.stored.request))
-        .collect();
-    super::query::page(&uri, &q, v, app.config.server.page_size)
+    let size = app.config.server.page_size.max(1);
+    let mut page: Vec<Value> = Vec::new();
+    for s in app.shared.outbox.subscriptions() {
+        if q.after
+            .as_deref()
+            .is_some_and(|a| s.stored.id.as_str() <= a)
+        {
+            continue;
+        }
+        let v = subscription_body(&s.stored.id, &s.stored.request);
+        if q.filter.as_ref().is_none_or(|f| f.matches(&v)) {
+            page.push(v);
+            if page.len() > size {
+                break;
+            }
+        }
+    }
+    super::query::page(&uri, &q, page, size)
 }
 
 fn not_found(id: &str) -> Response {

@@ -4,10 +4,11 @@
 //! - `operate`: the core's `OPERATE` ([`vnfm_core::lifecycle::operate`]): every server of the
 //!   instance started or stopped through the VIM; 202 with the occurrence.
 //!
-//! - `scale_to_level`: the core decides the aspect's scale steps
-//!   ([`vnfm_core::lifecycle::to_level`]) and runs them as a scale, in the background (202
-//!   with the occurrence's `Location`, a `SCALE_TO_LEVEL`); 422 for a request that names an
-//!   unknown level or aspect, or changes no aspect or several (one aspect per operation).
+//! - `scale_to_level`: the core decides what the levels change
+//!   ([`vnfm_core::lifecycle::to_level`]): one aspect's scale, or one operation for the
+//!   several aspects a level changes; in the background (202 with the occurrence's
+//!   `Location`, a `SCALE_TO_LEVEL`); 422 for a request that names an unknown level or aspect,
+//!   levels out of range, or changes no aspect.
 //! - `change_flavour`: the core's `CHANGE_FLAVOUR` ([`vnfm_core::lifecycle::change_flavour`])
 //!   in the background (202 with the occurrence); 409 for an instance not instantiated, a
 //!   package with one flavour or the flavour it has, 422 for an unknown flavour or level and

@@ -195,11 +195,10 @@ pub(crate) fn wanted(flavour: &Flavour, vdu: &VduId, level: Option<&str>) -> u32
         .unwrap_or(v.min_instances)
 }
 
-/// The VNFC indices per VDU the new flavour keeps of `slots` (the instance's VNFCs as VDU and
-/// index): of each VDU, the lowest indices up to its wanted count ([`wanted`]).
+/// The VNFC indices per VDU kept of `slots` (the instance's VNFCs as VDU and index): of each
+/// VDU, the lowest indices up to its count (`count`: for a change of flavour, [`wanted`]).
 pub(crate) fn keep_map(
-    flavour: &Flavour,
-    level: Option<&str>,
+    count: &dyn Fn(&VduId) -> u32,
     slots: impl IntoIterator<Item = (VduId, u32)>,
 ) -> BTreeMap<VduId, BTreeSet<u32>> {
     let mut by_vdu: BTreeMap<VduId, BTreeSet<u32>> = BTreeMap::new();
@@ -209,7 +208,7 @@ pub(crate) fn keep_map(
     by_vdu
         .into_iter()
         .map(|(vdu, all)| {
-            let n = wanted(flavour, &vdu, level) as usize;
+            let n = count(&vdu) as usize;
             let kept = all.into_iter().take(n).collect();
             (vdu, kept)
         })
@@ -223,8 +222,7 @@ pub(crate) fn kept(
     existing: Vec<(VnfcSlot, ZoneId)>,
 ) -> Vec<(VnfcSlot, ZoneId)> {
     let keep = keep_map(
-        flavour,
-        level,
+        &|vdu| wanted(flavour, vdu, level),
         existing.iter().map(|(s, _)| (s.vdu.clone(), s.index)),
     );
     existing

@@ -731,14 +731,17 @@ impl Lifecycle {
         self.scale_as(id, pkg, req, opts, recorded).await
     }
 
-    /// SOL003 "scale to level": the core decides the aspect's scale steps from the request
-    /// and the instance ([`super::to_level::scale_step`]: one aspect per operation), and runs
-    /// them as [`Lifecycle::scale`] does; the occurrence is a `SCALE_TO_LEVEL` with the
-    /// request as its `operationParams`.
+    /// SOL003 "scale to level": the core decides from the request and the instance what
+    /// changes ([`super::to_level::decide`]). One aspect: its scale steps, run as
+    /// [`Lifecycle::scale`] does. Several: one operation ([`Plan::ScaleToLevel`]) that takes
+    /// every VDU to its VNFC count at the new levels with one grant and one stack update, and
+    /// records the level of each aspect; a rollback restores the VNFCs (and levels) before.
+    /// The occurrence is a `SCALE_TO_LEVEL` with the request as its `operationParams`.
     ///
     /// # Errors
     /// As [`Lifecycle::scale`]; [`LcmError::Invalid`] for a request that names an unknown
-    /// level or aspect, a level out of range, or changes no aspect or several.
+    /// level or aspect, a level out of range, levels that take a VDU beyond its
+    /// `max_number_of_instances`, or changes no aspect; several aspects of a CNF.
     pub async fn scale_to_level(
         &self,
         id: &VnfInstanceId,
@@ -749,9 +752,65 @@ impl Lifecycle {
         let inst = self.load(id).await?;
         let info = plan::instantiated(&inst.value, None)?;
         let flavour = flavour_of(pkg, &info.flavour_id)?;
-        let step = super::to_level::scale_step(flavour, info, req).map_err(LcmError::Invalid)?;
         let recorded = (LcmOperationType::ScaleToLevel, json!(req));
-        self.scale_as(id, pkg, &step, opts, recorded).await
+        match super::to_level::decide(flavour, info, req).map_err(LcmError::Invalid)? {
+            super::to_level::ToLevel::One(step) => {
+                self.scale_as(id, pkg, &step, opts, recorded).await
+            }
+            super::to_level::ToLevel::Many(levels) => {
+                self.scale_to_levels(inst, pkg, req, levels, opts).await
+            }
+        }
+    }
+
+    /// A scale to level that changes several aspects: see [`Lifecycle::scale_to_level`].
+    async fn scale_to_levels(
+        &self,
+        inst: Versioned<VnfInstance>,
+        pkg: &VnfPackage,
+        req: &super::to_level::ScaleVnfToLevelRequest,
+        levels: BTreeMap<String, u32>,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        if CnfResources::of(&inst.value).is_some() {
+            return Err(LcmError::Invalid(Error::invalid(
+                Location::default().with_field("instantiationLevelId"),
+                format!(
+                    "VNF instance {} is a CNF: vnfm scales one aspect of a CNF per operation \
+                     (send one scale_to_level with scaleInfo per aspect)",
+                    inst.value.id
+                ),
+            )));
+        }
+        let (info, _) = instantiated_with_stack(&inst.value)?;
+        let flavour = flavour_of(pkg, &info.flavour_id)?;
+        let counts =
+            super::to_level::vdu_counts(flavour, info, &levels).map_err(LcmError::Invalid)?;
+        self.check_free(&inst.value).await?;
+        let op = self.new_op(
+            &inst.value,
+            LcmOperationType::ScaleToLevel,
+            json!(req),
+            opts.automatic,
+        );
+        let level = req.instantiation_level_id.clone();
+        let mut progress = Progress::new(Plan::ScaleToLevel {
+            levels,
+            level: level.clone(),
+        });
+        let gopts = self.grant_options(opts.automatic);
+        self.plan_grant(&mut progress, opts, |ids| {
+            grant_request::scale_to_level(
+                pkg,
+                &inst.value,
+                &counts,
+                level.as_deref(),
+                &op.id,
+                &gopts,
+                ids,
+            )
+        });
+        self.run_new(inst, op, progress, Some(pkg), opts).await
     }
 
     /// A scale recorded as `recorded` (the occurrence's operation and parameters).
@@ -1364,6 +1423,7 @@ impl Lifecycle {
                 .and_then(Value::as_str)
                 == Some("SCALE_OUT");
         let saved_cnf = saved_progress(op).is_some_and(|p| p.plan.is_cnf());
+        let saved_plan = saved_progress(op).map(|p| p.plan);
         let plan = match op.operation {
             LcmOperationType::Instantiate if saved_cnf => Plan::CnfRollbackInstantiate,
             _ if saved_cnf => {
@@ -1377,10 +1437,21 @@ impl Lifecycle {
             LcmOperationType::ChangeFlavour => Plan::RollbackChangeFlavour,
             LcmOperationType::ChangeExtConn => Plan::RollbackChangeExtConn,
             _ if is_scale_out => Plan::RollbackScaleOut,
+            LcmOperationType::ScaleToLevel => match saved_plan {
+                Some(Plan::ScaleToLevel { .. }) => Plan::RollbackScaleToLevel,
+                Some(Plan::ScaleOut { .. }) => Plan::RollbackScaleOut,
+                _ => {
+                    return Err(LcmError::Conflict(format!(
+                        "operation {} is a SCALE_TO_LEVEL that scales in only: a scale-in \
+                         cannot be rolled back (retry or fail it)",
+                        op.id
+                    )))
+                }
+            },
             _ => {
                 return Err(LcmError::Conflict(format!(
-                    "operation {} is a {}: only instantiate, scale-out, change flavour and change \
-                     external connectivity can be rolled back",
+                    "operation {} is a {}: only instantiate, scale-out, scale to level, change \
+                     flavour and change external connectivity can be rolled back",
                     op.id, op.operation
                 )))
             }

@@ -228,6 +228,57 @@ pub fn change_flavour(
         opts,
     )?;
     request.instantiation_level_id = level.map(str::to_owned);
+    resize(request, info, flavour, opts, ids, &|vdu| {
+        super::change_flavour::wanted(flavour, vdu, level)
+    })
+}
+
+/// The grant request of a scale to level that changes several aspects (see
+/// [`super::to_level`]): `SCALE_TO_LEVEL` of the instance's flavour; `counts` is the VNFC count
+/// of every VDU at the new levels ([`super::to_level::vdu_counts`]). Of each VDU the VNFCs with
+/// the lowest indices up to its count stay; `addResources` has the VNFCs still missing (in free
+/// indices), `removeResources` those beyond the count (the newest). `level` is the request's
+/// `instantiationLevelId`, if it named one.
+///
+/// # Errors
+/// As [`change_flavour`].
+#[allow(clippy::too_many_arguments)]
+pub fn scale_to_level(
+    pkg: &VnfPackage,
+    inst: &VnfInstance,
+    counts: &std::collections::BTreeMap<crate::id::VduId, u32>,
+    level: Option<&str>,
+    op_occ_id: &OpOccId,
+    opts: &GrantOptions,
+    ids: &mut IdGen,
+) -> Result<PlannedGrant> {
+    let info = instantiated(inst)?;
+    let flavour = flavour(pkg, &info.flavour_id, "instantiatedVnfInfo.flavourId")?;
+    let mut request = base_request(
+        pkg,
+        inst,
+        &flavour.id,
+        op_occ_id,
+        GrantedLcmOperationType::ScaleToLevel,
+        opts,
+    )?;
+    request.instantiation_level_id = level.map(str::to_owned);
+    resize(request, info, flavour, opts, ids, &|vdu| {
+        counts.get(vdu).copied().unwrap_or(0)
+    })
+}
+
+/// `request` with the VNFCs that take every VDU of `flavour` to `count(vdu)` VNFCs: of each
+/// VDU, the existing VNFCs with the lowest indices up to the count stay, the others are in
+/// `removeResources`, and the missing ones in `addResources` (in free indices).
+fn resize(
+    mut request: GrantRequest,
+    info: &InstantiatedVnfInfo,
+    flavour: &Flavour,
+    opts: &GrantOptions,
+    ids: &mut IdGen,
+    count: &dyn Fn(&crate::id::VduId) -> u32,
+) -> Result<PlannedGrant> {
     let existing = existing_vnfcs(info);
     let mut slots = Vec::new();
     for (at, vnfc) in &existing {
@@ -235,7 +286,7 @@ pub fn change_flavour(
             slots.push((vnfc.vdu_id.clone(), i));
         }
     }
-    let keep = super::change_flavour::keep_map(flavour, level, slots);
+    let keep = super::change_flavour::keep_map(count, slots);
     let kept_of = |vdu: &crate::id::VduId| keep.get(vdu).cloned().unwrap_or_default();
     let mut kept: Vec<(String, &VnfcResourceInfo)> = Vec::new();
     for (at, vnfc) in &existing {
@@ -253,7 +304,7 @@ pub fn change_flavour(
     }
     let mut new_vnfcs = Vec::new();
     for vdu in flavour.vdus.values() {
-        let count = super::change_flavour::wanted(flavour, &vdu.id, level);
+        let count = count(&vdu.id);
         let used = kept_of(&vdu.id);
         let mut index = 0u32;
         let mut have = used.len() as u64;

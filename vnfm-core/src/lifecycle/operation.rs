@@ -115,6 +115,17 @@ pub enum Plan {
         /// The scale level after.
         new_level: u32,
     },
+    /// Scale to level of several aspects at once (see [`super::to_level`]): every VDU to its
+    /// VNFC count at the new levels, granted (what it adds and what goes), one stack update,
+    /// under reselection.
+    #[serde(rename_all = "camelCase")]
+    ScaleToLevel {
+        /// The level after of every aspect that changes.
+        levels: BTreeMap<String, u32>,
+        /// `instantiationLevelId` of the request, when it named one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<String>,
+    },
     /// Heal VNFCs: mark their servers unhealthy, update the stack, in their zones first.
     #[serde(rename_all = "camelCase")]
     Heal {
@@ -135,6 +146,10 @@ pub enum Plan {
     RollbackInstantiate,
     /// Roll a failed scale-out back: update the stack to the VNFCs before it.
     RollbackScaleOut,
+    /// Roll a failed [`Plan::ScaleToLevel`] back: update the stack to the VNFCs before it
+    /// (those it removed are created again) and read the servers back; every aspect is at its
+    /// level before.
+    RollbackScaleToLevel,
     /// Instantiate a CNF (see [`super::cnf`]): the preflight over the cluster's nodes, the
     /// manifests applied, the pods awaited.
     #[serde(rename_all = "camelCase")]
@@ -210,7 +225,9 @@ impl Plan {
     fn hook_point(&self) -> Option<HookPoint> {
         match self {
             Self::Instantiate { .. } => Some(HookPoint::InstantiateEnd),
-            Self::ScaleOut { .. } | Self::ScaleIn { .. } => Some(HookPoint::ScaleEnd),
+            Self::ScaleOut { .. } | Self::ScaleIn { .. } | Self::ScaleToLevel { .. } => {
+                Some(HookPoint::ScaleEnd)
+            }
             Self::Heal { .. } => Some(HookPoint::HealEnd),
             Self::Terminate => Some(HookPoint::TerminateStart),
             Self::CnfInstantiate { .. } => Some(HookPoint::InstantiateEnd),
@@ -219,6 +236,7 @@ impl Plan {
             Self::CnfTerminate => Some(HookPoint::TerminateStart),
             Self::RollbackInstantiate
             | Self::RollbackScaleOut
+            | Self::RollbackScaleToLevel
             | Self::RollbackChangeFlavour
             | Self::ChangeFlavour { .. }
             | Self::ChangeExtConn { .. }
@@ -234,6 +252,7 @@ impl Plan {
             self,
             Self::RollbackInstantiate
                 | Self::RollbackScaleOut
+                | Self::RollbackScaleToLevel
                 | Self::RollbackChangeFlavour
                 | Self::RollbackChangeExtConn
                 | Self::CnfRollbackInstantiate
@@ -257,6 +276,7 @@ impl Plan {
             self,
             Self::Instantiate { .. }
                 | Self::ScaleOut { .. }
+                | Self::ScaleToLevel { .. }
                 | Self::Heal { .. }
                 | Self::ChangeFlavour { .. }
         )
@@ -1285,6 +1305,7 @@ impl Operation {
             }
             Plan::ScaleIn { .. }
             | Plan::RollbackScaleOut
+            | Plan::RollbackScaleToLevel
             | Plan::RollbackChangeFlavour
             | Plan::RollbackChangeExtConn => {
                 self.restore();
@@ -1637,6 +1658,19 @@ impl Operation {
             let all = plan::slots_of(info);
             return self
                 .with_flavour(|_, f| Ok(super::change_flavour::kept(f, level.as_deref(), all)))
+                .unwrap_or_default();
+        }
+        if let Plan::ScaleToLevel { levels, .. } = &self.progress.plan {
+            // Of every VDU, its VNFCs up to its count at the new levels.
+            let all = plan::slots_of(info);
+            return self
+                .with_flavour(|_, f| {
+                    super::to_level::vdu_counts(f, info, levels)
+                        .map(|counts| super::to_level::kept(&counts, all))
+                        .map_err(|e| {
+                            Failed::new(FailureKind::Invalid, "invalid request", e.to_string())
+                        })
+                })
                 .unwrap_or_default();
         }
         let (healed, _) = self.healed();
@@ -2273,6 +2307,17 @@ impl Operation {
                     &stack_id,
                     Some((aspect_id, *new_level)),
                 ),
+                Plan::ScaleToLevel { levels, .. } => {
+                    let mut new = plan::with_vnfcs(before, flavour, vnfcs, &stack_id, None);
+                    if let Some(info) = new.instantiated_vnf_info.as_mut() {
+                        for s in &mut info.scale_status {
+                            if let Some(l) = levels.get(&s.aspect_id) {
+                                s.scale_level = *l;
+                            }
+                        }
+                    }
+                    new
+                }
                 Plan::ChangeExtConn {
                     links,
                     vim_connection_info,

@@ -2,17 +2,23 @@
 //! every aspect, from an instantiation level of the flavour (`instantiationLevelId`) or given
 //! per aspect (`scaleInfo`), and the scale steps that reach it. Pure.
 //!
-//! vnfm runs one aspect's scale per operation: a request that changes one aspect is run as a
-//! scale of that aspect (its occurrence is a `SCALE_TO_LEVEL`); one that changes several is
-//! refused (422, naming each change: send one request per aspect), as is one that changes
-//! nothing.
+//! A request that changes one aspect is run as a scale of that aspect (its occurrence is a
+//! `SCALE_TO_LEVEL`). One that changes several (SOL003 5.4.6 allows it: an instantiation level
+//! names the level of every aspect) is one operation of its own ([`super::Plan::ScaleToLevel`]):
+//! the VNFC count of every VDU at the new levels ([`vdu_counts`]: its count now plus, for each
+//! aspect, its delta times the steps of that aspect), one grant for what is added and what
+//! goes (`SCALE_TO_LEVEL`), one stack update with the parameters of every aspect, the
+//! `scaleStatus` of each aspect recorded; a rollback updates the stack back to the VNFCs
+//! before it (every aspect at its level before). A request that changes nothing is refused.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::userdata::VnfcSlot;
 use crate::error::{Error, Location};
 use crate::grant::KeyValuePairs;
+use crate::id::VduId;
 use crate::lcm::{InstantiatedVnfInfo, ScaleInfo, ScaleType, ScaleVnfRequest};
 use crate::package::Flavour;
 
@@ -118,16 +124,26 @@ pub fn targets(
     Ok(wanted)
 }
 
-/// The scale that takes `info` to the request's levels: one aspect's `ScaleVnfRequest`.
+/// How a scale to level runs ([`decide`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToLevel {
+    /// One aspect changes: the scale of that aspect.
+    One(ScaleVnfRequest),
+    /// Several aspects change: one operation to their levels (aspect -> level after; only
+    /// the aspects that change).
+    Many(BTreeMap<String, u32>),
+}
+
+/// What takes `info` to the request's levels: one aspect's `ScaleVnfRequest`, or the levels of
+/// the several aspects that change.
 ///
 /// # Errors
-/// As [`targets`]; also a request that changes no aspect, or more than one (named, with
-/// their levels now and wanted).
-pub fn scale_step(
+/// As [`targets`]; also a request that changes no aspect.
+pub fn decide(
     flavour: &Flavour,
     info: &InstantiatedVnfInfo,
     req: &ScaleVnfToLevelRequest,
-) -> Result<ScaleVnfRequest, Error> {
+) -> Result<ToLevel, Error> {
     let wanted = targets(flavour, req)?;
     let changes: Vec<(String, u32, u32)> = wanted
         .into_iter()
@@ -147,7 +163,7 @@ pub fn scale_step(
             field,
             "the instance is at that level already: no aspect changes".into(),
         )),
-        [(aspect, now, to)] => Ok(ScaleVnfRequest {
+        [(aspect, now, to)] => Ok(ToLevel::One(ScaleVnfRequest {
             type_: if to > now {
                 ScaleType::ScaleOut
             } else {
@@ -156,18 +172,77 @@ pub fn scale_step(
             aspect_id: aspect.clone(),
             number_of_steps: Some(now.abs_diff(*to)),
             additional_params: req.additional_params.clone(),
-        }),
-        many => Err(bad(
-            field,
-            format!(
-                "the request changes {} aspects ({}); vnfm scales one aspect per operation: \
-                 send one scale_to_level (scaleInfo) per aspect",
-                many.len(),
-                many.iter()
-                    .map(|(a, now, to)| format!("{a}: {now} -> {to}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )),
+        })),
+        many => {
+            let levels: BTreeMap<String, u32> =
+                many.iter().map(|(a, _, to)| (a.clone(), *to)).collect();
+            vdu_counts(flavour, info, &levels).map_err(|e| match e {
+                Error::Invalid { message, .. } => bad(field, message),
+                other => other,
+            })?;
+            Ok(ToLevel::Many(levels))
+        }
     }
+}
+
+/// The VNFC count of every VDU of the flavour once the aspects of `levels` are at those
+/// levels: its count now plus, for each aspect that scales it, the aspect's delta times the
+/// steps from its level now (`info`'s `scaleStatus`) to the new one.
+///
+/// # Errors
+/// [`Error::Invalid`] for a VDU that would have more than its `max_number_of_instances`, or
+/// fewer than none.
+pub fn vdu_counts(
+    flavour: &Flavour,
+    info: &InstantiatedVnfInfo,
+    levels: &BTreeMap<String, u32>,
+) -> Result<BTreeMap<VduId, u32>, Error> {
+    let mut out = BTreeMap::new();
+    for (id, vdu) in &flavour.vdus {
+        let now = info
+            .vnfc_resource_info
+            .iter()
+            .filter(|v| &v.vdu_id == id)
+            .count() as i64;
+        let mut count = now;
+        let mut why = Vec::new();
+        for (aspect, to) in levels {
+            let Some(delta) = flavour.aspect_delta(aspect, id) else {
+                continue;
+            };
+            let from = info.scale_level(aspect).unwrap_or(0);
+            count += i64::from(delta) * (i64::from(*to) - i64::from(from));
+            why.push(format!("{aspect}: {from} -> {to}"));
+        }
+        if count > i64::from(vdu.max_instances) || count < 0 {
+            return Err(bad(
+                "scaleInfo.scaleLevel",
+                format!(
+                    "the levels ({}) take VDU {id} from {now} to {count} instances; expected \
+                     0..={} (its max_number_of_instances)",
+                    why.join(", "),
+                    vdu.max_instances
+                ),
+            ));
+        }
+        out.insert(id.clone(), u32::try_from(count).unwrap_or(0));
+    }
+    Ok(out)
+}
+
+/// The slots of `existing` that VDU counts `counts` keep: of each VDU, the lowest indices up to
+/// its count (a scale-in removes the newest VNFCs, as [`ScaleVnfRequest`] does); a VDU not in
+/// `counts` keeps none.
+pub(crate) fn kept<Z>(
+    counts: &BTreeMap<VduId, u32>,
+    existing: Vec<(VnfcSlot, Z)>,
+) -> Vec<(VnfcSlot, Z)> {
+    let keep = super::change_flavour::keep_map(
+        &|vdu| counts.get(vdu).copied().unwrap_or(0),
+        existing.iter().map(|(s, _)| (s.vdu.clone(), s.index)),
+    );
+    existing
+        .into_iter()
+        .filter(|(s, _)| keep.get(&s.vdu).is_some_and(|k| k.contains(&s.index)))
+        .collect()
 }
