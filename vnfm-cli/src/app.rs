@@ -371,10 +371,27 @@ pub fn with_cluster_hook(
 /// # Errors
 /// An invalid `[grant]` section (exit 2).
 pub fn with_nfvo_grants(lcm: Lifecycle, config: &Config) -> Result<Lifecycle, CliError> {
+    with_nfvo_grants_over(lcm, config, None)
+}
+
+/// [`with_nfvo_grants`] whose requests go through `http` (`vnfm serve`'s one client of its
+/// outgoing requests), or a client of their own (`None`).
+///
+/// # Errors
+/// As [`with_nfvo_grants`].
+pub fn with_nfvo_grants_over(
+    lcm: Lifecycle,
+    config: &Config,
+    http: Option<Arc<crate::outgoing::Outgoing>>,
+) -> Result<Lifecycle, CliError> {
     let Some(s) = config.grant.nfvo()? else {
         return Ok(lcm);
     };
-    let client = crate::nfvo::NfvoGrantClient::new(&s).map_err(CliError::Usage)?;
+    let client = match http {
+        Some(http) => crate::nfvo::NfvoGrantClient::over(&s, http),
+        None => crate::nfvo::NfvoGrantClient::new(&s),
+    }
+    .map_err(CliError::Usage)?;
     Ok(lcm.with_grant_driver(
         Arc::new(client),
         vnfm_core::lifecycle::NfvoGrants {

@@ -428,7 +428,8 @@ pub struct NotificationsConfig {
     /// (default 10).
     pub timeout: u64,
     /// `max_subscriptions`: subscriptions at most (default 1000); a `POST /subscriptions`
-    /// beyond it is refused (409) until one is deleted.
+    /// beyond it is refused (409) until one is deleted. The Promise subscriptions
+    /// (`/promise/v1/subscriptions`) have the same bound, of their own.
     pub max_subscriptions: u64,
     /// `max_filter_values`: values at most in one list of a subscription (default 256), e.g.
     /// its filter's `vnfInstanceIds`; more is refused (422 naming the member).
@@ -444,6 +445,18 @@ pub struct NotificationsConfig {
     /// `max_outbox_bytes`: bytes of undelivered notifications kept at most per subscription
     /// (default 4 MiB); beyond, the oldest are dropped and counted.
     pub max_outbox_bytes: usize,
+    /// `allow`: the destinations a client-given URL (`callbackUri`, `tokenEndpoint`, Promise
+    /// `callbackUri`) may have beside the default ones: CIDRs (`10.0.0.0/8`, `::1/128`),
+    /// addresses and host names (default none). Loopback, link-local, cloud metadata,
+    /// unspecified, multicast and broadcast addresses are refused unless listed here; the
+    /// server's own listen address always (`crate::outgoing`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    /// `max_connections`: outgoing HTTP connections open at once, every outgoing request of
+    /// `vnfm serve` counted (notifications, callback tests, token requests, the NFVO's
+    /// grants; default 8). Taken from the open-file limit beside `[server]
+    /// max_connections`.
+    pub max_connections: usize,
 }
 
 impl Default for NotificationsConfig {
@@ -460,6 +473,8 @@ impl Default for NotificationsConfig {
             max_subscription_bytes: 32 * 1024,
             max_outbox_entries: 1000,
             max_outbox_bytes: 4 * 1024 * 1024,
+            allow: Vec::new(),
+            max_connections: crate::outgoing::DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -482,6 +497,7 @@ impl NotificationsConfig {
             ("max_subscription_bytes", self.max_subscription_bytes as u64),
             ("max_outbox_entries", self.max_outbox_entries as u64),
             ("max_outbox_bytes", self.max_outbox_bytes as u64),
+            ("max_connections", self.max_connections as u64),
         ] {
             if v == 0 {
                 return Err(CliError::Usage(format!(
@@ -723,17 +739,33 @@ impl ServerConfig {
     /// [`CliError::Usage`] (exit 2) when the configured value does not fit in the limit, or
     /// the limit leaves no room for connections.
     pub fn connection_cap(&self, open_files: Option<u64>) -> Result<usize, CliError> {
-        let room = open_files.map(|n| n.saturating_sub(RESERVED_FILES));
+        self.connection_cap_beside(open_files, 0)
+    }
+
+    /// [`ServerConfig::connection_cap`] with `outgoing` more descriptors kept for outgoing
+    /// connections (`[notifications] max_connections`): the room left for the server's own
+    /// connections is the open-file limit minus [`RESERVED_FILES`] minus `outgoing`.
+    ///
+    /// # Errors
+    /// As [`ServerConfig::connection_cap`].
+    pub fn connection_cap_beside(
+        &self,
+        open_files: Option<u64>,
+        outgoing: usize,
+    ) -> Result<usize, CliError> {
+        let reserved = RESERVED_FILES + outgoing as u64;
+        let room = open_files.map(|n| n.saturating_sub(reserved));
         match (self.max_connections, room) {
             (_, Some(0)) => Err(CliError::Usage(format!(
-                "the open-file limit (ulimit -n) is {}; vnfm serve needs more than {RESERVED_FILES} \
-                 (it keeps {RESERVED_FILES} for itself, beside [server] max_connections)",
+                "the open-file limit (ulimit -n) is {}; vnfm serve needs more than {reserved} \
+                 (it keeps {RESERVED_FILES} for itself and [notifications] max_connections = \
+                 {outgoing} for outgoing requests, beside [server] max_connections)",
                 open_files.unwrap_or(0)
             ))),
             (Some(n), Some(room)) if n as u64 > room => Err(CliError::Usage(format!(
                 "[server] max_connections is {n}; expected at most {room}: the open-file limit \
-                 (ulimit -n) is {} and vnfm serve keeps {RESERVED_FILES} of them for itself \
-                 (raise the limit, or lower max_connections)",
+                 (ulimit -n) is {} and vnfm serve keeps {reserved} of them for itself and its \
+                 outgoing requests (raise the limit, or lower max_connections)",
                 open_files.unwrap_or(0)
             ))),
             (Some(n), _) => Ok(n),
@@ -1344,6 +1376,13 @@ mod tests {
         assert_eq!(auto.connection_cap(None).unwrap(), DEFAULT_MAX_CONNECTIONS);
         assert_eq!(auto.connection_cap(Some(20_000)).unwrap(), 1024);
         assert_eq!(auto.connection_cap(Some(96)).unwrap(), 64);
+        // [notifications] max_connections comes out of the same limit.
+        assert_eq!(auto.connection_cap_beside(Some(96), 8).unwrap(), 56);
+        let e = auto
+            .connection_cap_beside(Some(40), 8)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[notifications] max_connections = 8"), "{e}");
         let e = auto.connection_cap(Some(32)).unwrap_err().to_string();
         assert!(e.contains("the open-file limit (ulimit -n) is 32"), "{e}");
         let set = ServerConfig {

@@ -30,6 +30,9 @@
 //!   reservations, and `vnfm serve`.
 //! - `vim`: the VIM drivers of a command: the simulated cloud (saved in the state file) or a
 //!   real OpenStack.
+//! - [`outgoing`]: the one HTTP client of every outgoing request of `vnfm serve` (its
+//!   notifications, callback tests, token requests and the NFVO's grants; [`nfvo`]): bounded
+//!   connections, answers and time, and the destination policy of client-given URLs.
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
 //!
@@ -47,6 +50,7 @@ pub mod heap;
 pub(crate) mod inputs;
 pub(crate) mod intent;
 pub mod nfvo;
+pub mod outgoing;
 pub(crate) mod output;
 pub(crate) mod package_dir;
 pub mod promise;

@@ -16,8 +16,12 @@
 //! | `404` | [`DriverError::NotFound`] |
 //! | a body that is no `Grant`, any other status | [`DriverError::Invalid`] |
 //!
-//! A body is read up to [`MAX_BODY`] bytes; a longer one is an error, not truncated.
+//! A body is read up to [`MAX_BODY`] bytes; a longer one is an error, not truncated. The
+//! requests go through [`Outgoing`] (the one client of every outgoing request: its
+//! connection limit, no redirects, no proxy), as an operator destination: `[grant] nfvo` is
+//! the operator's choice and is not subject to the destination policy of client-given URLs.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,6 +32,7 @@ use vnfm_core::grant::{Grant, GrantRequest};
 use vnfm_core::problem::ProblemDetails;
 
 use crate::config::{NfvoAuth, NfvoSettings};
+use crate::outgoing::{Body, Destination, Failure, Limits, Outgoing, Policy};
 
 /// The `Version` header sent: SOL003 v3.3.1's Grant interface.
 pub const GRANT_API_VERSION: &str = "1.4.0";
@@ -42,15 +47,26 @@ const DRIVER: &str = "nfvo";
 pub struct NfvoGrantClient {
     grants: Url,
     auth: NfvoAuth,
-    http: reqwest::Client,
+    http: Arc<Outgoing>,
+    timeout: Duration,
 }
 
 impl NfvoGrantClient {
-    /// A client for `settings` (no proxy from the environment, no redirects).
+    /// A client for `settings` over an [`Outgoing`] of its own (the command line's).
     ///
     /// # Errors
     /// The HTTP client cannot be built (its TLS backend).
     pub fn new(settings: &NfvoSettings) -> Result<Self, String> {
+        let http = Outgoing::new(Policy::default(), crate::outgoing::DEFAULT_MAX_CONNECTIONS)?;
+        Self::over(settings, Arc::new(http))
+    }
+
+    /// A client for `settings` whose requests go through `http` (`vnfm serve`'s, shared with
+    /// its other outgoing requests).
+    ///
+    /// # Errors
+    /// `[grant] nfvo` has no `grants` below it.
+    pub fn over(settings: &NfvoSettings, http: Arc<Outgoing>) -> Result<Self, String> {
         let mut root = settings.url.clone();
         if !root.path().ends_with('/') {
             let p = format!("{}/", root.path());
@@ -59,16 +75,11 @@ impl NfvoGrantClient {
         let grants = root
             .join("grants")
             .map_err(|e| format!("[grant] nfvo = {}: {e}", settings.url))?;
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(settings.request_timeout)
-            .build()
-            .map_err(|e| format!("cannot build the NFVO's HTTP client: {e}"))?;
         Ok(Self {
             grants,
             auth: settings.auth.clone(),
             http,
+            timeout: settings.request_timeout,
         })
     }
 
@@ -88,44 +99,35 @@ impl NfvoGrantClient {
         }
     }
 
-    /// Sends `rb` and reads the answer: status, headers, body (bounded).
+    /// Sends the request `rb` makes to `url` and reads the answer: status, headers, body
+    /// (bounded).
     async fn exchange(
         &self,
         what: &str,
-        rb: reqwest::RequestBuilder,
+        url: &Url,
+        rb: impl FnOnce(&reqwest::Client, Url) -> reqwest::RequestBuilder,
     ) -> Result<(StatusCode, HeaderMap, Vec<u8>), DriverError> {
-        let mut r = self
-            .with_headers(rb)
-            .send()
+        let limits = Limits {
+            timeout: self.timeout,
+            body: Body::Read(MAX_BODY),
+        };
+        let a = self
+            .http
+            .send(Destination::Operator, url.as_str(), limits, |c, u| {
+                self.with_headers(rb(c, u))
+            })
             .await
-            .map_err(|e| unavailable(format!("{what}: {}", send_error(&e))))?;
-        let status = r.status();
-        let headers = r.headers().clone();
-        let mut body = Vec::new();
-        loop {
-            match r.chunk().await {
-                Ok(Some(c)) => {
-                    if body.len() + c.len() > MAX_BODY {
-                        return Err(DriverError::Invalid {
-                            driver: DRIVER,
-                            message: format!(
-                                "{what}: the NFVO answered {status} with a body of more than \
-                                 {MAX_BODY} bytes"
-                            ),
-                        });
-                    }
-                    body.extend_from_slice(&c);
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    return Err(unavailable(format!(
-                        "{what}: the answer ({status}) broke off: {}",
-                        send_error(&e)
-                    )))
-                }
-            }
-        }
-        Ok((status, headers, body))
+            .map_err(|e| match e {
+                Failure::TooLarge { status, .. } => DriverError::Invalid {
+                    driver: DRIVER,
+                    message: format!(
+                        "{what}: the NFVO answered {status} with a body of more than {MAX_BODY} \
+                         bytes"
+                    ),
+                },
+                e => unavailable(format!("{what}: {e}")),
+            })?;
+        Ok((a.status, a.headers, a.body))
     }
 
     /// What an answer means; `polled` is the location a poll read (kept when a `202` names
@@ -223,12 +225,13 @@ impl GrantDriver for NfvoGrantClient {
             driver: DRIVER,
             message: format!("{what}: cannot encode the grant request: {e}"),
         })?;
-        let rb = self
-            .http
-            .post(self.grants.clone())
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(body);
-        let answer = self.exchange(&what, rb).await?;
+        let answer = self
+            .exchange(&what, &self.grants, |c, u| {
+                c.post(u)
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(body)
+            })
+            .await?;
         self.answer(&what, answer, None)
     }
 
@@ -241,7 +244,7 @@ impl GrantDriver for NfvoGrantClient {
                 message: format!("the grant's location {location:?} is no URI: {e}"),
             })?;
         let what = format!("GET {url}");
-        let answer = self.exchange(&what, self.http.get(url.clone())).await?;
+        let answer = self.exchange(&what, &url, |c, u| c.get(u)).await?;
         self.answer(&what, answer, Some(&url))
     }
 }
@@ -250,16 +253,6 @@ fn unavailable(message: String) -> DriverError {
     DriverError::Unavailable {
         driver: DRIVER,
         message,
-    }
-}
-
-fn send_error(e: &reqwest::Error) -> String {
-    if e.is_connect() {
-        format!("cannot connect: {e}")
-    } else if e.is_timeout() {
-        format!("no answer in time: {e}")
-    } else {
-        e.to_string()
     }
 }
 

@@ -257,29 +257,24 @@ async fn subscriptions_are_created_listed_deduplicated_and_deleted_and_bad_ones_
     .await
     .problem(422);
     assert!(p["detail"].as_str().unwrap().contains("TLS_CERT"), "{p}");
-    // The callback test: 204 or 422 naming the URI and the answer.
+    // The callback test: 204, or 422 naming the URI but not what it answered (the same
+    // message for a 404, a 401 and a port nobody listens on).
     let bad = format!("http://{cb}/cb/404");
     let p = subscribe(addr, &json!({"callbackUri": bad}))
         .await
         .problem(422);
-    let d = p["detail"].as_str().unwrap();
-    assert!(d.contains(&bad) && d.contains("answered 404"), "{d}");
+    let failed = p["detail"].as_str().unwrap().replace(&bad, "URI");
+    assert!(failed.contains("the callback test failed"), "{failed}");
     *n.auth.lock().unwrap() = Some(BASIC_HEADER.to_owned());
     let p = subscribe(addr, &json!({"callbackUri": uri}))
         .await
         .problem(422);
-    assert!(
-        p["detail"].as_str().unwrap().contains("answered 401"),
-        "{p}"
-    );
+    assert_eq!(p["detail"].as_str().unwrap().replace(&uri, "URI"), failed);
     let dead = "http://127.0.0.1:9/cb";
     let p = subscribe(addr, &json!({"callbackUri": dead}))
         .await
         .problem(422);
-    assert!(
-        p["detail"].as_str().unwrap().contains("cannot connect"),
-        "{p}"
-    );
+    assert_eq!(p["detail"].as_str().unwrap().replace(dead, "URI"), failed);
 
     // Created with the credentials the callback wants; answered without them.
     let body = json!({"callbackUri": uri, "filter": filter(), "authentication": {
@@ -600,7 +595,8 @@ fn serve_process(dir: &std::path::Path) -> (ServeProcess, SocketAddr) {
             "[placement]\nreselect_zones = true\nfallback_best_effort = true\n\
              [prometheus_plugin]\nauto_healing = true\ntimer_interval = 1\n\
              basic_auth_user = \"{}\"\nbasic_auth_password = \"{}\"\n\
-             [notifications]\nretry_initial_ms = 20\nretry_max_delay_ms = 100\n",
+             [notifications]\nretry_initial_ms = 20\nretry_max_delay_ms = 100\n\
+             allow = [\"127.0.0.0/8\"]\n",
             BASIC.0, BASIC.1
         ),
     )

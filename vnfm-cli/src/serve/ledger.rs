@@ -24,6 +24,11 @@ pub const TICK: Duration = Duration::from_millis(500);
 /// Delivery attempts per notification.
 pub const ATTEMPTS: u32 = 3;
 
+/// The most Promise notifications waiting for delivery; one more is dropped, counted in
+/// `vnfm_promise_notifications_failed_total` and logged (the first drop, then every
+/// thousandth).
+pub(crate) const MAX_QUEUED: u64 = 10_000;
+
 /// The ledger, its id generator, and the delivery queue.
 #[derive(Debug)]
 pub(crate) struct Promise {
@@ -39,6 +44,8 @@ pub(crate) struct Promise {
     pub(super) queued: AtomicU64,
     /// Ticks done (see [`Promise::tick`]).
     pub(super) ticks: AtomicU64,
+    /// Notifications dropped because [`MAX_QUEUED`] were waiting.
+    dropped: AtomicU64,
     /// The server's clock.
     clock: Arc<dyn Clock>,
 }
@@ -98,6 +105,7 @@ impl Promise {
                 failed: AtomicU64::new(0),
                 queued: AtomicU64::new(0),
                 ticks: AtomicU64::new(0),
+                dropped: AtomicU64::new(0),
                 clock,
             },
             rx,
@@ -203,10 +211,27 @@ impl Promise {
         out
     }
 
-    /// Queues the notifications that have a callback, in order.
+    /// Queues the notifications that have a callback, in order; beyond [`MAX_QUEUED`] waiting,
+    /// drops them (counted as failed, logged).
     pub(super) fn enqueue(&self, notifications: Vec<Notification>) {
         for n in notifications {
-            if n.callback_uri.is_some() && self.queue.send(n).is_ok() {
+            if n.callback_uri.is_none() {
+                continue;
+            }
+            if self.queued.load(Ordering::Relaxed) >= MAX_QUEUED {
+                let failed = self.failed.fetch_add(1, Ordering::Relaxed);
+                let dropped = self.dropped.fetch_add(1, Ordering::Relaxed);
+                if dropped % 1000 == 0 {
+                    crate::display::log_line(&format!(
+                        "vnfm serve: {MAX_QUEUED} Promise notifications wait for delivery: \
+                         one more is dropped ({} dropped so far, {} failed in all)",
+                        dropped + 1,
+                        failed + 1
+                    ));
+                }
+                continue;
+            }
+            if self.queue.send(n).is_ok() {
                 self.queued.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -247,7 +247,17 @@ impl Server {
     ) -> Result<Server, CliError> {
         crate::app::check_vim(&config)?;
         config.server.validate()?;
-        let max_connections = config.server.connection_cap(open_file_limit())?;
+        config.notifications.policy()?;
+        let max_connections = config
+            .server
+            .connection_cap_beside(open_file_limit(), config.notifications.max_connections)?;
+        let outgoing = Arc::new(
+            crate::outgoing::Policy::new(&config.notifications.allow)
+                .and_then(|p| {
+                    crate::outgoing::Outgoing::new(p, config.notifications.max_connections)
+                })
+                .map_err(CliError::Usage)?,
+        );
         config.prometheus_plugin.plugin.validate()?;
         config.prometheus_plugin.validate_credentials()?;
         // The file's parser refuses half a pair; flags and environment are merged after it.
@@ -323,13 +333,14 @@ impl Server {
             .map_err(state_msg)?;
         let drivers = vim.drivers(Arc::new(store.clone()), clock.clone());
         let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
-        let lcm = crate::app::with_nfvo_grants(
+        let lcm = crate::app::with_nfvo_grants_over(
             crate::app::with_cluster_hook(
                 Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt),
                 &config,
                 &vim,
             )?,
             &config,
+            Some(outgoing.clone()),
         )?;
         let sim = vim.sim;
         interrupt_unfinished(&store, &shared, &config, &lcm).await?;
@@ -342,6 +353,8 @@ impl Server {
                 ))
             })?;
         let addr = listener.local_addr().map_err(CliError::Output)?;
+        // A callback to the server itself is refused whatever [notifications] allow says.
+        outgoing.listening_on(vec![addr]);
         let (promise, notifications) =
             ledger::Promise::open(&sqlite, &config, clock.clone()).await?;
         let packages = packages::PackageIndex::open(
@@ -389,6 +402,7 @@ impl Server {
             idle: Notify::new(),
             promise,
             cancels: state::Cancels::default(),
+            outgoing,
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));

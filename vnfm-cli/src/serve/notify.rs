@@ -22,7 +22,10 @@
 //!   of the subscription can go, so all of it waits on that notification's back-off (order
 //!   kept), instead of each notification trying and timing out in turn.
 //!
-//! A stop leaves the queue in the state file; the next start delivers it.
+//! A stop leaves the queue in the state file; the next start delivers it. Every request
+//! (notification, token, callback test) goes through the server's one outgoing client
+//! (`crate::outgoing`: the destination policy, `[notifications] max_connections`, no
+//! keep-alive, bounded answers).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
@@ -35,15 +38,19 @@ use vnfm_core::lcm_notify::{Delivery, Retry, RetryPolicy};
 
 use super::outbox::{outbox_prefix, Dropped, Queued, Sub};
 use super::state::App;
+use crate::outgoing::{shown, Body, Destination, Failure, Limits};
 
-/// The HTTP client of the deliveries: no proxy from the environment, no redirects.
-fn client(timeout: Duration) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(timeout)
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+/// The largest answer read from a token endpoint (16 KiB: a token answer is a small JSON
+/// object); a longer one fails the token request.
+pub(crate) const TOKEN_ANSWER_BYTES: usize = 16 * 1024;
+
+/// The limits of a notification, a callback test or a token request (`[notifications]
+/// timeout`).
+fn limits(app: &App, body: Body) -> Limits {
+    Limits {
+        timeout: Duration::from_secs(app.config.notifications.timeout),
+        body,
+    }
 }
 
 /// A cached OAuth 2.0 token.
@@ -53,50 +60,56 @@ struct Token {
 }
 
 /// Fetches a token (client credentials grant, RFC 6749 4.4, client authentication with HTTP
-/// Basic, 2.3.1).
+/// Basic, 2.3.1); the answer is read up to [`TOKEN_ANSWER_BYTES`].
 async fn fetch_token(
-    client: &reqwest::Client,
+    app: &App,
     endpoint: &str,
     id: &str,
     secret: &str,
-) -> Result<(String, Option<u64>), String> {
-    let r = client
-        .post(endpoint)
-        .basic_auth(id, Some(secret))
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .header(header::ACCEPT, "application/json")
-        .body("grant_type=client_credentials")
-        .send()
-        .await
-        .map_err(|e| format!("the token endpoint {endpoint} cannot be reached: {e}"))?;
-    let status = r.status().as_u16();
+) -> Result<(String, Option<u64>), Failure> {
+    let a = app
+        .outgoing
+        .send(
+            Destination::Client,
+            endpoint,
+            limits(app, Body::Read(TOKEN_ANSWER_BYTES)),
+            |c, u| {
+                c.post(u)
+                    .basic_auth(id, Some(secret))
+                    .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                    .header(header::ACCEPT, "application/json")
+                    .body("grant_type=client_credentials")
+            },
+        )
+        .await?;
+    let status = a.status.as_u16();
     if !(200..300).contains(&status) {
-        return Err(format!("the token endpoint {endpoint} answered {status}"));
+        return Err(Failure::Failed(format!(
+            "the token endpoint answered {status}"
+        )));
     }
-    let v: serde_json::Value = r
-        .json()
-        .await
-        .map_err(|e| format!("the token endpoint {endpoint} answered no JSON: {e}"))?;
+    let v: serde_json::Value = serde_json::from_slice(&a.body)
+        .map_err(|e| Failure::Failed(format!("the token endpoint answered no JSON: {e}")))?;
     let token = v["access_token"]
         .as_str()
-        .ok_or_else(|| format!("the token endpoint {endpoint} answered no access_token"))?;
+        .ok_or_else(|| Failure::Failed("the token endpoint answered no access_token".into()))?;
     Ok((token.to_owned(), v["expires_in"].as_u64()))
 }
 
 impl Token {
     async fn get(
         &mut self,
-        client: &reqwest::Client,
+        app: &App,
         endpoint: &str,
         id: &str,
         secret: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, Failure> {
         if let Some((t, until)) = &self.value {
             if Instant::now() < *until {
                 return Ok(t.clone());
             }
         }
-        let (t, expires_in) = fetch_token(client, endpoint, id, secret).await?;
+        let (t, expires_in) = fetch_token(app, endpoint, id, secret).await?;
         // A token without a lifetime is kept for a minute; one with one until 10 s before.
         let life = expires_in.map_or(60, |s| s.saturating_sub(10));
         self.value = Some((t.clone(), Instant::now() + Duration::from_secs(life)));
@@ -104,54 +117,98 @@ impl Token {
     }
 }
 
-/// A request with the authentication of `delivery`.
-async fn authorized(
-    client: &reqwest::Client,
-    token: &mut Token,
-    delivery: &Delivery,
-    rb: reqwest::RequestBuilder,
-) -> Result<reqwest::RequestBuilder, String> {
-    Ok(match delivery {
-        Delivery::Plain => rb,
-        Delivery::Basic { user, password } => rb.basic_auth(user, Some(password)),
-        Delivery::OAuth2 {
-            client_id,
-            client_password,
-            token_endpoint,
-        } => {
-            let t = token
-                .get(client, token_endpoint, client_id, client_password)
-                .await?;
-            rb.bearer_auth(t)
-        }
-    })
+/// The `Authorization` of `delivery`.
+enum Auth {
+    None,
+    Basic(String, String),
+    Bearer(String),
 }
 
-fn send_error(uri: &str, e: &reqwest::Error) -> String {
-    if e.is_connect() {
-        format!("cannot connect to {uri}: {e}")
-    } else if e.is_timeout() {
-        format!("no answer from {uri} in time: {e}")
-    } else {
-        format!("cannot send to {uri}: {e}")
+impl Auth {
+    async fn of(app: &App, token: &mut Token, delivery: &Delivery) -> Result<Auth, Failure> {
+        Ok(match delivery {
+            Delivery::Plain => Auth::None,
+            Delivery::Basic { user, password } => Auth::Basic(user.clone(), password.clone()),
+            Delivery::OAuth2 {
+                client_id,
+                client_password,
+                token_endpoint,
+            } => Auth::Bearer(
+                token
+                    .get(app, token_endpoint, client_id, client_password)
+                    .await?,
+            ),
+        })
+    }
+
+    fn apply(self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self {
+            Auth::None => rb,
+            Auth::Basic(u, p) => rb.basic_auth(u, Some(p)),
+            Auth::Bearer(t) => rb.bearer_auth(t),
+        }
     }
 }
 
-/// SOL003 5.4.18.3.1: `GET callbackUri` must answer 204. `Err` says what happened instead.
-pub(crate) async fn test_callback(app: &App, uri: &str, delivery: &Delivery) -> Result<(), String> {
-    let c = client(Duration::from_secs(app.config.notifications.timeout))?;
+/// Why a callback test did not pass: the destination policy refused a URL, or the test
+/// failed. The 422 of each says only which (not what the target answered, which would make
+/// vnfm a port scanner); the message here, logged, says more.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    /// `callbackUri` or `tokenEndpoint` is refused by the destination policy.
+    Policy(String),
+    /// The token request or the test `GET` failed, or did not answer 204.
+    Failed(String),
+}
+
+impl From<Failure> for Refusal {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::Refused(m) => Refusal::Policy(m),
+            f => Refusal::Failed(f.to_string()),
+        }
+    }
+}
+
+/// SOL003 5.4.18.3.1: `GET callbackUri` must answer 204. Both URLs (`callbackUri` and
+/// `tokenEndpoint`) pass the destination policy before anything is sent.
+pub(crate) async fn test_callback(
+    app: &App,
+    uri: &str,
+    delivery: &Delivery,
+) -> Result<(), Refusal> {
+    app.outgoing.check(uri).await?;
+    if let Delivery::OAuth2 { token_endpoint, .. } = delivery {
+        app.outgoing
+            .check(token_endpoint)
+            .await
+            .map_err(|f| match f {
+                Failure::Refused(m) => Refusal::Policy(format!("tokenEndpoint: {m}")),
+                f => Refusal::Failed(format!("tokenEndpoint: {f}")),
+            })?;
+    }
     let mut token = Token::default();
-    let rb = authorized(&c, &mut token, delivery, c.get(uri)).await?;
-    let r = rb.send().await.map_err(|e| send_error(uri, &e))?;
-    match r.status().as_u16() {
+    let auth = Auth::of(app, &mut token, delivery)
+        .await
+        .map_err(|f| match Refusal::from(f) {
+            Refusal::Policy(m) => Refusal::Policy(format!("tokenEndpoint: {m}")),
+            Refusal::Failed(m) => Refusal::Failed(format!("the token request: {m}")),
+        })?;
+    let a = app
+        .outgoing
+        .send(Destination::Client, uri, limits(app, Body::Skip), |c, u| {
+            auth.apply(c.get(u))
+        })
+        .await?;
+    match a.status.as_u16() {
         204 => Ok(()),
-        s => Err(format!("answered {s}")),
+        s => Err(Refusal::Failed(format!("answered {s}"))),
     }
 }
 
 /// Why an attempt failed.
 #[derive(Debug)]
-struct Failure {
+struct AttemptFailure {
     /// The subscriber answered (a refusal of this notification); else it could not be
     /// reached.
     answered: bool,
@@ -160,38 +217,41 @@ struct Failure {
 
 /// One attempt: `Ok` for 2xx. A 401 forgets the cached token.
 async fn attempt(
-    client: &reqwest::Client,
+    app: &App,
     token: &mut Token,
     sub: &Sub,
     body: &[u8],
-) -> Result<(), Failure> {
-    let unreachable = |why: String| Failure {
+) -> Result<(), AttemptFailure> {
+    let uri = &sub.stored.request.callback_uri;
+    let unreachable = |why: String| AttemptFailure {
         answered: false,
         why,
     };
-    let uri = &sub.stored.request.callback_uri;
-    let rb = client
-        .post(uri)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::ACCEPT, "*/*")
-        .body(body.to_vec());
-    let rb = authorized(client, token, &sub.delivery, rb)
+    let auth = Auth::of(app, token, &sub.delivery)
         .await
-        .map_err(unreachable)?;
-    let r = rb
-        .send()
+        .map_err(|f| unreachable(format!("{}: the token request: {f}", shown(uri))))?;
+    let a = app
+        .outgoing
+        .send(Destination::Client, uri, limits(app, Body::Skip), |c, u| {
+            auth.apply(
+                c.post(u)
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .header(header::ACCEPT, "*/*")
+                    .body(body.to_vec()),
+            )
+        })
         .await
-        .map_err(|e| unreachable(send_error(uri, &e)))?;
-    let s = r.status().as_u16();
+        .map_err(|f| unreachable(format!("{}: {f}", shown(uri))))?;
+    let s = a.status.as_u16();
     if (200..300).contains(&s) {
         return Ok(());
     }
     if s == 401 {
         token.value = None;
     }
-    Err(Failure {
+    Err(AttemptFailure {
         answered: true,
-        why: format!("{uri} answered {s}"),
+        why: format!("{} answered {s}", shown(uri)),
     })
 }
 
@@ -215,12 +275,11 @@ enum Pass {
     Over,
 }
 
-/// A worker's state: the client, the token, the notifications set aside.
+/// A worker's state: the token, the notifications set aside.
 struct Worker {
     app: Arc<App>,
     id: String,
     policy: RetryPolicy,
-    client: reqwest::Client,
     token: Token,
     later: BTreeMap<String, Later>,
 }
@@ -298,7 +357,7 @@ impl Worker {
             return None;
         };
         let attempts = attempts.saturating_add(1);
-        let failure = match attempt(&self.client, &mut self.token, sub, &bytes).await {
+        let failure = match attempt(&self.app, &mut self.token, sub, &bytes).await {
             Ok(()) => {
                 self.later.remove(&name);
                 forget(&self.app, sub, &name).await;
@@ -357,18 +416,10 @@ async fn worker(app: Arc<App>, id: String, mut stopped: watch::Receiver<bool>) {
             return;
         }
     };
-    let client = match client(Duration::from_secs(app.config.notifications.timeout)) {
-        Ok(c) => c,
-        Err(e) => {
-            crate::display::log_line(&format!("vnfm serve: notifications not delivered: {e}"));
-            return;
-        }
-    };
     let mut w = Worker {
         app: app.clone(),
         id: id.clone(),
         policy,
-        client,
         token: Token::default(),
         later: BTreeMap::new(),
     };

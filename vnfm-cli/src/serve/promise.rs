@@ -35,10 +35,14 @@
 //! reservation create`) wrote the state file since (SQLite's `data_version`) and, when the
 //! document changed, reloads it; between two such checks the last writer wins. Notifications are POSTed
 //! as JSON (`Notification`: `subscriptionId`, `callbackUri`, `event`) to `http://` callback
-//! URIs (over reqwest, no proxy, no redirects), in order, each retried [`ATTEMPTS`] times;
-//! a callback answering 2xx has it.
+//! URIs (through the server's one outgoing client, `crate::outgoing`: the destination
+//! policy, no proxy, no redirects, no keep-alive, `[notifications] max_connections`), in
+//! order, each retried [`ATTEMPTS`] times; a callback answering 2xx has it. Subscriptions are
+//! bounded in number (`[notifications] max_subscriptions`) and size
+//! ([`MAX_SUBSCRIPTION_BYTES`]), the queue of notifications by
+//! `ledger::MAX_QUEUED` (beyond it a notification is dropped, counted as failed and logged).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +69,8 @@ use super::http::{json, parse, problem, problem_of, read_body, with_location};
 use super::ledger::{ledger_problem_details, snapshot_locked};
 pub use super::ledger::{ATTEMPTS, TICK};
 use super::state::App;
+use crate::outgoing::{Destination, Failure, Limits, MAX_URL_BYTES};
+use crate::promise::PromiseBook;
 
 /// How long one delivery attempt may take.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -550,22 +556,85 @@ struct SubscriptionRequest {
     filter: SubscriptionFilter,
 }
 
+/// The largest Promise subscription stored, in bytes (its `callbackUri` and its filter as
+/// JSON): the whole ledger document is written again at every change, with every
+/// subscription in it.
+pub const MAX_SUBSCRIPTION_BYTES: usize = 4096;
+
+/// `POST /promise/v1/subscriptions`: `callbackUri` at most [`MAX_URL_BYTES`] bytes, the
+/// subscription at most [`MAX_SUBSCRIPTION_BYTES`] (422 beyond), at most `[notifications]
+/// max_subscriptions` of them (409 beyond), and a callback the destination policy admits
+/// (`crate::outgoing`; 422 otherwise, without saying what the target is). The callback is
+/// not sent a test request: the Promise API defines none, and its callbacks take POSTed
+/// notifications only; the policy is checked again at every delivery.
 async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Result<Response, Response> {
     let req: SubscriptionRequest = body_of(&app, body, "SubscriptionRequest").await?;
-    Callback::parse(&req.callback_uri).map_err(|why| {
-        problem_of(
+    let uri = req.callback_uri;
+    let shown = crate::outgoing::shown(&uri);
+    if uri.len() > MAX_URL_BYTES {
+        return Err(problem_of(
             422,
             format!(
-                "callbackUri {:?} is not usable: {why}; expected http://host[:port]/path",
-                req.callback_uri
+                "callbackUri {shown} is {} bytes long; expected at most {MAX_URL_BYTES}",
+                uri.len()
             ),
+        ));
+    }
+    Callback::parse(&uri).map_err(|why| {
+        problem_of(
+            422,
+            format!("callbackUri {shown} is not usable: {why}; expected http://host[:port]/path"),
         )
     })?;
-    let (s, r) = changed(&app, StatusCode::CREATED, |l, ids, _| {
-        l.subscribe(Some(req.callback_uri), req.filter, ids)
-    })
-    .await?;
-    Ok(with_location(r, &format!("{BASE}/subscriptions/{}", s.id)))
+    let size = uri.len() + serde_json::to_string(&req.filter).map_or(usize::MAX, |f| f.len());
+    if size > MAX_SUBSCRIPTION_BYTES {
+        return Err(problem_of(
+            422,
+            format!(
+                "the subscription is {size} bytes (callbackUri and filter); expected at most \
+                 {MAX_SUBSCRIPTION_BYTES}"
+            ),
+        ));
+    }
+    if let Err(Failure::Refused(why)) = app.outgoing.check(&uri).await {
+        app.note(&format!("Promise subscription to {shown} refused: {why}"));
+        return Err(problem_of(
+            422,
+            format!(
+                "callbackUri {shown}: the destination is refused by this server's policy \
+                 (loopback, link-local, cloud metadata, unspecified and multicast addresses, \
+                 and the server itself, are refused unless [notifications] allow permits them)"
+            ),
+        ));
+    }
+    let cap = app.config.notifications.max_subscriptions;
+    let (s, saved) = {
+        let mut g = app.promise.lock();
+        let n = g.book.ledger.subscriptions().len();
+        if u64::try_from(n).unwrap_or(u64::MAX) >= cap {
+            return Err(problem_of(
+                409,
+                format!(
+                    "there are {n} Promise subscriptions, the most this server keeps \
+                     ([notifications] max_subscriptions = {cap}): delete one first"
+                ),
+            ));
+        }
+        let PromiseBook { ledger, ids } = &mut g.book;
+        let out = ledger
+            .subscribe(Some(uri), req.filter, ids)
+            .map_err(|e| ledger_problem(&e))?;
+        app.promise.enqueue(out.notifications);
+        (out.value, snapshot_locked(&mut g))
+    };
+    app.promise
+        .persist(&app.sqlite, saved)
+        .await
+        .map_err(|e| problem_of(500, e))?;
+    Ok(with_location(
+        json(StatusCode::CREATED, &s),
+        &format!("{BASE}/subscriptions/{}", s.id),
+    ))
 }
 
 async fn list_subscriptions(State(app): State<Arc<App>>) -> Response {
@@ -688,47 +757,39 @@ impl Callback {
     }
 }
 
-/// The HTTP client of the deliveries: no proxy from the environment and no redirects (a
-/// callback answers 2xx or the attempt failed), as a callback is a plain `http://` URI.
-fn delivery_client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
-}
-
-/// POSTs `body` (JSON) to `cb` once; `Ok` for a 2xx answer.
-async fn post_once(client: &reqwest::Client, cb: &Callback, body: &[u8]) -> Result<(), String> {
-    let answer = client
-        .post(cb.url())
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::ACCEPT, "*/*")
-        .body(body.to_vec())
-        .send()
-        .await
-        .map_err(|e| {
-            if e.is_connect() {
-                format!("cannot connect to {}: {e}", cb.authority)
-            } else {
-                format!("cannot send: {e}")
-            }
-        })?;
-    let status = answer.status().as_u16();
+/// POSTs `body` (JSON) to `cb` once, through the server's one outgoing client (the
+/// destination policy, its connections, no keep-alive); `Ok` for a 2xx answer, whose body is
+/// not read.
+async fn post_once(app: &App, cb: &Callback, body: &[u8]) -> Result<(), Failure> {
+    let limits = Limits {
+        timeout: DELIVERY_TIMEOUT,
+        body: crate::outgoing::Body::Skip,
+    };
+    let answer = app
+        .outgoing
+        .send(Destination::Client, &cb.url(), limits, |c, u| {
+            c.post(u)
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "*/*")
+                .body(body.to_vec())
+        })
+        .await?;
+    let status = answer.status.as_u16();
     if (200..300).contains(&status) {
         Ok(())
     } else {
-        Err(format!("the callback answered {status}"))
+        Err(Failure::Failed(format!("the callback answered {status}")))
     }
 }
 
-/// Delivers `n` to its callback, [`ATTEMPTS`] times at most.
-async fn deliver(app: &App, client: &Result<reqwest::Client, String>, n: &Notification) {
-    attempt_all(app, client, n).await;
+/// Delivers `n` to its callback, [`ATTEMPTS`] times at most (once when the destination
+/// policy refuses it); a failure is logged once, the URI shortened.
+async fn deliver(app: &App, n: &Notification) {
+    attempt_all(app, n).await;
     app.promise.queued.fetch_sub(1, Ordering::Relaxed);
 }
 
-async fn attempt_all(app: &App, client: &Result<reqwest::Client, String>, n: &Notification) {
+async fn attempt_all(app: &App, n: &Notification) {
     let Some(uri) = &n.callback_uri else { return };
     let body = match serde_json::to_vec(n) {
         Ok(b) => b,
@@ -739,22 +800,26 @@ async fn attempt_all(app: &App, client: &Result<reqwest::Client, String>, n: &No
             return;
         }
     };
-    let why = match (Callback::parse(uri), client) {
-        (Err(why), _) => why,
-        (Ok(_), Err(why)) => why.clone(),
-        (Ok(cb), Ok(client)) => {
+    let mut attempts = 0;
+    let why = match Callback::parse(uri) {
+        Err(why) => why,
+        Ok(cb) => {
             let mut why = String::new();
-            for attempt in 1..=ATTEMPTS {
-                match tokio::time::timeout(DELIVERY_TIMEOUT, post_once(client, &cb, &body)).await {
-                    Ok(Ok(())) => {
+            while attempts < ATTEMPTS {
+                attempts += 1;
+                match post_once(app, &cb, &body).await {
+                    Ok(()) => {
                         app.promise.delivered.fetch_add(1, Ordering::Relaxed);
                         return;
                     }
-                    Ok(Err(e)) => why = e,
-                    Err(_) => why = format!("no answer within {} s", DELIVERY_TIMEOUT.as_secs()),
+                    Err(e @ Failure::Refused(_)) => {
+                        why = e.to_string();
+                        break;
+                    }
+                    Err(e) => why = e.to_string(),
                 }
-                if attempt < ATTEMPTS {
-                    tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
+                if attempts < ATTEMPTS {
+                    tokio::time::sleep(Duration::from_millis(200 << attempts)).await;
                 }
             }
             why
@@ -762,9 +827,10 @@ async fn attempt_all(app: &App, client: &Result<reqwest::Client, String>, n: &No
     };
     app.promise.failed.fetch_add(1, Ordering::Relaxed);
     app.note(&format!(
-        "Promise notification of subscription {} to {uri} not delivered after {ATTEMPTS} \
-         attempts: {why}",
-        n.subscription_id
+        "Promise notification of subscription {} to {} not delivered after {attempts} \
+         attempt(s): {why}",
+        n.subscription_id,
+        crate::outgoing::shown(uri)
     ));
 }
 
@@ -776,10 +842,47 @@ async fn stopped_signal(stopped: &mut watch::Receiver<bool>) {
 /// How long a stop waits for the queued notifications.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Advances the ledger every [`TICK`] and delivers the queued notifications until `stopped`:
-/// one worker per callback URI, so each callback gets its notifications in order and a slow
-/// or dead callback delays no other. At a stop, the workers deliver what is queued for at
-/// most [`DRAIN_TIMEOUT`].
+/// The notifications waiting for delivery, by callback URI: a URI is a key while one of its
+/// notifications is being delivered, and its queue holds the ones after it. A key goes once
+/// its queue is empty and its delivery ended: nothing is kept for a callback with nothing to
+/// deliver.
+#[derive(Default)]
+struct Lanes {
+    waiting: HashMap<String, VecDeque<Notification>>,
+}
+
+impl Lanes {
+    /// Takes `n`: `Some` when its callback has no delivery going on (start it now).
+    fn push(&mut self, n: Notification) -> Option<Notification> {
+        let uri = n.callback_uri.clone()?;
+        match self.waiting.get_mut(&uri) {
+            Some(q) => {
+                q.push_back(n);
+                None
+            }
+            None => {
+                self.waiting.insert(uri, VecDeque::new());
+                Some(n)
+            }
+        }
+    }
+
+    /// The delivery to `uri` ended: its next notification, if any (else `uri` is forgotten).
+    fn next(&mut self, uri: &str) -> Option<Notification> {
+        let n = self.waiting.get_mut(uri).and_then(VecDeque::pop_front);
+        if n.is_none() {
+            self.waiting.remove(uri);
+        }
+        n
+    }
+}
+
+/// Advances the ledger every [`TICK`] and delivers the queued notifications until `stopped`.
+/// One worker routes them: each callback gets its notifications in order, one at a time, and
+/// a slow or dead callback delays no other (each delivery is a task that ends with it; the
+/// server's outgoing connections bound how many run at once); a callback with nothing to
+/// deliver holds nothing. At a stop, what is queued is delivered for at most
+/// [`DRAIN_TIMEOUT`].
 pub(crate) async fn run(
     app: Arc<App>,
     mut queue: mpsc::UnboundedReceiver<Notification>,
@@ -799,46 +902,45 @@ pub(crate) async fn run(
             }
         })
     };
-    // One client for every delivery (its connections are reused); an error is every
-    // delivery's reason to fail.
-    let client = delivery_client();
-    let mut workers: HashMap<String, mpsc::UnboundedSender<Notification>> = HashMap::new();
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut route = |n: Notification, tasks: &mut tokio::task::JoinSet<()>| {
-        let Some(uri) = n.callback_uri.clone() else {
-            return;
-        };
-        let tx = workers.entry(uri).or_insert_with(|| {
-            let (tx, mut rx) = mpsc::unbounded_channel::<Notification>();
-            let app = app.clone();
-            let client = client.clone();
-            tasks.spawn(async move {
-                while let Some(n) = rx.recv().await {
-                    deliver(&app, &client, &n).await;
-                }
-            });
-            tx
+    let mut lanes = Lanes::default();
+    let mut tasks: tokio::task::JoinSet<String> = tokio::task::JoinSet::new();
+    let start = |n: Notification, tasks: &mut tokio::task::JoinSet<String>| {
+        let app = app.clone();
+        tasks.spawn(async move {
+            deliver(&app, &n).await;
+            n.callback_uri.unwrap_or_default()
         });
-        let _ = tx.send(n);
     };
     loop {
         tokio::select! {
             n = queue.recv() => match n {
-                Some(n) => route(n, &mut tasks),
+                Some(n) => {
+                    if let Some(n) = lanes.push(n) {
+                        start(n, &mut tasks);
+                    }
+                }
                 None => break,
             },
             () = stopped_signal(&mut stopped) => break,
-            // Reap finished workers (none finish before the stop).
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                if let Some(n) = done.ok().and_then(|uri| lanes.next(&uri)) {
+                    start(n, &mut tasks);
+                }
+            }
         }
     }
     let _ = ticker.await;
     while let Ok(n) = queue.try_recv() {
-        route(n, &mut tasks);
+        if let Some(n) = lanes.push(n) {
+            start(n, &mut tasks);
+        }
     }
-    drop(workers);
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
-        while tasks.join_next().await.is_some() {}
+        while let Some(done) = tasks.join_next().await {
+            if let Some(n) = done.ok().and_then(|uri| lanes.next(&uri)) {
+                start(n, &mut tasks);
+            }
+        }
     })
     .await;
     if drained.is_err() {

@@ -206,6 +206,8 @@ pub(crate) struct App {
     pub(super) promise: ledger::Promise,
     /// The interrupts of the running operations, that `POST .../cancel` triggers.
     pub(super) cancels: Cancels,
+    /// The one client of every outgoing request (`crate::outgoing`).
+    pub(super) outgoing: Arc<crate::outgoing::Outgoing>,
 }
 
 impl App {

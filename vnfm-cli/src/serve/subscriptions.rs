@@ -3,8 +3,10 @@
 //!
 //! # Routes
 //! - `POST /vnflcm/v2/subscriptions` (`LccnSubscriptionRequest`): 400 naming an unknown member
-//!   or a bad value; 422 for `TLS_CERT` or a callback that does not answer the test `GET` with
-//!   204 (the ProblemDetails names the URI and what it answered); 303 See Other with the
+//!   or a bad value; 422 for `TLS_CERT`, a `callbackUri` or `tokenEndpoint` the destination
+//!   policy refuses (`crate::outgoing`), or a callback that does not answer the test `GET`
+//!   with 204 (the ProblemDetails says which of the two, never what the target answered:
+//!   the log does); 303 See Other with the
 //!   `Location` of the existing subscription for the same `callbackUri` and `filter`
 //!   (SOL003 5.4.18.3.1 lets the VNFM refuse duplicates that way: an NFVO that re-subscribes
 //!   after a restart gets the one it had, not a second stream of the same notifications);
@@ -34,6 +36,7 @@ use serde_json::Value;
 use vnfm_core::lcm_notify::{subscription_body, subscription_href, SubscriptionRefusal};
 
 use super::http::{json, problem_of, read_body, with_location};
+use super::notify::Refusal;
 use super::outbox::{all_of, outbox_prefix, Stored, Sub, COUNTER, SUBSCRIPTION_PREFIX};
 use super::state::App;
 use crate::store::Flush;
@@ -123,6 +126,33 @@ fn full(app: &App) -> Option<Response> {
     })
 }
 
+/// The 422 of a callback that did not pass: one message per kind (refused by the
+/// destination policy, or the test failed), never what the target answered; the log says
+/// more.
+fn callback_refused(app: &App, uri: &str, why: &Refusal) -> Response {
+    let shown = crate::outgoing::shown(uri);
+    let detail = match why {
+        Refusal::Policy(m) => {
+            app.note(&format!("subscription to {shown} refused: {m}"));
+            format!(
+                "callbackUri {shown}: the destination is refused by this server's policy \
+                 (loopback, link-local, cloud metadata, unspecified and multicast addresses, \
+                 and the server itself, are refused unless [notifications] allow permits them)"
+            )
+        }
+        Refusal::Failed(m) => {
+            app.note(&format!(
+                "subscription to {shown}: the callback test failed: {m}"
+            ));
+            format!(
+                "callbackUri {shown}: the callback test failed (SOL003 5.4.18.3.1: the test GET \
+                 must answer 204 No Content); the server's log says why"
+            )
+        }
+    };
+    problem_of(422, detail)
+}
+
 async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
     let bytes = match read_body(body, app.config.server.body_limit, app.request_timeout()).await {
         Ok(b) => b,
@@ -156,13 +186,7 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
     }
     // SOL003 5.4.18.3.1: the callback is tested before the subscription exists.
     if let Err(why) = super::notify::test_callback(&app, &req.callback_uri, &delivery).await {
-        return problem_of(
-            422,
-            format!(
-                "callbackUri {}: the test GET (SOL003 5.4.18.3.1 expects 204 No Content) {why}",
-                req.callback_uri
-            ),
-        );
+        return callback_refused(&app, &req.callback_uri, &why);
     }
     let n = match app.sqlite.increment_counter(COUNTER).await {
         Ok(n) => n,
@@ -199,7 +223,7 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
     outbox.changed.notify_one();
     app.note(&format!(
         "subscription {id} to {} created",
-        stored.request.callback_uri
+        crate::outgoing::shown(&stored.request.callback_uri)
     ));
     with_location(
         json(
