@@ -30,7 +30,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use serde_json::Value;
 use tokio::sync::Notify;
 use vnfm_core::lcm_notify::{subscription_body, subscription_href, SubscriptionRefusal};
 
@@ -201,14 +200,14 @@ async fn list_subscriptions(State(app): State<Arc<App>>, uri: Uri) -> Response {
         Ok(q) => q,
         Err(r) => return r,
     };
-    let v: Vec<Value> = app
-        .shared
-        .outbox
-        .subscriptions()
-        .iter()
-        .map(|s| subscription_body(&s.stored.id, &s.stored.request))
-        .collect();
-    super::query::page(&uri, &q, v, app.config.server.page_size)
+    let subs = app.shared.outbox.subscriptions();
+    let s = &app.config.server;
+    super::query::page_off_workers(&uri, q, s.page_size, s.filter_work_limit, move || {
+        subs.iter()
+            .map(|s| subscription_body(&s.stored.id, &s.stored.request))
+            .collect()
+    })
+    .await
 }
 
 fn not_found(id: &str) -> Response {
