@@ -47,6 +47,7 @@
 //!                                # is written before its answer, fsynced within a second) or
 //!                                # "each" (fsynced before its answer); see AlertFsync
 //! page_size = 100                # resources per page of a SOL003 list (Link rel="next" beyond)
+//! filter_work_limit = 20000000   # work units one SOL013 filter may take per request (400 beyond)
 //!
 //! [cluster]                      # hardware-aware affinity (`vnfm cluster`, the label hook)
 //! kubeconfig = "kubeconfig"      # the Kubernetes cluster (token, client certificate, CA); unset with
@@ -627,6 +628,10 @@ pub struct ServerConfig {
     /// `/vnf_lcm_op_occs`) holds; more follow through `Link: <...>; rel="next"` (SOL013 5.4;
     /// default 100, at least 1).
     pub page_size: usize,
+    /// `filter_work_limit`: the units of work the SOL013 filter of one list request may take
+    /// (a value visited, a byte compared: [`vnfm_core::query::Budget`]); a filter that needs
+    /// more is refused with a 400 (default 20,000,000; at least 1).
+    pub filter_work_limit: u64,
 }
 
 /// The file descriptors `vnfm serve` keeps for itself beside its connections (state file,
@@ -716,6 +721,13 @@ impl ServerConfig {
                 ));
             }
         }
+        if self.filter_work_limit == 0 {
+            return Some(
+                "[server] filter_work_limit is 0; expected at least 1 (every filter would be \
+                 refused)"
+                    .into(),
+            );
+        }
         if self.page_size == 0 {
             return Some(
                 "[server] page_size is 0; expected at least 1 resource per page of a list".into(),
@@ -789,9 +801,13 @@ impl Default for ServerConfig {
             max_connections: None,
             alert_fsync: AlertFsync::Periodic,
             page_size: 100,
+            filter_work_limit: DEFAULT_FILTER_WORK_LIMIT,
         }
     }
 }
+
+/// The default `[server] filter_work_limit`: about 0.1 s of one core in a release build.
+pub const DEFAULT_FILTER_WORK_LIMIT: u64 = 20_000_000;
 
 /// `[prometheus_plugin]`: the keys of [`PrometheusPluginConfig`] plus the credentials the
 /// alert endpoints require.

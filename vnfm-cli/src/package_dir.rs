@@ -4,9 +4,12 @@
 //!
 //! Every entry whose name does not start with `.` is a package: a folder, or a `.zip` /
 //! `.csar` file. Hidden entries are ignored (write a package under a hidden name, then rename
-//! it, to publish it whole). Refused, without being opened or followed: symbolic links and
-//! special files (FIFOs, sockets, devices), at the top or inside a package folder (outside its
-//! `Files/`, which is never read), and, in a package folder, a file above
+//! it, to publish it whole). An entry that is a symbolic link is the operator's (a release
+//! link, a Kubernetes ConfigMap or volume mount) and is followed to its folder or file.
+//! Refused, without being opened or followed: special files (FIFOs, sockets, devices), and
+//! symbolic links inside a package folder (outside its `Files/`, which is never read, but for
+//! `Files/kubernetes/`: `Files`, `Files/kubernetes` and the entries in it are refused as links
+//! too), and, in a package folder, a file above
 //! [`MAX_ZIP_ENTRY_BYTES`] or files above [`MAX_ZIP_TOTAL_BYTES`] together (the bounds of a
 //! zip's entries), and more than [`MAX_ZIP_ENTRIES`] entries.
 
@@ -50,8 +53,21 @@ pub(crate) fn entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// # Errors
 /// The reason, naming the path at fault and what was expected.
 pub(crate) fn inspect(path: &Path) -> Result<Stamp, String> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut meta =
+        std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
+    if meta.file_type().is_symlink() {
+        // The operator's link: followed, and its target is part of the stamp (a link moved to
+        // another release is a change).
+        std::fs::read_link(path).ok().hash(&mut h);
+        meta = std::fs::metadata(path).map_err(|e| {
+            format!(
+                "{}: a symbolic link whose target cannot be read ({e}); expected a link to a \
+                 package folder or a .zip / .csar file",
+                path.display()
+            )
+        })?;
+    }
     let ft = meta.file_type();
     if ft.is_dir() {
         let mut walk = Walk {
@@ -92,7 +108,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 
 fn refused(path: &Path, ft: &std::fs::FileType) -> String {
     let what = if ft.is_symlink() {
-        "a symbolic link (not followed)"
+        "a symbolic link inside a package (not followed; only the package itself may be a link)"
     } else {
         "a special file (FIFO, socket or device; not opened)"
     };
@@ -151,12 +167,18 @@ impl<H: Hasher> Walk<'_, H> {
             } else {
                 format!("{rel}/{name}")
             };
-            if depth == 0 && rel == SKIPPED_DIR {
-                continue;
-            }
             let meta =
                 std::fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             let ft = meta.file_type();
+            if depth == 0 && rel == SKIPPED_DIR {
+                if ft.is_symlink() {
+                    return Err(refused(&path, &ft));
+                }
+                if ft.is_dir() {
+                    self.manifests(&path.join("kubernetes"))?;
+                }
+                continue;
+            }
             if ft.is_dir() {
                 self.dir(&path, &rel, depth + 1)?;
             } else if ft.is_file() {
@@ -180,6 +202,47 @@ impl<H: Hasher> Walk<'_, H> {
             } else {
                 return Err(refused(&path, &ft));
             }
+        }
+        Ok(())
+    }
+
+    /// `Files/kubernetes/` (the part of `Files/` that is read): no link, its entries stamped.
+    fn manifests(&mut self, dir: &Path) -> Result<(), String> {
+        let meta = match std::fs::symlink_metadata(dir) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("{}: {e}", dir.display())),
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            return Err(refused(dir, &ft));
+        }
+        if !ft.is_dir() {
+            return Ok(());
+        }
+        let read = |e: std::io::Error| format!("{}: {e}", dir.display());
+        let mut list = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(read)? {
+            list.push(entry.map_err(read)?);
+        }
+        list.sort_by_key(|e| e.file_name());
+        for entry in list {
+            self.entries += 1;
+            if self.entries > MAX_ZIP_ENTRIES {
+                return Err(format!(
+                    "{}: more than {MAX_ZIP_ENTRIES} entries in the package folder",
+                    dir.display()
+                ));
+            }
+            let path = entry.path();
+            let meta =
+                std::fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let ft = meta.file_type();
+            if ft.is_symlink() {
+                return Err(refused(&path, &ft));
+            }
+            let rel = format!("Files/kubernetes/{}", entry.file_name().to_string_lossy());
+            stamp_of(self.hasher, &rel, &meta);
         }
         Ok(())
     }
@@ -208,13 +271,30 @@ mod tests {
         assert_eq!(entries(dir.path()).unwrap(), vec![pkg.clone()]);
         #[cfg(unix)]
         {
+            // The operator's link to a package folder is followed.
             std::os::unix::fs::symlink(&pkg, dir.path().join("link")).unwrap();
-            let e = inspect(&dir.path().join("link")).unwrap_err();
-            assert!(e.contains("a symbolic link (not followed)"), "{e}");
+            assert!(inspect(&dir.path().join("link")).is_ok());
             std::os::unix::fs::symlink("/etc/hostname", pkg.join("Definitions/b.yaml")).unwrap();
             let e = inspect(&pkg).unwrap_err();
             assert!(
-                e.contains("Definitions/b.yaml: a symbolic link (not followed)"),
+                e.contains("Definitions/b.yaml: a symbolic link inside a package (not followed"),
+                "{e}"
+            );
+            let e = inspect(&dir.path().join("link")).unwrap_err();
+            assert!(
+                e.contains("Definitions/b.yaml: a symbolic link inside"),
+                "{e}"
+            );
+            std::fs::remove_file(pkg.join("Definitions/b.yaml")).unwrap();
+            // Files/kubernetes is read: a link there is refused, elsewhere in Files/ not.
+            std::os::unix::fs::symlink("/etc/hostname", pkg.join("Files/image.link")).unwrap();
+            assert!(inspect(&pkg).is_ok());
+            std::fs::create_dir_all(pkg.join("Files/kubernetes")).unwrap();
+            std::os::unix::fs::symlink("/etc/hostname", pkg.join("Files/kubernetes/m.yaml"))
+                .unwrap();
+            let e = inspect(&pkg).unwrap_err();
+            assert!(
+                e.contains("Files/kubernetes/m.yaml: a symbolic link inside"),
                 "{e}"
             );
         }

@@ -19,8 +19,10 @@
 //! The schema evolves by migrations: a list of SQL scripts applied in order when a file is
 //! opened, each in its own transaction together with the new version number, which is kept
 //! in `PRAGMA user_version` ([`SCHEMA_VERSION`] is the version this build writes). The file is
-//! marked as vnfm's with `PRAGMA application_id`; a file that is neither empty nor marked is
-//! refused, and so is a file whose version is newer than this build knows.
+//! marked as vnfm's with `PRAGMA application_id`; a file that is not marked is refused (an
+//! existing file of 0 bytes too: vnfm creates the file when it does not exist, and a file
+//! truncated to nothing is not an empty state), and so is a file whose version is newer than
+//! this build knows.
 //!
 //! ## Concurrency
 //! Files are opened in WAL mode with a busy timeout and foreign keys on. Each batch is one
@@ -127,6 +129,21 @@ impl SqliteStore {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, DriverError> {
         let path = path.as_ref();
         let file: Arc<str> = Arc::from(path.display().to_string());
+        // A file of 0 bytes was not written by vnfm (it writes the header when it creates
+        // one): a state file truncated to nothing (a full disk, a bad copy) would otherwise
+        // start silently with an empty state.
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            return Err(DriverError::Other {
+                driver: DRIVER,
+                message: format!(
+                    "{file}: the state file is empty (0 bytes): not a vnfm state database, \
+                     maybe truncated; expected an SQLite file written by vnfm. Restore it from \
+                     a backup, or remove it to start with an empty state (vnfm creates the \
+                     file when it does not exist)"
+                ),
+                source: None,
+            });
+        }
         let conn = Connection::open(path).map_err(|e| {
             sql_error(
                 &file,
@@ -1019,11 +1036,17 @@ fn sql_error(file: &str, doing: impl fmt::Display, e: rusqlite::Error) -> Driver
                  {BUSY_TIMEOUT:?} ({e})"
             ),
         },
+        // SQLITE_FULL (SQLite's ENOSPC, or a page limit): nothing of the transaction stays;
+        // retrying once there is room may succeed.
+        Some(ErrorCode::DiskFull) => DriverError::Unavailable {
+            driver: DRIVER,
+            message: format!("{file}: {doing}: the disk is full ({e}); free some space and retry"),
+        },
         Some(ErrorCode::NotADatabase) => DriverError::Other {
             driver: DRIVER,
             message: format!(
                 "{file}: not a vnfm state database (expected an SQLite file written by vnfm, or \
-                 an empty file): {doing}"
+                 no file: vnfm creates it): {doing}"
             ),
             source: Some(Box::new(e)),
         },
@@ -1264,10 +1287,47 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn migrates_an_empty_file_to_the_current_version() {
+    async fn a_full_disk_is_unavailable_naming_the_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, store) = file_store(&dir);
+        // A page limit is how SQLite answers a full disk too: SQLITE_FULL.
+        store
+            .conn
+            .lock()
+            .unwrap()
+            .pragma_update(None, "max_page_count", 1)
+            .unwrap();
+        let mut inst = conformance::instance("i", "v");
+        inst.vnf_instance_description = Some("x".repeat(100_000));
+        let e = store
+            .commit(StoreBatch::new().with_instance(inst))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, DriverError::Unavailable { .. }), "{e:?}");
+        assert!(e.to_string().contains("the disk is full"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_state_file_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("empty.db");
         std::fs::write(&path, b"").unwrap();
+        let e = SqliteStore::open(&path).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(
+                "{}: the state file is empty (0 bytes)",
+                path.display()
+            )),
+            "{e}"
+        );
+        // Left as it was.
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    }
+
+    #[tokio::test]
+    async fn migrates_a_new_file_to_the_current_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
         let store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.schema_version(), SCHEMA_VERSION);
         assert_eq!(store.path(), Some(path.as_path()));

@@ -229,3 +229,118 @@ fn a_package_file_beyond_16_mib_is_refused() {
     let o = run(&["package", "show", pkg.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+#[cfg(unix)]
+#[test]
+fn links_inside_a_package_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages");
+    let pkg = dir.path().join("cnf");
+    copy_dir(&examples.join("cnf-podaffinity"), &pkg);
+    // A host file outside the package, valid as a manifest: it must not be read.
+    let host = dir.path().join("host-file.yaml");
+    std::fs::copy(pkg.join("Files/kubernetes/deployment.yaml"), &host).unwrap();
+    let o = run(&["package", "show", pkg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    std::fs::remove_file(pkg.join("Files/kubernetes/deployment.yaml")).unwrap();
+    std::os::unix::fs::symlink(&host, pkg.join("Files/kubernetes/deployment.yaml")).unwrap();
+    let o = run(&["package", "show", pkg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("Files/kubernetes/deployment.yaml")
+            && e.contains("a symbolic link inside a package (not followed)"),
+        "{e}"
+    );
+    // Files/kubernetes itself as a link: refused too.
+    std::fs::remove_file(pkg.join("Files/kubernetes/deployment.yaml")).unwrap();
+    let manifests = dir.path().join("manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::copy(&host, manifests.join("deployment.yaml")).unwrap();
+    std::fs::remove_dir(pkg.join("Files/kubernetes")).unwrap();
+    std::os::unix::fs::symlink(&manifests, pkg.join("Files/kubernetes")).unwrap();
+    let o = run(&["package", "show", pkg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Files/kubernetes: a symbolic link inside"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A descriptor linked from outside the package: refused as well.
+    let demo = dir.path().join("demo");
+    copy_dir(&examples.join("demo-vnf"), &demo);
+    let types = demo.join("Definitions/demo_types.yaml");
+    let outside = dir.path().join("types.yaml");
+    std::fs::rename(&types, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &types).unwrap();
+    let o = run(&["package", "show", demo.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Definitions/demo_types.yaml: a symbolic link inside a package"),
+        "{}",
+        stderr(&o)
+    );
+    // The operator's own link to a package folder (`--package`, `package show`) is followed.
+    std::fs::remove_file(&types).unwrap();
+    std::fs::rename(&outside, &types).unwrap();
+    let link = dir.path().join("current");
+    std::os::unix::fs::symlink(&demo, &link).unwrap();
+    let o = run(&["package", "show", link.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn deeply_nested_intent_yaml_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/intent");
+    let deep = dir.path().join("deep.yaml");
+    // 100,000 `[`: over 30 s in serde_yaml before its own recursion limit answers.
+    std::fs::write(&deep, format!("intents: {}", "[".repeat(100_000))).unwrap();
+    let policy = examples.join("policy-ha.json");
+    let candidates = examples.join("candidates.yaml");
+    for args in [
+        [
+            "--policy",
+            deep.to_str().unwrap(),
+            "--candidates",
+            candidates.to_str().unwrap(),
+        ],
+        [
+            "--policy",
+            policy.to_str().unwrap(),
+            "--candidates",
+            deep.to_str().unwrap(),
+        ],
+    ] {
+        let started = Instant::now();
+        let mut all = vec!["select"];
+        all.extend(args);
+        all.extend(["--customer", "48.85,2.35"]);
+        let o = run(&all);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("deep.yaml") && e.contains("nested deeper than 64 levels at line 1"),
+            "{e}"
+        );
+        // Generous: it took 9 s for 40,000 `[`.
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+    // JSON too.
+    let deep_json = dir.path().join("deep.json");
+    std::fs::write(&deep_json, "[".repeat(100_000)).unwrap();
+    let o = run(&[
+        "select",
+        "--policy",
+        deep_json.to_str().unwrap(),
+        "--candidates",
+        candidates.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nested deeper than 64"),
+        "{}",
+        stderr(&o)
+    );
+}

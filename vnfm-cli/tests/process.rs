@@ -83,7 +83,7 @@ fn corrupt_state_file_is_refused_naming_the_file_and_left_untouched() {
     assert!(
         shown.starts_with(&format!(
             "error: sqlite: {}: not a vnfm state database (expected an SQLite file written by \
-             vnfm, or an empty file): cannot read the database header\n  caused by: file is \
+             vnfm, or no file: vnfm creates it): cannot read the database header\n  caused by: file is \
              not a database\n",
             path.display()
         )),
@@ -117,6 +117,32 @@ fn corrupt_state_file_reported_as_a_state_error_exits_2() {
         )),
         "{shown}"
     );
+}
+
+#[test]
+fn an_empty_state_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite");
+    std::fs::write(&path, b"").unwrap();
+    let out = run(&["--state", path.to_str().unwrap(), "instance", "list"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}: the state file is empty (0 bytes)",
+            path.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        0,
+        "the file was changed"
+    );
+    // A state file that does not exist is created.
+    let fresh = dir.path().join("new.sqlite");
+    let out = run(&["--state", fresh.to_str().unwrap(), "instance", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
 #[test]

@@ -90,7 +90,12 @@ async fn packages_are_read_once_reported_and_found_after_a_reload() {
     copy_dir(&fixture("mini"), &pkgs.join("mini"));
     copy_dir(&fixture("malformed-vnfd"), &pkgs.join("broken"));
     std::fs::write(pkgs.join("notes.txt"), "not a package\n").unwrap();
-    std::os::unix::fs::symlink(pkgs.join("mini"), pkgs.join("link")).unwrap();
+    // A package with a link inside: refused (the operator's link to a package is followed:
+    // `a_linked_package_folder_is_followed`).
+    copy_dir(&fixture("mini"), &pkgs.join("link"));
+    let vnfd = pkgs.join("link/Definitions/mini_top.vnfd.yaml");
+    std::fs::rename(&vnfd, dir.path().join("outside.yaml")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("outside.yaml"), &vnfd).unwrap();
     // A FIFO would block whoever opens it for reading: it must never be opened.
     let made = std::process::Command::new("mkfifo")
         .arg(pkgs.join("fifo"))
@@ -130,7 +135,7 @@ async fn packages_are_read_once_reported_and_found_after_a_reload() {
     };
     assert!(reason("fifo").contains("a special file"), "{listing}");
     assert!(
-        reason("link").contains("a symbolic link (not followed)"),
+        reason("link").contains("mini_top.vnfd.yaml: a symbolic link inside a package"),
         "{listing}"
     );
     assert!(
@@ -207,6 +212,41 @@ async fn a_changed_folder_is_read_again_for_what_changed_only() {
     std::fs::remove_dir_all(pkgs.join("mini")).unwrap();
     eventually(15, "the removed package gone", || async {
         (create(addr, &auth, MINI).await.status == 422).then_some(())
+    })
+    .await;
+    server.shutdown().await.unwrap();
+}
+
+/// The operator's link in the packages folder (a release link, a ConfigMap mount) is followed,
+/// and moving it to another release is a change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linked_package_folder_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkgs = dir.path().join("packages");
+    let releases = dir.path().join("releases");
+    std::fs::create_dir_all(&pkgs).unwrap();
+    std::fs::create_dir_all(&releases).unwrap();
+    let (v1, v2) = (
+        "5e3c1a9d-0000-4000-8000-00000000b001",
+        "5e3c1a9d-0000-4000-8000-00000000b002",
+    );
+    publish_mini_as(&releases, "r1", v1);
+    publish_mini_as(&releases, "r2", v2);
+    std::os::unix::fs::symlink(releases.join("r1"), pkgs.join("current")).unwrap();
+    let mut c = config(dir.path(), 3600);
+    c.packages.dir = Some(pkgs.clone());
+    c.packages.rescan_interval = 1;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let listing = get(addr, "/admin/packages").await.json();
+    assert_eq!(failed_paths(&listing), Vec::<String>::new(), "{listing}");
+    assert_eq!(create(addr, &[], v1).await.status, 201, "{listing}");
+    // The link moved to the next release: served after the next look.
+    let tmp = pkgs.join(".current.tmp");
+    std::os::unix::fs::symlink(releases.join("r2"), &tmp).unwrap();
+    std::fs::rename(&tmp, pkgs.join("current")).unwrap();
+    eventually(15, "the next release served", || async {
+        (create(addr, &[], v2).await.status == 201).then_some(())
     })
     .await;
     server.shutdown().await.unwrap();

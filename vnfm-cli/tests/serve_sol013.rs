@@ -304,3 +304,180 @@ async fn etag_if_match_links_and_ext_cp_info() {
     assert_eq!(patch("*".into(), "free").await.status, 202);
     server.shutdown().await.unwrap();
 }
+
+/// An instance whose `metadata.a` is a list of 50,000 strings (issue 26).
+async fn big_instance(addr: SocketAddr) -> String {
+    let r = post_json(
+        addr,
+        "/vnflcm/v2/vnf_instances",
+        &json!({"vnfdId": DEMO_VNFD, "vnfInstanceName": "big",
+                "metadata": {"a": vec!["xxxxxxxx"; 50_000]}}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    r.json()["id"].as_str().unwrap().to_owned()
+}
+
+fn heavy_filter(values: usize) -> String {
+    format!(
+        "/vnflcm/v2/vnf_instances?filter=(cont,metadata/a,{})",
+        vec!["y"; values].join(",")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heavy_filters_do_not_stall_other_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    big_instance(addr).await;
+
+    // Issue 26's request: 17,000 values. Refused before any evaluation (it took 35.7 s).
+    let p = get(addr, &heavy_filter(17_000)).await.problem(400);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.contains("more than 256 values"), "{p}");
+
+    // Within the bounds of the parser, the work is bounded: 50,000 strings times 256 values
+    // is over [server] filter_work_limit, refused once the budget is spent. Two at once, and
+    // meanwhile the rest of the server answers.
+    let heavy = || async move {
+        let started = std::time::Instant::now();
+        let r = get(addr, &heavy_filter(256)).await;
+        (r, started.elapsed())
+    };
+    let (a, b) = (tokio::spawn(heavy()), tokio::spawn(heavy()));
+    let started = std::time::Instant::now();
+    let m = get(addr, "/metrics").await;
+    assert_eq!(m.status, 200);
+    create(addr, "meanwhile").await;
+    // Generous: the stall it guards against lasted 26.5 s in a release build.
+    let other = started.elapsed();
+    assert!(other < std::time::Duration::from_secs(10), "{other:?}");
+    for h in [a, b] {
+        let (r, took) = h.await.unwrap();
+        let p = r.problem(400);
+        let detail = p["detail"].as_str().unwrap();
+        assert!(detail.contains("[server] filter_work_limit"), "{p}");
+        assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+    }
+    // A filter that fits the budget is answered as before.
+    let r = get(
+        addr,
+        "/vnflcm/v2/vnf_instances?filter=(cont,metadata/a,xx)&fields=vnfInstanceName",
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json().as_array().unwrap().len(), 1);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heavy_filters_are_bounded_by_request_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    // No work bound: only the timeout stops it.
+    c.server.filter_work_limit = u64::MAX;
+    c.server.request_timeout = 1;
+    let server = start(c).await;
+    let addr = server.local_addr();
+    big_instance(addr).await;
+    // 128 M comparisons: seconds even in a release build.
+    let started = std::time::Instant::now();
+    let p = get(addr, &heavy_filter(256)).await.problem(503);
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("([server] request_timeout)"),
+        "{p}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // The evaluation stopped with the request: the server answers at once.
+    assert_eq!(get(addr, "/metrics").await.status, 200);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn if_match_mixing_star_and_tags_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = create(addr, "tagged").await;
+    let path = format!("/vnflcm/v2/vnf_instances/{id}");
+    let body = serde_json::to_vec(&json!({"vnfInstanceName": "changed"})).unwrap();
+    for bad in [
+        "\"zzz\", *",
+        "*, \"zzz\"",
+        "*, *",
+        "zzz",
+        "\"zzz",
+        "\"a\" x",
+        ",",
+    ] {
+        let r = request(
+            addr,
+            "PATCH",
+            &path,
+            &[
+                ("Content-Type", "application/merge-patch+json"),
+                ("If-Match", bad),
+            ],
+            &body,
+        )
+        .await;
+        let p = r.problem(400);
+        assert!(
+            p["detail"].as_str().unwrap().contains("If-Match"),
+            "{bad}: {p}"
+        );
+    }
+    // Nothing changed, and the instance is not left claimed.
+    assert_eq!(get(addr, &path).await.json()["vnfInstanceName"], "tagged");
+    let r = request(
+        addr,
+        "PATCH",
+        &path,
+        &[
+            ("Content-Type", "application/merge-patch+json"),
+            ("If-Match", "*"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heal_with_an_empty_vnfc_list_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let heal = format!("/vnflcm/v2/vnf_instances/{id}/heal");
+    let before = ops(addr, &id, "HEAL").await.len();
+    let p = post_json(addr, &heal, &json!({"vnfcInstanceId": []}))
+        .await
+        .problem(422);
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("vnfcInstanceId is an empty list"),
+        "{p}"
+    );
+    // No operation was started.
+    assert_eq!(ops(addr, &id, "HEAL").await.len(), before);
+    assert_eq!(
+        vnfm_cli::serve::check_lcm_body(
+            vnfm_cli::serve::LcmBody::Heal,
+            br#"{"vnfcInstanceId": []}"#
+        ),
+        Err(422)
+    );
+    assert_eq!(
+        vnfm_cli::serve::check_lcm_body(vnfm_cli::serve::LcmBody::Heal, b"{}"),
+        Ok(())
+    );
+    server.shutdown().await.unwrap();
+}

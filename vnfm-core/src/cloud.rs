@@ -231,20 +231,9 @@ impl CloudFile {
     pub fn from_yaml(source_name: &str, text: &str) -> Result<CloudFile> {
         let text = crate::input::strip_bom(text);
         // Syntax first, so that a malformed document is reported as such rather than as a
-        // type error of the part that parsed; a document nested too deep before anything.
-        if let Some(at) = crate::package::yaml::too_deep(text.as_bytes()) {
-            return Err(crate::package::yaml::too_deep_error(
-                Location::file(source_name),
-                at,
-            ));
-        }
-        serde_yaml::from_str::<serde_yaml::Value>(text).map_err(|e| {
-            let mut loc = Location::file(source_name);
-            if let Some(l) = e.location() {
-                loc = loc.with_line(l.line());
-            }
-            Error::invalid(loc, format!("malformed YAML: {e}"))
-        })?;
+        // type error of the part that parsed; a document nested too deep before anything (the
+        // guarded reader).
+        crate::input::yaml_value(source_name, text)?;
         let cloud: CloudFile =
             serde_yaml::from_str(text).map_err(|e| yaml_error(source_name, &e))?;
         cloud.validate(source_name, text)?;

@@ -11,7 +11,14 @@
 //!   size and the maximum, before it is parsed;
 //! - a leading byte order mark (U+FEFF, `EF BB BF`), which some editors write, is skipped;
 //! - an excerpt of the offending line in an error message is at most [`EXCERPT_WIDTH`]
-//!   characters, around the column.
+//!   characters, around the column;
+//! - YAML and JSON text is parsed only through [`yaml_value`] / [`parse_yaml`] /
+//!   [`parse_json`] (or after [`check_nesting`]): flow collections (`[`, `{`) nested deeper than
+//!   [`MAX_NESTING`] are refused before the parser runs, naming the source, the line and the
+//!   column (serde_yaml takes time quadratic in the depth before its own recursion limit
+//!   answers: 40,000 `[` took 9 s, 100,000 over 30 s). Packages, cloud files, Kubernetes
+//!   manifests, intent policies and candidate lists, HOT templates and `clouds.yaml` all go
+//!   through it.
 //!
 //! This module and the readers that call it (`package::fs`, `cloud::CloudFile::load`,
 //! `intent`'s `load` functions) are the only ones here that read files.
@@ -25,6 +32,10 @@ use crate::Result;
 /// The most bytes of a cloud file, a candidate list, a policy or another single-document
 /// input file ([`read_text`] refuses a larger one).
 pub const MAX_INPUT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// How deep `[` / `{` may nest in a YAML or JSON document vnfm reads (a VNFD, a HOT template,
+/// a policy or a cloud file nests a dozen levels).
+pub const MAX_NESTING: usize = 64;
 
 /// The widest excerpt of an input line an error message shows, in characters.
 pub const EXCERPT_WIDTH: usize = 120;
@@ -124,6 +135,130 @@ pub fn read_text(path: &Path, max: u64, what: &str) -> Result<String> {
             format!(
                 "is not UTF-8 text (invalid byte at offset {}); expected {what} in UTF-8",
                 e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Where flow collections (`[`, `{`) of `text` nest deeper than [`MAX_NESTING`]: the line and
+/// column (1-based) of the first bracket too deep. Linear in the input; quoted scalars and
+/// comments are skipped (JSON is YAML here: its strings are double-quoted scalars).
+pub fn too_deep(text: &[u8]) -> Option<(usize, usize)> {
+    let (mut depth, mut line, mut col) = (0usize, 1usize, 0usize);
+    let mut quote: Option<u8> = None;
+    let mut comment = false;
+    let mut prev = b'\n';
+    let mut escaped = false;
+    for &b in text {
+        col += 1;
+        if b == b'\n' {
+            line += 1;
+            col = 0;
+            comment = false;
+            prev = b;
+            continue;
+        }
+        if comment {
+            continue;
+        }
+        match quote {
+            Some(b'"') if escaped => escaped = false,
+            Some(b'"') if b == b'\\' => escaped = true,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None => match b {
+                b'#' if prev.is_ascii_whitespace() => comment = true,
+                // A quote opens a quoted scalar only where a scalar starts (`don't` is plain
+                // text: counting from its `'` would hide the brackets after it).
+                b'"' | b'\''
+                    if matches!(
+                        prev,
+                        b' ' | b'\t' | b'\n' | b':' | b'[' | b'{' | b',' | b'-'
+                    ) =>
+                {
+                    quote = Some(b);
+                }
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > MAX_NESTING {
+                        return Some((line, col));
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        prev = b;
+    }
+    None
+}
+
+/// The error of a document nested too deep at `at` (see [`too_deep`]), at `loc`.
+pub fn too_deep_error(loc: Location, at: (usize, usize)) -> Error {
+    Error::invalid(
+        loc.with_line(at.0),
+        format!(
+            "`[` / `{{` nested deeper than {MAX_NESTING} levels at line {}, column {}; \
+             expected at most {MAX_NESTING}",
+            at.0, at.1
+        ),
+    )
+}
+
+/// Refuses `text` when its flow collections nest deeper than [`MAX_NESTING`] (see
+/// [`too_deep`]); `source` names it.
+///
+/// # Errors
+/// [`Error::Invalid`] naming `source`, the line and the column of the first bracket too deep.
+pub fn check_nesting(source: &str, text: &str) -> Result<()> {
+    match too_deep(text.as_bytes()) {
+        Some(at) => Err(too_deep_error(Location::file(source), at)),
+        None => Ok(()),
+    }
+}
+
+/// Parses `text` (a leading byte order mark skipped) as one YAML document, after
+/// [`check_nesting`]; `source` names it in errors.
+///
+/// # Errors
+/// [`Error::Invalid`] naming `source` (and the line, when the parser knows it): nested too
+/// deep, or `malformed YAML: ...`.
+pub fn yaml_value(source: &str, text: &str) -> Result<serde_yaml::Value> {
+    parse_yaml(source, text)
+}
+
+/// [`yaml_value`] into any type: the nesting checked first, then serde_yaml.
+///
+/// # Errors
+/// As [`yaml_value`]; a document of the wrong shape is `malformed YAML: ...` too.
+pub fn parse_yaml<T: serde::de::DeserializeOwned>(source: &str, text: &str) -> Result<T> {
+    let text = strip_bom(text);
+    check_nesting(source, text)?;
+    serde_yaml::from_str(text).map_err(|e| {
+        let mut loc = Location::file(source);
+        if let Some(l) = e.location() {
+            loc = loc.with_line(l.line());
+        }
+        Error::invalid(loc, format!("malformed YAML: {e}"))
+    })
+}
+
+/// Parses `text` (a leading byte order mark skipped) as JSON, after [`check_nesting`];
+/// `source` names it in errors.
+///
+/// # Errors
+/// [`Error::Invalid`] naming `source` and the line: nested too deep, or `malformed JSON
+/// (column N): ...`.
+pub fn parse_json<T: serde::de::DeserializeOwned>(source: &str, text: &str) -> Result<T> {
+    let text = strip_bom(text);
+    check_nesting(source, text)?;
+    serde_json::from_str(text).map_err(|e| {
+        Error::invalid(
+            Location::file(source).with_line(e.line()),
+            format!(
+                "malformed JSON (column {}): {}",
+                e.column(),
+                json_message(&e)
             ),
         )
     })

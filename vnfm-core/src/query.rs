@@ -28,8 +28,19 @@
 //!   page is `nextpage_opaque_marker=<marker>`, the resources whose id sorts after it. A marker
 //!   stays valid while resources come and go (none is skipped or shown twice).
 //! - Any other parameter, a parameter given twice, or a value where none is taken, is a 400.
+//! - **Bounds.** A filter has at most [`MAX_FILTER_TERMS`] terms and [`MAX_FILTER_VALUES`]
+//!   values in all, an attribute path (of a filter or a selector) at most
+//!   [`MAX_PATH_SEGMENTS`] segments, a selector at most [`MAX_SELECTOR_PATHS`] paths: more is a
+//!   400 naming the bound. Evaluating a filter borrows the resources (no value is copied) and
+//!   counts its work in a [`Budget`] ([`ListQuery::apply_within`]): one unit per value visited
+//!   on a path, and per comparison one unit plus the bytes of the two texts compared. A filter
+//!   that would need more than the budget, or whose caller gave up (the budget's cancel flag),
+//!   stops at once with [`ApplyError`], so that the work of one request is bounded by the
+//!   budget whatever the size of the resources and of the filter.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use serde_json::{Map, Value};
 
@@ -143,6 +154,18 @@ pub const SUBSCRIPTIONS: Resource = Resource {
 /// The name of the paging parameter (SOL013 5.4.2.1).
 pub const NEXTPAGE_MARKER: &str = "nextpage_opaque_marker";
 
+/// The most terms of one filter (SOL013 clients send a handful).
+pub const MAX_FILTER_TERMS: usize = 32;
+
+/// The most values of one filter, all its terms together.
+pub const MAX_FILTER_VALUES: usize = 256;
+
+/// The most segments of one attribute path (`a/b/c`: 3), in a filter or a selector.
+pub const MAX_PATH_SEGMENTS: usize = 16;
+
+/// The most attribute paths of one selector (`fields`, `exclude_fields`).
+pub const MAX_SELECTOR_PATHS: usize = 64;
+
 /// A query string that cannot be taken: the parameter and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueryError {
@@ -236,6 +259,7 @@ impl Filter {
         let chars: Vec<char> = text.chars().collect();
         let mut i = 0;
         let mut terms = Vec::new();
+        let mut values_seen = 0usize;
         let bad = |at: usize, what: &str| {
             err(
                 "filter",
@@ -300,6 +324,16 @@ impl Filter {
                     ',' => {
                         fields.push(std::mem::take(&mut cur));
                         i += 1;
+                        if values_seen + fields.len() > MAX_FILTER_VALUES + 2 {
+                            return Err(err(
+                                "filter",
+                                format!(
+                                    "more than {MAX_FILTER_VALUES} values in term {}; expected \
+                                     at most {MAX_FILTER_VALUES} in all the terms of a filter",
+                                    terms.len() + 1
+                                ),
+                            ));
+                        }
                     }
                     ')' => {
                         fields.push(std::mem::take(&mut cur));
@@ -329,6 +363,17 @@ impl Filter {
                     &format!("an empty attribute name in {:?}", fields[1]),
                 ));
             }
+            if path.len() > MAX_PATH_SEGMENTS {
+                return Err(err(
+                    "filter",
+                    format!(
+                        "the attribute path of term {} has {} segments; expected at most \
+                         {MAX_PATH_SEGMENTS}",
+                        terms.len() + 1,
+                        path.len()
+                    ),
+                ));
+            }
             if !known.contains(&path[0].as_str()) {
                 return Err(err(
                     "filter",
@@ -340,6 +385,26 @@ impl Filter {
                 ));
             }
             let values = fields.split_off(2);
+            values_seen += values.len();
+            if values_seen > MAX_FILTER_VALUES {
+                return Err(err(
+                    "filter",
+                    format!(
+                        "more than {MAX_FILTER_VALUES} values (term {} brings the count to \
+                         {values_seen}); expected at most {MAX_FILTER_VALUES} in all the terms \
+                         of a filter",
+                        terms.len() + 1
+                    ),
+                ));
+            }
+            if terms.len() == MAX_FILTER_TERMS {
+                return Err(err(
+                    "filter",
+                    format!(
+                        "more than {MAX_FILTER_TERMS} terms; expected at most {MAX_FILTER_TERMS}"
+                    ),
+                ));
+            }
             terms.push(Term { op, path, values });
             match chars.get(i) {
                 None => break,
@@ -350,58 +415,171 @@ impl Filter {
         Ok(Filter { terms })
     }
 
-    /// Whether `v` (a resource's JSON) matches every term.
+    /// Whether `v` (a resource's JSON) matches every term (without a bound on the work: see
+    /// [`Filter::matches_within`]).
     pub fn matches(&self, v: &Value) -> bool {
-        self.terms.iter().all(|t| t.matches(v))
+        self.matches_within(v, &mut Budget::unlimited())
+            .unwrap_or(false)
+    }
+
+    /// Whether `v` matches every term, the work counted in `budget`.
+    ///
+    /// # Errors
+    /// [`ApplyError`] when the budget runs out or is cancelled.
+    pub fn matches_within(&self, v: &Value, budget: &mut Budget<'_>) -> Result<bool, ApplyError> {
+        for t in &self.terms {
+            if !t.matches(v, budget)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
 impl Term {
-    fn matches(&self, v: &Value) -> bool {
-        let mut found = Vec::new();
-        collect(v, &self.path, &mut found);
-        if self.op.negated() {
-            // No value at the path, or none equal to / containing any of the values.
-            !found.iter().any(|x| self.positive(x))
-        } else {
-            found.iter().any(|x| self.positive(x))
-        }
+    fn matches(&self, v: &Value, budget: &mut Budget<'_>) -> Result<bool, ApplyError> {
+        // Whether some value at the path matches the positive form; the first one ends the
+        // walk.
+        let hit = any_at(v, &self.path, &mut |x, b| self.positive(x, b), budget)?;
+        // `neq` / `ncont`: no value at the path, or none equal to / containing any of the
+        // values.
+        Ok(hit != self.op.negated())
     }
 
     /// The positive form of the term (`neq` as `eq`, `ncont` as `cont`) on one value.
-    fn positive(&self, x: &Value) -> bool {
-        self.values.iter().any(|want| match self.op {
-            Op::Eq | Op::Neq => compare(x, want) == Some(std::cmp::Ordering::Equal),
-            Op::Cont | Op::Ncont => text_of(x).is_some_and(|s| s.contains(want.as_str())),
-            Op::Gt => compare(x, want) == Some(std::cmp::Ordering::Greater),
-            Op::Gte => compare(x, want).is_some_and(|o| o != std::cmp::Ordering::Less),
-            Op::Lt => compare(x, want) == Some(std::cmp::Ordering::Less),
-            Op::Lte => compare(x, want).is_some_and(|o| o != std::cmp::Ordering::Greater),
-        })
+    fn positive(&self, x: &Value, budget: &mut Budget<'_>) -> Result<bool, ApplyError> {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let text = text_of(x);
+        for want in &self.values {
+            budget.spend(1 + text.as_ref().map_or(0, |t| t.len()) as u64 + want.len() as u64)?;
+            let hit = match self.op {
+                Op::Eq | Op::Neq => compare(x, want) == Some(Equal),
+                Op::Cont | Op::Ncont => text.as_ref().is_some_and(|s| s.contains(want.as_str())),
+                Op::Gt => compare(x, want) == Some(Greater),
+                Op::Gte => compare(x, want).is_some_and(|o| o != Less),
+                Op::Lt => compare(x, want) == Some(Less),
+                Op::Lte => compare(x, want).is_some_and(|o| o != Greater),
+            };
+            if hit {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }
 
-/// The values at `path` under `v`, going into every element of the arrays on the way (and of
-/// an array at the end).
-fn collect<'a>(v: &'a Value, path: &[String], out: &mut Vec<&'a Value>) {
+/// Why [`ListQuery::apply_within`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApplyError {
+    /// The filter needs more work than the budget's `limit` units.
+    Exhausted {
+        /// The budget, in units.
+        limit: u64,
+    },
+    /// The caller gave up (the budget's cancel flag was set).
+    Cancelled,
+}
+
+impl fmt::Display for ApplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApplyError::Exhausted { limit } => write!(
+                f,
+                "the filter needs more than {limit} units of work over the resources \
+                 (a unit is a value visited or a byte compared); expected a narrower filter: \
+                 fewer values, or attributes that hold less"
+            ),
+            ApplyError::Cancelled => f.write_str("the evaluation of the filter was cancelled"),
+        }
+    }
+}
+
+impl std::error::Error for ApplyError {}
+
+/// The work one evaluation of a filter may do: `limit` units (a value visited on an attribute
+/// path: one unit; a comparison: one unit plus the bytes of both texts), and a flag the caller
+/// sets to stop it early (a request that timed out).
+#[derive(Debug)]
+pub struct Budget<'a> {
+    limit: u64,
+    left: u64,
+    cancel: Option<&'a AtomicBool>,
+}
+
+impl<'a> Budget<'a> {
+    /// A budget of `limit` units.
+    pub fn new(limit: u64) -> Self {
+        Self {
+            limit,
+            left: limit,
+            cancel: None,
+        }
+    }
+
+    /// No bound.
+    pub fn unlimited() -> Self {
+        Self::new(u64::MAX)
+    }
+
+    /// This budget, stopped when `flag` is set.
+    pub fn with_cancel(mut self, flag: &'a AtomicBool) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    /// The units spent so far.
+    pub fn spent(&self) -> u64 {
+        self.limit - self.left
+    }
+
+    fn spend(&mut self, units: u64) -> Result<(), ApplyError> {
+        if units > self.left {
+            self.left = 0;
+            return Err(ApplyError::Exhausted { limit: self.limit });
+        }
+        self.left -= units;
+        if self.cancel.is_some_and(|c| c.load(AtomicOrdering::Relaxed)) {
+            return Err(ApplyError::Cancelled);
+        }
+        Ok(())
+    }
+}
+
+/// Whether `hit` holds for one of the values at `path` under `v`, going into every element of
+/// the arrays on the way (and of an array at the end); stops at the first.
+fn any_at(
+    v: &Value,
+    path: &[String],
+    hit: &mut dyn FnMut(&Value, &mut Budget<'_>) -> Result<bool, ApplyError>,
+    budget: &mut Budget<'_>,
+) -> Result<bool, ApplyError> {
+    budget.spend(1)?;
     match v {
-        Value::Array(items) => items.iter().for_each(|x| collect(x, path, out)),
-        _ => match path.split_first() {
-            None => out.push(v),
-            Some((head, rest)) => {
-                if let Some(x) = v.get(head) {
-                    collect(x, rest, out);
+        Value::Array(items) => {
+            for x in items {
+                if any_at(x, path, hit, budget)? {
+                    return Ok(true);
                 }
             }
+            Ok(false)
+        }
+        _ => match path.split_first() {
+            None => hit(v, budget),
+            Some((head, rest)) => match v.get(head) {
+                Some(x) => any_at(x, rest, hit, budget),
+                None => Ok(false),
+            },
         },
     }
 }
 
-fn text_of(x: &Value) -> Option<String> {
+/// The text of a scalar (borrowed for a string): what `cont` looks into.
+fn text_of(x: &Value) -> Option<Cow<'_, str>> {
     match x {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
+        Value::String(s) => Some(Cow::Borrowed(s.as_str())),
+        Value::Number(n) => Some(Cow::Owned(n.to_string())),
+        Value::Bool(true) => Some(Cow::Borrowed("true")),
+        Value::Bool(false) => Some(Cow::Borrowed("false")),
         _ => None,
     }
 }
@@ -413,7 +591,10 @@ fn compare(x: &Value, want: &str) -> Option<std::cmp::Ordering> {
             let b: f64 = want.parse().ok()?;
             a.partial_cmp(&b)
         }
-        Value::Bool(b) => (b.to_string() == want).then_some(std::cmp::Ordering::Equal),
+        Value::Bool(b) => {
+            let text = if *b { "true" } else { "false" };
+            (text == want).then_some(std::cmp::Ordering::Equal)
+        }
         Value::String(s) => Some(s.as_str().cmp(want)),
         _ => None,
     }
@@ -502,10 +683,27 @@ fn decode(s: &str) -> Option<String> {
 }
 
 fn paths(parameter: &str, v: &str, known: &[&str]) -> Result<Vec<Vec<String>>, QueryError> {
+    let count = v.split(',').count();
+    if count > MAX_SELECTOR_PATHS {
+        return Err(err(
+            parameter,
+            format!("{count} attribute paths; expected at most {MAX_SELECTOR_PATHS}"),
+        ));
+    }
     v.split(',')
         .map(|p| {
             let path: Vec<String> = p.split('/').map(str::to_owned).collect();
-            if path.iter().any(String::is_empty) {
+            if path.len() > MAX_PATH_SEGMENTS {
+                Err(err(
+                    parameter,
+                    format!(
+                        "the attribute path {:?} has {} segments; expected at most \
+                         {MAX_PATH_SEGMENTS}",
+                        crate::input::shorten(p, 80),
+                        path.len()
+                    ),
+                ))
+            } else if path.iter().any(String::is_empty) {
                 Err(err(
                     parameter,
                     format!(
@@ -615,22 +813,54 @@ impl ListQuery {
     }
 
     /// Filters `items` (whole representations), orders them by `id`, keeps the page after the
-    /// marker (at most `page_size`, at least 1) and applies the selector.
-    pub fn apply(&self, mut items: Vec<Value>, page_size: usize) -> Page {
-        let id = |v: &Value| v.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
-        items.retain(|v| self.filter.as_ref().is_none_or(|f| f.matches(v)));
-        items.sort_by_key(id);
-        if let Some(after) = &self.after {
-            items.retain(|v| id(v).as_str() > after.as_str());
+    /// marker (at most `page_size`, at least 1) and applies the selector; the work is not
+    /// bounded (see [`ListQuery::apply_within`]).
+    pub fn apply(&self, items: Vec<Value>, page_size: usize) -> Page {
+        match self.apply_within(items, page_size, &mut Budget::unlimited()) {
+            Ok(p) => p,
+            // An unlimited budget without a cancel flag never stops.
+            Err(_) => Page {
+                items: Vec::new(),
+                next_marker: None,
+            },
         }
+    }
+
+    /// [`ListQuery::apply`], the filter's work counted in `budget` (see the module's
+    /// decisions): the resources are borrowed while they are filtered, and only the page is
+    /// shaped by the selector.
+    ///
+    /// # Errors
+    /// [`ApplyError`] when the budget runs out or is cancelled.
+    pub fn apply_within(
+        &self,
+        mut items: Vec<Value>,
+        page_size: usize,
+        budget: &mut Budget<'_>,
+    ) -> Result<Page, ApplyError> {
+        fn id(v: &Value) -> &str {
+            v.get("id").and_then(Value::as_str).unwrap_or("")
+        }
+        if let Some(after) = &self.after {
+            items.retain(|v| id(v) > after.as_str());
+        }
+        if let Some(f) = &self.filter {
+            let mut keep = Vec::with_capacity(items.len());
+            for v in &items {
+                keep.push(f.matches_within(v, budget)?);
+            }
+            let mut k = keep.into_iter();
+            items.retain(|_| k.next().unwrap_or(false));
+        }
+        items.sort_by(|a, b| id(a).cmp(id(b)));
         let size = page_size.max(1);
-        let next_marker = (items.len() > size).then(|| id(&items[size - 1]));
+        let next_marker = (items.len() > size).then(|| id(&items[size - 1]).to_owned());
         items.truncate(size);
         let items = items
             .into_iter()
             .map(|v| select(v, &self.selector, self.resource.default_excluded))
             .collect();
-        Page { items, next_marker }
+        Ok(Page { items, next_marker })
     }
 }
 
@@ -859,5 +1089,81 @@ mod tests {
         let p = q("nextpage_opaque_marker=2").unwrap().apply(more, 2);
         assert_eq!(ids(&p), ["3"]);
         assert_eq!(p.next_marker, None);
+    }
+    #[test]
+    fn filters_beyond_the_bounds_are_refused() {
+        let many = vec!["y"; MAX_FILTER_VALUES + 1].join(",");
+        let e = q(&format!("filter=(cont,metadata/a,{many})")).unwrap_err();
+        assert!(e.to_string().contains("more than 256 values"), "{e}");
+        // 17,000 values (issue 26's request): refused while parsing, not evaluated.
+        let huge = vec!["y"; 17_000].join(",");
+        let e = q(&format!("filter=(cont,metadata/a,{huge})")).unwrap_err();
+        assert!(e.to_string().contains("more than 256 values"), "{e}");
+        let terms = vec!["(eq,id,1)"; MAX_FILTER_TERMS + 1].join(";");
+        let e = q(&format!("filter={terms}")).unwrap_err();
+        assert!(e.to_string().contains("more than 32 terms"), "{e}");
+        let deep = vec!["a"; MAX_PATH_SEGMENTS + 1].join("/");
+        let e = q(&format!("filter=(eq,metadata/{deep},1)")).unwrap_err();
+        assert!(
+            e.to_string().contains("segments; expected at most 16"),
+            "{e}"
+        );
+        let e = q(&format!("fields=metadata/{deep}")).unwrap_err();
+        assert!(
+            e.to_string().contains("segments; expected at most 16"),
+            "{e}"
+        );
+        let paths = vec!["id"; MAX_SELECTOR_PATHS + 1].join(",");
+        let e = q(&format!("exclude_fields={paths}")).unwrap_err();
+        assert!(e.to_string().contains("65 attribute paths"), "{e}");
+        // At the bounds: taken.
+        let at = vec!["y"; MAX_FILTER_VALUES].join(",");
+        assert!(q(&format!("filter=(cont,metadata/a,{at})")).is_ok());
+    }
+
+    #[test]
+    fn heavy_filters_are_bounded_by_the_budget() {
+        // Issue 26: a list of 50,000 strings and a filter that matches none of them.
+        let big = json!({"id": "1", "metadata": {"a": vec!["xxxxxxxx"; 50_000]}});
+        let values = vec!["y"; MAX_FILTER_VALUES].join(",");
+        let p = q(&format!("filter=(cont,metadata/a,{values})")).unwrap();
+        let mut b = Budget::new(1_000_000);
+        let e = p.apply_within(vec![big.clone()], 10, &mut b).unwrap_err();
+        assert_eq!(e, ApplyError::Exhausted { limit: 1_000_000 });
+        assert_eq!(b.spent(), 1_000_000);
+        // The whole evaluation is counted: the object, `metadata`, the list, then 50,000
+        // values visited with 256 comparisons of 8 + 1 bytes each.
+        let mut b = Budget::unlimited();
+        let page = p.apply_within(vec![big.clone()], 10, &mut b).unwrap();
+        assert!(page.items.is_empty());
+        assert_eq!(b.spent(), 3 + 50_000 * (1 + 256 * (1 + 8 + 1)));
+        // The first match ends the walk.
+        let p = q("filter=(cont,metadata/a,x)").unwrap();
+        let mut b = Budget::new(100);
+        assert_eq!(
+            p.apply_within(vec![big.clone()], 10, &mut b)
+                .unwrap()
+                .items
+                .len(),
+            1
+        );
+        // A cancelled evaluation stops.
+        let flag = AtomicBool::new(true);
+        let mut b = Budget::unlimited().with_cancel(&flag);
+        assert_eq!(
+            p.apply_within(vec![big], 10, &mut b).unwrap_err(),
+            ApplyError::Cancelled
+        );
+        // Without a filter, nothing is spent.
+        let mut b = Budget::new(0);
+        assert_eq!(
+            q("")
+                .unwrap()
+                .apply_within(list(), 10, &mut b)
+                .unwrap()
+                .items
+                .len(),
+            3
+        );
     }
 }

@@ -492,6 +492,18 @@ impl CloudConfig {
     /// [`Error::Core`] (an invalid-input error) naming the file and the field path that is missing or wrong.
     pub fn from_clouds_yaml(path: &Path, text: &str, cloud: &str) -> Result<Self, Error> {
         let at = |field: String| Location::file(path).with_field(field);
+        if let Some(at) = vnfm_core::input::too_deep(text.as_bytes()) {
+            return Err(Error::config(
+                Location::file(path).with_line(at.0),
+                format!(
+                    "not valid YAML: `[` / `{{` nested deeper than {} levels at line {}, column \
+                     {}",
+                    vnfm_core::input::MAX_NESTING,
+                    at.0,
+                    at.1
+                ),
+            ));
+        }
         let doc: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| {
             let mut loc = Location::file(path);
             if let Some(l) = e.location() {

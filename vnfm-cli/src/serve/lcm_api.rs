@@ -97,7 +97,7 @@ async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) ->
 }
 
 fn store_problem(e: &vnfm_core::driver::DriverError) -> Response {
-    problem_of(500, format!("the state store failed: {e}"))
+    problem(super::state::store_failure(e))
 }
 
 /// The task resources an instance in `state` offers in its `_links` (SOL003 5.5.2.2), as
@@ -149,22 +149,101 @@ fn etag_of(representation: &Value) -> String {
     format!("\"{h:016x}\"")
 }
 
-/// Whether `If-Match` (absent: yes) admits the entity tag `etag`: `*`, or one of its strong
-/// tags (RFC 9110 13.1.1: weak tags never match).
-fn if_match_admits(headers: &HeaderMap, etag: &str) -> bool {
-    let values: Vec<&str> = headers
-        .get_all(header::IF_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    if values.is_empty() {
-        return true;
+/// A parsed `If-Match` (RFC 9110 13.1.1): `*`, or a list of entity tags.
+#[derive(Debug, PartialEq, Eq)]
+enum IfMatch {
+    /// `*`: any current representation.
+    Any,
+    /// The entity tags, as written (with their quotes; weak ones with `W/`).
+    Tags(Vec<String>),
+}
+
+/// Parses the `If-Match` fields of `headers` (`None` when there is none): `If-Match = "*" /
+/// #entity-tag`, `entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE` (RFC 9110 8.8.3, 13.1.1).
+///
+/// # Errors
+/// What is wrong, for a 400: `*` in a list (`"zzz", *`) or twice, a tag without its quotes,
+/// text after a tag, an empty field, a value that is not visible ASCII.
+fn parse_if_match(headers: &HeaderMap) -> Result<Option<IfMatch>, String> {
+    let mut fields = Vec::new();
+    for v in headers.get_all(header::IF_MATCH) {
+        fields.push(
+            v.to_str()
+                .map_err(|_| "If-Match is not visible ASCII text".to_owned())?,
+        );
     }
-    values
-        .iter()
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .any(|t| t == "*" || t == etag)
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let text = fields.join(",");
+    let shown = vnfm_core::input::shorten(&text, 80);
+    let bad = |what: &str| {
+        format!(
+            "If-Match {shown:?}: {what}; expected * alone or a list of entity tags such as \
+             \"0123abcd\", W/\"x\" (RFC 9110 13.1.1)"
+        )
+    };
+    let b = text.as_bytes();
+    let (mut i, mut star, mut tags) = (0usize, false, Vec::new());
+    loop {
+        // Empty list elements and whitespace between them (RFC 9110 5.6.1).
+        while i < b.len() && matches!(b[i], b' ' | b'\t' | b',') {
+            i += 1;
+        }
+        if i == b.len() {
+            break;
+        }
+        let start = i;
+        if b[i] == b'*' {
+            i += 1;
+            if star || !tags.is_empty() {
+                return Err(bad("* together with other elements"));
+            }
+            star = true;
+        } else {
+            if b[i..].starts_with(b"W/") {
+                i += 2;
+            }
+            if b.get(i) != Some(&b'"') {
+                return Err(bad("an entity tag without its double quotes"));
+            }
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if !(b[i] == 0x21 || (0x23..=0x7e).contains(&b[i])) {
+                    return Err(bad("a character an entity tag cannot hold"));
+                }
+                i += 1;
+            }
+            if i == b.len() {
+                return Err(bad("an entity tag without its closing double quote"));
+            }
+            i += 1;
+            if star {
+                return Err(bad("* together with other elements"));
+            }
+            tags.push(text[start..i].to_owned());
+        }
+        while i < b.len() && matches!(b[i], b' ' | b'\t') {
+            i += 1;
+        }
+        if i < b.len() && b[i] != b',' {
+            return Err(bad("text after an element where a comma belongs"));
+        }
+    }
+    match (star, tags.is_empty()) {
+        (true, _) => Ok(Some(IfMatch::Any)),
+        (false, false) => Ok(Some(IfMatch::Tags(tags))),
+        (false, true) => Err(bad("no element")),
+    }
+}
+
+/// Whether `cond` admits the entity tag `etag`: `*`, or one of its strong tags (RFC 9110
+/// 13.1.1: weak tags never match).
+fn if_match_admits(cond: &IfMatch, etag: &str) -> bool {
+    match cond {
+        IfMatch::Any => true,
+        IfMatch::Tags(tags) => tags.iter().any(|t| t == etag),
+    }
 }
 
 /// The SOL003 request bodies that `vnfm serve` parses, for [`check_lcm_body`].
@@ -208,9 +287,7 @@ pub fn check_lcm_body(kind: LcmBody, body: &[u8]) -> Result<(), u16> {
             let req: ScaleVnfRequest = parse(body, "ScaleVnfRequest").map_err(status)?;
             req.validate().map_err(|_| 400)
         }
-        LcmBody::Heal => parse::<HealVnfRequest>(body, "HealVnfRequest")
-            .map(drop)
-            .map_err(status),
+        LcmBody::Heal => parse_heal(body).map(drop).map_err(status),
         LcmBody::Terminate => parse::<TerminateVnfRequest>(body, "TerminateVnfRequest")
             .map(drop)
             .map_err(status),
@@ -253,11 +330,18 @@ async fn list_instances(State(app): State<Arc<App>>, uri: Uri) -> Response {
         Ok(q) => q,
         Err(r) => return r,
     };
-    let _gate = app.shared.gate.read().await;
-    match app.store.instances().await {
+    // A snapshot under the gate; the gate is released before the filter runs.
+    let list = {
+        let _gate = app.shared.gate.read().await;
+        app.store.instances().await
+    };
+    match list {
         Ok(list) => {
-            let v: Vec<Value> = list.into_iter().map(instance_links).collect();
-            query::page(&uri, &q, v, app.config.server.page_size)
+            let s = &app.config.server;
+            query::page_off_workers(&uri, q, s.page_size, s.filter_work_limit, move || {
+                list.into_iter().map(instance_links).collect()
+            })
+            .await
         }
         Err(e) => store_problem(&e),
     }
@@ -338,15 +422,19 @@ async fn modify_instance(
     if let Err(e) = modify::check(&patch) {
         return modify_problem(&e);
     }
+    let cond = match parse_if_match(&headers) {
+        Ok(c) => c,
+        Err(e) => return problem_of(400, e),
+    };
     if let Err(p) = app.claim(&id) {
         return problem(p);
     }
     // If-Match (SOL003 5.4.3.3.4): compared with the instance as it is now that it is claimed,
     // so no other change comes between the comparison and the modification.
-    if headers.contains_key(header::IF_MATCH) {
+    if let Some(cond) = cond {
         let current = load(&app, &id).await.map(|i| etag_of(&instance_links(i)));
         match current {
-            Ok(tag) if if_match_admits(&headers, &tag) => {}
+            Ok(tag) if if_match_admits(&cond, &tag) => {}
             Ok(tag) => {
                 app.release(&id);
                 return problem_of(
@@ -400,7 +488,39 @@ operation!(
     Instantiate
 );
 operation!(scale, ScaleVnfRequest, "ScaleVnfRequest", Scale);
-operation!(heal, HealVnfRequest, "HealVnfRequest", Heal);
+
+/// `POST .../heal`: a `HealVnfRequest`; `vnfcInstanceId` absent heals every VNFC (SOL003
+/// 5.5.2.9), an empty list is refused (422 naming the field: it names no VNFC, most likely a
+/// client's mistake, and healing all of them is the opposite of what it says).
+async fn heal(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Response {
+    let req = match body_of(&app, body).await.and_then(|b| parse_heal(&b)) {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    launch(app, id, OpRequest::Heal(req)).await
+}
+
+/// Parses a `HealVnfRequest`: 400 when it is not one, 422 for `"vnfcInstanceId": []`.
+fn parse_heal(body: &[u8]) -> Result<HealVnfRequest, Response> {
+    let raw: Value = parse(body, "HealVnfRequest")?;
+    if raw
+        .get("vnfcInstanceId")
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty)
+    {
+        return Err(problem_of(
+            422,
+            "vnfcInstanceId is an empty list: it names no VNFC to heal; expected the ids of \
+             the VNFCs to heal, or no vnfcInstanceId to heal every VNFC (SOL003 5.5.2.9)",
+        ));
+    }
+    serde_json::from_value(raw).map_err(|e| {
+        problem_of(
+            400,
+            format!("the request body is not a valid HealVnfRequest: {e}"),
+        )
+    })
+}
 operation!(
     terminate,
     TerminateVnfRequest,
@@ -414,14 +534,20 @@ async fn list_op_occs(State(app): State<Arc<App>>, uri: Uri) -> Response {
         Ok(q) => q,
         Err(r) => return r,
     };
-    let _gate = app.shared.gate.read().await;
-    match app.store.op_occs(OpOccFilter::all()).await {
+    // A snapshot under the gate; the gate is released before the filter runs.
+    let ops = {
+        let _gate = app.shared.gate.read().await;
+        app.store.op_occs(OpOccFilter::all()).await
+    };
+    match ops {
         Ok(ops) => {
-            let v: Vec<Value> = ops
-                .iter()
-                .map(|o| serde_json::to_value(o).unwrap_or(Value::Null))
-                .collect();
-            query::page(&uri, &q, v, app.config.server.page_size)
+            let s = &app.config.server;
+            query::page_off_workers(&uri, q, s.page_size, s.filter_work_limit, move || {
+                ops.iter()
+                    .map(|o| serde_json::to_value(o).unwrap_or(Value::Null))
+                    .collect()
+            })
+            .await
         }
         Err(e) => store_problem(&e),
     }
@@ -461,64 +587,27 @@ struct SelectionRequest {
 /// choice, the ranking and every dropped candidate's reasons (also when nothing is chosen:
 /// `chosen` is null); 400 naming the field of a bad policy or candidate list; 422 for an
 /// unknown package.
+///
+/// The computation runs on the blocking pool (parsing and checking the request, then the
+/// choice), not on the async workers: the middleware's `[server] request_timeout` answers 503
+/// when it takes longer, and other requests are served meanwhile. Only the VIM's zone listing
+/// runs on the async workers.
 async fn select_region(State(app): State<Arc<App>>, body: Body) -> Response {
-    use vnfm_core::intent::{candidates, deploy, policy};
-    let req: SelectionRequest = match body_of(&app, body)
-        .await
-        .and_then(|b| parse(&b, "selection request"))
-    {
-        Ok(r) => r,
+    use vnfm_core::intent::{candidates, deploy};
+    let bytes = match body_of(&app, body).await {
+        Ok(b) => b,
         Err(r) => return r,
     };
-    let bad = |e: vnfm_core::Error| problem_of(400, e.to_string());
-    let policy = match policy::Policy::from_text("request body: policy", &req.policy.to_string()) {
+    let a = app.clone();
+    let prepared = blocking(move || prepare_selection(&a, &bytes)).await;
+    let prepared = match prepared {
         Ok(p) => p,
-        Err(e) => return bad(e),
+        Err(r) => return r,
     };
-    let cands = match candidates::CandidateFile::from_text(
-        "request body: candidates",
-        &req.candidates.to_string(),
-    ) {
-        Ok(c) => c,
-        Err(e) => return bad(e),
-    };
-    let pkg = match app.package(&req.vnfd_id) {
-        Ok(p) => p,
-        Err(p) => return problem(p),
-    };
-    let flavour = match req
-        .flavour_id
-        .clone()
-        .or_else(|| pkg.flavours.keys().next().cloned())
-    {
-        Some(f) => f,
-        None => return problem_of(422, "the package has no deployment flavour"),
-    };
-    let demands = match deploy::package_demands(&pkg, &flavour, &policy, req.customer) {
-        Ok(d) => d,
-        Err(e) => return problem_of(422, e.to_string()),
-    };
-    // Regions whose capacity is a zone catalogue of this server's VIM (or of no named VIM),
-    // and regions backed by a pool of the server's ledger.
-    let own = |v: &candidates::VimRef| match v {
-        candidates::VimRef::Simulated => app.config.vim.kind == crate::config::VimKind::Sim,
-        candidates::VimRef::OpenStack { .. } => {
-            app.config.vim.kind == crate::config::VimKind::Openstack
-        }
-    };
-    let zoned: Vec<&candidates::Region> = cands
-        .zone_catalogue_regions()
-        .into_iter()
-        .filter(|(vim, _)| vim.is_none_or(own))
-        .flat_map(|(_, regions)| regions)
-        .collect();
-    let now = app.clock().now();
-    let mut caps = app.promise.read(|l| {
-        let from = l.now().unwrap_or(now);
-        candidates::Capacities::new().with_ledger(&cands, l, from)
-    });
-    if !zoned.is_empty() {
-        let zones = match app
+    let zones = if prepared.zoned.is_empty() {
+        Vec::new()
+    } else {
+        match app
             .lcm
             .drivers()
             .zones
@@ -527,13 +616,95 @@ async fn select_region(State(app): State<Arc<App>>, body: Body) -> Response {
         {
             Ok(z) => z,
             Err(e) => return problem_of(503, format!("listing the VIM's zones: {e}")),
-        };
-        for r in zoned {
-            caps = caps.with_zone_catalogue(r.id.clone(), &zones);
         }
+    };
+    blocking(move || {
+        let Prepared {
+            policy,
+            cands,
+            demands,
+            zoned,
+        } = prepared;
+        let now = app.clock().now();
+        let mut caps = app.promise.read(|l| {
+            let from = l.now().unwrap_or(now);
+            candidates::Capacities::new().with_ledger(&cands, l, from)
+        });
+        for r in zoned {
+            caps = caps.with_zone_catalogue(r, &zones);
+        }
+        match deploy::choose_region(&policy, &cands, &demands, &caps) {
+            Ok(choice) => Ok(json(StatusCode::OK, &choice)),
+            Err(e) => Err(problem_of(422, e.to_string())),
+        }
+    })
+    .await
+    .unwrap_or_else(|r| r)
+}
+
+/// Runs `f` on the blocking pool; its error, or a 500 when the task failed.
+async fn blocking<T, F>(f: F) -> Result<T, Response>
+where
+    F: FnOnce() -> Result<T, Response> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(problem_of(500, format!("the request's task failed: {e}"))))
+}
+
+/// A selection request, checked: what the choice needs beside the VIM's zones.
+struct Prepared {
+    policy: vnfm_core::intent::policy::Policy,
+    cands: vnfm_core::intent::candidates::CandidateFile,
+    demands: Vec<vnfm_core::intent::select::Demand>,
+    /// The regions whose capacity is a zone catalogue of this server's VIM (or of no named
+    /// VIM).
+    zoned: Vec<String>,
+}
+
+/// Parses and checks the body of a selection request (blocking: the documents may be large).
+fn prepare_selection(app: &App, bytes: &[u8]) -> Result<Prepared, Response> {
+    use vnfm_core::intent::{candidates, deploy, policy};
+    let req: SelectionRequest = parse(bytes, "selection request")?;
+    let bad = |e: vnfm_core::Error| problem_of(400, e.to_string());
+    let policy =
+        policy::Policy::from_text("request body: policy", &req.policy.to_string()).map_err(bad)?;
+    let cands = candidates::CandidateFile::from_text(
+        "request body: candidates",
+        &req.candidates.to_string(),
+    )
+    .map_err(bad)?;
+    if let Some(c) = &req.customer {
+        c.check("request body", "customer").map_err(bad)?;
     }
-    match deploy::choose_region(&policy, &cands, &demands, &caps) {
-        Ok(choice) => json(StatusCode::OK, &choice),
-        Err(e) => problem_of(422, e.to_string()),
-    }
+    let pkg = app.package(&req.vnfd_id).map_err(problem)?;
+    let flavour = req
+        .flavour_id
+        .clone()
+        .or_else(|| pkg.flavours.keys().next().cloned())
+        .ok_or_else(|| problem_of(422, "the package has no deployment flavour"))?;
+    let demands = deploy::package_demands(&pkg, &flavour, &policy, req.customer)
+        .map_err(|e| problem_of(422, e.to_string()))?;
+    // Regions whose capacity is a zone catalogue of this server's VIM (or of no named VIM),
+    // and regions backed by a pool of the server's ledger.
+    let own = |v: &candidates::VimRef| match v {
+        candidates::VimRef::Simulated => app.config.vim.kind == crate::config::VimKind::Sim,
+        candidates::VimRef::OpenStack { .. } => {
+            app.config.vim.kind == crate::config::VimKind::Openstack
+        }
+    };
+    let zoned: Vec<String> = cands
+        .zone_catalogue_regions()
+        .into_iter()
+        .filter(|(vim, _)| vim.is_none_or(own))
+        .flat_map(|(_, regions)| regions)
+        .map(|r| r.id.clone())
+        .collect();
+    Ok(Prepared {
+        policy,
+        cands,
+        demands,
+        zoned,
+    })
 }

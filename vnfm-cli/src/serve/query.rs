@@ -3,11 +3,21 @@
 //! 400 ProblemDetails naming the parameter; a page with more to follow carries
 //! `Link: <path?query&nextpage_opaque_marker=...>; rel="next"` (a relative reference, RFC 8288,
 //! as `Location` is a path).
+//!
+//! A list is answered off the async workers: the handler reads its resources (under the store's
+//! gate, which it releases then) and [`page_off_workers`] builds, filters and pages them on the
+//! blocking pool, the filter's work bounded by `[server] filter_work_limit` (a 400 beyond) and
+//! stopped when the request gives up (`[server] request_timeout`: the middleware answers 503
+//! and drops the handler, which sets the evaluation's cancel flag). A heavy filter therefore
+//! neither holds an async worker nor the gate that commits wait for.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use axum::http::{header, HeaderValue, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::Value;
-use vnfm_core::query::{ListQuery, Resource, NEXTPAGE_MARKER};
+use vnfm_core::query::{ApplyError, Budget, ListQuery, Page, Resource, NEXTPAGE_MARKER};
 
 use super::http::{json, problem_of};
 
@@ -16,10 +26,8 @@ pub(crate) fn parse(uri: &Uri, resource: Resource) -> Result<ListQuery, Response
     ListQuery::parse(uri.query(), resource).map_err(|e| problem_of(400, e.to_string()))
 }
 
-/// The 200 answer of a list: the page of `items` (whole representations) that `query` selects,
-/// with its `Link` to the next page when more follow.
-pub(crate) fn page(uri: &Uri, query: &ListQuery, items: Vec<Value>, page_size: usize) -> Response {
-    let page = query.apply(items, page_size);
+/// The 200 answer of a list: the page, with its `Link` to the next page when more follow.
+fn answer(uri: &Uri, page: Page) -> Response {
     let mut r = json(StatusCode::OK, &page.items);
     if let Some(marker) = page.next_marker {
         if let Ok(v) = HeaderValue::from_str(&next_link(uri, &marker)) {
@@ -27,6 +35,53 @@ pub(crate) fn page(uri: &Uri, query: &ListQuery, items: Vec<Value>, page_size: u
         }
     }
     r
+}
+
+/// Sets the flag when dropped: the request that waits for a blocking evaluation went away.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The answer of a list, computed on the blocking pool: `items()` builds the representations
+/// (from a snapshot the handler read), then `query` filters them within a budget of `work`
+/// units ([`Budget`]), pages and selects. A filter that needs more work is a 400 naming
+/// `[server] filter_work_limit`; when the caller's future is dropped (the request timed out),
+/// the evaluation stops at its next unit.
+pub(crate) async fn page_off_workers<F>(
+    uri: &Uri,
+    query: ListQuery,
+    page_size: usize,
+    work: u64,
+    items: F,
+) -> Response
+where
+    F: FnOnce() -> Vec<Value> + Send + 'static,
+{
+    let flag = Arc::new(AtomicBool::new(false));
+    let guard = CancelOnDrop(flag.clone());
+    let uri = uri.clone();
+    // The page is encoded there too: its resources may be large.
+    let task = tokio::task::spawn_blocking(move || {
+        let mut budget = Budget::new(work).with_cancel(&flag);
+        query
+            .apply_within(items(), page_size, &mut budget)
+            .map(|page| answer(&uri, page))
+    });
+    let r = task.await;
+    drop(guard);
+    match r {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(e @ ApplyError::Exhausted { .. })) => problem_of(
+            400,
+            format!("query parameter filter: {e} ([server] filter_work_limit)"),
+        ),
+        Ok(Err(ApplyError::Cancelled)) => problem_of(503, "the list request was cancelled"),
+        Err(e) => problem_of(500, format!("the list's task failed: {e}")),
+    }
 }
 
 /// The `Link` header to the page after `marker`: the request's own path and query, its marker

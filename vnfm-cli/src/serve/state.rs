@@ -576,9 +576,33 @@ pub(crate) fn lcm_problem(e: &LcmError) -> ProblemDetails {
         LcmError::NotFound(_) => 404,
         LcmError::Conflict(_) => 409,
         LcmError::Invalid(_) => 422,
+        LcmError::Store(d) => return store_failure(d),
         _ => 500,
     };
     ProblemDetails::new(status, e.to_string())
+}
+
+/// The most characters of a store failure's causes that an answer and its log line carry.
+const STORE_CAUSE_CHARS: usize = 1000;
+
+/// The ProblemDetails of a failed state store, logged on stderr with its causes (at most
+/// [`STORE_CAUSE_CHARS`] characters): 503 when the store is unavailable for a while (a full
+/// disk, a writer holding the file: retry later), 500 otherwise.
+pub(crate) fn store_failure(e: &vnfm_core::driver::DriverError) -> ProblemDetails {
+    let mut cause = e.to_string();
+    let mut cur = std::error::Error::source(e);
+    while let Some(c) = cur {
+        cause.push_str(": ");
+        cause.push_str(&c.to_string());
+        cur = c.source();
+    }
+    let cause = vnfm_core::input::shorten(&cause, STORE_CAUSE_CHARS);
+    crate::display::log_line(&format!("vnfm serve: the state store failed: {cause}"));
+    let (status, then) = match e {
+        vnfm_core::driver::DriverError::Unavailable { .. } => (503, "; retry later"),
+        _ => (500, ""),
+    };
+    ProblemDetails::new(status, format!("the state store failed: {cause}{then}"))
 }
 
 /// Runs `op` on `id` (already claimed with [`App::claim`]) in the background. The receiver
@@ -687,6 +711,33 @@ mod tests {
 
     fn doc(e: &HealEntry) -> String {
         serde_json::to_string(e).unwrap()
+    }
+
+    #[test]
+    fn a_full_disk_answers_503_naming_the_cause() {
+        let full = vnfm_core::driver::DriverError::Unavailable {
+            driver: "sqlite",
+            message: "state.sqlite: committing: the disk is full (database or disk is full)".into(),
+        };
+        let p = lcm_problem(&LcmError::Store(full));
+        assert_eq!(p.status, 503);
+        assert!(
+            p.detail
+                .contains("the state store failed: sqlite: unavailable: state.sqlite")
+                && p.detail.contains("the disk is full")
+                && p.detail.ends_with("retry later"),
+            "{}",
+            p.detail
+        );
+        // A long cause is cut.
+        let other = vnfm_core::driver::DriverError::Other {
+            driver: "sqlite",
+            message: "x".repeat(100_000),
+            source: None,
+        };
+        let p = lcm_problem(&LcmError::Store(other));
+        assert_eq!(p.status, 500);
+        assert!(p.detail.len() < 1100, "{}", p.detail.len());
     }
 
     #[tokio::test]

@@ -32,7 +32,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use serde_json::Value;
 use vnfm_core::lcm_notify::{subscription_body, subscription_href, SubscriptionRefusal};
 
 use super::http::{json, problem_of, read_body, with_location};
@@ -237,32 +236,22 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
 /// `GET /subscriptions`: filters, attribute selectors and paging (SOL013 5.2-5.4, as the
 /// other lists: `query`); an unknown or malformed filter is a 400.
 ///
-/// The subscriptions are walked in id order (the list's order) and each one's representation
-/// is made, filtered and dropped in turn: a request holds the page (and one more, which says
-/// that a next page exists), never a copy of every subscription.
+/// The subscriptions (shared, not copied) are turned into representations, filtered, paged and
+/// encoded on the blocking pool within `[server] filter_work_limit` (`query::page_off_workers`);
+/// each is bounded in size (`[notifications] max_subscription_bytes`), and so is their number.
 async fn list_subscriptions(State(app): State<Arc<App>>, uri: Uri) -> Response {
     let q = match super::query::parse(&uri, vnfm_core::query::SUBSCRIPTIONS) {
         Ok(q) => q,
         Err(r) => return r,
     };
-    let size = app.config.server.page_size.max(1);
-    let mut page: Vec<Value> = Vec::new();
-    for s in app.shared.outbox.subscriptions() {
-        if q.after
-            .as_deref()
-            .is_some_and(|a| s.stored.id.as_str() <= a)
-        {
-            continue;
-        }
-        let v = subscription_body(&s.stored.id, &s.stored.request);
-        if q.filter.as_ref().is_none_or(|f| f.matches(&v)) {
-            page.push(v);
-            if page.len() > size {
-                break;
-            }
-        }
-    }
-    super::query::page(&uri, &q, page, size)
+    let subs = app.shared.outbox.subscriptions();
+    let s = &app.config.server;
+    super::query::page_off_workers(&uri, q, s.page_size, s.filter_work_limit, move || {
+        subs.iter()
+            .map(|s| subscription_body(&s.stored.id, &s.stored.request))
+            .collect()
+    })
+    .await
 }
 
 fn not_found(id: &str) -> Response {

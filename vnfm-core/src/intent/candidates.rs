@@ -76,6 +76,25 @@ impl GeoPoint {
         GeoPoint { lat, lon }
     }
 
+    /// Checks that the point is on Earth: a finite latitude from -90 to 90 and a finite
+    /// longitude from -180 to 180 degrees. `field` names the point (`customer`) in the error,
+    /// `source` what holds it.
+    ///
+    /// # Errors
+    /// [`crate::error::Error::Invalid`] naming `field.lat` or `field.lon`, the value and the
+    /// range.
+    pub fn check(&self, source: &str, field: &str) -> Result<()> {
+        for (name, x, max) in [("lat", self.lat, 90.0), ("lon", self.lon, 180.0)] {
+            if !x.is_finite() || x.abs() > max {
+                return Err(crate::error::Error::invalid(
+                    crate::error::Location::file(source).with_field(format!("{field}.{name}")),
+                    format!("value {x}: expected degrees from -{max} to {max}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Great-circle (haversine) distance in km.
     pub fn distance_km(&self, other: &GeoPoint) -> f64 {
         let (p1, p2) = (self.lat.to_radians(), other.lat.to_radians());
@@ -966,5 +985,25 @@ regions:
     fn haversine_one_degree_of_latitude() {
         let d = GeoPoint::new(0.0, 0.0).distance_km(&GeoPoint::new(1.0, 0.0));
         assert!((d - 111.194_926_644_558_73).abs() < 1e-6, "{d}");
+    }
+
+    #[test]
+    fn coordinates_out_of_range_are_refused() {
+        assert!(GeoPoint::new(90.0, -180.0).check("b", "customer").is_ok());
+        for (p, part) in [
+            (
+                GeoPoint::new(95.0, 0.0),
+                "customer.lat: value 95: expected degrees from -90 to 90",
+            ),
+            (
+                GeoPoint::new(0.0, 500.0),
+                "customer.lon: value 500: expected degrees from -180",
+            ),
+            (GeoPoint::new(1e308, 0.0), "customer.lat: value 1000000"),
+            (GeoPoint::new(0.0, f64::NAN), "customer.lon: value NaN"),
+        ] {
+            let e = p.check("request body", "customer").unwrap_err().to_string();
+            assert!(e.contains(part) && e.starts_with("request body"), "{e}");
+        }
     }
 }

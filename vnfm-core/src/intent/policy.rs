@@ -495,28 +495,15 @@ pub(crate) fn fmt_num(x: f64) -> String {
     }
 }
 
-/// Parses JSON (text starting with `{` or `[`) or YAML into a JSON value.
+/// Parses JSON (text starting with `{` or `[`) or YAML into a JSON value, through the guarded
+/// readers of [`crate::input`] (nesting deeper than [`crate::input::MAX_NESTING`] refused before
+/// parsing).
 pub(crate) fn parse_text(source: &str, text: &str) -> Result<Value> {
     let t = text.trim_start();
     if t.starts_with('{') || t.starts_with('[') {
-        serde_json::from_str(text).map_err(|e| {
-            Error::invalid(
-                Location::file(source).with_line(e.line()),
-                format!(
-                    "malformed JSON (column {}): {}",
-                    e.column(),
-                    crate::input::json_message(&e)
-                ),
-            )
-        })
+        crate::input::parse_json(source, text)
     } else {
-        let y: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| {
-            let mut loc = Location::file(source);
-            if let Some(l) = e.location() {
-                loc = loc.with_line(l.line());
-            }
-            Error::invalid(loc, format!("malformed YAML: {e}"))
-        })?;
+        let y = crate::input::yaml_value(source, text)?;
         serde_json::to_value(y).map_err(|e| {
             Error::invalid(
                 Location::file(source),
@@ -1226,5 +1213,35 @@ mod tests {
         assert_eq!(fmt_num(290.0), "290");
         assert_eq!(fmt_num(12.5), "12.5");
         assert_eq!(fmt_num(1.234_567), "1.23");
+    }
+
+    #[test]
+    fn deeply_nested_intent_yaml_is_refused() {
+        // 100,000 `[`: over 30 s in serde_yaml before its own recursion limit answered.
+        let deep = format!("intents: {}", "[".repeat(100_000));
+        let e = Policy::from_text("p.yaml", &deep).unwrap_err().to_string();
+        assert!(
+            e.starts_with("p.yaml:line 1")
+                && e.contains("nested deeper than 64 levels at line 1, column 74"),
+            "{e}"
+        );
+        let e = crate::intent::candidates::CandidateFile::from_text("c.yaml", &deep)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("c.yaml") && e.contains("nested deeper than 64"),
+            "{e}"
+        );
+        let e = Policy::from_text("p.json", &"[".repeat(100_000))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("nested deeper than 64 levels at line 1, column 65"),
+            "{e}"
+        );
+        // At the bound: parsed (and refused for what it is, not for its depth).
+        let ok = format!("x: {}{}", "[".repeat(64), "]".repeat(64));
+        let e = Policy::from_text("p.yaml", &ok).unwrap_err().to_string();
+        assert!(!e.contains("nested deeper"), "{e}");
     }
 }

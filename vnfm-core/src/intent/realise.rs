@@ -1043,6 +1043,15 @@ struct Work<'a> {
 }
 
 fn parse(file: &str, text: &str) -> Result<Yaml> {
+    if let Some((line, col)) = crate::input::too_deep(text.as_bytes()) {
+        return Err(RealiseError::Template {
+            file: file.to_owned(),
+            message: format!(
+                "`[` / `{{` nested deeper than {} levels at line {line}, column {col}",
+                crate::input::MAX_NESTING
+            ),
+        });
+    }
     let v: Yaml = serde_yaml::from_str(text).map_err(|source| RealiseError::Parse {
         file: file.to_owned(),
         source,

@@ -272,12 +272,7 @@ pub(crate) fn plan_instantiate(
 
 /// The objects of one manifest file (its YAML documents; empty ones skipped).
 fn parse_manifests(file: &str, text: &str) -> Result<Vec<Value>, Error> {
-    if let Some(at) = crate::package::yaml::too_deep(text.as_bytes()) {
-        return Err(crate::package::yaml::too_deep_error(
-            Location::file(file),
-            at,
-        ));
-    }
+    crate::input::check_nesting(file, text)?;
     let mut out = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(text) {
         let v = serde_yaml::Value::deserialize(doc)

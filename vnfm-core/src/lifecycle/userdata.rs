@@ -257,6 +257,7 @@ pub fn layouts(source: &str, top: &str, vdus: &[VduId]) -> Result<BTreeMap<VduId
 }
 
 fn parse_top(source: &str, top: &str) -> Result<Yaml, Error> {
+    crate::input::check_nesting(source, top)?;
     serde_yaml::from_str(top).map_err(|e| {
         let mut l = Location::file(source);
         if let Some(m) = e.location() {

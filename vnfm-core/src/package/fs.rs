@@ -7,6 +7,13 @@
 //! under `Files/kubernetes/` (see [`super::is_kubernetes_file`]), each at most
 //! [`MAX_ZIP_ENTRY_BYTES`]. A zip whose entries all sit in one folder, with no `TOSCA-Metadata/` or
 //! `Definitions/` at its root, is read from inside that folder.
+//!
+//! Symbolic links: the package path itself may be one (the operator's own link, e.g. a
+//! release link or a Kubernetes volume mount) and is followed; every link inside a package
+//! folder that vnfm would read through is refused, naming it: an entry outside `Files/`,
+//! `Files/` itself, `Files/kubernetes/` and the entries in it (a link there could make vnfm
+//! read, and apply to a cluster, a file of the host). Links elsewhere under `Files/` are not
+//! looked at (that folder is not read).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -90,13 +97,16 @@ fn read_dir(
             format!("{prefix}/{name}")
         };
         let ft = entry.file_type().map_err(|e| io_err(&path, e))?;
+        if ft.is_symlink() {
+            return Err(link_inside(&path));
+        }
         if ft.is_dir() {
             if rel == SKIPPED_DIR {
                 read_manifests(&path.join("kubernetes"), files, total)?;
             } else {
                 read_dir(&path, &rel, files, total)?;
             }
-        } else if ft.is_file() || (ft.is_symlink() && path.is_file()) {
+        } else if ft.is_file() {
             let bytes = crate::input::read_bytes(
                 &path,
                 MAX_ZIP_ENTRY_BYTES,
@@ -117,9 +127,17 @@ fn read_dir(
             }
             files.insert(rel, bytes);
         }
-        // Symbolic links to folders are not followed (no cycles).
     }
     Ok(())
+}
+
+/// The error of a symbolic link inside a package.
+fn link_inside(path: &Path) -> Error {
+    Error::invalid(
+        Location::file(path),
+        "a symbolic link inside a package (not followed); expected regular files and folders \
+         (only the package folder itself may be a link)",
+    )
 }
 
 /// Reads the Kubernetes manifests of a package directory's `Files/kubernetes/` (absent: none):
@@ -129,18 +147,30 @@ fn read_manifests(
     files: &mut BTreeMap<String, Vec<u8>>,
     total: &mut u64,
 ) -> Result<()> {
-    if !dir.is_dir() {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(dir, e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(link_inside(dir));
+    }
+    if !meta.is_dir() {
         return Ok(());
     }
     let entries = std::fs::read_dir(dir).map_err(|e| io_err(dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| io_err(dir, e))?;
         let path = entry.path();
+        let ft = entry.file_type().map_err(|e| io_err(&path, e))?;
+        if ft.is_symlink() {
+            return Err(link_inside(&path));
+        }
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
             continue;
         };
         let rel = format!("{}/{name}", super::KUBERNETES_DIR);
-        if !super::is_kubernetes_file(&rel) || !path.is_file() {
+        if !super::is_kubernetes_file(&rel) || !ft.is_file() {
             continue;
         }
         let bytes = crate::input::read_bytes(&path, MAX_ZIP_ENTRY_BYTES, "a Kubernetes manifest")?;

@@ -6,64 +6,12 @@ use serde_yaml::Value;
 
 use crate::error::{Error, Location};
 
-/// How deep `[` / `{` may nest in a YAML document vnfm reads (a VNFD, a HOT template or a cloud
-/// file nests a dozen levels). Checked before parsing: serde_yaml parses a deeply nested
-/// document in time quadratic in its depth before it reports its own recursion limit (100,000
-/// `[` took 28 s).
-pub(crate) const MAX_YAML_NESTING: usize = 64;
+/// How deep `[` / `{` may nest in a YAML document vnfm reads: [`crate::input::MAX_NESTING`]
+/// (serde_yaml parses a deeply nested document in time quadratic in its depth before it
+/// reports its own recursion limit: 100,000 `[` took 28 s).
+pub(crate) const MAX_YAML_NESTING: usize = crate::input::MAX_NESTING;
 
-/// Where flow collections (`[`, `{`) of `text` nest deeper than [`MAX_YAML_NESTING`]: the line
-/// and column (1-based) of the first bracket too deep. Linear in the input; quoted scalars and
-/// comments are skipped.
-pub(crate) fn too_deep(text: &[u8]) -> Option<(usize, usize)> {
-    let (mut depth, mut line, mut col) = (0usize, 1usize, 0usize);
-    let mut quote: Option<u8> = None;
-    let mut comment = false;
-    let mut prev = b'\n';
-    let mut escaped = false;
-    for &b in text {
-        col += 1;
-        if b == b'\n' {
-            line += 1;
-            col = 0;
-            comment = false;
-            prev = b;
-            continue;
-        }
-        if comment {
-            continue;
-        }
-        match quote {
-            Some(b'"') if escaped => escaped = false,
-            Some(b'"') if b == b'\\' => escaped = true,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None => match b {
-                b'#' if prev.is_ascii_whitespace() => comment = true,
-                // A quote opens a quoted scalar only where a scalar starts (`don't` is plain
-                // text: counting from its `'` would hide the brackets after it).
-                b'"' | b'\''
-                    if matches!(
-                        prev,
-                        b' ' | b'\t' | b'\n' | b':' | b'[' | b'{' | b',' | b'-'
-                    ) =>
-                {
-                    quote = Some(b);
-                }
-                b'[' | b'{' => {
-                    depth += 1;
-                    if depth > MAX_YAML_NESTING {
-                        return Some((line, col));
-                    }
-                }
-                b']' | b'}' => depth = depth.saturating_sub(1),
-                _ => {}
-            },
-        }
-        prev = b;
-    }
-    None
-}
+pub(crate) use crate::input::too_deep;
 
 /// The error of a document nested too deep (see [`too_deep`]), at `loc`.
 pub(crate) fn too_deep_error(loc: Location, at: (usize, usize)) -> Error {

@@ -98,6 +98,13 @@ pub(crate) struct Template {
 
 /// Parses template text (YAML or JSON) into a JSON value.
 pub(crate) fn parse_text(text: &str) -> Result<Value, String> {
+    if let Some((line, col)) = crate::input::too_deep(text.as_bytes()) {
+        return Err(format!(
+            "Error parsing template: `[` / `{{` nested deeper than {} levels at line {line}, \
+             column {col}",
+            crate::input::MAX_NESTING
+        ));
+    }
     serde_yaml::from_str::<Value>(text).map_err(|e| format!("Error parsing template: {e}"))
 }
 
