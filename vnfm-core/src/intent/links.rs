@@ -406,9 +406,10 @@ impl Solution {
 pub const DEFAULT_NODE_LIMIT: u64 = 20_000;
 
 /// The bound's work [`SolveOptions::default`] allows, in table cells read: about 10 s of CPU
-/// on the benches' machine, whatever the size of the request (a node of a 40 x 200 request with
-/// 80 VLDs reads about 25 million cells, one of a 20 x 50 request about 100,000).
-pub const DEFAULT_WORK_LIMIT: u64 = 1 << 34;
+/// on the benches' 2-core machine, whatever the size of the request (on the benches' 40 x 200
+/// dense instance, 2^34 cells took 69 s of wall time under a load average of 14: about 4
+/// million cells per node).
+pub const DEFAULT_WORK_LIMIT: u64 = 1 << 32;
 
 /// [`SolveOptions::should_stop`] is asked after this many search nodes, or sooner when the
 /// bound's work since the last question reaches [`POLL_WORK`].
