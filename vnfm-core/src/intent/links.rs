@@ -84,6 +84,11 @@ use std::fmt;
 use serde_json::Value;
 use thiserror::Error;
 
+/// The most VLD table cells a request may need (VLDs x VIMs^2): each cell takes about 32
+/// bytes across the search's tables, so this caps them near 512 MiB (a 40 x 200 request with 80
+/// VLDs needs 3.2 million cells).
+pub const MAX_TABLE_CELLS: u64 = 1 << 24;
+
 /// The number PLA writes for a missing PoP link (or a missing characteristic of one).
 pub const PLA_MISSING: u64 = 32767;
 
@@ -499,7 +504,8 @@ impl LinksRequest {
     /// # Errors
     /// [`LinksError::Invalid`] naming the field: no VIMs, an empty or duplicate id, a price
     /// list or link matrix of the wrong size, a non-zero diagonal link, a pin or VLD end that
-    /// names no VIM / VNF, or prices so large that a total could overflow.
+    /// names no VIM / VNF, prices so large that a total could overflow, or more VLD table
+    /// cells than [`MAX_TABLE_CELLS`].
     pub fn validate(self) -> Result<Problem, LinksError> {
         let m = self.vims.len();
         if m == 0 {
@@ -613,6 +619,17 @@ impl LinksRequest {
                     "totals that fit in u64 micro-units",
                 )
             })?;
+        }
+        let cells = (self.vlds.len() as u64).saturating_mul((m as u64).saturating_mul(m as u64));
+        if cells > MAX_TABLE_CELLS {
+            return Err(invalid(
+                "vlds",
+                format!(
+                    "{} vlds over {m} vims ({cells} table cells, one per pair of vims per vld)",
+                    self.vlds.len()
+                ),
+                format!("at most {MAX_TABLE_CELLS} cells"),
+            ));
         }
         let words = m.div_ceil(64);
         let tables = ends
@@ -2076,6 +2093,28 @@ mod tests {
         assert_eq!(field_of(r.validate().unwrap_err()), "vnfs[1].prices");
 
         assert!(base.validate().is_ok());
+    }
+
+    #[test]
+    fn requests_whose_tables_would_not_fit_are_refused() {
+        // 1,100 VLDs over 128 VIMs: 18 million cells, each VLD a table of 128 x 128.
+        let m = 128;
+        let mut r = req(vec![vec![p(1); m]; 2], vec![vec![None; m]; m], vec![]);
+        r.vlds = (0..1100)
+            .map(|_| Vld {
+                from: "1".into(),
+                to: "2".into(),
+                max_latency: None,
+                max_jitter: None,
+            })
+            .collect();
+        let e = r.clone().validate().unwrap_err();
+        assert!(
+            e.to_string().starts_with("vlds: 1100 vlds over 128 vims"),
+            "{e}"
+        );
+        r.vlds.truncate(1000);
+        assert!(r.validate().is_ok());
     }
 
     #[test]
