@@ -48,8 +48,8 @@
 //! messages are valid, so nothing is undone when it backtracks). Along the way a value that a
 //! VLD can no longer carry is removed (arc consistency), and so is a value whose own bound
 //! exceeds the best cost found. Values are tried in the order of their bound. On the benches'
-//! generated instances this bound comes within a fraction of a percent of the optimum at the
-//! root. (Requests whose totals exceed 2^56 micro-units fall back to a plain bound: the cost so
+//! generated 20 x 50 instances the root bound is at or very near the optimum, and the search
+//! proves it in a few hundred nodes. (Requests whose totals exceed 2^56 micro-units fall back to a plain bound: the cost so
 //! far plus each unassigned VNF's cheapest VIM.) A node is pruned when its bound exceeds the
 //! best cost, or equals it and it cannot lead to a lexicographically smaller placement.
 //! [`Problem::solve_exhaustive`] is the reference (the oracle of the tests and benches).
@@ -83,6 +83,11 @@ use std::fmt;
 
 use serde_json::Value;
 use thiserror::Error;
+
+/// The most VLD table cells a request may need (VLDs x VIMs^2): each cell takes about 32
+/// bytes across the search's tables, so this caps them near 512 MiB (a 40 x 200 request with 80
+/// VLDs needs 3.2 million cells).
+pub const MAX_TABLE_CELLS: u64 = 1 << 24;
 
 /// The number PLA writes for a missing PoP link (or a missing characteristic of one).
 pub const PLA_MISSING: u64 = 32767;
@@ -406,9 +411,10 @@ impl Solution {
 pub const DEFAULT_NODE_LIMIT: u64 = 20_000;
 
 /// The bound's work [`SolveOptions::default`] allows, in table cells read: about 10 s of CPU
-/// on the benches' machine, whatever the size of the request (a node of a 40 x 200 request with
-/// 80 VLDs reads about 25 million cells, one of a 20 x 50 request about 100,000).
-pub const DEFAULT_WORK_LIMIT: u64 = 1 << 34;
+/// on the benches' 2-core machine, whatever the size of the request (on the benches' 40 x 200
+/// dense instance, 2^34 cells took 69 s of wall time under a load average of 14: about 4
+/// million cells per node).
+pub const DEFAULT_WORK_LIMIT: u64 = 1 << 32;
 
 /// [`SolveOptions::should_stop`] is asked after this many search nodes, or sooner when the
 /// bound's work since the last question reaches [`POLL_WORK`].
@@ -498,7 +504,8 @@ impl LinksRequest {
     /// # Errors
     /// [`LinksError::Invalid`] naming the field: no VIMs, an empty or duplicate id, a price
     /// list or link matrix of the wrong size, a non-zero diagonal link, a pin or VLD end that
-    /// names no VIM / VNF, or prices so large that a total could overflow.
+    /// names no VIM / VNF, prices so large that a total could overflow, or more VLD table
+    /// cells than [`MAX_TABLE_CELLS`].
     pub fn validate(self) -> Result<Problem, LinksError> {
         let m = self.vims.len();
         if m == 0 {
@@ -612,6 +619,17 @@ impl LinksRequest {
                     "totals that fit in u64 micro-units",
                 )
             })?;
+        }
+        let cells = (self.vlds.len() as u64).saturating_mul((m as u64).saturating_mul(m as u64));
+        if cells > MAX_TABLE_CELLS {
+            return Err(invalid(
+                "vlds",
+                format!(
+                    "{} vlds over {m} vims ({cells} table cells, one per pair of vims per vld)",
+                    self.vlds.len()
+                ),
+                format!("at most {MAX_TABLE_CELLS} cells"),
+            ));
         }
         let words = m.div_ceil(64);
         let tables = ends
@@ -2075,6 +2093,28 @@ mod tests {
         assert_eq!(field_of(r.validate().unwrap_err()), "vnfs[1].prices");
 
         assert!(base.validate().is_ok());
+    }
+
+    #[test]
+    fn requests_whose_tables_would_not_fit_are_refused() {
+        // 1,100 VLDs over 128 VIMs: 18 million cells, each VLD a table of 128 x 128.
+        let m = 128;
+        let mut r = req(vec![vec![p(1); m]; 2], vec![vec![None; m]; m], vec![]);
+        r.vlds = (0..1100)
+            .map(|_| Vld {
+                from: "1".into(),
+                to: "2".into(),
+                max_latency: None,
+                max_jitter: None,
+            })
+            .collect();
+        let e = r.clone().validate().unwrap_err();
+        assert!(
+            e.to_string().starts_with("vlds: 1100 vlds over 128 vims"),
+            "{e}"
+        );
+        r.vlds.truncate(1000);
+        assert!(r.validate().is_ok());
     }
 
     #[test]
