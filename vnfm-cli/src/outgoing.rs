@@ -51,7 +51,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 8;
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How many characters of a URL a log line shows ([`shown`]).
-const SHOWN_CHARS: usize = 120;
+pub const SHOWN_CHARS: usize = 120;
 
 /// Addresses of cloud metadata services outside the link-local ranges (Alibaba Cloud's
 /// `100.100.100.200`, Azure's WireServer `168.63.129.16`, AWS's IPv6 `fd00:ec2::254`).

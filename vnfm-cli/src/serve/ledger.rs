@@ -221,7 +221,7 @@ impl Promise {
             if self.queued.load(Ordering::Relaxed) >= MAX_QUEUED {
                 let failed = self.failed.fetch_add(1, Ordering::Relaxed);
                 let dropped = self.dropped.fetch_add(1, Ordering::Relaxed);
-                if dropped % 1000 == 0 {
+                if dropped.is_multiple_of(1000) {
                     crate::display::log_line(&format!(
                         "vnfm serve: {MAX_QUEUED} Promise notifications wait for delivery: \
                          one more is dropped ({} dropped so far, {} failed in all)",
