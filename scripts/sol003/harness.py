@@ -631,8 +631,9 @@ PATCHES += [
         SCALE_LOOPS + "    Should be true    ${old_level_value}==${new_level_value}\n",
         "    ${levels}=    Evaluate    $old_scaleinfo[0]\n"
         "    FOR    ${element}    IN    @{levels}\n"
+        "        ${aspect}=    Set Variable    ${element['aspectId']}\n"
         "        ${new_level}=    Evaluate    [int(e['scaleLevel']) for e in $new_scaleinfo[0] "
-        "if e['aspectId'] == $element['aspectId']]\n"
+        "if e['aspectId'] == '${aspect}']\n"
         "        ${want}=    Evaluate    [int($element['scaleLevel'])]\n"
         "        Should Be Equal    ${new_level}    ${want}\n"
         "    END\n",
