@@ -488,9 +488,9 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
             keep
         });
         for id in subs {
-            if !workers.contains_key(&id) {
-                let h = tokio::spawn(worker(app.clone(), id.clone(), stopped.clone()));
-                workers.insert(id, h);
+            if let std::collections::btree_map::Entry::Vacant(slot) = workers.entry(id) {
+                let id = slot.key().clone();
+                slot.insert(tokio::spawn(worker(app.clone(), id, stopped.clone())));
             }
         }
         tokio::select! {

@@ -16,6 +16,10 @@ use vnfm_core::lcm_notify::{notification, Delivery, LccnSubscriptionRequest, Tra
 
 use crate::store::{Flush, SqliteStore};
 
+/// A notification staged for one subscription: its sequence, its outbox document's name and
+/// its body.
+type NewEntry = (u64, String, String);
+
 /// Prefix of the subscription documents.
 pub const SUBSCRIPTION_PREFIX: &str = "lcm_subscription:";
 /// Prefix of the outbox documents: `lcm_outbox:<subscription>:<sequence, 20 digits>`.
@@ -367,7 +371,7 @@ impl Outbox {
             return Staged::default();
         }
         // Each subscription's new entries, in the order of the events.
-        let mut new: BTreeMap<&str, (&Arc<Sub>, Vec<(u64, String, String)>)> = BTreeMap::new();
+        let mut new: BTreeMap<&str, (&Arc<Sub>, Vec<NewEntry>)> = BTreeMap::new();
         for e in &events {
             for sub in subs.values() {
                 let passes = sub
