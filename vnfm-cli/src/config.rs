@@ -73,6 +73,9 @@
 //! timer_interval = 20            # --timer-interval: heal window in seconds
 //! scale_cooldown = 300           # --scale-cooldown: seconds between two auto-scales of an aspect
 //! receiver_types = ["tacker"]    # --receiver-type: accepted `receiver_type` label values
+//! max_fingerprint_bytes = 128    # longest alert fingerprint kept; longer: ignored `oversized`
+//! max_labels = 64                # most labels per alert; more: ignored `oversized`
+//! max_label_bytes = 4096         # longest label name or value; longer: ignored `oversized`
 //! bearer_token = "..."           # VNFM_ALERT_BEARER_TOKEN
 //! basic_auth_user = "..."        # VNFM_ALERT_BASIC_USER
 //! basic_auth_password = "..."    # VNFM_ALERT_BASIC_PASSWORD

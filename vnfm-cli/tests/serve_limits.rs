@@ -414,3 +414,91 @@ async fn coordinates_out_of_range_are_refused() {
     }
     server.shutdown().await.unwrap();
 }
+
+// ---- issue 26: alert values bounded, and never logged at length ----
+
+/// Issue 26 High 6 and the Low item: a 900 KB fingerprint or label is not kept (the alert is
+/// ignored `oversized`, naming the field and the bound; the saved alert state stays small),
+/// and no log line quotes it: each line about an ignored alert quotes at most 64 characters of
+/// any value, and one request logs at most 8 of them, then one line with how many more.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alert_fingerprints_and_labels_are_bounded_and_never_logged_at_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = server_config(
+        dir.path(),
+        &format!("[prometheus_plugin]\nauto_healing = true\nbearer_token = \"{BEARER}\"\n"),
+    );
+    let server = ServeProcess::start(serve_command(&config, None));
+    let addr = server.addr;
+    let auth = format!("Bearer {BEARER}");
+    let huge = "f".repeat(900_000);
+    let mut long_label = heal_alert("i-1", "VDU1-a", "fp-label", "firing", false);
+    long_label["labels"]["alertname"] = json!(huge);
+    let unknown: Vec<_> = (0..50)
+        .map(|n| {
+            heal_alert(
+                &"g".repeat(3000),
+                "VDU1-a",
+                &format!("fp-{n}"),
+                "firing",
+                false,
+            )
+        })
+        .collect();
+    for body in [
+        webhook(&[heal_alert("i-1", "VDU1-a", &huge, "firing", false)]),
+        webhook(&[long_label]),
+        webhook(&unknown),
+    ] {
+        let r = post_alert(addr, "auto_healing", Some(&auth), &body).await;
+        assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    }
+    let m = metrics(addr).await;
+    let ignored = |reason: &str| {
+        metric(
+            &m,
+            &format!("vnfm_alerts_ignored_total{{endpoint=\"auto_healing\",reason=\"{reason}\"}}"),
+        )
+    };
+    assert_eq!(ignored("oversized"), 2, "{m}");
+    assert_eq!(ignored("instance_not_found"), 50, "{m}");
+    assert_eq!(metric(&m, "vnfm_alerts_remembered"), 0, "{m}");
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    let longest = stderr.lines().map(str::len).max().unwrap_or(0);
+    assert!(
+        longest < 600,
+        "a log line of {longest} bytes:\n{}",
+        &stderr[..2000.min(stderr.len())]
+    );
+    assert!(
+        stderr.contains(
+            "fingerprint is 900000 bytes; expected at most 128 ([prometheus_plugin] \
+             max_fingerprint_bytes)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("labels.alertname is 900000 bytes; expected at most 4096"),
+        "{stderr}"
+    );
+    let lines = stderr
+        .lines()
+        .filter(|l| l.contains(" ignored [instance_not_found]"))
+        .count();
+    assert_eq!(lines, 8, "{stderr}");
+    assert!(
+        stderr.contains("auto_healing webhook: 42 more ignored alerts not logged"),
+        "{stderr}"
+    );
+    let raw = rusqlite::Connection::open(dir.path().join("state.sqlite")).unwrap();
+    let saved: String = raw
+        .query_row(
+            "SELECT body FROM documents WHERE name = 'alert_state'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(saved.len() < 1000, "{saved}");
+}

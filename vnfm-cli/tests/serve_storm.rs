@@ -375,7 +375,9 @@ async fn accepted_alerts_saved_before_their_answers(fsync: AlertFsync) {
 
 /// When the state file refuses the write of an accepted alert, the answer is 503 (so that
 /// Alertmanager sends it again), counted; the alert is kept, and saved once the file takes
-/// writes again, before and across a restart.
+/// writes again, before and across a restart. Alertmanager's retry is accepted again, not a
+/// duplicate (issue 26 High 8: an alert that was not durably recorded is not remembered as
+/// seen), and changes nothing in the window.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_write_answers_503_and_the_alert_is_saved_later() {
     let dir = tempfile::tempdir().unwrap();
@@ -390,6 +392,7 @@ async fn a_refused_write_answers_503_and_the_alert_is_saved_later() {
          BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
     )
     .unwrap();
+    server.refuse_alert_journal_writes(true);
     let body = webhook(&[heal_alert(&id, &vnfc, "fp-refused", "firing", false)]);
     let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
     let p = r.problem(503);
@@ -416,9 +419,24 @@ async fn a_refused_write_answers_503_and_the_alert_is_saved_later() {
     assert!(saved_alert_state(dir.path()).await.heal.pending.is_empty());
 
     raw.execute_batch("DROP TRIGGER refuse").unwrap();
-    // Alertmanager's retry: the alert is known, nothing runs twice.
+    server.refuse_alert_journal_writes(false);
+    // Alertmanager's retry: accepted again (and saved now), the window unchanged.
     let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
     assert_eq!(r.status, 204);
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}"),
+        2,
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alerts_ignored_total{endpoint=\"auto_healing\",reason=\"duplicate\"}"
+        ),
+        0,
+        "{m}"
+    );
     let d = dir.path().to_owned();
     let want = id.clone();
     eventually(10, "the refused alert saved", || {
@@ -456,38 +474,114 @@ async fn a_refused_write_answers_503_and_the_alert_is_saved_later() {
     server.shutdown().await.unwrap();
 }
 
-/// An alert whose write outlives `[server] request_timeout` (here: it waits for another
-/// program's write transaction on the state file) is not answered 503 while it goes on
-/// (issue 14 row 8): the timeout bounds reads only, and the webhook is answered with its
-/// outcome, 204, once the file is free and the alert saved; the retry is a duplicate.
+/// Issue 26 High 8: on a full disk (here: the alert journal refuses its writes, the state file
+/// the alert state's and the operation occurrences' inserts; the latter with an SQL error that
+/// is not a constraint's, as SQLite's `database or disk is full` is not) an accepted heal alert is answered 503, its window
+/// closes and its heal cannot start. The window is kept and tried again, the retried alert is
+/// accepted again rather than answered `duplicate`, and once the disk takes writes again the
+/// heal runs, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_does_not_lose_an_accepted_heal() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let server = start(config(dir.path(), 1)).await;
+    let addr = server.local_addr();
+    let id = instantiated(addr).await;
+    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
+    let raw = rusqlite::Connection::open(&state).unwrap();
+    raw.execute_batch(
+        "CREATE TRIGGER full_documents BEFORE INSERT ON documents WHEN NEW.name LIKE 'alert_%' \
+         BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END; \
+         CREATE TRIGGER full_ops BEFORE INSERT ON vnf_lcm_op_occs \
+         BEGIN SELECT abs(-9223372036854775807 - 1); END;",
+    )
+    .unwrap();
+    server.refuse_alert_journal_writes(true);
+    let body = webhook(&[heal_alert(&id, &vnfc, "fp-full", "firing", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    r.problem(503);
+    // The window closes after a second; its heal cannot start (no occurrence can be stored).
+    let healing = "vnfm_alert_actions_not_started_total{endpoint=\"auto_healing\"}";
+    eventually(20, "the heal refused for the full disk", || async {
+        (metric(&metrics(addr).await, healing) >= 1).then_some(())
+    })
+    .await;
+    // Alertmanager's retry while the disk is still full (the window was just put back, due
+    // again in a second): accepted again, not a duplicate, still not saved.
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    r.problem(503);
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(&m, "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}"),
+        2,
+        "{m}"
+    );
+    assert!(ops(addr, &id, "HEAL").await.is_empty());
+
+    // Space again: the retry is answered 204 and the heal runs, once.
+    raw.execute_batch("DROP TRIGGER full_documents; DROP TRIGGER full_ops;")
+        .unwrap();
+    server.refuse_alert_journal_writes(false);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    let heal = eventually(30, "the kept heal", || {
+        let id = id.clone();
+        async move { ops(addr, &id, "HEAL").await.pop() }
+    })
+    .await;
+    let heal = wait_op(
+        addr,
+        &format!(
+            "/vnflcm/v2/vnf_lcm_op_occs/{}",
+            heal["id"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(heal["operationState"], "COMPLETED", "{heal}");
+    let m = settled(addr).await;
+    assert_eq!(ops(addr, &id, "HEAL").await.len(), 1, "one heal: {m}");
+    server.shutdown().await.unwrap();
+}
+
+/// An alert whose write outlives `[server] request_timeout` (here: a scale alert, which
+/// saves the whole alert state, waits for another program's write transaction on the state
+/// file) is not answered 503 while it goes on (issue 14 row 8): the timeout bounds reads only,
+/// and the webhook is answered with its outcome, 204, once the file is free and the alert
+/// saved; the retry is not accepted again. (A heal alert does not wait for the state file: its
+/// record goes to the alert journal beside it.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alert_write_past_the_timeout_is_answered_with_its_outcome() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path(), 3600);
     c.server.request_timeout = 1;
+    c.prometheus_plugin.plugin.scale_cooldown = 3600;
     let server = start(c).await;
     let addr = server.local_addr();
     let id = instantiated(addr).await;
     let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
     let raw = rusqlite::Connection::open(dir.path().join("state.sqlite")).unwrap();
     raw.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let body = webhook(&[heal_alert(&id, &vnfc, "fp-slow", "firing", false)]);
+    // A heal alert is saved (in the journal) and answered while the file is held.
+    let heal = webhook(&[heal_alert(&id, &vnfc, "fp-slow", "firing", false)]);
+    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &heal).await;
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    let body = webhook(&[scale_alert(&id, "VDU1_scale", "SCALE_OUT", "fp-slow-scale")]);
     let sent = body.clone();
+    let bearer = format!("Bearer {BEARER}");
+    let auth = bearer.clone();
     let answer =
-        tokio::spawn(
-            async move { post_alert(addr, "auto_healing", Some(BASIC_HEADER), &sent).await },
-        );
+        tokio::spawn(async move { post_alert(addr, "auto_scaling", Some(&auth), &sent).await });
     // Accepted (in memory), its write waiting for the file.
     let m = metric_reaches(
         addr,
-        "vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}",
+        "vnfm_alerts_accepted_total{endpoint=\"auto_scaling\"}",
         1,
     )
     .await;
     assert_eq!(
         metric(
             &m,
-            "vnfm_alert_requests_total{endpoint=\"auto_healing\",code=\"503\"}"
+            "vnfm_alert_requests_total{endpoint=\"auto_scaling\",code=\"503\"}"
         ),
         0,
         "{m}"
@@ -500,22 +594,19 @@ async fn an_alert_write_past_the_timeout_is_answered_with_its_outcome() {
     assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
     let d = dir.path().to_owned();
     let s = saved_alert_state(&d).await;
-    assert_eq!(s.heal.pending.len(), 1, "saved before its 204");
-    let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body).await;
+    assert_eq!(s.scale.last.len(), 1, "saved before its 204: {s:?}");
+    assert_eq!(s.heal.pending.len(), 1, "{s:?}");
+    let r = post_alert(addr, "auto_scaling", Some(&bearer), &body).await;
     assert_eq!(r.status, 204);
     let m = metrics(addr).await;
     for (series, want) in [
+        ("vnfm_alerts_accepted_total{endpoint=\"auto_scaling\"}", 1),
         (
-            "vnfm_alerts_ignored_total{endpoint=\"auto_healing\",reason=\"duplicate\"}",
-            1,
-        ),
-        ("vnfm_alerts_accepted_total{endpoint=\"auto_healing\"}", 1),
-        (
-            "vnfm_alert_requests_total{endpoint=\"auto_healing\",code=\"204\"}",
+            "vnfm_alert_requests_total{endpoint=\"auto_scaling\",code=\"204\"}",
             2,
         ),
         (
-            "vnfm_alert_requests_total{endpoint=\"auto_healing\",code=\"503\"}",
+            "vnfm_alert_requests_total{endpoint=\"auto_scaling\",code=\"503\"}",
             0,
         ),
     ] {
@@ -550,4 +641,90 @@ async fn deferred_alert_state_changes_are_saved_soon_after() {
     })
     .await;
     server.shutdown().await.unwrap();
+}
+
+/// Issue 28 acceptance 4: a 204 means the alert is recorded. The `vnfm` binary is SIGKILLed
+/// right after the last of 40 concurrent new alerts was answered 204, under either
+/// `[server] alert_fsync`; the next start knows every one of them (Alertmanager's re-sends are
+/// all duplicates) and keeps their window.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_alert_answered_204_survives_a_sigkill_right_after() {
+    for fsync in ["periodic", "each"] {
+        alerts_answered_survive_a_sigkill(fsync).await;
+    }
+}
+
+async fn alerts_answered_survive_a_sigkill(fsync: &str) {
+    const N: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("vnfm.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[state]\npath = {:?}\n[placement]\nreselect_zones = true\n\
+             fallback_best_effort = true\n[server]\nlisten = \"127.0.0.1:0\"\n\
+             alert_fsync = \"{fsync}\"\n[prometheus_plugin]\nauto_healing = true\n\
+             timer_interval = 3600\nbasic_auth_user = \"{}\"\nbasic_auth_password = \"{}\"\n",
+            dir.path().join("state.sqlite"),
+            BASIC.0,
+            BASIC.1
+        ),
+    )
+    .unwrap();
+    let server = ServeProcess::start(serve_command(&config, None));
+    let addr = server.addr;
+    let id = instantiated(addr).await;
+    let vnfc = servers(addr, &id).await.into_keys().next().unwrap();
+    let bodies: Vec<Vec<u8>> = (0..N)
+        .map(|i| {
+            webhook(&[heal_alert(
+                &id,
+                &vnfc,
+                &format!("fp-kill-{i}"),
+                "firing",
+                false,
+            )])
+        })
+        .collect();
+    let posts: Vec<_> = bodies
+        .iter()
+        .cloned()
+        .map(|body| {
+            tokio::spawn(async move {
+                post_alert(addr, "auto_healing", Some(BASIC_HEADER), &body)
+                    .await
+                    .status
+            })
+        })
+        .collect();
+    for p in posts {
+        assert_eq!(p.await.unwrap(), 204);
+    }
+    server.kill();
+
+    let server = ServeProcess::start(serve_command(&config, None));
+    let addr = server.addr;
+    let m = metrics(addr).await;
+    assert_eq!(metric(&m, "vnfm_heal_windows_pending"), 1, "{fsync}: {m}");
+    assert_eq!(
+        metric(&m, "vnfm_alerts_remembered"),
+        N as u64,
+        "{fsync}: {m}"
+    );
+    for body in &bodies {
+        let r = post_alert(addr, "auto_healing", Some(BASIC_HEADER), body).await;
+        assert_eq!(r.status, 204);
+    }
+    let m = metrics(addr).await;
+    assert_eq!(
+        metric(
+            &m,
+            "vnfm_alerts_ignored_total{endpoint=\"auto_healing\",reason=\"duplicate\"}"
+        ),
+        N as u64,
+        "{fsync}: every alert known after the kill: {m}"
+    );
+    let (code, stderr) = server.stop();
+    assert_eq!(code, Some(0), "{stderr}");
 }

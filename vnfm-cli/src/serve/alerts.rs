@@ -12,12 +12,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use tokio::sync::watch;
+use vnfm_core::alert::judge::Shown;
 use vnfm_core::alert::{bad_request, Action, AlertHandler, Endpoint, HealJob, Webhook};
 use vnfm_core::driver::{OpOccFilter, Store};
 
 use super::http::{problem, problem_of, read_body};
 use super::metrics::endpoint_label;
-use super::state::{spawn_op, App, OpRequest};
+use super::state::{spawn_op, App, Journaled, OpRequest};
 use crate::render::lcm::sol;
 
 pub(crate) fn routes() -> Router<Arc<App>> {
@@ -73,7 +74,7 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
     let metrics = &app.shared.metrics;
     metrics.received(endpoint, webhook.alerts.len());
     let now = app.clock().now();
-    let (outcomes, generation, journaled) = {
+    let (outcomes, generation, journaled, entries) = {
         let mut h = app.lock_alerts();
         let outcomes = {
             let cache = app
@@ -85,12 +86,17 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
         };
         let generation = app.changed_locked(&h);
         let entries = AlertHandler::heal_entries(&webhook, &outcomes, now);
-        // Not journaled (an entry that cannot be encoded): the whole state is saved instead.
-        let journaled = !entries.is_empty() && app.journal_locked(&h, generation, &entries);
-        (outcomes, generation, journaled)
+        // Written to the journal now, under the lock (one write, no other thread).
+        let journaled = if entries.is_empty() {
+            Journaled::NotEncoded
+        } else {
+            app.journal_locked(&h, generation, &entries)
+        };
+        (outcomes, generation, journaled, entries)
     };
     let mut accepted = false;
     let mut scales = Vec::new();
+    let mut logged = 0;
     for o in outcomes {
         match o.action {
             Action::HealQueued { .. } => {
@@ -107,26 +113,45 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
                 if app.quiet {
                     continue;
                 }
+                logged += 1;
+                if logged > LOGGED_PER_REQUEST {
+                    continue;
+                }
                 app.note(&format!(
                     "{} alert #{} (fingerprint {}) ignored [{}]: {reason}",
                     endpoint_label(endpoint),
                     o.index,
-                    o.fingerprint,
+                    Shown(&o.fingerprint),
                     reason.label()
                 ));
             }
         }
     }
+    if logged > LOGGED_PER_REQUEST {
+        app.note(&format!(
+            "{} webhook: {} more ignored alerts not logged (at most {LOGGED_PER_REQUEST} \
+             lines per request; every one is counted in vnfm_alerts_ignored_total)",
+            endpoint_label(endpoint),
+            logged - LOGGED_PER_REQUEST
+        ));
+    }
     let mut saved = true;
     if accepted {
         // Saved before the answer: an accepted alert survives a restart. Heal alerts as
-        // journal entries (one small write shared by the requests waiting together); a
-        // scale changed the cooldowns, saved with the whole state.
-        saved = if scales.is_empty() && journaled {
-            app.flush_journal(generation).await
-        } else {
-            app.persist(generation).await
+        // journal records (written above; under `alert_fsync = "each"` fsynced by one
+        // fdatasync shared by the requests waiting together); a scale changed the cooldowns,
+        // saved with the whole state, and so is a heal entry that could not be encoded.
+        saved = match journaled {
+            _ if !scales.is_empty() => app.persist(generation).await,
+            Journaled::Written => app.flush_journal(generation).await,
+            Journaled::Failed => false,
+            Journaled::NotEncoded => app.persist(generation).await,
         };
+        if !saved {
+            // Not on disk: not remembered as seen either, so that the retry is accepted and
+            // saved again rather than answered `duplicate` (issue 26).
+            app.lock_alerts().not_saved(&entries);
+        }
         // The dispatcher is not woken: a window opened now is due `timer_interval` (at least
         // a second) from now, and the dispatcher looks at the due times at least every second.
     }
@@ -158,9 +183,9 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
         });
     }
     if !saved {
-        // Alertmanager retries a 5xx: the retry finds the alerts known (duplicates), and the
-        // dispatcher keeps trying to save the state, so nothing runs twice, and nothing is lost
-        // while this process lives.
+        // Alertmanager retries a 5xx: the retry's heal alerts are accepted again (the
+        // de-duplication memory forgot them above) and join the same windows, so nothing runs
+        // twice; the dispatcher keeps trying to save the state meanwhile.
         return problem_of(
             503,
             "the alerts were accepted but the state file could not be written (see the \
@@ -208,13 +233,39 @@ fn start_heal(app: &Arc<App>, mut job: HealJob) {
     );
     let app = app.clone();
     tokio::spawn(async move {
-        if let Ok(Err(_)) = started.await {
-            // Refused before it started (logged by `spawn_op`): the handler decides whether
-            // the window waits, from whether an unfinished occurrence holds the instance
-            // (one this server did not start: another program's, on the state file).
-            heal_not_started(&app, job).await;
+        if let Ok(Err(p)) = started.await {
+            // Refused before it started (logged by `spawn_op`).
+            if p.status >= 500 {
+                // The server's own failure (the state store: a full disk), not the
+                // instance's: the window is kept and tried again (issue 26).
+                heal_failed(&app, job).await;
+            } else {
+                // The handler decides whether the window waits, from whether an unfinished
+                // occurrence holds the instance (one this server did not start: another
+                // program's, on the state file).
+                heal_not_started(&app, job).await;
+            }
         }
     });
+}
+
+/// The heal of `job` failed to start for the server's own failure: its window is put back,
+/// due again `timer_interval` from now.
+async fn heal_failed(app: &Arc<App>, job: HealJob) {
+    let instance = job.instance.clone();
+    let (due, generation) = {
+        let mut h = app.lock_alerts();
+        let due = h.heal_failed(job, app.clock().now());
+        (due, app.changed_locked(&h))
+    };
+    app.note(&format!(
+        "heal window of VNF instance {instance} kept: its heal did not start for a failure of \
+         the server's own; tried again at {}",
+        due.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    ));
+    // Saved when the store takes writes again (the dispatcher retries every second).
+    app.persist(generation).await;
+    app.shared.metrics.not_started(Endpoint::AutoHealing);
 }
 
 async fn heal_not_started(app: &Arc<App>, job: HealJob) {
@@ -256,6 +307,11 @@ async fn release_ended_holds(app: &Arc<App>) {
         }
     }
 }
+
+/// How many ignored alerts of one request are logged, one line each; the others are counted
+/// in one more line (and each in `vnfm_alerts_ignored_total`): a body of thousands of ignored
+/// alerts does not make thousands of log lines.
+const LOGGED_PER_REQUEST: usize = 8;
 
 /// How often the dispatcher saves the alert state changes that did not need saving before
 /// their answer (see `receive`): a snapshot of the whole state, so not at every wake-up (the

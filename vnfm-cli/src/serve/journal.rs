@@ -1,99 +1,289 @@
-//! The writer of the alert journal: a thread of its own, with its own connection to the state
-//! file, appends the queued journal entries in one transaction per turn (group commit), and
-//! tells every waiting request at once how far it got.
+//! The alert journal: an append-only file of accepted heal alerts beside the state file, so
+//! that an accepted alert is on disk before its 204 without a SQLite transaction per request.
 //!
-//! A request queues its entries under the alert lock (so the queue is in generation order)
-//! and waits for [`Journal::wait`]; the writer takes everything queued when it comes round,
-//! writes it, and publishes the last generation written. The requests that queued while a
-//! write was in progress share the next one. Nothing here decides what to write: the entries
-//! come from `vnfm_core::alert::AlertHandler::heal_entries`.
+//! - **Records.** One line per accepted heal alert, `<generation> <HealEntry as JSON>\n`,
+//!   appended with one `write(2)` per request, under the alert lock (so lines are in
+//!   generation order) by the request's own task: no hand-over to another thread. Once the
+//!   call returns the record is in the OS: it survives a crash or a kill of the server.
+//! - **fsync.** Under `[server] alert_fsync = "each"`, [`Journal::sync`] waits for a
+//!   `fdatasync` of every segment written so far, made by the journal's sync thread for every
+//!   request waiting at that moment (group commit), and of the folder when a segment was
+//!   created. Under `periodic` nothing waits: the snapshot of the whole alert state, written
+//!   (and fsynced) by the dispatcher within about a second, makes the records it covers
+//!   redundant.
+//! - **Segments.** Records go to numbered files in the folder `<state file>-alerts`
+//!   (`00000000000000000001.jsonl`, ...). [`Journal::rotate`], called where the snapshot is
+//!   taken (under the same lock), starts a new segment; once the snapshot is committed the
+//!   segments it covers are removed ([`Journal::remove_through`]). So the folder holds about a
+//!   second of records, more only while snapshots fail (a full disk).
+//! - **Failures.** A write that fails (a full disk) leaves its segment sealed, a partial line
+//!   at its end, and the next record starts a new segment; the reader skips a cut last line
+//!   ([`read_dir`]).
+//!
+//! Nothing here decides what to write: the entries come from
+//! `vnfm_core::alert::AlertHandler::heal_entries`.
 
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use tokio::sync::watch;
 
-use crate::store::{Flush, SqliteStore};
+/// The folder of the alert journal of the state file `state`: `<state>-alerts`.
+pub(crate) fn dir_of(state: &Path) -> PathBuf {
+    let mut name = state.file_name().unwrap_or_default().to_os_string();
+    name.push("-alerts");
+    state.with_file_name(name)
+}
 
-/// How far the writer got: every entry of a generation up to `written` is in the file; the
-/// write of the entries up to `failed` failed (they are queued again, and the next turn
-/// retries them).
+/// The file name of segment `n`.
+fn segment_name(n: u64) -> String {
+    format!("{n:020}.jsonl")
+}
+
+/// The number of a segment's file name, `None` for another name.
+fn segment_number(name: &str) -> Option<u64> {
+    let n = name.strip_suffix(".jsonl")?;
+    (n.len() == 20 && n.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| n.parse().ok())
+        .flatten()
+}
+
+/// The segments in `dir`, by number (none when the folder does not exist).
+fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut found = Vec::new();
+    for e in entries {
+        let e = e?;
+        if let Some(n) = e.file_name().to_str().and_then(segment_number) {
+            found.push((n, e.path()));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// One record read back: its generation and its JSON.
+pub(crate) type Record = (u64, String);
+
+/// Reads every record of the journal folder `dir`, segment after segment, line after line. A
+/// last line without its newline (cut by a crash, or by a failed write that sealed its
+/// segment) is skipped.
+///
+/// # Errors
+/// The folder or a segment cannot be read, or a complete line is not a record (named by
+/// file and line).
+pub(crate) fn read_dir(dir: &Path) -> Result<Vec<Record>, String> {
+    let mut records = Vec::new();
+    let list = segments(dir)
+        .map_err(|e| format!("cannot list the alert journal {}: {e}", dir.display()))?;
+    for (_, path) in list {
+        let text = std::fs::read(&path)
+            .map_err(|e| format!("cannot read the alert journal {}: {e}", path.display()))?;
+        let complete = match text.iter().rposition(|b| *b == b'\n') {
+            Some(end) => &text[..=end],
+            None => &[][..],
+        };
+        for (i, line) in complete.split(|b| *b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            let bad = |what: &str| {
+                format!(
+                    "alert journal {} line {}: {what}; expected `<generation> <JSON entry>`",
+                    path.display(),
+                    i + 1
+                )
+            };
+            let line = std::str::from_utf8(line).map_err(|_| bad("not UTF-8"))?;
+            let (generation, json) = line.split_once(' ').ok_or_else(|| bad("no generation"))?;
+            let generation = generation
+                .parse::<u64>()
+                .map_err(|_| bad("the generation is not a number"))?;
+            records.push((generation, json.to_owned()));
+        }
+    }
+    Ok(records)
+}
+
+/// Removes every segment of the journal folder `dir` (after its records were folded into a
+/// snapshot).
+pub(crate) fn clear_dir(dir: &Path) -> std::io::Result<()> {
+    for (_, path) in segments(dir)? {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
+/// How far the sync thread got: every record of a generation up to `synced` is fsynced; the
+/// fsync of those up to `failed` failed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Progress {
-    written: u64,
+    synced: u64,
     failed: u64,
 }
 
-#[derive(Default)]
-struct Queue {
-    /// (document name, JSON body), in generation order.
-    entries: Vec<(String, String)>,
-    /// The generation of the last push: every entry queued is of it or before.
-    upto: u64,
+struct Writer {
+    /// The segment records go to; `None` until the first record after a rotation (or a
+    /// failed write).
+    file: Option<Arc<File>>,
+    /// The number of the current segment (created or to create).
+    segment: u64,
+    /// The lowest segment number that may still exist.
+    oldest: u64,
+    /// The generation of the last record written.
+    written: u64,
+    /// Sealed segments not yet fsynced (`each` only).
+    unsynced: Vec<Arc<File>>,
+    /// Whether a segment was created since the folder's last fsync.
+    dir_dirty: bool,
+}
+
+struct SyncState {
+    /// The highest generation a request waits to see fsynced.
+    wanted: u64,
     stop: bool,
 }
 
 struct Inner {
-    queue: Mutex<Queue>,
+    dir: PathBuf,
+    writer: Mutex<Writer>,
+    sync: Mutex<SyncState>,
     ready: Condvar,
     progress: watch::Sender<Progress>,
+    /// Test seam: every write fails while set (a full disk).
+    refuse: AtomicBool,
 }
 
-/// The journal writer (see the module docs). Dropping it stops the thread once the queue is
-/// written.
+/// The alert journal (see the module docs).
 pub(crate) struct Journal {
     inner: Arc<Inner>,
+    each: bool,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Journal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Journal").finish_non_exhaustive()
+        f.debug_struct("Journal")
+            .field("dir", &self.inner.dir)
+            .finish_non_exhaustive()
     }
 }
 
 impl Journal {
-    /// Starts the writer over `store` (a connection of its own: see
-    /// [`SqliteStore::reopen`]); each turn is written with `flush`.
+    /// Opens the journal in folder `dir` (created when missing), appending after its existing
+    /// segments; with `each`, starts the sync thread.
     ///
     /// # Errors
-    /// When the thread cannot be started.
-    pub(crate) fn start(store: SqliteStore, flush: Flush) -> std::io::Result<Journal> {
+    /// The folder cannot be created or listed, or the thread cannot be started.
+    pub(crate) fn open(dir: PathBuf, each: bool) -> std::io::Result<Journal> {
+        std::fs::create_dir_all(&dir)?;
+        let existing = segments(&dir)?;
+        let oldest = existing.first().map_or(1, |(n, _)| *n);
+        let segment = existing.last().map_or(1, |(n, _)| n.saturating_add(1));
         let inner = Arc::new(Inner {
-            queue: Mutex::new(Queue::default()),
+            dir,
+            writer: Mutex::new(Writer {
+                file: None,
+                segment,
+                oldest,
+                written: 0,
+                unsynced: Vec::new(),
+                dir_dirty: false,
+            }),
+            sync: Mutex::new(SyncState {
+                wanted: 0,
+                stop: false,
+            }),
             ready: Condvar::new(),
             progress: watch::Sender::new(Progress::default()),
+            refuse: AtomicBool::new(false),
         });
-        let worker = inner.clone();
-        let thread = std::thread::Builder::new()
-            .name("vnfm-alert-journal".into())
-            .spawn(move || worker.run(&store, flush))?;
+        let thread = if each {
+            let worker = inner.clone();
+            Some(
+                std::thread::Builder::new()
+                    .name("vnfm-alert-fsync".into())
+                    .spawn(move || worker.run())?,
+            )
+        } else {
+            None
+        };
         Ok(Journal {
             inner,
-            thread: Mutex::new(Some(thread)),
+            each,
+            thread: Mutex::new(thread),
         })
     }
 
-    /// Queues the `entries` of change `generation` (call it under the alert lock, so that
-    /// generations stay in order).
-    pub(crate) fn push(
-        &self,
-        generation: u64,
-        entries: impl IntoIterator<Item = (String, String)>,
-    ) {
-        let mut q = self.inner.lock();
-        q.entries.extend(entries);
-        q.upto = generation;
-        self.inner.ready.notify_one();
+    /// Appends `lines` (complete records, each ending in a newline) of change `generation`:
+    /// one `write(2)`. Call it under the alert lock, so that generations stay in order.
+    ///
+    /// # Errors
+    /// The segment cannot be created or written (its segment is sealed then: the next record
+    /// starts a new one).
+    pub(crate) fn append(&self, generation: u64, lines: &[u8]) -> std::io::Result<()> {
+        let mut w = self.inner.writer();
+        if self.inner.refuse.load(Ordering::Relaxed) {
+            w.seal(self.each);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "no space left on device (refused by a test)",
+            ));
+        }
+        let file = match &w.file {
+            Some(f) => f.clone(),
+            None => {
+                let path = self.inner.dir.join(segment_name(w.segment));
+                let f = match open_segment(&path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        // The folder went away: made again.
+                        std::fs::create_dir_all(&self.inner.dir)?;
+                        open_segment(&path)?
+                    }
+                    r => r?,
+                };
+                let f = Arc::new(f);
+                w.file = Some(f.clone());
+                w.dir_dirty = true;
+                f
+            }
+        };
+        match (&*file).write_all(lines) {
+            Ok(()) => {
+                w.written = w.written.max(generation);
+                Ok(())
+            }
+            Err(e) => {
+                // Sealed: a partial line may end it; the next record starts a new segment.
+                w.seal(self.each);
+                Err(e)
+            }
+        }
     }
 
-    /// Waits until the entries of `generation` are written: `true`, or their write failed:
-    /// `false` (the writer keeps them queued and retries at its next turn).
-    pub(crate) async fn wait(&self, generation: u64) -> bool {
+    /// Waits until the records of `generation` are fsynced (`each`): `true`, or their fsync
+    /// failed: `false`. Under `periodic`, `true` at once: the records are in the OS.
+    pub(crate) async fn sync(&self, generation: u64) -> bool {
+        if !self.each {
+            return true;
+        }
         let mut rx = self.inner.progress.subscribe();
+        {
+            let mut s = self.inner.sync_state();
+            s.wanted = s.wanted.max(generation);
+            self.inner.ready.notify_one();
+        }
         loop {
             let p = *rx.borrow_and_update();
-            if p.written >= generation {
+            if p.synced >= generation {
                 return true;
             }
             if p.failed >= generation {
@@ -105,7 +295,45 @@ impl Journal {
         }
     }
 
-    /// Stops the writer once the queue is written, and waits for it.
+    /// Starts a new segment for the records that follow; returns the highest segment number
+    /// that holds records written before (call it under the alert lock, where the snapshot
+    /// that covers them is taken).
+    pub(crate) fn rotate(&self) -> u64 {
+        let mut w = self.inner.writer();
+        w.seal(self.each);
+        w.segment.saturating_sub(1)
+    }
+
+    /// Removes the segments up to `through` (their records are in a committed snapshot).
+    /// A segment that cannot be removed is tried again at the next call (its records are
+    /// covered by the snapshot's generation: replaying it changes nothing).
+    pub(crate) fn remove_through(&self, through: u64) {
+        let from = self.inner.writer().oldest;
+        let mut next = from;
+        for n in from..=through {
+            let path = self.inner.dir.join(segment_name(n));
+            match std::fs::remove_file(&path) {
+                Ok(()) => next = n + 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => next = n + 1,
+                Err(e) => {
+                    crate::display::log_line(&format!(
+                        "vnfm serve: cannot remove the alert journal segment {}: {e}",
+                        path.display()
+                    ));
+                    break;
+                }
+            }
+        }
+        let mut w = self.inner.writer();
+        w.oldest = w.oldest.max(next);
+    }
+
+    /// Test seam: while `refuse` is set, every write fails as on a full disk.
+    pub(crate) fn refuse_writes(&self, refuse: bool) {
+        self.inner.refuse.store(refuse, Ordering::Relaxed);
+    }
+
+    /// Stops the sync thread, and waits for it.
     pub(crate) async fn stop(&self) {
         self.inner.stop();
         let thread = self
@@ -119,63 +347,85 @@ impl Journal {
     }
 }
 
+fn open_segment(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
 impl Drop for Journal {
     fn drop(&mut self) {
         self.inner.stop();
     }
 }
 
+impl Writer {
+    /// Closes the current segment (kept for the next fsync under `each`); the next record
+    /// opens a new one.
+    fn seal(&mut self, each: bool) {
+        if let Some(f) = self.file.take() {
+            if each {
+                self.unsynced.push(f);
+            }
+            self.segment = self.segment.saturating_add(1);
+        }
+    }
+}
+
 impl Inner {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    fn writer(&self) -> std::sync::MutexGuard<'_, Writer> {
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Tells the writer to stop once the queue is written.
+    fn sync_state(&self) -> std::sync::MutexGuard<'_, SyncState> {
+        self.sync.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn stop(&self) {
-        self.lock().stop = true;
+        self.sync_state().stop = true;
         self.ready.notify_one();
     }
 
-    fn run(&self, store: &SqliteStore, flush: Flush) {
+    /// The sync thread: whenever a request waits, one `fdatasync` of every segment written
+    /// so far (and of the folder after a new segment) answers every request waiting then.
+    fn run(&self) {
         loop {
-            let (batch, upto) = {
-                let mut q = self.lock();
-                while q.entries.is_empty() && !q.stop {
-                    q = self.ready.wait(q).unwrap_or_else(PoisonError::into_inner);
+            {
+                let mut s = self.sync_state();
+                let done = |p: Progress| p.synced.max(p.failed);
+                while s.wanted <= done(*self.progress.borrow()) && !s.stop {
+                    s = self.ready.wait(s).unwrap_or_else(PoisonError::into_inner);
                 }
-                if q.entries.is_empty() {
+                if s.stop {
                     return;
                 }
-                (std::mem::take(&mut q.entries), q.upto)
+            }
+            let (target, files, dir_dirty) = {
+                let mut w = self.writer();
+                let mut files = std::mem::take(&mut w.unsynced);
+                files.extend(w.file.clone());
+                (w.written, files, std::mem::take(&mut w.dir_dirty))
             };
-            match store.write_documents_blocking(&batch, None, flush) {
+            let mut result = files.iter().try_for_each(|f| f.sync_data());
+            if result.is_ok() && dir_dirty {
+                result = File::open(&self.dir).and_then(|d| d.sync_all());
+            }
+            match result {
                 Ok(()) => self
                     .progress
-                    .send_modify(|p| p.written = p.written.max(upto)),
+                    .send_modify(|p| p.synced = p.synced.max(target)),
                 Err(e) => {
                     crate::display::log_line(&format!(
-                        "vnfm serve: cannot save the alert journal: {e}"
+                        "vnfm serve: cannot fsync the alert journal {}: {e}",
+                        self.dir.display()
                     ));
-                    // Back in the queue, ahead of what came meanwhile. Everything queued now
-                    // counts as failed: the requests that queued during the write (their wake-up
-                    // came while the writer was busy) are answered too, not left to time out.
-                    let mut q = self.lock();
-                    let later = std::mem::replace(&mut q.entries, batch);
-                    q.entries.extend(later);
-                    let queued = q.upto;
-                    self.progress
-                        .send_modify(|p| p.failed = p.failed.max(queued));
-                    if q.stop {
-                        // The stop's save of the whole state covers what is left.
-                        return;
+                    {
+                        // Tried again with the next request's fsync.
+                        let mut w = self.writer();
+                        w.unsynced.extend(files);
+                        w.dir_dirty |= dir_dirty;
                     }
-                    // Retry when something new is queued (or at the stop).
-                    let n = q.entries.len();
-                    drop(
-                        self.ready
-                            .wait_while(q, |q| q.entries.len() == n && !q.stop)
-                            .unwrap_or_else(PoisonError::into_inner),
-                    );
+                    let wanted = self.sync_state().wanted;
+                    self.progress
+                        .send_modify(|p| p.failed = p.failed.max(wanted.max(target)));
                 }
             }
         }
@@ -184,67 +434,64 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
-    fn entry(generation: u64, n: u32) -> (String, String) {
-        (
-            format!("j:{generation:04}:{n}"),
-            format!("{{\"g\":{generation}}}"),
-        )
+    fn line(generation: u64, n: u32) -> Vec<u8> {
+        format!("{generation} {{\"n\":{n}}}\n").into_bytes()
     }
 
-    /// A trigger that makes SQLite refuse the journal's inserts while it exists.
-    const REFUSE: &str = "CREATE TRIGGER refuse BEFORE INSERT ON documents \
-                          WHEN NEW.name LIKE 'j:%' BEGIN SELECT RAISE(ABORT, 'refused'); END";
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn waiters_learn_when_their_entries_are_written_or_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.sqlite");
-        let store = SqliteStore::open(&path).unwrap();
-        let journal = Journal::start(store.reopen().unwrap(), Flush::Deferred).unwrap();
+    async fn records_are_read_back_in_order_across_segments() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = dir_of(&tmp.path().join("state.sqlite"));
+        assert!(dir.ends_with("state.sqlite-alerts"));
+        for each in [false, true] {
+            let j = Journal::open(dir.clone(), each).unwrap();
+            j.append(1, &line(1, 0)).unwrap();
+            j.append(2, &[line(2, 0), line(2, 1)].concat()).unwrap();
+            assert!(j.sync(2).await);
+            let sealed = j.rotate();
+            j.append(3, &line(3, 0)).unwrap();
+            assert!(j.sync(3).await);
+            let got: Vec<u64> = read_dir(&dir).unwrap().iter().map(|r| r.0).collect();
+            assert_eq!(got, [1, 2, 2, 3]);
+            j.remove_through(sealed);
+            let got: Vec<u64> = read_dir(&dir).unwrap().iter().map(|r| r.0).collect();
+            assert_eq!(got, [3], "the rotated segments are gone");
 
-        journal.push(1, [entry(1, 0), entry(1, 1)]);
-        journal.push(2, [entry(2, 0)]);
-        assert!(journal.wait(2).await);
-        assert!(journal.wait(1).await, "an earlier generation is covered");
-        let names: Vec<String> = store
-            .documents_with_prefix("j:")
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
-        assert_eq!(names, ["j:0001:0", "j:0001:1", "j:0002:0"]);
+            // A failed write seals its segment; the cut line is skipped, the next record
+            // goes to a new segment.
+            j.refuse_writes(true);
+            assert!(j.append(4, &line(4, 0)).is_err());
+            j.refuse_writes(false);
+            let current = segments(&dir).unwrap().last().unwrap().1.clone();
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&current)
+                .unwrap()
+                .write_all(b"5 {\"cut")
+                .unwrap();
+            j.append(6, &line(6, 0)).unwrap();
+            let got: Vec<u64> = read_dir(&dir).unwrap().iter().map(|r| r.0).collect();
+            assert_eq!(got, [3, 6]);
+            j.stop().await;
+            clear_dir(&dir).unwrap();
+            assert!(read_dir(&dir).unwrap().is_empty());
+        }
+    }
 
-        // A write that fails is answered as failed, kept, and retried with the next push.
-        let raw = rusqlite::Connection::open(&path).unwrap();
-        raw.execute_batch(REFUSE).unwrap();
-        journal.push(3, [entry(3, 0)]);
-        assert!(!journal.wait(3).await);
-        raw.execute_batch("DROP TRIGGER refuse").unwrap();
-        journal.push(4, [entry(4, 0)]);
-        assert!(journal.wait(4).await);
+    #[test]
+    fn a_damaged_line_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("j");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join(segment_name(3)), "1 {}\nx {}\n").unwrap();
+        std::fs::write(dir.join("notes.txt"), "not a segment").unwrap();
+        let e = read_dir(&dir).unwrap_err();
         assert!(
-            journal.wait(3).await,
-            "the refused entry went with the next write"
+            e.contains("00000000000000000003.jsonl line 2: the generation is not a number"),
+            "{e}"
         );
-        assert_eq!(store.documents_with_prefix("j:").await.unwrap().len(), 5);
-
-        // Entries queued while a write fails are answered as failed too.
-        raw.execute_batch(REFUSE).unwrap();
-        journal.push(5, [entry(5, 0)]);
-        journal.push(6, [entry(6, 0)]);
-        assert!(!journal.wait(6).await);
-        assert!(!journal.wait(5).await);
-        raw.execute_batch("DROP TRIGGER refuse").unwrap();
-        journal.push(7, [entry(7, 0)]);
-        assert!(journal.wait(7).await);
-        assert_eq!(store.documents_with_prefix("j:").await.unwrap().len(), 8);
-
-        // The stop writes what is queued first.
-        journal.push(8, [entry(8, 0)]);
-        journal.stop().await;
-        assert_eq!(store.documents_with_prefix("j:").await.unwrap().len(), 9);
     }
 }

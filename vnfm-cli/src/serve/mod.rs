@@ -54,11 +54,14 @@
 //! Instances and occurrences live in the state file ([`crate::store::SqliteStore`]), with the
 //! simulated cloud (saved after every operation) and the alert handler's pending state
 //! (heal windows, remembered alerts, scale cooldowns: document [`ALERT_DOCUMENT`]). An accepted
-//! alert is saved before it is answered: an auto-heal alert as a small journal entry (documents
-//! [`ALERT_JOURNAL_PREFIX`]`<generation>:<n>`, appended by one group commit for every request
-//! waiting at the time), a scale with the whole state. The whole state is written again within a
-//! second of any change and before heals start, and that write drops the journal entries it
-//! covers; [`load_alert_handler`] reads the state back (snapshot, then the journal after it).
+//! alert is saved before it is answered: an auto-heal alert as a line appended to the alert
+//! journal, the folder `<state file>-alerts` beside the state file (one `write(2)` per request,
+//! fsynced before the answer only under `[server] alert_fsync = "each"`, by one `fdatasync`
+//! for every request waiting at the time), a scale with the whole state. The whole state is
+//! written again within a second of any change and before heals start, and that write drops the
+//! journal segments it covers; [`load_alert_handler`] reads the state back (snapshot, then the
+//! journal after it: the documents [`ALERT_JOURNAL_PREFIX`]`<generation>:<n>` older versions
+//! wrote, then the folder's records).
 //! After a restart the pending heal windows still run, once.
 //! Operations that a stop interrupted are set to `FAILED_TEMP` at start.
 
@@ -288,23 +291,33 @@ impl Server {
             message,
             source: None,
         };
-        let handler = load_alert_handler(&sqlite, &config.prometheus_plugin.plugin)
-            .await
-            .map_err(state_msg)?;
-        // Fold the journal into the snapshot: this process counts generations from 0 again.
+        let (handler, generation) =
+            state::load_alert_state(&sqlite, &config.prometheus_plugin.plugin)
+                .await
+                .map_err(state_msg)?;
+        // Fold the journal into the snapshot; this process counts generations on from the
+        // last one saved.
         let folded = serde_json::to_string(&handler.snapshot())
             .map_err(|e| state_msg(format!("cannot encode the alert state: {e}")))?;
         sqlite
             .write_documents(
                 vec![
                     (ALERT_DOCUMENT.to_owned(), folded),
-                    (ALERT_GENERATION_DOCUMENT.to_owned(), "0".to_owned()),
+                    (ALERT_GENERATION_DOCUMENT.to_owned(), generation.to_string()),
                 ],
                 Some(journal_through(u64::MAX)),
                 Flush::Commit,
             )
             .await
             .map_err(|e| state_err("cannot save the alert state", e))?;
+        let journal_dir = journal::dir_of(&config.state_path());
+        journal::clear_dir(&journal_dir).map_err(|e| {
+            state_msg(format!(
+                "cannot clear the alert journal {} (its records are saved in the state \
+                 file): {e}",
+                journal_dir.display()
+            ))
+        })?;
         let shared = Arc::new(Shared::new(handler));
         let store = ObservedStore::new(sqlite.clone(), shared.clone());
         let instances = store
@@ -368,20 +381,16 @@ impl Server {
             idle: Duration::from_secs(config.server.idle_timeout),
             max: max_connections,
         }));
-        let journal_flush = match config.server.alert_fsync {
-            AlertFsync::Periodic => Flush::Deferred,
-            AlertFsync::Each => Flush::Commit,
-        };
-        let journal = sqlite
-            .reopen()
-            .map_err(|e| state_err("cannot open the state file for the alert journal", e))
-            .and_then(|store| {
-                journal::Journal::start(store, journal_flush).map_err(|e| {
-                    CliError::Output(std::io::Error::other(format!(
-                        "cannot start the alert journal's writer thread: {e}"
-                    )))
-                })
-            })?;
+        let journal = journal::Journal::open(
+            journal_dir.clone(),
+            config.server.alert_fsync == AlertFsync::Each,
+        )
+        .map_err(|e| {
+            state_msg(format!(
+                "cannot open the alert journal {}: {e}",
+                journal_dir.display()
+            ))
+        })?;
         let app = Arc::new(App {
             alert_auth: Credentials::alerts(&config.prometheus_plugin),
             api_auth: Credentials::bearer(config.server.api_token.as_ref()),
@@ -395,9 +404,10 @@ impl Server {
             packages,
             connections: connections.clone(),
             writes: AtomicUsize::new(0),
-            generation: AtomicU64::new(0),
-            persisted: tokio::sync::Mutex::new(0),
+            generation: AtomicU64::new(generation),
+            persisted: tokio::sync::Mutex::new(generation),
             journal,
+            journal_failing: std::sync::atomic::AtomicBool::new(false),
             running: AtomicUsize::new(0),
             idle: Notify::new(),
             promise,
@@ -421,6 +431,13 @@ impl Server {
             notifier,
             app,
         })
+    }
+
+    /// Test seam: while `refuse` is set, every write of the alert journal fails as on a full
+    /// disk (the state file is left alone: refuse its writes with a trigger).
+    #[doc(hidden)]
+    pub fn refuse_alert_journal_writes(&self, refuse: bool) {
+        self.app.journal.refuse_writes(refuse);
     }
 
     /// The address the server listens on.

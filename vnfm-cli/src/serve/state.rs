@@ -3,6 +3,7 @@
 //! ledger; and the background operations they start ([`spawn_op`]).
 
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -43,6 +44,7 @@ pub const ALERT_GENERATION_DOCUMENT: &str = "alert_state:generation";
 /// [`load_alert_handler`].
 pub const ALERT_JOURNAL_PREFIX: &str = "alert_journal:";
 
+#[cfg(test)]
 pub(super) fn journal_name(generation: u64, n: usize) -> String {
     format!("{ALERT_JOURNAL_PREFIX}{generation:020}:{n:06}")
 }
@@ -66,14 +68,28 @@ pub(super) fn journal_generation(name: &str) -> Option<u64> {
 }
 
 /// The alert handler saved in `sqlite`: [`ALERT_DOCUMENT`], then every journal entry of a later
-/// generation than the one it covers, in order. A missing state is an empty handler.
+/// generation than the one it covers, in order: the entries of the state file (documents
+/// [`ALERT_JOURNAL_PREFIX`], written by vnfm until 2026-11-28), then the records of the
+/// journal folder beside it (`<state file>-alerts`, see `docs/serve.md`). A missing state is
+/// an empty handler.
 ///
 /// # Errors
-/// The state file cannot be read, or a saved document is not what vnfm wrote (named).
+/// The state file or the journal folder cannot be read, or a saved document or record is not
+/// what vnfm wrote (named).
 pub async fn load_alert_handler(
     sqlite: &SqliteStore,
     config: &vnfm_core::alert::PrometheusPluginConfig,
 ) -> Result<AlertHandler, String> {
+    load_alert_state(sqlite, config).await.map(|(h, _)| h)
+}
+
+/// [`load_alert_handler`], and the highest generation the saved state covers (the snapshot's
+/// or a replayed entry's): the server counts on from it, so that a journal record it did not
+/// manage to remove is never replayed over a later snapshot.
+pub(super) async fn load_alert_state(
+    sqlite: &SqliteStore,
+    config: &vnfm_core::alert::PrometheusPluginConfig,
+) -> Result<(AlertHandler, u64), String> {
     let mut handler = AlertHandler::new(config.clone());
     let read = |what: &str, e: vnfm_core::driver::DriverError| format!("cannot read {what}: {e}");
     if let Some(doc) = sqlite
@@ -96,6 +112,7 @@ pub async fn load_alert_handler(
         })?,
         None => 0,
     };
+    let mut last = covered;
     for (name, body) in sqlite
         .documents_with_prefix(ALERT_JOURNAL_PREFIX)
         .await
@@ -109,8 +126,26 @@ pub async fn load_alert_handler(
         let entry: HealEntry = serde_json::from_str(&body)
             .map_err(|e| format!("alert journal entry {name} is unreadable: {e}"))?;
         handler.replay_heal(&entry);
+        last = last.max(generation);
     }
-    Ok(handler)
+    if let Some(path) = sqlite.path() {
+        let dir = journal::dir_of(path);
+        for (generation, body) in journal::read_dir(&dir)? {
+            if generation <= covered {
+                continue;
+            }
+            let entry: HealEntry = serde_json::from_str(&body).map_err(|e| {
+                format!(
+                    "a record of generation {generation} in the alert journal {} is \
+                     unreadable: {e}",
+                    dir.display()
+                )
+            })?;
+            handler.replay_heal(&entry);
+            last = last.max(generation);
+        }
+    }
+    Ok((handler, last))
 }
 
 /// The alert-state documents [`check_alert_document`] reads.
@@ -159,6 +194,17 @@ pub fn check_alert_document(kind: AlertDocument, name: &str, body: &str) -> Resu
     Ok(())
 }
 
+/// What became of the journal records of a request ([`App::journal_locked`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Journaled {
+    /// In the journal (in the OS).
+    Written,
+    /// The write failed (a full disk): not saved.
+    Failed,
+    /// An entry could not be encoded (logged): the whole state is to be saved instead.
+    NotEncoded,
+}
+
 /// How long a stop waits for running operations.
 pub(super) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -198,8 +244,10 @@ pub(crate) struct App {
     pub(super) generation: AtomicU64,
     /// The generation last written to the state file.
     pub(super) persisted: tokio::sync::Mutex<u64>,
-    /// The writer of the alert journal.
+    /// The alert journal.
     pub(super) journal: journal::Journal,
+    /// Whether the last write of the alert journal failed (logged once, until it works again).
+    pub(super) journal_failing: std::sync::atomic::AtomicBool,
     pub(super) running: AtomicUsize,
     pub(super) idle: Notify,
     /// The Promise capacity ledger.
@@ -266,9 +314,15 @@ impl App {
         if *last >= generation {
             return true;
         }
-        let (current, state) = {
+        let (current, state, sealed) = {
             let h = self.lock_alerts();
-            (self.generation.load(Ordering::SeqCst), h.snapshot())
+            // The journal's records up to now are in segments up to `sealed`, which this
+            // snapshot covers.
+            (
+                self.generation.load(Ordering::SeqCst),
+                h.snapshot(),
+                self.journal.rotate(),
+            )
         };
         let body = match serde_json::to_string(&state) {
             Ok(b) => b,
@@ -290,6 +344,7 @@ impl App {
         {
             Ok(()) => {
                 *last = current;
+                self.journal.remove_through(sealed);
                 true
             }
             Err(e) => {
@@ -299,37 +354,52 @@ impl App {
         }
     }
 
-    /// Queues the journal entries of change `generation` (call it under the `alerts` lock,
-    /// right after [`App::changed_locked`], so that the queue stays in generation order).
-    /// Returns whether every entry is queued (one that cannot be encoded is logged).
+    /// Appends the journal records of change `generation` (call it under the `alerts` lock,
+    /// right after [`App::changed_locked`], so that the records stay in generation order):
+    /// one write, in the OS when this returns (see `journal`).
     pub(super) fn journal_locked(
         &self,
         _h: &AlertHandler,
         generation: u64,
         entries: &[HealEntry],
-    ) -> bool {
-        let mut all = true;
-        let mut encoded = Vec::with_capacity(entries.len());
-        for (n, e) in entries.iter().enumerate() {
-            match serde_json::to_string(e) {
-                Ok(body) => encoded.push((journal_name(generation, n), body)),
-                Err(e) => {
-                    crate::display::log_line(&format!(
-                        "vnfm serve: cannot encode an alert journal entry: {e}"
-                    ));
-                    all = false;
+    ) -> Journaled {
+        let mut lines = Vec::with_capacity(entries.len() * 256);
+        for e in entries {
+            let _ = write!(lines, "{generation} ");
+            if let Err(e) = serde_json::to_writer(&mut lines, e) {
+                crate::display::log_line(&format!(
+                    "vnfm serve: cannot encode an alert journal entry: {e}"
+                ));
+                return Journaled::NotEncoded;
+            }
+            lines.push(b'\n');
+        }
+        match self.journal.append(generation, &lines) {
+            Ok(()) => {
+                if self.journal_failing.swap(false, Ordering::Relaxed) {
+                    crate::display::log_line("vnfm serve: the alert journal takes writes again");
                 }
+                Journaled::Written
+            }
+            Err(e) => {
+                // Logged once until it works again: a full disk under an alert storm does not
+                // make a log line per request.
+                if !self.journal_failing.swap(true, Ordering::Relaxed) {
+                    crate::display::log_line(&format!(
+                        "vnfm serve: cannot write the alert journal: {e}; alerts are answered \
+                         503 until it works again"
+                    ));
+                }
+                Journaled::Failed
             }
         }
-        self.journal.push(generation, encoded);
-        all
     }
 
-    /// Makes the journal entries of change `generation` durable (as `[server] alert_fsync`
-    /// says): the journal's writer appends every queued entry in one transaction, so the
-    /// requests queued together share it. Returns whether they are saved.
+    /// Makes the journal records of change `generation` durable as `[server] alert_fsync`
+    /// says: in the OS already (`periodic`), or fsynced by one `fdatasync` shared by the
+    /// requests waiting together (`each`). Returns whether they are saved.
     pub(super) async fn flush_journal(&self, generation: u64) -> bool {
-        self.journal.wait(generation).await
+        self.journal.sync(generation).await
     }
 
     /// Writes every change of the alert state made so far (at a stop, and from the

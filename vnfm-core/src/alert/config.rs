@@ -47,6 +47,15 @@ pub struct PrometheusPluginConfig {
     /// At most this many alert occurrences are remembered; beyond it the least recently seen
     /// is forgotten first (default 10000).
     pub dedupe_capacity: usize,
+    /// The longest `fingerprint` an alert may carry, in bytes (default 128; Alertmanager's are
+    /// 16 hex digits). A longer one ignores its alert (`oversized`): the fingerprint is what
+    /// the de-duplication memory, the heal windows and the saved alert state keep.
+    pub max_fingerprint_bytes: usize,
+    /// The most labels an alert may carry (default 64). More ignore the alert (`oversized`).
+    pub max_labels: usize,
+    /// The longest label name or value, in bytes (default 4096). A longer one ignores its
+    /// alert (`oversized`): label values are what the log lines about ignored alerts quote.
+    pub max_label_bytes: usize,
 }
 
 /// Default of [`PrometheusPluginConfig::timer_interval`], in seconds.
@@ -57,6 +66,15 @@ pub const DEFAULT_SCALE_COOLDOWN: u64 = 300;
 pub const DEFAULT_DEDUPE_TTL: u64 = 24 * 60 * 60;
 /// Default of [`PrometheusPluginConfig::dedupe_capacity`].
 pub const DEFAULT_DEDUPE_CAPACITY: usize = 10_000;
+/// Default of [`PrometheusPluginConfig::max_fingerprint_bytes`].
+pub const DEFAULT_MAX_FINGERPRINT_BYTES: usize = 128;
+/// The least [`PrometheusPluginConfig::max_fingerprint_bytes`] accepted: Alertmanager's
+/// fingerprints are 16 hex digits.
+pub const MIN_FINGERPRINT_BYTES: usize = 16;
+/// Default of [`PrometheusPluginConfig::max_labels`].
+pub const DEFAULT_MAX_LABELS: usize = 64;
+/// Default of [`PrometheusPluginConfig::max_label_bytes`].
+pub const DEFAULT_MAX_LABEL_BYTES: usize = 4096;
 
 impl Default for PrometheusPluginConfig {
     fn default() -> Self {
@@ -68,6 +86,9 @@ impl Default for PrometheusPluginConfig {
             receiver_types: vec!["tacker".to_owned()],
             dedupe_ttl: DEFAULT_DEDUPE_TTL,
             dedupe_capacity: DEFAULT_DEDUPE_CAPACITY,
+            max_fingerprint_bytes: DEFAULT_MAX_FINGERPRINT_BYTES,
+            max_labels: DEFAULT_MAX_LABELS,
+            max_label_bytes: DEFAULT_MAX_LABEL_BYTES,
         }
     }
 }
@@ -112,7 +133,9 @@ impl PrometheusPluginConfig {
     }
 
     /// Checks what serde cannot: `timer_interval` ≥ 1, `dedupe_ttl` ≥ `timer_interval`,
-    /// `dedupe_capacity` ≥ 1, and a non-empty list of non-empty `receiver_types`.
+    /// `dedupe_capacity` ≥ 1, a non-empty list of non-empty `receiver_types`,
+    /// `max_fingerprint_bytes` ≥ [`MIN_FINGERPRINT_BYTES`], `max_labels` and `max_label_bytes`
+    /// ≥ 1.
     ///
     /// # Errors
     /// [`Error::Invalid`] at the field path `prometheus_plugin.<option>` with the value and what
@@ -151,6 +174,27 @@ impl PrometheusPluginConfig {
                 at(&format!("receiver_types[{i}]")),
                 "receiver type is empty; expected a name such as \"tacker\"",
             ));
+        }
+        if self.max_fingerprint_bytes < MIN_FINGERPRINT_BYTES {
+            return Err(Error::invalid(
+                at("max_fingerprint_bytes"),
+                format!(
+                    "max_fingerprint_bytes is {}; expected at least {MIN_FINGERPRINT_BYTES} \
+                     (Alertmanager's fingerprints are 16 hex digits)",
+                    self.max_fingerprint_bytes
+                ),
+            ));
+        }
+        for (key, value) in [
+            ("max_labels", self.max_labels),
+            ("max_label_bytes", self.max_label_bytes),
+        ] {
+            if value == 0 {
+                return Err(Error::invalid(
+                    at(key),
+                    format!("{key} is 0; expected at least 1 (every alert would be ignored)"),
+                ));
+            }
         }
         Ok(())
     }
@@ -213,5 +257,9 @@ mod tests {
         assert!(bad(|c| c.receiver_types.clear()).starts_with("prometheus_plugin.receiver_types: "));
         assert!(bad(|c| c.receiver_types.push(String::new()))
             .starts_with("prometheus_plugin.receiver_types[1]: "));
+        assert!(bad(|c| c.max_fingerprint_bytes = 15)
+            .starts_with("prometheus_plugin.max_fingerprint_bytes: max_fingerprint_bytes is 15;"));
+        assert!(bad(|c| c.max_labels = 0).starts_with("prometheus_plugin.max_labels: "));
+        assert!(bad(|c| c.max_label_bytes = 0).starts_with("prometheus_plugin.max_label_bytes: "));
     }
 }

@@ -200,6 +200,9 @@ pub struct HealBatcher {
     busy: BTreeSet<VnfInstanceId>,
     seen: BTreeMap<SeenKey, DateTime<Utc>>,
     by_time: BTreeSet<(DateTime<Utc>, SeenKey)>,
+    /// Remembered occurrences whose acceptance could not be saved ([`HealBatcher::not_saved`]):
+    /// a subset of `seen`, not part of the snapshot.
+    unsaved: BTreeSet<SeenKey>,
 }
 
 fn secs(s: u64) -> TimeDelta {
@@ -221,6 +224,7 @@ impl HealBatcher {
             busy: BTreeSet::new(),
             seen: BTreeMap::new(),
             by_time: BTreeSet::new(),
+            unsaved: BTreeSet::new(),
         }
     }
 
@@ -283,8 +287,19 @@ impl HealBatcher {
         self.expire(now);
         let key: SeenKey = (alert.clone(), instance.clone(), vnfc.to_owned());
         let duplicate = self.seen.contains_key(&key);
+        let unsaved = duplicate && self.unsaved.remove(&key);
         self.touch(key, now);
         if duplicate {
+            // The retry of an occurrence whose acceptance was not saved: accepted again (so
+            // that the caller saves it), without changing the window it is in. Once that
+            // window's heal has started, the heal's own record covers it: a duplicate.
+            if let Some(p) = self
+                .pending
+                .get(instance)
+                .filter(|p| unsaved && p.vnfcs.iter().any(|v| v == vnfc))
+            {
+                return HealOutcome::Joined { due: p.due };
+            }
             return HealOutcome::Duplicate;
         }
         match self.pending.get_mut(instance) {
@@ -328,6 +343,7 @@ impl HealBatcher {
         for (k, t) in &keys {
             self.seen.remove(k);
             self.by_time.remove(&(*t, k.clone()));
+            self.unsaved.remove(k);
         }
         !keys.is_empty()
     }
@@ -362,6 +378,47 @@ impl HealBatcher {
         }
         self.busy.insert(back.instance.clone());
         self.pending.insert(back.instance.clone(), back);
+    }
+
+    /// Puts back the window of a job that [`HealBatcher::poll_due`] returned but whose heal
+    /// failed to start for a reason of the server's own (its store failed), due at `due`, in
+    /// front of what joined a window opened for the instance since (as
+    /// [`HealBatcher::requeue`]). The instance's busy mark is left as it is (the caller cleared
+    /// it when the start failed).
+    pub fn retry_at(&mut self, job: HealJob, due: DateTime<Utc>) {
+        let busy = self.busy.contains(&job.instance);
+        let instance = job.instance.clone();
+        self.requeue(job);
+        if !busy {
+            self.busy.remove(&instance);
+        }
+        if let Some(p) = self.pending.get_mut(&instance) {
+            p.due = due;
+        }
+    }
+
+    /// The acceptance of the occurrence `alert` of `vnfc` of `instance` could not be saved
+    /// (see [`super::AlertHandler::not_saved`]): its next receipt is accepted again
+    /// ([`HealOutcome::Joined`], so that the caller saves it) while its window has not been
+    /// dispatched, instead of being a [`HealOutcome::Duplicate`]. Returns whether it is
+    /// remembered.
+    pub fn not_saved(&mut self, instance: &VnfInstanceId, vnfc: &str, alert: &AlertKey) -> bool {
+        let key: SeenKey = (alert.clone(), instance.clone(), vnfc.to_owned());
+        if !self.seen.contains_key(&key) {
+            return false;
+        }
+        self.unsaved.insert(key);
+        true
+    }
+
+    /// How many remembered occurrences wait for their acceptance to be saved.
+    pub fn unsaved(&self) -> usize {
+        self.unsaved.len()
+    }
+
+    /// The length of a window (`timer_interval`).
+    pub fn window(&self) -> TimeDelta {
+        self.window
     }
 
     /// Marks an operation on `instance` in progress: its windows wait.
@@ -402,6 +459,7 @@ impl HealBatcher {
             .collect();
         self.seen.clear();
         self.by_time.clear();
+        self.unsaved.clear();
         for s in state.seen {
             self.touch((s.alert, s.instance, s.vnfc), s.last_seen);
         }
@@ -460,6 +518,7 @@ impl HealBatcher {
                 break;
             };
             self.seen.remove(&oldest);
+            self.unsaved.remove(&oldest);
         }
     }
 
@@ -473,6 +532,7 @@ impl HealBatcher {
             }
             if let Some((_, key)) = self.by_time.pop_first() {
                 self.seen.remove(&key);
+                self.unsaved.remove(&key);
             }
         }
     }
@@ -819,5 +879,64 @@ mod tests {
             .map(|s| s.alert.fingerprint)
             .collect();
         assert_eq!(kept, ["c", "d"]);
+    }
+
+    /// Issue 26 High 8: an alert whose acceptance was not saved (the journal write failed on
+    /// a full disk, answered 503) is accepted again when the sender retries it, as long as its
+    /// window waits, without changing the window; after the window is dispatched, or once the
+    /// retry was accepted, it is a duplicate again.
+    #[test]
+    fn an_alert_not_saved_is_accepted_again_when_retried_not_a_duplicate() {
+        let mut b = HealBatcher::new(20, 3600, 100);
+        let i = id("i");
+        assert!(matches!(
+            b.handle_alert(&i, "VDU1", &key("a", 0), t(0)),
+            HealOutcome::Opened { .. }
+        ));
+        assert!(b.not_saved(&i, "VDU1", &key("a", 0)));
+        assert!(!b.not_saved(&i, "VDU1", &key("never", 0)), "not remembered");
+        assert_eq!(b.unsaved(), 1);
+        let before = b.pending(&i).unwrap().clone();
+        assert_eq!(
+            b.handle_alert(&i, "VDU1", &key("a", 0), t(1)),
+            HealOutcome::Joined { due: t(20) },
+            "the retry is accepted (to be saved)"
+        );
+        assert_eq!(b.pending(&i).unwrap(), &before, "the window is unchanged");
+        assert_eq!(
+            b.handle_alert(&i, "VDU1", &key("a", 0), t(2)),
+            HealOutcome::Duplicate,
+            "saved with the retry: a duplicate again"
+        );
+        // Not saved again, then the window is dispatched: its heal covers the alert.
+        b.not_saved(&i, "VDU1", &key("a", 0));
+        assert_eq!(b.poll_due(t(20)).len(), 1);
+        assert_eq!(
+            b.handle_alert(&i, "VDU1", &key("a", 0), t(21)),
+            HealOutcome::Duplicate
+        );
+        // The unsaved marks are bounded by the memory: a forgotten occurrence drops its mark.
+        b.handle_alert(&i, "VDU1", &key("b", 0), t(22));
+        b.not_saved(&i, "VDU1", &key("b", 0));
+        b.forget(&key("b", 0));
+        assert_eq!(b.unsaved(), 0);
+    }
+
+    /// Issue 26 High 8: a window whose heal failed to start for the server's own failure is
+    /// put back, due again later, merged with a window opened since, the instance left idle.
+    #[test]
+    fn a_window_whose_heal_failed_to_start_is_put_back() {
+        let mut b = HealBatcher::new(20, 3600, 100);
+        let i = id("i");
+        b.handle_alert(&i, "VDU1", &key("a", 0), t(0));
+        let job = b.poll_due(t(20)).pop().unwrap();
+        b.mark_idle(&i);
+        b.handle_alert(&i, "VDU2", &key("b", 0), t(21));
+        b.retry_at(job, t(40));
+        assert!(!b.is_busy(&i));
+        assert!(b.poll_due(t(39)).is_empty());
+        let again = b.poll_due(t(40)).pop().unwrap();
+        assert_eq!(again.vnfcs, ["VDU1", "VDU2"]);
+        assert_eq!(again.alerts.len(), 2);
     }
 }

@@ -4,6 +4,8 @@
 //! the scale-level bound); the first that fails gives [`Decision::Ignore`] with its
 //! [`IgnoreReason`]:
 //!
+//! 0. its fingerprint and labels are within the bounds of the configuration
+//!    ([`IgnoreReason::Oversized`], see [`check_sizes`]);
 //! 1. `status` is `firing` ([`IgnoreReason::Resolved`]);
 //! 2. the label `receiver_type` is one of the configured names
 //!    ([`IgnoreReason::ReceiverType`]);
@@ -245,11 +247,25 @@ pub enum IgnoreReason {
         /// The alert's fingerprint.
         fingerprint: String,
     },
+    /// A value of the alert is over its bound ([`PrometheusPluginConfig::max_fingerprint_bytes`],
+    /// [`PrometheusPluginConfig::max_labels`], [`PrometheusPluginConfig::max_label_bytes`]):
+    /// nothing of the alert is kept, and only the field's name (shortened) is logged.
+    Oversized {
+        /// What is over its bound: `fingerprint`, `labels` (their number), `a label name`, or
+        /// `labels.<name>` (a value).
+        field: String,
+        /// Its size: bytes, or labels for `labels`.
+        size: usize,
+        /// The bound.
+        limit: usize,
+        /// The `[prometheus_plugin]` key of the bound.
+        key: String,
+    },
 }
 
 impl IgnoreReason {
     /// Every label, in declaration order.
-    pub const LABELS: [&'static str; 17] = [
+    pub const LABELS: [&'static str; 18] = [
         "resolved",
         "receiver_type",
         "function_type",
@@ -267,6 +283,7 @@ impl IgnoreReason {
         "cooldown",
         "operation_in_progress",
         "duplicate",
+        "oversized",
     ];
 
     /// A stable snake_case name for metrics, e.g. `not_instantiated`.
@@ -289,14 +306,37 @@ impl IgnoreReason {
             Self::Cooldown { .. } => "cooldown",
             Self::OperationInProgress { .. } => "operation_in_progress",
             Self::Duplicate { .. } => "duplicate",
+            Self::Oversized { .. } => "oversized",
         }
     }
 }
 
 fn quoted(v: &Option<String>) -> String {
     match v {
-        Some(v) => format!("is {v:?}"),
+        Some(v) => format!("is {}", Shown(v)),
         None => "is absent".to_owned(),
+    }
+}
+
+/// How many characters of a client's value a log line quotes ([`Shown`]).
+pub const SHOWN_CHARS: usize = 64;
+
+/// A client's value as a log line quotes it: in quotes, at most [`SHOWN_CHARS`] characters,
+/// with the size of what was left out. A log line about an alert never echoes more than
+/// that of any value (issue 26: a 1 MB label made a 1 MB log line).
+pub struct Shown<'a>(pub &'a str);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.char_indices().nth(SHOWN_CHARS) {
+            None => write!(f, "{:?}", self.0),
+            Some((cut, _)) => write!(
+                f,
+                "{:?}... ({} bytes)",
+                self.0.get(..cut).unwrap_or_default(),
+                self.0.len()
+            ),
+        }
     }
 }
 
@@ -324,11 +364,14 @@ impl fmt::Display for IgnoreReason {
             }
             Self::ConflictingLabels { snake, camel } => write!(
                 f,
-                "labels {}={:?} and {}={:?} disagree; expected one of them, or equal values",
-                snake.0, snake.1, camel.0, camel.1
+                "labels {}={} and {}={} disagree; expected one of them, or equal values",
+                snake.0,
+                Shown(&snake.1),
+                camel.0,
+                Shown(&camel.1)
             ),
             Self::InstanceNotFound { instance } => {
-                write!(f, "VNF instance {instance} does not exist")
+                write!(f, "VNF instance {} does not exist", Shown(instance.as_str()))
             }
             Self::NotInstantiated { instance } => write!(
                 f,
@@ -344,11 +387,13 @@ impl fmt::Display for IgnoreReason {
             ),
             Self::UnknownVnfc { instance, vnfc } => write!(
                 f,
-                "vnfc_info_id {vnfc:?} is not in instantiatedVnfInfo.vnfcInfo of VNF instance {instance}"
+                "vnfc_info_id {} is not in instantiatedVnfInfo.vnfcInfo of VNF instance {instance}",
+                Shown(vnfc)
             ),
             Self::UnknownAspect { instance, aspect } => write!(
                 f,
-                "aspect_id {aspect:?} is not in instantiatedVnfInfo.scaleStatus of VNF instance {instance}"
+                "aspect_id {} is not in instantiatedVnfInfo.scaleStatus of VNF instance {instance}",
+                Shown(aspect)
             ),
             Self::MaxScaleLevel {
                 instance,
@@ -376,8 +421,26 @@ impl fmt::Display for IgnoreReason {
             ),
             Self::Duplicate { fingerprint } => write!(
                 f,
-                "alert {fingerprint} with this startsAt was already received; it triggers one heal only"
+                "alert {} with this startsAt was already received; it triggers one heal only",
+                Shown(fingerprint)
             ),
+            Self::Oversized {
+                field,
+                size,
+                limit,
+                key,
+            } => {
+                let unit = if field == "labels" { "labels" } else { "bytes" };
+                let field = match field.char_indices().nth(SHOWN_CHARS) {
+                    Some((cut, _)) => format!("{}...", field.get(..cut).unwrap_or_default()),
+                    None => field.clone(),
+                };
+                write!(
+                    f,
+                    "{field} is {size} {unit}; expected at most {limit} ([prometheus_plugin] \
+                     {key}); nothing of the alert is kept"
+                )
+            }
         }
     }
 }
@@ -420,12 +483,65 @@ pub fn judge(
     }
 }
 
+/// Checks the sizes of what an alert brings against the bounds of `config`: its fingerprint,
+/// the number of its labels, each label's name and value ([`IgnoreReason::Oversized`] for the
+/// first one over). Step 0 of [`judge()`]. The other fields of a webhook (annotations, URLs,
+/// group labels) are neither kept, logged nor echoed: `[server] body_limit` bounds them.
+///
+/// # Errors
+/// The [`IgnoreReason::Oversized`] of the first value over its bound.
+pub fn check_sizes(alert: &Alert, config: &PrometheusPluginConfig) -> Result<(), IgnoreReason> {
+    let over = |field: String, size: usize, limit: usize, key: &str| IgnoreReason::Oversized {
+        field,
+        size,
+        limit,
+        key: key.to_owned(),
+    };
+    if alert.fingerprint.len() > config.max_fingerprint_bytes {
+        return Err(over(
+            "fingerprint".into(),
+            alert.fingerprint.len(),
+            config.max_fingerprint_bytes,
+            "max_fingerprint_bytes",
+        ));
+    }
+    if alert.labels.len() > config.max_labels {
+        return Err(over(
+            "labels".into(),
+            alert.labels.len(),
+            config.max_labels,
+            "max_labels",
+        ));
+    }
+    let limit = config.max_label_bytes;
+    for (name, value) in &alert.labels {
+        if name.len() > limit {
+            return Err(over(
+                "a label name".into(),
+                name.len(),
+                limit,
+                "max_label_bytes",
+            ));
+        }
+        if value.len() > limit {
+            return Err(over(
+                format!("labels.{name}"),
+                value.len(),
+                limit,
+                "max_label_bytes",
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn judge_inner(
     alert: &Alert,
     endpoint: Endpoint,
     config: &PrometheusPluginConfig,
     lookup: &dyn InstanceLookup,
 ) -> Result<Decision, IgnoreReason> {
+    check_sizes(alert, config)?;
     if !alert.is_firing() {
         return Err(IgnoreReason::Resolved);
     }
@@ -886,6 +1002,12 @@ mod tests {
             },
             IgnoreReason::Duplicate {
                 fingerprint: "f".into(),
+            },
+            IgnoreReason::Oversized {
+                field: "fingerprint".into(),
+                size: 200,
+                limit: 128,
+                key: "max_fingerprint_bytes".into(),
             },
         ];
         assert_eq!(samples.len(), IgnoreReason::LABELS.len());

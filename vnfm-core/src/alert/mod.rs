@@ -256,10 +256,15 @@ impl AlertHandler {
         lookup: &dyn InstanceLookup,
         now: DateTime<Utc>,
     ) -> Action {
-        if !alert.is_firing() && endpoint == Endpoint::AutoHealing {
+        let decision = judge(alert, endpoint, &self.config, lookup);
+        let oversized = matches!(
+            decision.ignore_reason(),
+            Some(IgnoreReason::Oversized { .. })
+        );
+        if !alert.is_firing() && endpoint == Endpoint::AutoHealing && !oversized {
             self.heal.forget(&alert.key());
         }
-        match judge(alert, endpoint, &self.config, lookup) {
+        match decision {
             Decision::Heal { instance, vnfc } => {
                 match self.heal.handle_alert(&instance, &vnfc, &alert.key(), now) {
                     HealOutcome::Opened { due } | HealOutcome::Joined { due } => {
@@ -349,6 +354,32 @@ impl AlertHandler {
             self.heal.requeue(job);
         }
         held
+    }
+
+    /// The heal of `job` (from [`AlertHandler::poll_due`]) did not start for a failure of the
+    /// server's own, not of the instance's state (the state store failed: a full disk), and
+    /// the caller has marked its instance idle: the window is put back, due again
+    /// `timer_interval` after `now` (and merged with a window opened since), so that the heal
+    /// is tried again rather than lost. Returns when it is due.
+    pub fn heal_failed(&mut self, job: HealJob, now: DateTime<Utc>) -> DateTime<Utc> {
+        let due = now
+            .checked_add_signed(self.heal.window())
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        self.heal.retry_at(job, due);
+        due
+    }
+
+    /// The journal entries `entries` (from [`AlertHandler::heal_entries`]) could not be saved:
+    /// an alert that was not durably recorded is not remembered as seen. The sender's retry of
+    /// each is accepted again ([`Action::HealQueued`], so that it is saved then) instead of
+    /// being answered `duplicate` (issue 26: on a full disk the retried alerts were
+    /// duplicates, and the heal was lost), while its window waits; the window itself keeps its
+    /// VNFC (the heal runs while this process lives), so the retry changes nothing in it and
+    /// nothing heals twice. Once the window's heal has started, a retry is a duplicate.
+    pub fn not_saved(&mut self, entries: &[HealEntry]) {
+        for e in entries {
+            self.heal.not_saved(&e.instance, &e.vnfc, &e.alert);
+        }
     }
 
     /// The scale of `aspect` of `instance` that an [`Action::Scale`] asked for did not start
@@ -728,5 +759,138 @@ mod tests {
         assert_eq!(after.snapshot().heal.pending, before.heal.pending);
         let job = after.poll_due(t(20));
         assert_eq!(job[0].vnfcs, ["VDU1-a", "VDU2-b"]);
+    }
+
+    /// Issue 26 High 6: a fingerprint, a label count or a label over its bound ignores its
+    /// alert (`oversized`, naming the field and the bound), and nothing of it is kept; the
+    /// other alerts of the webhook proceed. The reason's text quotes no client value at length
+    /// (the Low item: a 1 MB label on an ignored alert wrote a 1 MB log line).
+    #[test]
+    fn oversized_fingerprints_and_labels_are_ignored_and_not_stored() {
+        let store = BTreeMap::from([(VnfInstanceId::new("i"), inst("i", 1))]);
+        let mut h = AlertHandler::new(PrometheusPluginConfig::default().with_all_enabled());
+        let big = "f".repeat(1 << 20);
+        let mut many = heal("VDU2-b", "f3", "firing");
+        for n in 0..64 {
+            many["labels"][format!("extra{n}")] = json!("x");
+        }
+        let mut long_value = heal("VDU2-b", "f4", "firing");
+        long_value["labels"]["receiver_type"] = json!("r".repeat(1 << 20));
+        let mut long_name = heal("VDU2-b", "f5", "firing");
+        long_name["labels"]["n".repeat(5000)] = json!("x");
+        let out = h
+            .handle_webhook(
+                Endpoint::AutoHealing,
+                &body(&[
+                    heal("VDU1-a", &big, "firing"),
+                    many,
+                    long_value,
+                    long_name,
+                    heal("VDU2-b", "ok", "firing"),
+                ]),
+                &store,
+                t(0),
+            )
+            .unwrap();
+        assert_eq!(
+            labels(&out),
+            [
+                "oversized",
+                "oversized",
+                "oversized",
+                "oversized",
+                "heal VDU2-b"
+            ]
+        );
+        let texts: Vec<String> = out[..4]
+            .iter()
+            .map(|o| match &o.action {
+                Action::Ignored(r) => r.to_string(),
+                a => panic!("{a:?}"),
+            })
+            .collect();
+        assert_eq!(
+            texts[0],
+            "fingerprint is 1048576 bytes; expected at most 128 ([prometheus_plugin] \
+             max_fingerprint_bytes); nothing of the alert is kept"
+        );
+        assert!(
+            texts[1].starts_with(
+                "labels is 68 labels; expected at most 64 ([prometheus_plugin] max_labels)"
+            ),
+            "{}",
+            texts[1]
+        );
+        assert!(
+            texts[2].starts_with("labels.receiver_type is 1048576 bytes; expected at most 4096"),
+            "{}",
+            texts[2]
+        );
+        assert!(
+            texts[3].starts_with("a label name is 5000 bytes"),
+            "{}",
+            texts[3]
+        );
+        let state = h.snapshot();
+        assert_eq!(state.heal.seen.len(), 1, "only the alert within the bounds");
+        assert_eq!(state.heal.seen[0].alert.fingerprint, "ok");
+        assert_eq!(state.heal.pending[0].alerts.len(), 1);
+        // A resolved oversized alert forgets nothing either, and the bound is configurable.
+        let mut c = PrometheusPluginConfig::default().with_all_enabled();
+        c.max_fingerprint_bytes = 16;
+        let mut h = AlertHandler::new(c);
+        let out = h
+            .handle_webhook(
+                Endpoint::AutoHealing,
+                &body(&[heal("VDU1-a", &"g".repeat(17), "firing")]),
+                &store,
+                t(0),
+            )
+            .unwrap();
+        assert_eq!(labels(&out), ["oversized"]);
+    }
+
+    /// The Low item of issue 26: the reason of an ignored alert quotes each client value in at
+    /// most `SHOWN_CHARS` characters and says how long it was.
+    #[test]
+    fn an_ignored_alert_reason_quotes_no_value_at_length() {
+        let store = BTreeMap::from([(VnfInstanceId::new("i"), inst("i", 1))]);
+        let mut c = PrometheusPluginConfig::default().with_all_enabled();
+        c.max_label_bytes = 1 << 21;
+        let mut h = AlertHandler::new(c);
+        let long = "v".repeat(1 << 20);
+        let mut receiver = heal("VDU1-a", "f1", "firing");
+        receiver["labels"]["receiver_type"] = json!(long);
+        let mut conflicting = heal("VDU1-a", "f2", "firing");
+        conflicting["labels"]["vnfcInfoId"] = json!(long);
+        let mut unknown = heal("VDU1-a", "f3", "firing");
+        unknown["labels"]["vnfc_info_id"] = json!(long);
+        let mut gone = heal("VDU1-a", "f4", "firing");
+        gone["labels"]["vnf_instance_id"] = json!(long);
+        let out = h
+            .handle_webhook(
+                Endpoint::AutoHealing,
+                &body(&[receiver, conflicting, unknown, gone]),
+                &store,
+                t(0),
+            )
+            .unwrap();
+        assert_eq!(
+            labels(&out),
+            [
+                "receiver_type",
+                "conflicting_labels",
+                "unknown_vnfc",
+                "instance_not_found"
+            ]
+        );
+        for o in &out {
+            let Action::Ignored(r) = &o.action else {
+                panic!("{o:?}")
+            };
+            let text = r.to_string();
+            assert!(text.len() < 400, "{} bytes: {}", text.len(), &text[..400]);
+            assert!(text.contains("... (1048576 bytes)"), "{text}");
+        }
     }
 }
