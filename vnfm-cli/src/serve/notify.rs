@@ -437,10 +437,9 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
             keep
         });
         for id in subs {
-            if !workers.contains_key(&id) {
-                let h = tokio::spawn(worker(app.clone(), id.clone(), stopped.clone()));
-                workers.insert(id, h);
-            }
+            workers
+                .entry(id.clone())
+                .or_insert_with(|| tokio::spawn(worker(app.clone(), id, stopped.clone())));
         }
         tokio::select! {
             () = changed => {},

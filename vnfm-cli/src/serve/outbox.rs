@@ -210,6 +210,9 @@ pub(crate) struct Staged {
     subs: Vec<StagedSub>,
 }
 
+/// A notification staged for a subscription: sequence, document name, body.
+type NewEntry = (u64, String, String);
+
 /// One subscription's part of a [`Staged`] commit.
 #[derive(Debug)]
 struct StagedSub {
@@ -367,7 +370,7 @@ impl Outbox {
             return Staged::default();
         }
         // Each subscription's new entries, in the order of the events.
-        let mut new: BTreeMap<&str, (&Arc<Sub>, Vec<(u64, String, String)>)> = BTreeMap::new();
+        let mut new: BTreeMap<&str, (&Arc<Sub>, Vec<NewEntry>)> = BTreeMap::new();
         for e in &events {
             for sub in subs.values() {
                 let passes = sub
