@@ -16,10 +16,6 @@ use vnfm_core::lcm_notify::{notification, Delivery, LccnSubscriptionRequest, Tra
 
 use crate::store::{Flush, SqliteStore};
 
-/// A notification staged for one subscription: its sequence, its outbox document's name and
-/// its body.
-type NewEntry = (u64, String, String);
-
 /// Prefix of the subscription documents.
 pub const SUBSCRIPTION_PREFIX: &str = "lcm_subscription:";
 /// Prefix of the outbox documents: `lcm_outbox:<subscription>:<sequence, 20 digits>`.
@@ -213,6 +209,9 @@ pub(crate) struct Staged {
     pub prune: Vec<(String, String)>,
     subs: Vec<StagedSub>,
 }
+
+/// A notification staged for a subscription: sequence, document name, body.
+type NewEntry = (u64, String, String);
 
 /// One subscription's part of a [`Staged`] commit.
 #[derive(Debug)]
