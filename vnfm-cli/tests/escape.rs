@@ -162,8 +162,9 @@ fn an_alert_with_newlines_in_its_labels_is_logged_on_one_line() {
     let ignored: Vec<&str> = log.lines().filter(|l| l.contains("ignored")).collect();
     assert_eq!(ignored.len(), 1, "{log}");
     assert!(
-        ignored[0].contains(r"(fingerprint f1\r\nvnfm serve: FORGED TOO)")
-            && ignored[0].contains(r"VNF instance gone\nvnfm serve: FORGED \u{1b}[2J does"),
+        // client values are quoted (and cut at 64 characters: judge::Shown), escaped
+        ignored[0].contains(r#"(fingerprint "f1\r\nvnfm serve: FORGED TOO")"#)
+            && ignored[0].contains(r#"VNF instance "gone\nvnfm serve: FORGED \u{1b}[2J" does"#),
         "{log}"
     );
 }
