@@ -8,7 +8,14 @@
 //! - LCM operations through the API: create, instantiate, scale out and in, heal, PATCH,
 //!   terminate, delete;
 //! - hostile clients: connections that send nothing, that trickle their headers a byte at a
-//!   time, and that stay idle after a request.
+//!   time, and that stay idle after a request;
+//! - hostile requests (issue 26, acceptance 3): heavy `cont` filters over an instance whose
+//!   metadata holds a list of 50,000 strings, subscriptions of almost 1 MiB, callbacks to the
+//!   server's own loopback address, alerts with an almost 1 MiB label; and a subscriber that
+//!   accepts every connection and never answers a notification (it answers the callback test
+//!   only), subscribed from the start, so that every state change of the load queues a
+//!   notification for it;
+//! - `/metrics` asked every half second, its answer time recorded: under 1 s throughout.
 //!
 //! After a warm-up and at the end, the load is paused until the server is idle (every
 //! operation and heal window done, the hostile connections closed by the deadlines) and has
@@ -39,6 +46,18 @@ const OPEN_FILES: u32 = 128;
 const HOSTILE: usize = 60;
 /// Long-lived instances that alerts and scale/heal/PATCH operations target.
 const LIVE: usize = 4;
+/// Values of the heavy `cont` filter (about 34 KB of query string).
+const FILTER_VALUES: usize = 17_000;
+/// Strings of the heavy instance's `metadata.a`.
+const METADATA_STRINGS: usize = 50_000;
+/// Size of the big subscription's filter and of the big alert label: just under the server's
+/// 1 MiB body limit, so that the request is read and its bounds are what refuse it.
+const BIG: usize = 1_000_000;
+/// The address of the subscriber that never answers: in the loopback range, but not the
+/// server's 127.0.0.1, so that `[notifications] allow` can let it in while callbacks to the
+/// server's own address stay refused.
+const SILENT_SUBSCRIBER: &str = "127.0.0.2";
+
 /// `dedupe_capacity` of the server: low, so that the remembered alerts reach their bound during
 /// the warm-up (every heal alert of the load has a new fingerprint) and the end is measured at
 /// the plateau, not while the deduplication memory fills (default 10,000).
@@ -401,6 +420,150 @@ async fn lcm(addr: SocketAddr, live: Vec<String>, sw: Switch, tally: Tally) {
     }
 }
 
+/// A subscriber on `SILENT_SUBSCRIBER` that answers the callback test (a GET) with 204 and
+/// reads every notification (a POST) without ever answering it, holding the connection until
+/// the server gives up on it. Returns its address.
+async fn silent_subscriber(sw: Switch) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind((SILENT_SUBSCRIBER, 0))
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while !sw.done.load(Ordering::Relaxed) {
+            let Ok(Ok((mut s, _))) =
+                tokio::time::timeout(Duration::from_secs(1), listener.accept()).await
+            else {
+                continue;
+            };
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut seen = Vec::new();
+                loop {
+                    match tokio::time::timeout(Duration::from_secs(120), s.read(&mut buf)).await {
+                        Ok(Ok(n)) if n > 0 => {
+                            seen.extend_from_slice(&buf[..n]);
+                            if seen.starts_with(b"GET") && seen.windows(4).any(|w| w == b"\r\n\r\n")
+                            {
+                                let _ = s
+                                    .write_all(
+                                        b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n",
+                                    )
+                                    .await;
+                                seen.clear();
+                            }
+                            seen.truncate(8);
+                        }
+                        _ => break,
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Issue 26's hostile requests, one after the other, about five a second: a heavy filter, a
+/// subscription of almost 1 MiB, a callback to the server itself, an alert with an almost
+/// 1 MiB label (its alert counted in `sent` when the webhook is accepted).
+async fn hostile_requests(
+    addr: SocketAddr,
+    sw: Switch,
+    tally: Tally,
+    sent: Arc<[AtomicU64; 2]>,
+    live: Vec<(String, Vec<String>)>,
+) {
+    let filter = format!(
+        "/vnflcm/v2/vnf_instances?filter=(cont,metadata/a{})",
+        ",y".repeat(FILTER_VALUES)
+    );
+    let ids: Vec<String> = (0..BIG / 40)
+        .map(|i| format!("00000000-0000-0000-0000-{i:012}"))
+        .collect();
+    let big_subscription = json!({
+        "filter": {"vnfInstanceSubscriptionFilter": {"vnfInstanceIds": ids}},
+        "callbackUri": format!("http://{SILENT_SUBSCRIBER}:9/big"),
+    });
+    let own_callback = json!({
+        "callbackUri": format!("http://127.0.0.1:{}/admin/packages/reload", addr.port()),
+    });
+    let (id, vnfcs) = &live[0];
+    let mut label_alert = heal_alert(id, &vnfcs[0], "big-label", "firing", false);
+    label_alert["labels"]["big"] = json!("x".repeat(BIG - 4096));
+    let label_body = webhook(&[label_alert]);
+    let mut n = 0usize;
+    while sw.go().await {
+        n += 1;
+        match n % 4 {
+            0 => {
+                let _ = api(
+                    addr,
+                    &tally,
+                    "heavy-filter",
+                    "GET",
+                    &filter,
+                    &serde_json::Value::Null,
+                )
+                .await;
+            }
+            1 => {
+                let _ = api(
+                    addr,
+                    &tally,
+                    "big-subscription",
+                    "POST",
+                    "/vnflcm/v2/subscriptions",
+                    &big_subscription,
+                )
+                .await;
+            }
+            2 => {
+                let _ = api(
+                    addr,
+                    &tally,
+                    "own-callback",
+                    "POST",
+                    "/vnflcm/v2/subscriptions",
+                    &own_callback,
+                )
+                .await;
+            }
+            _ => match tokio::time::timeout(
+                Duration::from_secs(10),
+                post_alert(addr, "auto_healing", Some(BASIC_HEADER), &label_body),
+            )
+            .await
+            {
+                Ok(r) => {
+                    count(&tally, "big-label", r.status);
+                    if r.status == 204 {
+                        sent[0].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Err(_) => count(&tally, "big-label", 0),
+            },
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `/metrics` every half second while the load runs; the longest answer time in `worst` (in
+/// milliseconds; a request not answered within 5 s counts as 5 s).
+async fn metrics_prober(addr: SocketAddr, sw: Switch, worst: Arc<AtomicU64>) {
+    while !sw.done.load(Ordering::Relaxed) {
+        let t = Instant::now();
+        let ok = tokio::time::timeout(Duration::from_secs(5), get(addr, "/metrics"))
+            .await
+            .is_ok_and(|r| r.status == 200);
+        let ms = if ok {
+            t.elapsed().as_millis() as u64
+        } else {
+            5_000
+        };
+        worst.fetch_max(ms, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Pauses the load and waits until the server is idle: no operation running, no heal window
 /// pending or waiting, no instance busy, and only our own connection open.
 async fn quiesce(addr: SocketAddr, sw: &Switch) -> String {
@@ -470,7 +633,8 @@ async fn soak() {
              [server]\nlisten = \"127.0.0.1:0\"\nheader_timeout = 1\nidle_timeout = 2\n\
              [prometheus_plugin]\nauto_healing = true\nauto_scaling = true\ntimer_interval = 2\n\
              scale_cooldown = 1\ndedupe_capacity = {DEDUPE}\nbearer_token = \"{BEARER}\"\nbasic_auth_user = \"{}\"\n\
-             basic_auth_password = \"{}\"\n",
+             basic_auth_password = \"{}\"\n\
+             [notifications]\nallow = [\"{SILENT_SUBSCRIBER}\"]\n",
             dir.path().join("state.sqlite"),
             BASIC.0,
             BASIC.1
@@ -521,6 +685,28 @@ async fn soak() {
         run: Arc::new(AtomicBool::new(true)),
         done: Arc::new(AtomicBool::new(false)),
     };
+    // The instance the heavy filters search: a metadata list of 50,000 strings.
+    let heavy = post_json(
+        addr,
+        "/vnflcm/v2/vnf_instances",
+        &json!({"vnfdId": DEMO_VNFD, "metadata": {"a": vec!["yyyyy"; METADATA_STRINGS]}}),
+    )
+    .await;
+    assert_eq!(
+        heavy.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&heavy.body)
+    );
+    // The subscriber that never answers, subscribed to every notification.
+    let silent = silent_subscriber(sw.clone()).await;
+    let sub = post_json(
+        addr,
+        "/vnflcm/v2/subscriptions",
+        &json!({"callbackUri": format!("http://{silent}/notifications")}),
+    )
+    .await;
+    assert_eq!(sub.status, 201, "{}", String::from_utf8_lossy(&sub.body));
     let tally: Tally = Arc::default();
     let sent: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
     let mut tasks = Vec::new();
@@ -536,6 +722,19 @@ async fn soak() {
     )));
     let ids: Vec<String> = live.iter().map(|(id, _)| id.clone()).collect();
     tasks.push(tokio::spawn(lcm(addr, ids, sw.clone(), tally.clone())));
+    tasks.push(tokio::spawn(hostile_requests(
+        addr,
+        sw.clone(),
+        tally.clone(),
+        sent.clone(),
+        live.clone(),
+    )));
+    let worst_metrics = Arc::new(AtomicU64::new(0));
+    tasks.push(tokio::spawn(metrics_prober(
+        addr,
+        sw.clone(),
+        worst_metrics.clone(),
+    )));
 
     // Warm-up, then the first sample with the load paused and the server idle.
     tokio::time::sleep(Duration::from_secs(warm)).await;
@@ -609,6 +808,8 @@ async fn soak() {
         end.file
     );
     eprintln!("soak: answers by (what, status): {tally:?}");
+    let worst_metrics = worst_metrics.load(Ordering::Relaxed);
+    eprintln!("soak: /metrics answered within {worst_metrics} ms at worst");
     eprintln!(
         "soak: alerts in 204 webhooks: heal {}, scale {}",
         sent[0], sent[1]
@@ -632,6 +833,20 @@ async fn soak() {
     // The resident memory, as issue 14 words it (RssAnon and RssFile are printed above to say
     // where a growth is: docs/soak.md).
     assert!(within(warmed.rss, end.rss), "VmRSS {warmed:?} -> {end:?}");
+    // `/metrics` answered within a second throughout, hostile requests and all.
+    assert!(
+        worst_metrics < 1_000,
+        "/metrics took {worst_metrics} ms at worst"
+    );
+    // The hostile requests were refused (or, for the label, the alert ignored), never served.
+    for ((what, status), n) in &tally {
+        if ["big-subscription", "own-callback", "heavy-filter"].contains(&what.as_str()) {
+            assert!(
+                (400..500).contains(status) || (what == "heavy-filter" && *status == 200),
+                "{n} {what} requests answered {status}"
+            );
+        }
+    }
     // No 5xx but the documented 503, and every request answered.
     for ((what, status), n) in &tally {
         assert!(
