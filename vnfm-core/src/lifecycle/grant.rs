@@ -242,7 +242,6 @@ pub fn change_flavour(
 ///
 /// # Errors
 /// As [`change_flavour`].
-#[allow(clippy::too_many_arguments)]
 pub fn scale_to_level(
     pkg: &VnfPackage,
     inst: &VnfInstance,
