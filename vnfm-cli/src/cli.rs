@@ -399,6 +399,11 @@ pub struct SelectArgs {
     /// Print each VDU's non-dominated candidates over (cost, distance) as well.
     #[arg(long)]
     pub pareto: bool,
+    /// How many entries of each ranking and of each list of dropped candidates to print, the
+    /// rest counted in a `… N more not shown` line (0: every one). `--output json` always has
+    /// every one.
+    #[arg(long, value_name = "N", default_value_t = crate::intent::DEFAULT_TOP, conflicts_with = "links")]
+    pub top: usize,
     /// The simulator's cloud file, for regions whose capacity is the simulated cloud's zone
     /// catalogue [default: the state file's, else the configured one, else the demo cloud].
     #[arg(long, env = "VNFM_CLOUD", value_name = "FILE")]

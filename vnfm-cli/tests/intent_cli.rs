@@ -117,6 +117,59 @@ fn select_ranks_explains_and_chooses_one_region_for_the_vnf() {
     );
 }
 
+/// Issue 28: 100,000 regions printed 300,000 lines. The text shows the head of each list
+/// (`--top`, 20 by default) and counts the rest; `--top 0` and `--output json` show every one.
+#[test]
+fn select_prints_the_head_of_each_list_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite");
+    let mut file = String::from(
+        "owners:\n  - {name: lab, cloud_type: OpenStack, supports: [HA], \
+         cost: {per_instance_type: {m1.small: 10, m1.medium: 20}}, flavours: [\
+         {name: m1.small, vcpus: 1, memory_mb: 2048, disk_gb: 20}, \
+         {name: m1.medium, vcpus: 2, memory_mb: 4096, disk_gb: 40}]}\nregions:\n",
+    );
+    for i in 0..30 {
+        file.push_str(&format!(
+            "  - {{id: r{i}, owner: lab, location: {{lat: 40.5, lon: -75.0}}, hosts: 4, \
+             capacity: {{declared: {{vcpus: {}, memory_mb: 65536, disk_gb: 1000}}}}}}\n",
+            3 + i % 2
+        ));
+    }
+    let cands = dir.path().join("c.yaml");
+    std::fs::write(&cands, file).unwrap();
+    let (policy, cands) = (example("policy-ha.json"), cands.display().to_string());
+    let base = [
+        "select",
+        "--policy",
+        &policy,
+        "--candidates",
+        &cands,
+        "--customer",
+        CUSTOMER,
+    ];
+    let out = run(&state, &base);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    // Each VDU's ranking: 20 of 30 shown; the whole VNF: 15 fit both VDUs, 15 do not.
+    assert_eq!(t.matches("… 10 more not shown").count(), 2, "{t}");
+    assert!(!t.contains("lab/r29 (OpenStack"), "{t}");
+    let mut top = base.to_vec();
+    top.extend(["--top", "4"]);
+    let t = text(&run(&state, &top));
+    assert_eq!(t.matches("… 26 more not shown").count(), 2, "{t}");
+    assert_eq!(t.matches("… 11 more not shown").count(), 2, "{t}");
+    let mut all = base.to_vec();
+    all.extend(["--top", "0"]);
+    let t = text(&run(&state, &all));
+    assert!(!t.contains("more not shown"), "{t}");
+    assert!(t.contains("lab/r29 (OpenStack"), "{t}");
+    let mut json_args = vec!["--json"];
+    json_args.extend_from_slice(&base);
+    let v = json(&run(&state, &json_args));
+    assert_eq!(v["selections"][0]["ranking"].as_array().unwrap().len(), 30);
+}
+
 #[test]
 fn select_with_no_region_left_exits_3_and_bad_input_exits_2() {
     let dir = tempfile::tempdir().unwrap();

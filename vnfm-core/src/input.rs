@@ -264,6 +264,103 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(source: &str, text: &str) -> R
     })
 }
 
+/// A JSON value read from JSON or YAML text with every mapping's keys unique: a key given
+/// twice is an error naming it (serde_json's own value keeps the last one silently, and a
+/// policy or candidate file whose second `regions:` hides the first is a mistake to say, not to
+/// guess at). Deserialised straight from the parser's events: YAML is not first built as a
+/// `serde_yaml::Value` and then converted (at 100,000 regions the detour cost a third of the
+/// read).
+///
+/// YAML keys that are scalars become strings (`1:` is the key `"1"`); a sequence or mapping
+/// as a key, or a tagged node, is refused by the parser's own message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UniqueKeys(pub serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeysVisitor).map(UniqueKeys)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value (YAML without tags)")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Self::Value, E> {
+        // As serde_json's own value: a number JSON cannot write (NaN, infinity) is null.
+        Ok(serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into))
+    }
+
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::String(v))
+    }
+
+    fn visit_none<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(UniqueKeys(v)) = seq.next_element()? {
+            out.push(v);
+        }
+        Ok(serde_json::Value::Array(out))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Self::Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate key `{}`; expected each key once in a mapping",
+                    shorten(&key, 64)
+                )));
+            }
+            let UniqueKeys(v) = map.next_value()?;
+            out.insert(key, v);
+        }
+        Ok(serde_json::Value::Object(out))
+    }
+}
+
 /// The message of a serde_json error without the position serde_json appends to it (`at line
 /// 1 column 5`), for messages that give the position themselves.
 pub fn json_message(e: &serde_json::Error) -> String {
@@ -348,6 +445,29 @@ mod tests {
         assert!(
             s.starts_with("found `vv") && s.ends_with("expected `x`"),
             "{s}"
+        );
+    }
+
+    #[test]
+    fn keys_given_twice_are_refused_in_json_and_yaml() {
+        let e = parse_json::<UniqueKeys>("t.json", "{\"a\": {\"b\": 1, \"b\": 2}}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("duplicate key `b`") && e.contains("t.json"),
+            "{e}"
+        );
+        let e = parse_yaml::<UniqueKeys>("t.yaml", "a: 1\nc:\n  - {x: 1, x: 2}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("duplicate key `x`") && e.contains("t.yaml"),
+            "{e}"
+        );
+        let UniqueKeys(v) = parse_yaml("t.yaml", "1: [a, ~, 2.5, true]\nn: .nan\n").unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"1": ["a", null, 2.5, true], "n": null})
         );
     }
 

@@ -144,12 +144,11 @@ fn many_regions(copies: usize) -> String {
 /// Issue 28, acceptance 3: 100,000 candidate regions. The region choice looked each region up
 /// in every VDU's ranking by scanning it, and the file check compared every region with every
 /// earlier one: both quadratic (12,000 regions took 1.6 s of CPU in the choice alone, 100,000
-/// would take minutes). Both are hashed now; the bound below is generous (a debug build does
-/// the whole test in a few seconds) and only separates linear from quadratic. The release
-/// timing of `vnfm select` on such a file is in benches/README.md.
+/// would take minutes). Both are indexed now. This test checks the answer at that size; the
+/// time is measured, not asserted: `benches/benches/regions.rs` and the release timing of
+/// `vnfm select` in benches/README.md.
 #[test]
-fn one_hundred_thousand_regions_are_chosen_from_in_linear_time() {
-    let started = std::time::Instant::now();
+fn one_hundred_thousand_regions_are_chosen_from() {
     let cands = CandidateFile::from_text("many.yaml", &many_regions(50_000)).unwrap();
     assert_eq!(cands.regions.len(), 100_000);
     let pkg = fs::load(&examples().join("packages/demo-vnf")).unwrap();
@@ -176,10 +175,16 @@ fn one_hundred_thousand_regions_are_chosen_from_in_linear_time() {
         .windows(2)
         .all(|w| w[0].value < w[1].value || (w[0].value == w[1].value && w[0].order < w[1].order)));
     assert_eq!(choice.chosen.as_ref(), Some(&choice.ranking[0].candidate));
-    let elapsed = started.elapsed();
+    // The printed choice shows the head of each list and counts the rest.
+    let shown = choice.display_limited(Some(5)).to_string();
+    assert!(shown.lines().count() < 60, "{shown}");
     assert!(
-        elapsed < std::time::Duration::from_secs(60),
-        "100,000 regions took {elapsed:?}: quadratic again?"
+        shown.contains(&format!("… {} more not shown", 100_000 - 5)),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("… {} more not shown", too_small - 5)),
+        "{shown}"
     );
 }
 

@@ -16,7 +16,7 @@ use crate::cli::SelectArgs;
 use crate::config::Config;
 use crate::error::CliError;
 use crate::inputs::{default_flavour, load_package};
-use crate::intent::{capacities, no_region, parse_customer};
+use crate::intent::{capacities, no_region, parse_customer, top_limit};
 use crate::output::Output;
 
 #[derive(Serialize)]
@@ -71,14 +71,19 @@ pub fn select(config: &Config, args: &SelectArgs, out: Output) -> Result<(), Cli
             .map(|s| (s.demand.vnfc.clone(), pareto(&s.ranking)))
             .collect::<BTreeMap<_, _>>()
     });
-    let mut human = choice.to_string();
+    let limit = top_limit(args.top);
+    let mut human = choice.display_limited(limit).to_string();
     if let Some(f) = &fronts {
         for (vnfc, front) in f {
             human.push_str(&format!(
                 "\nnon-dominated over (cost, distance) for {vnfc}:"
             ));
-            for r in front {
+            let shown = front.len().min(limit.unwrap_or(usize::MAX));
+            for r in &front[..shown] {
                 human.push_str(&format!("\n  {r}"));
+            }
+            if front.len() > shown {
+                human.push_str(&format!("\n  … {} more not shown", front.len() - shown));
             }
         }
     }

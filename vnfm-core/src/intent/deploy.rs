@@ -10,7 +10,7 @@
 //! stack from the same realised templates. [`IntentRecord`] is what an instance keeps to
 //! realise the package again for those operations ([`reapply`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -24,7 +24,7 @@ use super::realise::{
     realise, Change, Isolation, Oversubscription as RealisedVariant, Realisation, RealiseError,
     RealiseRequest, RegionFlavour, RegionOffer,
 };
-use super::select::{select, CandidateId, Demand, Selection};
+use super::select::{select, write_more, CandidateId, Demand, Selection};
 use crate::error::{Error, Location, Result};
 use crate::id::{FlavorId, VduId};
 use crate::package::VnfPackage;
@@ -116,19 +116,49 @@ pub struct RegionChoice {
 
 impl fmt::Display for RegionChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for s in &self.selections {
-            writeln!(f, "{s}")?;
+        self.display_limited(None).fmt(f)
+    }
+}
+
+impl RegionChoice {
+    /// The choice as text with at most `limit` entries per list (each VDU's ranking and
+    /// dropped candidates, the whole VNF's ranking and dropped candidates; every one for
+    /// `None`), as [`Selection::display_limited`].
+    pub fn display_limited(&self, limit: Option<usize>) -> LimitedChoice<'_> {
+        LimitedChoice {
+            choice: self,
+            limit,
         }
-        if self.selections.len() > 1 {
+    }
+}
+
+/// [`RegionChoice::display_limited`]: a choice printed with at most a given number of
+/// entries per list.
+#[derive(Clone, Copy, Debug)]
+pub struct LimitedChoice<'a> {
+    choice: &'a RegionChoice,
+    limit: Option<usize>,
+}
+
+impl fmt::Display for LimitedChoice<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = self.choice;
+        let limit = self.limit.unwrap_or(usize::MAX);
+        for s in &c.selections {
+            writeln!(f, "{}", s.display_limited(self.limit))?;
+        }
+        if c.selections.len() > 1 {
             writeln!(f, "the VNF as a whole (one region for every VDU):")?;
-            for (i, c) in self.ranking.iter().enumerate() {
-                writeln!(f, "  {}. {}  value {}", i + 1, c.candidate, round(c.value))?;
+            for (i, r) in c.ranking.iter().enumerate().take(limit) {
+                writeln!(f, "  {}. {}  value {}", i + 1, r.candidate, round(r.value))?;
             }
-            for (c, why) in &self.dropped {
-                writeln!(f, "  dropped {c}: {why}")?;
+            write_more(f, c.ranking.len(), c.ranking.len().min(limit))?;
+            for (d, why) in c.dropped.iter().take(limit) {
+                writeln!(f, "  dropped {d}: {why}")?;
             }
+            write_more(f, c.dropped.len(), c.dropped.len().min(limit))?;
         }
-        match &self.chosen {
+        match &c.chosen {
             Some(c) => writeln!(f, "chosen: {c}"),
             None => writeln!(f, "chosen: none (no candidate serves every VDU)"),
         }
@@ -155,23 +185,32 @@ pub fn choose_region(
         .collect::<Result<Vec<_>>>()?;
     let mut ranking = Vec::new();
     let mut dropped = Vec::new();
-    // Each selection's values indexed once by candidate: the loop below looks every region up
-    // in every selection, which a scan of the rankings made quadratic (12,000 regions: 1.6 s).
-    let values_by_candidate: Vec<HashMap<&CandidateId, f64>> = selections
+    // Each selection's values indexed once by the candidate's position in the file (a
+    // ranked entry's `order`): the loop below looks every region up in every selection, which
+    // a scan of the rankings made quadratic (12,000 regions: 1.6 s).
+    let values_by_order: Vec<Vec<Option<f64>>> = selections
         .iter()
-        .map(|s| s.ranking.iter().map(|r| (&r.candidate, r.value)).collect())
+        .map(|s| {
+            let mut by = vec![None; candidates.regions.len()];
+            for r in &s.ranking {
+                if let Some(slot) = by.get_mut(r.order) {
+                    *slot = Some(r.value);
+                }
+            }
+            by
+        })
         .collect();
     let owners = candidates.owner_index();
     for (order, region) in candidates.regions.iter().enumerate() {
+        let values: Option<Vec<f64>> = values_by_order
+            .iter()
+            .map(|by| by.get(order).copied().flatten())
+            .collect();
+        let Some(values) = values else { continue };
         let id = CandidateId {
             owner: region.owner.clone(),
             region: region.id.clone(),
         };
-        let values: Option<Vec<f64>> = values_by_candidate
-            .iter()
-            .map(|by| by.get(&id).copied())
-            .collect();
-        let Some(values) = values else { continue };
         if demands.len() > 1 {
             let owner = owners.get(region.owner.as_str()).copied();
             if let Some(why) = joint_shortfall(owner, region, demands, capacities) {

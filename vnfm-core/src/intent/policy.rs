@@ -497,20 +497,15 @@ pub(crate) fn fmt_num(x: f64) -> String {
 
 /// Parses JSON (text starting with `{` or `[`) or YAML into a JSON value, through the guarded
 /// readers of [`crate::input`] (nesting deeper than [`crate::input::MAX_NESTING`] refused before
-/// parsing).
+/// parsing), every mapping's keys unique ([`crate::input::UniqueKeys`]).
 pub(crate) fn parse_text(source: &str, text: &str) -> Result<Value> {
     let t = text.trim_start();
-    if t.starts_with('{') || t.starts_with('[') {
-        crate::input::parse_json(source, text)
+    let crate::input::UniqueKeys(v) = if t.starts_with('{') || t.starts_with('[') {
+        crate::input::parse_json(source, text)?
     } else {
-        let y = crate::input::yaml_value(source, text)?;
-        serde_json::to_value(y).map_err(|e| {
-            Error::invalid(
-                Location::file(source),
-                format!("YAML that has no JSON form ({e}): expected string keys"),
-            )
-        })
-    }
+        crate::input::parse_yaml(source, text)?
+    };
+    Ok(v)
 }
 
 /// A short rendering of a value for error messages.
