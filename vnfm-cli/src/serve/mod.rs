@@ -126,6 +126,13 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
     app.packages.render_metrics(&mut text);
     app.connections.render_metrics(&mut text);
     app.shared.outbox.render_metrics(&mut text);
+    metrics::render_state_calls(
+        &mut text,
+        &[
+            ("main", app.sqlite.calls()),
+            ("notifications", app.delivery_sqlite.calls()),
+        ],
+    );
     if let Some((allocator, heap)) = crate::heap::read() {
         metrics::render_heap(&mut text, allocator, heap);
     }
@@ -344,6 +351,13 @@ impl Server {
             )
             .await
             .map_err(state_msg)?;
+        let delivery_sqlite = sqlite.reopen().map_err(|e| {
+            state_err(
+                "cannot open a second connection to the state file (for the delivery of the \
+                 notifications)",
+                e,
+            )
+        })?;
         let drivers = vim.drivers(Arc::new(store.clone()), clock.clone());
         let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
         let lcm = crate::app::with_nfvo_grants_over(
@@ -397,6 +411,7 @@ impl Server {
             config,
             quiet,
             sqlite,
+            delivery_sqlite,
             store,
             shared,
             sim,
