@@ -540,8 +540,9 @@ async fn interrupt_unfinished(
 }
 
 /// Threads of the runtime's blocking pool at most (tokio's default is 512). The state file's
-/// jobs run there and take its one connection in turn, and the package index reads there: more
-/// threads would only wait on the connection's lock, each with its own stack and allocator
+/// jobs run there, one per connection at a time (the main one, the notifications' one: each
+/// waits for its connection's turn before it takes a thread, `crate::store`), and the package
+/// index reads there: more threads would only wait, each with its own stack and allocator
 /// arena (the soak saw the pool grow under bursts and its threads come and go; docs/soak.md).
 const BLOCKING_THREADS: usize = 8;
 
