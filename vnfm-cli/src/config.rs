@@ -637,9 +637,9 @@ pub struct ServerConfig {
     pub filter_work_limit: u64,
 }
 
-/// The file descriptors `vnfm serve` keeps for itself beside its connections (state file,
-/// journal, runtime, packages, outgoing HTTP): `max_connections` is at most the open-file
-/// limit minus this.
+/// The file descriptors `vnfm serve` keeps for itself beside its connections (state file, on
+/// two connections; journal, runtime, packages, outgoing HTTP): `max_connections` is at most
+/// the open-file limit minus this.
 pub const RESERVED_FILES: u64 = 32;
 
 /// The default `[server] max_connections` when the open-file limit allows it.

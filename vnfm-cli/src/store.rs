@@ -29,10 +29,15 @@
 //! `BEGIN IMMEDIATE` transaction, so several processes (or several [`SqliteStore`]s on one
 //! file) can commit concurrently. The blocking SQLite calls run on tokio's blocking pool
 //! (`spawn_blocking`) when called inside a tokio runtime, and on the calling thread
-//! otherwise.
+//! otherwise. Inside a runtime a call waits for its connection's turn (asynchronously, in call
+//! order) before it goes to the pool, so one connection never holds more than one of the
+//! pool's threads: work that makes many calls ([`SqliteStore::reopen`] gives it a connection
+//! of its own) does not delay the calls of another connection. Each connection counts its
+//! reads and write transactions ([`SqliteStore::calls`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -100,10 +105,54 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    /// The connection's turn: a call inside a tokio runtime takes it (waiting asynchronously,
+    /// in call order) before it goes to the blocking pool, so that one connection has at
+    /// most one call there. Without it, a thousand calls queued on one connection would hold
+    /// the pool's threads (each waiting for the connection) and every other connection's
+    /// calls would queue behind them in the pool.
+    turn: Arc<tokio::sync::Semaphore>,
+    /// The calls made on the connection.
+    calls: Arc<Counts>,
     /// The file as shown in messages (`:memory:` for an in-memory database).
     file: Arc<str>,
     path: Option<PathBuf>,
     schema_version: u32,
+}
+
+/// The calls made on one connection of a [`SqliteStore`] since it was opened: clones share
+/// the connection and its counts; [`SqliteStore::reopen`] opens another connection, with its
+/// own. `vnfm serve` shows them in `/metrics` (`vnfm_state_calls_total`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreCalls {
+    /// Reads: one query (an instance, the occurrences, a batch of documents, ...).
+    pub reads: u64,
+    /// Writes: one transaction each (a commit with its notifications, a batch of documents
+    /// written or deleted, a counter).
+    pub writes: u64,
+}
+
+/// Whether a call reads or writes (what [`StoreCalls`] counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+}
+
+/// The counts behind [`StoreCalls`].
+#[derive(Debug, Default)]
+struct Counts {
+    reads: AtomicU64,
+    writes: AtomicU64,
+}
+
+impl Counts {
+    fn count(&self, access: Access) {
+        match access {
+            Access::Read => &self.reads,
+            Access::Write => &self.writes,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl fmt::Debug for SqliteStore {
@@ -177,6 +226,15 @@ impl SqliteStore {
         self.path.as_deref()
     }
 
+    /// The reads and write transactions made on this store's connection so far (shared with
+    /// its clones).
+    pub fn calls(&self) -> StoreCalls {
+        StoreCalls {
+            reads: self.calls.reads.load(Ordering::Relaxed),
+            writes: self.calls.writes.load(Ordering::Relaxed),
+        }
+    }
+
     fn setup(
         mut conn: Connection,
         file: Arc<str>,
@@ -200,6 +258,8 @@ impl SqliteStore {
         let schema_version = migrate(&mut conn, &file, migrations)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            turn: Arc::new(tokio::sync::Semaphore::new(1)),
+            calls: Arc::default(),
             file,
             path,
             schema_version,
@@ -213,7 +273,7 @@ impl SqliteStore {
     /// [`DriverError::Other`] when the database cannot be read.
     pub async fn document(&self, name: &str) -> Result<Option<String>, DriverError> {
         let name = name.to_owned();
-        self.with_conn(move |conn, file| {
+        self.with_conn(Access::Read, move |conn, file| {
             conn.query_row("SELECT body FROM documents WHERE name = ?1", [&name], |r| {
                 r.get(0)
             })
@@ -246,7 +306,7 @@ impl SqliteStore {
         prune: Option<(String, String)>,
         flush: Flush,
     ) -> Result<(), DriverError> {
-        self.with_conn(move |conn, file| {
+        self.with_conn(Access::Write, move |conn, file| {
             write_documents_tx(conn, file, &put, prune.as_ref(), flush)
         })
         .await
@@ -263,6 +323,7 @@ impl SqliteStore {
         prune: Option<&(String, String)>,
         flush: Flush,
     ) -> Result<(), DriverError> {
+        self.calls.count(Access::Write);
         let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         write_documents_tx(&mut conn, &self.file, put, prune, flush)
     }
@@ -292,13 +353,17 @@ impl SqliteStore {
         put: Vec<(String, String)>,
         prune: Vec<(String, String)>,
     ) -> Result<(), DriverError> {
-        self.with_conn(move |conn, file| commit(conn, file, &batch, &put, &prune))
-            .await
+        self.with_conn(Access::Write, move |conn, file| {
+            commit(conn, file, &batch, &put, &prune)
+        })
+        .await
     }
 
-    /// A second connection to the same state file (the file's writers take turns; SQLite's
-    /// busy timeout covers the waits), for a writer that should not queue behind this one;
-    /// an in-memory store answers itself.
+    /// A second connection to the same state file, with its own turn and counts, for work
+    /// that should not queue behind this connection's calls (or make them queue behind it):
+    /// readers of the two connections do not wait for each other (WAL), and their writers take
+    /// turns on the file (SQLite's busy timeout covers the waits). An in-memory store answers
+    /// itself (a clone: the same connection).
     ///
     /// # Errors
     /// As [`SqliteStore::open`].
@@ -318,7 +383,7 @@ impl SqliteStore {
         prefix: &str,
     ) -> Result<Vec<(String, String)>, DriverError> {
         let prefix = prefix.to_owned();
-        self.with_conn(move |conn, file| {
+        self.with_conn(Access::Read, move |conn, file| {
             let read = |e| sql_error(file, format!("reading documents {prefix}*"), e);
             let mut st = conn
                 .prepare_cached(
@@ -348,7 +413,7 @@ impl SqliteStore {
         let prefix = prefix.to_owned();
         let after = after.unwrap_or("").to_owned();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn(move |conn, file| {
+        self.with_conn(Access::Read, move |conn, file| {
             let read = |e| sql_error(file, format!("reading documents {prefix}*"), e);
             let mut st = conn
                 .prepare_cached(
@@ -377,7 +442,7 @@ impl SqliteStore {
         prefix: &str,
     ) -> Result<Vec<(String, usize)>, DriverError> {
         let prefix = prefix.to_owned();
-        self.with_conn(move |conn, file| {
+        self.with_conn(Access::Read, move |conn, file| {
             let read = |e| sql_error(file, format!("reading documents {prefix}*"), e);
             let mut st = conn
                 .prepare_cached(
@@ -403,7 +468,7 @@ impl SqliteStore {
     /// # Errors
     /// [`DriverError::Other`] when the database cannot be written (nothing is deleted then).
     pub async fn delete_documents(&self, names: Vec<String>) -> Result<(), DriverError> {
-        self.with_conn(move |conn, file| {
+        self.with_conn(Access::Write, move |conn, file| {
             set_synchronous(conn, file, "NORMAL")?;
             let deleted = (|| {
                 let tx = conn
@@ -435,7 +500,7 @@ impl SqliteStore {
     /// [`DriverError::Other`] when the database cannot be written.
     pub async fn increment_counter(&self, name: &str) -> Result<u64, DriverError> {
         let name = name.to_owned();
-        self.with_conn(move |conn, file| {
+        self.with_conn(Access::Write, move |conn, file| {
             let body: String = conn
                 .query_row(
                     "INSERT INTO documents (name, body) VALUES (?1, '1')
@@ -462,20 +527,21 @@ impl SqliteStore {
     /// # Errors
     /// [`DriverError::Other`] when the database cannot be read.
     pub async fn data_version(&self) -> Result<i64, DriverError> {
-        self.with_conn(|conn, file| {
+        self.with_conn(Access::Read, |conn, file| {
             conn.query_row("PRAGMA data_version", [], |r| r.get(0))
                 .map_err(|e| sql_error(file, "reading PRAGMA data_version", e))
         })
         .await
     }
 
-    /// Runs `f` with the connection: on tokio's blocking pool inside a runtime, on this thread
-    /// otherwise.
-    async fn with_conn<T, F>(&self, f: F) -> Result<T, DriverError>
+    /// Runs `f` with the connection (counted as `access`): on tokio's blocking pool inside a
+    /// runtime, once it is this call's turn on the connection; on this thread otherwise.
+    async fn with_conn<T, F>(&self, access: Access, f: F) -> Result<T, DriverError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection, &str) -> Result<T, DriverError> + Send + 'static,
     {
+        self.calls.count(access);
         let conn = Arc::clone(&self.conn);
         let file = Arc::clone(&self.file);
         let job = move || {
@@ -488,13 +554,25 @@ impl SqliteStore {
         if tokio::runtime::Handle::try_current().is_err() {
             return job();
         }
-        tokio::task::spawn_blocking(job)
-            .await
-            .map_err(|e| DriverError::Other {
-                driver: DRIVER,
-                message: format!("{}: the store's blocking task failed", self.file),
-                source: Some(Box::new(e)),
-            })?
+        let turn =
+            Arc::clone(&self.turn)
+                .acquire_owned()
+                .await
+                .map_err(|e| DriverError::Other {
+                    driver: DRIVER,
+                    message: format!("{}: the store's connection is closed", self.file),
+                    source: Some(Box::new(e)),
+                })?;
+        tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            job()
+        })
+        .await
+        .map_err(|e| DriverError::Other {
+            driver: DRIVER,
+            message: format!("{}: the store's blocking task failed", self.file),
+            source: Some(Box::new(e)),
+        })?
     }
 }
 
@@ -575,8 +653,10 @@ pub enum Flush {
 #[async_trait]
 impl Store for SqliteStore {
     async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
-        self.with_conn(move |conn, file| commit(conn, file, &batch, &[], &[]))
-            .await
+        self.with_conn(Access::Write, move |conn, file| {
+            commit(conn, file, &batch, &[], &[])
+        })
+        .await
     }
 
     async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
@@ -588,7 +668,7 @@ impl Store for SqliteStore {
         id: &VnfInstanceId,
     ) -> Result<Versioned<VnfInstance>, DriverError> {
         let id = id.clone();
-        self.with_conn(move |conn, file| {
+        self.with_conn(Access::Read, move |conn, file| {
             let row: Option<(String, i64)> = conn
                 .query_row(
                     "SELECT body, version FROM vnf_instances WHERE id = ?1",
@@ -612,7 +692,7 @@ impl Store for SqliteStore {
     }
 
     async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
-        self.with_conn(|conn, file| {
+        self.with_conn(Access::Read, |conn, file| {
             query_bodies(
                 conn,
                 file,
@@ -630,7 +710,7 @@ impl Store for SqliteStore {
 
     async fn op_occ_entry(&self, id: &OpOccId) -> Result<Versioned<VnfLcmOpOcc>, DriverError> {
         let id = id.clone();
-        self.with_conn(move |conn, file| {
+        self.with_conn(Access::Read, move |conn, file| {
             let row: Option<(String, i64)> = conn
                 .query_row(
                     "SELECT body, version FROM vnf_lcm_op_occs WHERE id = ?1",
@@ -660,22 +740,24 @@ impl Store for SqliteStore {
     }
 
     async fn op_occs(&self, filter: OpOccFilter) -> Result<Vec<VnfLcmOpOcc>, DriverError> {
-        self.with_conn(move |conn, file| match &filter.vnf_instance_id {
-            Some(id) => query_bodies(
-                conn,
-                file,
-                &OP_OCCS,
-                "SELECT id, body FROM vnf_lcm_op_occs WHERE vnf_instance_id = ?1 \
+        self.with_conn(Access::Read, move |conn, file| {
+            match &filter.vnf_instance_id {
+                Some(id) => query_bodies(
+                    conn,
+                    file,
+                    &OP_OCCS,
+                    "SELECT id, body FROM vnf_lcm_op_occs WHERE vnf_instance_id = ?1 \
                  ORDER BY start_time, id",
-                &[id.as_str()],
-            ),
-            None => query_bodies(
-                conn,
-                file,
-                &OP_OCCS,
-                "SELECT id, body FROM vnf_lcm_op_occs ORDER BY start_time, id",
-                &[],
-            ),
+                    &[id.as_str()],
+                ),
+                None => query_bodies(
+                    conn,
+                    file,
+                    &OP_OCCS,
+                    "SELECT id, body FROM vnf_lcm_op_occs ORDER BY start_time, id",
+                    &[],
+                ),
+            }
         })
         .await
     }
@@ -1091,7 +1173,9 @@ mod tests {
     /// The connection's `PRAGMA synchronous` (2 = FULL, 1 = NORMAL).
     async fn synchronous(store: &SqliteStore) -> i64 {
         store
-            .with_conn(|conn, _| Ok(conn.pragma_query_value(None, "synchronous", |r| r.get(0))))
+            .with_conn(Access::Read, |conn, _| {
+                Ok(conn.pragma_query_value(None, "synchronous", |r| r.get(0)))
+            })
             .await
             .unwrap()
             .unwrap()
@@ -1520,6 +1604,70 @@ mod tests {
         ] {
             assert!(msg.contains(part), "{part:?} missing in {msg}");
         }
+    }
+
+    /// A connection's calls take one thread of the blocking pool at a time: calls queued on
+    /// one connection (here held by someone else) never keep another connection's calls from
+    /// the pool. `vnfm serve`'s notification deliveries queue thousands of calls on their own
+    /// connection while the operations commit on theirs (issue 26). The timeout only keeps a
+    /// failure from hanging: without the turn, the call on `a` never runs while `b` is held.
+    #[test]
+    fn calls_queued_on_one_connection_leave_the_blocking_pool_to_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, a) = file_store(&dir);
+        let b = a.reopen().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(a.put_document("x", "1".into())).unwrap();
+        // Someone else holds `b`'s connection until told.
+        let (locked, is_locked) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let conn = Arc::clone(&b.conn);
+        let holder = std::thread::spawn(move || {
+            let _held = conn.lock().unwrap();
+            locked.send(()).unwrap();
+            let _ = released.recv();
+        });
+        is_locked.recv().unwrap();
+        rt.block_on(async {
+            let queued: Vec<_> = (0..8)
+                .map(|_| {
+                    let b = b.clone();
+                    tokio::spawn(async move { b.document("x").await })
+                })
+                .collect();
+            // Every one has called (each is then in the pool or waits for its turn).
+            while b.calls().reads < 8 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let got = tokio::time::timeout(Duration::from_secs(30), a.document("x"))
+                .await
+                .expect("the call on the other connection waited for the held one");
+            assert_eq!(got.unwrap().as_deref(), Some("1"));
+            release.send(()).unwrap();
+            for q in queued {
+                assert_eq!(q.await.unwrap().unwrap().as_deref(), Some("1"));
+            }
+        });
+        holder.join().unwrap();
+        assert_eq!(
+            a.calls(),
+            StoreCalls {
+                reads: 1,
+                writes: 1
+            }
+        );
+        assert_eq!(
+            b.calls(),
+            StoreCalls {
+                reads: 8,
+                writes: 0
+            }
+        );
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use vnfm_core::alert::Endpoint;
 
 use crate::heap::HeapStats;
+use crate::store::StoreCalls;
 
 /// The metrics label of an alert endpoint.
 pub(crate) fn endpoint_label(e: Endpoint) -> &'static str {
@@ -242,6 +243,28 @@ impl Metrics {
 
 fn header(s: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// Appends `vnfm_state_calls_total{connection, kind}`: the reads and write transactions of
+/// each of the server's connections to the state file (`main`: the operations, the API, the
+/// alerts; `notifications`: the delivery of the SOL003 notifications).
+pub(super) fn render_state_calls(s: &mut String, connections: &[(&str, StoreCalls)]) {
+    header(
+        s,
+        "vnfm_state_calls_total",
+        "counter",
+        "Calls on the server's connections to the state file, by connection (main: the \
+         operations, the API, the alerts; notifications: the delivery of the SOL003 \
+         notifications) and kind (read: one query; write: one transaction).",
+    );
+    for (connection, calls) in connections {
+        for (kind, v) in [("read", calls.reads), ("write", calls.writes)] {
+            let _ = writeln!(
+                s,
+                "vnfm_state_calls_total{{connection=\"{connection}\",kind=\"{kind}\"}} {v}"
+            );
+        }
+    }
 }
 
 /// Appends the allocator's counters ([`crate::heap`]) as `vnfm_heap_*_bytes` gauges labelled

@@ -126,6 +126,13 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
     app.packages.render_metrics(&mut text);
     app.connections.render_metrics(&mut text);
     app.shared.outbox.render_metrics(&mut text);
+    metrics::render_state_calls(
+        &mut text,
+        &[
+            ("main", app.sqlite.calls()),
+            ("notifications", app.delivery_sqlite.calls()),
+        ],
+    );
     if let Some((allocator, heap)) = crate::heap::read() {
         metrics::render_heap(&mut text, allocator, heap);
     }
@@ -344,6 +351,13 @@ impl Server {
             )
             .await
             .map_err(state_msg)?;
+        let delivery_sqlite = sqlite.reopen().map_err(|e| {
+            state_err(
+                "cannot open a second connection to the state file (for the delivery of the \
+                 notifications)",
+                e,
+            )
+        })?;
         let drivers = vim.drivers(Arc::new(store.clone()), clock.clone());
         let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
         let lcm = crate::app::with_nfvo_grants_over(
@@ -397,6 +411,7 @@ impl Server {
             config,
             quiet,
             sqlite,
+            delivery_sqlite,
             store,
             shared,
             sim,
@@ -525,8 +540,9 @@ async fn interrupt_unfinished(
 }
 
 /// Threads of the runtime's blocking pool at most (tokio's default is 512). The state file's
-/// jobs run there and take its one connection in turn, and the package index reads there: more
-/// threads would only wait on the connection's lock, each with its own stack and allocator
+/// jobs run there, one per connection at a time (the main one, the notifications' one: each
+/// waits for its connection's turn before it takes a thread, `crate::store`), and the package
+/// index reads there: more threads would only wait, each with its own stack and allocator
 /// arena (the soak saw the pool grow under bursts and its threads come and go; docs/soak.md).
 const BLOCKING_THREADS: usize = 8;
 

@@ -4,6 +4,13 @@
 //! subscriber's token endpoint with the client credentials grant and kept until it expires),
 //! and deletes each from the outbox once the callback answered 2xx.
 //!
+//! # What the delivery costs the operations
+//! The workers read and delete on a connection of their own to the state file
+//! (`App::delivery_sqlite`), so a thousand subscribers' reads and removals never queue the
+//! operations' commits or the API's reads (each connection takes one thread of the blocking
+//! pool at a time: `crate::store`). The removals of every worker go through one [`Remover`]:
+//! the entries asked while a removal runs are deleted together in the next transaction.
+//!
 //! # Order, and what a failure holds back
 //! The worker reads its outbox in bounded batches ([`BATCH`] entries), in commit order, and
 //! makes each notification's first attempt in that order: a subscriber that accepts them gets
@@ -33,12 +40,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::header;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use vnfm_core::lcm_notify::{Delivery, Retry, RetryPolicy};
 
 use super::outbox::{outbox_prefix, Dropped, Queued, Sub};
 use super::state::App;
 use crate::outgoing::{shown, Body, Destination, Failure, Limits};
+use crate::store::SqliteStore;
 
 /// The largest answer read from a token endpoint (16 KiB: a token answer is a small JSON
 /// object); a longer one fails the token request.
@@ -282,6 +290,7 @@ struct Worker {
     policy: RetryPolicy,
     token: Token,
     later: BTreeMap<String, Later>,
+    remover: Remover,
 }
 
 impl Worker {
@@ -294,7 +303,7 @@ impl Worker {
         loop {
             let batch = match self
                 .app
-                .sqlite
+                .delivery_sqlite
                 .documents_after(&prefix, after.as_deref(), BATCH)
                 .await
             {
@@ -311,6 +320,9 @@ impl Worker {
                 break;
             };
             after = Some(last.clone());
+            // A short batch is the end of the outbox: what a later commit adds wakes the
+            // worker for another pass.
+            let end = batch.len() < BATCH;
             for (name, body) in batch {
                 if *stopped.borrow() || self.app.shared.outbox.get(&self.id).is_none() {
                     return Pass::Over;
@@ -325,6 +337,9 @@ impl Worker {
                 if let Some(wait) = self.one(sub, name, &body, attempts).await {
                     return Pass::Unreachable(wait);
                 }
+            }
+            if end {
+                break;
             }
         }
         // Entries no longer in the outbox (dropped by a full outbox) are forgotten.
@@ -349,7 +364,7 @@ impl Worker {
                     .note(&format!("outbox entry {name} is unreadable, dropped: {e}"));
                 counters.dropped(Dropped::Unreadable, 1);
                 self.later.remove(&name);
-                forget(&self.app, sub, &name).await;
+                self.forget(sub, &name).await;
                 return None;
             }
         };
@@ -360,7 +375,7 @@ impl Worker {
         let failure = match attempt(&self.app, &mut self.token, sub, &bytes).await {
             Ok(()) => {
                 self.later.remove(&name);
-                forget(&self.app, sub, &name).await;
+                self.forget(sub, &name).await;
                 counters.delivered.fetch_add(1, Ordering::Relaxed);
                 return None;
             }
@@ -391,10 +406,24 @@ impl Worker {
                     failure.why
                 ));
                 self.later.remove(&name);
-                forget(&self.app, sub, &name).await;
+                self.forget(sub, &name).await;
                 None
             }
         }
+    }
+}
+
+impl Worker {
+    /// Removes outbox entry `name` of `sub` (delivered or dropped), with the entries of the
+    /// other workers asked meanwhile ([`Remover`]). Without waiting for the disk: a power loss
+    /// may send it again, with the same `id` (delivery is at least once).
+    async fn forget(&self, sub: &Sub, name: &str) {
+        if let Err(e) = self.remover.remove(name.to_owned()).await {
+            crate::display::log_line(&format!(
+                "vnfm serve: cannot remove delivered notification {name} from the outbox: {e}"
+            ));
+        }
+        sub.forgotten(name);
     }
 }
 
@@ -408,7 +437,7 @@ async fn pause(app: &App, id: &str, d: Duration, stopped: &mut watch::Receiver<b
 }
 
 /// Delivers subscription `id`'s outbox until it is deleted or the server stops.
-async fn worker(app: Arc<App>, id: String, mut stopped: watch::Receiver<bool>) {
+async fn worker(app: Arc<App>, id: String, remover: Remover, mut stopped: watch::Receiver<bool>) {
     let policy: RetryPolicy = match app.config.notifications.policy() {
         Ok(p) => p,
         Err(e) => {
@@ -422,6 +451,7 @@ async fn worker(app: Arc<App>, id: String, mut stopped: watch::Receiver<bool>) {
         policy,
         token: Token::default(),
         later: BTreeMap::new(),
+        remover,
     };
     loop {
         let Some(sub) = app.shared.outbox.get(&id) else {
@@ -456,21 +486,65 @@ async fn worker(app: Arc<App>, id: String, mut stopped: watch::Receiver<bool>) {
     }
 }
 
-/// Deletes outbox entry `name` of `sub` (delivered or dropped). Without waiting for the disk:
-/// a power loss may send it again, with the same `id` (delivery is at least once).
-async fn forget(app: &App, sub: &Sub, name: &str) {
-    if let Err(e) = app.sqlite.delete_documents(vec![name.to_owned()]).await {
-        crate::display::log_line(&format!(
-            "vnfm serve: cannot remove delivered notification {name} from the outbox: {e}"
-        ));
+/// The most outbox entries one removal transaction deletes.
+const REMOVE_BATCH: usize = 1024;
+
+/// A removal a worker asked for: the entry, and where its outcome goes.
+type Removal = (String, oneshot::Sender<Result<(), String>>);
+
+/// Removes the outbox entries the workers are done with (delivered or dropped), on the
+/// delivery connection: every entry asked while the previous removal ran goes in one
+/// transaction (a group commit, up to [`REMOVE_BATCH`]), so a state change notified to a
+/// thousand subscribers costs a few transactions, not a thousand. Each worker waits for its
+/// removal before its next attempt, so there is at most one per worker in the queue.
+#[derive(Clone, Debug)]
+struct Remover {
+    queue: mpsc::UnboundedSender<Removal>,
+}
+
+impl Remover {
+    /// Starts the task that carries out the removals on `store`; it ends once every clone of
+    /// the [`Remover`] is dropped and the removals asked are done.
+    fn start(store: SqliteStore) -> (Self, tokio::task::JoinHandle<()>) {
+        let (queue, asked) = mpsc::unbounded_channel();
+        (Self { queue }, tokio::spawn(removals(store, asked)))
     }
-    sub.forgotten(name);
+
+    /// Removes entry `name`; returns once the transaction that deletes it committed.
+    async fn remove(&self, name: String) -> Result<(), String> {
+        let stopped = || "the outbox's remover stopped".to_owned();
+        let (done, outcome) = oneshot::channel();
+        self.queue.send((name, done)).map_err(|_| stopped())?;
+        outcome.await.map_err(|_| stopped())?
+    }
+}
+
+/// The task of [`Remover::start`].
+async fn removals(store: SqliteStore, mut asked: mpsc::UnboundedReceiver<Removal>) {
+    while let Some(first) = asked.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < REMOVE_BATCH {
+            match asked.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        let names = batch.iter().map(|(n, _)| n.clone()).collect();
+        let outcome = store
+            .delete_documents(names)
+            .await
+            .map_err(|e| e.to_string());
+        for (_, done) in batch {
+            let _ = done.send(outcome.clone());
+        }
+    }
 }
 
 /// Runs one [`worker`] per subscription (started and ended as subscriptions come and go)
 /// until `stopped`.
 pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
     let mut workers: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
+    let (remover, removing) = Remover::start(app.delivery_sqlite.clone());
     loop {
         let changed = app.shared.outbox.changed.notified();
         let subs: BTreeSet<String> = app
@@ -490,7 +564,12 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
         for id in subs {
             if let std::collections::btree_map::Entry::Vacant(slot) = workers.entry(id) {
                 let id = slot.key().clone();
-                slot.insert(tokio::spawn(worker(app.clone(), id, stopped.clone())));
+                slot.insert(tokio::spawn(worker(
+                    app.clone(),
+                    id,
+                    remover.clone(),
+                    stopped.clone(),
+                )));
             }
         }
         tokio::select! {
@@ -501,4 +580,7 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
     for (_, h) in workers {
         let _ = h.await;
     }
+    // The workers' last removals are done once the remover's task ends.
+    drop(remover);
+    let _ = removing.await;
 }

@@ -227,6 +227,10 @@ pub(crate) struct App {
     pub(super) config: Config,
     pub(super) quiet: bool,
     pub(super) sqlite: SqliteStore,
+    /// A connection of its own to the state file for the delivery of the SOL003 notifications
+    /// (`notify`): the workers' reads and removals of their outboxes never queue an
+    /// operation's commits (or a request's reads), which stay on `sqlite`.
+    pub(super) delivery_sqlite: SqliteStore,
     pub(super) store: ObservedStore,
     pub(super) shared: Arc<Shared>,
     /// The simulated cloud (saved in the state file), `None` for a real cloud.
