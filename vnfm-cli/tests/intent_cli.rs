@@ -124,7 +124,7 @@ fn select_prints_the_head_of_each_list_and_counts_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state.sqlite");
     let mut file = String::from(
-        "owners:\n  - {name: lab, cloud_type: OpenStack, supports: [HA], \
+        "owners:\n  - {name: lab, cloud_type: OpenStack, supports: [HA, Guaranteed QoS], \
          cost: {per_instance_type: {m1.small: 10, m1.medium: 20}}, flavours: [\
          {name: m1.small, vcpus: 1, memory_mb: 2048, disk_gb: 20}, \
          {name: m1.medium, vcpus: 2, memory_mb: 4096, disk_gb: 40}]}\nregions:\n",
