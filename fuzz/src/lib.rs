@@ -27,12 +27,117 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("cloud", cloud),
     ("config", config),
     ("state", state),
+    ("subscription", subscription),
+    ("filter", filter),
+    ("intent", intent),
 ];
 
-/// The Alertmanager webhook body of `POST /alert/auto_healing|auto_scaling`.
+/// The Alertmanager webhook body of `POST /alert/auto_healing|auto_scaling`: parsed, then
+/// judged by the alert handler as the server judges it (the first byte picks the endpoint), so
+/// the bounds on fingerprints and labels (issue 26) run on every input that parses.
 pub fn webhook(data: &[u8]) {
-    let _ = vnfm_core::alert::Webhook::from_slice(data);
+    use vnfm_core::alert::{AlertHandler, Endpoint, PrometheusPluginConfig};
+    let Ok(webhook) = vnfm_core::alert::Webhook::from_slice(data) else {
+        return;
+    };
+    let endpoint = match data.first().map(|b| b % 2) {
+        Some(0) => Endpoint::AutoHealing,
+        _ => Endpoint::AutoScaling,
+    };
+    let mut h = AlertHandler::new(PrometheusPluginConfig::default().with_all_enabled());
+    let none: BTreeMap<vnfm_core::id::VnfInstanceId, vnfm_core::lcm::VnfInstance> = BTreeMap::new();
+    let now = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
+    let _ = h.handle_alerts(endpoint, &webhook, &none, now);
 }
+
+/// The body of `POST /vnflcm/v2/subscriptions` (SOL003 `LccnSubscriptionRequest`): parsed as
+/// the server parses it, its size bounds checked (issue 26 High 5), then validated.
+pub fn subscription(data: &[u8]) {
+    use vnfm_core::lcm_notify::{LccnSubscriptionRequest, SubscriptionLimits};
+    let Ok(req) = serde_json::from_slice::<LccnSubscriptionRequest>(data) else {
+        return;
+    };
+    if req.check_limits(&SubscriptionLimits::default()).is_ok() {
+        let _ = req.validate();
+    }
+}
+
+/// A SOL013 query on a list (issue 26 High 1): the first byte picks the resource (instances,
+/// occurrences, subscriptions); the bytes up to the next `\0` are the query string, the rest
+/// a JSON document the parsed query is applied to, within a bounded budget.
+pub fn filter(data: &[u8]) {
+    use vnfm_core::query::{Budget, ListQuery, SUBSCRIPTIONS, VNF_INSTANCES, VNF_LCM_OP_OCCS};
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let resource = match pick % 3 {
+        0 => VNF_INSTANCES,
+        1 => VNF_LCM_OP_OCCS,
+        _ => SUBSCRIPTIONS,
+    };
+    let (query, doc) = match rest.iter().position(|&b| b == 0) {
+        Some(at) => (&rest[..at], &rest[at + 1..]),
+        None => (rest, &[][..]),
+    };
+    let Ok(query) = std::str::from_utf8(query) else {
+        return;
+    };
+    let Ok(q) = ListQuery::parse(Some(query), resource) else {
+        return;
+    };
+    let items = match serde_json::from_slice::<serde_json::Value>(doc) {
+        Ok(serde_json::Value::Array(items)) => items,
+        Ok(v) => vec![v],
+        Err(_) => Vec::new(),
+    };
+    let _ = q.apply_within(items, 4, &mut Budget::new(1_000_000));
+}
+
+/// The intent inputs (issue 26 Medium): the first byte picks a cloud-selection policy, a
+/// candidate file, or OSM PLA's placement data for linked VNFs; the rest is the file. A
+/// candidate file that reads is also chosen from with the example policy, and placement data
+/// that reads is solved within small limits.
+pub fn intent(data: &[u8]) {
+    use vnfm_core::intent::candidates::{CandidateFile, Capacities, GeoPoint};
+    use vnfm_core::intent::links::{Problem, SolveOptions};
+    use vnfm_core::intent::policy::Policy;
+    use vnfm_core::intent::select::Demand;
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return;
+    };
+    match pick % 3 {
+        0 => {
+            let _ = Policy::from_text("fuzz.yaml", text);
+        }
+        1 => {
+            let Ok(c) = CandidateFile::from_text("fuzz.yaml", text) else {
+                return;
+            };
+            let Ok(policy) = Policy::from_text("policy.json", EXAMPLE_POLICY) else {
+                return;
+            };
+            let mut d = Demand::new("VDU1", "m1.small", 2);
+            d.customer = Some(GeoPoint::new(40.0, -75.0));
+            let _ = vnfm_core::intent::deploy::choose_region(&policy, &c, &[d], &Capacities::new());
+        }
+        _ => {
+            let Ok(p) = Problem::from_pla_str(text) else {
+                return;
+            };
+            let _ = p.solve_with(&SolveOptions {
+                node_limit: 200,
+                work_limit: 1 << 20,
+                should_stop: None,
+            });
+        }
+    }
+}
+
+/// The example cloud-selection policy, for choices made from fuzzed candidate files.
+const EXAMPLE_POLICY: &str = include_str!("../../examples/intent/policy-ha.json");
 
 /// The SOL003 request bodies of `vnfm serve`: the first byte picks the request (create,
 /// instantiate, scale, heal, terminate, PATCH), the rest is the body.

@@ -84,4 +84,36 @@ fn the_seeds_parse() {
     ] {
         assert_eq!(sol003(f), Ok(()), "{f}");
     }
+    // Issue 26's inputs: subscription bodies, SOL013 queries, intent files.
+    for f in [
+        "filter-vnfd.json",
+        "plain.json",
+        "states-and-auth.json",
+        "basic.json",
+    ] {
+        let req: vnfm_core::lcm_notify::LccnSubscriptionRequest =
+            serde_json::from_slice(&read("subscription", f)).unwrap();
+        req.check_limits(&Default::default()).unwrap();
+        assert!(req.validate().is_ok(), "{f}");
+    }
+    for (f, resource) in [
+        ("instances-eq", vnfm_core::query::VNF_INSTANCES),
+        ("numbers", vnfm_core::query::VNF_INSTANCES),
+        ("occs-neq", vnfm_core::query::VNF_LCM_OP_OCCS),
+        ("subs-cont", vnfm_core::query::SUBSCRIPTIONS),
+    ] {
+        let d = read("filter", f);
+        let end = d.iter().skip(1).position(|&b| b == 0).unwrap() + 1;
+        let q = std::str::from_utf8(&d[1..end]).unwrap();
+        let parsed = vnfm_core::query::ListQuery::parse(Some(q), resource);
+        assert!(parsed.is_ok(), "{f}: {parsed:?}");
+        let doc: serde_json::Value = serde_json::from_slice(&d[end + 1..]).unwrap();
+        assert!(doc.is_array(), "{f}");
+    }
+    let intent = |f: &str| String::from_utf8(read("intent", f)[1..].to_vec()).unwrap();
+    assert!(vnfm_core::intent::policy::Policy::from_text("p", &intent("policy")).is_ok());
+    assert!(
+        vnfm_core::intent::candidates::CandidateFile::from_text("c", &intent("candidates")).is_ok()
+    );
+    assert!(vnfm_core::intent::links::Problem::from_pla_str(&intent("links")).is_ok());
 }
