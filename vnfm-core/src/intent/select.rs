@@ -590,7 +590,8 @@ pub fn pareto(ranked: &[Ranked]) -> Vec<Ranked> {
     ranked
         .iter()
         .zip(keep)
-        .filter_map(|(r, k)| k.then(|| r.clone()))
+        .filter(|&(_, k)| k)
+        .map(|(r, _)| r.clone())
         .collect()
 }
 
