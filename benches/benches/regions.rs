@@ -73,6 +73,20 @@ fn regions(c: &mut Criterion) {
     g.bench_function("parse_candidates", |b| {
         b.iter(|| black_box(CandidateFile::from_text("many.yaml", &text).unwrap()))
     });
+    // The same file as JSON, and the baseline: serde_json reading it into a generic value
+    // (what any reader of the file pays before it checks anything).
+    let json = serde_json::to_string(
+        &vnfm_core::input::parse_yaml::<vnfm_core::input::UniqueKeys>("many.yaml", &text)
+            .unwrap()
+            .0,
+    )
+    .unwrap();
+    g.bench_function("parse_candidates_json", |b| {
+        b.iter(|| black_box(CandidateFile::from_text("many.json", &json).unwrap()))
+    });
+    g.bench_function("serde_json_value_baseline", |b| {
+        b.iter(|| black_box(serde_json::from_str::<serde_json::Value>(&json).unwrap()))
+    });
     g.finish();
 }
 
