@@ -366,6 +366,11 @@ pub struct InstantiateArgs {
     pub placement: PlacementArgs,
 }
 
+/// How many entries of each list of a region choice are printed by default (`vnfm select
+/// --top`, and the choice `vnfm instantiate --intent` prints): the head is what a person reads;
+/// 100,000 regions would be 100,000 lines.
+pub const DEFAULT_TOP: usize = 20;
+
 /// `vnfm select`
 #[derive(Debug, Args)]
 pub struct SelectArgs {
@@ -402,7 +407,7 @@ pub struct SelectArgs {
     /// How many entries of each ranking and of each list of dropped candidates to print, the
     /// rest counted in a `… N more not shown` line (0: every one). `--output json` always has
     /// every one.
-    #[arg(long, value_name = "N", default_value_t = crate::intent::DEFAULT_TOP, conflicts_with = "links")]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_TOP, conflicts_with = "links")]
     pub top: usize,
     /// The simulator's cloud file, for regions whose capacity is the simulated cloud's zone
     /// catalogue [default: the state file's, else the configured one, else the demo cloud].

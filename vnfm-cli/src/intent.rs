@@ -20,11 +20,6 @@ use crate::inputs::default_flavour;
 use crate::output::Output;
 use crate::store::SqliteStore;
 
-/// How many entries of each list of a region choice are printed by default (`vnfm select
-/// --top`, and the choice `vnfm instantiate --intent` prints): the head is what a person reads;
-/// 100,000 regions would be 100,000 lines.
-pub const DEFAULT_TOP: usize = 20;
-
 /// `--top N` as a display limit: 0 is every entry.
 pub(crate) fn top_limit(top: usize) -> Option<usize> {
     (top > 0).then_some(top)
@@ -157,7 +152,11 @@ pub(crate) async fn plan(
     .await?;
     drop(store);
     let choice = deploy::choose_region(&policy, &candidates, &demands, &caps)?;
-    out.progress(&choice.display_limited(Some(DEFAULT_TOP)).to_string());
+    out.progress(
+        &choice
+            .display_limited(Some(crate::cli::DEFAULT_TOP))
+            .to_string(),
+    );
     let Some(chosen) = choice.chosen.clone() else {
         return Err(no_region(&choice));
     };
