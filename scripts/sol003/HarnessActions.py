@@ -7,11 +7,23 @@ such as `Trigger the creation of a VNF instance resource (external action)` whos
 replaces each such body with `Harness Trigger    <kind>` (this library), which, as an NFVO
 would:
 
-1. deletes every subscription and subscribes anew with a filter that lets exactly the one
-   notification of the test through (the test verifies that its endpoint received exactly one
-   request of its kind: an instantiate's STARTING and PROCESSING are both a START, so the
-   filter is the test's own, not a workaround of delivery order), the callback being the
-   sink's `/endpoint` (the suite's `${callback_endpoint}`);
+1. deletes every subscription and subscribes the NFVO's endpoint anew, without a filter, at
+   the moment the test's precondition names, the callback being the sink's `/endpoint` (the
+   suite's `${callback_endpoint}`). Each test verifies that its endpoint received exactly one
+   request of its schema, and every operation sends STARTING, PROCESSING and its result
+   (SOL003 5.6.2.2), so the moment matters:
+   - START ("a subscription ... is available", then an operation is triggered): an instance
+     is created before the subscription (the suite's schema of the notification also accepts a
+     creation notification) and its grant held by the lab's NFVO
+     (scripts/sol003/grantnfvo.py, `POST /lab/hold`), so its instantiate stays STARTING and
+     sends one START;
+   - RESULT ("an operation is in progress, and a subscription ... is available"): the
+     subscription is made once the operation is PROCESSING (the retryable package, whose stack
+     takes RETRYABLE_CREATE_SECS), so only its result reaches it;
+   - CREATION: subscribed, then an instance created: one creation notification;
+   - DELETION ("a VNF instance resource is created, and a subscription ... is available"):
+     the instance is created before the subscription (the suite's deletion schema also accepts
+     a creation notification), then deleted;
 2. performs the action that makes vnfm send that notification.
 
 The sink answers the callback test of SOL003 5.4.18.3.1 (`GET callbackUri` -> 204) through an
@@ -33,21 +45,15 @@ from harness import RETRYABLE_CREATE_SECS, RETRYABLE_VNFD, SLOW_VNFD, UNPLACEABL
 from robot.libraries.BuiltIn import BuiltIn  # noqa: E402
 
 DEMO_VNFD = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d"
-OCC = "VnfLcmOperationOccurrenceNotification"
-FILTERS = {
-    "START": {"notificationTypes": [OCC], "operationStates": ["STARTING"]},
-    "RESULT": {"notificationTypes": [OCC], "operationStates": ["COMPLETED"]},
-    "CREATION": {"notificationTypes": ["VnfIdentifierCreationNotification"]},
-    "DELETION": {"notificationTypes": ["VnfIdentifierDeletionNotification"]},
-}
 
 
 class HarnessActions:
     ROBOT_LIBRARY_SCOPE = "GLOBAL"
 
-    def __init__(self, vnfm_base, token, sink_base, endpoint="/endpoint"):
+    def __init__(self, vnfm_base, token, sink_base, endpoint="/endpoint", nfvo_base=None):
         self.vnfm = Api(vnfm_base.rstrip("/"), token)
         self.sink = Api(sink_base.rstrip("/"))
+        self.nfvo = Api(nfvo_base.rstrip("/")) if nfvo_base else None
         self.sink_base = sink_base.rstrip("/")
         self.endpoint = endpoint
 
@@ -112,8 +118,8 @@ class HarnessActions:
         op = loc.rsplit("/", 1)[-1]
         return self._wait_state(op, until)
 
-    def _wait_state(self, op, until):
-        for _ in range(600):
+    def _wait_state(self, op, until, within=30):
+        for _ in range(int(within / 0.05)):
             _, _, occ = self.vnfm.call("GET", f"/vnflcm/v2/vnf_lcm_op_occs/{op}")
             state = occ.get("operationState") if isinstance(occ, dict) else None
             if state == until:
@@ -121,7 +127,7 @@ class HarnessActions:
             if state not in ("STARTING", "PROCESSING"):
                 raise AssertionError(f"harness: occurrence {op} is {state}, expected {until}")
             time.sleep(0.05)
-        raise AssertionError(f"harness: occurrence {op} not {until} within 30 s")
+        raise AssertionError(f"harness: occurrence {op} not {until} within {within} s")
 
     def _use(self, op):
         self._subscribe()
@@ -163,8 +169,9 @@ class HarnessActions:
         return self._use(op)
 
     def harness_trigger(self, kind):
-        """Subscribes for exactly the notification of `kind` (START, RESULT, CREATION, DELETION)
-        and makes vnfm send it."""
+        """Subscribes the NFVO's endpoint, without a filter, at the moment the test's
+        precondition names, and makes vnfm send the one notification of `kind` (START, RESULT,
+        CREATION, DELETION): see the module's docs."""
         status, _, subs = self.vnfm.call("GET", "/vnflcm/v2/subscriptions?all_fields")
         if status != 200:
             raise AssertionError(f"harness: GET /subscriptions answered {status}: {subs}")
@@ -175,14 +182,29 @@ class HarnessActions:
             "httpResponse": {"statusCode": 204},
             "times": {"unlimited": True},
         })
-        self._must("POST", "/vnflcm/v2/subscriptions", {
-            "filter": FILTERS[kind], "callbackUri": self.sink_base + self.endpoint,
-        }, 201)
-        _, inst = self._must("POST", "/vnflcm/v2/vnf_instances",
-                             {"vnfdId": DEMO_VNFD, "vnfInstanceName": f"trigger-{kind}"}, 201)
-        if kind in ("START", "RESULT"):
-            h, _ = self._must("POST", f"/vnflcm/v2/vnf_instances/{inst['id']}/instantiate",
-                              {"flavourId": "default"}, 202)
-            self._wait(h)
-        elif kind == "DELETION":
+        create = {"vnfdId": DEMO_VNFD, "vnfInstanceName": f"trigger-{kind}"}
+        subscribe = {"callbackUri": self.sink_base + self.endpoint}
+        if kind == "RESULT":
+            op = self._instantiate(RETRYABLE_VNFD, "trigger-RESULT", "PROCESSING")
+            self._must("POST", "/vnflcm/v2/subscriptions", subscribe, 201)
+            self._wait_state(op, "COMPLETED", within=RETRYABLE_CREATE_SECS + 30)
+            return
+        if kind == "CREATION":
+            self._must("POST", "/vnflcm/v2/subscriptions", subscribe, 201)
+            self._must("POST", "/vnflcm/v2/vnf_instances", create, 201)
+            return
+        # START and DELETION act on an instance that exists before the subscription (the
+        # suite's schemas of those notifications also accept a creation notification).
+        _, inst = self._must("POST", "/vnflcm/v2/vnf_instances", create, 201)
+        if kind == "START":
+            if self.nfvo is None:
+                raise AssertionError("harness: the START trigger needs the lab NFVO (nfvo_base)")
+            status, _, out = self.nfvo.call("POST", "/lab/hold", {"vnfInstanceId": inst["id"]})
+            if status != 204:
+                raise AssertionError(f"harness: the lab NFVO's hold answered {status}: {out}")
+        self._must("POST", "/vnflcm/v2/subscriptions", subscribe, 201)
+        if kind == "START":
+            self._must("POST", f"/vnflcm/v2/vnf_instances/{inst['id']}/instantiate",
+                       {"flavourId": "default"}, 202)
+        else:
             self._must("DELETE", f"/vnflcm/v2/vnf_instances/{inst['id']}", None, 204)

@@ -9,7 +9,10 @@ this NFVO for its grant, as a VNFM in a lab with an NFVO does:
 - `GET /grant/v1/grants/{n}`: 202 while the instance is held, then 200 with the Grant.
 
 Holding an instance is how the harness gets an occurrence that stays STARTING (vnfm waits for
-the grant), the precondition of CancelOperationWorkflow's "Cancel ... - STARTING" test.
+the grant), the precondition of CancelOperationWorkflow's "Cancel ... - STARTING" test and the
+way NotificationEndpoint's START test receives exactly one START. `POST /lab/hold` with
+`{"vnfInstanceId": ...}` (the lab's own control, not SOL003) holds an instance from the suite's
+process (scripts/sol003/HarnessActions.py); every hold ends when the next file starts.
 """
 
 import json
@@ -43,6 +46,11 @@ class GrantNfvo:
                 self.wfile.write(data)
 
             def do_POST(self):
+                if self.path == "/lab/hold":
+                    # The test lab's own control (HarnessActions.py): hold an instance's grants.
+                    n = int(self.headers.get("Content-Length") or 0)
+                    nfvo.hold(json.loads(self.rfile.read(n) or b"{}").get("vnfInstanceId"))
+                    return self.answer(204)
                 if self.path != "/grant/v1/grants":
                     return self.answer(404)
                 n = int(self.headers.get("Content-Length") or 0)

@@ -254,7 +254,8 @@ PATCHES += [
         "NotificationEndpoint.robot",
         "Library    MockServerLibrary\n",
         "Library    MockServerLibrary\n"
-        "Library    ${HARNESS_LIBRARY}    ${VNFM_BASE}    ${HARNESS_TOKEN}    ${SINK_BASE}\n",
+        "Library    ${HARNESS_LIBRARY}    ${VNFM_BASE}    ${HARNESS_TOKEN}    ${SINK_BASE}"
+        "    nfvo_base=${NFVO_BASE}\n",
         "the library of the external actions below (scripts/sol003/HarnessActions.py)",
     ),
 ]
@@ -270,8 +271,8 @@ for _kw, _kind in (
         "\\1\\n    Harness Trigger    " + _kind,
         "SOL003 clause 5.4.20 (test IDs 7.3.1.34.x): the suite leaves the action that makes the "
         "VNFM send the notification to the test lab (`#do nothing`); the harness performs it "
-        "(scripts/sol003/HarnessActions.py: a subscription that lets exactly that notification "
-        "through, then the operation)",
+        "(scripts/sol003/HarnessActions.py: the NFVO subscribes without a filter, at the moment "
+        "the test's precondition names, then the operation)",
     ))
 PATCHES += [
     (
@@ -1120,6 +1121,7 @@ def main():
                 "VNFM_BASE": f"http://{host}:{port}",
                 "HARNESS_TOKEN": TOKEN,
                 "SINK_BASE": sink.base_url,
+                "NFVO_BASE": nfvo.base_url,
                 "HARNESS_LIBRARY": os.path.join(HERE, "HarnessActions.py"),
             })
             # The test lab's NFVO: its endpoints answer the callback test (GET -> 204), and the
