@@ -217,6 +217,13 @@ pub fn check_nesting(source: &str, text: &str) -> Result<()> {
     }
 }
 
+/// Whether an input file's `text` is read as JSON (its first non-blank character opens an
+/// object or an array) rather than YAML: the rule of every reader that takes either.
+pub fn is_json(text: &str) -> bool {
+    let t = text.trim_start();
+    t.starts_with('{') || t.starts_with('[')
+}
+
 /// Parses `text` (a leading byte order mark skipped) as one YAML document, after
 /// [`check_nesting`]; `source` names it in errors.
 ///

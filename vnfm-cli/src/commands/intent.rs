@@ -9,7 +9,7 @@ use serde::Serialize;
 use vnfm_core::intent::candidates::CandidateFile;
 use vnfm_core::intent::deploy::{self, RegionChoice};
 use vnfm_core::intent::policy::Policy;
-use vnfm_core::intent::select::{pareto, Ranked};
+use vnfm_core::intent::select::{pareto, Head, Ranked};
 
 use crate::app::{open_state, runtime};
 use crate::cli::SelectArgs;
@@ -78,12 +78,9 @@ pub fn select(config: &Config, args: &SelectArgs, out: Output) -> Result<(), Cli
             human.push_str(&format!(
                 "\nnon-dominated over (cost, distance) for {vnfc}:"
             ));
-            let shown = front.len().min(limit.unwrap_or(usize::MAX));
-            for r in &front[..shown] {
-                human.push_str(&format!("\n  {r}"));
-            }
-            if front.len() > shown {
-                human.push_str(&format!("\n  … {} more not shown", front.len() - shown));
+            for line in Head::new(front, limit).to_string().lines() {
+                human.push('\n');
+                human.push_str(line);
             }
         }
     }

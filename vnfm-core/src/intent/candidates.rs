@@ -517,12 +517,6 @@ impl Capacities {
     }
 }
 
-/// What [`Parser::check_region`] remembers of the regions before: (owner, region) pairs.
-#[derive(Default)]
-struct RegionChecks {
-    seen: HashSet<(String, String)>,
-}
-
 /// The regions of a candidate file as they are read ([`Parser::streamed`]): each region's
 /// value is checked and dropped at once, so a file of 100,000 regions never exists as one
 /// tree of values (a third of the read's time went to building and freeing it).
@@ -624,16 +618,13 @@ impl Parser<'_> {
     /// wrong exactly as it always has.
     fn streamed(&self, text: &str) -> Option<CandidateFile> {
         use serde::de::DeserializeSeed;
-        if crate::input::too_deep(text.as_bytes()).is_some() {
-            return None;
-        }
+        crate::input::check_nesting(self.file, text).ok()?;
         let mut regions = None;
         let seed = TopSeed {
             parser: self,
             regions: &mut regions,
         };
-        let t = text.trim_start();
-        let rest = if t.starts_with('{') || t.starts_with('[') {
+        let rest = if crate::input::is_json(text) {
             let mut de = serde_json::Deserializer::from_str(text);
             let rest = seed.deserialize(&mut de).ok()?;
             de.end().ok()?;
@@ -665,10 +656,10 @@ impl Parser<'_> {
         };
         let (owners, owner_names) = self.owners(list("owners")?)?;
         let mut regions: Vec<Region> = Vec::new();
-        let mut checks = RegionChecks::default();
+        let mut seen = HashSet::new();
         for (i, v) in list("regions")?.iter().enumerate() {
             let r = self.region(v, &format!("regions[{i}]"))?;
-            self.check_region(&owners, &owner_names, &mut checks, i, &r)?;
+            self.check_region(&owners, &owner_names, &mut seen, i, &r)?;
             regions.push(r);
         }
         Ok(CandidateFile { owners, regions })
@@ -682,19 +673,20 @@ impl Parser<'_> {
         owner_names: &HashSet<String>,
         regions: &[Region],
     ) -> Result<()> {
-        let mut checks = RegionChecks::default();
+        let mut seen = HashSet::new();
         for (i, r) in regions.iter().enumerate() {
-            self.check_region(owners, owner_names, &mut checks, i, r)?;
+            self.check_region(owners, owner_names, &mut seen, i, r)?;
         }
         Ok(())
     }
 
-    /// One region's part of [`Parser::check_regions`].
+    /// One region's part of [`Parser::check_regions`]; `seen` holds the (owner, region) pairs
+    /// of the regions before it.
     fn check_region(
         &self,
         owners: &[CloudOwner],
         owner_names: &HashSet<String>,
-        checks: &mut RegionChecks,
+        seen: &mut HashSet<(String, String)>,
         i: usize,
         r: &Region,
     ) -> Result<()> {
@@ -709,7 +701,7 @@ impl Parser<'_> {
                 ),
             ));
         }
-        if !checks.seen.insert((r.owner.clone(), r.id.clone())) {
+        if !seen.insert((r.owner.clone(), r.id.clone())) {
             return Err(self.err(
                 &format!("{}.id", at()),
                 format!(

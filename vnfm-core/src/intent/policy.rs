@@ -499,8 +499,7 @@ pub(crate) fn fmt_num(x: f64) -> String {
 /// readers of [`crate::input`] (nesting deeper than [`crate::input::MAX_NESTING`] refused before
 /// parsing), every mapping's keys unique ([`crate::input::UniqueKeys`]).
 pub(crate) fn parse_text(source: &str, text: &str) -> Result<Value> {
-    let t = text.trim_start();
-    let crate::input::UniqueKeys(v) = if t.starts_with('{') || t.starts_with('[') {
+    let crate::input::UniqueKeys(v) = if crate::input::is_json(text) {
         crate::input::parse_json(source, text)?
     } else {
         crate::input::parse_yaml(source, text)?

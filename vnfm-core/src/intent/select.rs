@@ -513,6 +513,33 @@ pub(crate) fn write_more(f: &mut fmt::Formatter<'_>, total: usize, shown: usize)
     Ok(())
 }
 
+/// The head of a list as text: at most `limit` entries (every one for `None`), one per line
+/// indented by two spaces, then the `… N more not shown` line when some were not printed (the
+/// rankings of [`Selection::display_limited`], and a caller's own lists such as a Pareto
+/// front).
+#[derive(Clone, Copy, Debug)]
+pub struct Head<'a, T> {
+    items: &'a [T],
+    limit: Option<usize>,
+}
+
+impl<'a, T> Head<'a, T> {
+    /// The first `limit` entries of `items` (every one for `None`).
+    pub fn new(items: &'a [T], limit: Option<usize>) -> Self {
+        Head { items, limit }
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for Head<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = self.items.len().min(self.limit.unwrap_or(usize::MAX));
+        for item in &self.items[..shown] {
+            writeln!(f, "  {item}")?;
+        }
+        write_more(f, self.items.len(), shown)
+    }
+}
+
 impl fmt::Display for LimitedSelection<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.selection;
@@ -531,10 +558,7 @@ impl fmt::Display for LimitedSelection<'_> {
         }
         if !s.ranking.is_empty() {
             writeln!(f, "ranking:")?;
-            for r in s.ranking.iter().take(limit) {
-                writeln!(f, "  {r}")?;
-            }
-            write_more(f, s.ranking.len(), s.ranking.len().min(limit))?;
+            write!(f, "{}", Head::new(&s.ranking, self.limit))?;
         }
         if !s.dropped.is_empty() {
             writeln!(f, "dropped:")?;
