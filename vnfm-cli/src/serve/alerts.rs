@@ -28,24 +28,74 @@ pub(crate) fn routes() -> Router<Arc<App>> {
 }
 
 async fn auto_healing(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    let r = receive(&app, Endpoint::AutoHealing, &headers, body).await;
-    app.shared
-        .metrics
-        .request(Endpoint::AutoHealing, r.status().as_u16());
-    r
+    receive(&app, Endpoint::AutoHealing, &headers, body).await
 }
 
 async fn auto_scaling(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    let r = receive(&app, Endpoint::AutoScaling, &headers, body).await;
-    app.shared
-        .metrics
-        .request(Endpoint::AutoScaling, r.status().as_u16());
-    r
+    receive(&app, Endpoint::AutoScaling, &headers, body).await
 }
 
+/// `answer`, counted in `vnfm_alert_requests_total`.
+fn counted(app: &App, endpoint: Endpoint, answer: Response) -> Response {
+    app.shared
+        .metrics
+        .request(endpoint, answer.status().as_u16());
+    answer
+}
+
+/// A webhook, answered and counted. It runs on the connection's task (`serve::limit` gives
+/// alert requests no task of their own): until the alert lock it changes nothing, so a client
+/// that goes away while its body arrives cancels nothing that matters; from the lock on it
+/// never waits, except on a task of its own that a client going away does not cancel.
 async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: Body) -> Response {
+    match judge_webhook(app, endpoint, headers, body).await {
+        Reply::Now(answer) => counted(app, endpoint, answer),
+        Reply::Counted(answer) => answer,
+    }
+}
+
+/// The answer of [`judge_webhook`].
+enum Reply {
+    /// To be counted.
+    Now(Response),
+    /// Already counted (by the task that settled the webhook).
+    Counted(Response),
+}
+
+async fn judge_webhook(
+    app: &Arc<App>,
+    endpoint: Endpoint,
+    headers: &HeaderMap,
+    body: Body,
+) -> Reply {
+    match judge_and_journal(app, endpoint, headers, body).await {
+        Judged::Answer(answer) => Reply::Now(answer),
+        Judged::Settle(settle) => {
+            let tracked = super::state::Write::start(app);
+            let app = app.clone();
+            let task = tokio::spawn(async move {
+                let answer = settle.run(&app).await;
+                drop(tracked);
+                counted(&app, endpoint, answer)
+            });
+            match task.await {
+                Ok(answer) => Reply::Counted(answer),
+                Err(e) => Reply::Now(problem_of(500, format!("the request's task failed: {e}"))),
+            }
+        }
+    }
+}
+
+/// Reads, judges and journals a webhook: its answer, or what is left to do before answering
+/// (on a task of its own).
+async fn judge_and_journal(
+    app: &Arc<App>,
+    endpoint: Endpoint,
+    headers: &HeaderMap,
+    body: Body,
+) -> Judged {
     if let Err(p) = app.config.prometheus_plugin.plugin.check_enabled(endpoint) {
-        return problem(*p);
+        return Judged::Answer(problem(*p));
     }
     if !app.alert_auth.admits(headers) {
         app.note(&format!(
@@ -61,15 +111,15 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static(app.alert_auth.challenge()),
         );
-        return r;
+        return Judged::Answer(r);
     }
     let body = match read_body(body, app.config.server.body_limit, app.request_timeout()).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return Judged::Answer(r),
     };
     let webhook = match Webhook::from_slice(&body) {
         Ok(w) => w,
-        Err(e) => return problem(bad_request(&e)),
+        Err(e) => return Judged::Answer(problem(bad_request(&e))),
     };
     let metrics = &app.shared.metrics;
     metrics.received(endpoint, webhook.alerts.len());
@@ -135,13 +185,56 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
             logged - LOGGED_PER_REQUEST
         ));
     }
-    let mut saved = true;
-    if accepted {
-        // Saved before the answer: an accepted alert survives a restart. Heal alerts as
-        // journal records (written above; under `alert_fsync = "each"` fsynced by one
-        // fdatasync shared by the requests waiting together); a scale changed the cooldowns,
-        // saved with the whole state, and so is a heal entry that could not be encoded.
-        saved = match journaled {
+    if !accepted {
+        // Only the de-duplication memory changed (when an alert was last seen, a resolved
+        // alert forgotten): the dispatcher saves it within a second, together with whatever
+        // else changed meanwhile, and the answer does not wait for it.
+        return Judged::Answer(StatusCode::NO_CONTENT.into_response());
+    }
+    // Heal alerts only, their journal records written above and `alert_fsync = "periodic"`:
+    // saved (the records are in the OS), nothing to wait for.
+    if scales.is_empty() && matches!(journaled, Journaled::Written) && !app.journal_syncs() {
+        return Judged::Answer(StatusCode::NO_CONTENT.into_response());
+    }
+    Judged::Settle(Settle {
+        generation,
+        journaled,
+        entries,
+        scales,
+    })
+}
+
+/// What [`judge_and_journal`] made of a webhook.
+enum Judged {
+    /// Its answer.
+    Answer(Response),
+    /// Accepted, but the answer waits for what is left.
+    Settle(Settle),
+}
+
+/// What is left of an accepted webhook whose answer waits: saving it (an fsync of its journal
+/// records, or a snapshot of the whole alert state), then starting its scale operations.
+struct Settle {
+    generation: u64,
+    journaled: Journaled,
+    entries: Vec<vnfm_core::alert::HealEntry>,
+    scales: Vec<vnfm_core::alert::ScaleJob>,
+}
+
+impl Settle {
+    /// Saves the webhook (an accepted alert survives a restart), then starts its scale
+    /// operations; the answer.
+    async fn run(self, app: &Arc<App>) -> Response {
+        let Settle {
+            generation,
+            journaled,
+            entries,
+            scales,
+        } = self;
+        // Heal alerts as journal records (written by `receive`; under `alert_fsync = "each"`
+        // fsynced by one fdatasync shared by the requests waiting together); a scale changed the
+        // cooldowns, saved with the whole state, and so is a heal entry that could not be encoded.
+        let saved = match journaled {
             _ if !scales.is_empty() => app.persist(generation).await,
             Journaled::Written => app.flush_journal(generation).await,
             Journaled::Failed => false,
@@ -152,47 +245,44 @@ async fn receive(app: &Arc<App>, endpoint: Endpoint, headers: &HeaderMap, body: 
             // saved again rather than answered `duplicate` (issue 26).
             app.lock_alerts().not_saved(&entries);
         }
-        // The dispatcher is not woken: a window opened now is due `timer_interval` (at least
-        // a second) from now, and the dispatcher looks at the due times at least every second.
-    }
-    // Otherwise only the de-duplication memory changed (when an alert was last seen, a
-    // resolved alert forgotten): the dispatcher saves it within a second, together with
-    // whatever else changed meanwhile, and the answer does not wait for it.
-    for job in scales {
-        let opts = job.options();
-        let aspect = job.request.aspect_id.clone();
-        // The handler marked the instance busy; the operation's end marks it idle.
-        let started = spawn_op(
-            app,
-            job.instance.clone(),
-            OpRequest::Scale(job.request),
-            opts,
-        );
-        let app = app.clone();
-        tokio::spawn(async move {
-            if let Ok(Err(_)) = started.await {
-                // Refused before it started (logged by `spawn_op`, which also marked the
-                // instance idle): the handler ends the cooldown it started for it.
-                {
-                    let mut h = app.lock_alerts();
-                    h.scale_not_started(&job.instance, &aspect);
-                    app.changed_locked(&h);
+        // The dispatcher is not woken: a window opened now is due `timer_interval` (at least a
+        // second) from now, and the dispatcher looks at the due times at least every second.
+        for job in scales {
+            let opts = job.options();
+            let aspect = job.request.aspect_id.clone();
+            // The handler marked the instance busy; the operation's end marks it idle.
+            let started = spawn_op(
+                app,
+                job.instance.clone(),
+                OpRequest::Scale(job.request),
+                opts,
+            );
+            let app = app.clone();
+            tokio::spawn(async move {
+                if let Ok(Err(_)) = started.await {
+                    // Refused before it started (logged by `spawn_op`, which also marked the
+                    // instance idle): the handler ends the cooldown it started for it.
+                    {
+                        let mut h = app.lock_alerts();
+                        h.scale_not_started(&job.instance, &aspect);
+                        app.changed_locked(&h);
+                    }
+                    app.shared.metrics.not_started(Endpoint::AutoScaling);
                 }
-                app.shared.metrics.not_started(Endpoint::AutoScaling);
-            }
-        });
-    }
-    if !saved {
-        // Alertmanager retries a 5xx: the retry's heal alerts are accepted again (the
-        // de-duplication memory forgot them above) and join the same windows, so nothing runs
-        // twice; the dispatcher keeps trying to save the state meanwhile.
-        return problem_of(
-            503,
-            "the alerts were accepted but the state file could not be written (see the \
+            });
+        }
+        if !saved {
+            // Alertmanager retries a 5xx: the retry's heal alerts are accepted again (the
+            // de-duplication memory forgot them above) and join the same windows, so nothing runs
+            // twice; the dispatcher keeps trying to save the state meanwhile.
+            return problem_of(
+                503,
+                "the alerts were accepted but the state file could not be written (see the \
              server's log); retry",
-        );
+            );
+        }
+        StatusCode::NO_CONTENT.into_response()
     }
-    StatusCode::NO_CONTENT.into_response()
 }
 
 /// Starts one closed heal window (its instance is marked busy by `poll_due`).

@@ -269,6 +269,11 @@ impl Journal {
         }
     }
 
+    /// Whether [`Journal::sync`] waits for an fsync (`each`), or returns at once.
+    pub(crate) fn syncs(&self) -> bool {
+        self.each
+    }
+
     /// Waits until the records of `generation` are fsynced (`each`): `true`, or their fsync
     /// failed: `false`. Under `periodic`, `true` at once: the records are in the OS.
     pub(crate) async fn sync(&self, generation: u64) -> bool {

@@ -163,6 +163,16 @@ fn is_read(req: &Request) -> bool {
 ///   is bounded by the timeout (408, nothing done: [`http::read_body`]), after the checks that
 ///   come before reading it (route, credentials).
 async fn limit(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let alert_endpoint = vnfm_core::alert::Endpoint::from_path(req.uri().path());
+    if alert_endpoint.is_some() && req.method() == Method::POST {
+        // The alert handlers change nothing before their lock and hand what must outlive a
+        // client that goes away to a task of their own (`alerts::receive`): the common case,
+        // a heal alert journaled without an fsync, needs no task at all.
+        let tracked = state::Write::start(&app);
+        let r = next.run(req).await;
+        drop(tracked);
+        return r;
+    }
     if !is_read(&req) {
         let tracked = state::Write::start(&app);
         let task = tokio::spawn(async move {
@@ -176,7 +186,6 @@ async fn limit(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
         };
     }
     let secs = app.config.server.request_timeout;
-    let alert_endpoint = vnfm_core::alert::Endpoint::from_path(req.uri().path());
     match tokio::time::timeout(Duration::from_secs(secs), next.run(req)).await {
         Ok(r) => r,
         Err(_) => {

@@ -402,6 +402,12 @@ impl App {
     /// Makes the journal records of change `generation` durable as `[server] alert_fsync`
     /// says: in the OS already (`periodic`), or fsynced by one `fdatasync` shared by the
     /// requests waiting together (`each`). Returns whether they are saved.
+    /// Whether an accepted heal alert's answer waits for an fsync of its journal record
+    /// (`alert_fsync = "each"`).
+    pub(super) fn journal_syncs(&self) -> bool {
+        self.journal.syncs()
+    }
+
     pub(super) async fn flush_journal(&self, generation: u64) -> bool {
         self.journal.sync(generation).await
     }
