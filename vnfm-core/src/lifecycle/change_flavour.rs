@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::engine::LcmError;
+use super::types::LcmError;
 use super::userdata::VnfcSlot;
 use crate::error::{Error, Location};
 use crate::grant::KeyValuePairs;

@@ -49,7 +49,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::cnf::{self, CnfResources, CnfWork};
-use super::engine::{LcmConfig, LcmError, OperationReport};
 use super::failure::{chain, Failed, FailureKind};
 use super::grant::PlannedGrant;
 use super::granter;
@@ -57,6 +56,7 @@ use super::groups;
 use super::hook::{HookCall, HookPoint, HookSpec};
 use super::plan::{self, STACK_ID_KEY};
 use super::stack;
+use super::types::{LcmConfig, LcmError, OperationReport};
 use super::userdata::{Layout, VnfcSlot};
 use crate::driver::{
     ApplyObject, ClusterNode, CreateStack, DeletePod, DriverError, GrantAnswer, ListPods,
@@ -402,7 +402,7 @@ pub enum OpAction {
         on: bool,
     },
     /// Send the grant request to the NFVO → [`OpEvent::Grant`] (see
-    /// [`super::engine::NfvoGrants`]).
+    /// [`super::types::NfvoGrants`]).
     RequestGrant(Box<GrantRequest>),
     /// Read the grant the NFVO is creating at this location → [`OpEvent::Grant`].
     PollGrant(String),

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
-use super::engine::LcmError;
 use super::grant as grant_request;
+use super::types::LcmError;
 use super::userdata::{self, VnfcSlot};
 use crate::error::{Error, Location};
 use crate::grant::ExtVirtualLinkData;
