@@ -402,7 +402,7 @@ impl Lifecycle {
         let existing = inst
             .instantiated_vnf_info
             .as_ref()
-            .map(plan::slots_of)
+            .map(grant_request::slots_of)
             .unwrap_or_default();
         let group_zone = stack::group_zones(&groups, &existing);
         let (granted, answer) = stack::LocalGrant {

@@ -35,6 +35,7 @@ pub mod grant;
 pub mod granter;
 mod groups;
 pub mod hook;
+mod keep;
 pub mod modify;
 pub mod occupancy;
 pub mod operate;

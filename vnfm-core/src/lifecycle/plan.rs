@@ -224,17 +224,6 @@ pub(crate) fn check_heal_targets(
     Ok(())
 }
 
-/// The slots of the instance's VNFCs with their zones.
-pub(crate) fn slots_of(info: &InstantiatedVnfInfo) -> Vec<(VnfcSlot, ZoneId)> {
-    info.vnfc_resource_info
-        .iter()
-        .filter_map(|v| {
-            let slot = grant_request::existing_slot(v).ok().flatten()?;
-            Some((slot, v.zone()?))
-        })
-        .collect()
-}
-
 /// `extCpInfo` (SOL003 5.5.3.25, 1..N): the external CPs of the flavour (the connection points
 /// its `substitution_mappings` map to external virtual links), one per VNFC of the VDU the CP
 /// binds to (`{cpd}-{vnfc id}`), or one (`{cpd}`) when the CP binds no VNFC. Without a
