@@ -22,10 +22,8 @@ use vnfm_core::driver::{
 use vnfm_core::id::StackId;
 
 use crate::error::Error;
+use crate::service::heat::{SERVICE, TYPE};
 use crate::session::{Call, Reply, Session};
-
-const SERVICE: &str = "heat";
-const TYPE: &str = "orchestration";
 
 /// The Heat client: implements [`StackDriver`]; clones share the session and the cache of
 /// stack names.

@@ -37,11 +37,13 @@
 //! Errors of the services map onto [`DriverError`](vnfm_core::driver::DriverError) kinds as
 //! [`Error`] describes; the HTTP status and the service's message are kept in the message.
 
+mod capacity;
 pub mod config;
 pub mod error;
 pub mod heat;
 pub mod nova;
 pub mod placement;
+mod service;
 pub mod session;
 
 use std::collections::BTreeMap;

@@ -19,10 +19,8 @@ use vnfm_core::zone::{ComputeHost, ComputeZone};
 
 use crate::error::Error;
 use crate::placement::{self, CapacityReport, CapacityUnknown, ZoneListing};
+use crate::service::nova::{SERVICE, TYPE};
 use crate::session::{Call, Reply, Session};
-
-pub(crate) const SERVICE: &str = "nova";
-pub(crate) const TYPE: &str = "compute";
 
 /// The Nova client: implements [`ZoneCatalog`] and [`ComputeInventory`]; clones share the
 /// session (token, counters, warnings).

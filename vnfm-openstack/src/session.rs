@@ -13,9 +13,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::capacity::{CapacityNote, CapacityReport};
 use crate::config::{CloudConfig, Credentials, DomainRef, EndpointSource, Scope, Secret, UserRef};
 use crate::error::{Error, Result};
-use crate::placement::{CapacityNote, CapacityReport};
 
 /// A token is renewed when it expires within this many seconds.
 const RENEW_MARGIN_SECS: i64 = 120;
@@ -700,13 +700,13 @@ impl Session {
             let url = self.build_url(&base, &call)?;
             self.count_route(call.service, &call.method, &call.path);
             let extra = match call.service_type {
-                crate::nova::TYPE => Some((
+                crate::service::nova::TYPE => Some((
                     "x-openstack-nova-api-version",
                     self.config.nova_microversion.as_str(),
                 )),
-                crate::placement::TYPE => Some((
+                crate::service::placement::TYPE => Some((
                     "openstack-api-version",
-                    crate::placement::API_VERSION_HEADER,
+                    crate::service::placement::API_VERSION_HEADER,
                 )),
                 _ => None,
             };

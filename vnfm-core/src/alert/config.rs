@@ -1,11 +1,38 @@
-//! `[prometheus_plugin]`: which alert endpoints are on and how alerts are batched and damped.
+//! `[prometheus_plugin]`: the alert endpoints ([`Endpoint`]), which of them are on, and how alerts
+//! are batched and damped.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Location};
 use crate::problem::ProblemDetails;
 
-use super::judge::Endpoint;
+/// The alert endpoint a webhook was posted to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// `POST /alert/auto_healing`
+    AutoHealing,
+    /// `POST /alert/auto_scaling`
+    AutoScaling,
+}
+
+impl Endpoint {
+    /// The HTTP path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::AutoHealing => "/alert/auto_healing",
+            Self::AutoScaling => "/alert/auto_scaling",
+        }
+    }
+
+    /// The `function_type` label this endpoint acts on: `auto_heal` or `auto_scale`.
+    pub fn function_type(self) -> &'static str {
+        match self {
+            Self::AutoHealing => "auto_heal",
+            Self::AutoScaling => "auto_scale",
+        }
+    }
+}
 
 /// The `[prometheus_plugin]` section of `vnfm.toml` (names as Tacker's options of the same
 /// section, plus vnfm's own `scale_cooldown` and de-duplication bounds).

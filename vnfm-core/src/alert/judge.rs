@@ -42,36 +42,11 @@ use serde::{Deserialize, Serialize};
 use crate::id::VnfInstanceId;
 use crate::lcm::{ScaleType, VnfInstance};
 
+/// The endpoint an alert is judged for: defined beside the configuration that turns it on, and
+/// reachable here as before.
+pub use super::config::Endpoint;
 use super::config::PrometheusPluginConfig;
 use super::webhook::Alert;
-
-/// The alert endpoint a webhook was posted to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Endpoint {
-    /// `POST /alert/auto_healing`
-    AutoHealing,
-    /// `POST /alert/auto_scaling`
-    AutoScaling,
-}
-
-impl Endpoint {
-    /// The HTTP path.
-    pub fn path(self) -> &'static str {
-        match self {
-            Self::AutoHealing => "/alert/auto_healing",
-            Self::AutoScaling => "/alert/auto_scaling",
-        }
-    }
-
-    /// The `function_type` label this endpoint acts on: `auto_heal` or `auto_scale`.
-    pub fn function_type(self) -> &'static str {
-        match self {
-            Self::AutoHealing => "auto_heal",
-            Self::AutoScaling => "auto_scale",
-        }
-    }
-}
 
 /// Looks VNF instances up by id, synchronously (the caller's store or cache).
 pub trait InstanceLookup {

@@ -15,7 +15,8 @@
 //!   `Ignore { reason }`) with [`IgnoreReason`] (stable snake_case [`IgnoreReason::label`]).
 //! - [`heal`]: [`HealBatcher`], windows, de-duplication, busy queue, snapshot / restore.
 //! - [`scale`]: [`ScaleCooldown`], one step per alert, cooldown per (instance, aspect).
-//! - [`config`]: [`PrometheusPluginConfig`], the `[prometheus_plugin]` section.
+//! - [`config`]: [`PrometheusPluginConfig`], the `[prometheus_plugin]` section, and the
+//!   [`Endpoint`]s it turns on.
 //! - [`AlertHandler`] puts them together for the server: `handle_webhook` per request,
 //!   `poll_due` / `poll_timeout` for the heal timer, `mark_busy` / `mark_idle` around
 //!   operations, `snapshot` / `restore` across restarts.
@@ -90,9 +91,9 @@ pub mod webhook;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-pub use config::PrometheusPluginConfig;
+pub use config::{Endpoint, PrometheusPluginConfig};
 pub use heal::{HealBatcher, HealBatcherState, HealJob, HealOutcome};
-pub use judge::{judge, Decision, Endpoint, IgnoreReason, InstanceLookup};
+pub use judge::{judge, Decision, IgnoreReason, InstanceLookup};
 pub use scale::{ScaleCooldown, ScaleCooldownState, ScaleJob};
 pub use webhook::{Alert, AlertKey, AlertStatus, Webhook};
 

@@ -55,7 +55,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::engine::LcmError;
+use super::types::LcmError;
 use crate::error::{Error, Location};
 use crate::grant::{ExtVirtualLinkData, KeyValuePairs, VimConnectionInfo};
 use crate::lcm::VnfInstance;

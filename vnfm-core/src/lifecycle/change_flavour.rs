@@ -28,16 +28,14 @@
 //!   `extensions` (vnfm keeps the instance's external connectivity and VIM), a CNF (its
 //!   workloads are the cluster's; change flavour is for VNFs on a VIM).
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::engine::LcmError;
+use super::types::LcmError;
 use super::userdata::VnfcSlot;
 use crate::error::{Error, Location};
 use crate::grant::KeyValuePairs;
-use crate::id::{VduId, ZoneId};
+use crate::id::ZoneId;
 use crate::lcm::VnfInstance;
 use crate::package::{Flavour, VnfPackage};
 
@@ -184,45 +182,14 @@ pub fn check(
     Ok(())
 }
 
-/// The VNFCs of a VDU at `level` of `flavour` (`None`: the default level), else its
-/// `min_number_of_instances`; 0 for a VDU the flavour does not have.
-pub(crate) fn wanted(flavour: &Flavour, vdu: &VduId, level: Option<&str>) -> u32 {
-    let Some(v) = flavour.vdu(vdu) else {
-        return 0;
-    };
-    flavour
-        .instances_at_level(vdu, level)
-        .unwrap_or(v.min_instances)
-}
-
-/// The VNFC indices per VDU kept of `slots` (the instance's VNFCs as VDU and index): of each
-/// VDU, the lowest indices up to its count (`count`: for a change of flavour, [`wanted`]).
-pub(crate) fn keep_map(
-    count: &dyn Fn(&VduId) -> u32,
-    slots: impl IntoIterator<Item = (VduId, u32)>,
-) -> BTreeMap<VduId, BTreeSet<u32>> {
-    let mut by_vdu: BTreeMap<VduId, BTreeSet<u32>> = BTreeMap::new();
-    for (vdu, index) in slots {
-        by_vdu.entry(vdu).or_default().insert(index);
-    }
-    by_vdu
-        .into_iter()
-        .map(|(vdu, all)| {
-            let n = count(&vdu) as usize;
-            let kept = all.into_iter().take(n).collect();
-            (vdu, kept)
-        })
-        .collect()
-}
-
 /// The slots of `existing` (the instance's VNFCs with their zones) that the new flavour keeps.
 pub(crate) fn kept(
     flavour: &Flavour,
     level: Option<&str>,
     existing: Vec<(VnfcSlot, ZoneId)>,
 ) -> Vec<(VnfcSlot, ZoneId)> {
-    let keep = keep_map(
-        &|vdu| wanted(flavour, vdu, level),
+    let keep = super::keep::keep_map(
+        &|vdu| super::keep::wanted(flavour, vdu, level),
         existing.iter().map(|(s, _)| (s.vdu.clone(), s.index)),
     );
     existing

@@ -60,7 +60,7 @@ use crate::grant::{
     AffinityOrAntiAffinity, ConstraintResourceRef, ConstraintScope, GrantRequest,
     GrantedLcmOperationType, PlacementConstraint, ResourceDefinition, ResourceHandle, ResourceType,
 };
-use crate::id::{IdGen, OpOccId, VnfInstanceId};
+use crate::id::{IdGen, OpOccId, VnfInstanceId, ZoneId};
 use crate::lcm::{InstantiatedVnfInfo, VnfInstance, VnfcResourceInfo};
 use crate::lifecycle::userdata::{rm_idx, VnfcSlot};
 use crate::package::{list_or_none, Flavour, RuleKind, RuleScope, VnfPackage};
@@ -127,6 +127,17 @@ pub fn vnf_instance_href(id: &VnfInstanceId) -> String {
 /// fits in 32 bits.
 pub fn existing_slot(vnfc: &VnfcResourceInfo) -> Result<Option<VnfcSlot>> {
     Ok(slot_index(vnfc, "")?.map(|i| VnfcSlot::new(vnfc.vdu_id.clone(), i)))
+}
+
+/// The slots of the instance's VNFCs with their zones.
+pub(crate) fn slots_of(info: &InstantiatedVnfInfo) -> Vec<(VnfcSlot, ZoneId)> {
+    info.vnfc_resource_info
+        .iter()
+        .filter_map(|v| {
+            let slot = existing_slot(v).ok().flatten()?;
+            Some((slot, v.zone()?))
+        })
+        .collect()
 }
 
 /// The grant request of instantiating `inst` with the flavour `flavour_id` of `pkg` (see the
@@ -229,7 +240,7 @@ pub fn change_flavour(
     )?;
     request.instantiation_level_id = level.map(str::to_owned);
     resize(request, info, flavour, opts, ids, &|vdu| {
-        super::change_flavour::wanted(flavour, vdu, level)
+        super::keep::wanted(flavour, vdu, level)
     })
 }
 
@@ -285,7 +296,7 @@ fn resize(
             slots.push((vnfc.vdu_id.clone(), i));
         }
     }
-    let keep = super::change_flavour::keep_map(count, slots);
+    let keep = super::keep::keep_map(count, slots);
     let kept_of = |vdu: &crate::id::VduId| keep.get(vdu).cloned().unwrap_or_default();
     let mut kept: Vec<(String, &VnfcResourceInfo)> = Vec::new();
     for (at, vnfc) in &existing {
@@ -619,9 +630,9 @@ pub fn scale_in(
         GrantedLcmOperationType::Scale,
         opts,
     )?;
-    let all = super::plan::slots_of(info);
+    let all = slots_of(info);
     let kept: std::collections::BTreeSet<String> =
-        super::operation::scale_in_keep(flavour, aspect_id, steps, all.clone())
+        super::keep::scale_in_keep(flavour, aspect_id, steps, all.clone())
             .into_iter()
             .map(|(s, _)| s.name())
             .collect();

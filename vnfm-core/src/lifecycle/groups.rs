@@ -155,7 +155,7 @@ pub(crate) fn effective(
     let base = pkg
         .base_hot(&flavour.id)
         .map_err(|e| Failed::new(FailureKind::Invalid, "package has no BaseHOT", chain(&e)))?;
-    let source = super::stack::template_source(pkg, flavour);
+    let source = super::userdata::template_source(pkg, flavour);
     let out =
         realise(&source, base, &Parameters::new(), rules).map_err(|e| template_failure(&e))?;
     Ok(out

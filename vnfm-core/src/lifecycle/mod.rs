@@ -35,6 +35,7 @@ pub mod grant;
 pub mod granter;
 mod groups;
 pub mod hook;
+mod keep;
 pub mod modify;
 pub mod occupancy;
 pub mod operate;
@@ -44,14 +45,15 @@ mod run;
 mod stack;
 pub mod task;
 pub mod to_level;
+mod types;
 pub mod userdata;
 
-pub use engine::{
-    Drivers, FailureKind, GrantOnly, GrantOnlyResult, LcmConfig, LcmError, Lifecycle, NfvoGrants,
-    OperationOptions, OperationReport, STACK_ID_KEY,
-};
+pub use engine::{FailureKind, GrantOnlyResult, Lifecycle, STACK_ID_KEY};
 pub use groups::SERVER_GROUPS_KEY;
 pub use hook::{HookCall, HookPoint, HookSpec, Interrupt, OperationHook};
 pub use occupancy::{Occupancy, OperationEvent};
 pub use operation::{OpAction, OpEvent, Operation, OperationStart, Plan, Progress};
 pub use task::{OpTask, TaskRefused};
+pub use types::{
+    Drivers, GrantOnly, LcmConfig, LcmError, NfvoGrants, OperationOptions, OperationReport,
+};

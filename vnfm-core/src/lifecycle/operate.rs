@@ -10,7 +10,7 @@ use crate::grant::KeyValuePairs;
 use crate::id::ServerId;
 use crate::lcm::{VnfInstance, VnfOperationalStateType};
 
-use super::engine::LcmError;
+use super::types::LcmError;
 
 /// SOL003 `StopType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

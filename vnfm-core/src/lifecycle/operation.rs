@@ -49,14 +49,15 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::cnf::{self, CnfResources, CnfWork};
-use super::engine::{LcmConfig, LcmError, OperationReport};
 use super::failure::{chain, Failed, FailureKind};
-use super::grant::PlannedGrant;
+use super::grant::{slots_of, PlannedGrant};
 use super::granter;
 use super::groups;
 use super::hook::{HookCall, HookPoint, HookSpec};
+use super::keep::scale_in_keep;
 use super::plan::{self, STACK_ID_KEY};
 use super::stack;
+use super::types::{LcmConfig, LcmError, OperationReport};
 use super::userdata::{Layout, VnfcSlot};
 use crate::driver::{
     ApplyObject, ClusterNode, CreateStack, DeletePod, DriverError, GrantAnswer, ListPods,
@@ -402,7 +403,7 @@ pub enum OpAction {
         on: bool,
     },
     /// Send the grant request to the NFVO → [`OpEvent::Grant`] (see
-    /// [`super::engine::NfvoGrants`]).
+    /// [`super::types::NfvoGrants`]).
     RequestGrant(Box<GrantRequest>),
     /// Read the grant the NFVO is creating at this location → [`OpEvent::Grant`].
     PollGrant(String),
@@ -1655,14 +1656,14 @@ impl Operation {
         };
         if let Plan::ChangeFlavour { level, .. } = &self.progress.plan {
             // The VNFCs of the instance the new flavour keeps.
-            let all = plan::slots_of(info);
+            let all = slots_of(info);
             return self
                 .with_flavour(|_, f| Ok(super::change_flavour::kept(f, level.as_deref(), all)))
                 .unwrap_or_default();
         }
         if let Plan::ScaleToLevel { levels, .. } = &self.progress.plan {
             // Of every VDU, its VNFCs up to its count at the new levels.
-            let all = plan::slots_of(info);
+            let all = slots_of(info);
             return self
                 .with_flavour(|_, f| {
                     super::to_level::vdu_counts(f, info, levels)
@@ -1674,7 +1675,7 @@ impl Operation {
                 .unwrap_or_default();
         }
         let (healed, _) = self.healed();
-        plan::slots_of(info)
+        slots_of(info)
             .into_iter()
             .filter(|(s, _)| {
                 !matches!(self.progress.plan, Plan::Heal { .. }) || !healed.contains(&s.name())
@@ -1750,7 +1751,7 @@ impl Operation {
             .before
             .instantiated_vnf_info
             .as_ref()
-            .map(plan::slots_of)
+            .map(slots_of)
             .unwrap_or_default()
             .into_iter()
             .map(|(s, z)| (s.name(), z))
@@ -2085,7 +2086,7 @@ impl Operation {
             .before
             .instantiated_vnf_info
             .as_ref()
-            .map(plan::slots_of)
+            .map(slots_of)
             .unwrap_or_default();
         match &self.progress.plan {
             Plan::ScaleIn {
@@ -2856,32 +2857,6 @@ impl UnitsInput<'_> {
         };
         Unit::new(name, vdu.clone(), zone, movable, demand)
     }
-}
-
-/// The VNFCs a scale-in of `steps` steps of `aspect` keeps: the newest (highest index) of
-/// every VDU the aspect scales go.
-pub(crate) fn scale_in_keep(
-    flavour: &Flavour,
-    aspect: &str,
-    steps: u32,
-    existing: Vec<(VnfcSlot, ZoneId)>,
-) -> Vec<(VnfcSlot, ZoneId)> {
-    let mut keep = existing;
-    for vdu in flavour.vdus.keys() {
-        let Some(delta) = flavour.aspect_delta(aspect, vdu) else {
-            continue;
-        };
-        let remove = usize::try_from(delta.saturating_mul(steps)).unwrap_or(usize::MAX);
-        let mut of_vdu: Vec<u32> = keep
-            .iter()
-            .filter(|(s, _)| &s.vdu == vdu)
-            .map(|(s, _)| s.index)
-            .collect();
-        of_vdu.sort_unstable();
-        let cut: BTreeSet<u32> = of_vdu.iter().rev().take(remove).copied().collect();
-        keep.retain(|(s, _)| &s.vdu != vdu || !cut.contains(&s.index));
-    }
-    keep
 }
 
 fn restore_config(cfg: &LcmConfig) -> ReselectConfig {

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
-use super::engine::LcmError;
 use super::grant as grant_request;
+use super::types::LcmError;
 use super::userdata::{self, VnfcSlot};
 use crate::error::{Error, Location};
 use crate::grant::ExtVirtualLinkData;
@@ -222,17 +222,6 @@ pub(crate) fn check_heal_targets(
         }
     }
     Ok(())
-}
-
-/// The slots of the instance's VNFCs with their zones.
-pub(crate) fn slots_of(info: &InstantiatedVnfInfo) -> Vec<(VnfcSlot, ZoneId)> {
-    info.vnfc_resource_info
-        .iter()
-        .filter_map(|v| {
-            let slot = grant_request::existing_slot(v).ok().flatten()?;
-            Some((slot, v.zone()?))
-        })
-        .collect()
 }
 
 /// `extCpInfo` (SOL003 5.5.3.25, 1..N): the external CPs of the flavour (the connection points

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::engine::{Drivers, LcmError, OperationReport};
 use super::hook::{Interrupt, OperationHook};
 use super::operation::{OpAction, OpEvent, Operation};
+use super::types::{Drivers, LcmError, OperationReport};
 use crate::driver::{ClusterDriver, DriverError, GrantDriver, ListZones};
 
 /// The cluster driver, or why there is none (a CNF operation checks before it starts).

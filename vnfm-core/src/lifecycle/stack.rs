@@ -11,7 +11,7 @@ use super::failure::{chain, Failed, FailureKind};
 use super::grant::{self as grant_request, PlannedGrant};
 use super::granter;
 use super::groups;
-use super::userdata::{self, Layout, NfvValues, VnfcSlot};
+use super::userdata::{self, template_source, Layout, NfvValues, VnfcSlot};
 use crate::constraint::Constraint;
 use crate::driver::{Parameters, ServerInfo, Stack, StackAction, StackResource, TemplateBundle};
 use crate::grant::{
@@ -31,11 +31,6 @@ use crate::zone::ComputeZone;
 /// rolled a failed create or update back) is a failure, not a success.
 pub(crate) fn succeeded(stack: &Stack) -> bool {
     stack.stack_status.is_complete() && stack.stack_status.action != StackAction::Rollback
-}
-
-/// How errors and changes name the flavour's BaseHOT top template.
-pub(crate) fn template_source(pkg: &VnfPackage, flavour: &Flavour) -> String {
-    format!("{}: BaseHOT/{}", pkg.source, flavour.id)
 }
 
 /// The template bundle and `nfv` parameter that make the stack exactly `slots` in `zones`,

@@ -237,7 +237,7 @@ pub(crate) fn kept<Z>(
     counts: &BTreeMap<VduId, u32>,
     existing: Vec<(VnfcSlot, Z)>,
 ) -> Vec<(VnfcSlot, Z)> {
-    let keep = super::change_flavour::keep_map(
+    let keep = super::keep::keep_map(
         &|vdu| counts.get(vdu).copied().unwrap_or(0),
         existing.iter().map(|(s, _)| (s.vdu.clone(), s.index)),
     );

@@ -56,6 +56,7 @@ use serde_yaml::{Mapping, Value as Yaml};
 
 use crate::error::{Error, Location};
 use crate::id::{VduId, ZoneId};
+use crate::package::{Flavour, VnfPackage};
 
 /// One VNFC slot of the template: VDU and index, named `<vdu>-<index>`.
 #[derive(
@@ -240,6 +241,12 @@ pub fn build(
         nfv: Json::Object(nfv),
         layouts,
     })
+}
+
+/// How errors and changes name the flavour's BaseHOT top template (the `source` of
+/// [`layouts`]): `<package source>: BaseHOT/<flavour id>`.
+pub(crate) fn template_source(pkg: &VnfPackage, flavour: &Flavour) -> String {
+    format!("{}: BaseHOT/{}", pkg.source, flavour.id)
 }
 
 /// The layout of every VDU of `vdus` in `top` (the BaseHOT top template; `source` names it in

@@ -65,6 +65,7 @@ use crate::Result;
 mod flavour;
 pub mod fs;
 mod hot;
+mod read;
 mod size;
 mod tosca;
 pub(crate) mod yaml;
@@ -414,7 +415,7 @@ impl VnfPackage {
     /// missing `descriptor_id`, no flavour at all, and a broken `BaseHOT/<flavourId>/` folder.
     pub fn from_files(source: &str, files: BTreeMap<String, Vec<u8>>) -> Result<VnfPackage> {
         let files = normalize_paths(source, files)?;
-        tosca::read_package(source, &files)
+        read::read_package(source, &files)
     }
 
     /// The flavour `id`.

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use serde_yaml::Value;
 
 use super::yaml::{self, At};
-use super::{flavour, VnfPackage};
 use crate::error::{Error, Location};
 use crate::Result;
 
@@ -143,88 +142,8 @@ fn is_yaml(path: &str) -> bool {
     path.ends_with(".yaml") || path.ends_with(".yml")
 }
 
-/// Reads the whole package.
-pub(crate) fn read_package(source: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<VnfPackage> {
-    let entry = entry_definitions(source, files)?;
-    let docs = load_definitions(source, files, &entry)?;
-    let types = Types::new(&docs)?;
-    let entry_doc = docs.first().ok_or_else(|| {
-        Error::invalid(
-            Location::file(source),
-            "the entry definitions file was not read",
-        )
-    })?;
-    let d = descriptor(entry_doc, &docs, &types)?;
-
-    let mut flavours = BTreeMap::new();
-    let mut defined_in: BTreeMap<String, String> = BTreeMap::new();
-    for doc in &docs {
-        let Some(fid) = flavour_id(doc)? else {
-            continue;
-        };
-        let id_text = fid.text()?;
-        if let Some(first) = defined_in.get(&id_text) {
-            return Err(fid.err(format!(
-                "flavour `{id_text}` is defined twice: first in {first}"
-            )));
-        }
-        defined_in.insert(id_text.clone(), doc.rel.clone());
-        let f = flavour::parse(source, files, doc, &types, &id_text)?;
-        flavours.insert(id_text, f);
-    }
-    if flavours.is_empty() {
-        return Err(Error::invalid(
-            Location::file(&entry_doc.shown),
-            format!(
-                "no deployment flavour: none of the files read from the entry ({}) has \
-                 topology_template.substitution_mappings.properties.flavour_id",
-                docs.iter()
-                    .map(|d| d.rel.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
-    }
-
-    Ok(VnfPackage {
-        source: source.to_owned(),
-        entry_definitions: entry,
-        vnf_type: d.vnf_type,
-        descriptor_id: d.descriptor_id,
-        descriptor_version: d.descriptor_version,
-        provider: d.provider,
-        product_name: d.product_name,
-        software_version: d.software_version,
-        vnfm_info: d.vnfm_info,
-        flavours,
-        kubernetes: kubernetes_files(source, files)?,
-    })
-}
-
-/// The Kubernetes manifests of the package: the `.yaml` / `.yml` files directly under
-/// `Files/kubernetes/` (Tacker v2's CNF layout), as text.
-fn kubernetes_files(
-    source: &str,
-    files: &BTreeMap<String, Vec<u8>>,
-) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
-    for (path, bytes) in files {
-        if !super::is_kubernetes_file(path) {
-            continue;
-        }
-        let text = String::from_utf8(bytes.clone()).map_err(|_| {
-            Error::invalid(
-                Location::file(source).with_field(path.as_str()),
-                format!("{path} is not UTF-8: a Kubernetes manifest must be YAML text"),
-            )
-        })?;
-        out.insert(path.clone(), text);
-    }
-    Ok(out)
-}
-
 /// `topology_template.substitution_mappings.properties.flavour_id`, when present.
-fn flavour_id(doc: &Doc) -> Result<Option<At<'_>>> {
+pub(super) fn flavour_id(doc: &Doc) -> Result<Option<At<'_>>> {
     let Some(tt) = doc.topology()? else {
         return Ok(None);
     };
@@ -238,7 +157,7 @@ fn flavour_id(doc: &Doc) -> Result<Option<At<'_>>> {
 }
 
 /// Finds the entry definitions file.
-fn entry_definitions(source: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<String> {
+pub(super) fn entry_definitions(source: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<String> {
     if let Some(bytes) = files.get(TOSCA_META) {
         let shown = Path::new(source).join(TOSCA_META);
         let text = std::str::from_utf8(crate::input::strip_bom_bytes(bytes)).map_err(|e| {
@@ -324,7 +243,7 @@ fn entry_definitions(source: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<
 }
 
 /// Reads the entry file and everything it imports, entry first, then in import order.
-fn load_definitions(
+pub(super) fn load_definitions(
     source: &str,
     files: &BTreeMap<String, Vec<u8>>,
     entry: &str,
@@ -382,7 +301,7 @@ pub(crate) struct Types<'a> {
 }
 
 impl<'a> Types<'a> {
-    fn new(docs: &'a [Doc]) -> Result<Self> {
+    pub(super) fn new(docs: &'a [Doc]) -> Result<Self> {
         let mut t = Types {
             node: BTreeMap::new(),
             group: BTreeMap::new(),
@@ -493,14 +412,14 @@ impl<'a> Types<'a> {
 }
 
 /// The descriptor's identity.
-struct Descriptor {
-    vnf_type: String,
-    descriptor_id: String,
-    descriptor_version: Option<String>,
-    provider: Option<String>,
-    product_name: Option<String>,
-    software_version: Option<String>,
-    vnfm_info: Vec<String>,
+pub(super) struct Descriptor {
+    pub(super) vnf_type: String,
+    pub(super) descriptor_id: String,
+    pub(super) descriptor_version: Option<String>,
+    pub(super) provider: Option<String>,
+    pub(super) product_name: Option<String>,
+    pub(super) software_version: Option<String>,
+    pub(super) vnfm_info: Vec<String>,
 }
 
 /// The VNF node templates of a document: `(name, template, type)`.
@@ -524,7 +443,7 @@ pub(crate) fn vnf_nodes<'a>(
     Ok(out)
 }
 
-fn descriptor(entry: &Doc, docs: &[Doc], types: &Types<'_>) -> Result<Descriptor> {
+pub(super) fn descriptor(entry: &Doc, docs: &[Doc], types: &Types<'_>) -> Result<Descriptor> {
     let entry_vnf = vnf_nodes(entry, types)?.into_iter().next();
     let vnf_type = match &entry_vnf {
         Some((_, _, ty)) => ty.clone(),

@@ -56,8 +56,8 @@ use crate::zone::ComputeZone;
 pub const RESERVATION_PARAM: &str = "reservationId";
 
 /// The provider name (the pools' `source`) of the capacity taken from a VIM's zone catalogue
-/// ([`add_catalogue`]).
-pub const CATALOGUE_PROVIDER: &str = "zone catalogue";
+/// ([`add_catalogue`]); the ledger, which makes those pools, defines it.
+pub use super::ledger::CATALOGUE_PROVIDER;
 
 /// The provider name of pools declared without a source.
 pub const DECLARED_PROVIDER: &str = "declared";

@@ -16,6 +16,10 @@ use crate::zone::ComputeZone;
 /// of RAM in MiB), small enough that the sums of a timeline cannot overflow.
 pub const MAX_AMOUNT: u64 = 1 << 40;
 
+/// The provider name (the pools' `source`) of the capacity taken from a VIM's zone catalogue
+/// ([`Ledger::add_catalogue`]; `reservation::lcm::CATALOGUE_PROVIDER`).
+pub const CATALOGUE_PROVIDER: &str = "zone catalogue";
+
 const FOREVER: i64 = i64::MAX;
 const MS_PER_MINUTE: i64 = 60_000;
 const MS_PER_HOUR: i64 = 3_600_000;
@@ -1381,7 +1385,7 @@ impl Ledger {
                 continue;
             }
             let mut req = PoolRequest::new(z.name.clone(), c);
-            req.source = Some(super::lcm::CATALOGUE_PROVIDER.to_owned());
+            req.source = Some(CATALOGUE_PROVIDER.to_owned());
             let o = self.increase_capacity(req, ids, now)?;
             pools.push(o.value);
             events.extend(o.events);
