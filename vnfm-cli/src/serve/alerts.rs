@@ -124,7 +124,7 @@ async fn judge_and_journal(
     let metrics = &app.shared.metrics;
     metrics.received(endpoint, webhook.alerts.len());
     let now = app.clock().now();
-    let (outcomes, generation, journaled, entries) = {
+    let (outcomes, generation, entries, slot) = {
         let mut h = app.lock_alerts();
         let outcomes = {
             let cache = app
@@ -136,13 +136,14 @@ async fn judge_and_journal(
         };
         let generation = app.changed_locked(&h);
         let entries = AlertHandler::heal_entries(&webhook, &outcomes, now);
-        // Written to the journal now, under the lock (one write, no other thread).
-        let journaled = if entries.is_empty() {
-            Journaled::NotEncoded
-        } else {
-            app.journal_locked(&h, generation, &entries)
-        };
-        (outcomes, generation, journaled, entries)
+        // The journal's next place, taken under the lock (records in generation order)...
+        let slot = (!entries.is_empty()).then(|| app.journal_slot(&h));
+        (outcomes, generation, entries, slot)
+    };
+    // ... and written once the next webhook may be judged (one write, no other thread).
+    let journaled = match slot {
+        Some(slot) => app.journal_write(slot, generation, &entries),
+        None => Journaled::NotEncoded,
     };
     let mut accepted = false;
     let mut scales = Vec::new();

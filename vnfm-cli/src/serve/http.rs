@@ -9,7 +9,6 @@ use std::time::Duration;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use vnfm_core::problem::ProblemDetails;
 
@@ -234,27 +233,24 @@ fn refusal(method: &Method, headers: &HeaderMap) -> Option<Unsupported> {
     })
 }
 
-/// Middleware: a request whose body cannot be JSON (see [`refusal`]) gets a body that fails
-/// with the reason, which [`read_body`] answers 415.
-pub(crate) async fn check_media(mut req: Request, next: Next) -> Response {
+/// On the way in (`serve::front`): a request whose body cannot be JSON (see [`refusal`])
+/// gets a body that fails with the reason, which [`read_body`] answers 415.
+pub(crate) fn check_media(req: &mut Request) {
     if let Some(why) = refusal(req.method(), req.headers()) {
         *req.body_mut() = Body::new(Refused(Some(why)));
     }
-    next.run(req).await
 }
 
 /// The most bytes of an error answer that is not a ProblemDetails that [`problems`] reads for
 /// its detail (axum's rejections are one short line).
 const PLAIN_ERROR_LIMIT: usize = 4096;
 
-/// Middleware: every error answer (4xx, 5xx) that is not a ProblemDetails already, i.e.
-/// axum's own (405 of a known path with another method, a path parameter that is not valid
-/// percent-encoded UTF-8, ...), becomes one, with the same status and headers (`Allow` of a
-/// 405 included); its text, if any, is the detail.
-pub(crate) async fn problems(req: Request, next: Next) -> Response {
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let r = next.run(req).await;
+/// On the way out (`serve::front`) of a request `method` `path`: every error answer (4xx,
+/// 5xx) that is not a ProblemDetails already, i.e. axum's own (405 of a known path with
+/// another method, a path parameter that is not valid percent-encoded UTF-8, ...), becomes
+/// one, with the same status and headers (`Allow` of a 405 included); its text, if any, is
+/// the detail.
+pub(crate) async fn problems(method: &Method, path: &str, r: Response) -> Response {
     let status = r.status();
     let is_problem = r
         .headers()

@@ -2,9 +2,11 @@
 //! that an accepted alert is on disk before its 204 without a SQLite transaction per request.
 //!
 //! - **Records.** One line per accepted heal alert, `<generation> <HealEntry as JSON>\n`,
-//!   appended with one `write(2)` per request, under the alert lock (so lines are in
-//!   generation order) by the request's own task: no hand-over to another thread. Once the
-//!   call returns the record is in the OS: it survives a crash or a kill of the server.
+//!   appended with one `write(2)` per request by the request's own task: no hand-over to
+//!   another thread. The request takes its place in the journal ([`Journal::slot`]) under the
+//!   alert lock, so lines are in generation order, and encodes and writes after releasing
+//!   it. Once the write returns the record is in the OS: it survives a crash or a kill of the
+//!   server.
 //! - **fsync.** Under `[server] alert_fsync = "each"`, [`Journal::sync`] waits for a
 //!   `fdatasync` of every segment written so far, made by the journal's sync thread for every
 //!   request waiting at that moment (group commit), and of the folder when a segment was
@@ -224,48 +226,24 @@ impl Journal {
     }
 
     /// Appends `lines` (complete records, each ending in a newline) of change `generation`:
-    /// one `write(2)`. Call it under the alert lock, so that generations stay in order.
+    /// [`Journal::slot`], then [`Slot::append`].
     ///
     /// # Errors
-    /// The segment cannot be created or written (its segment is sealed then: the next record
-    /// starts a new one).
+    /// As [`Slot::append`].
+    #[cfg(test)]
     pub(crate) fn append(&self, generation: u64, lines: &[u8]) -> std::io::Result<()> {
-        let mut w = self.inner.writer();
-        if self.inner.refuse.load(Ordering::Relaxed) {
-            w.seal(self.each);
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::StorageFull,
-                "no space left on device (refused by a test)",
-            ));
-        }
-        let file = match &w.file {
-            Some(f) => f.clone(),
-            None => {
-                let path = self.inner.dir.join(segment_name(w.segment));
-                let f = match open_segment(&path) {
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        // The folder went away: made again.
-                        std::fs::create_dir_all(&self.inner.dir)?;
-                        open_segment(&path)?
-                    }
-                    r => r?,
-                };
-                let f = Arc::new(f);
-                w.file = Some(f.clone());
-                w.dir_dirty = true;
-                f
-            }
-        };
-        match (&*file).write_all(lines) {
-            Ok(()) => {
-                w.written = w.written.max(generation);
-                Ok(())
-            }
-            Err(e) => {
-                // Sealed: a partial line may end it; the next record starts a new segment.
-                w.seal(self.each);
-                Err(e)
-            }
+        self.slot().append(generation, lines)
+    }
+
+    /// The right to append the next records. Take it under the alert lock, right after the
+    /// change's generation (so that records are written in generation order, and a rotation,
+    /// which waits for it, never passes a record of a change its snapshot covers), then
+    /// release the lock and [`Slot::append`]: the encoding and the `write(2)` do not hold up
+    /// the next alert's judgement.
+    pub(crate) fn slot(&self) -> Slot<'_> {
+        Slot {
+            journal: self,
+            writer: self.inner.writer(),
         }
     }
 
@@ -348,6 +326,62 @@ impl Journal {
             .take();
         if let Some(t) = thread {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+    }
+}
+
+/// The right to append the next records of the journal ([`Journal::slot`]).
+pub(crate) struct Slot<'a> {
+    journal: &'a Journal,
+    writer: std::sync::MutexGuard<'a, Writer>,
+}
+
+impl Slot<'_> {
+    /// Appends `lines` (complete records, each ending in a newline) of change `generation`:
+    /// one `write(2)`. Once it returns the records are in the OS.
+    ///
+    /// # Errors
+    /// The segment cannot be created or written (its segment is sealed then: the next record
+    /// starts a new one).
+    pub(crate) fn append(mut self, generation: u64, lines: &[u8]) -> std::io::Result<()> {
+        let each = self.journal.each;
+        let inner = &self.journal.inner;
+        let w = &mut *self.writer;
+        if inner.refuse.load(Ordering::Relaxed) {
+            w.seal(each);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "no space left on device (refused by a test)",
+            ));
+        }
+        let file = match &w.file {
+            Some(f) => f.clone(),
+            None => {
+                let path = inner.dir.join(segment_name(w.segment));
+                let f = match open_segment(&path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        // The folder went away: made again.
+                        std::fs::create_dir_all(&inner.dir)?;
+                        open_segment(&path)?
+                    }
+                    r => r?,
+                };
+                let f = Arc::new(f);
+                w.file = Some(f.clone());
+                w.dir_dirty = true;
+                f
+            }
+        };
+        match (&*file).write_all(lines) {
+            Ok(()) => {
+                w.written = w.written.max(generation);
+                Ok(())
+            }
+            Err(e) => {
+                // Sealed: a partial line may end it; the next record starts a new segment.
+                w.seal(each);
+                Err(e)
+            }
         }
     }
 }

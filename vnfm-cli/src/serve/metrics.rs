@@ -40,6 +40,31 @@ pub(crate) struct Gauges {
     pub running_operations: usize,
 }
 
+/// The statuses [`StatusCounts`] counts: 100-599.
+const STATUSES: std::ops::Range<u16> = 100..600;
+
+/// A counter per endpoint and status of [`STATUSES`].
+#[derive(Debug)]
+struct StatusCounts(Vec<AtomicU64>);
+
+impl Default for StatusCounts {
+    fn default() -> Self {
+        Self(
+            (0..ENDPOINTS.len() * STATUSES.len())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        )
+    }
+}
+
+impl StatusCounts {
+    fn slot(e: Endpoint, status: u16) -> Option<usize> {
+        STATUSES
+            .contains(&status)
+            .then(|| index(e) * STATUSES.len() + usize::from(status - STATUSES.start))
+    }
+}
+
 /// Every counter of the server.
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
@@ -47,7 +72,10 @@ pub(crate) struct Metrics {
     accepted: [AtomicU64; 2],
     ignored: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
     not_started: [AtomicU64; 2],
-    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    /// Requests by endpoint and status 100-599 (an atomic each: bumped on every webhook).
+    requests: StatusCounts,
+    /// Requests with another status (none that the server answers).
+    other_requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
     operations: Mutex<BTreeMap<(String, String), u64>>,
     reselections: AtomicU64,
     /// Set by the heal dispatcher at every look at the windows.
@@ -85,7 +113,12 @@ impl Metrics {
     }
 
     pub(crate) fn request(&self, e: Endpoint, status: u16) {
-        bump(&self.requests, (endpoint_label(e), status), 1);
+        match StatusCounts::slot(e, status).and_then(|n| self.requests.0.get(n)) {
+            Some(c) => {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+            None => bump(&self.other_requests, (endpoint_label(e), status), 1),
+        }
     }
 
     pub(crate) fn operation(&self, operation: String, state: String) {
@@ -105,12 +138,22 @@ impl Metrics {
             "counter",
             "Webhook requests to the alert endpoints, by endpoint and HTTP status.",
         );
-        for ((e, code), n) in self
-            .requests
+        let mut requests: BTreeMap<(&'static str, u16), u64> = self
+            .other_requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-        {
+            .clone();
+        for e in ENDPOINTS {
+            for code in STATUSES {
+                let n = StatusCounts::slot(e, code)
+                    .and_then(|i| self.requests.0.get(i))
+                    .map_or(0, |c| c.load(Ordering::Relaxed));
+                if n > 0 {
+                    requests.insert((endpoint_label(e), code), n);
+                }
+            }
+        }
+        for ((e, code), n) in &requests {
             let _ = writeln!(
                 s,
                 "vnfm_alert_requests_total{{endpoint=\"{e}\",code=\"{code}\"}} {n}"

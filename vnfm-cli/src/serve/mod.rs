@@ -156,25 +156,41 @@ fn is_read(req: &Request) -> bool {
         || (req.method() == Method::POST && READ_ONLY_POSTS.contains(&req.uri().path()))
 }
 
+/// Every request's way in and out, one middleware (each axum `from_fn` layer costs a boxed
+/// service and a boxed future per request), in this order:
+/// - in: a body that cannot be JSON is marked refused ([`http::check_media`]);
+/// - [`limit`]: the request timeout of reads, a task of its own for writes;
+/// - out: an error answer becomes a ProblemDetails ([`http::problems`]), and an answer of the
+///   VNF LCM interface carries its `Version` ([`versions::version_header`]).
+async fn front(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    let lcm = versions::is_lcm(req.uri().path());
+    let method = req.method().clone();
+    let uri = req.uri().clone();
+    http::check_media(&mut req);
+    let r = limit(&app, req, next).await;
+    let r = http::problems(&method, uri.path(), r).await;
+    versions::version_header(lcm, r)
+}
+
 /// `[server] request_timeout`, which never answers 503 for a write that goes on:
 /// - a read that takes longer is answered 503 (it changed nothing: safe to retry);
 /// - a write runs to its end on a task of its own, and its answer is its outcome: the timeout
 ///   does not cut it, and neither does a client that goes away. Only the arrival of its body
 ///   is bounded by the timeout (408, nothing done: [`http::read_body`]), after the checks that
 ///   come before reading it (route, credentials).
-async fn limit(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+async fn limit(app: &Arc<App>, req: Request, next: Next) -> Response {
     let alert_endpoint = vnfm_core::alert::Endpoint::from_path(req.uri().path());
     if alert_endpoint.is_some() && req.method() == Method::POST {
         // The alert handlers change nothing before their lock and hand what must outlive a
         // client that goes away to a task of their own (`alerts::receive`): the common case,
         // a heal alert journaled without an fsync, needs no task at all.
-        let tracked = state::Write::start(&app);
+        let tracked = state::Write::start(app);
         let r = next.run(req).await;
         drop(tracked);
         return r;
     }
     if !is_read(&req) {
-        let tracked = state::Write::start(&app);
+        let tracked = state::Write::start(app);
         let task = tokio::spawn(async move {
             let r = next.run(req).await;
             drop(tracked);
@@ -221,10 +237,7 @@ fn router(app: Arc<App>) -> Router {
         .merge(admin::routes(app.clone()))
         .route("/metrics", get(metrics))
         .fallback(not_found)
-        .layer(axum::middleware::from_fn(http::check_media))
-        .layer(axum::middleware::from_fn_with_state(app.clone(), limit))
-        .layer(axum::middleware::from_fn(http::problems))
-        .layer(axum::middleware::from_fn(versions::version_header))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), front))
         .with_state(app)
 }
 

@@ -194,7 +194,7 @@ pub fn check_alert_document(kind: AlertDocument, name: &str, body: &str) -> Resu
     Ok(())
 }
 
-/// What became of the journal records of a request ([`App::journal_locked`]).
+/// What became of the journal records of a request ([`App::journal_write`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Journaled {
     /// In the journal (in the OS).
@@ -358,12 +358,19 @@ impl App {
         }
     }
 
-    /// Appends the journal records of change `generation` (call it under the `alerts` lock,
-    /// right after [`App::changed_locked`], so that the records stay in generation order):
-    /// one write, in the OS when this returns (see `journal`).
-    pub(super) fn journal_locked(
+    /// The right to append the journal records of the change just made (call it under the
+    /// `alerts` lock, right after [`App::changed_locked`], so that the records stay in
+    /// generation order); write them with [`App::journal_write`] once the lock is released.
+    pub(super) fn journal_slot(&self, _h: &AlertHandler) -> journal::Slot<'_> {
+        self.journal.slot()
+    }
+
+    /// Appends the journal records of change `generation` through `slot` (taken under the
+    /// lock with [`App::journal_slot`]): one write, in the OS when this returns (see
+    /// `journal`).
+    pub(super) fn journal_write(
         &self,
-        _h: &AlertHandler,
+        slot: journal::Slot<'_>,
         generation: u64,
         entries: &[HealEntry],
     ) -> Journaled {
@@ -378,7 +385,7 @@ impl App {
             }
             lines.push(b'\n');
         }
-        match self.journal.append(generation, &lines) {
+        match slot.append(generation, &lines) {
             Ok(()) => {
                 if self.journal_failing.swap(false, Ordering::Relaxed) {
                     crate::display::log_line("vnfm serve: the alert journal takes writes again");

@@ -9,9 +9,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
@@ -46,10 +44,8 @@ async fn api_versions() -> Response {
     )
 }
 
-/// Adds `Version: 2.0.0` to every response of a request under `/vnflcm/`.
-pub(crate) async fn version_header(req: Request, next: Next) -> Response {
-    let lcm = req.uri().path().starts_with("/vnflcm/");
-    let mut r = next.run(req).await;
+/// Adds `Version: 2.0.0` to `r`, the answer of a request under `/vnflcm/` ([`is_lcm`]).
+pub(crate) fn version_header(lcm: bool, mut r: Response) -> Response {
     if lcm {
         r.headers_mut().insert(
             VERSION.clone(),
@@ -57,4 +53,9 @@ pub(crate) async fn version_header(req: Request, next: Next) -> Response {
         );
     }
     r
+}
+
+/// Whether `path` is one of the VNF LCM interface's (its answers carry [`VERSION`]).
+pub(crate) fn is_lcm(path: &str) -> bool {
+    path.starts_with("/vnflcm/")
 }

@@ -25,7 +25,7 @@
 //!   are not part of it: after a restart, mark busy the instances whose operation occurrence
 //!   is not yet terminal.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
@@ -180,6 +180,79 @@ pub struct SeenAlert {
 /// The de-duplication key: the occurrence and what it asked to heal.
 type SeenKey = (AlertKey, VnfInstanceId, String);
 
+/// The remembered occurrences and when each was last received, by occurrence: a hash map
+/// (every accepted alert looks its key up, inserts it and, at capacity, removes the oldest;
+/// ordered by time in `HealBatcher::by_time`), grouped by [`AlertKey`] so that a resolved
+/// alert forgets every target of its occurrence at once. An occurrence almost always names
+/// one (instance, VNFC), so the group is a short list.
+#[derive(Clone, Debug, Default)]
+struct Seen {
+    by_alert: HashMap<AlertKey, Vec<(VnfInstanceId, String, DateTime<Utc>)>>,
+    len: usize,
+}
+
+impl Seen {
+    fn contains(&self, alert: &AlertKey, instance: &VnfInstanceId, vnfc: &str) -> bool {
+        self.by_alert
+            .get(alert)
+            .is_some_and(|ts| ts.iter().any(|(i, v, _)| i == instance && v == vnfc))
+    }
+
+    /// Sets when `key` was last received; returns the time it replaces.
+    fn insert(&mut self, key: &SeenKey, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let (alert, instance, vnfc) = key;
+        let targets = match self.by_alert.get_mut(alert) {
+            Some(ts) => ts,
+            None => self.by_alert.entry(alert.clone()).or_default(),
+        };
+        if let Some(t) = targets
+            .iter_mut()
+            .find(|(i, v, _)| i == instance && v == vnfc)
+        {
+            return Some(std::mem::replace(&mut t.2, at));
+        }
+        targets.push((instance.clone(), vnfc.clone(), at));
+        self.len += 1;
+        None
+    }
+
+    fn remove(&mut self, key: &SeenKey) {
+        let (alert, instance, vnfc) = key;
+        let Some(targets) = self.by_alert.get_mut(alert) else {
+            return;
+        };
+        if let Some(n) = targets
+            .iter()
+            .position(|(i, v, _)| i == instance && v == vnfc)
+        {
+            targets.swap_remove(n);
+            self.len -= 1;
+        }
+        if targets.is_empty() {
+            self.by_alert.remove(alert);
+        }
+    }
+
+    /// Forgets every target of `alert`; returns them with when each was last received.
+    fn take_alert(&mut self, alert: &AlertKey) -> Vec<(SeenKey, DateTime<Utc>)> {
+        let targets = self.by_alert.remove(alert).unwrap_or_default();
+        self.len -= targets.len();
+        targets
+            .into_iter()
+            .map(|(i, v, t)| ((alert.clone(), i, v), t))
+            .collect()
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn clear(&mut self) {
+        self.by_alert.clear();
+        self.len = 0;
+    }
+}
+
 /// The persistent state of a [`HealBatcher`] (see the module docs, "Restart").
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -198,7 +271,7 @@ pub struct HealBatcher {
     capacity: usize,
     pending: BTreeMap<VnfInstanceId, PendingHeal>,
     busy: BTreeSet<VnfInstanceId>,
-    seen: BTreeMap<SeenKey, DateTime<Utc>>,
+    seen: Seen,
     by_time: BTreeSet<(DateTime<Utc>, SeenKey)>,
     /// Remembered occurrences whose acceptance could not be saved ([`HealBatcher::not_saved`]):
     /// a subset of `seen`, not part of the snapshot.
@@ -222,7 +295,7 @@ impl HealBatcher {
             capacity: dedupe_capacity.max(1),
             pending: BTreeMap::new(),
             busy: BTreeSet::new(),
-            seen: BTreeMap::new(),
+            seen: Seen::default(),
             by_time: BTreeSet::new(),
             unsaved: BTreeSet::new(),
         }
@@ -286,7 +359,7 @@ impl HealBatcher {
     ) -> HealOutcome {
         self.expire(now);
         let key: SeenKey = (alert.clone(), instance.clone(), vnfc.to_owned());
-        let duplicate = self.seen.contains_key(&key);
+        let duplicate = self.seen.contains(alert, instance, vnfc);
         let unsaved = duplicate && self.unsaved.remove(&key);
         self.touch(key, now);
         if duplicate {
@@ -333,15 +406,8 @@ impl HealBatcher {
     /// Forgets an alert occurrence (its resolved notification arrived): the same fingerprint
     /// can only fire again with a new `startsAt`. Returns whether it was remembered.
     pub fn forget(&mut self, alert: &AlertKey) -> bool {
-        let start: SeenKey = (alert.clone(), VnfInstanceId::default(), String::new());
-        let keys: Vec<(SeenKey, DateTime<Utc>)> = self
-            .seen
-            .range(start..)
-            .take_while(|((a, _, _), _)| a == alert)
-            .map(|(k, t)| (k.clone(), *t))
-            .collect();
+        let keys = self.seen.take_alert(alert);
         for (k, t) in &keys {
-            self.seen.remove(k);
             self.by_time.remove(&(*t, k.clone()));
             self.unsaved.remove(k);
         }
@@ -403,11 +469,11 @@ impl HealBatcher {
     /// dispatched, instead of being a [`HealOutcome::Duplicate`]. Returns whether it is
     /// remembered.
     pub fn not_saved(&mut self, instance: &VnfInstanceId, vnfc: &str, alert: &AlertKey) -> bool {
-        let key: SeenKey = (alert.clone(), instance.clone(), vnfc.to_owned());
-        if !self.seen.contains_key(&key) {
+        if !self.seen.contains(alert, instance, vnfc) {
             return false;
         }
-        self.unsaved.insert(key);
+        self.unsaved
+            .insert((alert.clone(), instance.clone(), vnfc.to_owned()));
         true
     }
 
@@ -509,7 +575,7 @@ impl HealBatcher {
     // ---- internals --------------------------------------------------------------------
 
     fn touch(&mut self, key: SeenKey, now: DateTime<Utc>) {
-        if let Some(old) = self.seen.insert(key.clone(), now) {
+        if let Some(old) = self.seen.insert(&key, now) {
             self.by_time.remove(&(old, key.clone()));
         }
         self.by_time.insert((now, key));
