@@ -995,8 +995,15 @@ async fn a_terminate_with_a_thousand_subscribers_waits_for_none_of_their_deliver
             format!("vnfm_state_calls_total{{connection=\"{connection}\",kind=\"{kind}\"}}");
         metric(after, &series) - metric(before, &series)
     };
-    // The metrics once no operation runs (its last write, the simulated cloud, is done).
-    let idle = || metric_reaches(addr, "vnfm_lcm_operations_running", 0);
+    // The metrics once no operation runs (its last write, the simulated cloud, is done): a
+    // gauge, waited for until it is 0 (an operation's COMPLETED is visible before its task
+    // has made that last write).
+    let idle = || {
+        eventually(30, "no operation running", move || async move {
+            let m = metrics(addr).await;
+            (metric(&m, "vnfm_lcm_operations_running") == 0).then_some(m)
+        })
+    };
     // A terminate: its time, and the metrics before and after it.
     let terminate = |id: String| async move {
         let before = idle().await;
