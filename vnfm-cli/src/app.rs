@@ -39,7 +39,8 @@ impl Clock for SystemClock {
 }
 
 /// The clock of every command and of `vnfm serve`: [`SystemClock`], the one reading of the
-/// wall clock in the CLI. Everything else takes a [`Clock`] (or the lifecycle's).
+/// wall clock in the CLI. Everything else takes a [`Clock`] (or the lifecycle's); a monotonic
+/// instant is read for IO deadlines alone (`tests/one_clock.rs` lists where, and why).
 pub fn clock() -> Arc<dyn Clock> {
     Arc::new(SystemClock)
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
+use vnfm_core::driver::Clock;
 use vnfm_core::intent::candidates::CandidateFile;
 use vnfm_core::intent::deploy::{self, RegionChoice};
 use vnfm_core::intent::policy::Policy;
@@ -35,7 +36,7 @@ struct SelectReport<'a> {
 pub fn select(config: &Config, args: &SelectArgs, out: Output) -> Result<(), CliError> {
     let (Some(policy), Some(candidates)) = (&args.policy, &args.candidates) else {
         return match &args.links {
-            Some(links) => select_links(config, args, links, out),
+            Some(links) => select_links(config, args, links, out, crate::app::clock().as_ref()),
             None => Err(CliError::Usage(
                 "vnfm select needs --policy and --candidates, or --links".into(),
             )),
@@ -142,9 +143,11 @@ fn select_links(
     args: &SelectArgs,
     path: &Path,
     out: Output,
+    clock: &dyn Clock,
 ) -> Result<(), CliError> {
     use std::cell::Cell;
-    use std::time::Instant;
+
+    use chrono::{DateTime, Utc};
     use vnfm_core::intent::links::{Problem, Progress, SolveOptions, DEFAULT_NODE_LIMIT};
     let time_limit = links_time_limit(config, args)?;
     let node_limit = args
@@ -166,26 +169,29 @@ fn select_links(
     })?;
     let problem = Problem::from_pla_str(&text)
         .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
-    let start = Instant::now();
+    let start = clock.now();
     let last_line = Cell::new(start);
     let price = |p: Option<vnfm_core::intent::links::Price>| {
         p.map_or_else(|| "none yet".to_owned(), |p| p.to_string())
     };
+    // From `earlier` to `now` on the clock (zero if it went back).
+    let since =
+        |earlier: DateTime<Utc>, now: DateTime<Utc>| (now - earlier).to_std().unwrap_or_default();
     // The clock is the CLI's: the core asks this every few nodes. A progress line every second
     // once the search has taken a second (on a terminal, without --json or --quiet).
     let should_stop = |p: &Progress| {
-        let now = Instant::now();
-        if now.duration_since(last_line.get()).as_secs() >= 1 {
+        let now = clock.now();
+        if since(last_line.get(), now).as_secs() >= 1 {
             last_line.set(now);
             out.progress(&format!(
                 "searching: {} nodes, best {}, lower bound {}, {:.0} s",
                 p.nodes,
                 price(p.best),
                 price(p.lower_bound),
-                now.duration_since(start).as_secs_f64()
+                since(start, now).as_secs_f64()
             ));
         }
-        now.duration_since(start) >= time_limit
+        since(start, now) >= time_limit
     };
     let sol = problem.solve_with(&SolveOptions {
         node_limit,

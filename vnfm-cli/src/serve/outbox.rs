@@ -335,12 +335,15 @@ impl Outbox {
         Ok(())
     }
 
+    /// The time on the clock [`Outbox::load`] gave (the server's); before that, on the CLI's
+    /// system clock ([`crate::app::SystemClock`]), which nothing asks in practice: there is
+    /// no subscription to stage for before the load.
     fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.clock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map_or_else(chrono::Utc::now, |c| c.now())
+        let clock = self.clock.lock().unwrap_or_else(PoisonError::into_inner);
+        match clock.as_ref() {
+            Some(c) => c.now(),
+            None => crate::app::SystemClock.now(),
+        }
     }
 
     /// The outbox documents of committing `batch` (call it under the store's gate, before the

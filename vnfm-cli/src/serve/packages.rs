@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use vnfm_core::driver::Clock;
 use vnfm_core::package::VnfPackage;
 use vnfm_core::problem::ProblemDetails;
 
@@ -144,18 +145,34 @@ pub(crate) struct PackageIndex {
     looking: tokio::sync::Mutex<()>,
     loaded_total: AtomicU64,
     failed_total: AtomicU64,
+    /// What dates each look (`read_at`).
+    clock: Arc<dyn Clock>,
 }
 
 impl PackageIndex {
-    /// Reads `dir` (all of it) and the built-in demo package.
+    /// Reads `dir` (all of it) and the built-in demo package; the looks are dated on the
+    /// system clock ([`crate::app::clock`]).
     ///
     /// # Errors
-    /// The folder cannot be read ([`CliError::Config`], exit 2), or the built-in package is
-    /// broken.
+    /// As [`PackageIndex::open_with_clock`].
     pub(crate) async fn open(
         dir: Option<PathBuf>,
         rescan_interval: u64,
         quiet: bool,
+    ) -> Result<Self, CliError> {
+        Self::open_with_clock(dir, rescan_interval, quiet, crate::app::clock()).await
+    }
+
+    /// [`PackageIndex::open`] with the looks dated on `clock` (the server's).
+    ///
+    /// # Errors
+    /// The folder cannot be read ([`CliError::Config`], exit 2), or the built-in package is
+    /// broken.
+    pub(crate) async fn open_with_clock(
+        dir: Option<PathBuf>,
+        rescan_interval: u64,
+        quiet: bool,
+        clock: Arc<dyn Clock>,
     ) -> Result<Self, CliError> {
         let demo = Arc::new(crate::builtin::demo_package()?);
         let index = Self {
@@ -167,6 +184,7 @@ impl PackageIndex {
             looking: tokio::sync::Mutex::new(()),
             loaded_total: AtomicU64::new(0),
             failed_total: AtomicU64::new(0),
+            clock,
         };
         if let Some(dir) = &index.dir {
             index.look(true).await.map_err(|e| CliError::Config {
@@ -250,7 +268,7 @@ impl PackageIndex {
                          read before stay served",
                         self.dir_display()
                     );
-                    let mut kept = Snapshot::new(before.entries.clone(), Utc::now());
+                    let mut kept = Snapshot::new(before.entries.clone(), self.clock.now());
                     kept.read_at = before.read_at;
                     kept.dir_error = Some(message);
                     *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(kept);
@@ -291,7 +309,7 @@ impl PackageIndex {
                 eprintln!("vnfm serve: package {} removed", p.display());
             }
         }
-        let next = Snapshot::new(entries, Utc::now());
+        let next = Snapshot::new(entries, self.clock.now());
         for (p, reason) in &next.failed {
             // A repeated vnfdId is not a failure of the entry's own reading: say it once here.
             if reread.contains(p) && matches!(next.entries.get(p).map(|e| &e.parsed), Some(Ok(_))) {

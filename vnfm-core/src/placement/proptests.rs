@@ -7,7 +7,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::zone::ComputeHost;
+use crate::constraint::Constraint;
+use crate::zone::{ComputeHost, ComputeZone};
 
 /// Member id to (zone, host).
 type Places = BTreeMap<String, (String, String)>;

@@ -2,7 +2,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::error::Error as _;
 
 use super::*;
-use crate::zone::ComputeHost;
+use crate::constraint::Constraint;
+use crate::zone::{ComputeHost, ComputeZone};
 
 const SMALL: Resources = Resources::new(1, 1024, 10);
 

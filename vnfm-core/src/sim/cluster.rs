@@ -29,7 +29,7 @@ use crate::driver::{
 };
 use crate::id::{IdGen, NodeName};
 
-use super::{not_found, DRIVER};
+use super::failure::{not_found, DRIVER};
 
 /// At most this many events are kept (the oldest go first), as the API server's TTL would.
 const MAX_EVENTS: usize = 1_000;

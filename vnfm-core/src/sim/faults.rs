@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::{SimCloud, DRIVER};
+use super::cloud::SimCloud;
+use super::failure::{BuildFault, StackDeleteFault, DRIVER};
 use crate::driver::{
     ApplyObject, ClusterDriver, ClusterEvent, ClusterNode, ComputeInventory, CreateStack,
     DeletePod, DriverError, EvictPod, LabelNode, ListEvents, ListPods, ListResources,
@@ -102,59 +103,6 @@ impl FaultKind {
             },
         }
     }
-}
-
-/// How the next server builds fail (the request itself is accepted by Heat).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[non_exhaustive]
-pub enum BuildFault {
-    /// Nova's reschedule limit: the server goes to ERROR with
-    /// `Exceeded maximum number of retries. Exhausted all hosts available for retrying build
-    /// failures for instance <uuid>.` (code 500).
-    RetriesExhausted,
-    /// The server goes to ERROR with this fault.
-    Fault {
-        /// Nova fault code.
-        code: u16,
-        /// Nova fault message.
-        message: String,
-    },
-    /// Nova's API rejects the request (HTTP 400) with this message, e.g.
-    /// `Image 3b2a... could not be found.`: the resource fails with
-    /// `BadRequest: resources.<name>: <message> (HTTP 400) (Request-ID: req-...)`, a failure
-    /// that is not about capacity.
-    Rejected {
-        /// The API's message.
-        message: String,
-    },
-}
-
-/// How the next stack deletes go (the `delete_stack` call itself is accepted).
-///
-/// Without a planned fault a delete shows `DELETE_IN_PROGRESS` (`Stack DELETE started`) to
-/// the first [`StackDriver::show_stack`] of the stack and is gone (`NotFound`) at the next one;
-/// the stack's servers keep their capacity until then.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[non_exhaustive]
-pub enum StackDeleteFault {
-    /// The stack shows `DELETE_IN_PROGRESS` to the next `shows` calls of `show_stack`, and
-    /// is gone at the one after (`shows: 0`: gone at the first).
-    Slow {
-        /// How many `show_stack` calls still see the delete in progress.
-        shows: u32,
-    },
-    /// After one `show_stack` that sees `DELETE_IN_PROGRESS`, the delete ends `DELETE_FAILED`
-    /// and the stack stays, with every resource and server; a later `delete_stack` starts
-    /// over (and can succeed). The first server of the stack (listing order, nested stacks
-    /// included) is the one Nova failed to delete, with the text of Heat's Nova client
-    /// plugin: `Resource DELETE failed: ResourceInError: resources.VDU1: Went to status
-    /// ERROR due to "Server <name> delete failed: (500) <message>"` (path and nesting as
-    /// Heat builds them). No Heat capture of a failed delete exists: the wording comes from
-    /// Heat 27's code, not from a capture.
-    Failed {
-        /// Nova's fault message for the server that could not be deleted.
-        message: String,
-    },
 }
 
 /// A [`SimCloud`] that fails chosen calls. Clones share the fault plan and the cloud.

@@ -116,17 +116,18 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use super::hot::{self, Scope, Template, PSEUDO_PARAMS};
-use super::test_resource::{self as test, Wait};
-use super::{
-    format_path, not_found, resource_failure, status, Boot, Failure, GroupRec, StackDeleteFault,
-    State, DRIVER,
+use super::failure::{
+    format_path, not_found, resource_failure, status, Failure, StackDeleteFault, DRIVER,
 };
+use super::hot::{self, Scope, Template, PSEUDO_PARAMS};
+use super::nova::Boot;
+use super::state::{Busy, Deleting, GroupRec, ResKind, ResRec, StackRec, State};
+use super::test_resource::{self as test, Wait};
 use crate::driver::{
     CreateStack, DriverError, MarkUnhealthy, Stack, StackAction, StackOutput, StackResource,
     StackState, StackStatus, UpdateStack,
 };
-use crate::id::{ServerId, StackId};
+use crate::id::StackId;
 
 const SERVER_POLICIES: &[&str] = &[
     "anti-affinity",
@@ -135,119 +136,6 @@ const SERVER_POLICIES: &[&str] = &[
     "soft-affinity",
 ];
 const MAX_NESTING: usize = 10;
-
-/// What a resource is backed by.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) enum ResKind {
-    Plain,
-    Server(ServerId),
-    Group(String),
-    Nested(StackId),
-}
-
-/// A resource of a stack.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub(crate) struct ResRec {
-    name: String,
-    rtype: String,
-    physical_id: String,
-    status: StackStatus,
-    reason: String,
-    kind: ResKind,
-    props: Value,
-    deps: Vec<String>,
-    created: u64,
-    unhealthy: bool,
-    failure: Option<Failure>,
-    /// Earlier rows of this resource that Heat's convergence engine keeps until a
-    /// replacement succeeds: the original of a replaced server (`UPDATE_COMPLETE`, `The
-    /// Resource VDU1 requires replacement.`) and failed servers, with their servers.
-    #[serde(default)]
-    older: Vec<ResRec>,
-    /// Set when the resource got a new row and every earlier row was purged: Heat lists a
-    /// stack's rows in id order, so the resource moves to the end of the listing. The value
-    /// orders such resources among themselves.
-    #[serde(default)]
-    relisted: Option<u64>,
-    /// Until when the row shows its action in progress (an `OS::Heat::TestResource` that
-    /// waits): the outcome is decided, the wait only hides it.
-    #[serde(default)]
-    busy: Option<Busy>,
-}
-
-/// Until when something shows in progress, on the simulator's time ([`State::time_now`]).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) enum Busy {
-    /// Until that time.
-    Until(DateTime<Utc>),
-    /// For ever (Heat's `wait_secs: -1`).
-    Forever,
-}
-
-impl Busy {
-    /// The wait of a test resource that starts at `now`; `None` when it takes no time.
-    fn of(wait: Wait, now: DateTime<Utc>) -> Option<Busy> {
-        match wait {
-            Wait::None => None,
-            Wait::Forever => Some(Busy::Forever),
-            Wait::Secs(s) => {
-                let ms = (s * 1000.0).ceil().min(i64::MAX as f64) as i64;
-                Some(Busy::Until(
-                    now + chrono::Duration::try_milliseconds(ms).unwrap_or(chrono::Duration::MAX),
-                ))
-            }
-        }
-    }
-
-    /// Whether it is still in progress at `now` (Heat: done once `waited > wait_secs`).
-    fn at(self, now: DateTime<Utc>) -> bool {
-        match self {
-            Busy::Forever => true,
-            Busy::Until(t) => now <= t,
-        }
-    }
-}
-
-/// A stack delete that has not completed yet.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Deleting {
-    /// `show_stack` calls that still see `DELETE_IN_PROGRESS`.
-    shows_left: u32,
-    /// Nova's message when the delete is to end `DELETE_FAILED`.
-    fail: Option<String>,
-    /// A delete without a planned fault: it also completes when the caller does anything
-    /// else than polling this stack.
-    #[serde(default)]
-    quick: bool,
-    /// The delete waits of the stack's test resources: in progress until then, whatever the
-    /// polls.
-    #[serde(default)]
-    busy: Option<Busy>,
-}
-
-/// A stack (top-level or nested).
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub(crate) struct StackRec {
-    id: StackId,
-    name: String,
-    parent: Option<StackId>,
-    template: Value,
-    files: Arc<BTreeMap<String, String>>,
-    given: Map<String, Value>,
-    status: StackStatus,
-    reason: String,
-    failure: Option<Failure>,
-    resources: Vec<ResRec>,
-    /// The nested stack of an AutoScalingGroup: its members are built in template order.
-    #[serde(default)]
-    asg: bool,
-    /// A delete in progress.
-    #[serde(default)]
-    deleting: Option<Deleting>,
-    /// Polls left that see the create in progress (the cloud file's `stack_create_shows`).
-    #[serde(default)]
-    create_shows_left: u32,
-}
 
 fn invalid(message: impl Into<String>) -> DriverError {
     DriverError::Invalid {

@@ -36,7 +36,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Failure;
+use super::failure::Failure;
 use crate::driver::StackAction;
 
 /// The resource type.
