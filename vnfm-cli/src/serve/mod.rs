@@ -410,6 +410,7 @@ impl Server {
             config.packages.dir.clone(),
             config.packages.rescan_interval,
             quiet,
+            clock.clone(),
         )
         .await?;
         let connections = Arc::new(conn::Connections::new(conn::Limits {

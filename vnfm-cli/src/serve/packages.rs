@@ -150,25 +150,13 @@ pub(crate) struct PackageIndex {
 }
 
 impl PackageIndex {
-    /// Reads `dir` (all of it) and the built-in demo package; the looks are dated on the
-    /// system clock ([`crate::app::clock`]).
-    ///
-    /// # Errors
-    /// As [`PackageIndex::open_with_clock`].
-    pub(crate) async fn open(
-        dir: Option<PathBuf>,
-        rescan_interval: u64,
-        quiet: bool,
-    ) -> Result<Self, CliError> {
-        Self::open_with_clock(dir, rescan_interval, quiet, crate::app::clock()).await
-    }
-
-    /// [`PackageIndex::open`] with the looks dated on `clock` (the server's).
+    /// Reads `dir` (all of it) and the built-in demo package; the looks are dated on `clock`
+    /// (the server's).
     ///
     /// # Errors
     /// The folder cannot be read ([`CliError::Config`], exit 2), or the built-in package is
     /// broken.
-    pub(crate) async fn open_with_clock(
+    pub(crate) async fn open(
         dir: Option<PathBuf>,
         rescan_interval: u64,
         quiet: bool,
