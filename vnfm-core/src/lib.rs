@@ -6,36 +6,60 @@
 //! [`driver`] traits, and every decision is a function of its inputs (the replies of the
 //! drivers, a seed, and `now`).
 //!
-//! ## Model
-//! - [`grant`], [`lcm`], [`problem`]: ETSI NFV-SOL 003 v3.3.1 / SOL 013 data types with the
-//!   standard's serde names (`GrantRequest`, `Grant`, `PlacementConstraint`, `VnfInstance`,
-//!   `VnfLcmOpOcc`, `ProblemDetails`, ...).
-//! - [`package`]: VNF packages in the layout of Tacker's v2 samples (SOL001 VNFD under
-//!   `Definitions/`, Heat templates under `BaseHOT/<flavour>/`).
-//! - [`zone`]: compute zones, hosts and resource amounts.
-//! - [`driver`]: the traits adapters implement (`StackDriver`, `ZoneCatalog`,
-//!   `ComputeInventory`, `ClusterDriver`, and `Store`, which lives in [`store`]) and the shared
-//!   [`driver::DriverError`] (defined in [`error`] beside [`Error`]); both are re-exported
-//!   from `driver`, so `error` depends on no other module of the crate.
-//! - [`cloud`]: the cloud file (YAML) that describes a simulated cloud.
-//! - [`sim`]: [`sim::SimCloud`], an in-memory cloud that implements every driver trait the way
-//!   Nova and Heat behave, including their failure texts. It is the test double, the engine of
-//!   the examples and the default backend of the `vnfm` CLI.
-//! - [`store`]: the [`store::Store`] trait, its batches and versions, and an in-memory
-//!   implementation (the CLI adds an SQLite one).
-//! - [`alert`]: Prometheus Alertmanager webhooks turned into auto-heal / auto-scale
-//!   decisions (validation chain, heal batching and de-duplication, scale cooldown).
-//! - `strategy` (feature `proptest`): proptest strategies for zones, clouds, constraints,
-//!   placement requests and VNF packages, to property-test placement policies.
+//! `docs/architecture.md` in the repository is the map of the workspace: the crates, these
+//! modules by role, where each decision lives, and how an operation and an alert flow.
+//!
+//! ## Machines and the ledger (fed `now`, never reading a clock)
+//! - [`lifecycle`]: LCM operations. [`lifecycle::Operation`] is one operation (instantiate,
+//!   scale, heal, terminate, ...) as a sans-IO machine; [`lifecycle::Lifecycle`] validates a
+//!   request, builds the machine and runs it through the drivers.
+//! - [`reselect`]: [`reselect::Reselection`], availability-zone reselection after a stack
+//!   failed for lack of capacity; it runs nested in an operation.
+//! - [`alert`]: Prometheus Alertmanager webhooks turned into heals and scales
+//!   ([`alert::AlertHandler`]: validation, heal windows and de-duplication, scale cooldown).
+//! - [`reservation`]: the OPNFV Promise capacity ledger over time windows, and what an LCM
+//!   operation draws from a reservation.
+//!
+//! ## Solvers
+//! - [`placement`]: the constraint solver: a zone and a host for every new resource under
+//!   affinity, anti-affinity and capacity, with best-effort relaxation.
 //! - [`intent`]: intent-based cloud selection (ONAP OOF / Multi-Cloud, OSM PLA): filtering with
 //!   reasons, exact choice, realisation in the template.
-//! - [`reservation`]: the OPNFV Promise capacity ledger (pools, reservations, allocations,
-//!   policy, priority, counter-offers, notifications) over time windows.
-//! - [`input`]: how every input file is read (within a bound, a leading byte order mark
-//!   skipped) and how its errors quote it (a bounded excerpt, the position once).
+//! - [`cluster`]: hardware-aware pod affinity: node hosts, node labels, spread verification.
+//!
+//! ## Model
+//! - [`grant`], [`lcm`], [`problem`]: ETSI NFV-SOL 003 v3.3.1 / SOL 013 data types with the
+//!   standard's serde names (`GrantRequest`, `Grant`, `VnfInstance`, `VnfLcmOpOcc`,
+//!   `ProblemDetails`, ...).
+//! - [`lcm_notify`]: SOL003 lifecycle change subscriptions and notifications, and which state
+//!   changes a commit notifies.
+//! - [`query`]: SOL013 filters, attribute selectors and paging of list resources.
+//! - [`package`]: VNF packages in the layout of Tacker's v2 samples (SOL001 VNFD, Heat
+//!   templates, Kubernetes manifests).
+//! - [`constraint`]: affinity and anti-affinity at zone or host scope.
+//! - [`zone`]: compute zones, hosts and resource amounts.
+//! - [`id`]: identifier newtypes and the seeded id generator.
+//! - [`cloud`]: the cloud file (YAML) that describes a simulated cloud.
+//! - [`input`]: how every input file is read (within a bound, a byte order mark skipped) and
+//!   how its errors quote it.
+//! - [`error`]: [`Error`] and [`driver::DriverError`]; it depends on no other module.
+//!
+//! ## Drivers and backends
+//! - [`driver`]: the traits adapters implement (`StackDriver`, `ZoneCatalog`,
+//!   `ComputeInventory`, `ClusterDriver`, `GrantDriver`, `Clock`, and `Store`).
+//! - [`store`]: the [`store::Store`] trait and its contract (atomic batches, versions,
+//!   preconditions), and an in-memory implementation (the CLI adds an SQLite one).
+//! - [`sim`]: [`sim::SimCloud`], an in-memory cloud that implements every driver trait the way
+//!   Nova, Heat and Kubernetes behave, including their failure texts: the test double, the
+//!   engine of the examples and the default backend of the `vnfm` CLI.
+//! - `conformance` (feature `conformance`): one test suite for every implementation of the
+//!   driver traits.
+//! - `strategy` (feature `proptest`): proptest strategies to property-test placement policies.
+//! - `vectors` (feature `vectors`): the shared reference payloads of the tests, and how tests
+//!   skip without them.
 //!
 //! ## Adapters
-//! - `vnfm-openstack`: Keystone v3, Nova and Heat over HTTP.
+//! - `vnfm-openstack`: Keystone v3, Nova, Placement and Heat over HTTP.
 //! - `vnfm-k8s`: Kubernetes.
 //!
 //! No module here opens a socket, reads a clock or a file, or starts a runtime, with one
