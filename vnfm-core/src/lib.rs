@@ -49,9 +49,9 @@
 //!   `ComputeInventory`, `ClusterDriver`, `GrantDriver`, `Clock`, and `Store`).
 //! - [`store`]: the [`store::Store`] trait and its contract (atomic batches, versions,
 //!   preconditions), and an in-memory implementation (the CLI adds an SQLite one).
-//! - [`sim`]: [`sim::SimCloud`], an in-memory cloud that implements every driver trait the way
-//!   Nova, Heat and Kubernetes behave, including their failure texts: the test double, the
-//!   engine of the examples and the default backend of the `vnfm` CLI.
+//! - [`sim`]: [`sim::SimCloud`], an in-memory cloud that implements the stack, zone, compute and
+//!   cluster traits the way Heat, Nova and Kubernetes behave, including their failure texts:
+//!   the test double, the engine of the examples and the default backend of the `vnfm` CLI.
 //! - `conformance` (feature `conformance`): one test suite for every implementation of the
 //!   driver traits.
 //! - `strategy` (feature `proptest`): proptest strategies to property-test placement policies.
