@@ -45,40 +45,25 @@ struct Source {
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 
 fn read_modules(src: &Path) -> Sources {
-    fn walk(dir: &Path, src: &Path, out: &mut Sources) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for path in entries {
-            if path.is_dir() {
-                walk(&path, src, out);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let rel = path.strip_prefix(src).unwrap();
-            let mut parts: Vec<String> = rel
-                .with_extension("")
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            match parts.last().map(String::as_str) {
-                Some("main") if parts.len() == 1 => continue, // the binary is its own crate
-                Some("lib" | "mod") => {
-                    parts.pop();
-                }
-                _ => {}
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let file = Path::new("src").join(rel).to_string_lossy().into_owned();
-            out.insert(parts.join("::"), Source { file, text });
-        }
-    }
     let mut out = Sources::new();
-    walk(src, src, &mut out);
+    for path in source_text::rust_files(src) {
+        let rel = path.strip_prefix(src).unwrap();
+        let mut parts: Vec<String> = rel
+            .with_extension("")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        match parts.last().map(String::as_str) {
+            Some("main") if parts.len() == 1 => continue, // the binary is its own crate
+            Some("lib" | "mod") => {
+                parts.pop();
+            }
+            _ => {}
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file = Path::new("src").join(rel).to_string_lossy().into_owned();
+        out.insert(parts.join("::"), Source { file, text });
+    }
     out
 }
 

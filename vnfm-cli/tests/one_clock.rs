@@ -209,23 +209,14 @@ fn misplaced(files: &[(String, String)]) -> Vec<String> {
 
 /// Every `.rs` file under `dir`, with its path from `root` (`/`-separated).
 fn rust_files(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            rust_files(root, &path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let rel: Vec<String> = path
-                .strip_prefix(root)
-                .unwrap()
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            out.push((rel.join("/"), std::fs::read_to_string(&path).unwrap()));
-        }
+    for path in source_text::rust_files(dir) {
+        let rel: Vec<String> = path
+            .strip_prefix(root)
+            .unwrap()
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        out.push((rel.join("/"), std::fs::read_to_string(&path).unwrap()));
     }
 }
 

@@ -1,5 +1,25 @@
-//! What the source-reading tests share: the code of a Rust file with its comments and
-//! literals blanked out.
+//! What the source-reading tests share: the `.rs` files of a folder, and the code of a Rust
+//! file with its comments and literals blanked out.
+
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`, recursively, in path order.
+pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    let mut out = Vec::new();
+    for path in entries {
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
 
 /// The code with comments, string and character literals blanked out; every line stays where
 /// it was (the newlines inside a comment or a string are kept), so positions in it are
