@@ -19,19 +19,11 @@ mod source_text;
 use std::path::Path;
 
 /// Where the wall clock may be read (path from the workspace root), and why.
-const WALL_CLOCK: &[(&str, &str)] = &[
-    (
-        "vnfm-cli/src/app.rs",
-        "the clock: `SystemClock`, the CLI's one reading of the wall clock; everything else \
+const WALL_CLOCK: &[(&str, &str)] = &[(
+    "vnfm-cli/src/app.rs",
+    "the clock: `SystemClock`, the CLI's one reading of the wall clock; everything else \
          takes a `Clock` (or the lifecycle's)",
-    ),
-    (
-        "vnfm-openstack/src/session.rs",
-        "the adapter renews its Keystone token a margin before the token's `expires_at`, a time \
-         on Keystone's wall clock, so it reads this host's: IO of the adapter, which is given no \
-         clock (a decision: the alternative is a `Clock` handed to `OpenStack`)",
-    ),
-];
+)];
 
 /// Where a monotonic instant may be read (path from the workspace root), and why: IO
 /// deadlines and pacing, on the timer the code sleeps on.
@@ -47,9 +39,10 @@ const MONOTONIC: &[(&str, &str)] = &[
          and the retry back-off on tokio's timer, which the worker sleeps on (`sleep_until`)",
     ),
     (
-        "vnfm-cli/src/serve/alerts.rs",
-        "the alert dispatcher paces its saves of the state file (`SAVE_EVERY`) on the real \
-         timer it sleeps on (a decision: IO pacing, not a time of the model)",
+        "vnfm-openstack/src/session.rs",
+        "the adapter's connection to Keystone: a token's lifetime (Keystone's `expires_at` - \
+         `issued_at`) counted from its receipt, so that this host's wall clock, right or \
+         wrong, plays no part in when it is renewed",
     ),
 ];
 

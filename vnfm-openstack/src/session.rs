@@ -1,10 +1,17 @@
 //! The authenticated session every service client shares: Keystone v3 tokens (reused until
 //! close to expiry, renewed on 401), endpoint discovery, request sending and error decoding.
+//!
+//! A token's expiry is judged on Keystone's clock, not this host's: its lifetime is
+//! `expires_at - issued_at` (both Keystone's), counted from its receipt on this host's
+//! monotonic clock, so a host clock that is wrong, or moves, neither keeps an expired token
+//! nor renews a fresh one at every request. A token without `issued_at` (not Keystone v3, which
+//! always sends it) is kept until a service answers 401, then renewed once.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -17,8 +24,8 @@ use crate::capacity::{CapacityNote, CapacityReport};
 use crate::config::{CloudConfig, Credentials, DomainRef, EndpointSource, Scope, Secret, UserRef};
 use crate::error::{Error, Result};
 
-/// A token is renewed when it expires within this many seconds.
-const RENEW_MARGIN_SECS: i64 = 120;
+/// A token is renewed when it expires within this long.
+const RENEW_MARGIN: Duration = Duration::from_secs(120);
 
 /// The service type of Keystone itself (requests go to [`CloudConfig::identity_url`]).
 pub(crate) const IDENTITY: &str = "identity";
@@ -147,6 +154,19 @@ pub struct TokenInfo {
 struct Token {
     value: Secret,
     info: TokenInfo,
+    /// When it was received, on this host's monotonic clock.
+    received: Instant,
+    /// `expires_at - issued_at`, on Keystone's clock; `None` without `issued_at`.
+    lifetime: Option<Duration>,
+}
+
+impl Token {
+    /// Still usable for [`RENEW_MARGIN`] more (always, when its lifetime is unknown: a 401
+    /// renews it).
+    fn fresh(&self) -> bool {
+        self.lifetime
+            .is_none_or(|l| self.received.elapsed() + RENEW_MARGIN < l)
+    }
 }
 
 #[derive(Deserialize)]
@@ -157,6 +177,8 @@ struct TokenBody {
 #[derive(Deserialize)]
 struct TokenFields {
     expires_at: String,
+    #[serde(default)]
+    issued_at: Option<String>,
     #[serde(default)]
     project: Option<IdOnly>,
     #[serde(default)]
@@ -461,17 +483,30 @@ impl Session {
             .and_then(|v| v.to_str().ok())
             .ok_or_else(|| reply.unexpected("a token in the X-Subject-Token header, found none"))?
             .to_owned();
+        let received = Instant::now();
         let body: TokenBody = reply.json()?;
-        let expires_at = DateTime::parse_from_rfc3339(&body.token.expires_at)
-            .map_err(|e| {
-                reply.unexpected(format!(
-                    "token.expires_at as an RFC 3339 time, got {:?} ({e})",
-                    body.token.expires_at
-                ))
-            })?
-            .to_utc();
+        let time = |field: &str, v: &str| {
+            DateTime::parse_from_rfc3339(v)
+                .map(|t| t.to_utc())
+                .map_err(|e| {
+                    reply.unexpected(format!(
+                        "token.{field} as an RFC 3339 time, got {v:?} ({e})"
+                    ))
+                })
+        };
+        let expires_at = time("expires_at", &body.token.expires_at)?;
+        let lifetime = match &body.token.issued_at {
+            Some(v) => Some(
+                (expires_at - time("issued_at", v)?)
+                    .to_std()
+                    .unwrap_or(Duration::ZERO),
+            ),
+            None => None,
+        };
         let token = Arc::new(Token {
             value: Secret::new(value),
+            received,
+            lifetime,
             info: TokenInfo {
                 expires_at,
                 project_id: body.token.project.map(|p| p.id),
@@ -488,7 +523,7 @@ impl Session {
     async fn token(&self) -> Result<Arc<Token>> {
         let cached = lock(&self.token).clone();
         if let Some(t) = cached {
-            if t.info.expires_at - Utc::now() > chrono::Duration::seconds(RENEW_MARGIN_SECS) {
+            if t.fresh() {
                 return Ok(t);
             }
         }

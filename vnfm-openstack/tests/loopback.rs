@@ -51,13 +51,23 @@ fn in_one_hour() -> String {
         .to_string()
 }
 
-/// The captured 201 of `POST /v3/auth/tokens`, catalog pointed at the mock.
+/// The captured 201 of `POST /v3/auth/tokens`, catalog pointed at the mock, issued now.
 fn auth_reply(mock: &Mock, token: &str, expires_at: &str) -> Option<Reply> {
+    let now = chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    auth_reply_issued(mock, token, &now, expires_at)
+}
+
+/// The captured 201 of `POST /v3/auth/tokens`, catalog pointed at the mock, with Keystone's
+/// `issued_at` and `expires_at`.
+fn auth_reply_issued(mock: &Mock, token: &str, issued_at: &str, expires_at: &str) -> Option<Reply> {
     let body = rewritten(
         mock,
         "keystone/captured-keystone-30.0.0/auth-token-project-scoped-response.json",
     )?;
     let mut v: Value = serde_json::from_str(&body).unwrap();
+    v["token"]["issued_at"] = Value::from(issued_at);
     v["token"]["expires_at"] = Value::from(expires_at);
     Some(Reply::json(201, v.to_string()).with_header("X-Subject-Token", token))
 }
@@ -348,6 +358,40 @@ async fn token_close_to_expiry_is_renewed_before_use() {
         .collect();
     assert_eq!(used, ["tok-old", "tok-new", "tok-new"]);
     assert_eq!(cloud.auth_count(), 2);
+}
+
+/// Keystone's clock is not this host's: a token issued and expiring on a Keystone clock three
+/// hours behind (so "expired" by this host's clock) is still good for its hour, and used
+/// without authenticating again; a host clock that is wrong does not renew it at every request.
+#[tokio::test]
+async fn token_lifetime_is_keystones_not_this_hosts_clock() {
+    let mock = Mock::start();
+    let at = |h: i64| {
+        (chrono::Utc::now() + chrono::Duration::hours(h))
+            .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+            .to_string()
+    };
+    let Some(first) = auth_reply_issued(&mock, "tok-behind", &at(-3), &at(-2)) else {
+        return;
+    };
+    let detail =
+        vector("nova/captured-nova-34.0.0/availability-zone-detail-resp.v2.1.json").unwrap();
+    mock.push(first);
+    for _ in 0..3 {
+        mock.push(Reply::json(200, detail.clone()));
+    }
+    let cloud = OpenStack::new(config_without_capacity(&mock)).unwrap();
+    let nova = cloud.nova();
+    for _ in 0..3 {
+        nova.list_zones(ListZones::default()).await.unwrap();
+    }
+    let reqs = mock.requests();
+    let used: Vec<&str> = reqs
+        .iter()
+        .filter_map(|r| r.header("x-auth-token"))
+        .collect();
+    assert_eq!(used, ["tok-behind", "tok-behind", "tok-behind"]);
+    assert_eq!(cloud.auth_count(), 1);
 }
 
 #[tokio::test]

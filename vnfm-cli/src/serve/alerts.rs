@@ -3,7 +3,7 @@
 //! [`vnfm_core::alert::AlertHandler`]; this module only feeds it and carries out its jobs.
 
 use std::sync::{Arc, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
@@ -11,6 +11,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 use vnfm_core::alert::judge::Shown;
 use vnfm_core::alert::{bad_request, Action, AlertHandler, Endpoint, HealJob, Webhook};
@@ -411,7 +412,8 @@ const SAVE_EVERY: Duration = Duration::from_secs(1);
 
 /// Runs heal windows as they close, until `stop` turns true.
 pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
-    let mut saved_at: Option<Instant> = None;
+    // On the server's clock, as every time of the alert state (no reading of its own).
+    let mut saved_at: Option<DateTime<Utc>> = None;
     loop {
         if *stop.borrow() {
             return;
@@ -438,10 +440,11 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
         release_ended_holds(&app).await;
         // Changes that did not need saving before their answer (see `receive`), at most
         // every SAVE_EVERY.
-        let since = saved_at.map_or(SAVE_EVERY, |t| t.elapsed());
+        let now = app.clock().now();
+        let since = saved_at.map_or(SAVE_EVERY, |t| (now - t).to_std().unwrap_or(SAVE_EVERY));
         let save_in = if since >= SAVE_EVERY {
             app.persist_now().await;
-            saved_at = Some(Instant::now());
+            saved_at = Some(now);
             SAVE_EVERY
         } else {
             SAVE_EVERY - since

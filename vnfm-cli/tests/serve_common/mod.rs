@@ -374,14 +374,27 @@ pub async fn metrics(addr: SocketAddr) -> String {
 /// gauges are read in one look under the server's lock. A positive signal to wait for before
 /// asserting that nothing else happened; only valid when no operation holds an instance.
 pub async fn settled(addr: SocketAddr) -> String {
-    eventually(30, "no pending window, no busy instance", || async {
+    const GAUGES: [&str; 3] = [
+        "vnfm_heal_windows_pending",
+        "vnfm_instances_busy",
+        "vnfm_lcm_operations_running",
+    ];
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
         let m = metrics(addr).await;
-        (metric(&m, "vnfm_heal_windows_pending") == 0
-            && metric(&m, "vnfm_instances_busy") == 0
-            && metric(&m, "vnfm_lcm_operations_running") == 0)
-            .then_some(m)
-    })
-    .await
+        let values: Vec<u64> = GAUGES.iter().map(|g| metric(&m, g)).collect();
+        if values.iter().all(|v| *v == 0) {
+            return m;
+        }
+        // On failure, the gauges that stayed up, and the metrics as a whole.
+        assert!(
+            Instant::now() < end,
+            "timed out after 30 s waiting for no pending window, no busy instance, no \
+             operation running: {:?}\n{m}",
+            GAUGES.iter().zip(&values).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Waits until the counter `series` reaches `want`, asserts that it did not go past it, and
