@@ -444,6 +444,8 @@ impl Server {
             writes: AtomicUsize::new(0),
             generation: AtomicU64::new(generation),
             persisted: tokio::sync::Mutex::new(generation),
+            sim_changes: AtomicU64::new(0),
+            sim_saved: tokio::sync::Mutex::new(0),
             journal,
             journal_failing: std::sync::atomic::AtomicBool::new(false),
             running: AtomicUsize::new(0),

@@ -254,6 +254,11 @@ pub(crate) struct App {
     pub(super) journal_failing: std::sync::atomic::AtomicBool,
     pub(super) running: AtomicUsize,
     pub(super) idle: Notify,
+    /// Operations ended on the simulated cloud (numbered from 1), whose changes to it must be
+    /// saved ([`App::save_sim`]).
+    pub(super) sim_changes: AtomicU64,
+    /// The number of the last of them that a save of the simulated cloud covers.
+    pub(super) sim_saved: tokio::sync::Mutex<u64>,
     /// The Promise capacity ledger.
     pub(super) promise: ledger::Promise,
     /// The interrupts of the running operations, that `POST .../cancel` triggers.
@@ -297,6 +302,28 @@ impl App {
             busy_instances: b.busy_instances(),
             remembered_alerts: b.remembered(),
             running_operations: self.running.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Saves the simulated cloud after an operation on it ended (nothing for a real cloud).
+    /// Operations that end together share a save: one that begins after an operation's end
+    /// covers it, so a hundred heals ending at once write the cloud a few times, not a hundred
+    /// (each write is the whole cloud). Returns once the cloud as it was at the call is saved,
+    /// or the save failed (logged).
+    pub(super) async fn save_sim(&self) {
+        if self.sim.is_none() {
+            return;
+        }
+        let mine = self.sim_changes.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut saved = self.sim_saved.lock().await;
+        if *saved >= mine {
+            return;
+        }
+        // Every change numbered up to here happened before the snapshot the save takes.
+        let covers = self.sim_changes.load(Ordering::SeqCst);
+        match crate::vim::save_sim(&self.sqlite, &self.sim, &self.config).await {
+            Ok(()) => *saved = covers,
+            Err(e) => crate::display::log_line(&format!("vnfm serve: {e}")),
         }
     }
 
@@ -764,9 +791,7 @@ pub(crate) fn spawn_op(
                         .map(|e| format!(": {}", e.detail))
                         .unwrap_or_default()
                 ));
-                if let Err(e) = crate::vim::save_sim(&app.sqlite, &app.sim, &app.config).await {
-                    crate::display::log_line(&format!("vnfm serve: {e}"));
-                }
+                app.save_sim().await;
             }
         }
         if app.running.fetch_sub(1, Ordering::SeqCst) == 1 {

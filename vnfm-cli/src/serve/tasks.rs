@@ -145,9 +145,7 @@ async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
                         .map(|e| format!(": {}", e.detail))
                         .unwrap_or_default()
                 ));
-                if let Err(e) = crate::vim::save_sim(&app.sqlite, &app.sim, &app.config).await {
-                    crate::display::log_line(&format!("vnfm serve: {e}"));
-                }
+                app.save_sim().await;
             }
         }
         if app.running.fetch_sub(1, Ordering::SeqCst) == 1 {
