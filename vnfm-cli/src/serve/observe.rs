@@ -1,6 +1,8 @@
-//! The state store as the server sees it: every commit also updates the in-memory instance
-//! cache (read by the alert endpoints), the operation metrics, and tells the request that
-//! launched an operation the id of its occurrence as soon as it is stored.
+//! The state store as the server sees it: every commit also writes the outbox entries of the
+//! SOL003 notifications it causes (in the same transaction), updates the in-memory instance
+//! cache (read by the alert endpoints), the operation metrics and the [`Occupancy`] of the
+//! instances (whose events free or hold them for the alert handler), and tells the request
+//! that launched an operation the id of its occurrence as soon as it is stored.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};

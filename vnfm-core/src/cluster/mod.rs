@@ -2,9 +2,10 @@
 //! each node runs on, the node labels that let pod anti-affinity spread over hardware, and
 //! checks that it does.
 //!
-//! Everything here is pure: node, server and pod lists in, label patches, reports and
-//! evictions out. The drivers ([`crate::driver::ClusterDriver`],
-//! [`crate::driver::ComputeInventory`]) read and write; the CLI wires.
+//! The decisions are pure (`hosts`, `labels`, `verify`, `workload`): node, server and pod
+//! lists in, label patches, reports and evictions out. `run` is the async shell around them:
+//! it reads and writes through the drivers ([`crate::driver::ClusterDriver`],
+//! [`crate::driver::ComputeInventory`]) and decides nothing; the CLI wires.
 
 pub mod hosts;
 pub mod labels;
