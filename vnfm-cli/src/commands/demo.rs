@@ -233,11 +233,11 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
 
     // 6. Heal.
     out.progress("healing VDU1-0");
-    let heal: HealVnfRequest = serde_json::from_value(serde_json::json!({
-        "vnfcInstanceId": ["VDU1-0"],
-        "cause": "demo: VDU1-0 stopped answering"
-    }))
-    .map_err(|e| CliError::Usage(format!("demo heal request: {e}")))?;
+    let heal = HealVnfRequest {
+        vnfc_instance_id: vec!["VDU1-0".into()],
+        cause: Some("demo: VDU1-0 stopped answering".into()),
+        ..HealVnfRequest::default()
+    };
     let r = lcm
         .heal(&inst.id, &pkg, &heal, &OperationOptions::default())
         .await?;
