@@ -19,8 +19,9 @@
 //! - `inputs`: cloud files and VNF packages, read from disk or built in; `package_dir`: the
 //!   folder of packages (which entries are packages, what is refused, change stamps).
 //! - `intent`: intent-based cloud selection as the CLI wires it (`select`, `--intent`).
-//! - `output`: data on stdout (human or JSON), diagnostics and progress on stderr; `render`:
-//!   what the core returns, written for people; `display`: the control characters of what is
+//! - `output`: data on stdout (human or JSON), diagnostics and progress on stderr; `report`:
+//!   the named, versioned types every `--json` document is the serde form of; `render`: what
+//!   the core returns, written for people; `display`: the control characters of what is
 //!   printed for people or logged, escaped.
 //! - [`exit`]: the exit codes.
 //! - [`serve`]: `vnfm serve`, the HTTP server (SOL003 VNF LCM API, Prometheus alert endpoints,
@@ -55,6 +56,7 @@ pub(crate) mod output;
 pub(crate) mod package_dir;
 pub mod promise;
 pub(crate) mod render;
+pub(crate) mod report;
 pub mod serve;
 pub mod store;
 pub(crate) mod vim;
@@ -68,7 +70,7 @@ pub fn run() -> std::process::ExitCode {
     let args = cli::Cli::parse();
     let out = output::Output::new(args.global.format(), args.global.quiet);
     let code = match commands::run(args, out) {
-        Ok(()) => exit::OK,
+        Ok(code) => code,
         Err(e) if output::is_broken_pipe(&e) => exit::OK,
         Err(e) => {
             // Errors name what was wrong, and that may hold any character.

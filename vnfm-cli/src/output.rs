@@ -1,19 +1,16 @@
 //! Where output goes: data to stdout (human text or JSON), diagnostics and progress to stderr.
 //!
 //! Progress lines are shown only when stderr is a terminal and neither `--json` nor `--quiet`
-//! is given. Every JSON document printed carries `"version": 1` (the report format version).
+//! is given. Every JSON document printed is a [`Report`] of `crate::report`, with its
+//! `version` field.
 //! Human text and diagnostics have their control characters escaped (`crate::display`); JSON
 //! is printed exact.
 
 use std::io::{IsTerminal, Write};
 
-use serde::Serialize;
-
 use crate::display::escape_text;
 use crate::error::CliError;
-
-/// The report format version carried by every JSON document.
-pub const REPORT_VERSION: u32 = 1;
+use crate::report::Report;
 
 /// How data is printed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -61,22 +58,16 @@ impl Output {
     }
 
     /// Prints `human` in human mode (its control characters but line feeds and tabs escaped),
-    /// or `json` with `"version"` added in JSON mode, on stdout.
+    /// or the serde form of `report` (pretty JSON, with its `version`) in JSON mode, on stdout.
     ///
     /// # Errors
     /// [`CliError::Output`] when stdout cannot be written (a closed pipe is not an error: the
     /// caller exits 0, see [`is_broken_pipe`]).
-    pub fn data<T: Serialize>(&self, human: &str, json: &T) -> Result<(), CliError> {
+    pub fn data<R: Report>(&self, human: &str, report: &R) -> Result<(), CliError> {
         match self.format {
             Format::Human => write_stdout(&escape_text(human)),
             Format::Json => {
-                let mut v = serde_json::to_value(json).map_err(|e| {
-                    CliError::Output(std::io::Error::other(format!("cannot encode JSON: {e}")))
-                })?;
-                if let serde_json::Value::Object(m) = &mut v {
-                    m.insert("version".into(), REPORT_VERSION.into());
-                }
-                let mut s = serde_json::to_string_pretty(&v).map_err(|e| {
+                let mut s = serde_json::to_string_pretty(report).map_err(|e| {
                     CliError::Output(std::io::Error::other(format!("cannot encode JSON: {e}")))
                 })?;
                 s.push('\n');

@@ -54,6 +54,8 @@ fn run(dir: &Path, args: &[&str]) -> Output {
     cmd.output().expect("vnfm runs")
 }
 
+/// The `--json` report of a run that exited `code`; every report (instantiate, instance show,
+/// cluster verify even when it exits 6, cluster reconcile, cloud migrate) has `version` 1.
 fn json(out: &Output, code: i32) -> Value {
     assert_eq!(
         out.status.code(),
@@ -62,7 +64,9 @@ fn json(out: &Output, code: i32) -> Value {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], 1, "{v}");
+    v
 }
 
 /// (server id, host) of every worker VNFC of the cluster VNF, by VNFC order.
@@ -138,6 +142,13 @@ fn label_verify_drift_and_reconcile_through_the_binary() {
         3,
         "server group: 3 hosts"
     );
+    // labelling again changes nothing: the hook labelled every worker
+    let l = json(
+        &run(dir.path(), &["cluster", "label", "--instance", &a_id]),
+        0,
+    );
+    assert_eq!(l["patched"], 0, "{l}");
+    assert_eq!(l["plan"]["nodes"].as_array().map(Vec::len), Some(3), "{l}");
 
     // the CNF spreads over the three hosts
     json(

@@ -96,6 +96,7 @@ fn select_ranks_explains_and_chooses_one_region_for_the_vnf() {
     with_json.extend_from_slice(&args);
     with_json.push("--pareto");
     let v = json(&run(&state, &with_json));
+    assert_eq!(v["version"], 1, "{v}");
     assert_eq!(v["chosen"]["region"], "sim-east", "{v}");
     let ranking: Vec<&str> = v["ranking"]
         .as_array()
@@ -199,6 +200,30 @@ fn select_with_no_region_left_exits_3_and_bad_input_exits_2() {
     assert_eq!(out.status.code(), Some(3), "{t}");
     assert!(t.contains("no candidate region serves every VDU"), "{t}");
     assert!(t.contains("km > 1 km"), "{t}");
+    // a valid "no" is a result: the versioned report on stdout (`chosen: null`), the reason
+    // on stderr, exit 3
+    let out = run(
+        &state,
+        &[
+            "--json",
+            "select",
+            "--policy",
+            &p,
+            "--candidates",
+            &cands,
+            "--customer",
+            CUSTOMER,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let v = json(&out);
+    assert_eq!(v["version"], 1, "{v}");
+    assert!(v["chosen"].is_null(), "{v}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: no candidate region serves every VDU"),
+        "{err}"
+    );
 
     let out = run(
         &state,

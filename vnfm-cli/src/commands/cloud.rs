@@ -10,6 +10,7 @@ use vnfm_core::cloud::CloudFile;
 use crate::error::CliError;
 use crate::inputs::load_cloud;
 use crate::output::Output;
+use crate::report::{reports, Report, Version};
 
 /// What `vnfm cloud show --json` prints.
 #[derive(Debug, Serialize)]
@@ -23,7 +24,11 @@ pub struct CloudReport {
     pub flavors: BTreeMap<String, vnfm_core::zone::Resources>,
     /// Known images, when the cloud restricts them.
     pub images: Option<Vec<String>>,
+    /// The format version.
+    pub version: Version,
 }
+
+reports!(CloudReport);
 
 /// One zone of [`CloudReport`].
 #[derive(Debug, Serialize)]
@@ -108,6 +113,7 @@ pub fn report(cloud: &CloudFile, source: &str) -> CloudReport {
         zones,
         flavors,
         images: cloud.images.clone(),
+        version: Version,
     }
 }
 

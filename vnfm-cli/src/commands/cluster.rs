@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::display::escape;
 use crate::error::CliError;
 use crate::output::Output;
+use crate::report::{ClusterVerifyReport, LabelReport, MigrateReport, ReconcileReport, Version};
 use crate::vim::{save_sim, Vim};
 
 /// `vnfm cluster ...`.
@@ -49,7 +50,11 @@ pub fn run(config: &Config, cmd: &ClusterCommand, out: Output) -> Result<(), Cli
             ClusterCommand::Label(_) => {
                 let l = cluster::label_workers(cluster.as_ref(), compute.as_ref(), &instance, &cfg)
                     .await?;
-                out.data(&labelled_human(&l), &l)
+                let report = LabelReport {
+                    labelled: &l,
+                    version: Version,
+                };
+                out.data(&labelled_human(&l), &report)
             }
             ClusterCommand::Verify(_) => {
                 let (_, report) = cluster::verify_cluster(
@@ -60,7 +65,11 @@ pub fn run(config: &Config, cmd: &ClusterCommand, out: Output) -> Result<(), Cli
                     &cfg,
                 )
                 .await?;
-                out.data(&report_human(&report), &report)?;
+                let json = ClusterVerifyReport {
+                    report: &report,
+                    version: Version,
+                };
+                out.data(&report_human(&report), &json)?;
                 if report.violated() {
                     return Err(CliError::Violation(violation_summary(&report)));
                 }
@@ -76,7 +85,11 @@ pub fn run(config: &Config, cmd: &ClusterCommand, out: Output) -> Result<(), Cli
                     *evict,
                 )
                 .await?;
-                out.data(&reconciled_human(&r), &r)
+                let report = ReconcileReport {
+                    reconciled: &r,
+                    version: Version,
+                };
+                out.data(&reconciled_human(&r), &report)
             }
         };
         // the simulated cluster keeps its labels and pods in the state file
@@ -316,12 +329,17 @@ pub fn migrate(config: &Config, server: &str, to: &str, out: Output) -> Result<(
             e => CliError::Driver(e),
         })?;
         save_sim(&store, &vim.sim, config).await?;
-        let data = serde_json::json!({"server": server, "from": from, "to": to});
+        let data = MigrateReport {
+            server,
+            from,
+            to,
+            version: Version,
+        };
         out.data(
             &format!(
                 "server {} moved from {} to {}\n",
                 escape(server),
-                from,
+                data.from,
                 escape(to)
             ),
             &data,

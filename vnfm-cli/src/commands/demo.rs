@@ -54,6 +54,7 @@ use crate::output::Output;
 use crate::render::lcm::{human_operation, vnfc_lines, VnfcLine};
 use crate::render::package;
 use crate::render::promise::amounts;
+use crate::report::{reports, Report, Version};
 
 /// One step of the demo in `--json`.
 #[derive(Debug, Serialize)]
@@ -81,7 +82,11 @@ pub struct DemoReport {
     pub steps: Vec<DemoStep>,
     /// True when every step went as the story says.
     pub ok: bool,
+    /// The format version.
+    pub version: Version,
 }
+
+reports!(DemoReport);
 
 fn op_step(title: &str, r: &OperationReport) -> DemoStep {
     DemoStep {
@@ -228,11 +233,11 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
 
     // 6. Heal.
     out.progress("healing VDU1-0");
-    let heal: HealVnfRequest = serde_json::from_value(serde_json::json!({
-        "vnfcInstanceId": ["VDU1-0"],
-        "cause": "demo: VDU1-0 stopped answering"
-    }))
-    .map_err(|e| CliError::Usage(format!("demo heal request: {e}")))?;
+    let heal = HealVnfRequest {
+        vnfc_instance_id: vec!["VDU1-0".into()],
+        cause: Some("demo: VDU1-0 stopped answering".into()),
+        ..HealVnfRequest::default()
+    };
     let r = lcm
         .heal(&inst.id, &pkg, &heal, &OperationOptions::default())
         .await?;
@@ -288,7 +293,12 @@ async fn story(seed: u64, out: Output) -> Result<DemoReport, CliError> {
         }
     }));
 
-    Ok(DemoReport { seed, steps, ok })
+    Ok(DemoReport {
+        seed,
+        steps,
+        ok,
+        version: Version,
+    })
 }
 
 /// The demo's clock for the ledger: a fixed instant, so the narrative is the same every run.

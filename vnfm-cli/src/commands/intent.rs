@@ -11,6 +11,7 @@ use vnfm_core::intent::candidates::CandidateFile;
 use vnfm_core::intent::deploy::{self, RegionChoice};
 use vnfm_core::intent::policy::Policy;
 use vnfm_core::intent::select::{pareto, Head, Ranked};
+use vnfm_core::lifecycle::FailureKind;
 
 use crate::app::{open_state, runtime};
 use crate::cli::SelectArgs;
@@ -19,21 +20,33 @@ use crate::error::CliError;
 use crate::inputs::{default_flavour, load_package};
 use crate::intent::{capacities, no_region, parse_customer, top_limit};
 use crate::output::Output;
+use crate::report::{reports, PlacementOutcome, Report, Version};
 
+/// What `vnfm select --policy --candidates --json` prints: the core's choice (`selections`,
+/// `ranking`, `dropped`, `chosen`), and the fronts with `--pareto`.
 #[derive(Serialize)]
-struct SelectReport<'a> {
+pub struct SelectReport<'a> {
+    /// The core's choice.
     #[serde(flatten)]
-    choice: &'a RegionChoice,
+    pub choice: &'a RegionChoice,
+    /// With `--pareto`: per VNFC, the candidates no other beats on both cost and distance.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pareto: Option<BTreeMap<String, Vec<Ranked>>>,
+    pub pareto: Option<BTreeMap<String, Vec<Ranked>>>,
+    /// The format version.
+    pub version: Version,
 }
 
-/// `vnfm select`.
+/// `vnfm select`: the region chosen, or a valid "no" ([`PlacementOutcome::Infeasible`], exit
+/// 3) when no candidate serves every VDU or linked VNFs cannot meet their bounds, after the
+/// ranking and the reasons are printed.
 ///
 /// # Errors
-/// A bad policy, candidate file, package or flag (exit 2); no candidate serves every VDU
-/// (exit 3, after the ranking and the reasons are printed).
-pub fn select(config: &Config, args: &SelectArgs, out: Output) -> Result<(), CliError> {
+/// A bad policy, candidate file, package or flag (exit 2).
+pub fn select(
+    config: &Config,
+    args: &SelectArgs,
+    out: Output,
+) -> Result<PlacementOutcome, CliError> {
     let (Some(policy), Some(candidates)) = (&args.policy, &args.candidates) else {
         return match &args.links {
             Some(links) => select_links(config, args, links, out, crate::app::clock().as_ref()),
@@ -90,33 +103,42 @@ pub fn select(config: &Config, args: &SelectArgs, out: Output) -> Result<(), Cli
         &SelectReport {
             choice: &choice,
             pareto: fronts,
+            version: Version,
         },
     )?;
-    match &choice.chosen {
-        Some(_) => Ok(()),
-        None => Err(no_region(&choice)),
-    }
+    Ok(match &choice.chosen {
+        Some(_) => PlacementOutcome::Placed,
+        None => PlacementOutcome::Infeasible {
+            kind: FailureKind::Infeasible,
+            message: no_region(&choice).to_string(),
+        },
+    })
 }
 
+/// What `vnfm select --links --json` prints.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct LinksReport {
+pub struct LinksReport {
     /// PLA's answer: `[{vimAccountId, member-vnf-index}]`, or `null` when unsatisfiable (or
     /// nothing was found within the limits).
-    placement: Option<serde_json::Value>,
+    pub placement: Option<serde_json::Value>,
     /// The total price of the placement: the minimum when `optimal`.
-    cost: Option<String>,
+    pub cost: Option<String>,
     /// Whether the answer is proven (optimal placement, or no placement exists).
-    optimal: bool,
+    pub optimal: bool,
     /// A proven lower bound on every placement's cost.
-    lower_bound: Option<String>,
+    pub lower_bound: Option<String>,
     /// `100 * (cost - lowerBound) / cost`, in percent (0 when optimal).
-    gap: Option<f64>,
+    pub gap: Option<f64>,
     /// Why no placement exists (or was found within the limits).
-    unsatisfiable: Option<String>,
+    pub unsatisfiable: Option<String>,
     /// Search nodes explored.
-    nodes: u64,
+    pub nodes: u64,
+    /// The format version.
+    pub version: Version,
 }
+
+reports!(SelectReport<'_>, LinksReport);
 
 /// The default of `--time-limit` and `[placement] links_time_limit`, in seconds.
 const DEFAULT_LINKS_TIME_LIMIT: f64 = 10.0;
@@ -144,7 +166,7 @@ fn select_links(
     path: &Path,
     out: Output,
     clock: &dyn Clock,
-) -> Result<(), CliError> {
+) -> Result<PlacementOutcome, CliError> {
     use std::cell::Cell;
 
     use chrono::{DateTime, Utc};
@@ -234,6 +256,7 @@ fn select_links(
                     gap,
                     unsatisfiable: None,
                     nodes: sol.stats.nodes,
+                    version: Version,
                 },
                 h,
             )
@@ -247,6 +270,7 @@ fn select_links(
                 gap: None,
                 unsatisfiable: Some(why.to_string()),
                 nodes: sol.stats.nodes,
+                version: Version,
             },
             if sol.optimal {
                 format!("unsatisfiable: {why}\n")
@@ -256,21 +280,19 @@ fn select_links(
         ),
     };
     out.data(&human, &report)?;
-    match &sol.outcome {
-        Ok(_) => Ok(()),
-        Err(why) if sol.optimal => Err(CliError::Intent {
-            detail: format!(
-                "{}: no placement meets the links' bounds: {why}",
-                path.display()
-            ),
-            infeasible: true,
-        }),
-        Err(why) => Err(CliError::Intent {
-            detail: format!(
-                "{}: {why} (raise --time-limit or --node-limit)",
-                path.display()
-            ),
-            infeasible: true,
-        }),
-    }
+    let infeasible = |message: String| PlacementOutcome::Infeasible {
+        kind: FailureKind::Infeasible,
+        message,
+    };
+    Ok(match &sol.outcome {
+        Ok(_) => PlacementOutcome::Placed,
+        Err(why) if sol.optimal => infeasible(format!(
+            "{}: no placement meets the links' bounds: {why}",
+            path.display()
+        )),
+        Err(why) => infeasible(format!(
+            "{}: {why} (raise --time-limit or --node-limit)",
+            path.display()
+        )),
+    })
 }

@@ -11,13 +11,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::Serialize;
-use serde_json::json;
 use vnfm_core::driver::{OpOccFilter, Store};
 use vnfm_core::id::{OpOccId, VnfInstanceId, ZoneId};
 use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, ScaleType, ScaleVnfRequest,
-    TerminateVnfRequest, TerminationType, VnfInstance, VnfLcmOpOcc,
+    TerminateVnfRequest, TerminationType, VnfInstance,
 };
 use vnfm_core::lifecycle::{GrantOnly, Interrupt, Lifecycle, OperationOptions, OperationReport};
 use vnfm_core::package::VnfPackage;
@@ -34,8 +32,12 @@ use crate::error::CliError;
 use crate::inputs::{default_flavour, load_cloud, load_package};
 use crate::output::Output;
 use crate::promise::{draw_grant, draw_operation, release_after, settle, DrawFrom};
-use crate::render::lcm::{human_operation, sol, vnfc_lines, VnfcLine};
+use crate::render::lcm::{human_operation, sol, vnfc_lines};
 use crate::render::promise::{amounts, human_drawn};
+use crate::report::{
+    GrantFailure, GrantReport, InstanceReport, InstancesReport, OpOccReport, OpOccsReport,
+    OperationResultReport, PlacementOutcome, Version,
+};
 use crate::vim::{save_sim, Vim};
 
 /// A store error, with "not found" turned into a usage error naming what and the state file.
@@ -71,27 +73,6 @@ fn parse_zones(specs: &[String]) -> Result<BTreeMap<String, ZoneId>, CliError> {
     Ok(out)
 }
 
-/// What an operation prints with `--json`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OperationOutput<'a> {
-    /// The occurrence, with `attempts`.
-    pub vnf_lcm_op_occ: &'a VnfLcmOpOcc,
-    /// The instance after the operation.
-    pub vnf_instance: &'a VnfInstance,
-    /// Its VNFCs: id, VDU, zone, host.
-    pub vnfcs: Vec<VnfcLine>,
-    /// The grant, when one was given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub grant: Option<&'a vnfm_core::grant::Grant>,
-    /// What `--reservation` drew for the new VNFCs (one allocation each).
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    pub allocations: &'a [vnfm_core::reservation::Allocation],
-    /// The allocations given back (the VNFCs a scale-in removed, or a terminated instance's).
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    pub released: &'a [vnfm_core::reservation::Allocation],
-}
-
 fn print_report(out: Output, r: &OperationReport) -> Result<(), CliError> {
     print_report_drawn(out, r, &[], &[])
 }
@@ -103,13 +84,14 @@ fn print_report_drawn(
     allocations: &[vnfm_core::reservation::Allocation],
     released: &[vnfm_core::reservation::Allocation],
 ) -> Result<(), CliError> {
-    let data = OperationOutput {
+    let data = OperationResultReport {
         vnf_lcm_op_occ: &r.op_occ,
         vnf_instance: &r.instance,
         vnfcs: vnfc_lines(&r.instance),
         grant: r.grant.as_ref(),
         allocations,
         released,
+        version: Version,
     };
     let mut human = human_operation(&r.op_occ, &r.instance);
     human.push_str(&human_drawn(allocations, released));
@@ -326,11 +308,11 @@ pub fn heal(config: &Config, args: &HealArgs, out: Output) -> Result<(), CliErro
         let env = env(config, None, &args.placement).await?;
         let (id, pkg) =
             instance_and_package(&env, config, &args.instance, args.package.as_deref()).await?;
-        let req: HealVnfRequest = serde_json::from_value(json!({
-            "vnfcInstanceId": args.vnfcs,
-            "cause": args.cause,
-        }))
-        .map_err(|e| CliError::Usage(format!("bad heal request: {e}")))?;
+        let req = HealVnfRequest {
+            vnfc_instance_id: args.vnfcs.clone(),
+            cause: args.cause.clone(),
+            ..HealVnfRequest::default()
+        };
         let r = env.lcm.heal(&id, &pkg, &req, &interruptible()).await;
         // Saved with every commit; a command that lost the race saves nothing.
         if r.is_ok() {
@@ -368,24 +350,13 @@ pub fn terminate(config: &Config, args: &TerminateArgs, out: Output) -> Result<(
     })
 }
 
-/// What `vnfm grant --json` prints.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GrantOutput<'a> {
-    /// The request.
-    pub grant_request: &'a vnfm_core::grant::GrantRequest,
-    /// The grant.
-    pub grant: &'a vnfm_core::grant::Grant,
-    /// What the grant drew from `--reservation` (one allocation per VNFC).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub allocations: Vec<vnfm_core::reservation::Allocation>,
-}
-
-/// `vnfm grant`.
+/// `vnfm grant`: the grant, or a valid "no" ([`PlacementOutcome::Infeasible`], exit 3 when
+/// the constraints cannot be met, 4 when capacity is exhausted) with the request and why on
+/// stdout.
 ///
 /// # Errors
-/// 3 when the constraints cannot be met, 4 when capacity is exhausted, 2 for bad input.
-pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliError> {
+/// 2 for bad input; the errors of the VIM, the state file and `--reservation`.
+pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<PlacementOutcome, CliError> {
     check_vim(config)?;
     let lcm_cfg = lcm_config(config, &args.placement)?;
     runtime()?.block_on(async {
@@ -481,7 +452,15 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
                         a.id
                     );
                 }
-                out.data(&human, &GrantOutput { grant_request: &request, grant: &grant, allocations })
+                let report = GrantReport {
+                    grant_request: &request,
+                    grant: Some(&grant),
+                    allocations: &allocations,
+                    failure: None,
+                    version: Version,
+                };
+                out.data(&human, &report)?;
+                Ok(PlacementOutcome::Placed)
             }
             Err((request, kind, detail)) => {
                 // A valid "no" is a result: the request and why, on stdout; the exit code says
@@ -493,15 +472,22 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<(), CliEr
                     request.add_resources.len(),
                     request.placement_constraints.len()
                 );
-                out.data(
-                    &human,
-                    &serde_json::json!({
-                        "grantRequest": request,
-                        "grant": null,
-                        "failure": {"failureKind": kind, "detail": detail},
-                    }),
-                )?;
-                Err(CliError::Grant { kind, detail })
+                let failure = GrantFailure {
+                    failure_kind: kind,
+                    detail,
+                };
+                let report = GrantReport {
+                    grant_request: &request,
+                    grant: None,
+                    allocations: &[],
+                    failure: Some(&failure),
+                    version: Version,
+                };
+                out.data(&human, &report)?;
+                Ok(PlacementOutcome::Infeasible {
+                    kind,
+                    message: format!("no grant: {}", failure.detail),
+                })
             }
         }
     })
@@ -559,8 +545,12 @@ pub fn instance(config: &Config, cmd: &InstanceCommand, out: Output) -> Result<(
                         v.server_id
                     );
                 }
-                let data = json!({"vnfInstance": inst, "vnfcs": vnfc_lines(&inst)});
-                out.data(&human, &data)
+                let report = InstanceReport {
+                    vnf_instance: &inst,
+                    vnfcs: vnfc_lines(&inst),
+                    version: Version,
+                };
+                out.data(&human, &report)
             }
             InstanceCommand::List => {
                 let all = store.instances().await?;
@@ -581,7 +571,13 @@ pub fn instance(config: &Config, cmd: &InstanceCommand, out: Output) -> Result<(
                 if all.is_empty() {
                     human.push_str("no VNF instance\n");
                 }
-                out.data(&human, &json!({"vnfInstances": all}))
+                out.data(
+                    &human,
+                    &InstancesReport {
+                        vnf_instances: &all,
+                        version: Version,
+                    },
+                )
             }
         }
     })
@@ -655,7 +651,11 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
             }
             let op = env.lcm.fail(&op_id).await?;
             let inst = env.store.instance(&op.vnf_instance_id).await?;
-            return out.data(&human_operation(&op, &inst), &json!({"vnfLcmOpOcc": op}));
+            let report = OpOccReport {
+                vnf_lcm_op_occ: &op,
+                version: Version,
+            };
+            return out.data(&human_operation(&op, &inst), &report);
         }
         let store = open_state(config)?;
         match cmd {
@@ -674,7 +674,11 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
                         op.id
                     ),
                 };
-                out.data(&human, &json!({"vnfLcmOpOcc": op}))
+                let report = OpOccReport {
+                    vnf_lcm_op_occ: &op,
+                    version: Version,
+                };
+                out.data(&human, &report)
             }
             OpCommand::List { instance } => {
                 let filter = match instance {
@@ -699,7 +703,13 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
                 if all.is_empty() {
                     human.push_str("no operation occurrence\n");
                 }
-                out.data(&human, &json!({"vnfLcmOpOccs": all}))
+                out.data(
+                    &human,
+                    &OpOccsReport {
+                        vnf_lcm_op_occs: &all,
+                        version: Version,
+                    },
+                )
             }
             OpCommand::Fail { .. } | OpCommand::Rollback { .. } | OpCommand::Retry { .. } => Ok(()),
         }

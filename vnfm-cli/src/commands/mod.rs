@@ -1,12 +1,14 @@
 //! The commands. [`run`] loads the configuration and dispatches; each command builds the
-//! drivers it needs and calls the core.
-
-use serde::Serialize;
+//! drivers it needs and calls the core, and prints its result through a report type
+//! (`crate::report`).
 
 use crate::cli::{Cli, CloudCommand, Command, ConfigCommand, PackageCommand};
 use crate::config::Config;
+use crate::display::escape_text;
 use crate::error::CliError;
+use crate::exit;
 use crate::output::Output;
+use crate::report::{ConfigReport, PlacementOutcome, Version};
 
 pub mod cloud;
 pub mod cluster;
@@ -17,11 +19,12 @@ pub mod lcm;
 pub mod package;
 pub mod promise;
 
-/// Runs the parsed command line.
+/// Runs the parsed command line and returns its exit code: 0, or the code of a valid "no"
+/// (an infeasible placement: [`PlacementOutcome`]) whose result was printed.
 ///
 /// # Errors
 /// Any [`CliError`]; the caller prints it and exits with its code.
-pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
+pub fn run(cli: Cli, out: Output) -> Result<i32, CliError> {
     let (config, config_file) = Config::load(cli.global.config.as_deref())?;
     let overrides = cli.global.overrides();
     if let Some(dir) = &overrides.packages_dir {
@@ -33,38 +36,42 @@ pub fn run(cli: Cli, out: Output) -> Result<(), CliError> {
         })?;
     }
     let config = config.with_overrides(&overrides);
+    let ok = |r: Result<(), CliError>| r.map(|()| exit::OK);
     match cli.command {
-        Command::Config(ConfigCommand::Show) => config_show(&config, config_file, out),
-        Command::Package(PackageCommand::Show { path }) => package::show(&path, out),
-        Command::Cloud(CloudCommand::Show { cloud: path }) => {
-            cloud::show(path.as_deref().or(config.vim.cloud.as_deref()), out)
-        }
+        Command::Config(ConfigCommand::Show) => ok(config_show(&config, config_file, out)),
+        Command::Package(PackageCommand::Show { path }) => ok(package::show(&path, out)),
+        Command::Cloud(CloudCommand::Show { cloud: path }) => ok(cloud::show(
+            path.as_deref().or(config.vim.cloud.as_deref()),
+            out,
+        )),
         Command::Cloud(CloudCommand::Migrate { server, to }) => {
-            cluster::migrate(&config, &server, &to, out)
+            ok(cluster::migrate(&config, &server, &to, out))
         }
-        Command::Cluster(cmd) => cluster::run(&config, &cmd, out),
-        Command::Demo(args) => demo::run(&args, out),
-        Command::Grant(args) => lcm::grant(&config, &args, out),
-        Command::Select(args) => intent::select(&config, &args, out),
-        Command::Instantiate(args) => lcm::instantiate(&config, &args, out),
-        Command::Scale(args) => lcm::scale(&config, &args, out),
-        Command::Heal(args) => lcm::heal(&config, &args, out),
-        Command::Terminate(args) => lcm::terminate(&config, &args, out),
-        Command::Instance(cmd) => lcm::instance(&config, &cmd, out),
-        Command::Op(cmd) => lcm::op(&config, &cmd, out),
-        Command::Reservation(args) => promise::reservation(&config, &args, out),
-        Command::Allocation(args) => promise::allocation(&config, &args, out),
-        Command::Capacity(args) => promise::capacity(&config, &args, out),
-        Command::Provider(args) => promise::provider(&config, &args, out),
-        Command::Serve(args) => crate::serve::run(args.apply_to(config), out.quiet),
+        Command::Cluster(cmd) => ok(cluster::run(&config, &cmd, out)),
+        Command::Demo(args) => ok(demo::run(&args, out)),
+        Command::Grant(args) => Ok(finish(&lcm::grant(&config, &args, out)?)),
+        Command::Select(args) => Ok(finish(&intent::select(&config, &args, out)?)),
+        Command::Instantiate(args) => ok(lcm::instantiate(&config, &args, out)),
+        Command::Scale(args) => ok(lcm::scale(&config, &args, out)),
+        Command::Heal(args) => ok(lcm::heal(&config, &args, out)),
+        Command::Terminate(args) => ok(lcm::terminate(&config, &args, out)),
+        Command::Instance(cmd) => ok(lcm::instance(&config, &cmd, out)),
+        Command::Op(cmd) => ok(lcm::op(&config, &cmd, out)),
+        Command::Reservation(args) => ok(promise::reservation(&config, &args, out)),
+        Command::Allocation(args) => ok(promise::allocation(&config, &args, out)),
+        Command::Capacity(args) => ok(promise::capacity(&config, &args, out)),
+        Command::Provider(args) => ok(promise::provider(&config, &args, out)),
+        Command::Serve(args) => ok(crate::serve::run(args.apply_to(config), out.quiet)),
     }
 }
 
-#[derive(Serialize)]
-struct ConfigReport<'a> {
-    file: Option<String>,
-    state_path: String,
-    config: &'a Config,
+/// The exit code of a placement whose result was printed; a "no" also says why on stderr (as
+/// `error: ...`, printed even with `--quiet`, as errors are).
+fn finish(outcome: &PlacementOutcome) -> i32 {
+    if let Some(message) = outcome.message() {
+        eprintln!("error: {}", escape_text(message));
+    }
+    outcome.exit_code()
 }
 
 fn config_show(
@@ -76,6 +83,7 @@ fn config_show(
         file: file.as_ref().map(|f| f.display().to_string()),
         state_path: config.state_path().display().to_string(),
         config,
+        version: Version,
     };
     let toml = toml::to_string_pretty(config)
         .map_err(|e| CliError::Output(std::io::Error::other(format!("cannot encode TOML: {e}"))))?;

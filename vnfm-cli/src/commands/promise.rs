@@ -8,7 +8,8 @@
 //! by `--now` happened) and prints the result with the events it caused (reservations that
 //! started, expired, were preempted, ...).
 //!
-//! # JSON (`--json`; every document also carries `"version": 1`)
+//! # JSON (`--json`: a `crate::report::LedgerReport`, or a `crate::report::ConflictReport`
+//! for a request that does not fit; every document also carries `"version": 1`)
 //! - `reservation create`: `{"result": "ok", "reservationId", "reservation"}`; when it does not
 //!   fit, exit 4 with `{"result": "conflict", "message", "offer": {"max": {<amounts>},
 //!   "earliestStart", "earliestEnd"}}` on stdout (`earliestStart` / `earliestEnd` null when
@@ -46,7 +47,6 @@
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Duration, Utc};
-use serde_json::{json, Map, Value};
 use vnfm_core::id::ZoneId;
 use vnfm_core::reservation::{
     Allocation, AllocationId, AllocationRequest, Capacity, CapacityReport, CounterOffer,
@@ -65,6 +65,9 @@ use crate::error::CliError;
 use crate::output::Output;
 use crate::promise::{self, effective_now, unknown_reservation, PromiseBook, DECLARED_PROVIDER};
 use crate::render::promise::amounts;
+use crate::report::{
+    ConflictReport, LedgerBody, LedgerReport, LedgerResult, UtilizationLine, Version, ZoneCapacity,
+};
 
 impl AmountArgs {
     /// The amounts as a ledger [`Capacity`] (unset lines zero).
@@ -117,67 +120,53 @@ impl From<ScopeArg> for Scope {
     }
 }
 
-/// What a ledger command prints: the human text and the JSON object.
-#[derive(Debug, Default)]
-pub struct Report {
-    /// Human-readable text.
+/// What a ledger command answers: the human text and the report (`--json`).
+#[derive(Debug)]
+pub struct LedgerAnswer {
+    /// Human-readable text (without the events).
     pub human: String,
-    /// The JSON document (an object).
-    pub json: Map<String, Value>,
-    /// The events the command caused, in time order.
-    pub events: Vec<Event>,
+    /// The report, with the events the command caused (in time order).
+    pub report: LedgerReport,
 }
 
-impl Report {
-    fn ok(human: String, members: Value) -> Self {
-        let mut json = Map::new();
-        json.insert("result".into(), "ok".into());
-        if let Value::Object(m) = members {
-            json.extend(m);
-        }
-        Report {
+impl LedgerAnswer {
+    /// The answer of a command that changed the ledger (`"result": "ok"`).
+    fn ok(human: String, body: LedgerBody, events: Vec<Event>) -> Self {
+        LedgerAnswer {
             human,
-            json,
-            events: Vec::new(),
+            report: LedgerReport {
+                result: Some(LedgerResult::Ok),
+                body,
+                events,
+                version: Version,
+            },
         }
     }
 
-    fn data(human: String, members: Value) -> Self {
-        let json = match members {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        Report {
+    /// The answer of a read (no `result`, no events of its own).
+    fn data(human: String, body: LedgerBody) -> Self {
+        LedgerAnswer {
             human,
-            json,
-            events: Vec::new(),
+            report: LedgerReport {
+                result: None,
+                body,
+                events: Vec::new(),
+                version: Version,
+            },
         }
-    }
-
-    /// The JSON document with `events` (when there are some).
-    pub fn document(&self) -> Value {
-        let mut m = self.json.clone();
-        if !self.events.is_empty() {
-            m.insert("events".into(), to_json(&self.events));
-        }
-        Value::Object(m)
     }
 
     /// The human text with the events.
     pub fn text(&self) -> String {
         let mut s = self.human.clone();
-        if !self.events.is_empty() {
+        if !self.report.events.is_empty() {
             s.push_str("events:\n");
-            for e in &self.events {
+            for e in &self.report.events {
                 let _ = writeln!(s, "  {}", human_event(e));
             }
         }
         s
     }
-}
-
-fn to_json<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 /// Loads the ledger, advances it to `now`, runs `f`, saves, prints. A counter-offer of a
@@ -187,7 +176,7 @@ fn with_book(
     now: &NowArgs,
     out: Output,
     needs_provider: bool,
-    f: impl FnOnce(&mut PromiseBook, DateTime<Utc>) -> Result<Report, CliError>,
+    f: impl FnOnce(&mut PromiseBook, DateTime<Utc>) -> Result<LedgerAnswer, CliError>,
 ) -> Result<(), CliError> {
     with_book_as(config, now, out, needs_provider, Access::Write, f)
 }
@@ -206,7 +195,7 @@ fn with_book_as(
     out: Output,
     needs_provider: bool,
     access: Access,
-    f: impl FnOnce(&mut PromiseBook, DateTime<Utc>) -> Result<Report, CliError>,
+    f: impl FnOnce(&mut PromiseBook, DateTime<Utc>) -> Result<LedgerAnswer, CliError>,
 ) -> Result<(), CliError> {
     check_vim(config)?;
     runtime()?.block_on(async {
@@ -221,8 +210,8 @@ fn with_book_as(
             let r = f(&mut book, at);
             r.map(|mut r| {
                 let mut events = o.events;
-                events.append(&mut r.events);
-                r.events = events;
+                events.append(&mut r.report.events);
+                r.report.events = events;
                 r
             })
         });
@@ -232,11 +221,11 @@ fn with_book_as(
             promise::save(&store, &book, config).await?;
         }
         match result {
-            Ok(r) => out.data(&r.text(), &r.document()),
+            Ok(r) => out.data(&r.text(), &r.report),
             Err(e) => {
                 if let CliError::Promise(LedgerError::DoesNotFit { offer, .. }) = &e {
                     let message = e.to_string();
-                    out.data(&human_offer(offer), &conflict(&message, offer))?;
+                    out.data(&human_offer(offer), &ConflictReport::new(&message, offer))?;
                 }
                 Err(e)
             }
@@ -251,19 +240,6 @@ fn no_provider(config: &Config) -> CliError {
          NAME --zone ZONE --cores N ...`",
         config.state_path().display()
     ))
-}
-
-/// The `{"result": "conflict", ...}` document of a request that does not fit.
-pub fn conflict(message: &str, offer: &CounterOffer) -> Value {
-    json!({
-        "result": "conflict",
-        "message": message,
-        "offer": {
-            "max": offer.largest,
-            "earliestStart": offer.earliest.map(|w| w.start),
-            "earliestEnd": offer.earliest.and_then(|w| w.end),
-        },
-    })
 }
 
 fn human_offer(o: &CounterOffer) -> String {
@@ -326,7 +302,7 @@ pub fn reservation_command(
     book: &mut PromiseBook,
     command: &ReservationCommand,
     now: DateTime<Utc>,
-) -> Result<Report, CliError> {
+) -> Result<LedgerAnswer, CliError> {
     let ledger = &mut book.ledger;
     match command {
         ReservationCommand::Create {
@@ -348,12 +324,14 @@ pub fn reservation_command(
             req.id = id.as_deref().map(ReservationId::new);
             let o = ledger.create_reservation(req, &mut book.ids, now)?;
             let r = o.value;
-            let mut report = Report::ok(
+            Ok(LedgerAnswer::ok(
                 format!("reserved: {}", human_reservations(std::slice::from_ref(&r))),
-                json!({"reservationId": r.id, "reservation": r}),
-            );
-            report.events = o.events;
-            Ok(report)
+                LedgerBody::Reserved {
+                    reservation_id: r.id.to_string(),
+                    reservation: r,
+                },
+                o.events,
+            ))
         }
         ReservationCommand::Update {
             id,
@@ -382,29 +360,30 @@ pub fn reservation_command(
             }
             let o = ledger.update_reservation(&ReservationId::new(id.as_str()), upd, now)?;
             let r = o.value;
-            let mut report = Report::ok(
+            Ok(LedgerAnswer::ok(
                 format!("updated: {}", human_reservations(std::slice::from_ref(&r))),
-                json!({"reservationId": r.id, "reservation": r}),
-            );
-            report.events = o.events;
-            Ok(report)
+                LedgerBody::Reserved {
+                    reservation_id: r.id.to_string(),
+                    reservation: r,
+                },
+                o.events,
+            ))
         }
         ReservationCommand::Cancel { id } => {
             reservation_of(ledger, id)?;
             let o = ledger.cancel_reservation(&ReservationId::new(id.as_str()), now)?;
             let r = o.value;
-            let mut report = Report::ok(
+            Ok(LedgerAnswer::ok(
                 human_reservations(std::slice::from_ref(&r)),
-                json!({"reservation": r}),
-            );
-            report.events = o.events;
-            Ok(report)
+                LedgerBody::Reservation { reservation: r },
+                o.events,
+            ))
         }
         ReservationCommand::Show { id } => {
             let r = reservation_of(ledger, id)?;
-            Ok(Report::data(
+            Ok(LedgerAnswer::data(
                 human_reservations(std::slice::from_ref(&r)),
-                json!({"reservation": r}),
+                LedgerBody::Reservation { reservation: r },
             ))
         }
         ReservationCommand::Query {
@@ -448,7 +427,7 @@ pub fn reservation_command(
                     );
                 }
             }
-            Ok(Report::data(human, to_json(&r)))
+            Ok(LedgerAnswer::data(human, LedgerBody::Reservations(r)))
         }
     }
 }
@@ -473,7 +452,7 @@ pub fn allocation_command(
     book: &mut PromiseBook,
     command: &AllocationCommand,
     now: DateTime<Utc>,
-) -> Result<Report, CliError> {
+) -> Result<LedgerAnswer, CliError> {
     match command {
         AllocationCommand::Create {
             reservation,
@@ -499,15 +478,15 @@ pub fn allocation_command(
             if let Some(r) = &r {
                 human_reservation(&mut human, r);
             }
-            let mut report = Report::ok(
+            Ok(LedgerAnswer::ok(
                 human,
-                json!({"allocationId": a.id, "allocation": a, "reservation": r}),
-            );
-            if r.is_none() {
-                report.json.remove("reservation");
-            }
-            report.events = o.events;
-            Ok(report)
+                LedgerBody::Allocated {
+                    allocation_id: a.id.to_string(),
+                    allocation: a,
+                    reservation: r,
+                },
+                o.events,
+            ))
         }
         AllocationCommand::Destroy { id } => {
             let aid = AllocationId::new(id.as_str());
@@ -515,12 +494,13 @@ pub fn allocation_command(
                 return Err(CliError::Usage(format!("allocation {id} does not exist")));
             }
             let o = book.ledger.destroy_instance(&aid, now)?;
-            let mut report = Report::ok(
+            Ok(LedgerAnswer::ok(
                 format!("destroyed {}", human_allocation(&o.value)),
-                json!({"allocation": o.value}),
-            );
-            report.events = o.events;
-            Ok(report)
+                LedgerBody::Allocation {
+                    allocation: o.value,
+                },
+                o.events,
+            ))
         }
     }
 }
@@ -585,18 +565,6 @@ fn query_window(
     Ok(Window::new(from, end))
 }
 
-/// The `capacity query` object of one zone (see the module docs).
-pub fn capacity_json(c: &CapacityReport) -> Value {
-    json!({
-        "zone": c.zone,
-        "window": c.window,
-        "total": c.total,
-        "reserved": c.reserved,
-        "used": c.usage,
-        "available": c.available,
-    })
-}
-
 /// Runs one `vnfm capacity` action on `book` at `now`.
 ///
 /// # Errors
@@ -605,7 +573,7 @@ pub fn capacity_command(
     book: &mut PromiseBook,
     command: &CapacityCommand,
     now: DateTime<Utc>,
-) -> Result<Report, CliError> {
+) -> Result<LedgerAnswer, CliError> {
     let ledger = &mut book.ledger;
     match command {
         CapacityCommand::Query {
@@ -645,24 +613,20 @@ pub fn capacity_command(
                             );
                         }
                     }
-                    let points: Vec<Value> = points
-                        .iter()
-                        .map(|p| {
-                            json!({"timestamp": p.timestamp, "total": p.total,
-                                   "reserved": p.reserved, "used": p.usage,
-                                   "available": p.available})
-                        })
-                        .collect();
-                    Ok(Report::data(
+                    Ok(LedgerAnswer::data(
                         human,
-                        json!({"zone": z, "window": w, "utilization": points}),
+                        LedgerBody::Utilization {
+                            zone: z.clone(),
+                            window: w,
+                            utilization: points.into_iter().map(UtilizationLine::from).collect(),
+                        },
                     ))
                 }
                 (Some(z), false) => {
                     let c = ledger.capacity(&ZoneId::new(z.as_str()), w)?;
-                    Ok(Report::data(
+                    Ok(LedgerAnswer::data(
                         human_capacity(std::slice::from_ref(&c)),
-                        capacity_json(&c),
+                        LedgerBody::Capacity(c.into()),
                     ))
                 }
                 (None, _) => {
@@ -673,8 +637,8 @@ pub fn capacity_command(
                             "no zone has capacity; register a provider with `vnfm provider add`\n",
                         );
                     }
-                    let zones: Vec<Value> = all.iter().map(capacity_json).collect();
-                    Ok(Report::data(human, json!({"zones": zones})))
+                    let zones = all.into_iter().map(ZoneCapacity::from).collect();
+                    Ok(LedgerAnswer::data(human, LedgerBody::Zones { zones }))
                 }
             }
         }
@@ -703,9 +667,11 @@ pub fn capacity_command(
                 .with_window(start.unwrap_or(now), *end);
             req.source = Some(DECLARED_PROVIDER.into());
             let o = ledger.increase_capacity(req, &mut book.ids, now)?;
-            let mut report = Report::ok(human_pool(&o.value), json!({"pool": o.value}));
-            report.events = o.events;
-            Ok(report)
+            Ok(LedgerAnswer::ok(
+                human_pool(&o.value),
+                LedgerBody::Pool { pool: o.value },
+                o.events,
+            ))
         }
         CapacityCommand::Decrease {
             zone,
@@ -719,9 +685,11 @@ pub fn capacity_command(
                 .with_force(*force);
             req.source = Some(DECLARED_PROVIDER.into());
             let o = ledger.decrease_capacity(req, &mut book.ids, now)?;
-            let mut report = Report::ok(human_pool(&o.value), json!({"pool": o.value}));
-            report.events = o.events;
-            Ok(report)
+            Ok(LedgerAnswer::ok(
+                human_pool(&o.value),
+                LedgerBody::Pool { pool: o.value },
+                o.events,
+            ))
         }
         CapacityCommand::Fit {
             zone,
@@ -747,7 +715,7 @@ pub fn capacity_command(
             for f in &fits {
                 let _ = writeln!(human, "  zone {:<10} {}", f.zone, f.count);
             }
-            Ok(Report::data(human, json!({"fit": fits})))
+            Ok(LedgerAnswer::data(human, LedgerBody::Fit { fit: fits }))
         }
     }
 }
@@ -856,7 +824,10 @@ pub fn provider(config: &Config, args: &ProviderArgs, out: Output) -> Result<(),
                 if providers.is_empty() {
                     human.push_str("no providers; register one with `vnfm provider add`\n");
                 }
-                Ok(Report::data(human, json!({"providers": providers})))
+                Ok(LedgerAnswer::data(
+                    human,
+                    LedgerBody::Providers { providers },
+                ))
             }
             ProviderCommand::Add {
                 name,
@@ -920,9 +891,11 @@ pub fn provider(config: &Config, args: &ProviderArgs, out: Output) -> Result<(),
                 if pools.is_empty() {
                     human.push_str("the zone catalogue has no available zone with capacity\n");
                 }
-                let mut report = Report::ok(human, json!({"provider": provider, "pools": pools}));
-                report.events = events;
-                Ok(report)
+                Ok(LedgerAnswer::ok(
+                    human,
+                    LedgerBody::ProviderAdded { provider, pools },
+                    events,
+                ))
             }
         },
     )
@@ -985,10 +958,16 @@ fn human_event(e: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
     use vnfm_core::zone::{ComputeHost, ComputeZone, Resources};
 
     fn t(h: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + h * 3600, 0).unwrap()
+    }
+
+    /// The `--json` document of an answer.
+    fn doc(r: &LedgerAnswer) -> Value {
+        serde_json::to_value(&r.report).unwrap()
     }
 
     fn book() -> PromiseBook {
@@ -1029,15 +1008,18 @@ mod tests {
     fn create_answers_ok_or_a_conflict_with_the_issue_shape() {
         let mut b = book();
         let r = reservation_command(&mut b, &create(6, 1, 3, Some("r-1")), t(0)).unwrap();
-        let doc = r.document();
-        assert_eq!(doc["result"], "ok");
-        assert_eq!(doc["reservationId"], "r-1");
+        let d = doc(&r);
+        assert_eq!(d["result"], "ok");
+        assert_eq!(d["reservationId"], "r-1");
+        assert_eq!(d["version"], 1);
         let err = reservation_command(&mut b, &create(4, 2, 4, None), t(0)).unwrap_err();
         assert_eq!(err.exit_code(), 4);
         let CliError::Promise(LedgerError::DoesNotFit { offer, .. }) = &err else {
             panic!("{err}")
         };
-        let c = conflict(&err.to_string(), offer);
+        let message = err.to_string();
+        let c = serde_json::to_value(ConflictReport::new(&message, offer)).unwrap();
+        assert_eq!(c["version"], 1);
         assert_eq!(c["result"], "conflict");
         assert_eq!(c["offer"]["max"]["cores"], 2);
         assert_eq!(c["offer"]["earliestStart"], json!(t(3)));
@@ -1063,10 +1045,10 @@ mod tests {
             elements: vec!["net-1".into()],
         };
         let r = reservation_command(&mut b, &upd, t(0)).unwrap();
-        let cap = &r.json["reservation"]["capacity"];
+        let cap = &doc(&r)["reservation"]["capacity"];
         assert_eq!(cap["cores"], 5);
         assert_eq!(cap["ram"], 1024);
-        assert_eq!(r.json["reservation"]["elements"], json!(["net-1"]));
+        assert_eq!(doc(&r)["reservation"]["elements"], json!(["net-1"]));
     }
 
     #[test]
@@ -1086,12 +1068,12 @@ mod tests {
         assert!(err.to_string().contains("initialized"), "{err}");
         b.ledger.advance_to(t(1)).unwrap();
         let r = allocation_command(&mut b, &draw(3), t(1)).unwrap();
-        assert_eq!(r.json["reservation"]["remaining"]["cores"], 1);
-        let id = r.json["allocationId"].as_str().unwrap().to_owned();
+        assert_eq!(doc(&r)["reservation"]["remaining"]["cores"], 1);
+        let id = doc(&r)["allocationId"].as_str().unwrap().to_owned();
         let err = allocation_command(&mut b, &draw(2), t(1)).unwrap_err();
         assert_eq!(err.exit_code(), 4);
         let r = allocation_command(&mut b, &AllocationCommand::Destroy { id }, t(2)).unwrap();
-        assert!(r.json["allocation"]["end"].is_string(), "{:?}", r.json);
+        assert!(doc(&r)["allocation"]["end"].is_string(), "{:?}", doc(&r));
         let err = allocation_command(
             &mut b,
             &AllocationCommand::Destroy { id: "a-404".into() },
@@ -1112,12 +1094,12 @@ mod tests {
             utilization: false,
         };
         let r = capacity_command(&mut b, &q(Some("AZ-1")), t(0)).unwrap();
-        assert_eq!(r.json["available"]["cores"], 3);
-        assert_eq!(r.json["reserved"]["cores"], 5);
-        assert_eq!(r.json["used"]["cores"], 0);
+        assert_eq!(doc(&r)["available"]["cores"], 3);
+        assert_eq!(doc(&r)["reserved"]["cores"], 5);
+        assert_eq!(doc(&r)["used"]["cores"], 0);
         assert!(r.human.contains("cores"));
         let r = capacity_command(&mut b, &q(None), t(0)).unwrap();
-        assert_eq!(r.json["zones"][0]["zone"], "AZ-1");
+        assert_eq!(doc(&r)["zones"][0]["zone"], "AZ-1");
         let fit = CapacityCommand::Fit {
             zone: None,
             amounts: amounts_of(1, 0),
@@ -1125,7 +1107,7 @@ mod tests {
             end: Some(t(3)),
         };
         let r = capacity_command(&mut b, &fit, t(0)).unwrap();
-        assert_eq!(r.json["fit"], json!([{"zone": "AZ-1", "count": 3}]));
+        assert_eq!(doc(&r)["fit"], json!([{"zone": "AZ-1", "count": 3}]));
     }
 
     #[test]

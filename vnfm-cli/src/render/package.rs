@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use vnfm_core::package::{Flavour, VnfPackage};
 
+use crate::report::{reports, Report, Version};
+
 /// What `vnfm package show --json` prints.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -24,7 +26,11 @@ pub struct PackageReport {
     pub descriptor_version: Option<String>,
     /// The deployment flavours.
     pub flavours: Vec<FlavourReport>,
+    /// The format version.
+    pub version: Version,
 }
+
+reports!(PackageReport);
 
 /// One flavour in [`PackageReport`].
 #[derive(Debug, Serialize)]
@@ -125,6 +131,7 @@ pub fn report(pkg: &VnfPackage) -> PackageReport {
                 r
             })
             .collect(),
+        version: Version,
     }
 }
 
