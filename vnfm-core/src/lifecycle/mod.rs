@@ -33,6 +33,7 @@ pub mod engine;
 mod failure;
 pub mod grant;
 pub mod granter;
+pub mod grantor;
 mod groups;
 pub mod hook;
 mod keep;

@@ -383,6 +383,30 @@ impl VnfPackage {
 }
 
 impl Flavour {
+    /// A flavour `id` that declares nothing: no VDU, so every VDU's demand is zero
+    /// (what a grant for a VNF whose VNFD is unknown counts each VNFC as).
+    pub fn empty(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            description: None,
+            definitions_file: String::new(),
+            vdus: BTreeMap::new(),
+            storages: BTreeMap::new(),
+            connection_points: BTreeMap::new(),
+            virtual_links: BTreeMap::new(),
+            external_links: BTreeMap::new(),
+            placement_groups: BTreeMap::new(),
+            rules: Vec::new(),
+            scaling_aspects: BTreeMap::new(),
+            aspect_deltas: Vec::new(),
+            initial_deltas: Vec::new(),
+            instantiation_levels: None,
+            vdu_instantiation_levels: Vec::new(),
+            lcm_operations: BTreeMap::new(),
+            base_hot: None,
+        }
+    }
+
     /// The VDU `id`.
     pub fn vdu(&self, id: &VduId) -> Option<&Vdu> {
         self.vdus.get(id)

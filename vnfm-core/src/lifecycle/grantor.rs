@@ -1,0 +1,641 @@
+//! vnfm as the NFVO of the SOL003 Grant interface: the decision on a [`GrantRequest`] that
+//! another VNFM sends (`POST /grant/v1/grants` of `vnfm serve`).
+//!
+//! [`decide`] answers synchronously, with a [`Grant`] or a [`GrantRefusal`]:
+//!
+//! 1. **Limits** ([`check_limits`]): at most [`MAX_GRANT_RESOURCES`] entries in each of
+//!    `addResources`, `tempResources`, `removeResources` and `updateResources`, at most
+//!    [`MAX_PLACEMENT_CONSTRAINTS`] `placementConstraints` (and `vimConstraints`), at most
+//!    [`MAX_CONSTRAINT_RESOURCES`] references in one constraint. Beyond:
+//!    [`GrantRefusal::TooMany`] naming the list and the limit.
+//! 2. **References** of `placementConstraints`: a `GRANT` reference must name a resource
+//!    definition of the request, a `RES_MGMT` reference a resource the NFVO can locate (the
+//!    caller looks every [`res_mgmt_references`] up in its VIM and hands the zone and host of
+//!    the ones it found as [`GrantorContext::located`]). Either unknown:
+//!    [`GrantRefusal::Rejected`] (403) naming `placementConstraints[i].resource[j].resourceId`.
+//! 3. **The request's own rules** ([`GrantRequest::validate`]: mandatory attributes, `_links`,
+//!    constraints of two or more resources, a `vduId` on every `COMPUTE` resource to add):
+//!    [`GrantRefusal::Invalid`] (422) naming the field.
+//! 4. **The zones**: the local granter ([`super::granter::grant`], the same placement solver as
+//!    vnfm's own operations) places every `COMPUTE` resource of `addResources` in a zone of the
+//!    zone catalogue under the constraints (affinity / anti-affinity, scope `ZONE` or
+//!    `NFVI_NODE`, hard unless `fallbackBestEffort`), capacity-aware by the selection
+//!    configured. Each VNFC's demand is its VDU's virtual compute when the NFVO knows the VNFD
+//!    ([`GrantorContext::flavour`], the package of `vnfdId`), else zero (the zones are then
+//!    ranked by free capacity alone). `STORAGE` definitions follow the compute before them.
+//!    A constraint member that is not placed here (a `GRANT` reference to a definition other
+//!    than a `COMPUTE` of `addResources`) is left out of the constraint; a constraint left
+//!    with fewer than two members constrains nothing and is dropped, both said in
+//!    `additionalParams.ignoredPlacementConstraintMembers`. No placement (a hard constraint
+//!    that cannot hold, capacity, no zone): [`GrantRefusal::Rejected`] naming the constraint
+//!    (or `addResources` when no constraint is at fault).
+//! 5. **The grant**: `zones[]` one `ZoneInfo` per zone used, `addResources[].zoneId` referring
+//!    into it, `removeResources` acknowledged one `GrantInfo` each, `additionalParams` how the
+//!    zones were chosen (`zoneSelection`), the relaxed constraints and how demand was counted
+//!    (`vduDemand`), `_links.self` [`GrantorContext::self_href`] with the request's
+//!    `vnfLcmOpOcc` and `vnfInstance`.
+//!
+//! The `vnfInstanceId` is not checked: the NFVO does not know another VNFM's instances.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::Error;
+use crate::grant::{ConstraintIdType, Grant, GrantRequest, Link, ResourceType};
+use crate::id::{GrantId, HostId, ZoneId};
+use crate::lcm::{InstantiatedVnfInfo, VnfInstance, VnfcResourceInfo};
+use crate::package::Flavour;
+use crate::placement::{PlacementError, Selection};
+use crate::zone::ComputeZone;
+
+use super::granter::{grant, GrantContext, GrantError};
+
+/// The most entries of each resource list of a request (`addResources`, `tempResources`,
+/// `removeResources`, `updateResources`).
+pub const MAX_GRANT_RESOURCES: usize = 1_000;
+/// The most `placementConstraints` (and the most `vimConstraints`) of a request.
+pub const MAX_PLACEMENT_CONSTRAINTS: usize = 1_000;
+/// The most resource references of one constraint.
+pub const MAX_CONSTRAINT_RESOURCES: usize = 1_000;
+
+/// Where a resource that a `RES_MGMT` reference names runs, as the VIM says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Located {
+    /// Its zone.
+    pub zone: ZoneId,
+    /// Its compute host, when the VIM shows it.
+    pub host: Option<HostId>,
+}
+
+/// Everything [`decide`] needs besides the request.
+#[derive(Clone, Debug)]
+pub struct GrantorContext<'a> {
+    /// The grant's id.
+    pub grant_id: GrantId,
+    /// The zone catalogue (with free capacity when known).
+    pub zones: &'a [ComputeZone],
+    /// The resources of `RES_MGMT` references that the VIM knows, by `resourceId`.
+    pub located: &'a BTreeMap<String, Located>,
+    /// The flavour of the request's VNFD when the NFVO has its package (the demand of each
+    /// VDU); `None` counts every VNFC as zero.
+    pub flavour: Option<&'a Flavour>,
+    /// The zone selection policy.
+    pub selection: Selection,
+    /// The seed of random choices.
+    pub seed: u64,
+    /// The grant's `_links.self.href`.
+    pub self_href: String,
+}
+
+/// Why a grant request is not granted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrantRefusal {
+    /// A list longer than its limit (HTTP 422).
+    #[error("{field} has {count} entries; at most {max} are accepted")]
+    TooMany {
+        /// The list (`addResources`, `placementConstraints[2].resource`, ...).
+        field: String,
+        /// Its length.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The request breaks a rule of SOL003's data model (HTTP 422).
+    #[error("{field}: {detail}")]
+    Invalid {
+        /// The field path.
+        field: String,
+        /// What is wrong and what was expected.
+        detail: String,
+    },
+    /// The NFVO does not grant it (HTTP 403): a reference it cannot resolve, or no placement.
+    #[error("{field}: {detail}")]
+    Rejected {
+        /// The field path.
+        field: String,
+        /// Why.
+        detail: String,
+    },
+}
+
+impl GrantRefusal {
+    /// The HTTP status of the refusal: 422 for [`GrantRefusal::TooMany`] and
+    /// [`GrantRefusal::Invalid`], 403 for [`GrantRefusal::Rejected`].
+    pub fn status(&self) -> u16 {
+        match self {
+            GrantRefusal::TooMany { .. } | GrantRefusal::Invalid { .. } => 422,
+            GrantRefusal::Rejected { .. } => 403,
+        }
+    }
+
+    /// The field the refusal names.
+    pub fn field(&self) -> &str {
+        match self {
+            GrantRefusal::TooMany { field, .. }
+            | GrantRefusal::Invalid { field, .. }
+            | GrantRefusal::Rejected { field, .. } => field,
+        }
+    }
+}
+
+/// Checks the request's lists against [`MAX_GRANT_RESOURCES`], [`MAX_PLACEMENT_CONSTRAINTS`]
+/// and [`MAX_CONSTRAINT_RESOURCES`].
+///
+/// # Errors
+/// [`GrantRefusal::TooMany`] naming the first list beyond its limit.
+pub fn check_limits(request: &GrantRequest) -> Result<(), GrantRefusal> {
+    let too_many = |field: String, count: usize, max: usize| {
+        if count > max {
+            Err(GrantRefusal::TooMany { field, count, max })
+        } else {
+            Ok(())
+        }
+    };
+    for (name, list) in [
+        ("addResources", &request.add_resources),
+        ("tempResources", &request.temp_resources),
+        ("removeResources", &request.remove_resources),
+        ("updateResources", &request.update_resources),
+    ] {
+        too_many(name.to_owned(), list.len(), MAX_GRANT_RESOURCES)?;
+    }
+    too_many(
+        "placementConstraints".into(),
+        request.placement_constraints.len(),
+        MAX_PLACEMENT_CONSTRAINTS,
+    )?;
+    too_many(
+        "vimConstraints".into(),
+        request.vim_constraints.len(),
+        MAX_PLACEMENT_CONSTRAINTS,
+    )?;
+    for (i, c) in request.placement_constraints.iter().enumerate() {
+        too_many(
+            format!("placementConstraints[{i}].resource"),
+            c.resource.len(),
+            MAX_CONSTRAINT_RESOURCES,
+        )?;
+    }
+    for (i, c) in request.vim_constraints.iter().enumerate() {
+        too_many(
+            format!("vimConstraints[{i}].resource"),
+            c.resource.len(),
+            MAX_CONSTRAINT_RESOURCES,
+        )?;
+    }
+    Ok(())
+}
+
+/// The `resourceId` of every `RES_MGMT` reference of the request's `placementConstraints`:
+/// the resources the caller locates in its VIM before [`decide`].
+pub fn res_mgmt_references(request: &GrantRequest) -> BTreeSet<String> {
+    request
+        .placement_constraints
+        .iter()
+        .flat_map(|c| &c.resource)
+        .filter(|r| r.id_type == ConstraintIdType::ResMgmt)
+        .map(|r| r.resource_id.clone())
+        .collect()
+}
+
+/// Decides `request` (see the module docs).
+///
+/// # Errors
+/// A [`GrantRefusal`] naming the field at fault.
+pub fn decide(request: &GrantRequest, ctx: &GrantorContext<'_>) -> Result<Grant, GrantRefusal> {
+    check_limits(request)?;
+    check_references(request, ctx)?;
+    request.validate().map_err(invalid)?;
+    for (i, r) in request.add_resources.iter().enumerate() {
+        if r.type_ == ResourceType::Compute && r.vdu_id.is_none() {
+            return Err(GrantRefusal::Invalid {
+                field: format!("addResources[{i}].vduId"),
+                detail: format!(
+                    "COMPUTE resource {:?} has no vduId; expected the VDU it is a VNFC of",
+                    r.id
+                ),
+            });
+        }
+    }
+    let (placed_request, ignored) = placed_only(request);
+    let instance = located_instance(request, ctx.located);
+    let empty = Flavour::empty(request.flavour_id.clone().unwrap_or_default());
+    let flavour = ctx.flavour.unwrap_or(&empty);
+    let no_pins = BTreeMap::new();
+    let no_names = BTreeMap::new();
+    let gctx = GrantContext {
+        grant_id: ctx.grant_id.clone(),
+        flavour,
+        instance: &instance,
+        zones: ctx.zones,
+        pinned: &no_pins,
+        vnfc_names: &no_names,
+        selection: ctx.selection,
+        seed: ctx.seed,
+    };
+    let (mut g, _) = grant(&placed_request, &gctx).map_err(|e| refusal(request, e))?;
+    g.links
+        .insert("self".into(), Link::new(ctx.self_href.clone()));
+    let params = g.additional_params.get_or_insert_with(Default::default);
+    params.insert(
+        "vduDemand".into(),
+        match ctx.flavour {
+            Some(f) => format!(
+                "the virtual compute of each VDU in the VNFD {} (flavour {})",
+                request.vnfd_id, f.id
+            ),
+            None => format!(
+                "unknown: this NFVO has no package of VNFD {}; every VNFC counted as zero, the \
+                 zones ranked by their free capacity alone",
+                request.vnfd_id
+            ),
+        }
+        .into(),
+    );
+    if !ignored.is_empty() {
+        params.insert(
+            "ignoredPlacementConstraintMembers".into(),
+            ignored.into_iter().map(serde_json::Value::String).collect(),
+        );
+    }
+    Ok(g)
+}
+
+/// A `GRANT` reference to a definition the request does not have, or a `RES_MGMT` reference
+/// the VIM does not know: rejected.
+fn check_references(request: &GrantRequest, ctx: &GrantorContext<'_>) -> Result<(), GrantRefusal> {
+    let defined: BTreeSet<&str> = request
+        .resource_definitions()
+        .map(|d| d.id.as_str())
+        .collect();
+    for (ci, c) in request.placement_constraints.iter().enumerate() {
+        for (ri, r) in c.resource.iter().enumerate() {
+            let field = format!("placementConstraints[{ci}].resource[{ri}].resourceId");
+            match r.id_type {
+                ConstraintIdType::Grant if !defined.contains(r.resource_id.as_str()) => {
+                    return Err(GrantRefusal::Rejected {
+                        field,
+                        detail: format!(
+                            "GRANT reference {:?} names no resource definition of this grant \
+                             request; expected the id of an entry of addResources, \
+                             tempResources, removeResources or updateResources",
+                            r.resource_id
+                        ),
+                    });
+                }
+                ConstraintIdType::ResMgmt if !ctx.located.contains_key(&r.resource_id) => {
+                    return Err(GrantRefusal::Rejected {
+                        field,
+                        detail: format!(
+                            "RES_MGMT reference {:?} is no resource this NFVO's VIM knows, so \
+                             where it runs cannot be told; expected the VIM id of an existing \
+                             server",
+                            r.resource_id
+                        ),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The request with its constraints reduced to the members the solver places or knows (new
+/// `COMPUTE` resources, located `RES_MGMT` resources), constraints of fewer than two members
+/// dropped; and one sentence per member or constraint left out.
+fn placed_only(request: &GrantRequest) -> (GrantRequest, Vec<String>) {
+    let compute: BTreeSet<&str> = request
+        .add_resources
+        .iter()
+        .filter(|r| r.type_ == ResourceType::Compute)
+        .map(|r| r.id.as_str())
+        .collect();
+    let mut out = request.clone();
+    let mut ignored = Vec::new();
+    out.placement_constraints.clear();
+    for (ci, c) in request.placement_constraints.iter().enumerate() {
+        let mut kept = c.clone();
+        kept.resource.clear();
+        for (ri, r) in c.resource.iter().enumerate() {
+            if r.id_type == ConstraintIdType::Grant && !compute.contains(r.resource_id.as_str()) {
+                ignored.push(format!(
+                    "placementConstraints[{ci}].resource[{ri}]: {:?} is no COMPUTE resource of \
+                     addResources, which is all this grant places",
+                    r.resource_id
+                ));
+            } else {
+                kept.resource.push(r.clone());
+            }
+        }
+        if kept.resource.len() < 2 {
+            ignored.push(format!(
+                "placementConstraints[{ci}]: fewer than two members are placed or known, so it \
+                 constrains nothing"
+            ));
+        } else {
+            out.placement_constraints.push(kept);
+        }
+    }
+    (out, ignored)
+}
+
+/// An instance whose VNFCs are the located resources the request's `RES_MGMT` references
+/// name: what the local granter reads their zone and host from.
+fn located_instance(request: &GrantRequest, located: &BTreeMap<String, Located>) -> VnfInstance {
+    let vnfcs = res_mgmt_references(request)
+        .into_iter()
+        .filter_map(|id| {
+            let at = located.get(&id)?;
+            let mut metadata = crate::grant::KeyValuePairs::new();
+            if let Some(h) = &at.host {
+                metadata.insert("host".into(), h.as_str().into());
+            }
+            Some(VnfcResourceInfo {
+                id: id.clone(),
+                compute_resource: crate::grant::ResourceHandle::new(id),
+                zone_id: Some(at.zone.clone()),
+                metadata: (!metadata.is_empty()).then_some(metadata),
+                ..VnfcResourceInfo::default()
+            })
+        })
+        .collect();
+    VnfInstance {
+        instantiated_vnf_info: Some(InstantiatedVnfInfo {
+            vnfc_resource_info: vnfcs,
+            ..InstantiatedVnfInfo::default()
+        }),
+        ..VnfInstance::default()
+    }
+}
+
+fn invalid(e: Error) -> GrantRefusal {
+    match e {
+        Error::Invalid { location, message } => GrantRefusal::Invalid {
+            field: location.field.unwrap_or_else(|| "(request)".into()),
+            detail: message,
+        },
+        other => GrantRefusal::Invalid {
+            field: "(request)".into(),
+            detail: other.to_string(),
+        },
+    }
+}
+
+fn refusal(request: &GrantRequest, e: GrantError) -> GrantRefusal {
+    match e {
+        GrantError::Invalid(e) => invalid(e),
+        GrantError::Placement(p) => {
+            let field = match &p {
+                PlacementError::Infeasible { constraints, .. } if !constraints.is_empty() => {
+                    constraints.join(", ")
+                }
+                _ if request.placement_constraints.is_empty() => "addResources".into(),
+                PlacementError::CapacityExhausted { .. }
+                | PlacementError::NoCandidateZone { .. } => "addResources".into(),
+                _ => "placementConstraints".into(),
+            };
+            GrantRefusal::Rejected {
+                field,
+                detail: format!("no placement: {p}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grant::{
+        AffinityOrAntiAffinity, ConstraintResourceRef, ConstraintScope, GrantedLcmOperationType,
+        PlacementConstraint, ResourceDefinition,
+    };
+    use crate::zone::{ComputeHost, Resources};
+
+    fn zone(name: &str, hosts: usize, free_vcpus: u64) -> ComputeZone {
+        ComputeZone {
+            name: name.into(),
+            available: true,
+            hosts: Some(
+                (0..hosts)
+                    .map(|i| ComputeHost {
+                        name: format!("{name}-h{i}").into(),
+                        available: true,
+                        free: Some(Resources::new(free_vcpus, 65536, 1000)),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn zones() -> Vec<ComputeZone> {
+        vec![zone("AZ-1", 2, 8), zone("AZ-2", 2, 32)]
+    }
+
+    fn compute(id: &str) -> ResourceDefinition {
+        ResourceDefinition::new(id, ResourceType::Compute, "VDU1").with_vdu_id("VDU1")
+    }
+
+    fn request(n: usize) -> GrantRequest {
+        let mut r = GrantRequest::new(
+            "inst-x",
+            "op-x",
+            "vnfd-x",
+            GrantedLcmOperationType::Instantiate,
+        )
+        .with_link("vnfLcmOpOcc", "http://vnfm/op-x")
+        .with_link("vnfInstance", "http://vnfm/inst-x");
+        for i in 0..n {
+            r = r.with_add_resource(compute(&format!("c{i}")));
+        }
+        r
+    }
+
+    fn refs(ids: &[&str]) -> Vec<ConstraintResourceRef> {
+        ids.iter()
+            .map(|i| ConstraintResourceRef::grant(*i))
+            .collect()
+    }
+
+    fn anti(scope: ConstraintScope, ids: &[&str], best_effort: bool) -> PlacementConstraint {
+        PlacementConstraint::new(AffinityOrAntiAffinity::AntiAffinity, scope, refs(ids))
+            .with_fallback_best_effort(best_effort)
+    }
+
+    fn decide_with(
+        r: &GrantRequest,
+        zones: &[ComputeZone],
+        located: &BTreeMap<String, Located>,
+    ) -> Result<Grant, GrantRefusal> {
+        decide(
+            r,
+            &GrantorContext {
+                grant_id: "g-1".into(),
+                zones,
+                located,
+                flavour: None,
+                selection: Selection::CapacityAware,
+                seed: 7,
+                self_href: "/grant/v1/grants/g-1".into(),
+            },
+        )
+    }
+
+    fn zone_of(g: &Grant, id: &str) -> String {
+        g.zone_of(id)
+            .map(|z| z.as_str().to_owned())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn every_compute_resource_gets_a_zone_of_the_catalogue_and_removals_are_acknowledged() {
+        let mut r = request(2);
+        r.remove_resources.push(
+            ResourceDefinition::new("old-1", ResourceType::Compute, "VDU1")
+                .with_resource(crate::grant::ResourceHandle::new("server-9")),
+        );
+        let g = decide_with(&r, &zones(), &BTreeMap::new()).unwrap();
+        assert_eq!(g.id.as_str(), "g-1");
+        assert_eq!(g.vnf_lcm_op_occ_id.as_str(), "op-x");
+        for c in ["c0", "c1"] {
+            assert!(["AZ-1", "AZ-2"].contains(&zone_of(&g, c).as_str()), "{g:?}");
+        }
+        // Capacity-aware: the zone with the most free capacity.
+        assert_eq!(zone_of(&g, "c0"), "AZ-2");
+        assert_eq!(g.remove_resources.len(), 1);
+        assert_eq!(g.remove_resources[0].resource_definition_id, "old-1");
+        assert_eq!(g.links["self"].href, "/grant/v1/grants/g-1");
+        assert_eq!(g.links["vnfInstance"].href, "http://vnfm/inst-x");
+        g.validate().unwrap();
+        let demand = &g.additional_params.as_ref().unwrap()["vduDemand"];
+        assert!(demand.as_str().unwrap().contains("vnfd-x"), "{demand}");
+    }
+
+    #[test]
+    fn zone_anti_affinity_spreads_and_node_anti_affinity_may_share_a_zone() {
+        let r =
+            request(2).with_placement_constraint(anti(ConstraintScope::Zone, &["c0", "c1"], false));
+        let g = decide_with(&r, &zones(), &BTreeMap::new()).unwrap();
+        assert_ne!(zone_of(&g, "c0"), zone_of(&g, "c1"));
+        // Two hosts per zone: NFVI_NODE anti-affinity of two fits in the best zone.
+        let r = request(2).with_placement_constraint(anti(
+            ConstraintScope::NfviNode,
+            &["c0", "c1"],
+            false,
+        ));
+        let g = decide_with(&r, &zones(), &BTreeMap::new()).unwrap();
+        assert_eq!(zone_of(&g, "c0"), "AZ-2");
+        assert_eq!(zone_of(&g, "c1"), "AZ-2");
+    }
+
+    #[test]
+    fn an_unsatisfiable_hard_constraint_is_rejected_naming_it_and_best_effort_relaxes_it() {
+        let ids = ["c0", "c1", "c2"];
+        let r = request(3).with_placement_constraint(anti(ConstraintScope::Zone, &ids, false));
+        let e = decide_with(&r, &zones(), &BTreeMap::new()).unwrap_err();
+        assert_eq!(e.status(), 403);
+        assert_eq!(e.field(), "placementConstraints[0]", "{e}");
+        assert!(e.to_string().contains("no placement"), "{e}");
+        let r = request(3).with_placement_constraint(anti(ConstraintScope::Zone, &ids, true));
+        let g = decide_with(&r, &zones(), &BTreeMap::new()).unwrap();
+        assert_eq!(g.add_resources.len(), 3);
+        let params = g.additional_params.unwrap();
+        assert!(
+            params.contains_key("relaxedPlacementConstraints"),
+            "{params:?}"
+        );
+    }
+
+    #[test]
+    fn unknown_references_are_rejected_naming_the_field() {
+        let r = request(2).with_placement_constraint(anti(
+            ConstraintScope::Zone,
+            &["c0", "nope"],
+            true,
+        ));
+        let e = decide_with(&r, &zones(), &BTreeMap::new()).unwrap_err();
+        assert_eq!(e.status(), 403);
+        assert_eq!(e.field(), "placementConstraints[0].resource[1].resourceId");
+        assert!(e.to_string().contains("\"nope\""), "{e}");
+        let mut c = anti(ConstraintScope::Zone, &["c0"], false);
+        c.resource.push(ConstraintResourceRef::res_mgmt("server-1"));
+        let r = request(1).with_placement_constraint(c);
+        let e = decide_with(&r, &zones(), &BTreeMap::new()).unwrap_err();
+        assert_eq!(e.field(), "placementConstraints[0].resource[1].resourceId");
+        assert!(e.to_string().contains("server-1"), "{e}");
+    }
+
+    #[test]
+    fn a_located_existing_resource_is_kept_apart_from_under_anti_affinity() {
+        let mut c = anti(ConstraintScope::Zone, &["c0"], false);
+        c.resource.push(ConstraintResourceRef::res_mgmt("server-1"));
+        let r = request(1).with_placement_constraint(c);
+        assert_eq!(
+            res_mgmt_references(&r).into_iter().collect::<Vec<_>>(),
+            vec!["server-1".to_owned()]
+        );
+        let located: BTreeMap<String, Located> = [(
+            "server-1".to_owned(),
+            Located {
+                zone: "AZ-2".into(),
+                host: Some("AZ-2-h0".into()),
+            },
+        )]
+        .into_iter()
+        .collect();
+        let g = decide_with(&r, &zones(), &located).unwrap();
+        // AZ-2 has more free capacity, but server-1 runs there.
+        assert_eq!(zone_of(&g, "c0"), "AZ-1");
+    }
+
+    #[test]
+    fn limits_and_invalid_requests_are_422_naming_the_field() {
+        let r = request(MAX_GRANT_RESOURCES + 1);
+        let e = decide_with(&r, &zones(), &BTreeMap::new()).unwrap_err();
+        assert_eq!(e.status(), 422);
+        assert_eq!(
+            e,
+            GrantRefusal::TooMany {
+                field: "addResources".into(),
+                count: MAX_GRANT_RESOURCES + 1,
+                max: MAX_GRANT_RESOURCES
+            }
+        );
+        let mut r = request(1);
+        r.add_resources[0].vdu_id = None;
+        let e = decide_with(&r, &zones(), &BTreeMap::new()).unwrap_err();
+        assert_eq!((e.status(), e.field()), (422, "addResources[0].vduId"));
+        let mut r = request(1);
+        r.links.remove("vnfInstance");
+        let e = decide_with(&r, &zones(), &BTreeMap::new()).unwrap_err();
+        assert_eq!(e.status(), 422);
+        assert!(e.to_string().contains("vnfInstance"), "{e}");
+    }
+
+    #[test]
+    fn members_not_placed_here_are_left_out_and_said() {
+        let mut r = request(1);
+        r.remove_resources.push(ResourceDefinition::new(
+            "gone",
+            ResourceType::Compute,
+            "VDU1",
+        ));
+        let r = r.with_placement_constraint(anti(ConstraintScope::Zone, &["c0", "gone"], false));
+        let g = decide_with(&r, &zones(), &BTreeMap::new()).unwrap();
+        let params = g.additional_params.unwrap();
+        let ignored = params["ignoredPlacementConstraintMembers"]
+            .as_array()
+            .unwrap();
+        assert_eq!(ignored.len(), 2, "{ignored:?}");
+        assert!(ignored[0].as_str().unwrap().contains("\"gone\""));
+    }
+
+    #[test]
+    fn no_zone_at_all_is_rejected_on_add_resources() {
+        let e = decide_with(&request(1), &[], &BTreeMap::new()).unwrap_err();
+        assert_eq!((e.status(), e.field()), (403, "addResources"));
+        // Nothing to add needs no zone.
+        let g = decide_with(&request(0), &[], &BTreeMap::new()).unwrap();
+        assert!(g.zones.is_empty());
+    }
+}
