@@ -29,6 +29,10 @@
 //!   a body that is not a webhook, else 204. Every decision is taken by
 //!   [`vnfm_core::alert::AlertHandler`]; ignored alerts are logged on stderr with their reason
 //!   and counted.
+//! - `POST /grant/v1/grants`, `GET /grant/v1/grants/{id}`: the SOL003 Grant interface as an
+//!   NFVO, for another VNFM (`nfvo_grants`: the decision is the core's
+//!   [`vnfm_core::lifecycle::grantor`]); `GET /grant/api_versions`, `GET
+//!   /grant/v1/api_versions`, and `Version: 1.4.0` on every answer under `/grant/`.
 //! - `GET /metrics`: Prometheus text format.
 //! - `/promise/v1/...`: the OPNFV Promise capacity ledger (pools, capacity, reservations,
 //!   allocations, subscriptions with delivery to callback URIs); see [`promise`].
@@ -78,6 +82,7 @@ mod journal;
 mod lcm_api;
 mod ledger;
 mod metrics;
+mod nfvo_grants;
 mod notify;
 mod observe;
 mod outbox;
@@ -161,15 +166,15 @@ fn is_read(req: &Request) -> bool {
 /// - in: a body that cannot be JSON is marked refused ([`http::check_media`]);
 /// - [`limit`]: the request timeout of reads, a task of its own for writes;
 /// - out: an error answer becomes a ProblemDetails ([`http::problems`]), and an answer of the
-///   VNF LCM interface carries its `Version` ([`versions::version_header`]).
+///   VNF LCM or Grant interface carries its `Version` ([`versions::version_header`]).
 async fn front(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
-    let lcm = versions::is_lcm(req.uri().path());
+    let version = versions::version_of(req.uri().path());
     let method = req.method().clone();
     let uri = req.uri().clone();
     http::check_media(&mut req);
     let r = limit(&app, req, next).await;
     let r = http::problems(&method, uri.path(), r).await;
-    versions::version_header(lcm, r)
+    versions::version_header(version, r)
 }
 
 /// `[server] request_timeout`, which never answers 503 for a write that goes on:
@@ -232,6 +237,7 @@ fn router(app: Arc<App>) -> Router {
         .merge(lcm_api::routes(app.clone()))
         .merge(versions::routes())
         .merge(subscriptions::routes(app.clone()))
+        .merge(nfvo_grants::routes(app.clone()))
         .merge(alerts::routes())
         .merge(promise::routes(app.clone()))
         .merge(admin::routes(app.clone()))

@@ -1,0 +1,453 @@
+//! `vnfm serve` as the NFVO of the SOL003 Grant interface, through real sockets: another
+//! VNFM's grant requests decided on the simulated demo cloud (four zones, AZ-1 too small for
+//! the demo VNF's VDUs), stored, read back after a restart; bad bodies and refusals as
+//! ProblemDetails naming the field; a GrantRequest with Tacker's scale-out constraint.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod serve_common;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+
+use serde_json::{json, Value};
+use serve_common::*;
+
+const GRANTS: &str = "/grant/v1/grants";
+
+fn auth() -> String {
+    format!("Bearer {BEARER}")
+}
+
+async fn post_grant(addr: SocketAddr, body: &Value) -> Reply {
+    post_raw(addr, &serde_json::to_vec(body).unwrap()).await
+}
+
+async fn post_raw(addr: SocketAddr, body: &[u8]) -> Reply {
+    let a = auth();
+    request(
+        addr,
+        "POST",
+        GRANTS,
+        &[("Content-Type", "application/json"), ("Authorization", &a)],
+        body,
+    )
+    .await
+}
+
+async fn get_authed(addr: SocketAddr, path: &str) -> Reply {
+    let a = auth();
+    request(addr, "GET", path, &[("Authorization", &a)], b"").await
+}
+
+fn config(dir: &std::path::Path) -> vnfm_cli::config::Config {
+    let mut c = serve_common::config(dir, 1);
+    c.server.api_token = Some(vnfm_cli::config::Secret::new(BEARER));
+    c
+}
+
+/// A GrantRequest for `n` new VNFCs of VDU1 (`c0`, `c1`, ...) of `vnfd`, with the given
+/// constraints.
+fn grant_request(vnfd: &str, n: usize, constraints: Value) -> Value {
+    let add: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({"id": format!("c{i}"), "type": "COMPUTE", "vduId": "VDU1",
+                   "resourceTemplateId": "VDU1"})
+        })
+        .collect();
+    json!({
+        "vnfInstanceId": "other-vnfm-instance-1",
+        "vnfLcmOpOccId": "other-vnfm-op-1",
+        "vnfdId": vnfd,
+        "flavourId": "default",
+        "operation": "INSTANTIATE",
+        "isAutomaticInvocation": false,
+        "addResources": add,
+        "placementConstraints": constraints,
+        "_links": {
+            "vnfLcmOpOcc": {"href": "http://other-vnfm/vnflcm/v2/vnf_lcm_op_occs/other-vnfm-op-1"},
+            "vnfInstance": {"href": "http://other-vnfm/vnflcm/v2/vnf_instances/other-vnfm-instance-1"}
+        }
+    })
+}
+
+fn zone_anti_affinity(n: usize, best_effort: bool) -> Value {
+    let refs: Vec<Value> = (0..n)
+        .map(|i| json!({"idType": "GRANT", "resourceId": format!("c{i}")}))
+        .collect();
+    json!([{"affinityOrAntiAffinity": "ANTI_AFFINITY", "scope": "ZONE",
+            "resource": refs, "fallbackBestEffort": best_effort}])
+}
+
+/// The zone name granted to each resource definition: `addResources[].zoneId` through
+/// `zones[]`.
+fn granted_zones(g: &Value) -> Vec<String> {
+    let zones = g["zones"].as_array().unwrap();
+    g["addResources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let zid = a["zoneId"].as_str().unwrap();
+            let z = zones.iter().find(|z| z["id"] == zid).unwrap_or_else(|| {
+                panic!("addResources zoneId {zid} refers to no zones[] entry: {g}")
+            });
+            z["zoneId"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_is_decided_stored_read_back_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path())).await;
+    let addr = server.local_addr();
+
+    // ETSI's own request (no resources): granted, with the request's links.
+    let body = grant_request("any-vnfd", 0, json!([]));
+    let r = post_json(addr, GRANTS, &body).await;
+    let p = r.problem(401);
+    assert!(p["detail"].as_str().unwrap().contains("Grant API"), "{p}");
+    assert!(r.header("www-authenticate").is_some());
+
+    let r = post_grant(addr, &body).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.header("version"), Some("1.4.0"));
+    let g = r.json();
+    let id = g["id"].as_str().unwrap().to_owned();
+    let location = r.header("location").unwrap().to_owned();
+    assert_eq!(location, format!("{GRANTS}/{id}"));
+    assert_eq!(g["vnfInstanceId"], "other-vnfm-instance-1");
+    assert_eq!(g["vnfLcmOpOccId"], "other-vnfm-op-1");
+    assert_eq!(g["_links"]["self"]["href"], location);
+    assert_eq!(
+        g["_links"]["vnfLcmOpOcc"]["href"],
+        "http://other-vnfm/vnflcm/v2/vnf_lcm_op_occs/other-vnfm-op-1"
+    );
+
+    let r = get_authed(addr, &location).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), g);
+    get(addr, &location).await.problem(401);
+
+    // The api_versions resources are open, as the LCM API's.
+    for path in ["/grant/api_versions", "/grant/v1/api_versions"] {
+        let r = get(addr, path).await;
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(r.header("version"), Some("1.4.0"));
+        assert_eq!(r.json()["uriPrefix"], "/grant/v1");
+        assert_eq!(r.json()["apiVersions"][0]["version"], "1.4.0");
+    }
+
+    // Other methods: 405 with Allow, as a ProblemDetails.
+    let a = auth();
+    for (method, path, allow) in [
+        ("GET", GRANTS.to_owned(), "POST"),
+        ("PUT", GRANTS.to_owned(), "POST"),
+        ("DELETE", location.clone(), "GET"),
+        ("PATCH", location.clone(), "GET"),
+        ("POST", "/grant/v1/api_versions".to_owned(), "GET"),
+    ] {
+        let r = request(addr, method, &path, &[("Authorization", &a)], b"").await;
+        r.problem(405);
+        let allowed = r.header("allow").unwrap_or_default();
+        assert!(
+            allowed.contains(allow),
+            "{method} {path}: Allow {allowed:?}"
+        );
+    }
+    let p = get_authed(addr, &format!("{GRANTS}/nfvo-grant-999"))
+        .await
+        .problem(404);
+    assert!(
+        p["detail"].as_str().unwrap().contains("nfvo-grant-999"),
+        "{p}"
+    );
+    get_authed(addr, &format!("{GRANTS}/nfvo-grant-01"))
+        .await
+        .problem(404);
+
+    server.shutdown().await.unwrap();
+    let server = start(config(dir.path())).await;
+    let addr = server.local_addr();
+    let r = get_authed(addr, &location).await;
+    assert_eq!(r.status, 200, "the grant survives a restart");
+    assert_eq!(r.json(), g);
+    // Numbers go on after a restart: a new grant is a new id.
+    let r = post_grant(addr, &body).await;
+    assert_eq!(r.status, 201);
+    assert_ne!(r.json()["id"], g["id"]);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zones_come_from_the_catalogue_under_the_requests_constraints() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path())).await;
+    let addr = server.local_addr();
+
+    // The demo VNFD is known: VDU1 needs 2 GiB, which AZ-1's hosts have not. Three VNFCs
+    // apart by zone: AZ-2, AZ-3, AZ-4.
+    let r = post_grant(
+        addr,
+        &grant_request(DEMO_VNFD, 3, zone_anti_affinity(3, false)),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let g = r.json();
+    let zones: BTreeSet<String> = granted_zones(&g).into_iter().collect();
+    assert_eq!(
+        zones,
+        ["AZ-2", "AZ-3", "AZ-4"]
+            .map(String::from)
+            .into_iter()
+            .collect()
+    );
+    assert!(g["additionalParams"]["vduDemand"]
+        .as_str()
+        .unwrap()
+        .contains("virtual compute"));
+
+    // A fourth cannot be apart from the three: refused, naming the constraint.
+    let r = post_grant(
+        addr,
+        &grant_request(DEMO_VNFD, 4, zone_anti_affinity(4, false)),
+    )
+    .await;
+    let p = r.problem(403);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.contains("placementConstraints[0]"), "{p}");
+    // Best effort: granted, the relaxation said.
+    let r = post_grant(
+        addr,
+        &grant_request(DEMO_VNFD, 4, zone_anti_affinity(4, true)),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert!(r.json()["additionalParams"]["relaxedPlacementConstraints"].is_array());
+    // An unknown VNFD counts every VNFC as zero: AZ-1 is a zone like the others.
+    let r = post_grant(
+        addr,
+        &grant_request("unknown-vnfd", 4, zone_anti_affinity(4, false)),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(granted_zones(&r.json()).len(), 4);
+
+    // Removals are acknowledged.
+    let mut body = grant_request(DEMO_VNFD, 0, json!([]));
+    body["operation"] = json!("TERMINATE");
+    body["removeResources"] = json!([{"id": "gone-1", "type": "COMPUTE",
+        "resourceTemplateId": "VDU1", "resource": {"resourceId": "server-x"}}]);
+    let r = post_grant(addr, &body).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.json()["removeResources"][0]["resourceDefinitionId"],
+        "gone-1"
+    );
+
+    // An unknown GRANT reference: refused, naming the field and the value.
+    let constraints = json!([{"affinityOrAntiAffinity": "AFFINITY", "scope": "NFVI_NODE",
+        "resource": [{"idType": "GRANT", "resourceId": "c0"},
+                     {"idType": "GRANT", "resourceId": "c9"}]}]);
+    let r = post_grant(addr, &grant_request(DEMO_VNFD, 1, constraints)).await;
+    let p = r.problem(403);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("placementConstraints[0].resource[1].resourceId") && detail.contains("c9"),
+        "{p}"
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_bodies_are_problem_details_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.server.body_limit = 2 * 1024 * 1024;
+    let server = start(c).await;
+    let addr = server.local_addr();
+
+    let mut body = grant_request(DEMO_VNFD, 1, json!([]));
+    body.as_object_mut().unwrap().remove("vnfLcmOpOccId");
+    let p = post_grant(addr, &body).await.problem(400);
+    assert!(
+        p["detail"].as_str().unwrap().contains("vnfLcmOpOccId"),
+        "{p}"
+    );
+
+    let mut body = grant_request(DEMO_VNFD, 1, json!([]));
+    body["operation"] = json!("EXPLODE");
+    let p = post_grant(addr, &body).await.problem(400);
+    let d = p["detail"].as_str().unwrap();
+    assert!(d.contains("operation") && d.contains("EXPLODE"), "{p}");
+
+    let mut body = grant_request(DEMO_VNFD, 1, json!([]));
+    body["addResources"][0]["type"] = json!("GPU");
+    let p = post_grant(addr, &body).await.problem(400);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("addResources[0].type") && d.contains("GPU"),
+        "{p}"
+    );
+
+    let p = post_raw(addr, b"{not json").await.problem(400);
+    assert!(
+        p["detail"].as_str().unwrap().contains("GrantRequest"),
+        "{p}"
+    );
+
+    // 10,000 resources to add: over the documented limit (1,000), refused before any work.
+    let p = post_grant(addr, &grant_request(DEMO_VNFD, 10_000, json!([])))
+        .await
+        .problem(422);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("addResources has 10000 entries") && d.contains("at most 1000"),
+        "{p}"
+    );
+
+    // A COMPUTE resource without its VDU.
+    let mut body = grant_request(DEMO_VNFD, 1, json!([]));
+    body["addResources"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("vduId");
+    let p = post_grant(addr, &body).await.problem(422);
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("addResources[0].vduId"),
+        "{p}"
+    );
+
+    // A body over [server] body_limit.
+    let big = vec![b' '; 2 * 1024 * 1024 + 1];
+    post_raw(addr, &big).await.problem(413);
+    server.shutdown().await.unwrap();
+}
+
+/// Tacker's scale-out GrantRequest constraint (`reselection_cases.json`,
+/// `grant_placement_constraints.scale_out`, from Tacker's `test_vnflcm_driver_v2.py`): as
+/// Tacker sends it, its `RES_MGMT` references name servers this NFVO's VIM does not have
+/// (refused, naming the first); with them naming the servers of an instance on the demo cloud,
+/// granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tackers_scale_out_grant_request() {
+    let Some(text) = vnfm_core::vectors::read_vector(
+        env!("CARGO_MANIFEST_DIR"),
+        "tacker/az_reselection/reselection_cases.json",
+    ) else {
+        return;
+    };
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let mut constraint = doc["grant_placement_constraints"]["scale_out"]["expect"][0].clone();
+    assert_eq!(
+        constraint["resource"][0]["resourceId"],
+        "<new VDU1 res def id>"
+    );
+    constraint["resource"][0]["resourceId"] = json!("c0");
+    let mut body = grant_request(DEMO_VNFD, 1, json!([constraint.clone()]));
+    body["operation"] = json!("SCALE");
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path())).await;
+    let addr = server.local_addr();
+    let p = post_grant(addr, &body).await.problem(403);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("placementConstraints[0].resource[1].resourceId") && d.contains("res_id_VDU2"),
+        "{p}"
+    );
+
+    // The same with the servers of a demo instance (VDU1 x2, VDU2 x1), each by its VIM id.
+    let a = auth();
+    let r = request(
+        addr,
+        "POST",
+        "/vnflcm/v2/vnf_instances",
+        &[("Content-Type", "application/json"), ("Authorization", &a)],
+        &serde_json::to_vec(&json!({"vnfdId": DEMO_VNFD})).unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    let inst = r.json()["id"].as_str().unwrap().to_owned();
+    let r = request(
+        addr,
+        "POST",
+        &format!("/vnflcm/v2/vnf_instances/{inst}/instantiate"),
+        &[("Content-Type", "application/json"), ("Authorization", &a)],
+        &serde_json::to_vec(&json!({"flavourId": "default"})).unwrap(),
+    )
+    .await;
+    assert_eq!(r.status, 202);
+    let loc = r.header("location").unwrap().to_owned();
+    let op = eventually(30, "the instantiate", || async {
+        let op = get_authed(addr, &loc).await.json();
+        (op["operationState"] == "COMPLETED").then_some(op)
+    })
+    .await;
+    assert_eq!(op["operationState"], "COMPLETED");
+    let inst = get_authed(addr, &format!("/vnflcm/v2/vnf_instances/{inst}"))
+        .await
+        .json();
+    let vnfcs = inst["instantiatedVnfInfo"]["vnfcResourceInfo"]
+        .as_array()
+        .unwrap();
+    let server_of = |vdu: &str, n: usize| -> String {
+        vnfcs.iter().filter(|v| v["vduId"] == vdu).nth(n).unwrap()["computeResource"]["resourceId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let mut refs = constraint["resource"].as_array().unwrap().clone();
+    // Tacker's res_id_VDU2, res_id_VDU1_1, res_id_VDU1_2 (the demo has no third VDU1).
+    refs[1]["resourceId"] = json!(server_of("VDU2", 0));
+    refs[2]["resourceId"] = json!(server_of("VDU1", 0));
+    refs[3]["resourceId"] = json!(server_of("VDU1", 1));
+    refs.truncate(4);
+    // NFVI_NODE in Tacker's; ZONE here, so that the grant shows the existing VNFCs counted:
+    // the three are in three zones, the new one goes to the fourth that fits (none left, so
+    // the hard constraint refuses it), and NFVI_NODE grants it.
+    constraint["resource"] = json!(refs);
+    let mut body = grant_request(DEMO_VNFD, 1, json!([constraint.clone()]));
+    body["operation"] = json!("SCALE");
+    let r = post_grant(addr, &body).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let g = r.json();
+    assert_eq!(granted_zones(&g).len(), 1);
+    assert!(
+        g["additionalParams"]["ignoredPlacementConstraintMembers"].is_null(),
+        "{g}"
+    );
+    let used: BTreeSet<String> = vnfcs
+        .iter()
+        .map(|v| {
+            v["zoneId"]
+                .as_str()
+                .or(v["metadata"]["zone"].as_str())
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    constraint["scope"] = json!("ZONE");
+    let mut body = grant_request(DEMO_VNFD, 1, json!([constraint]));
+    body["operation"] = json!("SCALE");
+    let r = post_grant(addr, &body).await;
+    if used.len() == 3 {
+        // Three zones taken, AZ-1 too small for VDU1: nowhere apart.
+        let p = r.problem(403);
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains("placementConstraints[0]"),
+            "{p}"
+        );
+    } else {
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        let z = granted_zones(&r.json());
+        assert!(!used.contains(&z[0]), "{z:?} is one of {used:?}");
+    }
+    server.shutdown().await.unwrap();
+}
