@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The SOL003 VNF LCM conformance harness: runs ETSI's NFV-TST010 test descriptions for the SOL003
 # VNF Lifecycle Management API (../shared/etsi-nfv-api-tests, edition 2.6.1) against `vnfm serve`
-# on the simulated cloud with the demo package, and compares every test's outcome with
-# tests/sol003/expected.tsv (file, test, PASS|FAIL, the reason of every expected failure). Exit 1
+# on the simulated cloud with the demo package, then those of the Lifecycle Operation Granting
+# API against the same server as an NFVO, and compares every test's outcome with
+# tests/sol003/expected.tsv and tests/sol003/expected-granting.tsv (file, test, PASS|FAIL, the
+# reason of every expected failure). Exit 1
 # on any difference, 2 on a harness error. What it does and why: docs/serve.md#etsi-conformance.
 #
 #   scripts/sol003-conformance.sh [--files A.robot,B.robot] [--write FILE] [--keep]
@@ -57,5 +59,18 @@ else
   bin=${CARGO_TARGET_DIR:-target}/debug/vnfm
 fi
 
+# ETSI's Granting files (vnfm as the NFVO of the Grant interface), when the suite has them.
+granting=()
+grant_suite=$shared/etsi-nfv-api-tests/SOL003/VNFLifecycleOperationGranting-API
+if [ -d "$grant_suite" ]; then
+  granting=(--grant-suite "$grant_suite" --grant-expected tests/sol003/expected-granting.tsv)
+else
+  why="$grant_suite is absent"
+  echo "skipping sol003-conformance granting: the ETSI SOL003 Granting suite: $why" >&2
+  if [ -n "${VNFM_SKIP_LOG:-}" ]; then
+    printf 'sol003-conformance\tthe ETSI SOL003 Granting suite\t%s\n' "$why" >> "$VNFM_SKIP_LOG"
+  fi
+fi
+
 exec "$venv/bin/python" scripts/sol003/harness.py --suite "$suite" --vnfm "$bin" \
-  --expected tests/sol003/expected.tsv "$@"
+  --expected tests/sol003/expected.tsv "${granting[@]}" "$@"
