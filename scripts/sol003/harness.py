@@ -1275,7 +1275,8 @@ def main():
     for r in known:
         k = r.split(":", 1)[0]
         kinds[k] = kinds.get(k, 0) + 1
-    print(f"expected failures listed: {len(known)} ({a.expected}): "
+    files = a.expected + (f", {a.grant_expected}" if a.grant_suite else "")
+    print(f"expected failures listed: {len(known)} ({files}): "
           + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
     if lcm_failures > 20:
         diffs.append(
