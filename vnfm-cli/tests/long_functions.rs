@@ -165,7 +165,11 @@ fn no_function_in_lifecycle_is_over_the_limit() {
     let mut found = Vec::new();
     for path in source_text::rust_files(&dir) {
         let text = std::fs::read_to_string(&path).unwrap();
-        let file = path.strip_prefix(&dir).unwrap().to_string_lossy().replace('\\', "/");
+        let file = path
+            .strip_prefix(&dir)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         found.extend(functions(&file, &text));
     }
     assert!(
@@ -220,7 +224,11 @@ fn the_allow_list_only_shrinks() {
         line: 1,
         lines,
     };
-    let allowed = [("a.rs::long", 90, ""), ("a.rs::cut", 85, ""), ("a.rs::gone", 99, "")];
+    let allowed = [
+        ("a.rs::long", 90, ""),
+        ("a.rs::cut", 85, ""),
+        ("a.rs::gone", 99, ""),
+    ];
     let found = [
         f("a.rs::long", 91),
         f("a.rs::cut", 80),
