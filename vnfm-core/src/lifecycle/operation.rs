@@ -68,8 +68,8 @@ use crate::grant::{ExtVirtualLinkData, Grant, GrantRequest, KeyValuePairs, VimCo
 use crate::id::{GrantId, ServerId, StackId, VduId, ZoneId};
 use crate::intent::realise::{GroupPolicy, GroupRule};
 use crate::lcm::{
-    HookOutcome, InstantiationState, LcmOperationStateType, Lease, VnfInstance, VnfLcmOpOcc,
-    VnfOperationalStateType, VnfcResourceInfo,
+    HookOutcome, InstantiatedVnfInfo, InstantiationState, LcmOperationStateType, Lease,
+    VnfInstance, VnfLcmOpOcc, VnfOperationalStateType, VnfcResourceInfo,
 };
 use crate::package::{Flavour, VnfPackage};
 use crate::problem::ProblemDetails;
@@ -2333,6 +2333,27 @@ impl Operation {
         }
     }
 
+    /// A new `instantiatedVnfInfo` of `flavour_id` at `level` (instantiate, change flavour):
+    /// `metadata` (the server groups are recorded into it), then the VNFCs, the external links
+    /// and the server groups this operation leaves.
+    fn fresh_info(
+        &self,
+        flavour: &Flavour,
+        flavour_id: &str,
+        vnfcs: Vec<VnfcResourceInfo>,
+        level: Option<&str>,
+        metadata: Option<KeyValuePairs>,
+    ) -> InstantiatedVnfInfo {
+        let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
+        plan::set_level(&mut info, flavour, level);
+        info.metadata = metadata;
+        plan::set_links(&mut info, &self.links());
+        if let Some(p) = &self.progress.server_groups {
+            groups::record(&mut info, p);
+        }
+        info
+    }
+
     /// The instance the operation leaves.
     fn new_instance(&self) -> Result<VnfInstance, Failed> {
         if self.progress.plan.is_cnf() {
@@ -2352,12 +2373,8 @@ impl Operation {
                 } => {
                     let mut new = before.clone();
                     new.instantiation_state = Some(InstantiationState::Instantiated);
-                    let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
-                    plan::set_level(&mut info, flavour, level.as_deref());
-                    plan::set_links(&mut info, &self.links());
-                    if let Some(p) = &self.progress.server_groups {
-                        groups::record(&mut info, p);
-                    }
+                    let level = level.as_deref();
+                    let info = self.fresh_info(flavour, flavour_id, vnfcs, level, None);
                     new.instantiated_vnf_info = Some(info);
                     plan::set_stack_id(&mut new, &stack_id);
                     if let Some(p) = configurable {
@@ -2369,61 +2386,19 @@ impl Operation {
                 }
                 Plan::ChangeFlavour { flavour_id, level } => {
                     let mut new = before.clone();
-                    let prev = before.instantiated_vnf_info.as_ref();
-                    let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
-                    plan::set_level(&mut info, flavour, level.as_deref());
-                    info.metadata = prev.and_then(|p| p.metadata.clone());
-                    // The instance keeps its external virtual links.
-                    plan::set_links(&mut info, &self.links());
-                    if let Some(p) = &self.progress.server_groups {
-                        groups::record(&mut info, p);
-                    }
+                    // The instance keeps its metadata and its external virtual links.
+                    let metadata = before
+                        .instantiated_vnf_info
+                        .as_ref()
+                        .and_then(|p| p.metadata.clone());
+                    let level = level.as_deref();
+                    let info = self.fresh_info(flavour, flavour_id, vnfcs, level, metadata);
                     new.instantiated_vnf_info = Some(info);
                     plan::set_stack_id(&mut new, &stack_id);
                     new
                 }
-                Plan::ScaleOut {
-                    aspect_id,
-                    new_level,
-                }
-                | Plan::ScaleIn {
-                    aspect_id,
-                    new_level,
-                    ..
-                } => plan::with_vnfcs(
-                    before,
-                    flavour,
-                    vnfcs,
-                    &stack_id,
-                    Some((aspect_id, *new_level)),
-                ),
-                Plan::ScaleToLevel { levels, .. } => {
-                    let mut new = plan::with_vnfcs(before, flavour, vnfcs, &stack_id, None);
-                    if let Some(info) = new.instantiated_vnf_info.as_mut() {
-                        for s in &mut info.scale_status {
-                            if let Some(l) = levels.get(&s.aspect_id) {
-                                s.scale_level = *l;
-                            }
-                        }
-                    }
-                    new
-                }
-                Plan::ChangeExtConn {
-                    links,
-                    vim_connection_info,
-                } => {
-                    let mut new = plan::with_vnfcs(before, flavour, vnfcs, &stack_id, None);
-                    if let Some(info) = new.instantiated_vnf_info.as_mut() {
-                        plan::set_links(info, links);
-                    }
-                    new.vim_connection_info.extend(
-                        vim_connection_info
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.clone())),
-                    );
-                    new
-                }
-                _ => plan::with_vnfcs(before, flavour, vnfcs, &stack_id, None),
+                // The same instantiation on new VNFCs.
+                other => restacked(other, before, flavour, vnfcs, &stack_id),
             })
         })
     }
@@ -2852,6 +2827,62 @@ impl Operation {
             work.resources.set(&mut new);
             Ok(new)
         })
+    }
+}
+
+/// The instance after an operation that keeps its instantiation and changes its VNFCs (scale,
+/// scale to level, change of external connectivity, heal, ...): `before` with `vnfcs` on the
+/// stack `stack_id`, and what the plan changes besides.
+fn restacked(
+    done: &Plan,
+    before: &VnfInstance,
+    flavour: &Flavour,
+    vnfcs: Vec<VnfcResourceInfo>,
+    stack_id: &StackId,
+) -> VnfInstance {
+    match done {
+        Plan::ScaleOut {
+            aspect_id,
+            new_level,
+        }
+        | Plan::ScaleIn {
+            aspect_id,
+            new_level,
+            ..
+        } => plan::with_vnfcs(
+            before,
+            flavour,
+            vnfcs,
+            stack_id,
+            Some((aspect_id, *new_level)),
+        ),
+        Plan::ScaleToLevel { levels, .. } => {
+            let mut new = plan::with_vnfcs(before, flavour, vnfcs, stack_id, None);
+            if let Some(info) = new.instantiated_vnf_info.as_mut() {
+                for s in &mut info.scale_status {
+                    if let Some(l) = levels.get(&s.aspect_id) {
+                        s.scale_level = *l;
+                    }
+                }
+            }
+            new
+        }
+        Plan::ChangeExtConn {
+            links,
+            vim_connection_info,
+        } => {
+            let mut new = plan::with_vnfcs(before, flavour, vnfcs, stack_id, None);
+            if let Some(info) = new.instantiated_vnf_info.as_mut() {
+                plan::set_links(info, links);
+            }
+            new.vim_connection_info.extend(
+                vim_connection_info
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+            new
+        }
+        _ => plan::with_vnfcs(before, flavour, vnfcs, stack_id, None),
     }
 }
 
