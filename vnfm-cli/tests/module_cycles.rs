@@ -29,7 +29,7 @@ mod source_text;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use source_text::strip;
+use source_text::{blank_test_items, strip};
 
 /// Module path (`""` for the crate root, `serve::promise`, ...) → its file and source text.
 type Sources = BTreeMap<String, Source>;
@@ -102,49 +102,6 @@ fn tokens(code: &str) -> Vec<Tok> {
             c if c.is_whitespace() => {}
             c => out.push(Tok::Other(c)),
         }
-        i += 1;
-    }
-    out
-}
-
-/// Drops `#[cfg(test)]` items: a `mod { .. }` to its closing brace, anything else to its `;`.
-fn drop_test_items(toks: Vec<Tok>) -> Vec<Tok> {
-    let attr = [
-        Tok::Other('#'),
-        Tok::Open('['),
-        Tok::Ident("cfg".into()),
-        Tok::Open('('),
-        Tok::Ident("test".into()),
-        Tok::Close(')'),
-        Tok::Close(']'),
-    ];
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < toks.len() {
-        if toks[i..].starts_with(&attr) {
-            i += attr.len();
-            let mut depth = 0usize;
-            while i < toks.len() {
-                match &toks[i] {
-                    Tok::Open(_) => depth += 1,
-                    Tok::Close(_) => {
-                        depth = depth.saturating_sub(1);
-                        if depth == 0 && toks[i] == Tok::Close('}') {
-                            i += 1;
-                            break;
-                        }
-                    }
-                    Tok::Other(';') if depth == 0 => {
-                        i += 1;
-                        break;
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-            continue;
-        }
-        out.push(toks[i].clone());
         i += 1;
     }
     out
@@ -379,7 +336,7 @@ fn definitions(toks: &[Tok]) -> BTreeSet<String> {
 }
 
 fn parse(module: &str, text: &str, modules: &Sources) -> Parsed {
-    let toks = drop_test_items(tokens(&strip(text)));
+    let toks = tokens(&blank_test_items(&strip(text)));
     let named = paths(&toks);
     let none = BTreeMap::new();
     let mut aliases = BTreeMap::new();

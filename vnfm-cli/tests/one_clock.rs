@@ -68,65 +68,9 @@ struct Reading {
     wall: bool,
 }
 
-/// `code` (already stripped of comments and literals) with every `#[cfg(test)]` item blanked
-/// out, newlines kept: a `mod { .. }` (or any item with a body) to its closing brace,
-/// anything else to its `;`, as `module_cycles.rs` drops them.
-fn blank_test_items(code: &str) -> String {
-    const ATTR: &str = "#[cfg(test)]";
-    let c: Vec<char> = code.chars().collect();
-    let mut out: Vec<char> = Vec::with_capacity(c.len());
-    let mut i = 0;
-    while i < c.len() {
-        // the attribute, whitespace inside it allowed
-        let mut j = i;
-        let mut matched = true;
-        for want in ATTR.chars() {
-            while j < c.len() && c[j].is_whitespace() && j > i {
-                j += 1;
-            }
-            if c.get(j) != Some(&want) {
-                matched = false;
-                break;
-            }
-            j += 1;
-        }
-        if !matched {
-            out.push(c[i]);
-            i += 1;
-            continue;
-        }
-        let mut depth = 0usize;
-        while j < c.len() {
-            match c[j] {
-                '(' | '[' | '{' => depth += 1,
-                ')' | ']' | '}' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 && c[j] == '}' {
-                        j += 1;
-                        break;
-                    }
-                }
-                ';' if depth == 0 => {
-                    j += 1;
-                    break;
-                }
-                _ => {}
-            }
-            j += 1;
-        }
-        out.extend(
-            c[i..j.min(c.len())]
-                .iter()
-                .map(|ch| if *ch == '\n' { '\n' } else { ' ' }),
-        );
-        i = j;
-    }
-    out.into_iter().collect()
-}
-
 /// Every reading of a clock in the source `text` of a file.
 fn readings(text: &str) -> Vec<Reading> {
-    let code: Vec<char> = blank_test_items(&source_text::strip(text))
+    let code: Vec<char> = source_text::blank_test_items(&source_text::strip(text))
         .chars()
         .collect();
     let ident = |ch: char| ch.is_alphanumeric() || ch == '_';

@@ -285,3 +285,50 @@ fn two_commands_instantiating_one_instance_at_once_exactly_one_runs() {
     }
     eprintln!("{conflicts_at_start} of 8 rounds conflicted while the winner was starting");
 }
+
+#[test]
+fn failing_an_instantiate_killed_after_its_create_deletes_its_stack() {
+    let d = dir();
+    // Killed right after commit 4: the stack exists, only the occurrence's progress knows it.
+    let out = instantiate_killed_after(&d, "4");
+    assert_eq!(out.status.signal(), Some(9), "{}", text(&out));
+    let op = only_op(&d, &d.state);
+    let id = op["id"].as_str().unwrap().to_owned();
+    let inst = op["vnfInstanceId"].as_str().unwrap().to_owned();
+    let stack = op["progress"]["stackId"].as_str().unwrap().to_owned();
+    assert_eq!(leftovers(&d.state), (1, 3));
+    let expires: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(op["lease"]["expires"].clone()).unwrap();
+    let left = (expires - chrono::Utc::now())
+        .to_std()
+        .unwrap_or(Duration::ZERO);
+    std::thread::sleep(left + Duration::from_millis(300));
+
+    let out = run(&d, &d.state, &["--json", "op", "fail", &id]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(json(&out)["vnfLcmOpOcc"]["operationState"], "FAILED");
+    assert_eq!(
+        leftovers(&d.state),
+        (0, 0),
+        "stack {stack} and its servers deleted"
+    );
+    let out = run(&d, &d.state, &["--json", "instance", "show", &inst]);
+    let shown = json(&out);
+    assert_eq!(
+        shown["vnfInstance"]["instantiationState"],
+        "NOT_INSTANTIATED"
+    );
+    assert!(
+        shown["vnfInstance"]["metadata"]["stackId"].is_null(),
+        "{shown:#}"
+    );
+    // Its stack name is free again: the instance instantiates.
+    let out = run(
+        &d,
+        &d.state,
+        &["--json", "instantiate", "--instance", &inst],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(json(&out)["vnfLcmOpOcc"]["operationState"], "COMPLETED");
+    assert_eq!(leftovers(&d.state), (1, 3));
+}

@@ -203,39 +203,25 @@ pub fn verify(plan: &LabelPlan, pods: &[Pod], workloads: &[Workload]) -> VerifyR
             .into_iter()
             .filter(|p| p.namespace == w.namespace && w.selector.matches(&p.labels))
             .collect();
-        let terms = w.self_anti_affinity().map(|t| {
-            (
-                GroupKind::PodAntiAffinity,
-                t.topology_key.clone(),
-                t.required,
-                None,
-            )
+        let terms = w.self_anti_affinity().map(|t| GroupTerm {
+            kind: GroupKind::PodAntiAffinity,
+            topology_key: t.topology_key.clone(),
+            required: t.required,
+            max_skew: None,
         });
         let spreads = w.spread.iter().filter(|c| {
             c.selector
                 .as_ref()
                 .is_some_and(|s| s.matches(&w.pod_labels))
         });
-        let spreads = spreads.map(|c| {
-            (
-                GroupKind::TopologySpread,
-                c.topology_key.clone(),
-                c.hard,
-                Some(c.max_skew),
-            )
+        let spreads = spreads.map(|c| GroupTerm {
+            kind: GroupKind::TopologySpread,
+            topology_key: c.topology_key.clone(),
+            required: c.hard,
+            max_skew: Some(c.max_skew),
         });
-        for (kind, topology_key, required, max_skew) in terms.chain(spreads).collect::<Vec<_>>() {
-            let g = group(
-                w,
-                &mine,
-                &host_of,
-                &hosts,
-                kind,
-                topology_key,
-                required,
-                max_skew,
-                &plan.key,
-            );
+        for term in terms.chain(spreads).collect::<Vec<_>>() {
+            let g = group(w, &mine, &host_of, &hosts, term, &plan.key);
             if !g.on_host_key {
                 warnings.push(format!(
                     "{} spreads over {:?}, not over the host label {:?}: two of its pods can \
@@ -257,18 +243,33 @@ pub fn verify(plan: &LabelPlan, pods: &[Pod], workloads: &[Workload]) -> VerifyR
     }
 }
 
-#[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
+/// What makes a group of a workload's pods: a pod anti-affinity term about its own pods or a
+/// topology spread constraint that selects them.
+struct GroupTerm {
+    kind: GroupKind,
+    topology_key: String,
+    /// Required (`requiredDuring...` / `DoNotSchedule`) or preferred.
+    required: bool,
+    /// `maxSkew` of a spread constraint.
+    max_skew: Option<u32>,
+}
+
+/// The report of the group `term` makes of `mine`, the pods of `w`, on the hosts of
+/// `host_of` (`key` is the host label key).
 fn group(
     w: &Workload,
     mine: &[&Pod],
     host_of: &BTreeMap<NodeName, String>,
     hosts: &BTreeMap<String, HostPods>,
-    kind: GroupKind,
-    topology_key: String,
-    required: bool,
-    max_skew: Option<u32>,
+    term: GroupTerm,
     key: &str,
 ) -> GroupReport {
+    let GroupTerm {
+        kind,
+        topology_key,
+        required,
+        max_skew,
+    } = term;
     let mut per_host: BTreeMap<String, usize> = hosts.keys().map(|h| (h.clone(), 0)).collect();
     let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut bound = 0;

@@ -34,8 +34,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::candidates::{
-    CandidateFile, Capacities, CapacitySource, CloudOwner, CostModel, FreeCapacity, GeoPoint,
-    Oversubscription, Region,
+    CandidateFile, Capacities, CapacitySource, CloudOwner, CostModel, Flavour, FreeCapacity,
+    GeoPoint, Oversubscription, Region,
 };
 use super::policy::{
     fmt_num, CloudType, DistanceBound, Feature, Intent, Isolation, Objective, Policy, Term, Weights,
@@ -730,96 +730,208 @@ fn evaluate(
     caps: &Capacities,
     order: usize,
 ) -> std::result::Result<Ranked, Vec<DropReason>> {
-    let mut reasons = Vec::new();
-    if let Some(allowed) = &policy.owners {
-        if !allowed.contains(&owner.name) {
-            reasons.push(DropReason::OwnerNotAllowed {
-                owner: owner.name.clone(),
-                allowed: allowed.clone(),
-            });
-        }
-    }
-    if let Some(allowed) = &policy.regions {
-        if !allowed.contains(&region.id) {
-            reasons.push(DropReason::RegionNotAllowed {
-                region: region.id.clone(),
-                allowed: allowed.clone(),
-            });
-        }
-    }
-    let intents = match policy.intents_for(&owner.cloud_type) {
-        Some(i) => i,
-        None => {
-            reasons.push(DropReason::CloudType {
-                owner: owner.name.clone(),
-                cloud_type: owner.cloud_type.clone(),
-                named: policy.named_cloud_types(),
-            });
-            Vec::new()
-        }
+    let mut e = Evaluation {
+        policy,
+        owner,
+        region,
+        demand,
+        reasons: Vec::new(),
     };
-    for i in &intents {
-        if !owner.supports.contains(&i.feature()) {
-            reasons.push(DropReason::Unsupported {
-                owner: owner.name.clone(),
-                feature: i.feature(),
-            });
-        }
-    }
+    e.allowed();
+    let intents = e.intents();
     let flavour = super::candidates::region_flavour(Some(owner), region, &demand.flavour);
-    let mut variant = None;
-    if flavour.is_none() {
-        reasons.push(DropReason::NoFlavour {
-            region: region.id.clone(),
-            flavour: demand.flavour.clone(),
-        });
-    }
-    if let Some(fl) = flavour {
-        for i in &intents {
-            if let (
-                true,
-                Intent::Isolation {
-                    isolation: Isolation::Burstable { percent },
-                },
-            ) = (owner.supports.contains(&i.feature()), i)
-            {
-                match fl.variant(*percent) {
-                    Some(v) => variant = Some(v.clone()),
-                    None => reasons.push(DropReason::NoOversubscription {
-                        region: region.id.clone(),
-                        flavour: fl.name.clone(),
-                        percent: *percent,
-                        offered: fl.oversubscription.iter().map(|o| o.percent).collect(),
-                    }),
-                }
-            }
-        }
-    }
+    let variant = e.oversubscription(flavour, &intents);
     let free = caps.free(region);
     if intents.contains(&Intent::HighAvailability)
         && owner.supports.contains(&Feature::HighAvailability)
     {
-        let needed = demand.instances.max(2);
-        let hosts = region.hosts.or(match &free {
+        e.enough_hosts(&free);
+    }
+    if let (true, Some(fl)) = (policy.capacity_check, flavour) {
+        e.enough_capacity(fl, free);
+    }
+    let distance_km = e.distance_km();
+    let cost = if policy.cost_evaluation.enabled {
+        e.cost(&intents)
+    } else {
+        None
+    };
+    if !e.reasons.is_empty() {
+        return Err(e.reasons);
+    }
+    let terms = Terms { cost, distance_km };
+    let (contributions, value) = contributions(policy.weights, &terms);
+    let key = match &policy.objective {
+        Objective::Weighted | Objective::HasCasablanca => vec![value],
+        Objective::Lexicographic { order } => order.iter().map(|t| terms.get(*t)).collect(),
+    };
+    Ok(Ranked {
+        rank: 0,
+        candidate: CandidateId {
+            owner: owner.name.clone(),
+            region: region.id.clone(),
+        },
+        order,
+        cloud_type: owner.cloud_type.clone(),
+        location: region.location,
+        flavour: demand.flavour.clone(),
+        oversubscription: variant,
+        intents,
+        terms,
+        contributions,
+        value,
+        key,
+    })
+}
+
+/// The weighted terms (`weights`) of a survivor, and their sum.
+fn contributions(weights: Weights, terms: &Terms) -> (Vec<Contribution>, f64) {
+    let w = weights;
+    let mut contributions = Vec::new();
+    if let Some(d) = terms.distance_km {
+        contributions.push(Contribution {
+            term: Term::Distance,
+            weight: w.distance,
+            amount: d,
+            value: w.distance * d,
+        });
+    }
+    if let Some(c) = terms.cost {
+        contributions.push(Contribution {
+            term: Term::Cost,
+            weight: w.cost,
+            amount: c,
+            value: w.cost * c,
+        });
+    }
+    let value: f64 = contributions.iter().map(|c| c.value).sum();
+    (contributions, value)
+}
+
+/// One candidate region of a cloud owner judged for a demand under a policy: each check adds
+/// the reasons it finds to drop the region, in the order [`select`] reports them.
+struct Evaluation<'a> {
+    policy: &'a Policy,
+    owner: &'a CloudOwner,
+    region: &'a Region,
+    demand: &'a Demand,
+    reasons: Vec<DropReason>,
+}
+
+impl Evaluation<'_> {
+    /// The policy's allow-lists of owners and regions.
+    fn allowed(&mut self) {
+        let (policy, owner, region) = (self.policy, self.owner, self.region);
+        if let Some(allowed) = &policy.owners {
+            if !allowed.contains(&owner.name) {
+                self.reasons.push(DropReason::OwnerNotAllowed {
+                    owner: owner.name.clone(),
+                    allowed: allowed.clone(),
+                });
+            }
+        }
+        if let Some(allowed) = &policy.regions {
+            if !allowed.contains(&region.id) {
+                self.reasons.push(DropReason::RegionNotAllowed {
+                    region: region.id.clone(),
+                    allowed: allowed.clone(),
+                });
+            }
+        }
+    }
+
+    /// The intents the policy has for the owner's cloud type, each of a feature the owner
+    /// supports.
+    fn intents(&mut self) -> Vec<Intent> {
+        let (policy, owner) = (self.policy, self.owner);
+        let intents = match policy.intents_for(&owner.cloud_type) {
+            Some(i) => i,
+            None => {
+                self.reasons.push(DropReason::CloudType {
+                    owner: owner.name.clone(),
+                    cloud_type: owner.cloud_type.clone(),
+                    named: policy.named_cloud_types(),
+                });
+                Vec::new()
+            }
+        };
+        for i in &intents {
+            if !owner.supports.contains(&i.feature()) {
+                self.reasons.push(DropReason::Unsupported {
+                    owner: owner.name.clone(),
+                    feature: i.feature(),
+                });
+            }
+        }
+        intents
+    }
+
+    /// The region's flavour `flavour` exists, and has the over-subscription variant a
+    /// Burstable isolation intent asks for, which it returns.
+    fn oversubscription(
+        &mut self,
+        flavour: Option<&Flavour>,
+        intents: &[Intent],
+    ) -> Option<Oversubscription> {
+        let (owner, region) = (self.owner, self.region);
+        let mut variant = None;
+        if flavour.is_none() {
+            self.reasons.push(DropReason::NoFlavour {
+                region: region.id.clone(),
+                flavour: self.demand.flavour.clone(),
+            });
+        }
+        if let Some(fl) = flavour {
+            for i in intents {
+                if let (
+                    true,
+                    Intent::Isolation {
+                        isolation: Isolation::Burstable { percent },
+                    },
+                ) = (owner.supports.contains(&i.feature()), i)
+                {
+                    match fl.variant(*percent) {
+                        Some(v) => variant = Some(v.clone()),
+                        None => self.reasons.push(DropReason::NoOversubscription {
+                            region: region.id.clone(),
+                            flavour: fl.name.clone(),
+                            percent: *percent,
+                            offered: fl.oversubscription.iter().map(|o| o.percent).collect(),
+                        }),
+                    }
+                }
+            }
+        }
+        variant
+    }
+
+    /// High availability: the region has a host for each instance, and at least two.
+    fn enough_hosts(&mut self, free: &FreeCapacity) {
+        let region = self.region;
+        let needed = self.demand.instances.max(2);
+        let hosts = region.hosts.or(match free {
             FreeCapacity::Free { hosts, .. } => *hosts,
             _ => None,
         });
         match hosts {
-            Some(h) if h < needed => reasons.push(DropReason::TooFewHosts {
+            Some(h) if h < needed => self.reasons.push(DropReason::TooFewHosts {
                 region: region.id.clone(),
                 hosts: h,
                 needed,
             }),
             Some(_) => {}
             None if region.capacity == CapacitySource::Public => {}
-            None => reasons.push(DropReason::HostsUnknown {
+            None => self.reasons.push(DropReason::HostsUnknown {
                 region: region.id.clone(),
                 needed,
             }),
         }
     }
-    if let (true, Some(fl)) = (policy.capacity_check, flavour) {
-        let n = demand.instances;
+
+    /// The region's free capacity holds the demand's instances of flavour `fl`.
+    fn enough_capacity(&mut self, fl: &Flavour, free: FreeCapacity) {
+        let region = self.region;
+        let n = self.demand.instances;
         let need = Resources::new(
             fl.resources.vcpus.saturating_mul(n),
             fl.resources.memory_mb.saturating_mul(n),
@@ -827,7 +939,7 @@ fn evaluate(
         );
         match free {
             FreeCapacity::Unlimited => {}
-            FreeCapacity::Unknown(why) => reasons.push(DropReason::CapacityUnknown {
+            FreeCapacity::Unknown(why) => self.reasons.push(DropReason::CapacityUnknown {
                 region: region.id.clone(),
                 why,
             }),
@@ -838,7 +950,7 @@ fn evaluate(
                     (ResourceKind::DiskGb, free.disk_gb, need.disk_gb),
                 ] {
                     if have < want {
-                        reasons.push(DropReason::Capacity {
+                        self.reasons.push(DropReason::Capacity {
                             region: region.id.clone(),
                             resource,
                             free: have,
@@ -850,20 +962,32 @@ fn evaluate(
             }
         }
     }
-    let distance_km = demand.customer.map(|c| c.distance_km(&region.location));
-    if let (Some(bound), Some(km)) = (policy.distance, distance_km) {
-        if !bound.operator.holds(km, bound.km) {
-            reasons.push(DropReason::Distance {
-                region: region.id.clone(),
-                km,
-                bound,
-            });
+
+    /// The distance to the customer, within the policy's bound.
+    fn distance_km(&mut self) -> Option<f64> {
+        let region = self.region;
+        let distance_km = self
+            .demand
+            .customer
+            .map(|c| c.distance_km(&region.location));
+        if let (Some(bound), Some(km)) = (self.policy.distance, distance_km) {
+            if !bound.operator.holds(km, bound.km) {
+                self.reasons.push(DropReason::Distance {
+                    region: region.id.clone(),
+                    km,
+                    bound,
+                });
+            }
         }
+        distance_km
     }
-    let mut cost = None;
-    if policy.cost_evaluation.enabled {
+
+    /// The cost of the demand's instances: the region's unit price, else the owner's (fixed,
+    /// or per instance type with the discounts of the feature groups `intents` use).
+    fn cost(&mut self, intents: &[Intent]) -> Option<f64> {
+        let (policy, owner, demand) = (self.policy, self.owner, self.demand);
         let n = demand.instances as f64;
-        let unit = match (region.cost, &owner.cost) {
+        let unit = match (self.region.cost, &owner.cost) {
             (Some(c), _) => Some(c),
             (None, CostModel::Fixed(c)) => Some(*c),
             (
@@ -886,57 +1010,16 @@ fn evaluate(
             }),
         };
         match unit {
-            Some(u) => cost = Some(u * n),
-            None => reasons.push(DropReason::NoPrice {
-                owner: owner.name.clone(),
-                flavour: demand.flavour.clone(),
-            }),
+            Some(u) => Some(u * n),
+            None => {
+                self.reasons.push(DropReason::NoPrice {
+                    owner: owner.name.clone(),
+                    flavour: demand.flavour.clone(),
+                });
+                None
+            }
         }
     }
-    if !reasons.is_empty() {
-        return Err(reasons);
-    }
-    let terms = Terms { cost, distance_km };
-    let w = policy.weights;
-    let mut contributions = Vec::new();
-    if let Some(d) = distance_km {
-        contributions.push(Contribution {
-            term: Term::Distance,
-            weight: w.distance,
-            amount: d,
-            value: w.distance * d,
-        });
-    }
-    if let Some(c) = cost {
-        contributions.push(Contribution {
-            term: Term::Cost,
-            weight: w.cost,
-            amount: c,
-            value: w.cost * c,
-        });
-    }
-    let value: f64 = contributions.iter().map(|c| c.value).sum();
-    let key = match &policy.objective {
-        Objective::Weighted | Objective::HasCasablanca => vec![value],
-        Objective::Lexicographic { order } => order.iter().map(|t| terms.get(*t)).collect(),
-    };
-    Ok(Ranked {
-        rank: 0,
-        candidate: CandidateId {
-            owner: owner.name.clone(),
-            region: region.id.clone(),
-        },
-        order,
-        cloud_type: owner.cloud_type.clone(),
-        location: region.location,
-        flavour: demand.flavour.clone(),
-        oversubscription: variant,
-        intents,
-        terms,
-        contributions,
-        value,
-        key,
-    })
 }
 
 /// [`select`] for each demand (one per VNFC), in order.

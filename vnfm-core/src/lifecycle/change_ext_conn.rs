@@ -192,7 +192,6 @@ pub fn check(
     crate::grant::validate_vim_connections(&req.vim_connection_info, "")
         .map_err(LcmError::Invalid)?;
     let flavour = super::plan::flavour_of(pkg, &info.flavour_id)?;
-    let cpds = external_cpds(flavour);
     let mut vims: BTreeSet<&str> = inst
         .vim_connection_info
         .keys()
@@ -200,14 +199,46 @@ pub fn check(
         .collect();
     vims.extend(req.vim_connection_info.keys().map(String::as_str));
     vims.insert(default_vim);
-    let mut link_ids: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut cp_at: BTreeMap<&str, String> = BTreeMap::new();
+    let mut links = LinkCheck {
+        pkg,
+        inst,
+        flavour,
+        cpds: external_cpds(flavour),
+        vims,
+        link_ids: BTreeMap::new(),
+        cp_at: BTreeMap::new(),
+    };
     for (i, l) in req.ext_virtual_links.iter().enumerate() {
+        links.link(i, l)?;
+    }
+    Ok(())
+}
+
+/// The requested links, checked in order: what they may name (the instance's and the
+/// request's VIM connections, the flavour's external CPs) and what earlier links took (their
+/// ids, their CPs).
+struct LinkCheck<'a> {
+    pkg: &'a VnfPackage,
+    inst: &'a VnfInstance,
+    flavour: &'a Flavour,
+    /// The flavour's external CPDs.
+    cpds: BTreeSet<String>,
+    /// The VIM connection ids a link may name.
+    vims: BTreeSet<&'a str>,
+    /// Link id → its index in the request.
+    link_ids: BTreeMap<&'a str, usize>,
+    /// CPD id → where the request connects it (`extVirtualLinks[i].extCps[j]`).
+    cp_at: BTreeMap<&'a str, String>,
+}
+
+impl<'a> LinkCheck<'a> {
+    /// Checks `extVirtualLinks[i]`, `l`.
+    fn link(&mut self, i: usize, l: &'a ExtVirtualLinkData) -> Result<(), LcmError> {
         let at = format!("extVirtualLinks[{i}]");
         if l.id.is_empty() {
             return Err(invalid(format!("{at}.id"), format!("{at}.id is empty")));
         }
-        if let Some(first) = link_ids.insert(&l.id, i) {
+        if let Some(first) = self.link_ids.insert(&l.id, i) {
             return Err(invalid(
                 format!("{at}.id"),
                 format!(
@@ -223,14 +254,14 @@ pub fn check(
             ));
         }
         if let Some(vim) = l.vim_connection_id.as_deref() {
-            if !vims.contains(vim) {
+            if !self.vims.contains(vim) {
                 return Err(invalid(
                     format!("{at}.vimConnectionId"),
                     format!(
                         "{at}.vimConnectionId {vim:?} is no VIM connection of VNF instance {} or \
                          of the request; expected one of {}",
-                        inst.id,
-                        vims.iter().copied().collect::<Vec<_>>().join(", ")
+                        self.inst.id,
+                        self.vims.iter().copied().collect::<Vec<_>>().join(", ")
                     ),
                 ));
             }
@@ -242,33 +273,38 @@ pub fn check(
             ));
         }
         for (j, cp) in l.ext_cps.iter().enumerate() {
-            let here = format!("{at}.extCps[{j}]");
-            if !cpds.contains(&cp.cpd_id) {
-                return Err(invalid(
-                    format!("{here}.cpdId"),
-                    format!(
-                        "{here}.cpdId {:?} is not an external CP of flavour {} of package {}; \
-                         its external CPs are {}",
-                        cp.cpd_id,
-                        flavour.id,
-                        pkg.source,
-                        super::plan::list(cpds.iter())
-                    ),
-                ));
-            }
-            if let Some(first) = cp_at.insert(&cp.cpd_id, here.clone()) {
-                return Err(invalid(
-                    format!("{here}.cpdId"),
-                    format!(
-                        "{here}.cpdId {:?} is also {first}.cpdId; a CP is connected to one \
-                         external virtual link",
-                        cp.cpd_id
-                    ),
-                ));
-            }
+            self.cp(format!("{at}.extCps[{j}]"), &cp.cpd_id)?;
         }
+        Ok(())
     }
-    Ok(())
+
+    /// Checks the CP at `here` (`extVirtualLinks[i].extCps[j]`), of CPD `cpd_id`.
+    fn cp(&mut self, here: String, cpd_id: &'a str) -> Result<(), LcmError> {
+        if !self.cpds.contains(cpd_id) {
+            return Err(invalid(
+                format!("{here}.cpdId"),
+                format!(
+                    "{here}.cpdId {:?} is not an external CP of flavour {} of package {}; \
+                     its external CPs are {}",
+                    cpd_id,
+                    self.flavour.id,
+                    self.pkg.source,
+                    super::plan::list(self.cpds.iter())
+                ),
+            ));
+        }
+        if let Some(first) = self.cp_at.insert(cpd_id, here.clone()) {
+            return Err(invalid(
+                format!("{here}.cpdId"),
+                format!(
+                    "{here}.cpdId {:?} is also {first}.cpdId; a CP is connected to one \
+                     external virtual link",
+                    cpd_id
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The instance's links `current` after the request's `requested` (see the

@@ -136,76 +136,11 @@ pub(crate) fn plan_instantiate(
     default_namespace: &str,
 ) -> Result<CnfWork, Error> {
     let params = req.additional_params.as_ref();
-    let namespace = match params.and_then(|p| p.get(NAMESPACE_PARAM)) {
-        None | Some(Value::Null) => default_namespace.to_owned(),
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(v) => {
-            return Err(invalid(
-                "additionalParams.namespace",
-                format!("{v}: expected a namespace name"),
-            ))
-        }
-    };
-    let files: Vec<String> = match params.and_then(|p| p.get(DEF_FILES_PARAM)) {
-        None | Some(Value::Null) => pkg.kubernetes.keys().cloned().collect(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|f| {
-                let path = f.as_str().unwrap_or_default().trim_start_matches("./");
-                if pkg.kubernetes.contains_key(path) {
-                    Ok(path.to_owned())
-                } else {
-                    Err(invalid(
-                        &format!("additionalParams.{DEF_FILES_PARAM}"),
-                        format!(
-                            "{f} is not a manifest of package {}; it has {}",
-                            pkg.source,
-                            super::plan::list(pkg.kubernetes.keys())
-                        ),
-                    ))
-                }
-            })
-            .collect::<Result<_, _>>()?,
-        Some(v) => {
-            return Err(invalid(
-                &format!("additionalParams.{DEF_FILES_PARAM}"),
-                format!("{v}: expected a list of paths (Files/kubernetes/...)"),
-            ))
-        }
-    };
+    let namespace = namespace_param(params, default_namespace)?;
+    let files = def_files_param(pkg, params)?;
     let mut manifests = Vec::new();
     for f in &files {
-        let text = pkg
-            .kubernetes
-            .get(f)
-            .map(String::as_str)
-            .unwrap_or_default();
-        for obj in parse_manifests(f, text)? {
-            let at = |field: &str| Location::file(f).with_field(field.to_owned());
-            let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
-            let name = obj
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if kind.is_empty() || name.is_empty() {
-                return Err(Error::invalid(
-                    at("kind"),
-                    "expected a Kubernetes object with `kind` and `metadata.name`",
-                ));
-            }
-            if let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str) {
-                if ns != namespace {
-                    return Err(Error::invalid(
-                        at("metadata.namespace"),
-                        format!(
-                            "{kind} {name} names namespace {ns:?}, the instance's is \
-                             {namespace:?} (set additionalParams.namespace)"
-                        ),
-                    ));
-                }
-            }
-            manifests.push(obj);
-        }
+        manifests.extend(read_manifests(pkg, f, &namespace)?);
     }
     let level = req.instantiation_level_id.as_deref();
     let mut workloads = Vec::new();
@@ -243,20 +178,7 @@ pub(crate) fn plan_instantiate(
     }
     let objects = manifests
         .iter()
-        .map(|o| {
-            let s = |p: &str| {
-                o.pointer(p)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            ObjectRef::new(
-                s("/apiVersion"),
-                s("/kind"),
-                &namespace,
-                s("/metadata/name"),
-            )
-        })
+        .map(|o| object_ref(o, &namespace))
         .collect();
     Ok(CnfWork {
         resources: CnfResources {
@@ -268,6 +190,100 @@ pub(crate) fn plan_instantiate(
         heal_pods: Vec::new(),
         checked: false,
     })
+}
+
+/// The instance's namespace: `additionalParams.namespace`, else `default_namespace`.
+fn namespace_param(
+    params: Option<&KeyValuePairs>,
+    default_namespace: &str,
+) -> Result<String, Error> {
+    match params.and_then(|p| p.get(NAMESPACE_PARAM)) {
+        None | Some(Value::Null) => Ok(default_namespace.to_owned()),
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(v) => Err(invalid(
+            "additionalParams.namespace",
+            format!("{v}: expected a namespace name"),
+        )),
+    }
+}
+
+/// The manifest files to apply: those `additionalParams` lists (each a manifest of the
+/// package), else every manifest of the package.
+fn def_files_param(pkg: &VnfPackage, params: Option<&KeyValuePairs>) -> Result<Vec<String>, Error> {
+    match params.and_then(|p| p.get(DEF_FILES_PARAM)) {
+        None | Some(Value::Null) => Ok(pkg.kubernetes.keys().cloned().collect()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|f| {
+                let path = f.as_str().unwrap_or_default().trim_start_matches("./");
+                if pkg.kubernetes.contains_key(path) {
+                    Ok(path.to_owned())
+                } else {
+                    Err(invalid(
+                        &format!("additionalParams.{DEF_FILES_PARAM}"),
+                        format!(
+                            "{f} is not a manifest of package {}; it has {}",
+                            pkg.source,
+                            super::plan::list(pkg.kubernetes.keys())
+                        ),
+                    ))
+                }
+            })
+            .collect(),
+        Some(v) => Err(invalid(
+            &format!("additionalParams.{DEF_FILES_PARAM}"),
+            format!("{v}: expected a list of paths (Files/kubernetes/...)"),
+        )),
+    }
+}
+
+/// The objects of manifest file `f` of the package, each with a kind and a name, in
+/// `namespace` or none.
+fn read_manifests(pkg: &VnfPackage, f: &str, namespace: &str) -> Result<Vec<Value>, Error> {
+    let text = pkg
+        .kubernetes
+        .get(f)
+        .map(String::as_str)
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for obj in parse_manifests(f, text)? {
+        let at = |field: &str| Location::file(f).with_field(field.to_owned());
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if kind.is_empty() || name.is_empty() {
+            return Err(Error::invalid(
+                at("kind"),
+                "expected a Kubernetes object with `kind` and `metadata.name`",
+            ));
+        }
+        if let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str) {
+            if ns != namespace {
+                return Err(Error::invalid(
+                    at("metadata.namespace"),
+                    format!(
+                        "{kind} {name} names namespace {ns:?}, the instance's is \
+                         {namespace:?} (set additionalParams.namespace)"
+                    ),
+                ));
+            }
+        }
+        out.push(obj);
+    }
+    Ok(out)
+}
+
+/// The reference to the object of manifest `o`, in `namespace`.
+fn object_ref(o: &Value, namespace: &str) -> ObjectRef {
+    let s = |p: &str| {
+        o.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    ObjectRef::new(s("/apiVersion"), s("/kind"), namespace, s("/metadata/name"))
 }
 
 /// The objects of one manifest file (its YAML documents; empty ones skipped).

@@ -1159,11 +1159,50 @@ impl Lifecycle {
     /// SOL003 "fail": an occurrence in `FAILED_TEMP` (or whose owner is gone) becomes
     /// `FAILED` (terminal); the instance stays as it is, and other operations may run again.
     ///
+    /// An instantiate that created a stack (its saved progress knows the stack even when its
+    /// process was killed, or the `NOT_INSTANTIATED` instance records it) must not leave that
+    /// stack behind an instance that no longer knows it: its stack is deleted first
+    /// ([`Plan::FailInstantiate`], `ROLLING_BACK` meanwhile), then the occurrence is `FAILED`.
+    ///
     /// # Errors
     /// [`LcmError::Conflict`] when the occurrence is neither, or another process got there
-    /// first.
+    /// first, or when the stack of an instantiate could not be deleted: the fail is refused
+    /// (the error names the stack), the occurrence stays `FAILED_TEMP` and the instance
+    /// records the stack.
     pub async fn fail(&self, op_id: &OpOccId) -> Result<VnfLcmOpOcc, LcmError> {
-        let entry = self.recoverable(op_id, OpTask::Fail).await?;
+        self.fail_with(op_id, &OperationOptions::default()).await
+    }
+
+    /// [`Lifecycle::fail`] with options (an [`Interrupt`] that stops the stack's deletion).
+    ///
+    /// # Errors
+    /// As [`Lifecycle::fail`].
+    pub async fn fail_with(
+        &self,
+        op_id: &OpOccId,
+        opts: &OperationOptions,
+    ) -> Result<VnfLcmOpOcc, LcmError> {
+        let mut entry = self.recoverable(op_id, OpTask::Fail).await?;
+        if let Some(progress) = self.stack_to_remove(&entry.value).await? {
+            if entry.value.error.is_none() {
+                // Its owner went away: FAILED says so, as below.
+                entry.value.error = Some(interrupted_problem(&entry.value));
+            }
+            let stack = progress.stack_id.clone().unwrap_or_default();
+            let report = self.resume(entry, progress, None, opts).await?;
+            let op = report.op_occ;
+            if op.operation_state == LcmOperationStateType::Failed {
+                return Ok(op);
+            }
+            let why = op.error.as_ref().map_or("", |e| e.detail.as_str());
+            return Err(LcmError::Conflict(format!(
+                "operation {} was not failed: its stack {stack} exists and could not be \
+                 deleted, and failing the instantiate would leave it behind an instance that \
+                 does not know it ({why}); the operation stays FAILED_TEMP: fail it again, roll \
+                 it back, or retry it",
+                op.id
+            )));
+        }
         let mut op = entry.value;
         let now = self.drivers.clock.now();
         if op.error.is_none() {
@@ -1182,6 +1221,32 @@ impl Lifecycle {
             .await
             .map_err(LcmError::from_start)?;
         Ok(op)
+    }
+
+    /// The progress of the fail of `op` when it is an instantiate (not of a CNF) that created a
+    /// stack: the stack its saved progress knows, or the one its `NOT_INSTANTIATED` instance
+    /// records (a `FAILED_TEMP` instantiate records the stack it created).
+    async fn stack_to_remove(&self, op: &VnfLcmOpOcc) -> Result<Option<Progress>, LcmError> {
+        if op.operation != LcmOperationType::Instantiate {
+            return Ok(None);
+        }
+        let saved = saved_progress(op);
+        if saved.as_ref().is_some_and(|p| p.plan.is_cnf()) {
+            return Ok(None);
+        }
+        let inst = self.load(&op.vnf_instance_id).await?.value;
+        let recorded = (inst.instantiation_state != Some(InstantiationState::Instantiated))
+            .then(|| plan::stack_of(&inst))
+            .flatten();
+        let Some(stack) = saved.as_ref().and_then(|p| p.stack_id.clone()).or(recorded) else {
+            return Ok(None);
+        };
+        let mut progress = saved.unwrap_or_else(|| Progress::new(Plan::FailInstantiate));
+        progress.plan = Plan::FailInstantiate;
+        progress.stack_id = Some(stack);
+        progress.vnfcs = None;
+        progress.deleted = false;
+        Ok(Some(progress))
     }
 
     /// SOL003 "rollback" of an instantiate, scale-out or change flavour in `FAILED_TEMP` (or
@@ -1288,6 +1353,13 @@ impl Lifecycle {
                 entry.value.id
             ))
         })?;
+        if progress.plan == Plan::FailInstantiate {
+            return Err(LcmError::Conflict(format!(
+                "operation {} was being failed (its stack deleted) when it stopped: fail it \
+                 again or roll it back, it is not retried",
+                entry.value.id
+            )));
+        }
         self.resume(entry, progress, Some(pkg), opts).await
     }
 

@@ -50,6 +50,11 @@ impl Failed {
             DriverError::Invalid { .. } => FailureKind::Invalid,
             DriverError::NotFound { .. } => FailureKind::StackFailed,
             DriverError::QuotaExceeded { .. } => FailureKind::CapacityExhausted,
+            // The VIM answered and refused: a name taken (Heat's 409 "already exists") or a
+            // state that does not take the request. Not an unreachable backend.
+            DriverError::AlreadyExists { .. } | DriverError::Conflict { .. } => {
+                FailureKind::StackFailed
+            }
             _ => FailureKind::Backend,
         };
         Self::new(kind, "VIM request failed", chain(e))

@@ -444,33 +444,20 @@ pub fn vdu_capacity(flavour: &Flavour, vdu: &VduId) -> Capacity {
     }
 }
 
-/// Draws the new VNFCs of `grant` from reservation `reservation` of `ledger` (SOL003
-/// `GrantInfo.reservationId`): every `COMPUTE` resource granted into the reservation's zone
-/// draws [`vdu_capacity`] of its VDU (one allocation each, `instanceRef` the resource
-/// definition id) and gets `reservationId` in the grant, and so do the `STORAGE` definitions
-/// that follow it. All or nothing: the sum is checked first, so a refusal draws nothing.
-///
-/// # Errors
-/// [`LedgerError::Rejected`] when the reservation does not exist, is not active, was released
-/// or has not enough left (saying which line and how much); [`LedgerError::Invalid`] naming
-/// the reservation, its zone and the grant's zones when no new VNFC was granted into it.
-pub fn draw_reservation(
-    grant: &mut Grant,
+/// What a reservation in `zone` covers of `grant` (answering `request`): the draws, (resource
+/// definition id, [`vdu_capacity`]) of each `COMPUTE` resource granted into the zone, and the
+/// ids to tag with the reservation, those and the `STORAGE` definitions that follow them in
+/// the zone.
+fn draws_in_zone(
+    grant: &Grant,
     request: &GrantRequest,
     flavour: &Flavour,
-    reservation: &ReservationId,
-    ledger: &mut Ledger,
-    ids: &mut IdGen,
-    now: DateTime<Utc>,
-) -> Result<Vec<Allocation>, LedgerError> {
-    let zone = ledger
-        .reservation(reservation)
-        .map(|r| r.zone)
-        .ok_or_else(|| LedgerError::Rejected(Rejection::UnknownReservation(reservation.clone())))?;
+    zone: &ZoneId,
+) -> (Vec<(String, Capacity)>, Vec<String>) {
     let zone_info: Vec<&str> = grant
         .zones
         .iter()
-        .filter(|z| z.zone_id == zone)
+        .filter(|z| z.zone_id == *zone)
         .map(|z| z.id.as_str())
         .collect();
     let mut draws: Vec<(String, Capacity)> = Vec::new();
@@ -495,6 +482,33 @@ pub fn draw_reservation(
             _ => {}
         }
     }
+    (draws, tagged)
+}
+
+/// Draws the new VNFCs of `grant` from reservation `reservation` of `ledger` (SOL003
+/// `GrantInfo.reservationId`): every `COMPUTE` resource granted into the reservation's zone
+/// draws [`vdu_capacity`] of its VDU (one allocation each, `instanceRef` the resource
+/// definition id) and gets `reservationId` in the grant, and so do the `STORAGE` definitions
+/// that follow it. All or nothing: the sum is checked first, so a refusal draws nothing.
+///
+/// # Errors
+/// [`LedgerError::Rejected`] when the reservation does not exist, is not active, was released
+/// or has not enough left (saying which line and how much); [`LedgerError::Invalid`] naming
+/// the reservation, its zone and the grant's zones when no new VNFC was granted into it.
+pub fn draw_reservation(
+    grant: &mut Grant,
+    request: &GrantRequest,
+    flavour: &Flavour,
+    reservation: &ReservationId,
+    ledger: &mut Ledger,
+    ids: &mut IdGen,
+    now: DateTime<Utc>,
+) -> Result<Vec<Allocation>, LedgerError> {
+    let zone = ledger
+        .reservation(reservation)
+        .map(|r| r.zone)
+        .ok_or_else(|| LedgerError::Rejected(Rejection::UnknownReservation(reservation.clone())))?;
+    let (draws, tagged) = draws_in_zone(grant, request, flavour, &zone);
     if draws.is_empty() {
         let zones: Vec<String> = grant.zones.iter().map(|z| z.zone_id.to_string()).collect();
         return Err(LedgerError::Invalid(Error::invalid(

@@ -246,13 +246,6 @@ pub(crate) fn check_hosts(
     members: &[(VnfcSlot, Option<ZoneId>)],
     zones: &[ComputeZone],
 ) -> Result<(), Failed> {
-    let infeasible = |rule: &PlacementRule, why: String| {
-        Failed::new(
-            FailureKind::Infeasible,
-            "too few hosts",
-            format!("{}: {why}", rule_text(rule, flavour)),
-        )
-    };
     let listed: BTreeMap<&ZoneId, usize> = zones.iter().map(|z| (&z.name, hosts(z))).collect();
     for rule in group_rules(flavour) {
         let Some(policy) = groups.get(&rule.name).filter(|p| !p.is_soft()) else {
@@ -263,68 +256,96 @@ pub(crate) fn check_hosts(
             .filter(|(s, _)| rule.vdus.contains(&s.vdu))
             .map(|(_, z)| z)
             .collect();
-        let total = of_rule.len();
-        let mut per_zone: BTreeMap<&ZoneId, usize> = BTreeMap::new();
-        for z in of_rule.iter().copied().flatten() {
-            *per_zone.entry(z).or_default() += 1;
-        }
-        if !policy.is_anti() {
-            if per_zone.len() > 1 {
-                let names: Vec<&str> = per_zone.keys().map(|z| z.as_str()).collect();
-                return Err(infeasible(
-                    rule,
-                    format!(
-                        "its {total} servers must share one host, but they are in zones {}",
-                        names.join(", ")
-                    ),
-                ));
-            }
-            continue;
-        }
-        for (zone, n) in &per_zone {
-            let h = listed.get(zone).copied().unwrap_or(0);
-            if h == 0 || *n <= h {
-                continue;
-            }
-            let servers = if *n == total {
-                format!("{n} servers need {n} distinct hosts")
-            } else {
-                format!("{n} of its {total} servers are in zone {zone} and need {n} distinct hosts")
-            };
-            return Err(infeasible(rule, format!("{servers}, zone {zone} has {h}")));
-        }
-        // Not placed yet: with the members in candidate zones, they need that many hosts there.
-        if of_rule.iter().any(|z| z.is_none()) {
-            let candidates: Vec<(&ZoneId, usize)> = zones
-                .iter()
-                .filter(|z| z.is_candidate())
-                .map(|z| (&z.name, hosts(z)))
-                .collect();
-            let cand: BTreeSet<&ZoneId> = candidates.iter().map(|(z, _)| *z).collect();
-            let n = of_rule
-                .iter()
-                .filter(|z| z.as_ref().is_none_or(|z| cand.contains(z)))
-                .count();
-            let h: usize = candidates.iter().map(|(_, h)| h).sum();
-            if !candidates.is_empty() && n > h {
-                let where_ = match candidates.as_slice() {
-                    [(z, h)] => format!("zone {z} has {h}"),
-                    many => format!(
-                        "the zones have {h} together ({})",
-                        many.iter()
-                            .map(|(z, h)| format!("{z}: {h}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                };
-                return Err(infeasible(
-                    rule,
-                    format!("{n} servers need {n} distinct hosts, {where_}"),
-                ));
-            }
+        let why = if policy.is_anti() {
+            too_few_hosts(&of_rule, &listed).or_else(|| too_few_candidate_hosts(&of_rule, zones))
+        } else {
+            split_affinity(&of_rule)
+        };
+        if let Some(why) = why {
+            return Err(Failed::new(
+                FailureKind::Infeasible,
+                "too few hosts",
+                format!("{}: {why}", rule_text(rule, flavour)),
+            ));
         }
     }
     Ok(())
+}
+
+/// How many of the members of a rule (`of_rule`, their zones when known) are in each zone.
+fn per_zone<'z>(of_rule: &[&'z Option<ZoneId>]) -> BTreeMap<&'z ZoneId, usize> {
+    let mut per_zone: BTreeMap<&ZoneId, usize> = BTreeMap::new();
+    for z in of_rule.iter().copied().flatten() {
+        *per_zone.entry(z).or_default() += 1;
+    }
+    per_zone
+}
+
+/// Why the members of an affinity rule cannot share one host, if they cannot: they are in
+/// several zones.
+fn split_affinity(of_rule: &[&Option<ZoneId>]) -> Option<String> {
+    let total = of_rule.len();
+    let per_zone = per_zone(of_rule);
+    if per_zone.len() > 1 {
+        let names: Vec<&str> = per_zone.keys().map(|z| z.as_str()).collect();
+        return Some(format!(
+            "its {total} servers must share one host, but they are in zones {}",
+            names.join(", ")
+        ));
+    }
+    None
+}
+
+/// Why the members of an anti-affinity rule placed in a zone do not fit there, if they do not:
+/// more of them than the zone has hosts (`listed`: hosts per zone).
+fn too_few_hosts(of_rule: &[&Option<ZoneId>], listed: &BTreeMap<&ZoneId, usize>) -> Option<String> {
+    let total = of_rule.len();
+    for (zone, n) in &per_zone(of_rule) {
+        let h = listed.get(zone).copied().unwrap_or(0);
+        if h == 0 || *n <= h {
+            continue;
+        }
+        let servers = if *n == total {
+            format!("{n} servers need {n} distinct hosts")
+        } else {
+            format!("{n} of its {total} servers are in zone {zone} and need {n} distinct hosts")
+        };
+        return Some(format!("{servers}, zone {zone} has {h}"));
+    }
+    None
+}
+
+/// Why the members of an anti-affinity rule not placed yet do not fit, if they do not: with
+/// the members in candidate zones, they need that many hosts there.
+fn too_few_candidate_hosts(of_rule: &[&Option<ZoneId>], zones: &[ComputeZone]) -> Option<String> {
+    if !of_rule.iter().any(|z| z.is_none()) {
+        return None;
+    }
+    let candidates: Vec<(&ZoneId, usize)> = zones
+        .iter()
+        .filter(|z| z.is_candidate())
+        .map(|z| (&z.name, hosts(z)))
+        .collect();
+    let cand: BTreeSet<&ZoneId> = candidates.iter().map(|(z, _)| *z).collect();
+    let n = of_rule
+        .iter()
+        .filter(|z| z.as_ref().is_none_or(|z| cand.contains(z)))
+        .count();
+    let h: usize = candidates.iter().map(|(_, h)| h).sum();
+    if candidates.is_empty() || n <= h {
+        return None;
+    }
+    let where_ = match candidates.as_slice() {
+        [(z, h)] => format!("zone {z} has {h}"),
+        many => format!(
+            "the zones have {h} together ({})",
+            many.iter()
+                .map(|(z, h)| format!("{z}: {h}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    Some(format!("{n} servers need {n} distinct hosts, {where_}"))
 }
 
 #[cfg(test)]

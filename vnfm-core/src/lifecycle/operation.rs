@@ -68,14 +68,14 @@ use crate::grant::{ExtVirtualLinkData, Grant, GrantRequest, KeyValuePairs, VimCo
 use crate::id::{GrantId, ServerId, StackId, VduId, ZoneId};
 use crate::intent::realise::{GroupPolicy, GroupRule};
 use crate::lcm::{
-    HookOutcome, InstantiationState, LcmOperationStateType, Lease, VnfInstance, VnfLcmOpOcc,
-    VnfOperationalStateType, VnfcResourceInfo,
+    HookOutcome, InstantiatedVnfInfo, InstantiationState, LcmOperationStateType, Lease,
+    VnfInstance, VnfLcmOpOcc, VnfOperationalStateType, VnfcResourceInfo,
 };
 use crate::package::{Flavour, VnfPackage};
 use crate::problem::ProblemDetails;
 use crate::reselect::{
-    top_level_resource, Action as ReselectAction, GiveUp, Outcome, ReselectConfig, Reselection,
-    Unit,
+    top_level_resource, Action as ReselectAction, GiveUp, History, Outcome, ReselectConfig,
+    Reselection, Unit,
 };
 use crate::zone::{ComputeZone, Resources};
 
@@ -145,6 +145,12 @@ pub enum Plan {
     },
     /// Roll a failed instantiate back: delete the stack it created.
     RollbackInstantiate,
+    /// SOL003 "fail" of an instantiate that created a stack: the stack is deleted first (the
+    /// occurrence is `ROLLING_BACK` meanwhile), then the occurrence ends `FAILED` with its
+    /// error and the instance stays `NOT_INSTANTIATED`, with no stack behind it. When the
+    /// stack cannot be deleted the occurrence returns to `FAILED_TEMP` (the instance records
+    /// the stack), and the fail is refused.
+    FailInstantiate,
     /// Roll a failed scale-out back: update the stack to the VNFCs before it.
     RollbackScaleOut,
     /// Roll a failed [`Plan::ScaleToLevel`] back: update the stack to the VNFCs before it
@@ -236,6 +242,7 @@ impl Plan {
             Self::CnfHeal { .. } => Some(HookPoint::HealEnd),
             Self::CnfTerminate => Some(HookPoint::TerminateStart),
             Self::RollbackInstantiate
+            | Self::FailInstantiate
             | Self::RollbackScaleOut
             | Self::RollbackScaleToLevel
             | Self::RollbackChangeFlavour
@@ -248,10 +255,13 @@ impl Plan {
         }
     }
 
+    /// A rollback, or the fail of an instantiate (which undoes the stack as a rollback does,
+    /// `ROLLING_BACK` while it runs).
     fn is_rollback(&self) -> bool {
         matches!(
             self,
             Self::RollbackInstantiate
+                | Self::FailInstantiate
                 | Self::RollbackScaleOut
                 | Self::RollbackScaleToLevel
                 | Self::RollbackChangeFlavour
@@ -318,6 +328,12 @@ pub struct Progress {
     /// The zone of every reselection unit in the last stack apply.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub zones: BTreeMap<String, ZoneId>,
+    /// What the reselection learned so far: every stack apply (attempt), the zones excluded
+    /// and the reselections spent, across every run of the operation. A retry goes on with it
+    /// (never applies an excluded zone again, never passes `max_reselections` in all), and the
+    /// occurrence's `attempts` is its list.
+    #[serde(default, skip_serializing_if = "History::is_empty")]
+    pub reselection: History,
     /// The VNFCs read back once the stack reached its new state (a retry then only runs the
     /// hooks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -351,6 +367,7 @@ impl Progress {
             stack_id: None,
             marked: false,
             zones: BTreeMap::new(),
+            reselection: History::default(),
             vnfcs: None,
             deleted: false,
             cnf: None,
@@ -552,6 +569,9 @@ struct Placed {
     layouts: BTreeMap<VduId, Layout>,
     slots: Vec<VnfcSlot>,
     m: Reselection,
+    /// The machine is the operation's reselection (its history is saved in
+    /// [`Progress::reselection`]), not the one-apply machine of a restore.
+    records: bool,
 }
 
 /// One LCM operation as a sans-IO machine (see the [module docs](self)).
@@ -596,6 +616,11 @@ impl Operation {
         let unstarted = !start.resume
             || (start.op.value.operation_state == LcmOperationStateType::Starting
                 && !start.progress.plan.is_rollback());
+        let mut progress = start.progress;
+        if progress.reselection.is_empty() && !start.op.value.attempts.is_empty() {
+            // Saved by a vnfm that kept the attempts in the occurrence only.
+            progress.reselection = History::from_attempts(start.op.value.attempts.clone());
+        }
         let mut m = Self {
             cfg,
             pkg: start.package,
@@ -608,7 +633,7 @@ impl Operation {
             processing_stored: false,
             before: start.instance.value,
             inst_version: start.instance.version,
-            progress: start.progress,
+            progress,
             grant: None,
             step: Step::Start,
             next: None,
@@ -743,6 +768,7 @@ impl Operation {
     /// A batch putting the occurrence (lease renewed, progress saved), conditioned on its
     /// version.
     fn occ_batch(&mut self) -> StoreBatch {
+        self.sync_reselection();
         let live = self.op.is_running();
         self.op.lease = live.then(|| Lease {
             owner: self.owner.clone(),
@@ -765,6 +791,17 @@ impl Operation {
         StoreBatch::new()
             .with_op_occ(self.op.clone())
             .with_precondition(cond)
+    }
+
+    /// The reselection's history into the progress, and its attempts into the occurrence
+    /// (`attempts` lists every attempt of every run of the operation).
+    fn sync_reselection(&mut self) {
+        if let Some(p) = self.placed.as_ref().filter(|p| p.records) {
+            self.progress.reselection = p.m.history();
+        }
+        self.op
+            .attempts
+            .clone_from(&self.progress.reselection.attempts);
     }
 
     fn renewal_due(&self) -> bool {
@@ -1073,16 +1110,19 @@ impl Operation {
     /// Ends the operation: the final commit of the occurrence (and the instance).
     fn finish(&mut self, result: Result<VnfInstance, Failed>) {
         self.timer = None;
-        if let Some(p) = &self.placed {
-            self.op.attempts = p.m.attempts().to_vec();
-        }
         self.op.grant_id = self
             .grant
             .as_ref()
             .map(|g| g.id.clone())
             .or(self.op.grant_id.take());
         let rollback = self.progress.plan.is_rollback();
+        let failing = self.progress.plan == Plan::FailInstantiate;
         let instance = match result {
+            Ok(new) if failing => {
+                // The stack is gone: the fail ends FAILED with the operation's own error.
+                self.op.enter(LcmOperationStateType::Failed, self.now);
+                Some(new)
+            }
             Ok(new) => {
                 let state = if rollback {
                     LcmOperationStateType::RolledBack
@@ -1094,7 +1134,21 @@ impl Operation {
                 Some(new)
             }
             Err(f) => {
-                self.op.error = Some(if rollback {
+                self.op.error = Some(if failing {
+                    let stack = self
+                        .progress
+                        .stack_id
+                        .as_ref()
+                        .map_or_else(String::new, |s| format!(" {s}"));
+                    ProblemDetails::new(
+                        422,
+                        format!(
+                            "the operation was not failed: its stack{stack} could not be                              deleted ({}); it stays FAILED_TEMP and the instance records the                              stack",
+                            f.detail
+                        ),
+                    )
+                    .with_title("fail refused")
+                } else if rollback {
                     ProblemDetails::new(422, f.detail.clone()).with_title("rollback failed")
                 } else {
                     f.problem()
@@ -1261,6 +1315,7 @@ impl Operation {
             self.progress.plan,
             Plan::Terminate
                 | Plan::RollbackInstantiate
+                | Plan::FailInstantiate
                 | Plan::ModifyInfo { .. }
                 | Plan::Operate { .. }
         );
@@ -1741,8 +1796,16 @@ impl Operation {
             selection: self.cfg.selection,
             seed: self.cfg.seed,
         };
-        let m = Reselection::new(cfg, units, constraints).with_zone_listing(listing);
-        Ok((Placed { layouts, slots, m }, new_zones, grant))
+        let m = Reselection::new(cfg, units, constraints)
+            .with_zone_listing(listing)
+            .resumed(self.progress.reselection.clone());
+        let placed = Placed {
+            layouts,
+            slots,
+            m,
+            records: true,
+        };
+        Ok((placed, new_zones, grant))
     }
 
     /// The healed VNFCs start in the zone they are in, or the one the NFVO's grant gave.
@@ -1870,20 +1933,24 @@ impl Operation {
                 parameters: params,
                 template: Some(bundle),
             }),
-            None => {
-                let name = match &self.progress.plan {
-                    Plan::Instantiate { stack_name, .. } => stack_name.clone(),
-                    _ => format!("vnf-{}", self.before.id),
-                };
-                OpAction::CreateStack(CreateStack::new(name, bundle, params))
-            }
+            None => OpAction::CreateStack(CreateStack::new(self.stack_name(), bundle, params)),
         });
+    }
+
+    /// The name of the stack the operation creates.
+    fn stack_name(&self) -> String {
+        match &self.progress.plan {
+            Plan::Instantiate { stack_name, .. } => stack_name.clone(),
+            _ => format!("vnf-{}", self.before.id),
+        }
     }
 
     fn on_applied(&mut self, purpose: Purpose, r: Result<StackId, DriverError>) {
         match r {
             Ok(id) => {
-                self.checkpoint |= self.progress.stack_id.is_none();
+                // Saved at once: the stack's id (a rollback or fail must know the stack even
+                // if the process dies now) and the attempt that runs.
+                self.checkpoint |= self.progress.stack_id.is_none() || purpose == Purpose::Reselect;
                 self.progress.stack_id = Some(id.clone());
                 self.step = Step::StackWait {
                     deadline: self.now + chrono_of(self.cfg.stack_timeout),
@@ -1899,6 +1966,19 @@ impl Operation {
                 {
                     // The attempt has an outcome: Heat refused it.
                     p.m.handle_apply_refused(&chain(&e));
+                }
+                if matches!(e, DriverError::AlreadyExists { .. }) {
+                    return self.fail(Failed::new(
+                        FailureKind::StackFailed,
+                        "stack already exists",
+                        format!(
+                            "stack {} already exists in the VIM (a stack of that name that \
+                             this operation did not create, e.g. one an earlier operation left): \
+                             {}",
+                            self.stack_name(),
+                            chain(&e)
+                        ),
+                    ));
                 }
                 self.fail_driver(&e);
             }
@@ -2070,7 +2150,12 @@ impl Operation {
             Err(f) => return self.fail(f),
         };
         let m = Reselection::new(restore_config(&self.cfg), Vec::new(), Vec::new());
-        self.placed = Some(Placed { layouts, slots, m });
+        self.placed = Some(Placed {
+            layouts,
+            slots,
+            m,
+            records: false,
+        });
         self.step = Step::Apply(Purpose::Restore);
         self.next = Some(OpAction::UpdateStack(UpdateStack {
             id,
@@ -2219,10 +2304,14 @@ impl Operation {
                 self.cnf_delete();
             }
             Plan::CnfTerminate | Plan::CnfRollbackInstantiate => self.finish_deleted(),
-            Plan::Terminate | Plan::RollbackInstantiate if !self.progress.deleted => {
+            Plan::Terminate | Plan::RollbackInstantiate | Plan::FailInstantiate
+                if !self.progress.deleted =>
+            {
                 self.delete_stack();
             }
-            Plan::Terminate | Plan::RollbackInstantiate => self.finish_deleted(),
+            Plan::Terminate | Plan::RollbackInstantiate | Plan::FailInstantiate => {
+                self.finish_deleted();
+            }
             Plan::RollbackScaleOut | Plan::RollbackChangeFlavour | Plan::RollbackChangeExtConn => {
                 let before = self.before.clone();
                 self.finish(Ok(before));
@@ -2244,6 +2333,27 @@ impl Operation {
         }
     }
 
+    /// A new `instantiatedVnfInfo` of `flavour_id` at `level` (instantiate, change flavour):
+    /// `metadata` (the server groups are recorded into it), then the VNFCs, the external links
+    /// and the server groups this operation leaves.
+    fn fresh_info(
+        &self,
+        flavour: &Flavour,
+        flavour_id: &str,
+        vnfcs: Vec<VnfcResourceInfo>,
+        level: Option<&str>,
+        metadata: Option<KeyValuePairs>,
+    ) -> InstantiatedVnfInfo {
+        let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
+        plan::set_level(&mut info, flavour, level);
+        info.metadata = metadata;
+        plan::set_links(&mut info, &self.links());
+        if let Some(p) = &self.progress.server_groups {
+            groups::record(&mut info, p);
+        }
+        info
+    }
+
     /// The instance the operation leaves.
     fn new_instance(&self) -> Result<VnfInstance, Failed> {
         if self.progress.plan.is_cnf() {
@@ -2263,12 +2373,8 @@ impl Operation {
                 } => {
                     let mut new = before.clone();
                     new.instantiation_state = Some(InstantiationState::Instantiated);
-                    let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
-                    plan::set_level(&mut info, flavour, level.as_deref());
-                    plan::set_links(&mut info, &self.links());
-                    if let Some(p) = &self.progress.server_groups {
-                        groups::record(&mut info, p);
-                    }
+                    let level = level.as_deref();
+                    let info = self.fresh_info(flavour, flavour_id, vnfcs, level, None);
                     new.instantiated_vnf_info = Some(info);
                     plan::set_stack_id(&mut new, &stack_id);
                     if let Some(p) = configurable {
@@ -2280,61 +2386,19 @@ impl Operation {
                 }
                 Plan::ChangeFlavour { flavour_id, level } => {
                     let mut new = before.clone();
-                    let prev = before.instantiated_vnf_info.as_ref();
-                    let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
-                    plan::set_level(&mut info, flavour, level.as_deref());
-                    info.metadata = prev.and_then(|p| p.metadata.clone());
-                    // The instance keeps its external virtual links.
-                    plan::set_links(&mut info, &self.links());
-                    if let Some(p) = &self.progress.server_groups {
-                        groups::record(&mut info, p);
-                    }
+                    // The instance keeps its metadata and its external virtual links.
+                    let metadata = before
+                        .instantiated_vnf_info
+                        .as_ref()
+                        .and_then(|p| p.metadata.clone());
+                    let level = level.as_deref();
+                    let info = self.fresh_info(flavour, flavour_id, vnfcs, level, metadata);
                     new.instantiated_vnf_info = Some(info);
                     plan::set_stack_id(&mut new, &stack_id);
                     new
                 }
-                Plan::ScaleOut {
-                    aspect_id,
-                    new_level,
-                }
-                | Plan::ScaleIn {
-                    aspect_id,
-                    new_level,
-                    ..
-                } => plan::with_vnfcs(
-                    before,
-                    flavour,
-                    vnfcs,
-                    &stack_id,
-                    Some((aspect_id, *new_level)),
-                ),
-                Plan::ScaleToLevel { levels, .. } => {
-                    let mut new = plan::with_vnfcs(before, flavour, vnfcs, &stack_id, None);
-                    if let Some(info) = new.instantiated_vnf_info.as_mut() {
-                        for s in &mut info.scale_status {
-                            if let Some(l) = levels.get(&s.aspect_id) {
-                                s.scale_level = *l;
-                            }
-                        }
-                    }
-                    new
-                }
-                Plan::ChangeExtConn {
-                    links,
-                    vim_connection_info,
-                } => {
-                    let mut new = plan::with_vnfcs(before, flavour, vnfcs, &stack_id, None);
-                    if let Some(info) = new.instantiated_vnf_info.as_mut() {
-                        plan::set_links(info, links);
-                    }
-                    new.vim_connection_info.extend(
-                        vim_connection_info
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.clone())),
-                    );
-                    new
-                }
-                _ => plan::with_vnfcs(before, flavour, vnfcs, &stack_id, None),
+                // The same instantiation on new VNFCs.
+                other => restacked(other, before, flavour, vnfcs, &stack_id),
             })
         })
     }
@@ -2763,6 +2827,62 @@ impl Operation {
             work.resources.set(&mut new);
             Ok(new)
         })
+    }
+}
+
+/// The instance after an operation that keeps its instantiation and changes its VNFCs (scale,
+/// scale to level, change of external connectivity, heal, ...): `before` with `vnfcs` on the
+/// stack `stack_id`, and what the plan changes besides.
+fn restacked(
+    done: &Plan,
+    before: &VnfInstance,
+    flavour: &Flavour,
+    vnfcs: Vec<VnfcResourceInfo>,
+    stack_id: &StackId,
+) -> VnfInstance {
+    match done {
+        Plan::ScaleOut {
+            aspect_id,
+            new_level,
+        }
+        | Plan::ScaleIn {
+            aspect_id,
+            new_level,
+            ..
+        } => plan::with_vnfcs(
+            before,
+            flavour,
+            vnfcs,
+            stack_id,
+            Some((aspect_id, *new_level)),
+        ),
+        Plan::ScaleToLevel { levels, .. } => {
+            let mut new = plan::with_vnfcs(before, flavour, vnfcs, stack_id, None);
+            if let Some(info) = new.instantiated_vnf_info.as_mut() {
+                for s in &mut info.scale_status {
+                    if let Some(l) = levels.get(&s.aspect_id) {
+                        s.scale_level = *l;
+                    }
+                }
+            }
+            new
+        }
+        Plan::ChangeExtConn {
+            links,
+            vim_connection_info,
+        } => {
+            let mut new = plan::with_vnfcs(before, flavour, vnfcs, stack_id, None);
+            if let Some(info) = new.instantiated_vnf_info.as_mut() {
+                plan::set_links(info, links);
+            }
+            new.vim_connection_info.extend(
+                vim_connection_info
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+            new
+        }
+        _ => plan::with_vnfcs(before, flavour, vnfcs, stack_id, None),
     }
 }
 

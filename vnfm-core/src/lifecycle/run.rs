@@ -3,6 +3,8 @@
 //! when it waits, and interrupts it when asked. Everything it decides is in the machine.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,6 +78,26 @@ pub(crate) async fn drive(
     }
 }
 
+/// A call of the cluster driver, as its async methods return it.
+type ClusterCall<'c> = Pin<Box<dyn Future<Output = Result<(), DriverError>> + Send + 'c>>;
+
+/// Makes `call` on the cluster driver for each of `reqs`, in order; each fails when there is
+/// no cluster driver.
+async fn each_on_cluster<R>(
+    d: &Drivers,
+    reqs: Vec<R>,
+    call: impl for<'c> Fn(&'c dyn ClusterDriver, R) -> ClusterCall<'c>,
+) -> Vec<Result<(), DriverError>> {
+    let mut out = Vec::new();
+    for r in reqs {
+        out.push(match cluster(d) {
+            Ok(c) => call(c.as_ref(), r).await,
+            Err(e) => Err(e),
+        });
+    }
+    out
+}
+
 /// Carries out one action through the drivers.
 async fn perform(
     d: &Drivers,
@@ -113,48 +135,20 @@ async fn perform(
             Err(e) => Err(e),
         }),
         OpAction::ApplyObjects(reqs) => {
-            let mut out = Vec::new();
-            for r in reqs {
-                out.push(match cluster(d) {
-                    Ok(c) => c.apply_object(r).await,
-                    Err(e) => Err(e),
-                });
-            }
-            OpEvent::ObjectsApplied(out)
+            OpEvent::ObjectsApplied(each_on_cluster(d, reqs, |c, r| c.apply_object(r)).await)
         }
         OpAction::ScaleWorkloads(reqs) => {
-            let mut out = Vec::new();
-            for r in reqs {
-                out.push(match cluster(d) {
-                    Ok(c) => c.scale_workload(r).await,
-                    Err(e) => Err(e),
-                });
-            }
-            OpEvent::WorkloadsScaled(out)
+            OpEvent::WorkloadsScaled(each_on_cluster(d, reqs, |c, r| c.scale_workload(r)).await)
         }
         OpAction::ListPods(req) => OpEvent::Pods(match cluster(d) {
             Ok(c) => c.list_pods(req).await,
             Err(e) => Err(e),
         }),
         OpAction::DeletePods(reqs) => {
-            let mut out = Vec::new();
-            for r in reqs {
-                out.push(match cluster(d) {
-                    Ok(c) => c.delete_pod(r).await,
-                    Err(e) => Err(e),
-                });
-            }
-            OpEvent::PodsDeleted(out)
+            OpEvent::PodsDeleted(each_on_cluster(d, reqs, |c, r| c.delete_pod(r)).await)
         }
         OpAction::DeleteObjects(reqs) => {
-            let mut out = Vec::new();
-            for r in reqs {
-                out.push(match cluster(d) {
-                    Ok(c) => c.delete_object(r).await,
-                    Err(e) => Err(e),
-                });
-            }
-            OpEvent::ObjectsDeleted(out)
+            OpEvent::ObjectsDeleted(each_on_cluster(d, reqs, |c, r| c.delete_object(r)).await)
         }
         OpAction::SetPower { servers, on } => {
             let mut out = Vec::new();

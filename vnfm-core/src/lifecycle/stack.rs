@@ -364,21 +364,9 @@ fn is_zone_scope(scope: ConstraintScope) -> bool {
     )
 }
 
-/// The grant request and pinned zones the local granter answers when VDUs are in the group
-/// layout (`groups`: VDU → AutoScalingGroup resource; `group_zone`: the zone of the group
-/// VDUs that already have VNFCs): see "VDUs under an AutoScalingGroup" in the module docs.
-pub(crate) fn group_grant(
-    planned: &PlannedGrant,
-    inst: &VnfInstance,
-    groups: &BTreeMap<VduId, String>,
-    group_zone: &BTreeMap<VduId, ZoneId>,
-    pinned: &BTreeMap<String, ZoneId>,
-) -> (PlannedGrant, BTreeMap<String, ZoneId>) {
-    let mut planned = planned.clone();
-    let mut pinned = pinned.clone();
-    if groups.is_empty() {
-        return (planned, pinned);
-    }
+/// The VDU of every compute resource a grant's constraints can name, by (is a `GRANT` id,
+/// resource id): the new VNFCs of `planned` and the instance's VNFCs.
+fn vdu_by_resource(planned: &PlannedGrant, inst: &VnfInstance) -> BTreeMap<(bool, String), VduId> {
     let mut vdu_of: BTreeMap<(bool, String), VduId> = planned
         .new_vnfcs
         .iter()
@@ -394,9 +382,19 @@ pub(crate) fn group_grant(
             v.vdu_id.clone(),
         );
     }
-    // Zone anti-affinity keeps one representative per group VDU (key: is GRANT, resource id).
-    let mut constraints = Vec::new();
-    for mut pc in std::mem::take(&mut planned.request.placement_constraints) {
+    vdu_of
+}
+
+/// `constraints` with zone anti-affinity keeping one representative per group VDU
+/// (`groups`; `vdu_of` as [`vdu_by_resource`] gives it); a zone anti-affinity left with fewer
+/// than two resources goes.
+fn one_per_group(
+    constraints: Vec<PlacementConstraint>,
+    vdu_of: &BTreeMap<(bool, String), VduId>,
+    groups: &BTreeMap<VduId, String>,
+) -> Vec<PlacementConstraint> {
+    let mut out = Vec::new();
+    for mut pc in constraints {
         if !pc.is_affinity() && is_zone_scope(pc.scope) {
             let mut seen = BTreeSet::new();
             pc.resource.retain(|r| {
@@ -409,8 +407,32 @@ pub(crate) fn group_grant(
                 continue;
             }
         }
-        constraints.push(pc);
+        out.push(pc);
     }
+    out
+}
+
+/// The grant request and pinned zones the local granter answers when VDUs are in the group
+/// layout (`groups`: VDU → AutoScalingGroup resource; `group_zone`: the zone of the group
+/// VDUs that already have VNFCs): see "VDUs under an AutoScalingGroup" in the module docs.
+pub(crate) fn group_grant(
+    planned: &PlannedGrant,
+    inst: &VnfInstance,
+    groups: &BTreeMap<VduId, String>,
+    group_zone: &BTreeMap<VduId, ZoneId>,
+    pinned: &BTreeMap<String, ZoneId>,
+) -> (PlannedGrant, BTreeMap<String, ZoneId>) {
+    let mut planned = planned.clone();
+    let mut pinned = pinned.clone();
+    if groups.is_empty() {
+        return (planned, pinned);
+    }
+    let vdu_of = vdu_by_resource(&planned, inst);
+    let mut constraints = one_per_group(
+        std::mem::take(&mut planned.request.placement_constraints),
+        &vdu_of,
+        groups,
+    );
     for vdu in groups.keys() {
         let mut new: Vec<&super::grant::NewVnfc> = planned
             .new_vnfcs

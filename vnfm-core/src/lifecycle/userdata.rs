@@ -170,23 +170,7 @@ pub fn build(
     let mut doc = parse_top(source, top)?;
     let resources = resources_mut(source, &mut doc)?;
     let layouts = detect_layouts(source, resources, vdus)?;
-    let mut popped = BTreeMap::new();
-    for vdu in vdus {
-        match layouts.get(vdu) {
-            Some(Layout::Group { resource }) => {
-                if let Some(def) = resources.get_mut(resource.as_str()) {
-                    drive_desired_capacity(def, vdu);
-                    let members = vnfcs.iter().filter(|s| &s.vdu == vdu).count();
-                    replace_in_one_batch(def, u64::try_from(members.max(1)).unwrap_or(u64::MAX));
-                }
-            }
-            _ => {
-                if let Some(def) = resources.remove(vdu.as_str()) {
-                    popped.insert(vdu.as_str(), def);
-                }
-            }
-        }
-    }
+    let popped = take_vdu_resources(resources, &layouts, vdus, vnfcs);
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     let mut first_zone: BTreeMap<&str, (u32, &ZoneId)> = BTreeMap::new();
     for slot in vnfcs {
@@ -241,6 +225,36 @@ pub fn build(
         nfv: Json::Object(nfv),
         layouts,
     })
+}
+
+/// Prepares the resource of each VDU of `vdus` for its layout: a VDU under an AutoScalingGroup
+/// keeps the group's resource, made to follow `desired_capacity` and to replace its members
+/// (those `vnfcs` has) in one batch; the resource of any other VDU is removed from
+/// `resources` and returned, by VDU, to be copied per VNFC.
+fn take_vdu_resources<'v>(
+    resources: &mut Mapping,
+    layouts: &BTreeMap<VduId, Layout>,
+    vdus: &'v [VduId],
+    vnfcs: &[VnfcSlot],
+) -> BTreeMap<&'v str, Yaml> {
+    let mut popped = BTreeMap::new();
+    for vdu in vdus {
+        match layouts.get(vdu) {
+            Some(Layout::Group { resource }) => {
+                if let Some(def) = resources.get_mut(resource.as_str()) {
+                    drive_desired_capacity(def, vdu);
+                    let members = vnfcs.iter().filter(|s| &s.vdu == vdu).count();
+                    replace_in_one_batch(def, u64::try_from(members.max(1)).unwrap_or(u64::MAX));
+                }
+            }
+            _ => {
+                if let Some(def) = resources.remove(vdu.as_str()) {
+                    popped.insert(vdu.as_str(), def);
+                }
+            }
+        }
+    }
+    popped
 }
 
 /// How errors and changes name the flavour's BaseHOT top template (the `source` of

@@ -40,7 +40,8 @@ fn image_name(props: &Option<At<'_>>) -> Result<Option<String>> {
     }
 }
 
-/// Reads the flavour `id` defined in `doc`.
+/// Reads the flavour `id` defined in `doc`: its node templates, substitution mappings, VNF
+/// node, groups and policies, in that order (the first error met is the one returned).
 pub(crate) fn parse(
     source: &str,
     files: &BTreeMap<String, Vec<u8>>,
@@ -51,21 +52,133 @@ pub(crate) fn parse(
     let root = doc.root();
     let tt = root.req("topology_template")?;
 
-    // Classify node templates.
-    let mut by_kind: BTreeMap<&'static str, Vec<(String, At<'_>)>> = BTreeMap::new();
-    if let Some(nodes) = tt.opt("node_templates")? {
-        for (name, node) in nodes.entries()? {
-            let ty = node.req("type")?.str()?;
-            if let Some(kind) = types.node_kind(ty) {
-                by_kind.entry(kind).or_default().push((name, node));
+    let nodes = NodeTemplates::classify(&tt, types)?;
+    let storages = storages(&nodes)?;
+    let vdus = vdus(&nodes, &storages)?;
+    let virtual_links = virtual_links(&nodes)?;
+    let refs = Refs {
+        flavour: id,
+        vdus: &vdus,
+        virtual_links: &virtual_links,
+    };
+    let connection_points = connection_points(&nodes, &refs)?;
+    let external_links = external_links(&tt)?;
+    let (description, lcm_operations) = vnf_node(doc, types)?;
+    let placement_groups = placement_groups(&tt, types, &refs)?;
+
+    let policies = Policies::collect(&tt, types)?;
+    let (scaling_aspects, max_level_at) = scaling_aspects(&policies)?;
+    let aspect_deltas = aspect_deltas(&policies, &scaling_aspects, &refs)?;
+    let initial_deltas = initial_deltas(&policies, &refs)?;
+    let instantiation_levels = instantiation_levels(&policies, &scaling_aspects)?;
+    let vdu_instantiation_levels =
+        vdu_instantiation_levels(&policies, instantiation_levels.as_ref(), &refs)?;
+    let rules = rules(&policies, &placement_groups, &refs)?;
+
+    let base_hot = hot::base_hot(source, files, id)?;
+
+    let flavour = Flavour {
+        id: id.to_owned(),
+        description,
+        definitions_file: doc.rel.clone(),
+        vdus,
+        storages,
+        connection_points,
+        virtual_links,
+        external_links,
+        placement_groups,
+        rules,
+        scaling_aspects,
+        aspect_deltas,
+        initial_deltas,
+        instantiation_levels,
+        vdu_instantiation_levels,
+        lcm_operations,
+        base_hot,
+    };
+    within_max_scale(&flavour, &max_level_at)?;
+    Ok(flavour)
+}
+
+/// The node templates of a flavour whose type derives from a type the reader knows, by that
+/// base type.
+struct NodeTemplates<'d> {
+    by_kind: BTreeMap<&'static str, Vec<(String, At<'d>)>>,
+}
+
+impl<'d> NodeTemplates<'d> {
+    /// Classifies `topology_template.node_templates`.
+    fn classify(tt: &At<'d>, types: &Types<'_>) -> Result<Self> {
+        let mut by_kind: BTreeMap<&'static str, Vec<(String, At<'d>)>> = BTreeMap::new();
+        if let Some(nodes) = tt.opt("node_templates")? {
+            for (name, node) in nodes.entries()? {
+                let ty = node.req("type")?.str()?;
+                if let Some(kind) = types.node_kind(ty) {
+                    by_kind.entry(kind).or_default().push((name, node));
+                }
             }
         }
+        Ok(NodeTemplates { by_kind })
     }
-    let nodes_of = |kind: &str| by_kind.get(kind).cloned().unwrap_or_default();
 
-    // Storages.
+    /// The nodes of base type `kind`, in template order.
+    fn of(&self, kind: &str) -> Vec<(String, At<'d>)> {
+        self.by_kind.get(kind).cloned().unwrap_or_default()
+    }
+}
+
+/// What the later sections of a flavour name: its VDUs and virtual links, read first.
+struct Refs<'f> {
+    /// The flavour's id, for messages.
+    flavour: &'f str,
+    vdus: &'f BTreeMap<VduId, Vdu>,
+    virtual_links: &'f BTreeMap<String, VirtualLink>,
+}
+
+impl Refs<'_> {
+    /// The VDU names, for messages.
+    fn vdu_names(&self) -> String {
+        list_or_none(self.vdus.keys().map(|k| &k.0))
+    }
+
+    /// The VDU targets (`targets`) of the policy at `at` (a `what` policy).
+    fn vdu_targets(&self, at: &At<'_>, what: &str) -> Result<Vec<VduId>> {
+        let id = self.flavour;
+        let t = at.req("targets")?;
+        let mut out = Vec::new();
+        for name in t.str_list()? {
+            if !self.vdus.contains_key(name.as_str()) {
+                return Err(t.err(format!(
+                    "{what} target `{name}` is not a VDU ({}) of flavour `{id}`: expected one of {}",
+                    tosca::VDU_COMPUTE,
+                    self.vdu_names()
+                )));
+            }
+            out.push(VduId::new(name));
+        }
+        Ok(out)
+    }
+
+    /// Checks that a count `n` (written at `at`) fits the VDU profiles of the targets.
+    fn within_profile(&self, at: &At<'_>, n: u32, targets: &[VduId]) -> Result<()> {
+        for t in targets {
+            if let Some(v) = self.vdus.get(t) {
+                if n < v.min_instances || n > v.max_instances {
+                    return Err(at.err(format!(
+                        "{n} instances of `{t}` is outside its vdu_profile ({}..={})",
+                        v.min_instances, v.max_instances
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The storages (`tosca.nodes.nfv.Vdu.VirtualBlockStorage`).
+fn storages(nodes: &NodeTemplates<'_>) -> Result<BTreeMap<String, VirtualStorage>> {
     let mut storages = BTreeMap::new();
-    for (name, node) in nodes_of(tosca::VDU_STORAGE) {
+    for (name, node) in nodes.of(tosca::VDU_STORAGE) {
         let props = node.req("properties")?;
         let data = props.req("virtual_block_storage_data")?;
         let size_gib = size::to_gib(size_bytes(&data.req("size_of_storage")?)?);
@@ -79,18 +192,26 @@ pub(crate) fn parse(
             },
         );
     }
+    Ok(storages)
+}
 
-    // VDUs.
+/// The VDUs (`tosca.nodes.nfv.Vdu.Compute`).
+fn vdus(
+    nodes: &NodeTemplates<'_>,
+    storages: &BTreeMap<String, VirtualStorage>,
+) -> Result<BTreeMap<VduId, Vdu>> {
     let mut vdus = BTreeMap::new();
-    for (name, node) in nodes_of(tosca::VDU_COMPUTE) {
-        let vdu = parse_vdu(&name, &node, &storages)?;
+    for (name, node) in nodes.of(tosca::VDU_COMPUTE) {
+        let vdu = parse_vdu(&name, &node, storages)?;
         vdus.insert(VduId::new(name), vdu);
     }
-    let vdu_names = || list_or_none(vdus.keys().map(|k| &k.0));
+    Ok(vdus)
+}
 
-    // Virtual links.
+/// The virtual links (`tosca.nodes.nfv.VnfVirtualLink`).
+fn virtual_links(nodes: &NodeTemplates<'_>) -> Result<BTreeMap<String, VirtualLink>> {
     let mut virtual_links = BTreeMap::new();
-    for (name, node) in nodes_of(tosca::VIRTUAL_LINK) {
+    for (name, node) in nodes.of(tosca::VIRTUAL_LINK) {
         let props = node.opt("properties")?;
         let (description, layer_protocols) = match &props {
             Some(p) => (
@@ -115,10 +236,18 @@ pub(crate) fn parse(
             },
         );
     }
+    Ok(virtual_links)
+}
 
-    // Connection points.
+/// The connection points (`tosca.nodes.nfv.VduCp`), whose requirements name a VDU and a
+/// virtual link.
+fn connection_points(
+    nodes: &NodeTemplates<'_>,
+    refs: &Refs<'_>,
+) -> Result<BTreeMap<String, ConnectionPoint>> {
+    let id = refs.flavour;
     let mut connection_points = BTreeMap::new();
-    for (name, node) in nodes_of(tosca::VDU_CP) {
+    for (name, node) in nodes.of(tosca::VDU_CP) {
         let props = node.opt("properties")?;
         let order = match &props {
             Some(p) => p.opt("order")?.map(|o| o.u32()).transpose()?,
@@ -139,24 +268,24 @@ pub(crate) fn parse(
                 match req.as_str() {
                     "virtual_binding" => {
                         let target = requirement_target(&at)?;
-                        if !vdus.contains_key(target.as_str()) {
+                        if !refs.vdus.contains_key(target.as_str()) {
                             return Err(at.err(format!(
                                 "virtual_binding `{target}` is not a VDU ({}) of flavour `{id}`: \
                                  expected one of {}",
                                 tosca::VDU_COMPUTE,
-                                vdu_names()
+                                refs.vdu_names()
                             )));
                         }
                         vdu = Some(VduId::new(target));
                     }
                     "virtual_link" => {
                         let target = requirement_target(&at)?;
-                        if !virtual_links.contains_key(&target) {
+                        if !refs.virtual_links.contains_key(&target) {
                             return Err(at.err(format!(
                                 "virtual_link `{target}` is not a virtual link ({}) of flavour \
                                  `{id}`: expected one of {}",
                                 tosca::VIRTUAL_LINK,
-                                list_or_none(virtual_links.keys())
+                                list_or_none(refs.virtual_links.keys())
                             )));
                         }
                         virtual_link = Some(target);
@@ -176,8 +305,12 @@ pub(crate) fn parse(
             },
         );
     }
+    Ok(connection_points)
+}
 
-    // substitution_mappings: external virtual links.
+/// The external virtual links: the requirements of `substitution_mappings`, each to the
+/// first node of its `[ node, requirement ]`.
+fn external_links(tt: &At<'_>) -> Result<BTreeMap<String, String>> {
     let mut external_links = BTreeMap::new();
     if let Some(reqs) = tt
         .opt("substitution_mappings")?
@@ -193,8 +326,14 @@ pub(crate) fn parse(
             external_links.insert(req, first.text()?);
         }
     }
+    Ok(external_links)
+}
 
-    // The flavour's VNF node: description and LCM interface.
+/// The flavour's VNF node: its description and LCM interface.
+fn vnf_node(
+    doc: &Doc,
+    types: &Types<'_>,
+) -> Result<(Option<String>, BTreeMap<String, LcmOperation>)> {
     let mut description = None;
     let mut lcm_operations = BTreeMap::new();
     if let Some((_, node, _)) = tosca::vnf_nodes(doc, types)?.into_iter().next() {
@@ -206,8 +345,17 @@ pub(crate) fn parse(
         }
         lcm_operations = lcm_interface(&node)?;
     }
+    Ok((description, lcm_operations))
+}
 
-    // Groups.
+/// The placement groups (`tosca.groups.nfv.PlacementGroup`) among `groups`, whose members are
+/// VDUs and virtual links.
+fn placement_groups(
+    tt: &At<'_>,
+    types: &Types<'_>,
+    refs: &Refs<'_>,
+) -> Result<BTreeMap<String, PlacementGroup>> {
+    let id = refs.flavour;
     let mut placement_groups = BTreeMap::new();
     if let Some(groups) = tt.opt("groups")? {
         for (name, g) in groups.named_items()? {
@@ -218,69 +366,67 @@ pub(crate) fn parse(
             let members_at = g.req("members")?;
             let members = members_at.str_list()?;
             for m in &members {
-                if !vdus.contains_key(m.as_str()) && !virtual_links.contains_key(m) {
+                if !refs.vdus.contains_key(m.as_str()) && !refs.virtual_links.contains_key(m) {
                     return Err(members_at.err(format!(
                         "member `{m}` is neither a VDU nor a virtual link of flavour `{id}`: \
                          expected one of {}",
-                        list_or_none(vdus.keys().map(|k| &k.0).chain(virtual_links.keys()))
+                        list_or_none(
+                            refs.vdus
+                                .keys()
+                                .map(|k| &k.0)
+                                .chain(refs.virtual_links.keys())
+                        )
                     )));
                 }
             }
             placement_groups.insert(name.clone(), PlacementGroup { id: name, members });
         }
     }
+    Ok(placement_groups)
+}
 
-    let policies: Vec<(String, At<'_>, &'static str)> = match tt.opt("policies")? {
-        Some(p) => {
-            let mut out = Vec::new();
-            for (name, at) in p.named_items()? {
-                let ty = at.req("type")?.str()?;
-                if let Some(kind) = types.policy_kind(ty) {
-                    out.push((name, at, kind));
+/// The policies of a flavour whose type derives from a policy type the reader knows: name,
+/// value and base type, in template order.
+struct Policies<'d> {
+    all: Vec<(String, At<'d>, &'static str)>,
+}
+
+impl<'d> Policies<'d> {
+    /// Collects `topology_template.policies`.
+    fn collect(tt: &At<'d>, types: &Types<'_>) -> Result<Self> {
+        let all = match tt.opt("policies")? {
+            Some(p) => {
+                let mut out = Vec::new();
+                for (name, at) in p.named_items()? {
+                    let ty = at.req("type")?.str()?;
+                    if let Some(kind) = types.policy_kind(ty) {
+                        out.push((name, at, kind));
+                    }
                 }
+                out
             }
-            out
-        }
-        None => Vec::new(),
-    };
-    let policies_of = |kind: &'static str| policies.iter().filter(move |(_, _, k)| *k == kind);
+            None => Vec::new(),
+        };
+        Ok(Policies { all })
+    }
 
-    // VDU targets of a policy.
-    let vdu_targets = |at: &At<'_>, what: &str| -> Result<Vec<VduId>> {
-        let t = at.req("targets")?;
-        let mut out = Vec::new();
-        for name in t.str_list()? {
-            if !vdus.contains_key(name.as_str()) {
-                return Err(t.err(format!(
-                    "{what} target `{name}` is not a VDU ({}) of flavour `{id}`: expected one of {}",
-                    tosca::VDU_COMPUTE,
-                    vdu_names()
-                )));
-            }
-            out.push(VduId::new(name));
-        }
-        Ok(out)
-    };
-    // Checks that a count fits the VDU profiles of the targets.
-    let within_profile = |at: &At<'_>, n: u32, targets: &[VduId]| -> Result<()> {
-        for t in targets {
-            if let Some(v) = vdus.get(t) {
-                if n < v.min_instances || n > v.max_instances {
-                    return Err(at.err(format!(
-                        "{n} instances of `{t}` is outside its vdu_profile ({}..={})",
-                        v.min_instances, v.max_instances
-                    )));
-                }
-            }
-        }
-        Ok(())
-    };
+    /// The policies of base type `kind`.
+    fn of<'p>(
+        &'p self,
+        kind: &'static str,
+    ) -> impl Iterator<Item = &'p (String, At<'d>, &'static str)> + 'p {
+        self.all.iter().filter(move |(_, _, k)| *k == kind)
+    }
+}
 
-    // Scaling aspects.
+/// The scaling aspects (`ScalingAspects` policies), with where each aspect's
+/// `max_scale_level` is written, for the bound check at the end.
+fn scaling_aspects<'d>(
+    policies: &Policies<'d>,
+) -> Result<(BTreeMap<String, ScalingAspect>, BTreeMap<String, At<'d>>)> {
     let mut scaling_aspects: BTreeMap<String, ScalingAspect> = BTreeMap::new();
-    // Where each aspect's max_scale_level is written, for the bound check at the end.
-    let mut max_level_at: BTreeMap<String, At<'_>> = BTreeMap::new();
-    for (_, at, _) in policies_of("tosca.policies.nfv.ScalingAspects") {
+    let mut max_level_at: BTreeMap<String, At<'d>> = BTreeMap::new();
+    for (_, at, _) in policies.of("tosca.policies.nfv.ScalingAspects") {
         for (aid, a) in at.req("properties")?.req("aspects")?.entries()? {
             if scaling_aspects.contains_key(&aid) {
                 return Err(a.err(format!("scaling aspect `{aid}` is defined twice")));
@@ -308,18 +454,25 @@ pub(crate) fn parse(
             scaling_aspects.insert(aid, aspect);
         }
     }
-    let aspect_names = || list_or_none(scaling_aspects.keys());
+    Ok((scaling_aspects, max_level_at))
+}
 
-    // Aspect deltas.
+/// The aspect deltas (`VduScalingAspectDeltas` policies): each of a defined aspect, with a
+/// delta for every step of it.
+fn aspect_deltas(
+    policies: &Policies<'_>,
+    scaling_aspects: &BTreeMap<String, ScalingAspect>,
+    refs: &Refs<'_>,
+) -> Result<Vec<VduScalingAspectDeltas>> {
     let mut aspect_deltas = Vec::new();
-    for (name, at, _) in policies_of("tosca.policies.nfv.VduScalingAspectDeltas") {
+    for (name, at, _) in policies.of("tosca.policies.nfv.VduScalingAspectDeltas") {
         let props = at.req("properties")?;
         let aspect_at = props.req("aspect")?;
         let aspect = aspect_at.text()?;
         let Some(def) = scaling_aspects.get(&aspect) else {
             return Err(aspect_at.err(format!(
                 "aspect `{aspect}` is not defined by a ScalingAspects policy: expected one of {}",
-                aspect_names()
+                list_or_none(scaling_aspects.keys())
             )));
         };
         let deltas_at = props.req("deltas")?;
@@ -340,30 +493,40 @@ pub(crate) fn parse(
             name: name.clone(),
             aspect,
             deltas,
-            targets: vdu_targets(at, "VduScalingAspectDeltas")?,
+            targets: refs.vdu_targets(at, "VduScalingAspectDeltas")?,
         });
     }
+    Ok(aspect_deltas)
+}
 
-    // Initial deltas.
+/// The initial deltas (`VduInitialDelta` policies), each within its targets' profiles.
+fn initial_deltas(policies: &Policies<'_>, refs: &Refs<'_>) -> Result<Vec<VduInitialDelta>> {
     let mut initial_deltas = Vec::new();
-    for (name, at, _) in policies_of("tosca.policies.nfv.VduInitialDelta") {
+    for (name, at, _) in policies.of("tosca.policies.nfv.VduInitialDelta") {
         let n_at = at
             .req("properties")?
             .req("initial_delta")?
             .req("number_of_instances")?;
         let n = n_at.u32()?;
-        let targets = vdu_targets(at, "VduInitialDelta")?;
-        within_profile(&n_at, n, &targets)?;
+        let targets = refs.vdu_targets(at, "VduInitialDelta")?;
+        refs.within_profile(&n_at, n, &targets)?;
         initial_deltas.push(VduInitialDelta {
             name: name.clone(),
             number_of_instances: n,
             targets,
         });
     }
+    Ok(initial_deltas)
+}
 
-    // Instantiation levels.
+/// The instantiation levels (at most one `InstantiationLevels` policy), whose scale levels
+/// are of defined aspects and within their `max_scale_level`.
+fn instantiation_levels(
+    policies: &Policies<'_>,
+    scaling_aspects: &BTreeMap<String, ScalingAspect>,
+) -> Result<Option<InstantiationLevels>> {
     let mut instantiation_levels: Option<InstantiationLevels> = None;
-    for (name, at, _) in policies_of("tosca.policies.nfv.InstantiationLevels") {
+    for (name, at, _) in policies.of("tosca.policies.nfv.InstantiationLevels") {
         if let Some(first) = &instantiation_levels {
             return Err(at.err(format!(
                 "a second InstantiationLevels policy (the first is `{}`): expected one per flavour",
@@ -373,32 +536,11 @@ pub(crate) fn parse(
         let props = at.req("properties")?;
         let mut levels = BTreeMap::new();
         for (lid, l) in props.req("levels")?.entries()? {
-            let mut scale_info = BTreeMap::new();
-            if let Some(si) = l.opt("scale_info")? {
-                for (aid, s) in si.entries()? {
-                    let Some(def) = scaling_aspects.get(&aid) else {
-                        return Err(s.err(format!(
-                            "aspect `{aid}` is not defined by a ScalingAspects policy: expected \
-                             one of {}",
-                            aspect_names()
-                        )));
-                    };
-                    let level_at = s.req("scale_level")?;
-                    let level = level_at.u32()?;
-                    if level > def.max_scale_level {
-                        return Err(level_at.err(format!(
-                            "scale_level {level} is above max_scale_level {} of aspect `{aid}`",
-                            def.max_scale_level
-                        )));
-                    }
-                    scale_info.insert(aid, level);
-                }
-            }
             levels.insert(
                 lid,
                 InstantiationLevel {
+                    scale_info: scale_info(&l, scaling_aspects)?,
                     description: l.opt("description")?.map(|d| d.text()).transpose()?,
-                    scale_info,
                 },
             );
         }
@@ -421,14 +563,51 @@ pub(crate) fn parse(
             default_level,
         });
     }
+    Ok(instantiation_levels)
+}
 
-    // VDU instantiation levels.
+/// The `scale_info` of the instantiation level at `level`: aspect → scale level.
+fn scale_info(
+    level: &At<'_>,
+    scaling_aspects: &BTreeMap<String, ScalingAspect>,
+) -> Result<BTreeMap<String, u32>> {
+    let mut scale_info = BTreeMap::new();
+    if let Some(si) = level.opt("scale_info")? {
+        for (aid, s) in si.entries()? {
+            let Some(def) = scaling_aspects.get(&aid) else {
+                return Err(s.err(format!(
+                    "aspect `{aid}` is not defined by a ScalingAspects policy: expected one of \
+                     {}",
+                    list_or_none(scaling_aspects.keys())
+                )));
+            };
+            let level_at = s.req("scale_level")?;
+            let level = level_at.u32()?;
+            if level > def.max_scale_level {
+                return Err(level_at.err(format!(
+                    "scale_level {level} is above max_scale_level {} of aspect `{aid}`",
+                    def.max_scale_level
+                )));
+            }
+            scale_info.insert(aid, level);
+        }
+    }
+    Ok(scale_info)
+}
+
+/// The VDU instantiation levels (`VduInstantiationLevels` policies): levels the
+/// `InstantiationLevels` policy defines, counts within the targets' profiles.
+fn vdu_instantiation_levels(
+    policies: &Policies<'_>,
+    instantiation_levels: Option<&InstantiationLevels>,
+    refs: &Refs<'_>,
+) -> Result<Vec<VduInstantiationLevels>> {
     let mut vdu_instantiation_levels = Vec::new();
-    for (name, at, _) in policies_of("tosca.policies.nfv.VduInstantiationLevels") {
-        let targets = vdu_targets(at, "VduInstantiationLevels")?;
+    for (name, at, _) in policies.of("tosca.policies.nfv.VduInstantiationLevels") {
+        let targets = refs.vdu_targets(at, "VduInstantiationLevels")?;
         let mut levels = BTreeMap::new();
         for (lid, l) in at.req("properties")?.req("levels")?.entries()? {
-            if let Some(il) = &instantiation_levels {
+            if let Some(il) = instantiation_levels {
                 if !il.levels.contains_key(&lid) {
                     return Err(l.err(format!(
                         "level `{lid}` is not defined by InstantiationLevels policy `{}` \
@@ -440,7 +619,7 @@ pub(crate) fn parse(
             }
             let n_at = l.req("number_of_instances")?;
             let n = n_at.u32()?;
-            within_profile(&n_at, n, &targets)?;
+            refs.within_profile(&n_at, n, &targets)?;
             levels.insert(lid, n);
         }
         vdu_instantiation_levels.push(VduInstantiationLevels {
@@ -449,10 +628,18 @@ pub(crate) fn parse(
             targets,
         });
     }
+    Ok(vdu_instantiation_levels)
+}
 
-    // Affinity and anti-affinity rules.
+/// The affinity and anti-affinity rules (`AffinityRule`, `AntiAffinityRule` policies), in
+/// policy order, each with its targets expanded to VDUs.
+fn rules(
+    policies: &Policies<'_>,
+    placement_groups: &BTreeMap<String, PlacementGroup>,
+    refs: &Refs<'_>,
+) -> Result<Vec<PlacementRule>> {
     let mut rules = Vec::new();
-    for (name, at, kind) in &policies {
+    for (name, at, kind) in &policies.all {
         let kind = match *kind {
             "tosca.policies.nfv.AffinityRule" => RuleKind::Affinity,
             "tosca.policies.nfv.AntiAffinityRule" => RuleKind::AntiAffinity,
@@ -468,62 +655,52 @@ pub(crate) fn parse(
         })?;
         let targets_at = at.req("targets")?;
         let targets = targets_at.str_list()?;
-        let mut seen = BTreeSet::new();
-        let mut expanded = Vec::new();
-        for t in &targets {
-            let members: Vec<&String> = if vdus.contains_key(t.as_str()) {
-                vec![t]
-            } else if let Some(g) = placement_groups.get(t) {
-                g.members
-                    .iter()
-                    .filter(|m| vdus.contains_key(m.as_str()))
-                    .collect()
-            } else {
-                return Err(targets_at.err(format!(
-                    "target `{t}` is neither a VDU nor a PlacementGroup of flavour `{id}` \
-                     (VDUs: {}; placement groups: {})",
-                    vdu_names(),
-                    list_or_none(placement_groups.keys())
-                )));
-            };
-            for m in members {
-                if seen.insert(m.clone()) {
-                    expanded.push(VduId::new(m.clone()));
-                }
-            }
-        }
+        let vdus = rule_vdus(&targets_at, &targets, placement_groups, refs)?;
         rules.push(PlacementRule {
             name: name.clone(),
             kind,
             scope,
             targets,
-            vdus: expanded,
+            vdus,
         });
     }
+    Ok(rules)
+}
 
-    let base_hot = hot::base_hot(source, files, id)?;
-
-    let flavour = Flavour {
-        id: id.to_owned(),
-        description,
-        definitions_file: doc.rel.clone(),
-        vdus,
-        storages,
-        connection_points,
-        virtual_links,
-        external_links,
-        placement_groups,
-        rules,
-        scaling_aspects,
-        aspect_deltas,
-        initial_deltas,
-        instantiation_levels,
-        vdu_instantiation_levels,
-        lcm_operations,
-        base_hot,
-    };
-    within_max_scale(&flavour, &max_level_at)?;
-    Ok(flavour)
+/// The VDUs of a rule's `targets` (written at `targets_at`): a VDU itself, a placement group
+/// its VDU members; each once, in order.
+fn rule_vdus(
+    targets_at: &At<'_>,
+    targets: &[String],
+    placement_groups: &BTreeMap<String, PlacementGroup>,
+    refs: &Refs<'_>,
+) -> Result<Vec<VduId>> {
+    let id = refs.flavour;
+    let mut seen = BTreeSet::new();
+    let mut expanded = Vec::new();
+    for t in targets {
+        let members: Vec<&String> = if refs.vdus.contains_key(t.as_str()) {
+            vec![t]
+        } else if let Some(g) = placement_groups.get(t) {
+            g.members
+                .iter()
+                .filter(|m| refs.vdus.contains_key(m.as_str()))
+                .collect()
+        } else {
+            return Err(targets_at.err(format!(
+                "target `{t}` is neither a VDU nor a PlacementGroup of flavour `{id}` \
+                 (VDUs: {}; placement groups: {})",
+                refs.vdu_names(),
+                list_or_none(placement_groups.keys())
+            )));
+        };
+        for m in members {
+            if seen.insert(m.clone()) {
+                expanded.push(VduId::new(m.clone()));
+            }
+        }
+    }
+    Ok(expanded)
 }
 
 /// Every aspect can reach its `max_scale_level` within the `vdu_profile` of each VDU it

@@ -46,8 +46,7 @@ pub(super) struct Index<'a> {
 impl<'a> Index<'a> {
     /// Validates `req` and indexes it.
     pub(super) fn build(req: &'a PlacementRequest) -> Result<Self, Error> {
-        let at = |field: String| Location::default().with_field(field);
-        let mut ix = Index {
+        let ix = Index {
             zone_names: Vec::new(),
             zone_candidate: Vec::new(),
             zone_hosts: Vec::new(),
@@ -64,194 +63,17 @@ impl<'a> Index<'a> {
             fixed: Vec::with_capacity(req.existing.len()),
             cons: Vec::with_capacity(req.constraints.len()),
         };
-        let mut zone_by_name: HashMap<&'a str, u32> = HashMap::with_capacity(req.zones.len());
-        let mut host_by_name: HashMap<&'a str, u32> = HashMap::new();
-        for (zi, zone) in req.zones.iter().enumerate() {
-            let z = u32_index(ix.zone_names.len());
-            if zone_by_name.insert(zone.name.as_str(), z).is_some() {
-                return Err(Error::invalid(
-                    at(format!("zones[{zi}].name")),
-                    format!(
-                        "duplicate zone {:?}: expected each zone once",
-                        zone.name.as_str()
-                    ),
-                ));
-            }
-            let candidate = zone.is_candidate() && !req.excluded.contains(&zone.name);
-            let mut hosts = Vec::new();
-            for (hi, host) in zone.hosts.iter().flatten().enumerate() {
-                let h = u32_index(ix.host_names.len());
-                if let Some(prev) = host_by_name.insert(host.name.as_str(), h) {
-                    let prev_zone = ix
-                        .host_zone
-                        .get(prev as usize)
-                        .and_then(|pz| ix.zone_names.get(*pz as usize))
-                        .copied()
-                        .unwrap_or_default();
-                    return Err(Error::invalid(
-                        at(format!("zones[{zi}].hosts[{hi}].name")),
-                        format!(
-                            "duplicate host {:?} (also listed in zone {prev_zone:?}): expected \
-                             each compute host once",
-                            host.name.as_str()
-                        ),
-                    ));
-                }
-                let host_ok = candidate && host.available;
-                ix.host_names.push(host.name.as_str());
-                ix.host_zone.push(z);
-                ix.host_candidate.push(host_ok);
-                ix.host_free.push(host.free);
-                if host_ok {
-                    hosts.push(h);
-                }
-            }
-            ix.cand_hosts += hosts.len();
-            ix.zone_names.push(zone.name.as_str());
-            ix.zone_candidate.push(candidate);
-            if candidate {
-                ix.cand_zones.push(z);
-            }
-            ix.zone_hosts.push(hosts);
-        }
-
-        let mut member_by_id: HashMap<&'a str, u32> =
-            HashMap::with_capacity(req.items.len() + req.existing.len());
-        for (i, item) in req.items.iter().enumerate() {
-            if item.id.is_empty() {
-                return Err(Error::invalid(
-                    at(format!("items[{i}].id")),
-                    "empty id: expected a resource id",
-                ));
-            }
-            let m = u32_index(ix.member_ids.len());
-            if member_by_id.insert(item.id.as_str(), m).is_some() {
-                return Err(Error::invalid(
-                    at(format!("items[{i}].id")),
-                    format!("duplicate resource id {:?}: expected unique ids", item.id),
-                ));
-            }
-            ix.member_ids.push(item.id.as_str());
-            ix.demand.push(item.demand);
-            ix.item_pin.push(
-                item.zone
-                    .as_ref()
-                    .and_then(|z| zone_by_name.get(z.as_str()).copied()),
-            );
-        }
-        for (i, ex) in req.existing.iter().enumerate() {
-            if ex.id.is_empty() {
-                return Err(Error::invalid(
-                    at(format!("existing[{i}].id")),
-                    "empty id: expected a resource id",
-                ));
-            }
-            let m = u32_index(ix.member_ids.len());
-            if member_by_id.insert(ex.id.as_str(), m).is_some() {
-                return Err(Error::invalid(
-                    at(format!("existing[{i}].id")),
-                    format!(
-                        "duplicate resource id {:?}: expected ids unique across items and \
-                         existing members",
-                        ex.id
-                    ),
-                ));
-            }
-            ix.member_ids.push(ex.id.as_str());
-            let z = match zone_by_name.get(ex.zone.as_str()) {
-                Some(z) => *z,
-                None => {
-                    let z = u32_index(ix.zone_names.len());
-                    zone_by_name.insert(ex.zone.as_str(), z);
-                    ix.zone_names.push(ex.zone.as_str());
-                    ix.zone_candidate.push(false);
-                    ix.zone_hosts.push(Vec::new());
-                    z
-                }
-            };
-            let h = match host_by_name.get(ex.host.as_str()) {
-                Some(h) => {
-                    let hz = ix.host_zone.get(*h as usize).copied().unwrap_or(z);
-                    if hz != z {
-                        let listed = ix.zone_names.get(hz as usize).copied().unwrap_or_default();
-                        return Err(Error::invalid(
-                            at(format!("existing[{i}].host")),
-                            format!(
-                                "existing member {:?} is on host {:?} in zone {:?}, but the \
-                                 zone catalogue lists that host in zone {listed:?}: expected \
-                                 the host's zone",
-                                ex.id,
-                                ex.host.as_str(),
-                                ex.zone.as_str()
-                            ),
-                        ));
-                    }
-                    *h
-                }
-                None => {
-                    let h = u32_index(ix.host_names.len());
-                    host_by_name.insert(ex.host.as_str(), h);
-                    ix.host_names.push(ex.host.as_str());
-                    ix.host_zone.push(z);
-                    ix.host_candidate.push(false);
-                    ix.host_free.push(None);
-                    h
-                }
-            };
-            ix.fixed.push((z, h));
-        }
-
-        let mut names: HashMap<&str, usize> = HashMap::with_capacity(req.constraints.len());
-        for (ci, c) in req.constraints.iter().enumerate() {
-            if c.name.is_empty() {
-                return Err(Error::invalid(
-                    at(format!("constraints[{ci}].name")),
-                    "empty name: expected a constraint name",
-                ));
-            }
-            if let Some(prev) = names.insert(c.name.as_str(), ci) {
-                return Err(Error::invalid(
-                    at(format!("constraints[{ci}].name")),
-                    format!(
-                        "duplicate constraint name {:?} (also constraints[{prev}]): expected \
-                         unique names",
-                        c.name
-                    ),
-                ));
-            }
-            let mut members = Vec::with_capacity(c.members.len());
-            let mut seen = std::collections::HashSet::with_capacity(c.members.len());
-            for (mi, id) in c.members.iter().enumerate() {
-                let Some(m) = member_by_id.get(id.as_str()) else {
-                    return Err(Error::invalid(
-                        at(format!("constraints[{ci}].members[{mi}]")),
-                        format!(
-                            "unknown member {id:?} in constraint {:?}: expected the id of an \
-                             item or of an existing member",
-                            c.name
-                        ),
-                    ));
-                };
-                if !seen.insert(*m) {
-                    return Err(Error::invalid(
-                        at(format!("constraints[{ci}].members[{mi}]")),
-                        format!(
-                            "member {id:?} listed twice in constraint {:?}: expected each \
-                             member once",
-                            c.name
-                        ),
-                    ));
-                }
-                members.push(*m);
-            }
-            ix.cons.push(ConsIx {
-                kind: c.kind,
-                scope: c.scope,
-                members,
-                fallback: c.fallback_best_effort,
-            });
-        }
-        Ok(ix)
+        let mut b = Builder {
+            ix,
+            zone_by_name: HashMap::with_capacity(req.zones.len()),
+            host_by_name: HashMap::new(),
+            member_by_id: HashMap::with_capacity(req.items.len() + req.existing.len()),
+        };
+        b.zones(req)?;
+        b.items(req)?;
+        b.existing(req)?;
+        b.constraints(req)?;
+        Ok(b.ix)
     }
 
     /// Number of members (items and existing).
@@ -278,6 +100,230 @@ impl<'a> Index<'a> {
     pub(super) fn member_id(&self, m: u32) -> &'a str {
         self.member_ids.get(m as usize).copied().unwrap_or_default()
     }
+}
+
+/// An [`Index`] being built, with the lookups by name that only building needs.
+struct Builder<'a> {
+    ix: Index<'a>,
+    zone_by_name: HashMap<&'a str, u32>,
+    host_by_name: HashMap<&'a str, u32>,
+    member_by_id: HashMap<&'a str, u32>,
+}
+
+impl<'a> Builder<'a> {
+    /// Indexes the zones and their hosts (each once; a zone is a candidate unless excluded, a
+    /// host when its zone is and it is available).
+    fn zones(&mut self, req: &'a PlacementRequest) -> Result<(), Error> {
+        for (zi, zone) in req.zones.iter().enumerate() {
+            let z = u32_index(self.ix.zone_names.len());
+            if self.zone_by_name.insert(zone.name.as_str(), z).is_some() {
+                return Err(Error::invalid(
+                    at(format!("zones[{zi}].name")),
+                    format!(
+                        "duplicate zone {:?}: expected each zone once",
+                        zone.name.as_str()
+                    ),
+                ));
+            }
+            let candidate = zone.is_candidate() && !req.excluded.contains(&zone.name);
+            let mut hosts = Vec::new();
+            for (hi, host) in zone.hosts.iter().flatten().enumerate() {
+                let h = u32_index(self.ix.host_names.len());
+                if let Some(prev) = self.host_by_name.insert(host.name.as_str(), h) {
+                    let prev_zone = self
+                        .ix
+                        .host_zone
+                        .get(prev as usize)
+                        .and_then(|pz| self.ix.zone_names.get(*pz as usize))
+                        .copied()
+                        .unwrap_or_default();
+                    return Err(Error::invalid(
+                        at(format!("zones[{zi}].hosts[{hi}].name")),
+                        format!(
+                            "duplicate host {:?} (also listed in zone {prev_zone:?}): expected \
+                             each compute host once",
+                            host.name.as_str()
+                        ),
+                    ));
+                }
+                let host_ok = candidate && host.available;
+                self.ix.host_names.push(host.name.as_str());
+                self.ix.host_zone.push(z);
+                self.ix.host_candidate.push(host_ok);
+                self.ix.host_free.push(host.free);
+                if host_ok {
+                    hosts.push(h);
+                }
+            }
+            self.ix.cand_hosts += hosts.len();
+            self.ix.zone_names.push(zone.name.as_str());
+            self.ix.zone_candidate.push(candidate);
+            if candidate {
+                self.ix.cand_zones.push(z);
+            }
+            self.ix.zone_hosts.push(hosts);
+        }
+        Ok(())
+    }
+
+    /// Indexes the items to place (non-empty, unique ids; a pin to a listed zone).
+    fn items(&mut self, req: &'a PlacementRequest) -> Result<(), Error> {
+        for (i, item) in req.items.iter().enumerate() {
+            if item.id.is_empty() {
+                return Err(Error::invalid(
+                    at(format!("items[{i}].id")),
+                    "empty id: expected a resource id",
+                ));
+            }
+            let m = u32_index(self.ix.member_ids.len());
+            if self.member_by_id.insert(item.id.as_str(), m).is_some() {
+                return Err(Error::invalid(
+                    at(format!("items[{i}].id")),
+                    format!("duplicate resource id {:?}: expected unique ids", item.id),
+                ));
+            }
+            self.ix.member_ids.push(item.id.as_str());
+            self.ix.demand.push(item.demand);
+            self.ix.item_pin.push(
+                item.zone
+                    .as_ref()
+                    .and_then(|z| self.zone_by_name.get(z.as_str()).copied()),
+            );
+        }
+        Ok(())
+    }
+
+    /// Indexes the existing members, adding the zones and hosts they name that the catalogue
+    /// does not list (as non-candidates); a listed host must be in the member's zone.
+    fn existing(&mut self, req: &'a PlacementRequest) -> Result<(), Error> {
+        for (i, ex) in req.existing.iter().enumerate() {
+            if ex.id.is_empty() {
+                return Err(Error::invalid(
+                    at(format!("existing[{i}].id")),
+                    "empty id: expected a resource id",
+                ));
+            }
+            let m = u32_index(self.ix.member_ids.len());
+            if self.member_by_id.insert(ex.id.as_str(), m).is_some() {
+                return Err(Error::invalid(
+                    at(format!("existing[{i}].id")),
+                    format!(
+                        "duplicate resource id {:?}: expected ids unique across items and \
+                         existing members",
+                        ex.id
+                    ),
+                ));
+            }
+            self.ix.member_ids.push(ex.id.as_str());
+            let z = match self.zone_by_name.get(ex.zone.as_str()) {
+                Some(z) => *z,
+                None => {
+                    let z = u32_index(self.ix.zone_names.len());
+                    self.zone_by_name.insert(ex.zone.as_str(), z);
+                    self.ix.zone_names.push(ex.zone.as_str());
+                    self.ix.zone_candidate.push(false);
+                    self.ix.zone_hosts.push(Vec::new());
+                    z
+                }
+            };
+            let h = match self.host_by_name.get(ex.host.as_str()) {
+                Some(h) => {
+                    let hz = self.ix.host_zone.get(*h as usize).copied().unwrap_or(z);
+                    if hz != z {
+                        let listed = self
+                            .ix
+                            .zone_names
+                            .get(hz as usize)
+                            .copied()
+                            .unwrap_or_default();
+                        return Err(Error::invalid(
+                            at(format!("existing[{i}].host")),
+                            format!(
+                                "existing member {:?} is on host {:?} in zone {:?}, but the \
+                                 zone catalogue lists that host in zone {listed:?}: expected \
+                                 the host's zone",
+                                ex.id,
+                                ex.host.as_str(),
+                                ex.zone.as_str()
+                            ),
+                        ));
+                    }
+                    *h
+                }
+                None => {
+                    let h = u32_index(self.ix.host_names.len());
+                    self.host_by_name.insert(ex.host.as_str(), h);
+                    self.ix.host_names.push(ex.host.as_str());
+                    self.ix.host_zone.push(z);
+                    self.ix.host_candidate.push(false);
+                    self.ix.host_free.push(None);
+                    h
+                }
+            };
+            self.ix.fixed.push((z, h));
+        }
+        Ok(())
+    }
+
+    /// Indexes the constraints (non-empty, unique names; known members, each once).
+    fn constraints(&mut self, req: &'a PlacementRequest) -> Result<(), Error> {
+        let mut names: HashMap<&str, usize> = HashMap::with_capacity(req.constraints.len());
+        for (ci, c) in req.constraints.iter().enumerate() {
+            if c.name.is_empty() {
+                return Err(Error::invalid(
+                    at(format!("constraints[{ci}].name")),
+                    "empty name: expected a constraint name",
+                ));
+            }
+            if let Some(prev) = names.insert(c.name.as_str(), ci) {
+                return Err(Error::invalid(
+                    at(format!("constraints[{ci}].name")),
+                    format!(
+                        "duplicate constraint name {:?} (also constraints[{prev}]): expected \
+                         unique names",
+                        c.name
+                    ),
+                ));
+            }
+            let mut members = Vec::with_capacity(c.members.len());
+            let mut seen = std::collections::HashSet::with_capacity(c.members.len());
+            for (mi, id) in c.members.iter().enumerate() {
+                let Some(m) = self.member_by_id.get(id.as_str()) else {
+                    return Err(Error::invalid(
+                        at(format!("constraints[{ci}].members[{mi}]")),
+                        format!(
+                            "unknown member {id:?} in constraint {:?}: expected the id of an \
+                             item or of an existing member",
+                            c.name
+                        ),
+                    ));
+                };
+                if !seen.insert(*m) {
+                    return Err(Error::invalid(
+                        at(format!("constraints[{ci}].members[{mi}]")),
+                        format!(
+                            "member {id:?} listed twice in constraint {:?}: expected each \
+                             member once",
+                            c.name
+                        ),
+                    ));
+                }
+                members.push(*m);
+            }
+            self.ix.cons.push(ConsIx {
+                kind: c.kind,
+                scope: c.scope,
+                members,
+                fallback: c.fallback_best_effort,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The location of `field` of the request.
+fn at(field: String) -> Location {
+    Location::default().with_field(field)
 }
 
 /// An index as `u32`; the solver's inputs are far below 2^32 entries.

@@ -179,41 +179,24 @@ fn union(parent: &mut [u32], a: u32, b: u32) {
     }
 }
 
-/// Searches for a host for every item, honouring the constraints whose mode is `Hard` and
-/// preferring values that honour those whose mode is `Soft`.
-pub(super) fn solve(
-    ix: &Index<'_>,
-    modes: &[Mode],
-    selection: Selection,
-    seed: u64,
-    step_limit: u64,
-) -> Outcome {
-    let Some(mut solver) = Solver::build(ix, modes, selection, seed) else {
-        return Outcome::Infeasible;
-    };
-    solver.run(step_limit)
+/// The groups hard affinity makes of the members, numbered densely in member order: a zone
+/// group shares a zone (zone or host affinity), a host group, inside one zone group, a host
+/// (host affinity).
+struct Groups {
+    hgs: Vec<HostGroup>,
+    zgs: Vec<ZoneGroup>,
+    /// The host group of each member.
+    hg_of: Vec<u32>,
+    /// The zone group of each member.
+    zg_of: Vec<u32>,
 }
 
-impl<'i, 'a> Solver<'i, 'a> {
-    /// Builds groups and occupancy from the fixed members; `None` when that already proves the
-    /// problem infeasible.
-    fn build(ix: &'i Index<'a>, modes: &[Mode], selection: Selection, seed: u64) -> Option<Self> {
+impl Groups {
+    /// The groups of the members of `ix` under the constraints' `modes`, with their demand and
+    /// pins.
+    fn of(ix: &Index<'_>, modes: &[Mode]) -> Self {
         let n = ix.n_members();
-        let mode_of = |c: usize| modes.get(c).copied().unwrap_or(Mode::Off);
-        let mut zpar: Vec<u32> = (0..n).map(u32_index).collect();
-        let mut hpar = zpar.clone();
-        for (c, cons) in ix.cons.iter().enumerate() {
-            if mode_of(c) != Mode::Hard || cons.kind != ConstraintKind::Affinity {
-                continue;
-            }
-            for w in cons.members.windows(2) {
-                union(&mut zpar, w[0], w[1]);
-                if cons.scope == Scope::Host {
-                    union(&mut hpar, w[0], w[1]);
-                }
-            }
-        }
-        // Dense group numbers in member order.
+        let (mut zpar, mut hpar) = affinity_parents(ix, modes);
         let mut hg_of = vec![u32::MAX; n];
         let mut zg_of = vec![u32::MAX; n];
         let mut hg_by_root: HashMap<u32, u32> = HashMap::new();
@@ -270,6 +253,18 @@ impl<'i, 'a> Solver<'i, 'a> {
             }
         }
 
+        Groups {
+            hgs,
+            zgs,
+            hg_of,
+            zg_of,
+        }
+    }
+
+    /// The runtime state of each constraint under its mode; a tracked constraint is recorded
+    /// on the groups it binds (a hard anti-affinity with two members in one group kills it).
+    fn constraints(&mut self, ix: &Index<'_>, modes: &[Mode]) -> Vec<ConsRt> {
+        let mode_of = |c: usize| modes.get(c).copied().unwrap_or(Mode::Off);
         let mut cons = Vec::with_capacity(ix.cons.len());
         for (c, ci) in ix.cons.iter().enumerate() {
             let mode = mode_of(c);
@@ -294,9 +289,9 @@ impl<'i, 'a> Solver<'i, 'a> {
             }
             let c32 = u32_index(c);
             let of = if ci.scope == Scope::Zone {
-                &zg_of
+                &self.zg_of
             } else {
-                &hg_of
+                &self.hg_of
             };
             let mut groups: Vec<u32> = ci
                 .members
@@ -312,7 +307,7 @@ impl<'i, 'a> Solver<'i, 'a> {
                 let cnt32 = u32_index(cnt);
                 let hard_clash = mode == Mode::Hard && cnt > 1;
                 if ci.scope == Scope::Zone {
-                    if let Some(z) = zgs.get_mut(g as usize) {
+                    if let Some(z) = self.zgs.get_mut(g as usize) {
                         z.zcons.push((c32, cnt32));
                         z.dead |= hard_clash;
                         if mode == Mode::Soft {
@@ -321,7 +316,7 @@ impl<'i, 'a> Solver<'i, 'a> {
                             z.degree = z.degree.saturating_add(size);
                         }
                     }
-                } else if let Some(h) = hgs.get_mut(g as usize) {
+                } else if let Some(h) = self.hgs.get_mut(g as usize) {
                     h.hcons.push((c32, cnt32));
                     h.dead |= hard_clash;
                     if mode == Mode::Soft {
@@ -333,6 +328,52 @@ impl<'i, 'a> Solver<'i, 'a> {
             }
         }
 
+        cons
+    }
+}
+
+/// The union-find parents of hard affinity over the members of `ix`: (zone, host); zone
+/// affinity joins zone groups only, host affinity both.
+fn affinity_parents(ix: &Index<'_>, modes: &[Mode]) -> (Vec<u32>, Vec<u32>) {
+    let n = ix.n_members();
+    let mode_of = |c: usize| modes.get(c).copied().unwrap_or(Mode::Off);
+    let mut zpar: Vec<u32> = (0..n).map(u32_index).collect();
+    let mut hpar = zpar.clone();
+    for (c, cons) in ix.cons.iter().enumerate() {
+        if mode_of(c) != Mode::Hard || cons.kind != ConstraintKind::Affinity {
+            continue;
+        }
+        for w in cons.members.windows(2) {
+            union(&mut zpar, w[0], w[1]);
+            if cons.scope == Scope::Host {
+                union(&mut hpar, w[0], w[1]);
+            }
+        }
+    }
+    (zpar, hpar)
+}
+
+/// Searches for a host for every item, honouring the constraints whose mode is `Hard` and
+/// preferring values that honour those whose mode is `Soft`.
+pub(super) fn solve(
+    ix: &Index<'_>,
+    modes: &[Mode],
+    selection: Selection,
+    seed: u64,
+    step_limit: u64,
+) -> Outcome {
+    let Some(mut solver) = Solver::build(ix, modes, selection, seed) else {
+        return Outcome::Infeasible;
+    };
+    solver.run(step_limit)
+}
+
+impl<'i, 'a> Solver<'i, 'a> {
+    /// Builds groups and occupancy from the fixed members; `None` when that already proves the
+    /// problem infeasible.
+    fn build(ix: &'i Index<'a>, modes: &[Mode], selection: Selection, seed: u64) -> Option<Self> {
+        let mut groups = Groups::of(ix, modes);
+        let cons = groups.constraints(ix, modes);
         let nz = ix.zone_names.len();
         let mut zone_sum = vec![Resources::default(); nz];
         let mut zone_unknown = vec![0u32; nz];
@@ -348,8 +389,8 @@ impl<'i, 'a> Solver<'i, 'a> {
             ix,
             selection,
             rng: ChaCha8Rng::seed_from_u64(seed),
-            hgs,
-            zgs,
+            hgs: groups.hgs,
+            zgs: groups.zgs,
             cons,
             host_free: ix.host_free.clone(),
             zone_sum,
@@ -358,50 +399,59 @@ impl<'i, 'a> Solver<'i, 'a> {
             host_rank: Vec::new(),
         };
         if selection == Selection::CapacityAware {
-            for &z in &ix.cand_zones {
-                let key = solver.zone_key(z);
-                solver.zone_rank.insert((Reverse(key), z));
-            }
-            solver.host_rank = ix
-                .zone_hosts
-                .iter()
-                .map(|hosts| {
-                    hosts
-                        .iter()
-                        .map(|h| (Reverse(key_of(solver.host_free_of(*h))), *h))
-                        .collect()
-                })
-                .collect();
+            solver.rank_by_capacity();
         }
         if solver.hgs.iter().any(|g| g.dead) || solver.zgs.iter().any(|z| z.dead) {
             return None;
         }
+        solver.place_fixed().then_some(solver)
+    }
+
+    /// Ranks the candidate zones and the hosts of each zone by free capacity.
+    fn rank_by_capacity(&mut self) {
+        let ix = self.ix;
+        for &z in &ix.cand_zones {
+            let key = self.zone_key(z);
+            self.zone_rank.insert((Reverse(key), z));
+        }
+        self.host_rank = ix
+            .zone_hosts
+            .iter()
+            .map(|hosts| {
+                hosts
+                    .iter()
+                    .map(|h| (Reverse(key_of(self.host_free_of(*h))), *h))
+                    .collect()
+            })
+            .collect();
+    }
+
+    /// Registers the groups whose place is known from the start; false when one does not fit
+    /// there or the rest cannot fit.
+    fn place_fixed(&mut self) -> bool {
         // Zone groups whose zone is known from the start (pinned items, existing members).
-        for zg in 0..solver.zgs.len() {
-            let Some(z) = solver.zgs[zg].pin_zone else {
+        for zg in 0..self.zgs.len() {
+            let Some(z) = self.zgs[zg].pin_zone else {
                 continue;
             };
-            if !solver.zone_compatible(zg, z) {
-                return None;
+            if !self.zone_compatible(zg, z) {
+                return false;
             }
-            solver.register_zone(zg, z, 1);
+            self.register_zone(zg, z, 1);
         }
         // Host groups made only of existing members.
-        for hg in 0..solver.hgs.len() {
-            let g = &solver.hgs[hg];
+        for hg in 0..self.hgs.len() {
+            let g = &self.hgs[hg];
             if !g.fixed {
                 continue;
             }
             let Some(h) = g.pin_host else { continue };
-            if !solver.host_compatible(hg, h) {
-                return None;
+            if !self.host_compatible(hg, h) {
+                return false;
             }
-            solver.register_host(hg, h, 1);
+            self.register_host(hg, h, 1);
         }
-        if !solver.pigeonhole_ok() {
-            return None;
-        }
-        Some(solver)
+        self.pigeonhole_ok()
     }
 
     fn host_free_of(&self, h: u32) -> Option<Resources> {

@@ -107,6 +107,54 @@ pub enum Action {
 
 pub use crate::lcm::{Attempt, AttemptOutcome};
 
+/// What a reselection learned: every attempt, the zones excluded and the reselections spent.
+/// An operation saves it with its progress at every commit, so that a resumed operation
+/// (`vnfm op retry`) goes on with the same reselection ([`Reselection::resumed`]) and a
+/// rollback or fail knows every attempt. An empty history is a reselection that has not
+/// started.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct History {
+    /// Every stack apply so far, the running one (outcome `None`) last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// The zones excluded (where servers failed for lack of capacity): never applied again to
+    /// a unit that moves.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub excluded: BTreeSet<ZoneId>,
+    /// The reselections made (stack applies with new zones after a failure), counted against
+    /// `max_reselections` across resumes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reselections: u32,
+}
+
+impl History {
+    /// Whether nothing was tried yet.
+    pub fn is_empty(&self) -> bool {
+        self.attempts.is_empty() && self.excluded.is_empty() && self.reselections == 0
+    }
+
+    /// The history an occurrence saved by an older vnfm implies: its attempts, the zones they
+    /// excluded, and one reselection per attempt after the first.
+    pub fn from_attempts(attempts: Vec<Attempt>) -> Self {
+        let excluded = attempts
+            .iter()
+            .flat_map(|a| a.failed_zones.iter().cloned())
+            .collect();
+        let reselections = u32::try_from(attempts.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        Self {
+            attempts,
+            excluded,
+            reselections,
+        }
+    }
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// Why the machine stopped without success.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "camelCase")]
@@ -230,6 +278,8 @@ pub struct Reselection {
     pending: VecDeque<Action>,
     attempts: Vec<Attempt>,
     excluded: BTreeSet<ZoneId>,
+    /// Reselections made, those of earlier runs of the operation included.
+    reselections: u32,
     zones: Option<Vec<ComputeZone>>,
     /// The units that move this round: the failed ones and the new ones in a failed zone.
     round_affected: BTreeSet<String>,
@@ -274,6 +324,7 @@ impl Reselection {
             pending: VecDeque::new(),
             attempts: Vec::new(),
             excluded: BTreeSet::new(),
+            reselections: 0,
             zones: None,
             round_affected: BTreeSet::new(),
             top_matched: false,
@@ -296,6 +347,63 @@ impl Reselection {
     pub fn with_zone_listing(mut self, zones: Vec<ComputeZone>) -> Self {
         self.zones = Some(zones);
         self
+    }
+
+    /// The same machine going on with what an earlier run of the operation learned
+    /// (`history`, as [`Reselection::history`] gave it): its attempts come first, its excluded
+    /// zones stay excluded and its reselections count against `max_reselections`. An attempt
+    /// the earlier run left without an outcome (the process died while the stack ran) is the
+    /// one this run applies again, not a new one. A unit that moves and stands in an excluded
+    /// zone (the last apply failed there) is reselected before anything is applied, which is
+    /// a reselection: at the limit, the machine gives up at once ([`GiveUp::RetryLimit`]),
+    /// without applying. Call it after [`Reselection::with_zone_listing`], before the first
+    /// [`Reselection::poll_action`].
+    pub fn resumed(mut self, history: History) -> Self {
+        if history.is_empty() || self.state != State::Applying {
+            return self;
+        }
+        let mut prior = history.attempts;
+        if prior.last().is_some_and(|a| a.outcome.is_none()) {
+            prior.pop();
+        }
+        self.last_reason = prior
+            .iter()
+            .rev()
+            .find_map(|a| a.status_reason.clone())
+            .unwrap_or_default();
+        self.excluded.extend(history.excluded);
+        self.reselections = self.reselections.max(history.reselections);
+        let first = std::mem::take(&mut self.attempts);
+        self.attempts = prior;
+        let stale: BTreeSet<String> = self
+            .units
+            .values()
+            .filter(|u| u.movable && self.excluded.contains(&u.zone))
+            .map(|u| u.name.clone())
+            .collect();
+        if stale.is_empty() {
+            self.attempts.extend(first);
+            return self;
+        }
+        // The zones of the last apply are excluded: reselect them before applying.
+        self.pending.clear();
+        self.round_affected = stale;
+        if self.zones.is_none() {
+            self.state = State::AwaitZones;
+            self.pending.push_back(Action::ListZones);
+        } else {
+            self.locate_or_reselect();
+        }
+        self
+    }
+
+    /// What the machine learned so far (see [`History`]).
+    pub fn history(&self) -> History {
+        History {
+            attempts: self.attempts.clone(),
+            excluded: self.excluded.clone(),
+            reselections: self.reselections,
+        }
     }
 
     // --- getters -------------------------------------------------------------------------
@@ -593,9 +701,8 @@ impl Reselection {
 
     fn reselect(&mut self) {
         let reason = self.last_reason.clone();
-        let reselections = u32::try_from(self.attempts.len().saturating_sub(1)).unwrap_or(u32::MAX);
         if let Some(limit) = self.config.max_reselections {
-            if reselections >= limit {
+            if self.reselections >= limit {
                 return self.give_up(GiveUp::RetryLimit { limit, reason });
             }
         }
@@ -618,6 +725,7 @@ impl Reselection {
                         u.zone = zone;
                     }
                 }
+                self.reselections = self.reselections.saturating_add(1);
                 self.start_attempt(relaxed);
             }
             Err(g) => self.give_up(g),

@@ -50,5 +50,5 @@ pub use failure::{
     InsufficientResourcePattern, DEFAULT_INSUFFICIENT_RESOURCE_PATTERN,
 };
 pub use machine::{
-    Action, Attempt, AttemptOutcome, GiveUp, Outcome, ReselectConfig, Reselection, Unit,
+    Action, Attempt, AttemptOutcome, GiveUp, History, Outcome, ReselectConfig, Reselection, Unit,
 };

@@ -463,6 +463,96 @@ fn retry_limit_counts_updates_only() {
     ));
 }
 
+/// A run that gave up at its limit, resumed with the same limit: the unit stands in an
+/// excluded zone and no reselection is left, so it gives up at once, applying nothing; with a
+/// higher limit it goes on in a zone never tried, after the earlier attempts.
+#[test]
+fn a_resumed_machine_keeps_its_exclusions_attempts_and_budget() {
+    let all = ["az-1", "az-2", "az-3", "az-4"];
+    let full = set(&["az-1", "az-2", "az-3"]);
+    let mut first = Reselection::new(
+        config(true, Some(1)),
+        vec![unit("VDU1-0", "az-1", true)],
+        vec![],
+    );
+    let t = drive(&mut first, &zones(&all), &full, None);
+    assert_eq!(t.applies, 2);
+    let h = first.history();
+    assert_eq!(h.reselections, 1);
+    assert_eq!(h.attempts.len(), 2);
+    let last = first.zones()["VDU1-0"].clone();
+    assert!(h.excluded.contains(&last), "{h:?}");
+
+    // Resumed with the same limit, the unit where the last apply put it.
+    let mut again = Reselection::new(
+        config(true, Some(1)),
+        vec![unit("VDU1-0", last.as_str(), true)],
+        vec![],
+    )
+    .with_zone_listing(zones(&all))
+    .resumed(h.clone());
+    let t = drive(&mut again, &zones(&all), &full, None);
+    assert_eq!(t.applies, 0, "nothing applied");
+    assert!(matches!(
+        again.outcome(),
+        Some(Outcome::GaveUp(GiveUp::RetryLimit { limit: 1, .. }))
+    ));
+    assert_eq!(again.history(), h, "nothing learned, nothing lost");
+
+    // More reselections allowed: zones never excluded, listed after the earlier attempts.
+    let mut more = Reselection::new(
+        config(true, Some(3)),
+        vec![unit("VDU1-0", last.as_str(), true)],
+        vec![],
+    )
+    .with_zone_listing(zones(&all))
+    .resumed(h.clone());
+    let t = drive(&mut more, &zones(&all), &full, None);
+    assert_eq!(more.outcome(), Some(&Outcome::Succeeded));
+    let done = more.history();
+    assert_eq!(done.attempts.len(), 2 + t.applies);
+    assert_eq!(done.reselections, 1 + u32::try_from(t.applies).unwrap());
+    assert_eq!(done.attempts[..2], h.attempts[..]);
+    let tried: Vec<&ZoneId> = done.attempts[2..]
+        .iter()
+        .map(|a| &a.zones["VDU1-0"])
+        .collect();
+    assert!(tried.iter().all(|z| !h.excluded.contains(*z)), "{tried:?}");
+    assert_eq!(tried.last().map(|z| z.as_str()), Some("az-4"));
+}
+
+/// An attempt a killed run left without an outcome is applied again as the same attempt: not
+/// a reselection, not listed twice.
+#[test]
+fn a_resumed_unfinished_attempt_is_applied_again_not_counted() {
+    let all = ["az-1", "az-2", "az-3"];
+    let mut m = Reselection::new(
+        config(true, Some(1)),
+        vec![unit("VDU1-0", "az-2", true)],
+        vec![],
+    );
+    // The run was killed while its only attempt ran.
+    let Some(Action::ApplyStack { .. }) = m.poll_action() else {
+        panic!("an apply first");
+    };
+    let h = m.history();
+    assert_eq!(h.attempts.len(), 1);
+    assert_eq!(h.attempts[0].outcome, None);
+    let mut again = Reselection::new(
+        config(true, Some(1)),
+        vec![unit("VDU1-0", "az-2", true)],
+        vec![],
+    )
+    .with_zone_listing(zones(&all))
+    .resumed(h);
+    let t = drive(&mut again, &zones(&all), &set(&[]), None);
+    assert_eq!(t.applies, 1);
+    let done = again.history();
+    assert_eq!(done.attempts.len(), 1);
+    assert_eq!(done.attempts[0].outcome, Some(AttemptOutcome::Succeeded));
+    assert_eq!(done.reselections, 0);
+}
+
 /// Tacker `update_stack_retry_check_zone_value` (scale-out, zone anti-affinity between VDU1 and
 /// VDU2, best effort): az-2 holds the anti-affine VDU2, so it is avoided while another zone is
 /// left, then chosen with the constraint reported relaxed. VDU1-0 (existing) never moves; the

@@ -327,6 +327,30 @@ struct AllocRec {
     end: i64,
 }
 
+/// The terms a reservation asks for (a request, or a reservation with an update applied),
+/// before they are checked against the policy.
+#[derive(Clone, Copy, Debug)]
+struct Terms<'a> {
+    zone: &'a ZoneId,
+    capacity: &'a Capacity,
+    start: Option<DateTime<Utc>>,
+    end: Option<DateTime<Utc>>,
+    expiry: Option<DateTime<Utc>>,
+}
+
+impl<'a> Terms<'a> {
+    /// The terms of a new reservation.
+    fn of(req: &'a ReservationRequest) -> Self {
+        Terms {
+            zone: &req.zone,
+            capacity: &req.capacity,
+            start: req.start,
+            end: req.end,
+            expiry: req.expiry,
+        }
+    }
+}
+
 /// A request checked against the policy, in milliseconds.
 #[derive(Clone, Copy, Debug)]
 struct Checked {
@@ -970,17 +994,19 @@ impl Ledger {
     }
 
     /// Checks a request's times, amounts and zone against the policy.
-    #[allow(clippy::too_many_arguments)]
     fn check(
         &self,
-        zone: &ZoneId,
-        capacity: &Capacity,
-        start: Option<DateTime<Utc>>,
-        end: Option<DateTime<Utc>>,
-        expiry: Option<DateTime<Utc>>,
+        terms: Terms<'_>,
         now: i64,
         start_may_be_past: bool,
     ) -> Result<Checked, LedgerError> {
+        let Terms {
+            zone,
+            capacity,
+            start,
+            end,
+            expiry,
+        } = terms;
         let zone = self.zone_idx(zone, "zone")?;
         Self::check_capacity(capacity, "capacity")?;
         let p = &self.policy;
@@ -1413,15 +1439,7 @@ impl Ledger {
         now: DateTime<Utc>,
     ) -> Result<(), LedgerError> {
         let now = ms(now);
-        let c = self.check(
-            &req.zone,
-            &req.capacity,
-            req.start,
-            req.end,
-            req.expiry,
-            now,
-            false,
-        )?;
+        let c = self.check(Terms::of(req), now, false)?;
         match self.fits(c.zone, c.start, c.end, &c.amounts)? {
             Ok(()) => Ok(()),
             Err(short) => Err(self.does_not_fit(&c, short, now)?),
@@ -1445,15 +1463,7 @@ impl Ledger {
         now: DateTime<Utc>,
     ) -> Result<Outcome<Reservation>, LedgerError> {
         let now = self.begin(now)?;
-        let c = self.check(
-            &req.zone,
-            &req.capacity,
-            req.start,
-            req.end,
-            req.expiry,
-            now,
-            false,
-        )?;
+        let c = self.check(Terms::of(&req), now, false)?;
         let id = match &req.id {
             Some(id) => {
                 if id.as_str().is_empty() {
@@ -1663,15 +1673,14 @@ impl Ledger {
         let start = upd.start.unwrap_or(dt(cur.start));
         let end = upd.end.unwrap_or(dt(cur.end));
         let expiry = upd.expiry.or_else(|| opt_dt(cur.expiry));
-        let c = self.check(
-            &zone,
-            &capacity,
-            Some(start),
-            Some(end),
+        let terms = Terms {
+            zone: &zone,
+            capacity: &capacity,
+            start: Some(start),
+            end: Some(end),
             expiry,
-            now,
-            upd.start.is_none(),
-        )?;
+        };
+        let c = self.check(terms, now, upd.start.is_none())?;
         if c.end <= now {
             return Err(invalid(
                 "end",

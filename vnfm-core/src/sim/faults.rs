@@ -67,6 +67,8 @@ pub enum FaultKind {
     NotFound,
     /// [`DriverError::Conflict`]
     Conflict,
+    /// [`DriverError::AlreadyExists`] (Heat's 409 for a stack name that is taken)
+    AlreadyExists,
     /// [`DriverError::QuotaExceeded`]
     QuotaExceeded,
     /// [`DriverError::Invalid`]
@@ -91,6 +93,10 @@ impl FaultKind {
                 what: message,
             },
             FaultKind::Conflict => DriverError::Conflict { driver, message },
+            FaultKind::AlreadyExists => DriverError::AlreadyExists {
+                driver,
+                what: message,
+            },
             FaultKind::QuotaExceeded => DriverError::QuotaExceeded { driver, message },
             FaultKind::Invalid => DriverError::Invalid { driver, message },
             FaultKind::Unauthenticated => DriverError::Unauthenticated { driver, message },

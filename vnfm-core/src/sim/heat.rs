@@ -161,6 +161,14 @@ fn number(v: Option<&Value>) -> Option<u64> {
     }
 }
 
+/// What an action on a resource left: the row's kind, physical id, action and failure.
+struct Converged {
+    kind: ResKind,
+    physical_id: String,
+    action: StackAction,
+    failure: Option<Failure>,
+}
+
 /// The scope of a stack for intrinsic functions.
 struct Ctx<'a> {
     st: &'a State,
@@ -1162,10 +1170,12 @@ impl State {
                         sid,
                         def,
                         deps,
-                        ResKind::Plain,
-                        String::new(),
-                        StackAction::Create,
-                        Some(f),
+                        Converged {
+                            kind: ResKind::Plain,
+                            physical_id: String::new(),
+                            action: StackAction::Create,
+                            failure: Some(f),
+                        },
                     );
                     continue;
                 }
@@ -1220,17 +1230,14 @@ impl State {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record(
-        &mut self,
-        sid: &StackId,
-        def: &hot::ResDef,
-        deps: Vec<String>,
-        kind: ResKind,
-        physical_id: String,
-        action: StackAction,
-        failure: Option<Failure>,
-    ) {
+    /// Writes the row of resource `def` of stack `sid` after an action on it.
+    fn record(&mut self, sid: &StackId, def: &hot::ResDef, deps: Vec<String>, done: Converged) {
+        let Converged {
+            kind,
+            physical_id,
+            action,
+            failure,
+        } = done;
         let now = self.tick();
         let previous = self.find_res(sid, &def.name);
         let relisted = previous.as_ref().and_then(|p| p.relisted);
@@ -1346,7 +1353,17 @@ impl State {
             None => (ResKind::Plain, String::new()),
         };
         let ok = failure.is_none();
-        self.record(sid, def, deps, kind, pid, StackAction::Create, failure);
+        self.record(
+            sid,
+            def,
+            deps,
+            Converged {
+                kind,
+                physical_id: pid,
+                action: StackAction::Create,
+                failure,
+            },
+        );
         if ok {
             for o in older.drain(..) {
                 self.delete_res(&o);
@@ -1393,10 +1410,12 @@ impl State {
             sid,
             def,
             deps,
-            ResKind::Group(id.clone()),
-            id,
-            StackAction::Create,
-            None,
+            Converged {
+                kind: ResKind::Group(id.clone()),
+                physical_id: id,
+                action: StackAction::Create,
+                failure: None,
+            },
         );
         self.set_props(sid, &def.name, key);
     }
@@ -1409,10 +1428,12 @@ impl State {
                         sid,
                         def,
                         deps,
-                        ResKind::Plain,
-                        e.physical_id,
-                        StackAction::Update,
-                        None,
+                        Converged {
+                            kind: ResKind::Plain,
+                            physical_id: e.physical_id,
+                            action: StackAction::Update,
+                            failure: None,
+                        },
                     );
                     self.set_props(sid, &def.name, props);
                 }
@@ -1424,10 +1445,12 @@ impl State {
             sid,
             def,
             deps,
-            ResKind::Plain,
-            id,
-            StackAction::Create,
-            None,
+            Converged {
+                kind: ResKind::Plain,
+                physical_id: id,
+                action: StackAction::Create,
+                failure: None,
+            },
         );
         self.set_props(sid, &def.name, props);
     }
@@ -1456,10 +1479,12 @@ impl State {
                     sid,
                     def,
                     deps,
-                    ResKind::Plain,
-                    e.physical_id,
-                    StackAction::Update,
-                    failure,
+                    Converged {
+                        kind: ResKind::Plain,
+                        physical_id: e.physical_id,
+                        action: StackAction::Update,
+                        failure,
+                    },
                 );
                 // a failed update keeps the stored value (Heat: `data_set` only without `fail`)
                 self.set_props(sid, name, if fails { e.props } else { props });
@@ -1485,10 +1510,12 @@ impl State {
             sid,
             def,
             deps,
-            ResKind::Plain,
-            physical_id,
-            StackAction::Create,
-            failure,
+            Converged {
+                kind: ResKind::Plain,
+                physical_id,
+                action: StackAction::Create,
+                failure,
+            },
         );
         self.set_props(sid, name, props);
         self.set_busy(sid, name, Busy::of(wait, now));
@@ -1642,7 +1669,17 @@ impl State {
                     (Some(n), true) => (ResKind::Nested(n.clone()), n.0.clone()),
                     _ => (ResKind::Plain, String::new()),
                 };
-                self.record(sid, def, deps, kind, pid, action, validation_failure(msg));
+                self.record(
+                    sid,
+                    def,
+                    deps,
+                    Converged {
+                        kind,
+                        physical_id: pid,
+                        action,
+                        failure: validation_failure(msg),
+                    },
+                );
                 return;
             }
         };
@@ -1665,7 +1702,17 @@ impl State {
         self.converge(&nid, action);
         let failure = self.nested_failure(&nid, &def.name, action);
         let pid = nid.0.clone();
-        self.record(sid, def, deps, ResKind::Nested(nid), pid, action, failure);
+        self.record(
+            sid,
+            def,
+            deps,
+            Converged {
+                kind: ResKind::Nested(nid),
+                physical_id: pid,
+                action,
+                failure,
+            },
+        );
     }
     /// A new nested stack for resource `res` of stack `sid` (not converged yet).
     fn new_nested(
@@ -1920,7 +1967,17 @@ impl State {
             applied
         };
         let pid = nid.0.clone();
-        self.record(sid, def, deps, ResKind::Nested(nid), pid, action, failure);
+        self.record(
+            sid,
+            def,
+            deps,
+            Converged {
+                kind: ResKind::Nested(nid),
+                physical_id: pid,
+                action,
+                failure,
+            },
+        );
         self.set_props(
             sid,
             &def.name,
