@@ -10,10 +10,8 @@ use std::sync::Arc;
 use vnfm_core::cluster::{
     HostLabelHook, LabelConfig, LabelSelector, DEFAULT_HOST_LABEL, ZONE_LABEL,
 };
-use vnfm_core::driver::{Clock, DriverError, OpOccFilter, StoreBatch};
-use vnfm_core::id::{OpOccId, VnfInstanceId};
-use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
-use vnfm_core::lifecycle::{LcmConfig, Lifecycle};
+use vnfm_core::driver::{Clock, DriverError};
+use vnfm_core::lifecycle::{LcmConfig, Lifecycle, LifecycleEvent, LifecycleObserver};
 use vnfm_core::placement::Selection;
 use vnfm_core::reselect::InsufficientResourcePattern;
 use vnfm_core::sim::SimCloud;
@@ -89,11 +87,12 @@ pub fn check_vim(config: &Config) -> Result<(), CliError> {
     crate::vim::check(config)
 }
 
-/// The state file as an operation of a command on the simulator sees it: after every commit
-/// that went through, the simulated cloud is saved too.
+/// Saves the simulated cloud in the state file after every commit of a command's lifecycle
+/// (told by its [`LifecycleEvent`]s): a command killed mid-operation leaves the simulated
+/// cloud as a real one would be.
 #[derive(Debug)]
-struct SimSavingStore {
-    inner: SqliteStore,
+struct SimSaver {
+    store: SqliteStore,
     sim: SimCloud,
     /// Fault injection ([`KILL_AFTER_COMMIT_VAR`]): after which commit, and whether SIGINT
     /// (else SIGKILL).
@@ -114,7 +113,7 @@ fn parse_kill_after(v: &str) -> Option<(u32, bool)> {
     }
 }
 
-impl SimSavingStore {
+impl SimSaver {
     fn maybe_die(&self) {
         let n = self
             .commits
@@ -141,39 +140,17 @@ impl SimSavingStore {
 }
 
 #[async_trait::async_trait]
-impl vnfm_core::driver::Store for SimSavingStore {
-    async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
-        self.inner.commit(batch).await?;
-        // Only after the commit went through: a command that lost the race for an instance
-        // must not overwrite the cloud of the one that won.
+impl LifecycleObserver for SimSaver {
+    async fn event(&self, event: &LifecycleEvent<'_>) -> Result<(), DriverError> {
+        // Only after a commit went through: a command that lost the race for an instance must
+        // not overwrite the cloud of the one that won.
+        let LifecycleEvent::Committed(_) = event else {
+            return Ok(());
+        };
         let snap = self.sim.snapshot()?;
-        self.inner.put_document(SIM_DOCUMENT, snap).await?;
+        self.store.put_document(SIM_DOCUMENT, snap).await?;
         self.maybe_die();
         Ok(())
-    }
-    async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
-        self.inner.instance(id).await
-    }
-    async fn instance_entry(
-        &self,
-        id: &VnfInstanceId,
-    ) -> Result<vnfm_core::driver::Versioned<VnfInstance>, DriverError> {
-        self.inner.instance_entry(id).await
-    }
-    async fn op_occ_entry(
-        &self,
-        id: &OpOccId,
-    ) -> Result<vnfm_core::driver::Versioned<VnfLcmOpOcc>, DriverError> {
-        self.inner.op_occ_entry(id).await
-    }
-    async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
-        self.inner.instances().await
-    }
-    async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
-        self.inner.op_occ(id).await
-    }
-    async fn op_occs(&self, filter: OpOccFilter) -> Result<Vec<VnfLcmOpOcc>, DriverError> {
-        self.inner.op_occs(filter).await
     }
 }
 
@@ -277,22 +254,22 @@ pub async fn env(
     // With the simulator, its state is saved with every commit of an operation: a command
     // killed mid-operation leaves the simulated cloud as a real one would be (stacks it
     // created are still there for a rollback to delete, or a retry to continue).
-    let lcm_store: Arc<dyn vnfm_core::driver::Store> = match &sim {
-        Some(s) => Arc::new(SimSavingStore {
-            inner: store.clone(),
+    let sim_saver: Option<Arc<dyn LifecycleObserver>> = sim.as_ref().map(|s| {
+        Arc::new(SimSaver {
+            store: store.clone(),
             sim: s.clone(),
             kill_after: std::env::var(KILL_AFTER_COMMIT_VAR)
                 .ok()
                 .and_then(|v| parse_kill_after(&v)),
             commits: std::sync::atomic::AtomicU32::new(0),
-        }),
-        None => Arc::new(store.clone()),
-    };
+        }) as Arc<dyn LifecycleObserver>
+    });
+    let lcm_store: Arc<dyn vnfm_core::driver::Store> = Arc::new(store.clone());
     let clock = clock();
     let drivers = vim.drivers(lcm_store, clock.clone());
     // Ids must not repeat across runs of the CLI; placement choices depend on the seed only.
     let salt = run_id_salt(&store, config, clock.as_ref()).await?;
-    let lcm = with_nfvo_grants(
+    let mut lcm = with_nfvo_grants(
         with_cluster_hook(
             Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt),
             config,
@@ -300,6 +277,9 @@ pub async fn env(
         )?,
         config,
     )?;
+    if let Some(saver) = sim_saver {
+        lcm = lcm.with_observer(saver);
+    }
     Ok(Env {
         store,
         sim,

@@ -20,9 +20,8 @@ use serde::{Deserialize, Serialize};
 use vnfm_core::driver::{Clock, DriverError};
 use vnfm_core::grant::GrantRequest;
 use vnfm_core::id::IdGen;
-use vnfm_core::lcm::VnfInstance;
-use vnfm_core::lifecycle::{GrantOnly, Lifecycle, OperationReport};
-use vnfm_core::package::VnfPackage;
+use vnfm_core::lifecycle::StartError;
+use vnfm_core::reservation::book::{BookError, LedgerChange, ReservationBook};
 use vnfm_core::reservation::{
     lcm, Allocation, Ledger, LedgerError, LedgerSnapshot, Outcome, Pool, ReservationId,
 };
@@ -272,17 +271,7 @@ pub async fn draw_grant(
     Ok(drawn?)
 }
 
-/// What an instantiate or a scale-out drew from a reservation before touching the stack, with
-/// the ledger it drew in (saved by [`settle`]).
-#[derive(Debug)]
-pub struct Drawn {
-    /// The ledger, with the allocations.
-    book: PromiseBook,
-    /// What the core drew: the allocations and the pins of the operation.
-    pub draw: lcm::Draw,
-}
-
-/// The reservation an operation draws from, and when.
+/// The reservation a grant draws from, and when.
 #[derive(Clone, Copy, Debug)]
 pub struct DrawFrom<'a> {
     /// The reservation id.
@@ -291,97 +280,74 @@ pub struct DrawFrom<'a> {
     pub now: Option<DateTime<Utc>>,
 }
 
-/// Grants operation `op` of `inst` with the local granter and draws the new VNFCs placed in the
-/// zone of reservation `from.reservation` from it ([`lcm::draw_operation`]), in `store`'s
-/// ledger; nothing is saved yet ([`settle`] does, after the operation). A refusal saves the
-/// ledger (what fell due by `now`) and returns the error.
-///
-/// # Errors
-/// [`CliError::Promise`] when the reservation cannot give them (exit 4 when it has not enough
-/// left, 2 when it does not exist, is not active, or the grant places nothing in its zone);
-/// [`CliError::Grant`] when the local granter gives no grant (exit 3 or 4).
-pub async fn draw_operation(
-    config: &Config,
-    store: &SqliteStore,
-    lifecycle: &Lifecycle,
-    pkg: &VnfPackage,
-    inst: &VnfInstance,
-    op: GrantOnly,
-    from: DrawFrom<'_>,
-) -> Result<Drawn, CliError> {
-    let DrawFrom {
-        reservation: id,
-        now,
-    } = from;
-    let Some(mut book) = load(store, config).await? else {
-        return Err(unknown_reservation(id));
-    };
-    let now = effective_now(now, &book.ledger, lifecycle.drivers().clock.as_ref());
-    let granted = match lifecycle.grant_only(pkg, inst, op).await? {
-        Ok(g) => g,
-        Err((_, kind, detail)) => return Err(CliError::Grant { kind, detail }),
-    };
-    let PromiseBook { ledger, ids } = &mut book;
-    match lcm::draw_operation(
-        ledger,
-        ids,
-        pkg,
-        inst,
-        granted,
-        &ReservationId::new(id),
-        now,
-    ) {
-        Ok(draw) => Ok(Drawn { book, draw }),
-        Err(e) => {
-            save(store, &book, config).await?;
-            Err(e.into())
+/// The state file's ledger as the book [`vnfm_core::lifecycle::Lifecycle::start`] draws from and gives back to
+/// (the core decides what; see [`vnfm_core::lifecycle::start`]): each change reads the
+/// ledger, applies the change at `now` ([`effective_now`]) and saves it when it changed (or
+/// refused: what fell due happened).
+#[derive(Debug)]
+pub struct FileBook<'a> {
+    config: &'a Config,
+    store: &'a SqliteStore,
+    /// `--now`, else the clock.
+    now: Option<DateTime<Utc>>,
+    clock: &'a dyn Clock,
+}
+
+impl<'a> FileBook<'a> {
+    /// The ledger of `store`, changed at `now` (default: `clock`).
+    pub fn new(
+        config: &'a Config,
+        store: &'a SqliteStore,
+        now: Option<DateTime<Utc>>,
+        clock: &'a dyn Clock,
+    ) -> Self {
+        Self {
+            config,
+            store,
+            now,
+            clock,
         }
     }
 }
 
-/// After the operation a [`Drawn`] was for ([`lcm::settle`]: the allocations of the VNFCs in
-/// the reservation's zone are kept, the others destroyed, all of them when the operation failed
-/// or did not start), saves the ledger, and returns the allocations kept.
-///
-/// # Errors
-/// [`CliError::State`] when the ledger cannot be saved; [`CliError::Promise`] when the ledger
-/// refuses to destroy an allocation (a bug).
-pub async fn settle(
-    config: &Config,
-    store: &SqliteStore,
-    drawn: Drawn,
-    report: Option<&OperationReport>,
-) -> Result<Vec<Allocation>, CliError> {
-    let Drawn { mut book, draw } = drawn;
-    let at = draw.at;
-    let settled = lcm::settle(&mut book.ledger, draw, report, at)?;
-    save(store, &book, config).await?;
-    Ok(settled.kept)
+#[async_trait::async_trait]
+impl ReservationBook for FileBook<'_> {
+    async fn apply(&self, change: LedgerChange<'_>) -> Result<(), BookError> {
+        let unusable = |e: CliError| BookError::Unusable(Box::new(e));
+        let Some(mut book) = load(self.store, self.config).await.map_err(unusable)? else {
+            return Err(BookError::NoLedger);
+        };
+        let now = effective_now(self.now, &book.ledger, self.clock);
+        let PromiseBook { ledger, ids } = &mut book;
+        let changed = change(ledger, ids, now);
+        if !matches!(changed, Ok(false)) {
+            save(self.store, &book, self.config)
+                .await
+                .map_err(unusable)?;
+        }
+        changed.map(|_| ()).map_err(BookError::Ledger)
+    }
 }
 
-/// Gives back what an operation that ended releases ([`lcm::release_after`]: a terminate every
-/// allocation of the instance, a scale-in those of the VNFCs it removed; `before` is the
-/// instance before the operation) in the ledger of the state file, and saves it. Nothing
-/// happens without a ledger or such allocations.
-///
-/// # Errors
-/// [`CliError::State`] for an unusable state file.
-pub async fn release_after(
-    config: &Config,
-    store: &SqliteStore,
-    before: Option<&VnfInstance>,
-    report: &OperationReport,
-    clock: &dyn Clock,
-) -> Result<Vec<Allocation>, CliError> {
-    let Some(mut book) = load(store, config).await? else {
-        return Ok(Vec::new());
-    };
-    let now = effective_now(None, &book.ledger, clock);
-    let released = lcm::release_after(&mut book.ledger, before, report, now)?;
-    if !released.is_empty() {
-        save(store, &book, config).await?;
+/// The error of a book that did not give what `reservation` was asked for.
+pub fn book_error(reservation: &str, e: BookError) -> CliError {
+    match e {
+        BookError::NoLedger => unknown_reservation(reservation),
+        BookError::Ledger(e) => e.into(),
+        BookError::Unusable(e) => match e.downcast::<CliError>() {
+            Ok(e) => *e,
+            Err(e) => CliError::Output(std::io::Error::other(e.to_string())),
+        },
     }
-    Ok(released)
+}
+
+/// The CLI's error for an operation [`vnfm_core::lifecycle::Lifecycle::start`] did not run.
+pub fn start_error(e: StartError) -> CliError {
+    match e {
+        StartError::Lcm(e) => e.into(),
+        StartError::NoGrant { kind, detail, .. } => CliError::Grant { kind, detail },
+        StartError::Draw { reservation, error } => book_error(reservation.as_str(), error),
+    }
 }
 
 #[cfg(test)]

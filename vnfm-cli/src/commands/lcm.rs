@@ -17,8 +17,11 @@ use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, ScaleType, ScaleVnfRequest,
     TerminateVnfRequest, TerminationType, VnfInstance,
 };
-use vnfm_core::lifecycle::{GrantOnly, Interrupt, Lifecycle, OperationOptions, OperationReport};
+use vnfm_core::lifecycle::{
+    GrantOnly, Interrupt, Lifecycle, OpRequest, OperationOptions, OperationReport, StartOptions,
+};
 use vnfm_core::package::VnfPackage;
+use vnfm_core::reservation::Allocation;
 use vnfm_core::sim::SimCloud;
 
 use crate::app::{check_vim, env, lcm_config, open_state, runtime, Env};
@@ -31,7 +34,7 @@ use crate::display::escape;
 use crate::error::CliError;
 use crate::inputs::{default_flavour, load_cloud, load_package};
 use crate::output::Output;
-use crate::promise::{draw_grant, draw_operation, release_after, settle, DrawFrom};
+use crate::promise::{book_error, draw_grant, start_error, DrawFrom, FileBook};
 use crate::render::lcm::{human_operation, sol, vnfc_lines};
 use crate::render::promise::{amounts, human_drawn};
 use crate::report::{
@@ -117,7 +120,7 @@ fn print_report_drawn(
 /// # Errors
 /// See the exit codes: 2 for bad input or state, 3 / 4 / 5 / 1 for an operation that failed.
 pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Result<(), CliError> {
-    let mut pinned = parse_zones(&args.zones)?;
+    let pinned = parse_zones(&args.zones)?;
     runtime()?.block_on(async {
         // --intent: the region (and its VIM) and the realised package, decided by the core.
         let intent = match &args.intent {
@@ -150,69 +153,79 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
             None => load_package(args.package.as_deref(), config, Some(&inst.vnfd_id))?,
         };
         let flavour = default_flavour(&pkg, args.flavour.as_deref())?;
-        // --reservation: draw before any stack exists; a refusal deletes a new instance.
-        let drawn = match &args.reservation {
-            Some(rid) => {
-                let op = vnfm_core::lifecycle::GrantOnly::Instantiate {
-                    flavour_id: flavour.clone(),
-                };
-                match draw_operation(
-                    config,
-                    &env.store,
-                    &env.lcm,
-                    &pkg,
-                    &inst,
-                    op,
-                    DrawFrom {
-                        reservation: rid,
-                        now: args.now,
-                    },
-                )
-                .await
-                {
-                    Ok(d) => Some(d),
-                    Err(e) => {
-                        if args.instance.is_none() {
-                            env.lcm.delete(&inst.id).await?;
-                        }
-                        return Err(e);
-                    }
-                }
-            }
-            None => None,
-        };
-        if let Some(d) = &drawn {
-            pinned.clone_from(&d.draw.pinned);
-        }
+        let mut req = InstantiateVnfRequest::new(flavour.clone());
+        // --reservation: drawn before any stack exists (the core's flow, see `run`); a
+        // refusal deletes the instance this command created.
+        req.additional_params = reservation_param(args.reservation.as_deref());
         out.progress(&format!("instantiating {} (flavour {flavour})", inst.id));
-        let r = env
-            .lcm
-            .instantiate(
-                &inst.id,
-                &pkg,
-                &InstantiateVnfRequest::new(flavour),
-                &OperationOptions {
-                    pinned,
-                    automatic: false,
-                    interrupt: Some(interrupt_on_signals()),
-                },
-            )
-            .await;
-        // Refused before it started (a bad pin, a level, ...): the instance this command
-        // created goes too, as for a refused draw.
-        if r.is_err() && args.instance.is_none() {
-            env.lcm.delete(&inst.id).await?;
-        }
+        let opts = OperationOptions {
+            pinned,
+            automatic: false,
+            interrupt: Some(interrupt_on_signals()),
+        };
+        let run = Run {
+            now: args.now,
+            delete_on_refusal: args.instance.is_none(),
+        };
+        let request = OpRequest::Instantiate(Box::new(req));
+        let (r, kept, released) = run
+            .start(&env, config, &inst.id, request, Some(&pkg), opts)
+            .await?;
+        print_report_drawn(out, &r, &kept, &released)
+    })
+}
+
+/// `additionalParams` naming `reservation` (`--reservation`), as a client of `vnfm serve`
+/// names it.
+fn reservation_param(reservation: Option<&str>) -> Option<vnfm_core::grant::KeyValuePairs> {
+    reservation.map(|rid| {
+        let mut p = vnfm_core::grant::KeyValuePairs::new();
+        p.insert(
+            vnfm_core::reservation::lcm::RESERVATION_PARAM.to_owned(),
+            serde_json::Value::String(rid.to_owned()),
+        );
+        p
+    })
+}
+
+/// How a command starts its operation through [`Lifecycle::start`], with the state file's
+/// ledger as the book.
+struct Run {
+    /// `--now`: the time of the ledger's changes.
+    now: Option<chrono::DateTime<chrono::Utc>>,
+    /// The command created the instance: deleted again when the operation is refused.
+    delete_on_refusal: bool,
+}
+
+impl Run {
+    /// Starts `request` on `id` and runs it; saves the simulated cloud after an operation
+    /// that ran. Returns its report, the allocations it keeps and those it gave back.
+    async fn start(
+        &self,
+        env: &Env,
+        config: &Config,
+        id: &VnfInstanceId,
+        request: OpRequest,
+        pkg: Option<&VnfPackage>,
+        operation: OperationOptions,
+    ) -> Result<(OperationReport, Vec<Allocation>, Vec<Allocation>), CliError> {
+        let book = FileBook::new(config, &env.store, self.now, env.clock.as_ref());
+        let opts = StartOptions {
+            operation,
+            book: Some(&book),
+            delete_on_refusal: self.delete_on_refusal,
+        };
+        let started = env.lcm.start(id, request, pkg, &opts).await;
         // Saved with every commit; a command that lost the race saves nothing.
-        if r.is_ok() {
+        if started.is_ok() {
             save_sim(&env.store, &env.sim, config).await?;
         }
-        let drawn = match drawn {
-            Some(d) => settle(config, &env.store, d, r.as_ref().ok()).await?,
-            None => Vec::new(),
-        };
-        print_report_drawn(out, &r?, &drawn, &[])
-    })
+        let started = started.map_err(start_error)?;
+        if let Some(e) = started.ledger_failure {
+            return Err(book_error("", e));
+        }
+        Ok((started.report, started.kept, started.released))
+    }
 }
 
 async fn instance_and_package(
@@ -247,55 +260,30 @@ pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliEr
         let env = env(config, None, &args.placement).await?;
         let (id, pkg) =
             instance_and_package(&env, config, &args.instance, args.package.as_deref()).await?;
-        let before = env.store.instance(&id).await?;
-        let drawn = match &args.reservation {
-            Some(rid) => {
-                let op = vnfm_core::lifecycle::GrantOnly::ScaleOut {
-                    aspect_id: args.aspect.clone(),
-                    steps: args.steps,
-                };
-                Some(
-                    draw_operation(
-                        config,
-                        &env.store,
-                        &env.lcm,
-                        &pkg,
-                        &before,
-                        op,
-                        DrawFrom {
-                            reservation: rid,
-                            now: args.now,
-                        },
-                    )
-                    .await?,
-                )
-            }
-            None => None,
-        };
-        let mut opts = interruptible();
-        if let Some(d) = &drawn {
-            opts.pinned.clone_from(&d.draw.pinned);
-        }
         let t = match args.direction {
             ScaleDirection::Out => ScaleType::ScaleOut,
             ScaleDirection::In => ScaleType::ScaleIn,
         };
         let mut req = ScaleVnfRequest::new(t, args.aspect.clone());
         req.number_of_steps = Some(args.steps);
-        let r = env.lcm.scale(&id, &pkg, &req, &opts).await;
-        // Saved with every commit; a command that lost the race saves nothing.
-        if r.is_ok() {
-            save_sim(&env.store, &env.sim, config).await?;
-        }
-        let drawn = match drawn {
-            Some(d) => settle(config, &env.store, d, r.as_ref().ok()).await?,
-            None => Vec::new(),
+        // --reservation: the VNFCs a scale-out adds are drawn from it; a scale-in gives the
+        // allocations of the VNFCs it removes back (the core decides both).
+        req.additional_params = reservation_param(args.reservation.as_deref());
+        let run = Run {
+            now: args.now,
+            delete_on_refusal: false,
         };
-        let r = r?;
-        // A scale-in gives back the allocations of the VNFCs it removed (the core decides).
-        let released =
-            release_after(config, &env.store, Some(&before), &r, env.clock.as_ref()).await?;
-        print_report_drawn(out, &r, &drawn, &released)
+        let (r, kept, released) = run
+            .start(
+                &env,
+                config,
+                &id,
+                OpRequest::Scale(req),
+                Some(&pkg),
+                interruptible(),
+            )
+            .await?;
+        print_report_drawn(out, &r, &kept, &released)
     })
 }
 
@@ -313,12 +301,21 @@ pub fn heal(config: &Config, args: &HealArgs, out: Output) -> Result<(), CliErro
             cause: args.cause.clone(),
             ..HealVnfRequest::default()
         };
-        let r = env.lcm.heal(&id, &pkg, &req, &interruptible()).await;
-        // Saved with every commit; a command that lost the race saves nothing.
-        if r.is_ok() {
-            save_sim(&env.store, &env.sim, config).await?;
-        }
-        print_report(out, &r?)
+        let run = Run {
+            now: None,
+            delete_on_refusal: false,
+        };
+        let (r, _, released) = run
+            .start(
+                &env,
+                config,
+                &id,
+                OpRequest::Heal(req),
+                Some(&pkg),
+                interruptible(),
+            )
+            .await?;
+        print_report_drawn(out, &r, &[], &released)
     })
 }
 
@@ -335,14 +332,21 @@ pub fn terminate(config: &Config, args: &TerminateArgs, out: Output) -> Result<(
             graceful_termination_timeout: None,
             additional_params: None,
         };
-        let r = env.lcm.terminate(&id, &req, &interruptible()).await;
-        // Saved with every commit; a command that lost the race saves nothing.
-        if r.is_ok() {
-            save_sim(&env.store, &env.sim, config).await?;
-        }
-        let r = r?;
-        // A completed terminate gives back every allocation of the instance.
-        let released = release_after(config, &env.store, None, &r, env.clock.as_ref()).await?;
+        let run = Run {
+            now: None,
+            delete_on_refusal: false,
+        };
+        // A completed terminate gives back every allocation of the instance (the core decides).
+        let (r, _, released) = run
+            .start(
+                &env,
+                config,
+                &id,
+                OpRequest::Terminate(req),
+                None,
+                interruptible(),
+            )
+            .await?;
         if args.delete && r.failure.is_none() {
             env.lcm.delete(&id).await?;
         }

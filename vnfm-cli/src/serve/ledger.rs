@@ -14,6 +14,7 @@ use vnfm_core::id::IdGen;
 
 use crate::promise::{self as book_io, PromiseBook};
 use vnfm_core::problem::ProblemDetails;
+use vnfm_core::reservation::book::{BookError, LedgerChange, ReservationBook};
 use vnfm_core::reservation::{Ledger, LedgerError, Notification, Outcome, Rejection};
 
 use crate::store::SqliteStore;
@@ -356,6 +357,36 @@ pub(super) fn snapshot_locked(g: &mut Inner) -> Option<Saved> {
     }
 }
 
+/// The server's ledger as the book [`vnfm_core::lifecycle::Lifecycle::start`] draws from
+/// and gives back to: each change is applied by [`Promise::apply`] (refreshed from the state
+/// file first, saved after).
+#[derive(Debug)]
+pub(crate) struct ServerBook<'a> {
+    promise: &'a Promise,
+    sqlite: &'a SqliteStore,
+}
+
+impl<'a> ServerBook<'a> {
+    pub(crate) fn new(promise: &'a Promise, sqlite: &'a SqliteStore) -> Self {
+        Self { promise, sqlite }
+    }
+}
+
+#[async_trait::async_trait]
+impl ReservationBook for ServerBook<'_> {
+    async fn apply(&self, change: LedgerChange<'_>) -> Result<(), BookError> {
+        self.promise
+            .apply(self.sqlite, |ledger, ids, now| {
+                change(ledger, ids, now).map(|changed| ((), changed))
+            })
+            .await
+            .map_err(|e| match e {
+                Applied::Ledger(e) => BookError::Ledger(e),
+                Applied::State(m) => BookError::Unusable(m.into()),
+            })
+    }
+}
+
 /// Why [`Promise::apply`] failed.
 #[derive(Debug)]
 pub(crate) enum Applied {
@@ -363,16 +394,6 @@ pub(crate) enum Applied {
     Ledger(LedgerError),
     /// The state file could not be read (the message says why).
     State(String),
-}
-
-impl Applied {
-    /// Its ProblemDetails (see [`ledger_problem_details`]; 500 for the state file).
-    pub(crate) fn problem(&self) -> ProblemDetails {
-        match self {
-            Applied::Ledger(e) => ledger_problem_details(e),
-            Applied::State(m) => ProblemDetails::new(500, m.clone()),
-        }
-    }
 }
 
 /// The ProblemDetails of a ledger error: 422 for a bad request or an unknown reservation, 409

@@ -12,13 +12,13 @@ use tokio::sync::{oneshot, Notify};
 use vnfm_core::alert::{AlertHandler, AlertState, HealEntry};
 use vnfm_core::driver::{Clock, Store};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
-use vnfm_core::lcm::{
-    HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest, TerminateVnfRequest, VnfInstance,
+use vnfm_core::lcm::VnfInstance;
+use vnfm_core::lifecycle::{
+    Interrupt, LcmError, Lifecycle, OperationOptions, StartError, StartOptions,
 };
-use vnfm_core::lifecycle::{Interrupt, LcmError, Lifecycle, OperationOptions};
 use vnfm_core::package::VnfPackage;
 use vnfm_core::problem::ProblemDetails;
-use vnfm_core::reservation;
+use vnfm_core::reservation::book::BookError;
 use vnfm_core::sim::SimCloud;
 
 use axum::http::StatusCode;
@@ -208,18 +208,8 @@ pub(super) enum Journaled {
 /// How long a stop waits for running operations.
 pub(super) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// An operation to run in the background.
-#[derive(Debug, Clone)]
-pub(crate) enum OpRequest {
-    Instantiate(Box<InstantiateVnfRequest>),
-    Scale(ScaleVnfRequest),
-    Heal(HealVnfRequest),
-    Terminate(TerminateVnfRequest),
-    ScaleToLevel(vnfm_core::lifecycle::to_level::ScaleVnfToLevelRequest),
-    Operate(vnfm_core::lifecycle::operate::OperateVnfRequest),
-    ChangeFlavour(Box<vnfm_core::lifecycle::change_flavour::ChangeVnfFlavourRequest>),
-    ChangeExtConn(Box<vnfm_core::lifecycle::change_ext_conn::ChangeExtVnfConnectivityRequest>),
-}
+/// An operation to run in the background (the core's request of each operation).
+pub(crate) use vnfm_core::lifecycle::OpRequest;
 
 /// Everything a request handler needs.
 #[derive(Debug)]
@@ -505,163 +495,64 @@ impl App {
         Ok((inst, pkg))
     }
 
-    /// Runs `op` on `id`. An instantiate or a scale-out whose `additionalParams` name a
-    /// reservation ([`reservation::lcm::RESERVATION_PARAM`]) first draws its new VNFCs from it
-    /// and runs pinned to the granted zones; afterwards the ledger keeps, or gives back, what
-    /// the core decides ([`reservation::lcm::settle`], [`reservation::lcm::release_after`]), as
-    /// `vnfm instantiate | scale | terminate` do.
+    /// Runs `op` on `id` through [`Lifecycle::start`], with the server's Promise ledger as
+    /// the book its reservation draws from and gives back to (see
+    /// [`vnfm_core::lifecycle::start`]). A ledger that cannot be settled or given back after
+    /// the operation is logged; the operation's result stands.
     pub(super) async fn run_op(
         &self,
         id: &VnfInstanceId,
         op: OpRequest,
         opts: &OperationOptions,
     ) -> Result<vnfm_core::lifecycle::OperationReport, ProblemDetails> {
-        let invalid = |e: vnfm_core::Error| ProblemDetails::new(422, e.to_string());
-        let wanted = match &op {
-            OpRequest::Instantiate(req) => reservation::lcm::instantiate_draw(req),
-            OpRequest::Scale(req) => reservation::lcm::scale_draw(req),
-            OpRequest::Heal(req) => {
-                reservation::lcm::no_reservation(req.additional_params.as_ref(), "HealVnfRequest")
-                    .map(|()| None)
-            }
-            OpRequest::Terminate(req) => reservation::lcm::no_reservation(
-                req.additional_params.as_ref(),
-                "TerminateVnfRequest",
-            )
-            .map(|()| None),
-            OpRequest::ScaleToLevel(req) => reservation::lcm::no_reservation(
-                req.additional_params.as_ref(),
-                "ScaleVnfToLevelRequest",
-            )
-            .map(|()| None),
-            OpRequest::Operate(req) => reservation::lcm::no_reservation(
-                req.additional_params.as_ref(),
-                "OperateVnfRequest",
-            )
-            .map(|()| None),
-            OpRequest::ChangeFlavour(req) => reservation::lcm::no_reservation(
-                req.additional_params.as_ref(),
-                "ChangeVnfFlavourRequest",
-            )
-            .map(|()| None),
-            OpRequest::ChangeExtConn(req) => reservation::lcm::no_reservation(
-                req.additional_params.as_ref(),
-                "ChangeExtVnfConnectivityRequest",
-            )
-            .map(|()| None),
-        }
-        .map_err(invalid)?;
-        // The instance before the operation (what a scale-in removed) and its package; a
-        // terminate needs neither.
-        let loaded = match &op {
-            OpRequest::Terminate(_) => None,
-            _ => Some(self.instance_and_package(id).await?),
+        // The package (as realised, for an instance deployed with an intent); a terminate and
+        // an operate need none.
+        let pkg = match op.needs_package() {
+            true => Some(self.instance_and_package(id).await?.1),
+            false => None,
         };
-        let mut opts = opts.clone();
-        let drawn = match (wanted, &loaded) {
-            (Some((rid, grant)), Some((inst, pkg))) => {
-                let draw = self.draw(inst, pkg, grant, &rid).await?;
-                opts.pinned.clone_from(&draw.pinned);
-                Some(draw)
-            }
-            _ => None,
+        let book = ledger::ServerBook::new(&self.promise, &self.sqlite);
+        let start = StartOptions {
+            operation: opts.clone(),
+            book: Some(&book),
+            delete_on_refusal: false,
         };
-        let pkg = loaded.as_ref().map(|(_, p)| p.clone());
-        let r = match (op, pkg) {
-            (OpRequest::Instantiate(req), Some(pkg)) => {
-                self.lcm.instantiate(id, &pkg, &req, &opts).await
-            }
-            (OpRequest::Scale(req), Some(pkg)) => self.lcm.scale(id, &pkg, &req, &opts).await,
-            (OpRequest::Heal(req), Some(pkg)) => self.lcm.heal(id, &pkg, &req, &opts).await,
-            (OpRequest::ScaleToLevel(req), Some(pkg)) => {
-                self.lcm.scale_to_level(id, &pkg, &req, &opts).await
-            }
-            (OpRequest::Terminate(req), _) => self.lcm.terminate(id, &req, &opts).await,
-            (OpRequest::Operate(req), _) => self.lcm.operate(id, &req, &opts).await,
-            (OpRequest::ChangeFlavour(req), Some(pkg)) => {
-                self.lcm.change_flavour(id, &pkg, &req, &opts).await
-            }
-            (OpRequest::ChangeExtConn(req), Some(pkg)) => {
-                self.lcm.change_ext_conn(id, &pkg, &req, &opts).await
-            }
-            (_, None) => Err(LcmError::NotFound(id.clone())),
-        };
-        if let Some(draw) = drawn {
-            let report = r.as_ref().ok();
-            let settled = self
-                .promise
-                .apply(&self.sqlite, |ledger, _, now| {
-                    reservation::lcm::settle(ledger, draw, report, now).map(|s| (s, true))
-                })
-                .await;
-            if let Err(e) = settled {
-                crate::display::log_line(&format!(
-                    "vnfm serve: cannot settle the reservation allocations of VNF instance                      {id}: {}",
-                    e.problem().detail
-                ));
-            }
-        }
-        if let Ok(report) = &r {
-            let before = loaded.as_ref().map(|(inst, _)| inst);
-            let released = self
-                .promise
-                .apply(&self.sqlite, |ledger, _, now| {
-                    reservation::lcm::release_after(ledger, before, report, now).map(|r| {
-                        let changed = !r.is_empty();
-                        (r, changed)
-                    })
-                })
-                .await;
-            if let Err(e) = released {
-                crate::display::log_line(&format!(
-                    "vnfm serve: cannot give back the reservation allocations of VNF instance                      {id}: {}",
-                    e.problem().detail
-                ));
-            }
-        }
-        r.map_err(|e| lcm_problem(&e))
-    }
-
-    /// Grants operation `op` of `inst` with the local granter and draws its new VNFCs placed
-    /// in the zone of reservation `rid` from it ([`reservation::lcm::draw_operation`]), in the
-    /// server's ledger (saved before the operation starts, see [`ledger::Promise::apply`]).
-    ///
-    /// # Errors
-    /// The ProblemDetails of a grant that cannot be given (409 for constraints or capacity,
-    /// 422 for a bad request, 503 for an unreachable VIM) or of the ledger's refusal (409 when
-    /// the reservation is not active or has not enough left, 422 when it does not exist or the
-    /// grant places nothing in its zone); 500 when the state file cannot be read.
-    pub(super) async fn draw(
-        &self,
-        inst: &VnfInstance,
-        pkg: &VnfPackage,
-        op: vnfm_core::lifecycle::GrantOnly,
-        rid: &reservation::ReservationId,
-    ) -> Result<reservation::lcm::Draw, ProblemDetails> {
-        use vnfm_core::lifecycle::FailureKind as K;
-        let granted = match self.lcm.grant_only(pkg, inst, op).await {
-            Ok(Ok(g)) => g,
-            Ok(Err((_, kind, detail))) => {
-                let status = match kind {
-                    K::Infeasible | K::CapacityExhausted => 409,
-                    K::Invalid => 422,
-                    K::Backend => 503,
-                    _ => 500,
-                };
-                return Err(ProblemDetails::new(
-                    status,
-                    format!("no grant to draw from reservation {rid}: {detail}"),
-                ));
-            }
-            Err(e) => return Err(lcm_problem(&e)),
-        };
-        self.promise
-            .apply(&self.sqlite, |ledger, ids, now| {
-                reservation::lcm::draw_operation(ledger, ids, pkg, inst, granted, rid, now)
-                    .map(|d| (d, true))
-            })
+        let started = self
+            .lcm
+            .start(id, op, pkg.as_deref(), &start)
             .await
-            .map_err(|e| e.problem())
+            .map_err(|e| start_problem(&e))?;
+        if let Some(e) = &started.ledger_failure {
+            crate::display::log_line(&format!(
+                "vnfm serve: cannot settle or give back the reservation allocations of VNF \
+                 instance {id}: {e}"
+            ));
+        }
+        Ok(started.report)
+    }
+}
+
+/// The ProblemDetails of an operation [`Lifecycle::start`] did not run: a refused draw is 409
+/// for constraints, capacity or a reservation that has not enough left, 422 for a bad
+/// request or an unknown reservation, 503 for an unreachable VIM.
+pub(crate) fn start_problem(e: &StartError) -> ProblemDetails {
+    use vnfm_core::lifecycle::FailureKind as K;
+    match e {
+        StartError::Lcm(e) => lcm_problem(e),
+        StartError::NoGrant { kind, .. } => {
+            let status = match kind {
+                K::Infeasible | K::CapacityExhausted => 409,
+                K::Invalid => 422,
+                K::Backend => 503,
+                _ => 500,
+            };
+            ProblemDetails::new(status, e.to_string())
+        }
+        StartError::Draw { error, .. } => match error {
+            BookError::Ledger(l) => ledger::ledger_problem_details(l),
+            BookError::Unusable(m) => ProblemDetails::new(500, m.to_string()),
+            BookError::NoLedger => ProblemDetails::new(422, e.to_string()),
+        },
     }
 }
 

@@ -80,6 +80,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{json, Value};
 
 use super::cnf::{self, CnfResources, CnfWork};
+use super::events::LifecycleObserver;
 use super::failure::Failed;
 use super::grant::{self as grant_request, GrantOptions, PlannedGrant};
 use super::groups;
@@ -121,6 +122,7 @@ pub struct Lifecycle {
     hooks: Vec<Arc<dyn OperationHook>>,
     owner: String,
     grants: Option<Arc<dyn GrantDriver>>,
+    observers: Vec<Arc<dyn LifecycleObserver>>,
 }
 
 impl Lifecycle {
@@ -136,6 +138,7 @@ impl Lifecycle {
             hooks: Vec::new(),
             owner,
             grants: None,
+            observers: Vec::new(),
         }
     }
 
@@ -160,6 +163,18 @@ impl Lifecycle {
     pub fn with_hook(mut self, hook: Arc<dyn OperationHook>) -> Self {
         self.hooks.push(hook);
         self
+    }
+
+    /// The same lifecycle telling `observer` every [`LifecycleEvent`](super::events::LifecycleEvent)
+    /// (they are told in the order added).
+    pub fn with_observer(mut self, observer: Arc<dyn LifecycleObserver>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// Commits `batch` and tells the observers ([`super::events`]).
+    async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
+        super::events::commit(self.drivers.store.as_ref(), &self.observers, batch).await
     }
 
     /// The same lifecycle asking `nfvo` for its grants, as `settings` say (see
@@ -236,9 +251,7 @@ impl Lifecycle {
             "self".into(),
             Link::new(grant_request::vnf_instance_href(&inst.id)),
         );
-        self.drivers
-            .store
-            .commit(StoreBatch::new().with_instance(inst.clone()))
+        self.commit(StoreBatch::new().with_instance(inst.clone()))
             .await
             .map_err(LcmError::Store)?;
         Ok(inst)
@@ -353,6 +366,7 @@ impl Lifecycle {
             &self.drivers,
             &self.hooks,
             self.grants.as_ref(),
+            &self.observers,
             m,
             opts.interrupt.as_ref(),
             zones,
@@ -1041,18 +1055,16 @@ impl Lifecycle {
             )));
         }
         self.check_free(&inst.value).await?;
-        self.drivers
-            .store
-            .commit(
-                StoreBatch::new()
-                    .with_deleted_instance(id.clone())
-                    .with_precondition(Precondition::InstanceAt {
-                        id: id.clone(),
-                        version: inst.version,
-                    }),
-            )
-            .await
-            .map_err(LcmError::from_start)
+        self.commit(
+            StoreBatch::new()
+                .with_deleted_instance(id.clone())
+                .with_precondition(Precondition::InstanceAt {
+                    id: id.clone(),
+                    version: inst.version,
+                }),
+        )
+        .await
+        .map_err(LcmError::from_start)
     }
 
     // ---- recovery -----------------------------------------------------------------------
@@ -1147,7 +1159,7 @@ impl Lifecycle {
                         id: id.clone(),
                         version: entry.version,
                     });
-            match self.drivers.store.commit(batch).await {
+            match self.commit(batch).await {
                 Ok(()) => out.push(id),
                 Err(DriverError::Conflict { .. }) => {}
                 Err(e) => return Err(LcmError::Store(e)),
@@ -1210,16 +1222,14 @@ impl Lifecycle {
         }
         op.enter(LcmOperationStateType::Failed, now);
         op.lease = None;
-        self.drivers
-            .store
-            .commit(StoreBatch::new().with_op_occ(op.clone()).with_precondition(
-                Precondition::OpOccAt {
-                    id: op.id.clone(),
-                    version: entry.version,
-                },
-            ))
-            .await
-            .map_err(LcmError::from_start)?;
+        self.commit(StoreBatch::new().with_op_occ(op.clone()).with_precondition(
+            Precondition::OpOccAt {
+                id: op.id.clone(),
+                version: entry.version,
+            },
+        ))
+        .await
+        .map_err(LcmError::from_start)?;
         Ok(op)
     }
 
@@ -1394,6 +1404,7 @@ impl Lifecycle {
             &self.drivers,
             &self.hooks,
             self.grants.as_ref(),
+            &self.observers,
             m,
             interrupt,
             None,

@@ -14,6 +14,8 @@
 //!   them (what an alert handler's heal windows wait on).
 //! - [`engine`]: [`Lifecycle`]: validates a request, builds its machine and runs it through
 //!   the drivers with the loop of `run` (a few dozen lines: actions out, events in, sleeps).
+//! - [`events`]: what the lifecycle tells an embedder ([`LifecycleObserver`]): every commit,
+//!   in order (the CLI saves its simulated cloud on them).
 //! - [`cnf`]: CNFs, whose VDUs are Kubernetes workloads of the package (Tacker v2's layout):
 //!   the manifests, the preflight, the pods as VNFCs; the same machine runs them through
 //!   [`Drivers::cluster`].
@@ -23,6 +25,9 @@
 //! - [`change_ext_conn`]: change external connectivity (`CHANGE_EXT_CONN`): the request, its
 //!   checks, how its links merge into the instance's.
 //! - [`operate`]: start or stop an instance's servers (`OPERATE`): the request and its checks.
+//! - [`start`]: [`Lifecycle::start`], the one way to start an operation ([`OpRequest`]),
+//!   with the reservation flow (draw, run pinned, settle, give back) through a
+//!   [`ReservationBook`](crate::reservation::book::ReservationBook).
 //! - [`task`]: which task (retry, rollback, fail, cancel) an occurrence takes in which state.
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
@@ -30,6 +35,7 @@ pub mod change_ext_conn;
 pub mod change_flavour;
 pub mod cnf;
 pub mod engine;
+pub mod events;
 mod failure;
 pub mod grant;
 pub mod granter;
@@ -44,16 +50,19 @@ pub mod operation;
 mod plan;
 mod run;
 mod stack;
+pub mod start;
 pub mod task;
 pub mod to_level;
 mod types;
 pub mod userdata;
 
 pub use engine::{FailureKind, GrantOnlyResult, Lifecycle, STACK_ID_KEY};
+pub use events::{LifecycleEvent, LifecycleObserver};
 pub use groups::SERVER_GROUPS_KEY;
 pub use hook::{HookCall, HookPoint, HookSpec, Interrupt, OperationHook};
 pub use occupancy::{Occupancy, OperationEvent};
 pub use operation::{OpAction, OpEvent, Operation, OperationStart, Plan, Progress};
+pub use start::{OpRequest, StartError, StartOptions, Started};
 pub use task::{OpTask, TaskRefused};
 pub use types::{
     Drivers, GrantOnly, LcmConfig, LcmError, NfvoGrants, OperationOptions, OperationReport,

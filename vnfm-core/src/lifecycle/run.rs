@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::events::LifecycleObserver;
 use super::hook::{Interrupt, OperationHook};
 use super::operation::{OpAction, OpEvent, Operation};
 use super::types::{Drivers, LcmError, OperationReport};
@@ -39,6 +40,7 @@ pub(crate) async fn drive(
     d: &Drivers,
     hooks: &[Arc<dyn OperationHook>],
     grants: Option<&Arc<dyn GrantDriver>>,
+    observers: &[Arc<dyn LifecycleObserver>],
     mut m: Operation,
     interrupt: Option<&Interrupt>,
     mut listed: Option<Vec<crate::zone::ComputeZone>>,
@@ -53,7 +55,7 @@ pub(crate) async fn drive(
                 OpAction::ListZones if listed.is_some() => {
                     OpEvent::Zones(Ok(listed.take().unwrap_or_default()))
                 }
-                action => perform(d, hooks, grants, action).await,
+                action => perform(d, hooks, grants, observers, action).await,
             };
             m.handle_event(event, clock.now());
             continue;
@@ -103,6 +105,7 @@ async fn perform(
     d: &Drivers,
     hooks: &[Arc<dyn OperationHook>],
     grants: Option<&Arc<dyn GrantDriver>>,
+    observers: &[Arc<dyn LifecycleObserver>],
     action: OpAction,
 ) -> OpEvent {
     match action {
@@ -114,7 +117,9 @@ async fn perform(
             Some(g) => g.poll_grant(&location).await,
             None => Err(no_grant_driver()),
         }),
-        OpAction::Commit(batch) => OpEvent::Committed(d.store.commit(batch).await),
+        OpAction::Commit(batch) => {
+            OpEvent::Committed(super::events::commit(d.store.as_ref(), observers, batch).await)
+        }
         OpAction::ListZones => OpEvent::Zones(d.zones.list_zones(ListZones::default()).await),
         OpAction::CreateStack(req) => OpEvent::StackCreated(d.stacks.create_stack(req).await),
         OpAction::UpdateStack(req) => OpEvent::StackUpdated(d.stacks.update_stack(req).await),

@@ -83,6 +83,7 @@
 //! # Ok::<(), vnfm_core::reservation::LedgerError>(())
 //! ```
 
+pub mod book;
 pub mod lcm;
 mod ledger;
 mod model;
