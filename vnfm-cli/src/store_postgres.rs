@@ -36,13 +36,14 @@
 //! [`SCHEMA_VERSION`] is refused, and nothing is written to it.
 //!
 //! ## Concurrency: row locks, not `SERIALIZABLE`
-//! A batch is one `READ COMMITTED` transaction that takes row locks: every precondition and
-//! every put first reads the row's version `FOR UPDATE`, so a concurrent batch on the same
-//! object waits and then sees the committed version; a put is `UPDATE … WHERE version = $v`
-//! on an existing row and an insert-if-absent (`ON CONFLICT DO NOTHING`) on a new one. The only
-//! race a lock cannot cover, two batches creating the same row, makes the insert-if-absent of
-//! the later one write nothing, and the store then runs its batch again from the start (as it
-//! does after a deadlock, `40P01`), where its precondition fails with the usual conflict.
+//! A batch is one `READ COMMITTED` transaction that takes row locks: the first time it meets a
+//! row (a precondition or a put) it reads the row's version `FOR UPDATE`, so a concurrent batch
+//! on the same object waits and then sees the committed version. A put is `UPDATE … WHERE
+//! version = $v` with the version the batch read first, or an insert-if-absent (`ON CONFLICT DO
+//! NOTHING`) when it read no row. A row that was absent cannot be locked: when another batch
+//! creates it meanwhile, the insert-if-absent writes nothing and the store runs its batch again
+//! from the start (as it does after a deadlock, `40P01`; at most 8 times), where its
+//! precondition then fails with the usual conflict.
 //! Chosen over `SERIALIZABLE` because every abort is then a real conflict on a named row:
 //! serializable transactions also abort on predicate-lock overlaps (index pages) that are no
 //! conflict, which replicas under load would meet and retry for nothing.
@@ -64,6 +65,7 @@ use async_trait::async_trait;
 use chrono::SecondsFormat;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use tokio_postgres::config::Host;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 use vnfm_core::driver::{
     DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
@@ -412,43 +414,35 @@ impl PgStore {
             .transaction()
             .await
             .map_err(|e| self.attempt_error("cannot start a transaction", e))?;
+        // The version of every row read or written so far: a put writes at the version its
+        // precondition read, not at one read again later (a row absent for the precondition
+        // may have been committed by another writer since, and must not be updated then).
+        let mut seen = Seen::new();
         for p in &batch.preconditions {
-            self.check(&tx, p).await?;
+            self.check(&tx, &mut seen, p).await?;
         }
         for inst in &batch.put_instances {
             let body = self.encode(&INSTANCES, inst.id.as_str(), inst)?;
-            let what = format!("VNF instance {}", inst.id);
-            self.put_row(&tx, &INSTANCES, inst.id.as_str(), &what, &[&body])
-                .await?;
+            let row = Row {
+                table: &INSTANCES,
+                id: inst.id.as_str(),
+                what: format!("VNF instance {}", inst.id),
+                unknown_parent: None,
+            };
+            self.put_row(&tx, &mut seen, &row, &[&body]).await?;
         }
         for op in &batch.put_op_occs {
             let body = self.encode(&OP_OCCS, op.id.as_str(), op)?;
-            let what = format!("VNF LCM operation occurrence {}", op.id);
+            let row = Row {
+                table: &OP_OCCS,
+                id: op.id.as_str(),
+                what: format!("VNF LCM operation occurrence {}", op.id),
+                unknown_parent: Some(unknown_instance_message(&op.id, &op.vnf_instance_id)),
+            };
             let instance = op.vnf_instance_id.as_str();
             let start = start_time_key(op);
-            self.put_row(
-                &tx,
-                &OP_OCCS,
-                op.id.as_str(),
-                &what,
-                &[&body, &instance, &start],
-            )
-            .await
-            .map_err(|e| match e {
-                Attempt::Fail(DriverError::Conflict { message, .. })
-                    if message.contains("SQLSTATE 23503") =>
-                {
-                    Attempt::Fail(DriverError::Conflict {
-                        driver: DRIVER,
-                        message: format!(
-                            "{}: {}",
-                            self.target,
-                            unknown_instance_message(&op.id, &op.vnf_instance_id)
-                        ),
-                    })
-                }
-                other => other,
-            })?;
+            self.put_row(&tx, &mut seen, &row, &[&body, &instance, &start])
+                .await?;
         }
         for id in &batch.delete_instances {
             tx.execute("DELETE FROM vnf_instances WHERE id = $1", &[&id.as_str()])
@@ -483,19 +477,27 @@ impl PgStore {
             .map_err(|e| self.attempt_error("cannot commit the batch", e))
     }
 
-    /// Puts one row of `table` at its next version, after locking it: `UPDATE … WHERE version =
-    /// $v` when it exists, an insert-if-absent otherwise. `values` are the body and then the
+    /// Puts one row at its next version: `UPDATE … WHERE version = $v` when it exists, an
+    /// insert-if-absent otherwise, `$v` (or its absence) as this transaction saw it first (see
+    /// [`Seen`]); a row not seen yet is read and locked first. Writing nothing (another writer
+    /// created the row meanwhile) runs the batch again. `values` are the body and then the
     /// table's other columns ([`Table::update`] / [`Table::insert`]).
     async fn put_row(
         &self,
         tx: &deadpool_postgres::Transaction<'_>,
-        table: &Table,
-        id: &str,
-        what: &str,
+        seen: &mut Seen,
+        row: &Row<'_>,
         values: &[&(dyn tokio_postgres::types::ToSql + Sync)],
     ) -> Result<(), Attempt> {
-        let found = self.locked_version(tx, table, id).await?;
-        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&id];
+        let Row {
+            table, id, what, ..
+        } = row;
+        let key = (table.name, (*id).to_owned());
+        let found = match seen.get(&key) {
+            Some(v) => *v,
+            None => self.locked_version(tx, table, id).await?,
+        };
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![id];
         params.extend_from_slice(values);
         let (sql, written) = match found {
             Some(v) => (table.update, Some(v)),
@@ -506,11 +508,20 @@ impl PgStore {
         if let Some(v) = written.as_ref() {
             params.push(v);
         }
-        let rows = tx
-            .execute(sql, &params)
-            .await
-            .map_err(|e| self.attempt_error(format!("cannot put {what}"), e))?;
+        let rows =
+            tx.execute(sql, &params)
+                .await
+                .map_err(|e| match (&row.unknown_parent, e.code()) {
+                    (Some(message), Some(&SqlState::FOREIGN_KEY_VIOLATION)) => {
+                        Attempt::Fail(DriverError::Conflict {
+                            driver: DRIVER,
+                            message: format!("{}: {message}", self.target),
+                        })
+                    }
+                    _ => self.attempt_error(format!("cannot put {what}"), e),
+                })?;
         if rows == 1 {
+            seen.insert(key, Some(next));
             Ok(())
         } else {
             Err(Attempt::Again(format!(
@@ -543,6 +554,7 @@ impl PgStore {
     async fn check(
         &self,
         tx: &deadpool_postgres::Transaction<'_>,
+        seen: &mut Seen,
         p: &Precondition,
     ) -> Result<(), Attempt> {
         let (table, id, want) = match p {
@@ -557,7 +569,13 @@ impl PgStore {
                 }))
             }
         };
-        let found = self.locked_version(tx, table, id).await?.map(to_version);
+        let key = (table.name, id.to_owned());
+        let read = match seen.get(&key) {
+            Some(v) => *v,
+            None => self.locked_version(tx, table, id).await?,
+        };
+        seen.insert(key, read);
+        let found = read.map(to_version);
         if found == want {
             Ok(())
         } else {
@@ -998,6 +1016,20 @@ impl Store for PgStore {
             }
         }
     }
+}
+
+/// The versions a batch's transaction saw, by table name and id (`None`: no such row), from its
+/// first read of each row (locked `FOR UPDATE` when the row exists) and updated by its own puts.
+type Seen = std::collections::HashMap<(&'static str, String), Option<i64>>;
+
+/// One row a batch puts.
+struct Row<'a> {
+    table: &'static Table,
+    id: &'a str,
+    /// The object, for messages (`VNF instance x`).
+    what: String,
+    /// The conflict message when the row's parent does not exist (a foreign key violation).
+    unknown_parent: Option<String>,
 }
 
 /// A table, the SOL003 type its bodies hold, and its statements.
@@ -1446,31 +1478,36 @@ mod tests {
         };
         let a = db.store().await;
         let b = db.store().await;
-        let inst = conformance::instance("race", "vnfd");
+        // Several rounds of 12 writers: the window between a precondition and a put is narrow.
+        for round in 0..6 {
+            race_round(&a, &b, &format!("race-{round}")).await;
+        }
+    }
+
+    /// One round of [`concurrent_conditional_commits_have_one_winner`] on instance `id`.
+    async fn race_round(a: &PgStore, b: &PgStore, id: &str) {
+        let inst = conformance::instance(id, "vnfd");
+        let op_id = format!("op-{id}");
         a.commit(StoreBatch::new().with_instance(inst.clone()))
             .await
             .unwrap();
         let mut tasks = Vec::new();
-        for n in 0..8 {
+        for n in 0..12 {
             let store = if n % 2 == 0 { a.clone() } else { b.clone() };
             let mut mine = inst.clone();
             mine.vnf_instance_name = Some(format!("writer-{n}"));
-            let op = conformance::op_occ("op-race", "race", "2026-01-01T00:00:00Z");
+            let op = conformance::op_occ(&op_id, id, "2026-01-01T00:00:00Z");
+            let at1 = Precondition::InstanceAt {
+                id: inst.id.clone(),
+                version: Version(1),
+            };
+            let absent = Precondition::OpOccAbsent { id: op.id.clone() };
             tasks.push(tokio::spawn(async move {
                 let first = store
-                    .commit(StoreBatch::new().with_instance(mine).with_precondition(
-                        Precondition::InstanceAt {
-                            id: "race".into(),
-                            version: Version(1),
-                        },
-                    ))
+                    .commit(StoreBatch::new().with_instance(mine).with_precondition(at1))
                     .await;
                 let second = store
-                    .commit(StoreBatch::new().with_op_occ(op).with_precondition(
-                        Precondition::OpOccAbsent {
-                            id: "op-race".into(),
-                        },
-                    ))
+                    .commit(StoreBatch::new().with_op_occ(op).with_precondition(absent))
                     .await;
                 (first, second)
             }));
@@ -1495,14 +1532,17 @@ mod tests {
         assert_eq!(
             (updates, inserts),
             (1, 1),
-            "exactly one winner of each race"
+            "{id}: exactly one winner of each race"
         );
         assert_eq!(
             a.instance_entry(&inst.id).await.unwrap().version,
             Version(2)
         );
         assert_eq!(
-            b.op_occ_entry(&"op-race".into()).await.unwrap().version,
+            b.op_occ_entry(&op_id.as_str().into())
+                .await
+                .unwrap()
+                .version,
             Version(1)
         );
     }
