@@ -1216,7 +1216,7 @@ mod tests {
     impl TestDb {
         async fn create(test: &str) -> Option<Self> {
             static SEQ: AtomicU32 = AtomicU32::new(0);
-            let admin = server_url(test)?;
+            let admin = server_url(&format!("store_postgres::tests, database {test}"))?;
             let name = format!(
                 "t_{}_{}_{}",
                 std::process::id(),
