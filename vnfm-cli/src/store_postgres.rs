@@ -1132,10 +1132,10 @@ fn target_of(config: &tokio_postgres::Config) -> String {
 /// the value of a `password=` key (libpq's key-value form, or a URL query).
 fn redact(url: &str) -> String {
     let mut out = url.to_owned();
-    if let Some(scheme) = out.find("://") {
-        let rest = scheme + 3;
-        let end = out[rest..].find(['/', '?']).map_or(out.len(), |i| rest + i);
-        if let Some(at) = out[rest..end].rfind('@').map(|i| rest + i) {
+    // The last `@` ends the user info, even when the password holds an unescaped `@` or `/`
+    // (whatever follows a later `@` is hidden too: more than needed, never less).
+    if let Some(rest) = out.find("://").map(|i| i + 3) {
+        if let Some(at) = out[rest..].rfind('@').map(|i| rest + i) {
             if let Some(colon) = out[rest..at].find(':').map(|i| rest + i) {
                 out.replace_range(colon + 1..at, "***");
             }
@@ -1453,6 +1453,11 @@ mod tests {
             "host=h password=*** dbname=d"
         );
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            redact("postgres://u:a/b@c@h:1/db"),
+            "postgres://u:***@h:1/db",
+            "unescaped / and @ in the password"
+        );
     }
 
     #[test]
