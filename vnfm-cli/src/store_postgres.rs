@@ -208,7 +208,9 @@ impl PgStore {
             config,
             NoTls,
             ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
+                // Checked with an empty query before each use: a connection the server closed
+                // (a restart, a failover) is replaced instead of failing the call.
+                recycling_method: RecyclingMethod::Verified,
             },
         );
         let pool = Pool::builder(manager)
@@ -1427,6 +1429,48 @@ mod tests {
             "{msg}"
         );
         assert!(!msg.contains("s3cret"), "the password leaked: {msg}");
+    }
+
+    /// The server closes the store's connections (as a restart does): once they are gone, the
+    /// next call runs on a new connection (the store needs no reopening). A connection that
+    /// dies between the pool's check and the query still fails its call (`Unavailable`).
+    #[tokio::test]
+    async fn connections_closed_by_the_server_are_replaced() {
+        let Some(db) = TestDb::create("terminated").await else {
+            return;
+        };
+        let store = db.store().await;
+        store
+            .commit(StoreBatch::new().with_instance(conformance::instance("i", "v")))
+            .await
+            .unwrap();
+        let raw = admin_client(&db.admin).await;
+        let backends = "SELECT pid FROM pg_stat_activity WHERE datname = $1";
+        for round in 0..3 {
+            let before = raw.query(backends, &[&db.name]).await.unwrap().len();
+            assert!(before > 0, "round {round}: the store holds a connection");
+            raw.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
+                &[&db.name],
+            )
+            .await
+            .unwrap();
+            // Termination is asynchronous: wait until the backends are gone.
+            let mut waited = 0;
+            while !raw.query(backends, &[&db.name]).await.unwrap().is_empty() {
+                assert!(
+                    waited < 500,
+                    "round {round}: the backends did not exit in 5 s"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                waited += 1;
+            }
+            assert_eq!(
+                store.instances().await.unwrap().len(),
+                1,
+                "round {round}: the call after a restart runs on a new connection"
+            );
+        }
     }
 
     #[tokio::test]
