@@ -192,9 +192,10 @@ impl PgStore {
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| DriverError::Invalid {
             driver: DRIVER,
             message: format!(
-                "{}: not a PostgreSQL URL ({e}); expected \
+                "{}: not a PostgreSQL URL ({}); expected \
                      postgres://user[:password]@host[:port]/database",
-                redact(url)
+                redact(url),
+                chain(&e)
             ),
         })?;
         if config.get_connect_timeout().is_none() {
@@ -1481,7 +1482,9 @@ mod tests {
         let msg = err.to_string();
         assert!(matches!(err, DriverError::Invalid { .. }), "{err:?}");
         assert!(
-            msg.contains("postgres://vnfm:***@127.0.0.1:notaport/db") && !msg.contains("s3cret"),
+            msg.contains("postgres://vnfm:***@127.0.0.1:notaport/db")
+                && msg.contains("invalid value for option `port`")
+                && !msg.contains("s3cret"),
             "{msg}"
         );
     }
