@@ -149,8 +149,14 @@ stop() {
   pid=$(head -n 1 "$dir/data/postmaster.pid")
   if ! as_owner "$BIN/pg_ctl" --pgdata="$dir/data" --mode=fast --wait --timeout="$TIMEOUT" \
     stop >/dev/null 2>&1; then
-    say "PostgreSQL (pid $pid) did not stop within $TIMEOUT s; killing it"
-    kill -KILL "$pid" 2>/dev/null || true
+    # Only the postmaster of this DIR: a stale pid file may name a process reused since.
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "postgres.*$dir/data"; then
+      say "PostgreSQL (pid $pid) did not stop within $TIMEOUT s; killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+    else
+      say "no PostgreSQL of $dir runs (stale pid file naming $pid)"
+    fi
+    rm -f "$dir/data/postmaster.pid"
   fi
   rm -f "$dir/url"
   say "stopped ($dir)"

@@ -1474,6 +1474,29 @@ mod tests {
         }
     }
 
+    /// A role the server does not know: `Unauthenticated`, naming the server and the role.
+    #[tokio::test]
+    async fn an_unknown_role_is_unauthenticated() {
+        let Some(admin) = server_url("store_postgres::tests, an unknown role") else {
+            return;
+        };
+        let mut config: tokio_postgres::Config = admin.parse().unwrap();
+        config.user("no_such_role").password("pw-not-shown");
+        // `target_of` writes a URL: postgres://no_such_role@host:port/database.
+        let url = format!("{}?password=pw-not-shown", target_of(&config));
+        let err = PgStore::open(&url).await.unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(err, DriverError::Unauthenticated { .. }),
+            "{err:?}"
+        );
+        assert!(
+            msg.contains("postgres://no_such_role@") && msg.contains("\"no_such_role\""),
+            "{msg}"
+        );
+        assert!(!msg.contains("pw-not-shown"), "{msg}");
+    }
+
     #[tokio::test]
     async fn a_bad_url_is_invalid_without_its_password() {
         let err = PgStore::open("postgres://vnfm:s3cret@127.0.0.1:notaport/db")
