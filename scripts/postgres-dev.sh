@@ -62,7 +62,9 @@ install() {
   [ -f /etc/postgresql-common/createcluster.conf ] ||
     echo 'create_main_cluster = false' >/etc/postgresql-common/createcluster.conf
   printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-  apt-get install -y -qq --no-install-recommends postgresql-15 >/dev/null
+  # --force-confold: keep the createcluster.conf above when postgresql-common brings its own.
+  apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confdef \
+    -o Dpkg::Options::=--force-confold postgresql-15 >/dev/null
   rm -f /usr/sbin/policy-rc.d
   [ -x "$BIN/initdb" ] || die "apt-get installed postgresql-15 but $BIN/initdb is still missing"
 }
