@@ -1377,6 +1377,28 @@ mod tests {
         assert_eq!(version(row), newer, "a refused database is left as it was");
     }
 
+    /// Replicas starting together on a new database: one migrates, the others wait for it and
+    /// find the schema done (the advisory lock), none fails.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stores_opened_together_migrate_once() {
+        let Some(db) = TestDb::create("opened_together").await else {
+            return;
+        };
+        let opens: Vec<_> = (0..6)
+            .map(|_| {
+                let url = db.url.clone();
+                tokio::spawn(async move { PgStore::open(&url).await })
+            })
+            .collect();
+        for open in opens {
+            let store = open
+                .await
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{}", chain(&e)));
+            assert_eq!(store.schema_version(), SCHEMA_VERSION);
+        }
+    }
+
     #[tokio::test]
     async fn migrations_apply_in_order_and_a_failing_one_rolls_back() {
         let Some(db) = TestDb::create("migrations").await else {
