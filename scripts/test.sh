@@ -8,6 +8,9 @@
 # plane and real OpenStack services on 127.0.0.1, and ends with a summary of what ran and what
 # was skipped, and why.
 #
+# On CI, or when asked, a throw-away PostgreSQL 15 (scripts/postgres-dev.sh) runs during the
+# workspace tests, for the PostgreSQL store's conformance suite (vnfm-cli/src/store_postgres.rs).
+#
 # Reference payloads are read from ../shared/vectors when that folder exists beside the
 # project; without it those tests skip (vnfm_core::vectors::skip). Every skip is recorded.
 #
@@ -15,8 +18,8 @@
 #                                suite not run, a filter matching nothing. CI runs this way.
 #   CI=true|1|yes|on             run the real-service suites (as VNFM_TEST_PROMETHEUS=1
 #                                VNFM_TEST_K8S=1 VNFM_TEST_OPENSTACK=1
-#                                VNFM_TEST_HW_AFFINITY=1); any of them set to 0 skips that
-#                                suite
+#                                VNFM_TEST_HW_AFFINITY=1 VNFM_TEST_POSTGRES=1); any of them
+#                                set to 0 skips that suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,7 +41,7 @@ for arg in "$@"; do
   esac
 done
 # Refuse a misspelled value at once (a subshell below could not stop the script).
-for var in CI VNFM_STRICT VNFM_TEST_PROMETHEUS VNFM_TEST_K8S VNFM_TEST_OPENSTACK VNFM_TEST_HW_AFFINITY; do truthy "${!var:-}" || :; done
+for var in CI VNFM_STRICT VNFM_TEST_PROMETHEUS VNFM_TEST_K8S VNFM_TEST_OPENSTACK VNFM_TEST_HW_AFFINITY VNFM_TEST_POSTGRES; do truthy "${!var:-}" || :; done
 strict=0
 if truthy "${VNFM_STRICT:-}"; then strict=1; export VNFM_STRICT=1; fi
 on_ci() { truthy "${CI:-}" && echo 1 || echo 0; }
@@ -81,6 +84,23 @@ cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 step "cargo doc (workspace, all features, warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --locked
 
+# A throw-away PostgreSQL 15 cluster (scripts/postgres-dev.sh: installs postgresql-15 when
+# missing, initdb as the user postgres, a free port of 127.0.0.1; ~2-8 s) for the PostgreSQL
+# store's tests (vnfm-cli/src/store_postgres.rs), which run in the workspace pass below, each on a
+# database of its own created from template0 and dropped after. Started once per run, on CI or
+# with VNFM_TEST_POSTGRES=1, and stopped after that pass (and at exit, when a step fails).
+# Without it (and without a VNFM_TEST_POSTGRES_URL of your own) those tests record a skip of the
+# suite "postgres": a failure under --strict.
+pg_dir=""
+if [ "$(suite_on VNFM_TEST_POSTGRES)" = "1" ]; then
+  step "throw-away PostgreSQL 15 (scripts/postgres-dev.sh)"
+  pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/vnfm-postgres.XXXXXX")
+  trap 'scripts/postgres-dev.sh stop "$pg_dir"; rm -rf "$pg_dir"' EXIT
+  pg_env=$(scripts/postgres-dev.sh start "$pg_dir")
+  eval "$pg_env"
+  export VNFM_TEST_POSTGRES_URL
+fi
+
 step "cargo test (workspace, all features, incl. doctests)"
 # Without the services: the real-service suites skip here (deferred: they run below once their
 # services are up, and the summary checks that they did).
@@ -89,6 +109,22 @@ VNFM_SKIP_DEFERRED=real-prometheus,real-k8s,real-openstack,real-hw-affinity \
   -u VNFM_TEST_HW_AFFINITY \
   -u VNFM_K8S_KUBECONFIG -u VNFM_K8S_KUBECONFIG_CERT -u VNFM_K8S_KUBECONFIG_VIEWER \
   cargo test --workspace --all-features --locked --no-fail-fast
+
+# With a server, the PostgreSQL store's tests ran in that pass: the summary shows them as the
+# suite "postgres" (moved out of the workspace counts, so that the totals stay the same); without
+# one, their skips are listed.
+if [ -n "${VNFM_TEST_POSTGRES_URL:-}" ]; then
+  pg_passed=$(grep -c '^test store_postgres::tests::.* ok$' "$work/workspace.log" || :)
+  pg_failed=$(grep -c '^test store_postgres::tests::.* FAILED$' "$work/workspace.log" || :)
+  echo "postgres $pg_passed $pg_failed 0" >> "$results"
+  echo "workspace -$pg_passed -$pg_failed 0" >> "$results"
+fi
+if [ -n "$pg_dir" ]; then
+  scripts/postgres-dev.sh stop "$pg_dir"
+  rm -rf "$pg_dir"
+  trap - EXIT
+  unset VNFM_TEST_POSTGRES_URL
+fi
 
 # Every example program (examples/examples/*.rs) runs to completion on the simulated cloud: the
 # build above made them with these features, so this build compiles nothing again; each binary

@@ -36,6 +36,8 @@
 //!   connections, answers and time, and the destination policy of client-given URLs.
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
+//! - [`store_postgres`]: [`store_postgres::PgStore`], the same store in a PostgreSQL database
+//!   shared by several processes (not wired into the commands or `vnfm serve` yet).
 //!
 //! No module imports another that imports it back (`tests/module_cycles.rs` checks it).
 
@@ -59,6 +61,7 @@ pub(crate) mod render;
 pub(crate) mod report;
 pub mod serve;
 pub mod store;
+pub mod store_postgres;
 pub(crate) mod vim;
 
 pub use error::CliError;
