@@ -116,7 +116,7 @@ use crate::config::{AlertFsync, Config};
 use crate::error::CliError;
 use crate::store::Flush;
 use auth::Credentials;
-use observe::{ObservedStore, Shared};
+use observe::{ServerObserver, Shared};
 
 pub use lcm_api::{check_lcm_body, LcmBody};
 pub use state::{
@@ -354,7 +354,7 @@ impl Server {
             ))
         })?;
         let shared = Arc::new(Shared::new(handler));
-        let store = ObservedStore::new(sqlite.clone(), shared.clone());
+        let store = sqlite.clone();
         let instances = store
             .instances()
             .await
@@ -390,7 +390,9 @@ impl Server {
         let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
         let lcm = crate::app::with_nfvo_grants_over(
             crate::app::with_cluster_hook(
-                Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt),
+                Lifecycle::new(drivers, lcm_cfg)
+                    .with_id_salt(salt)
+                    .with_observer(Arc::new(ServerObserver::new(shared.clone()))),
                 &config,
                 &vim,
             )?,
@@ -546,7 +548,7 @@ impl Server {
 /// [`Lifecycle::recover_interrupted`]: lease expired, or none), then keeps every instance
 /// whose last operation is not over busy, as while an operation runs.
 async fn interrupt_unfinished(
-    store: &ObservedStore,
+    store: &crate::store::SqliteStore,
     shared: &Shared,
     config: &Config,
     lcm: &Lifecycle,
