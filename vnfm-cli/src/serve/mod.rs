@@ -77,6 +77,7 @@ mod admin;
 mod alerts;
 mod auth;
 mod conn;
+mod guard;
 mod http;
 mod journal;
 mod lcm_api;

@@ -26,9 +26,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
@@ -38,6 +37,7 @@ use vnfm_core::grant::GrantRequest;
 use vnfm_core::id::ServerId;
 use vnfm_core::lifecycle::grantor::{self, GrantorContext, Located};
 
+use super::guard::{require_api_token, Guard};
 use super::http::{json, problem_of, read_body, with_location};
 use super::state::App;
 use super::versions::GRANT_URI_PREFIX;
@@ -59,22 +59,10 @@ pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
     Router::new()
         .route(&format!("{GRANT_URI_PREFIX}/grants"), post(create))
         .route(&format!("{GRANT_URI_PREFIX}/grants/{{id}}"), get(show))
-        .route_layer(axum::middleware::from_fn_with_state(app, require_token))
-}
-
-async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    if app.api_auth.admits(req.headers()) {
-        return next.run(req).await;
-    }
-    let mut r = problem_of(
-        401,
-        "the Grant API requires Authorization: Bearer <[server] api_token>",
-    );
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(app.api_auth.challenge()),
-    );
-    r
+        .route_layer(axum::middleware::from_fn_with_state(
+            Guard::new(app, "the Grant API requires"),
+            require_api_token,
+        ))
 }
 
 fn document(n: u64) -> String {
