@@ -85,6 +85,7 @@ mod ledger;
 mod metrics;
 mod nfvo_grants;
 mod notify;
+mod oauth;
 mod observe;
 mod outbox;
 mod packages;
@@ -102,11 +103,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use tokio::sync::{watch, Notify};
 use vnfm_core::driver::{Clock, DriverError, OpOccFilter, Store};
@@ -172,8 +174,15 @@ async fn front(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
     let version = versions::version_of(req.uri().path());
     let method = req.method().clone();
     let uri = req.uri().clone();
-    http::check_media(&mut req);
+    // The token endpoint's body is a form (RFC 6749), not JSON.
+    if uri.path() != oauth::TOKEN_PATH {
+        http::check_media(&mut req);
+    }
     let r = limit(&app, req, next).await;
+    // The token endpoint's own errors are RFC 6749's JSON (5.2), not ProblemDetails.
+    if uri.path() == oauth::TOKEN_PATH && oauth::is_oauth_answer(&r) {
+        return r;
+    }
     let r = http::problems(&method, uri.path(), r).await;
     versions::version_header(version, r)
 }
@@ -233,12 +242,27 @@ async fn not_found(req: Request) -> Response {
     )
 }
 
-fn router(app: Arc<App>) -> Router {
+fn router(app: Arc<App>, issuer: Option<Arc<oauth::Issuer>>) -> Router {
+    let token = match issuer.clone() {
+        Some(issuer) => post(
+            move |State(app): State<Arc<App>>, headers: axum::http::HeaderMap, body: Body| {
+                oauth::token(app, issuer.clone(), headers, body)
+            },
+        ),
+        None => post(|| async {
+            http::problem_of(
+                404,
+                "no token endpoint: [server.oauth2] has no clients ([[server.oauth2.clients]] \
+                 id and secret)",
+            )
+        }),
+    };
     Router::new()
         .merge(lcm_api::routes(app.clone()))
         .merge(versions::routes())
         .merge(subscriptions::routes(app.clone()))
-        .merge(nfvo_grants::routes(app.clone()))
+        .merge(nfvo_grants::routes(app.clone(), issuer.clone()))
+        .route(oauth::TOKEN_PATH, token)
         .merge(alerts::routes())
         .merge(promise::routes(app.clone()))
         .merge(admin::routes(app.clone()))
@@ -435,6 +459,7 @@ impl Server {
                 journal_dir.display()
             ))
         })?;
+        let issuer = oauth::Issuer::from_config(&config.server.oauth2)?;
         let app = Arc::new(App {
             alert_auth: Credentials::alerts(&config.prometheus_plugin),
             api_auth: Credentials::bearer(config.server.api_token.as_ref()),
@@ -466,7 +491,7 @@ impl Server {
         let promise = tokio::spawn(promise::run(app.clone(), notifications, stopped.clone()));
         let watcher = tokio::spawn(admin::watch(app.clone(), stopped.clone()));
         let notifier = tokio::spawn(notify::run(app.clone(), stopped.clone()));
-        let service = router(app.clone());
+        let service = router(app.clone(), issuer);
         let task = tokio::spawn(conn::serve(listener, service, connections, stopped));
         Ok(Server {
             addr,

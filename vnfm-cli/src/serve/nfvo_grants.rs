@@ -39,6 +39,7 @@ use vnfm_core::lifecycle::grantor::{self, GrantorContext, Located};
 
 use super::guard::{require_api_token, Guard};
 use super::http::{json, problem_of, read_body, with_location};
+use super::oauth::Issuer;
 use super::state::App;
 use super::versions::GRANT_URI_PREFIX;
 use crate::store::Flush;
@@ -55,12 +56,12 @@ pub(crate) const KEPT_GRANTS: u64 = 10_000;
 /// The prefix of the grants' ids.
 const ID_PREFIX: &str = "nfvo-grant-";
 
-pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
+pub(crate) fn routes(app: Arc<App>, oauth: Option<Arc<Issuer>>) -> Router<Arc<App>> {
     Router::new()
         .route(&format!("{GRANT_URI_PREFIX}/grants"), post(create))
         .route(&format!("{GRANT_URI_PREFIX}/grants/{{id}}"), get(show))
         .route_layer(axum::middleware::from_fn_with_state(
-            Guard::new(app, "the Grant API requires"),
+            Guard::new(app, "the Grant API requires").with_oauth(oauth),
             require_api_token,
         ))
 }
