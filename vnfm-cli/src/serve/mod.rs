@@ -96,6 +96,7 @@ mod subscriptions;
 mod tasks;
 mod versions;
 mod vnf_ops;
+mod vnfpkgm;
 mod wire;
 
 use std::net::SocketAddr;
@@ -262,6 +263,7 @@ fn router(app: Arc<App>, issuer: Option<Arc<oauth::Issuer>>) -> Router {
         .merge(versions::routes())
         .merge(subscriptions::routes(app.clone()))
         .merge(nfvo_grants::routes(app.clone(), issuer.clone()))
+        .merge(vnfpkgm::routes(app.clone(), issuer.clone()))
         .route(oauth::TOKEN_PATH, token)
         .merge(alerts::routes())
         .merge(promise::routes(app.clone()))
