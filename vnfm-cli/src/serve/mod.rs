@@ -33,6 +33,12 @@
 //!   NFVO, for another VNFM (`nfvo_grants`: the decision is the core's
 //!   [`vnfm_core::lifecycle::grantor`]); `GET /grant/api_versions`, `GET
 //!   /grant/v1/api_versions`, and `Version: 1.4.0` on every answer under `/grant/`.
+//! - `POST /token`: the OAuth 2.0 client-credentials token endpoint (`oauth`, with
+//!   `[server.oauth2]` clients); its tokens open the Grant API and the package endpoints beside
+//!   `[server] api_token` (`guard`).
+//! - `GET /vnfpkgm/v2/onboarded_vnf_packages/{vnfdId}[/vnfd|/package_content]`: the SOL005
+//!   subset a VNFM reads from its NFVO, from the package index, zips the same bytes every time
+//!   (`vnfpkgm`); `Version: 2.1.0` under `/vnfpkgm/`.
 //! - `GET /metrics`: Prometheus text format.
 //! - `/promise/v1/...`: the OPNFV Promise capacity ledger (pools, capacity, reservations,
 //!   allocations, subscriptions with delivery to callback URIs); see [`promise`].
