@@ -277,6 +277,16 @@ async fn token_requests_that_fail_are_rfc_6749_errors() {
         400,
         "invalid_request",
     );
+    // No Content-Type: read as the form it is.
+    let r = request(
+        addr,
+        "POST",
+        "/token",
+        &[("Authorization", &good)],
+        b"grant_type=client_credentials",
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     // Not a form.
     oauth_error(
         &token_request(

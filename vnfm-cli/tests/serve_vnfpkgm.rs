@@ -194,6 +194,11 @@ async fn packages_are_served_as_tacker_reads_them_in_stable_zips() {
             "TOSCA-Metadata/TOSCA.meta"
         ]
     );
+    // Tacker's HttpClient sends `Accept: application/json` to every resource: the zip.
+    let tacker = get_with(addr, &vnfd, Some("application/json")).await;
+    assert_eq!(zip_of(&tacker), r.body.as_slice());
+    let tacker = get_with(addr, &content, Some("application/json")).await;
+    assert_eq!(zip_of(&tacker), first.as_slice());
     let both = get_with(addr, &vnfd, Some("text/plain, application/zip")).await;
     assert_eq!(zip_of(&both), r.body.as_slice());
     let p = get_with(addr, &vnfd, Some("text/plain")).await.problem(406);

@@ -302,7 +302,11 @@ pub(crate) async fn token(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .map(|v| v.trim().to_ascii_lowercase());
-    if form_type.as_deref() != Some("application/x-www-form-urlencoded") {
+    // No Content-Type is read as a form (a client that sends a form body without saying so).
+    if form_type
+        .as_deref()
+        .is_some_and(|t| t != "application/x-www-form-urlencoded")
+    {
         return oauth_error(
             StatusCode::BAD_REQUEST,
             "invalid_request",

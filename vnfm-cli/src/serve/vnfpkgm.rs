@@ -6,7 +6,8 @@
 //! - `GET /vnfpkgm/v2/onboarded_vnf_packages/{vnfdId}`: the `VnfPkgInfo` (its `id` is the
 //!   `vnfdId`: one package per `vnfdId`), `ONBOARDED`, `ENABLED`, `NOT_IN_USE` (vnfm does not
 //!   count the instances of another VNFM).
-//! - `…/vnfd`: the VNFD (SOL005 10.4.4.3.2): with `Accept` allowing `application/zip`, a zip
+//! - `…/vnfd`: the VNFD (SOL005 10.4.4.3.2): with `Accept` allowing `application/zip` (or
+//!   Tacker's `application/json`, read as no preference), a zip
 //!   of the package's `TOSCA-Metadata/` and `Definitions/`; with `text/plain` only, the VNFD
 //!   file itself when it is one (the only file of `Definitions/`, YAML), else 406.
 //! - `…/package_content`: the whole package as a zip (`application/zip`; 406 when `Accept`
@@ -103,7 +104,9 @@ fn info(p: &VnfPackage) -> serde_json::Value {
     })
 }
 
-/// What an `Accept` header allows: (`application/zip`, `text/plain`). No header allows both.
+/// What an `Accept` header allows: (`application/zip`, `text/plain`). No header, `*/*` and
+/// `application/json` (what Tacker's `HttpClient` sends to every resource, zips included)
+/// allow both.
 fn accepts(headers: &HeaderMap) -> (bool, bool) {
     let values: Vec<&str> = headers
         .get_all(header::ACCEPT)
@@ -127,7 +130,9 @@ fn accepts(headers: &HeaderMap) -> (bool, bool) {
             continue;
         }
         match media.as_str() {
-            "*/*" => (zip, text) = (true, true),
+            // `application/json`: Tacker's HttpClient sends it on every request, the zips
+            // included (it reads the answer by its Content-Type): no preference.
+            "*/*" | "application/json" => (zip, text) = (true, true),
             "application/*" | "application/zip" => zip = true,
             "text/*" | "text/plain" => text = true,
             _ => {}
