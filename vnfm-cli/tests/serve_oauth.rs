@@ -42,6 +42,16 @@ async fn start_on(c: Config, clock: &VirtualClock) -> vnfm_cli::serve::Server {
         .unwrap()
 }
 
+/// A server on a virtual clock with the one client `tacker` / `tacker-secret`, its folder and
+/// its clock.
+async fn with_tacker() -> (tempfile::TempDir, VirtualClock, vnfm_cli::serve::Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = VirtualClock::new("2027-01-15T08:00:00Z".parse().unwrap());
+    let c = config(dir.path(), vec![client("tacker", "tacker-secret")]);
+    let server = start_on(c, &clock).await;
+    (dir, clock, server)
+}
+
 fn basic(id: &str, secret: &str) -> String {
     format!(
         "Basic {}",
@@ -105,13 +115,7 @@ async fn post_grant(addr: SocketAddr, auth: Option<&str>) -> Reply {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_is_issued_to_a_client_and_accepted_on_the_grant_api_until_it_expires() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = VirtualClock::new("2027-01-15T08:00:00Z".parse().unwrap());
-    let server = start_on(
-        config(dir.path(), vec![client("tacker", "tacker-secret")]),
-        &clock,
-    )
-    .await;
+    let (_dir, clock, server) = with_tacker().await;
     let addr = server.local_addr();
 
     let r = token_request(
@@ -222,13 +226,7 @@ async fn a_token_is_issued_to_a_client_and_accepted_on_the_grant_api_until_it_ex
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_requests_that_fail_are_rfc_6749_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = VirtualClock::new("2027-01-15T08:00:00Z".parse().unwrap());
-    let server = start_on(
-        config(dir.path(), vec![client("tacker", "tacker-secret")]),
-        &clock,
-    )
-    .await;
+    let (_dir, clock, server) = with_tacker().await;
     let addr = server.local_addr();
     let form = "application/x-www-form-urlencoded";
     let good = basic("tacker", "tacker-secret");

@@ -23,19 +23,6 @@ const MINI: &str = "0b6e2f55-9d1c-4c1e-8a57-1f0c3d2e4b6a";
 const ZIPPED: &str = "5a1d3c2b-0000-4000-8000-000000000001";
 const BASE: &str = "/vnfpkgm/v2/onboarded_vnf_packages";
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 fn fixture() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cmd/packages/mini")
 }

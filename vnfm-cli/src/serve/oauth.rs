@@ -249,9 +249,9 @@ pub(crate) fn is_oauth_answer(r: &Response) -> bool {
         .is_some_and(|v| v == "application/json")
 }
 
-/// An RFC 6749 section 5.2 error answer.
-fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
-    let body = serde_json::json!({"error": error, "error_description": description});
+/// A JSON answer that no cache keeps (RFC 6749 5.1: `Cache-Control: no-store`, `Pragma:
+/// no-cache`).
+fn no_store_json(status: StatusCode, body: &serde_json::Value) -> Response {
     let mut r = (status, body.to_string()).into_response();
     let h = r.headers_mut();
     h.insert(
@@ -260,8 +260,15 @@ fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    r
+}
+
+/// An RFC 6749 section 5.2 error answer.
+fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
+    let body = serde_json::json!({"error": error, "error_description": description});
+    let mut r = no_store_json(status, &body);
     if status == StatusCode::UNAUTHORIZED {
-        h.insert(
+        r.headers_mut().insert(
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static("Basic realm=\"vnfm\""),
         );
@@ -356,15 +363,7 @@ pub(crate) async fn token(
         "token_type": "Bearer",
         "expires_in": expires_in,
     });
-    let mut r = (StatusCode::OK, body.to_string()).into_response();
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    r
+    no_store_json(StatusCode::OK, &body)
 }
 
 #[cfg(test)]
