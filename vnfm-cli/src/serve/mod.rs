@@ -33,6 +33,12 @@
 //!   NFVO, for another VNFM (`nfvo_grants`: the decision is the core's
 //!   [`vnfm_core::lifecycle::grantor`]); `GET /grant/api_versions`, `GET
 //!   /grant/v1/api_versions`, and `Version: 1.4.0` on every answer under `/grant/`.
+//! - `POST /token`: the OAuth 2.0 client-credentials token endpoint (`oauth`, with
+//!   `[server.oauth2]` clients); its tokens open the Grant API and the package endpoints beside
+//!   `[server] api_token` (`guard`).
+//! - `GET /vnfpkgm/v2/onboarded_vnf_packages/{vnfdId}[/vnfd|/package_content]`: the SOL005
+//!   subset a VNFM reads from its NFVO, from the package index, zips the same bytes every time
+//!   (`vnfpkgm`); `Version: 2.1.0` under `/vnfpkgm/`.
 //! - `GET /metrics`: Prometheus text format.
 //! - `/promise/v1/...`: the OPNFV Promise capacity ledger (pools, capacity, reservations,
 //!   allocations, subscriptions with delivery to callback URIs); see [`promise`].
@@ -77,6 +83,7 @@ mod admin;
 mod alerts;
 mod auth;
 mod conn;
+mod guard;
 mod http;
 mod journal;
 mod lcm_api;
@@ -84,6 +91,7 @@ mod ledger;
 mod metrics;
 mod nfvo_grants;
 mod notify;
+mod oauth;
 mod observe;
 mod outbox;
 mod packages;
@@ -94,6 +102,7 @@ mod subscriptions;
 mod tasks;
 mod versions;
 mod vnf_ops;
+mod vnfpkgm;
 mod wire;
 
 use std::net::SocketAddr;
@@ -101,11 +110,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use tokio::sync::{watch, Notify};
 use vnfm_core::driver::{Clock, DriverError, OpOccFilter, Store};
@@ -171,8 +181,15 @@ async fn front(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
     let version = versions::version_of(req.uri().path());
     let method = req.method().clone();
     let uri = req.uri().clone();
-    http::check_media(&mut req);
+    // The token endpoint's body is a form (RFC 6749), not JSON.
+    if uri.path() != oauth::TOKEN_PATH {
+        http::check_media(&mut req);
+    }
     let r = limit(&app, req, next).await;
+    // The token endpoint's own errors are RFC 6749's JSON (5.2), not ProblemDetails.
+    if uri.path() == oauth::TOKEN_PATH && oauth::is_oauth_answer(&r) {
+        return r;
+    }
     let r = http::problems(&method, uri.path(), r).await;
     versions::version_header(version, r)
 }
@@ -232,12 +249,28 @@ async fn not_found(req: Request) -> Response {
     )
 }
 
-fn router(app: Arc<App>) -> Router {
+fn router(app: Arc<App>, issuer: Option<Arc<oauth::Issuer>>) -> Router {
+    let token = match issuer.clone() {
+        Some(issuer) => post(
+            move |State(app): State<Arc<App>>, headers: axum::http::HeaderMap, body: Body| {
+                oauth::token(app, issuer.clone(), headers, body)
+            },
+        ),
+        None => post(|| async {
+            http::problem_of(
+                404,
+                "no token endpoint: [server.oauth2] has no clients ([[server.oauth2.clients]] \
+                 id and secret)",
+            )
+        }),
+    };
     Router::new()
         .merge(lcm_api::routes(app.clone()))
         .merge(versions::routes())
         .merge(subscriptions::routes(app.clone()))
-        .merge(nfvo_grants::routes(app.clone()))
+        .merge(nfvo_grants::routes(app.clone(), issuer.clone()))
+        .merge(vnfpkgm::routes(app.clone(), issuer.clone()))
+        .route(oauth::TOKEN_PATH, token)
         .merge(alerts::routes())
         .merge(promise::routes(app.clone()))
         .merge(admin::routes(app.clone()))
@@ -436,6 +469,7 @@ impl Server {
                 journal_dir.display()
             ))
         })?;
+        let issuer = oauth::Issuer::from_config(&config.server.oauth2)?;
         let app = Arc::new(App {
             alert_auth: Credentials::alerts(&config.prometheus_plugin),
             api_auth: Credentials::bearer(config.server.api_token.as_ref()),
@@ -467,7 +501,7 @@ impl Server {
         let promise = tokio::spawn(promise::run(app.clone(), notifications, stopped.clone()));
         let watcher = tokio::spawn(admin::watch(app.clone(), stopped.clone()));
         let notifier = tokio::spawn(notify::run(app.clone(), stopped.clone()));
-        let service = router(app.clone());
+        let service = router(app.clone(), issuer);
         let task = tokio::spawn(conn::serve(listener, service, connections, stopped));
         Ok(Server {
             addr,
