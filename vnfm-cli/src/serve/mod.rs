@@ -99,6 +99,7 @@ pub mod promise;
 mod query;
 mod state;
 mod subscriptions;
+mod sweep;
 mod tasks;
 mod versions;
 mod vnf_ops;
@@ -289,6 +290,7 @@ pub struct Server {
     dispatcher: tokio::task::JoinHandle<()>,
     promise: tokio::task::JoinHandle<()>,
     watcher: tokio::task::JoinHandle<()>,
+    sweeper: tokio::task::JoinHandle<()>,
     notifier: tokio::task::JoinHandle<()>,
     app: Arc<App>,
 }
@@ -500,6 +502,7 @@ impl Server {
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));
         let promise = tokio::spawn(promise::run(app.clone(), notifications, stopped.clone()));
         let watcher = tokio::spawn(admin::watch(app.clone(), stopped.clone()));
+        let sweeper = tokio::spawn(sweep::run(app.clone(), stopped.clone()));
         let notifier = tokio::spawn(notify::run(app.clone(), stopped.clone()));
         let service = router(app.clone(), issuer);
         let task = tokio::spawn(conn::serve(listener, service, connections, stopped));
@@ -510,6 +513,7 @@ impl Server {
             dispatcher,
             promise,
             watcher,
+            sweeper,
             notifier,
             app,
         })
@@ -547,6 +551,7 @@ impl Server {
         let _ = self.dispatcher.await;
         let _ = self.promise.await;
         let _ = self.watcher.await;
+        let _ = self.sweeper.await;
         let _ = self.notifier.await;
         let app = self.app;
         // Operations, and writes whose client went away, run on.

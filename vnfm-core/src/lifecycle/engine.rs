@@ -1125,6 +1125,22 @@ impl Lifecycle {
     /// # Errors
     /// [`LcmError::Store`] when the store cannot be read or written.
     pub async fn recover_interrupted(&self) -> Result<Vec<OpOccId>, LcmError> {
+        self.recover(false).await
+    }
+
+    /// [`Lifecycle::recover_interrupted`] for a program that keeps running (a server's
+    /// periodic sweep): the occurrences whose lease this lifecycle holds are left alone (it
+    /// runs them and renews their leases), also when a lease lapsed while a call hung.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::recover_interrupted`].
+    pub async fn take_over_expired(&self) -> Result<Vec<OpOccId>, LcmError> {
+        self.recover(true).await
+    }
+
+    /// Declares interrupted the running occurrences without a live lease; with `skip_own`,
+    /// not those whose lease names this lifecycle's owner.
+    async fn recover(&self, skip_own: bool) -> Result<Vec<OpOccId>, LcmError> {
         let now = self.drivers.clock.now();
         let ops = self
             .drivers
@@ -1133,7 +1149,13 @@ impl Lifecycle {
             .await
             .map_err(LcmError::Store)?;
         let mut out = Vec::new();
-        for op in ops.iter().filter(|o| o.is_running() && !o.is_alive(now)) {
+        let own =
+            |o: &&VnfLcmOpOcc| skip_own && o.lease.as_ref().is_some_and(|l| l.owner == self.owner);
+        for op in ops
+            .iter()
+            .filter(|o| o.is_running() && !o.is_alive(now))
+            .filter(|o| !own(o))
+        {
             let entry = match self.drivers.store.op_occ_entry(&op.id).await {
                 Ok(e) => e,
                 Err(e) if e.is_not_found() => continue,
