@@ -43,6 +43,11 @@ impl Output {
         }
     }
 
+    /// Whether progress lines are shown (a terminal, human mode, no `--quiet`).
+    pub fn shows_progress(&self) -> bool {
+        self.progress
+    }
+
     /// Prints a progress line on stderr (only on a terminal, see the module docs).
     pub fn progress(&self, line: &str) {
         if self.progress {

@@ -36,6 +36,7 @@ use crate::inputs::{default_flavour, load_cloud, load_package};
 use crate::output::Output;
 use crate::promise::{book_error, draw_grant, start_error, DrawFrom, FileBook};
 use crate::render::lcm::{human_operation, sol, vnfc_lines};
+use crate::render::progress::ProgressLines;
 use crate::render::promise::{amounts, human_drawn};
 use crate::report::{
     GrantFailure, GrantReport, InstanceReport, InstancesReport, OpOccReport, OpOccsReport,
@@ -131,7 +132,8 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
             None => None,
         };
         let config = intent.as_ref().map_or(config, |p| &p.config);
-        let env = env(config, args.cloud.as_deref(), &args.placement).await?;
+        let mut env = env(config, args.cloud.as_deref(), &args.placement).await?;
+        show_progress(&mut env, out);
         let inst = match &args.instance {
             Some(id) => env
                 .store
@@ -173,6 +175,14 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
             .await?;
         print_report_drawn(out, &r, &kept, &released)
     })
+}
+
+/// Prints the operation's progress lines as it commits ([`ProgressLines`]), where `out` shows
+/// progress (a terminal, human mode, no `--quiet`).
+fn show_progress(env: &mut Env, out: Output) {
+    if out.shows_progress() {
+        env.lcm.add_observer(Arc::new(ProgressLines::new(out)));
+    }
 }
 
 /// `additionalParams` naming `reservation` (`--reservation`), as a client of `vnfm serve`
@@ -257,7 +267,8 @@ pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliEr
         ));
     }
     runtime()?.block_on(async {
-        let env = env(config, None, &args.placement).await?;
+        let mut env = env(config, None, &args.placement).await?;
+        show_progress(&mut env, out);
         let (id, pkg) =
             instance_and_package(&env, config, &args.instance, args.package.as_deref()).await?;
         let t = match args.direction {
@@ -293,7 +304,8 @@ pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliEr
 /// As [`instantiate`].
 pub fn heal(config: &Config, args: &HealArgs, out: Output) -> Result<(), CliError> {
     runtime()?.block_on(async {
-        let env = env(config, None, &args.placement).await?;
+        let mut env = env(config, None, &args.placement).await?;
+        show_progress(&mut env, out);
         let (id, pkg) =
             instance_and_package(&env, config, &args.instance, args.package.as_deref()).await?;
         let req = HealVnfRequest {
@@ -325,7 +337,8 @@ pub fn heal(config: &Config, args: &HealArgs, out: Output) -> Result<(), CliErro
 /// As [`instantiate`].
 pub fn terminate(config: &Config, args: &TerminateArgs, out: Output) -> Result<(), CliError> {
     runtime()?.block_on(async {
-        let env = env(config, None, &PlacementArgs::default()).await?;
+        let mut env = env(config, None, &PlacementArgs::default()).await?;
+        show_progress(&mut env, out);
         let id = VnfInstanceId::from(args.instance.as_str());
         let req = TerminateVnfRequest {
             termination_type: TerminationType::Forceful,
@@ -631,7 +644,8 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
         | OpCommand::Rollback { id, .. }
         | OpCommand::Retry { id, .. } = cmd
         {
-            let env = env(config, None, &PlacementArgs::default()).await?;
+            let mut env = env(config, None, &PlacementArgs::default()).await?;
+            show_progress(&mut env, out);
             let op_id = OpOccId::from(id.as_str());
             if let OpCommand::Rollback { package, .. } | OpCommand::Retry { package, .. } = cmd {
                 let op = env

@@ -4,4 +4,5 @@
 
 pub mod lcm;
 pub mod package;
+pub mod progress;
 pub mod promise;

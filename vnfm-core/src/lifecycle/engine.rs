@@ -172,6 +172,12 @@ impl Lifecycle {
         self
     }
 
+    /// [`Lifecycle::with_observer`] on a lifecycle already built (e.g. a command that shows
+    /// progress adds its printer).
+    pub fn add_observer(&mut self, observer: Arc<dyn LifecycleObserver>) {
+        self.observers.push(observer);
+    }
+
     /// Commits `batch` and tells the observers ([`super::events`]).
     async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
         super::events::commit(self.drivers.store.as_ref(), &self.observers, batch).await
