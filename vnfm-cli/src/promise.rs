@@ -280,10 +280,11 @@ pub struct DrawFrom<'a> {
     pub now: Option<DateTime<Utc>>,
 }
 
-/// The state file's ledger as the book [`vnfm_core::lifecycle::Lifecycle::start`] draws from and gives back to
-/// (the core decides what; see [`vnfm_core::lifecycle::start`]): each change reads the
-/// ledger, applies the change at `now` ([`effective_now`]) and saves it when it changed (or
-/// refused: what fell due happened).
+/// The state file's ledger as the book [`vnfm_core::lifecycle::Lifecycle::start`] draws from
+/// and gives back to (the core decides what; see [`vnfm_core::lifecycle::start`]): each change
+/// reads the ledger, applies the change at `now`
+/// ([`vnfm_core::reservation::lcm::effective_now`]) and saves it when it changed (or refused:
+/// what fell due happened).
 #[derive(Debug)]
 pub struct FileBook<'a> {
     config: &'a Config,

@@ -144,6 +144,27 @@ async fn world() -> World {
     }
 }
 
+impl World {
+    /// A new instance of the package.
+    async fn created(&self) -> vnfm_core::lcm::VnfInstance {
+        self.lcm
+            .create(
+                &self.pkg,
+                &CreateVnfRequest::new(self.pkg.descriptor_id.clone()),
+            )
+            .await
+            .unwrap()
+    }
+
+    /// Options drawing from this world's ledger.
+    fn booked(&self) -> StartOptions<'_> {
+        StartOptions {
+            book: Some(&self.book),
+            ..StartOptions::default()
+        }
+    }
+}
+
 fn reserved() -> Option<serde_json::Map<String, serde_json::Value>> {
     json!({"reservationId": "rollout"}).as_object().cloned()
 }
@@ -151,15 +172,8 @@ fn reserved() -> Option<serde_json::Map<String, serde_json::Value>> {
 #[tokio::test]
 async fn start_draws_runs_pinned_settles_and_gives_back() {
     let w = world().await;
-    let inst = w
-        .lcm
-        .create(&w.pkg, &CreateVnfRequest::new(w.pkg.descriptor_id.clone()))
-        .await
-        .unwrap();
-    let opts = StartOptions {
-        book: Some(&w.book),
-        ..StartOptions::default()
-    };
+    let inst = w.created().await;
+    let opts = w.booked();
     w.book.at(t(1));
     let mut req = InstantiateVnfRequest::new("default");
     req.additional_params = reserved();
@@ -260,11 +274,7 @@ async fn start_draws_runs_pinned_settles_and_gives_back() {
 #[tokio::test]
 async fn a_refused_draw_deletes_the_instance_made_for_it_and_runs_nothing() {
     let w = world().await;
-    let inst = w
-        .lcm
-        .create(&w.pkg, &CreateVnfRequest::new(w.pkg.descriptor_id.clone()))
-        .await
-        .unwrap();
+    let inst = w.created().await;
     // Before the reservation is active: refused by the ledger.
     w.book.at(t(0));
     let mut req = InstantiateVnfRequest::new("default");
@@ -307,19 +317,12 @@ async fn a_refused_draw_deletes_the_instance_made_for_it_and_runs_nothing() {
 #[tokio::test]
 async fn a_reservation_on_a_heal_or_without_a_book_is_refused_before_anything_runs() {
     let w = world().await;
-    let inst = w
-        .lcm
-        .create(&w.pkg, &CreateVnfRequest::new(w.pkg.descriptor_id.clone()))
-        .await
-        .unwrap();
+    let inst = w.created().await;
     let heal = HealVnfRequest {
         additional_params: reserved(),
         ..HealVnfRequest::default()
     };
-    let opts = StartOptions {
-        book: Some(&w.book),
-        ..StartOptions::default()
-    };
+    let opts = w.booked();
     let err = w
         .lcm
         .start(&inst.id, OpRequest::Heal(heal), Some(&w.pkg), &opts)

@@ -200,6 +200,7 @@ fn reservation_param(reservation: Option<&str>) -> Option<vnfm_core::grant::KeyV
 
 /// How a command starts its operation through [`Lifecycle::start`], with the state file's
 /// ledger as the book.
+#[derive(Default)]
 struct Run {
     /// `--now`: the time of the ledger's changes.
     now: Option<chrono::DateTime<chrono::Utc>>,
@@ -282,7 +283,7 @@ pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliEr
         req.additional_params = reservation_param(args.reservation.as_deref());
         let run = Run {
             now: args.now,
-            delete_on_refusal: false,
+            ..Run::default()
         };
         let (r, kept, released) = run
             .start(
@@ -313,11 +314,7 @@ pub fn heal(config: &Config, args: &HealArgs, out: Output) -> Result<(), CliErro
             cause: args.cause.clone(),
             ..HealVnfRequest::default()
         };
-        let run = Run {
-            now: None,
-            delete_on_refusal: false,
-        };
-        let (r, _, released) = run
+        let (r, _, released) = Run::default()
             .start(
                 &env,
                 config,
@@ -345,12 +342,8 @@ pub fn terminate(config: &Config, args: &TerminateArgs, out: Output) -> Result<(
             graceful_termination_timeout: None,
             additional_params: None,
         };
-        let run = Run {
-            now: None,
-            delete_on_refusal: false,
-        };
         // A completed terminate gives back every allocation of the instance (the core decides).
-        let (r, _, released) = run
+        let (r, _, released) = Run::default()
             .start(
                 &env,
                 config,
