@@ -34,6 +34,7 @@
 //!   [`vnfm_core::lifecycle::grantor`]); `GET /grant/api_versions`, `GET
 //!   /grant/v1/api_versions`, and `Version: 1.4.0` on every answer under `/grant/`.
 //! - `GET /metrics`: Prometheus text format.
+//! - `GET /healthz`: 200 when the state store answers a read, 503 otherwise (`health`).
 //! - `/promise/v1/...`: the OPNFV Promise capacity ledger (pools, capacity, reservations,
 //!   allocations, subscriptions with delivery to callback URIs); see [`promise`].
 //! - `GET /admin/packages`, `POST /admin/packages/reload`: the package index, the packages of
@@ -77,6 +78,7 @@ mod admin;
 mod alerts;
 mod auth;
 mod conn;
+mod health;
 mod http;
 mod journal;
 mod lcm_api;
@@ -242,6 +244,7 @@ fn router(app: Arc<App>) -> Router {
         .merge(promise::routes(app.clone()))
         .merge(admin::routes(app.clone()))
         .route("/metrics", get(metrics))
+        .route("/healthz", get(health::healthz))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), front))
         .with_state(app)
