@@ -11,9 +11,12 @@
 //!   (`fieldValidation=Strict`: an unknown field, a misspelt `readinesProbe`, is refused
 //!   rather than dropped), in a namespace it creates; each must be accepted. It also checks
 //!   that the same request refuses broken copies of the Deployment (`replicas: "three"`, no
-//!   container image, a misspelt field), so an accepted manifest means something. Runs with
-//!   `VNFM_TEST_K8S=1` and `VNFM_K8S_KUBECONFIG` (`eval "$(scripts/k8s-dev.sh start)"`;
-//!   `scripts/test.sh` does it on CI); otherwise it records a skip of the suite `real-k8s`.
+//!   container image, a misspelt field), so an accepted manifest means something; and that a
+//!   pod of the Deployment's template is admitted in a namespace enforcing the restricted Pod
+//!   Security Standard (as `namespace.yaml` does), where one without `runAsNonRoot` is not.
+//!   Runs with `VNFM_TEST_K8S=1` and `VNFM_K8S_KUBECONFIG` (`eval "$(scripts/k8s-dev.sh
+//!   start)"`; `scripts/test.sh` does it on CI); otherwise it records a skip of the suite
+//!   `real-k8s`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -120,6 +123,12 @@ fn manifests_parse_and_fit_together() {
     for (file, d) in &docs {
         assert!(d["metadata"]["namespace"].is_null(), "{file} names a namespace: {d}");
     }
+
+    let namespace = one(&docs, "Namespace");
+    assert_eq!(
+        namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+        "restricted"
+    );
 
     let deploy = one(&docs, "Deployment");
     let spec = &deploy["spec"];
@@ -277,7 +286,10 @@ async fn the_real_apiserver_accepts_the_manifests() {
     let stamp = chrono::Utc::now().timestamp_millis() % 100_000_000;
     let ns = format!("vnfm-manifests-{stamp}");
     let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
-    let n = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+    // Restricted, as namespace.yaml: the pods must meet the restricted Pod Security Standard.
+    let n = serde_json::from_value(json!({"metadata": {"name": ns, "labels": {
+        "pod-security.kubernetes.io/enforce": "restricted"}}}))
+    .unwrap();
     namespaces.create(&PostParams::default(), &n).await.unwrap();
 
     let docs = manifests();
@@ -329,6 +341,25 @@ async fn the_real_apiserver_accepts_the_manifests() {
     let (code, message) = refusal(dry_run_create(&client, &ns, &misspelt).await, "readinesProbe");
     if !(matches!(code, 400 | 422) && message.contains("readinesProbe")) {
         failures.push(format!("a misspelt readinesProbe refused with {code}: {message}"));
+    }
+
+    // The pods the Deployment makes are admitted in the restricted namespace (Pod Security
+    // Admission judges pods, not their Deployment), and one running as root would not be.
+    let template = &deploy["spec"]["template"];
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "vnfm-pod", "labels": template["metadata"]["labels"]},
+        "spec": template["spec"]});
+    if let Err(e) = dry_run_create(&client, &ns, &pod).await {
+        failures.push(format!("a pod of the Deployment's template: {e}"));
+    }
+    let mut root = pod.clone();
+    root["spec"]["securityContext"]
+        .as_object_mut()
+        .unwrap()
+        .remove("runAsNonRoot");
+    let (code, message) = refusal(dry_run_create(&client, &ns, &root).await, "runAsNonRoot");
+    if !(code == 403 && message.contains("runAsNonRoot")) {
+        failures.push(format!("a pod without runAsNonRoot refused with {code}: {message}"));
     }
 
     // A dry run stores nothing.
