@@ -68,7 +68,11 @@ fn manifests() -> Vec<(String, Value)> {
             let doc = serde_json::to_value(&yaml)
                 .unwrap_or_else(|e| panic!("{DIR}/{name}: document {}: {e}", i + 1));
             for key in ["apiVersion", "kind"] {
-                assert!(doc[key].is_string(), "{DIR}/{name}: document {} has no {key}", i + 1);
+                assert!(
+                    doc[key].is_string(),
+                    "{DIR}/{name}: document {} has no {key}",
+                    i + 1
+                );
             }
             assert!(
                 doc["metadata"]["name"].is_string(),
@@ -94,7 +98,9 @@ fn one<'a>(docs: &'a [(String, Value)], kind: &str) -> &'a Value {
 
 /// The container port named or numbered by `port` (a probe's or the Service's target).
 fn container_port(container: &Value, port: &Value) -> i64 {
-    let ports = container["ports"].as_array().expect("the container's ports");
+    let ports = container["ports"]
+        .as_array()
+        .expect("the container's ports");
     let found = ports.iter().find(|p| match port {
         Value::String(name) => p["name"] == name.as_str(),
         n => &p["containerPort"] == n,
@@ -108,7 +114,10 @@ fn container_port(container: &Value, port: &Value) -> i64 {
 #[test]
 fn manifests_parse_and_fit_together() {
     let docs = manifests();
-    let kinds: BTreeSet<&str> = docs.iter().map(|(_, d)| d["kind"].as_str().unwrap()).collect();
+    let kinds: BTreeSet<&str> = docs
+        .iter()
+        .map(|(_, d)| d["kind"].as_str().unwrap())
+        .collect();
     let want: BTreeSet<&str> = [
         "ConfigMap",
         "Deployment",
@@ -121,7 +130,10 @@ fn manifests_parse_and_fit_together() {
     assert_eq!(kinds, want);
     // Namespace-agnostic: applied with `-n` wherever the operator wants them.
     for (file, d) in &docs {
-        assert!(d["metadata"]["namespace"].is_null(), "{file} names a namespace: {d}");
+        assert!(
+            d["metadata"]["namespace"].is_null(),
+            "{file} names a namespace: {d}"
+        );
     }
 
     let namespace = one(&docs, "Namespace");
@@ -142,10 +154,13 @@ fn manifests_parse_and_fit_together() {
     }
     let pod = &pod["spec"];
     let grace = pod["terminationGracePeriodSeconds"].as_i64().unwrap();
-    assert!(grace >= DRAIN_SECS, "grace period {grace} s < the drain's {DRAIN_SECS} s");
+    assert!(
+        grace >= DRAIN_SECS,
+        "grace period {grace} s < the drain's {DRAIN_SECS} s"
+    );
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
-    let spread = &pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
-        ["podAffinityTerm"];
+    let spread = &pod["affinity"]["podAntiAffinity"]
+        ["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"];
     assert_eq!(spread["topologyKey"], "kubernetes.io/hostname");
     assert_eq!(&spread["labelSelector"]["matchLabels"], selector);
     let containers = pod["containers"].as_array().unwrap();
@@ -155,7 +170,10 @@ fn manifests_parse_and_fit_together() {
     assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
     for r in ["requests", "limits"] {
         for what in ["cpu", "memory"] {
-            assert!(c["resources"][r][what].is_string(), "resources.{r}.{what}: {c}");
+            assert!(
+                c["resources"][r][what].is_string(),
+                "resources.{r}.{what}: {c}"
+            );
         }
     }
     let port = container_port(c, &json!("sol003"));
@@ -179,7 +197,12 @@ fn manifests_parse_and_fit_together() {
             .unwrap()
             .iter()
             .find(|m| path.starts_with(m["mountPath"].as_str().unwrap()))
-            .unwrap_or_else(|| panic!("{} is on no volume (the root file system is read-only)", path.display()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{} is on no volume (the root file system is read-only)",
+                    path.display()
+                )
+            })
     };
     let env = |name: &str| {
         c["env"]
@@ -196,18 +219,27 @@ fn manifests_parse_and_fit_together() {
     let m = mount_of(&config_path);
     let v = volume(m["name"].as_str().unwrap());
     assert_eq!(v["configMap"]["name"], config_map["metadata"]["name"]);
-    let key = config_path.strip_prefix(m["mountPath"].as_str().unwrap()).unwrap();
+    let key = config_path
+        .strip_prefix(m["mountPath"].as_str().unwrap())
+        .unwrap();
     let toml = config_map["data"][key.to_str().unwrap()]
         .as_str()
         .unwrap_or_else(|| panic!("the ConfigMap has no {}", key.display()));
     let config = vnfm_cli::config::Config::from_toml(&config_path, toml)
         .unwrap_or_else(|e| panic!("the ConfigMap's vnfm.toml: {e}"));
     config.server.validate().unwrap();
-    assert!(config.server.listen.ip().is_unspecified(), "{}", config.server.listen);
+    assert!(
+        config.server.listen.ip().is_unspecified(),
+        "{}",
+        config.server.listen
+    );
     assert_eq!(i64::from(config.server.listen.port()), port);
     let state = config.state.path.clone().expect("[state] path");
     let m = mount_of(&state);
-    assert!(volume(m["name"].as_str().unwrap())["emptyDir"].is_object(), "{m}");
+    assert!(
+        volume(m["name"].as_str().unwrap())["emptyDir"].is_object(),
+        "{m}"
+    );
     assert_ne!(m["readOnly"], true, "{m}");
     let packages = config.packages.dir.clone().expect("[packages] dir");
     mount_of(&packages);
@@ -219,10 +251,18 @@ fn manifests_parse_and_fit_together() {
         assert_eq!(r["name"], secret["metadata"]["name"], "{var}");
         assert_eq!(r["optional"].as_bool().unwrap_or(false), optional, "{var}");
         let key = r["key"].as_str().unwrap();
-        let value = secret["stringData"][key].as_str().unwrap_or_else(|| panic!("no {key}"));
-        assert!(value.contains("CHANGE-ME"), "the example Secret holds a placeholder: {key}");
+        let value = secret["stringData"][key]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {key}"));
+        assert!(
+            value.contains("CHANGE-ME"),
+            "the example Secret holds a placeholder: {key}"
+        );
     }
-    assert!(secret["stringData"]["url"].as_str().unwrap().starts_with("postgres://"));
+    assert!(secret["stringData"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("postgres://"));
 
     let service = one(&docs, "Service");
     assert_eq!(service["spec"]["type"], "ClusterIP");
@@ -243,7 +283,11 @@ fn manifests_parse_and_fit_together() {
 
 /// A create of `doc` with server-side dry run and strict field validation, in `ns` when its
 /// kind is namespaced: the apiserver's answer (the object as it would store it).
-async fn dry_run_create(client: &kube::Client, ns: &str, doc: &Value) -> Result<Value, kube::Error> {
+async fn dry_run_create(
+    client: &kube::Client,
+    ns: &str,
+    doc: &Value,
+) -> Result<Value, kube::Error> {
     let api_version = doc["apiVersion"].as_str().unwrap();
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let gvk = GroupVersionKind::gvk(group, version, doc["kind"].as_str().unwrap());
@@ -319,9 +363,14 @@ async fn the_real_apiserver_accepts_the_manifests() {
     let deploy = one(&docs, "Deployment").clone();
     let mut three = deploy.clone();
     three["spec"]["replicas"] = json!("three");
-    let (code, message) = refusal(dry_run_create(&client, &ns, &three).await, "replicas: \"three\"");
+    let (code, message) = refusal(
+        dry_run_create(&client, &ns, &three).await,
+        "replicas: \"three\"",
+    );
     if !(matches!(code, 400 | 422) && message.contains("replicas")) {
-        failures.push(format!("replicas: \"three\" refused with {code}: {message}"));
+        failures.push(format!(
+            "replicas: \"three\" refused with {code}: {message}"
+        ));
     }
     let mut no_image = deploy.clone();
     no_image["spec"]["template"]["spec"]["containers"][0]
@@ -338,9 +387,14 @@ async fn the_real_apiserver_accepts_the_manifests() {
         .unwrap();
     let probe = c.remove("readinessProbe").unwrap();
     c.insert("readinesProbe".into(), probe);
-    let (code, message) = refusal(dry_run_create(&client, &ns, &misspelt).await, "readinesProbe");
+    let (code, message) = refusal(
+        dry_run_create(&client, &ns, &misspelt).await,
+        "readinesProbe",
+    );
     if !(matches!(code, 400 | 422) && message.contains("readinesProbe")) {
-        failures.push(format!("a misspelt readinesProbe refused with {code}: {message}"));
+        failures.push(format!(
+            "a misspelt readinesProbe refused with {code}: {message}"
+        ));
     }
 
     // The pods the Deployment makes are admitted in the restricted namespace (Pod Security
@@ -359,14 +413,20 @@ async fn the_real_apiserver_accepts_the_manifests() {
         .remove("runAsNonRoot");
     let (code, message) = refusal(dry_run_create(&client, &ns, &root).await, "runAsNonRoot");
     if !(code == 403 && message.contains("runAsNonRoot")) {
-        failures.push(format!("a pod without runAsNonRoot refused with {code}: {message}"));
+        failures.push(format!(
+            "a pod without runAsNonRoot refused with {code}: {message}"
+        ));
     }
 
     // A dry run stores nothing.
-    let deployments = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), &ns);
+    let deployments =
+        Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), &ns);
     let stored = deployments.list(&ListParams::default()).await.unwrap();
     if !stored.items.is_empty() {
-        failures.push(format!("the dry runs stored {} Deployments", stored.items.len()));
+        failures.push(format!(
+            "the dry runs stored {} Deployments",
+            stored.items.len()
+        ));
     }
 
     if let Err(e) = namespaces.delete(&ns, &DeleteParams::default()).await {
