@@ -225,8 +225,20 @@ fn manifests_parse_and_fit_together() {
     let toml = config_map["data"][key.to_str().unwrap()]
         .as_str()
         .unwrap_or_else(|| panic!("the ConfigMap has no {}", key.display()));
-    let config = vnfm_cli::config::Config::from_toml(&config_path, toml)
+    // The packages folder is on its volume in the pod; here, where it does not exist, a
+    // folder of the test stands in for it (the configuration refuses a missing one).
+    let packages = toml::from_str::<toml::Value>(toml).unwrap()["packages"]["dir"]
+        .as_str()
+        .expect("[packages] dir")
+        .to_owned();
+    let here = tempfile::tempdir().unwrap();
+    let toml = toml.replace(
+        &format!("{packages:?}"),
+        &format!("{:?}", here.path().display().to_string()),
+    );
+    let config = vnfm_cli::config::Config::from_toml(&config_path, &toml)
         .unwrap_or_else(|e| panic!("the ConfigMap's vnfm.toml: {e}"));
+    assert_eq!(config.packages.dir.as_deref(), Some(here.path()));
     config.server.validate().unwrap();
     assert!(
         config.server.listen.ip().is_unspecified(),
@@ -241,8 +253,7 @@ fn manifests_parse_and_fit_together() {
         "{m}"
     );
     assert_ne!(m["readOnly"], true, "{m}");
-    let packages = config.packages.dir.clone().expect("[packages] dir");
-    mount_of(&packages);
+    mount_of(Path::new(&packages));
 
     // The database URL (and the API token) come from the Secret, under keys it has.
     let secret = one(&docs, "Secret");
