@@ -11,7 +11,7 @@ use vnfm_core::cluster::{
     HostLabelHook, LabelConfig, LabelSelector, DEFAULT_HOST_LABEL, ZONE_LABEL,
 };
 use vnfm_core::driver::{Clock, DriverError};
-use vnfm_core::lifecycle::{LcmConfig, Lifecycle, LifecycleEvent, LifecycleObserver};
+use vnfm_core::lifecycle::{CommitTicket, LcmConfig, Lifecycle, LifecycleEvent, LifecycleObserver};
 use vnfm_core::placement::Selection;
 use vnfm_core::reselect::InsufficientResourcePattern;
 use vnfm_core::sim::SimCloud;
@@ -141,7 +141,7 @@ impl SimSaver {
 
 #[async_trait::async_trait]
 impl LifecycleObserver for SimSaver {
-    async fn event(&self, event: &LifecycleEvent<'_>) -> Result<(), DriverError> {
+    async fn event(&self, event: &LifecycleEvent<'_>, _: CommitTicket) -> Result<(), DriverError> {
         // Only after a commit went through: a command that lost the race for an instance must
         // not overwrite the cloud of the one that won.
         let LifecycleEvent::Committed(_) = event else {

@@ -103,6 +103,11 @@ pub fn demo_cloud() -> Result<CloudFile, vnfm_core::Error> {
     CloudFile::from_yaml(DEMO_CLOUD_NAME, DEMO_CLOUD)
 }
 
+/// The files of the built-in demo package (path in the package, content).
+pub(crate) fn demo_package_files() -> &'static [(&'static str, &'static [u8])] {
+    DEMO_PACKAGE
+}
+
 /// The built-in demo package.
 ///
 /// # Errors

@@ -635,6 +635,124 @@ pub struct ServerConfig {
     /// (a value visited, a byte compared: [`vnfm_core::query::Budget`]); a filter that needs
     /// more is refused with a 400 (default 20,000,000; at least 1).
     pub filter_work_limit: u64,
+    /// `[server.oauth2]`: the OAuth 2.0 token endpoint (`POST /token`) and its clients.
+    #[serde(skip_serializing_if = "OAuth2Config::is_unset")]
+    pub oauth2: OAuth2Config,
+}
+
+/// The bounds of `[server.oauth2] token_lifetime`, in seconds.
+pub const TOKEN_LIFETIME_RANGE: std::ops::RangeInclusive<u64> = 60..=86_400;
+
+/// The default `[server.oauth2] token_lifetime`, in seconds.
+pub const DEFAULT_TOKEN_LIFETIME: u64 = 3600;
+
+/// The most `[[server.oauth2.clients]]`.
+pub const MAX_OAUTH2_CLIENTS: usize = 100;
+
+/// The fewest bytes of `[server.oauth2] signing_key`.
+pub const MIN_SIGNING_KEY_BYTES: usize = 32;
+
+/// `[server.oauth2]`: the OAuth 2.0 client-credentials grant (RFC 6749 section 4.4) of `vnfm
+/// serve`, as Tacker's `[v2_nfvo]` asks for an access token before every grant and package
+/// request. With at least one client, `POST /token` issues tokens (HTTP Basic client
+/// authentication), and the Grant API and the package endpoints accept them beside `[server]
+/// api_token`. A token is signed (HMAC-SHA256) and carries its client and its expiry: nothing
+/// is kept per token.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OAuth2Config {
+    /// `clients`: who may ask for a token (`[[server.oauth2.clients]]`, at most
+    /// [`MAX_OAUTH2_CLIENTS`]). None: no token endpoint.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<OAuth2Client>,
+    /// `token_lifetime`: the seconds a token is valid, on the server's clock (default
+    /// [`DEFAULT_TOKEN_LIFETIME`]; [`TOKEN_LIFETIME_RANGE`]).
+    pub token_lifetime: u64,
+    /// `signing_key`: the key tokens are signed with (at least [`MIN_SIGNING_KEY_BYTES`]
+    /// bytes); replicas that accept each other's tokens share it. Unset: a random key made at
+    /// start, so tokens end with the process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_key: Option<Secret>,
+}
+
+impl Default for OAuth2Config {
+    fn default() -> Self {
+        Self {
+            clients: Vec::new(),
+            token_lifetime: DEFAULT_TOKEN_LIFETIME,
+            signing_key: None,
+        }
+    }
+}
+
+impl OAuth2Config {
+    /// Whether nothing is configured (the section is left out of `config show`).
+    pub fn is_unset(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// What is wrong with the section, naming the key, its value (never a secret's) and what
+    /// is expected.
+    fn problem(&self) -> Option<String> {
+        if !TOKEN_LIFETIME_RANGE.contains(&self.token_lifetime) {
+            return Some(format!(
+                "[server.oauth2] token_lifetime is {}; expected {} to {} seconds",
+                self.token_lifetime,
+                TOKEN_LIFETIME_RANGE.start(),
+                TOKEN_LIFETIME_RANGE.end()
+            ));
+        }
+        if self.clients.len() > MAX_OAUTH2_CLIENTS {
+            return Some(format!(
+                "[server.oauth2] has {} clients; expected at most {MAX_OAUTH2_CLIENTS}",
+                self.clients.len()
+            ));
+        }
+        if let Some(k) = &self.signing_key {
+            if k.expose().len() < MIN_SIGNING_KEY_BYTES {
+                return Some(format!(
+                    "[server.oauth2] signing_key has {} bytes; expected at least \
+                     {MIN_SIGNING_KEY_BYTES} (or no key: one is made at start)",
+                    k.expose().len()
+                ));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, c) in self.clients.iter().enumerate() {
+            if c.id.trim().is_empty() || c.id.contains(':') || c.id.chars().any(char::is_control) {
+                return Some(format!(
+                    "[server.oauth2] clients[{i}] id {:?}: expected a non-empty id without ':' \
+                     or control characters (HTTP Basic sends it before a ':')",
+                    c.id
+                ));
+            }
+            if c.secret.expose().trim().is_empty() {
+                return Some(format!(
+                    "[server.oauth2] clients[{i}] (id {:?}) has an empty secret; expected a \
+                     non-empty one",
+                    c.id
+                ));
+            }
+            if !seen.insert(c.id.as_str()) {
+                return Some(format!(
+                    "[server.oauth2] clients[{i}] id {:?} is given twice; expected one entry \
+                     per client",
+                    c.id
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// One `[[server.oauth2.clients]]`: a client of the token endpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuth2Client {
+    /// `id`: the `client_id` (Tacker's `[v2_nfvo] client_id`).
+    pub id: String,
+    /// `secret`: the client's password (Tacker's `[v2_nfvo] client_password`).
+    pub secret: Secret,
 }
 
 /// The file descriptors `vnfm serve` keeps for itself beside its connections (state file, on
@@ -743,7 +861,7 @@ impl ServerConfig {
                     .into(),
             );
         }
-        None
+        self.oauth2.problem()
     }
 
     /// The effective `max_connections` under an open-file limit of `open_files` (`None`:
@@ -805,6 +923,7 @@ impl Default for ServerConfig {
             alert_fsync: AlertFsync::Periodic,
             page_size: 100,
             filter_work_limit: DEFAULT_FILTER_WORK_LIMIT,
+            oauth2: OAuth2Config::default(),
         }
     }
 }
@@ -1329,6 +1448,53 @@ mod tests {
         let c =
             Config::from_toml(Path::new("v.toml"), "[server]\nalert_fsync = \"each\"\n").unwrap();
         assert_eq!(c.server.alert_fsync, AlertFsync::Each);
+    }
+
+    #[test]
+    fn oauth2_clients_are_read_checked_and_redacted() {
+        let text = "[server.oauth2]\ntoken_lifetime = 600\n\
+                    [[server.oauth2.clients]]\nid = \"tacker\"\nsecret = \"s3cret\"\n";
+        let c = Config::from_toml(Path::new("v.toml"), text).unwrap();
+        assert_eq!(c.server.oauth2.token_lifetime, 600);
+        assert_eq!(c.server.oauth2.clients[0].id, "tacker");
+        assert_eq!(c.server.oauth2.clients[0].secret.expose(), "s3cret");
+        let shown = toml::to_string(&c).unwrap();
+        assert!(
+            !shown.contains("s3cret") && shown.contains("tacker"),
+            "{shown}"
+        );
+        assert!(!toml::to_string(&Config::default())
+            .unwrap()
+            .contains("oauth2"));
+        for (bad, says) in [
+            (
+                "[server.oauth2]\ntoken_lifetime = 5\n",
+                "token_lifetime is 5",
+            ),
+            (
+                "[server.oauth2]\nsigning_key = \"short\"\n",
+                "signing_key has 5 bytes",
+            ),
+            (
+                "[[server.oauth2.clients]]\nid = \"a:b\"\nsecret = \"x\"\n",
+                "clients[0] id \"a:b\"",
+            ),
+            (
+                "[[server.oauth2.clients]]\nid = \"a\"\nsecret = \" \"\n",
+                "empty secret",
+            ),
+            (
+                "[[server.oauth2.clients]]\nid = \"a\"\nsecret = \"x\"\n\
+                 [[server.oauth2.clients]]\nid = \"a\"\nsecret = \"y\"\n",
+                "given twice",
+            ),
+        ] {
+            let e = Config::from_toml(Path::new("v.toml"), bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+            assert!(!e.contains("short"), "the key is never echoed: {e}");
+        }
     }
 
     #[test]

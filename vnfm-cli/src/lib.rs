@@ -56,6 +56,7 @@ pub mod nfvo;
 pub mod outgoing;
 pub(crate) mod output;
 pub(crate) mod package_dir;
+pub(crate) mod package_zip;
 pub mod promise;
 pub(crate) mod render;
 pub(crate) mod report;

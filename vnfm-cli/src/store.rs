@@ -349,14 +349,13 @@ impl SqliteStore {
     /// As [`Store::commit`]; nothing is written then.
     pub async fn commit_with_outbox(
         &self,
-        batch: StoreBatch,
+        mut batch: StoreBatch,
         put: Vec<(String, String)>,
         prune: Vec<(String, String)>,
     ) -> Result<(), DriverError> {
-        self.with_conn(Access::Write, move |conn, file| {
-            commit(conn, file, &batch, &put, &prune)
-        })
-        .await
+        batch.documents.extend(put);
+        batch.prune_documents.extend(prune);
+        Store::commit(self, batch).await
     }
 
     /// A second connection to the same state file, with its own turn and counts, for work
@@ -654,7 +653,8 @@ pub enum Flush {
 impl Store for SqliteStore {
     async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
         self.with_conn(Access::Write, move |conn, file| {
-            commit(conn, file, &batch, &[], &[])
+            let (documents, prune) = (&batch.documents, &batch.prune_documents);
+            commit(conn, file, &batch, documents, prune)
         })
         .await
     }

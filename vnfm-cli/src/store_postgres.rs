@@ -821,11 +821,13 @@ impl PgStore {
     /// As [`Store::commit`]; nothing is written then.
     pub async fn commit_with_outbox(
         &self,
-        batch: StoreBatch,
+        mut batch: StoreBatch,
         put: Vec<(String, String)>,
         prune: Vec<(String, String)>,
     ) -> Result<(), DriverError> {
-        self.commit_all(&batch, &put, &prune).await
+        batch.documents.extend(put);
+        batch.prune_documents.extend(prune);
+        Store::commit(self, batch).await
     }
 
     /// The documents whose names start with `prefix`, in name (byte) order.
@@ -961,7 +963,8 @@ impl PgStore {
 #[async_trait]
 impl Store for PgStore {
     async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
-        self.commit_all(&batch, &[], &[]).await
+        self.commit_all(&batch, &batch.documents, &batch.prune_documents)
+            .await
     }
 
     async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {

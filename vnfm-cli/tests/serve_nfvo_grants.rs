@@ -451,3 +451,44 @@ async fn tackers_scale_out_grant_request() {
     }
     server.shutdown().await.unwrap();
 }
+
+/// Review finding: each distinct `RES_MGMT` reference is one lookup in the VIM (Nova), and the
+/// per-list limits (1,000 constraints of 1,000 references) would let a million through. Two
+/// constraints of 501 distinct references each (each constraint within its own limit): refused
+/// before any lookup, 422 naming `placementConstraints` with the count and the limit, no grant
+/// stored. Without the cap, the lookups run and the first unknown server is refused (403).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn res_mgmt_references_are_capped_over_all_constraints() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path())).await;
+    let addr = server.local_addr();
+    let constraint = |from: usize| {
+        let mut refs = vec![json!({"idType": "GRANT", "resourceId": "c0"})];
+        refs.extend(
+            (from..from + 501)
+                .map(|i| json!({"idType": "RES_MGMT", "resourceId": format!("server-{i}")})),
+        );
+        json!({"affinityOrAntiAffinity": "ANTI_AFFINITY", "scope": "NFVI_NODE",
+               "resource": refs, "fallbackBestEffort": true})
+    };
+    let body = grant_request(DEMO_VNFD, 1, json!([constraint(0), constraint(501)]));
+    let p = post_grant(addr, &body).await.problem(422);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("placementConstraints") && d.contains("1002") && d.contains("at most 1000"),
+        "{p}"
+    );
+    // Nothing stored: the counter did not move (the next grant is the first).
+    let r = post_grant(addr, &grant_request("any-vnfd", 0, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["id"], "nfvo-grant-1");
+    // The same references repeated in both constraints count once: within the cap, looked up,
+    // and refused for the first unknown server.
+    let body = grant_request(DEMO_VNFD, 1, json!([constraint(0), constraint(0)]));
+    let p = post_grant(addr, &body).await.problem(403);
+    assert!(
+        p["detail"].as_str().unwrap().contains("RES_MGMT reference"),
+        "{p}"
+    );
+    server.shutdown().await.unwrap();
+}

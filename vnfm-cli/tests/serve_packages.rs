@@ -18,19 +18,6 @@ use serve_common::*;
 /// The `vnfdId` of the fixture package `tests/cmd/packages/mini`.
 const MINI: &str = "0b6e2f55-9d1c-4c1e-8a57-1f0c3d2e4b6a";
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 fn fixture(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/cmd/packages")

@@ -121,6 +121,15 @@ pub struct StoreBatch {
     /// Conditions checked before anything is written (see [`Precondition`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preconditions: Vec<Precondition>,
+    /// Documents (name, body) written with the batch, in the same transaction: what must be
+    /// stored exactly when the batch is, e.g. the notifications it causes for an outbox. A
+    /// store without documents ([`MemoryStore`]) keeps them beside its objects.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<(String, String)>,
+    /// Ranges of documents deleted with the batch: every name that starts with `.0` and sorts
+    /// at or before `.1` (an outbox's oldest entries leaving as new ones come).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prune_documents: Vec<(String, String)>,
 }
 
 impl StoreBatch {
@@ -231,6 +240,7 @@ pub struct MemoryStore {
 struct State {
     instances: BTreeMap<VnfInstanceId, (VnfInstance, Version)>,
     op_occs: BTreeMap<OpOccId, (VnfLcmOpOcc, Version)>,
+    documents: BTreeMap<String, String>,
 }
 
 impl State {
@@ -266,6 +276,11 @@ impl MemoryStore {
         Self::default()
     }
 
+    /// The document `name` a batch wrote ([`StoreBatch::documents`]), if any.
+    pub fn document(&self, name: &str) -> Option<String> {
+        self.lock().documents.get(name).cloned()
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // The state is only mutated after a batch has been validated, by code that cannot
         // panic half-way, so a poisoned lock still guards consistent data.
@@ -296,7 +311,15 @@ impl Store for MemoryStore {
             delete_instances,
             put_op_occs,
             preconditions: _,
+            documents,
+            prune_documents,
         } = batch;
+        for (prefix, upto) in &prune_documents {
+            state
+                .documents
+                .retain(|name, _| !(name.starts_with(prefix.as_str()) && name <= upto));
+        }
+        state.documents.extend(documents);
         for inst in put_instances {
             let v = state
                 .instances

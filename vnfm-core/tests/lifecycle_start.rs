@@ -18,8 +18,8 @@ use vnfm_core::lcm::{
     ScaleVnfRequest, TerminateVnfRequest, TerminationType,
 };
 use vnfm_core::lifecycle::{
-    Drivers, LcmConfig, LcmError, Lifecycle, LifecycleEvent, LifecycleObserver, OpRequest,
-    StartError, StartOptions,
+    CommitTicket, Drivers, LcmConfig, LcmError, Lifecycle, LifecycleEvent, LifecycleObserver,
+    OpRequest, StartError, StartOptions,
 };
 use vnfm_core::package::{fs, VnfPackage};
 use vnfm_core::placement::Selection;
@@ -74,7 +74,7 @@ struct Seen(Mutex<Vec<Vec<(String, LcmOperationStateType)>>>);
 
 #[async_trait]
 impl LifecycleObserver for Seen {
-    async fn event(&self, event: &LifecycleEvent<'_>) -> Result<(), DriverError> {
+    async fn event(&self, event: &LifecycleEvent<'_>, _: CommitTicket) -> Result<(), DriverError> {
         let LifecycleEvent::Committed(batch) = event else {
             return Ok(());
         };
@@ -82,7 +82,7 @@ impl LifecycleObserver for Seen {
             batch
                 .put_op_occs
                 .iter()
-                .map(|o| (o.id.to_string(), o.operation_state.clone()))
+                .map(|o| (o.id.to_string(), o.operation_state))
                 .collect(),
         );
         Ok(())

@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use tokio::sync::watch;
 
+use super::guard::{require_api_token, Guard};
 use super::http::{json, problem_of};
 use super::state::App;
 
@@ -35,22 +35,10 @@ pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
     Router::new()
         .route("/admin/packages", get(list))
         .route("/admin/packages/reload", post(reload))
-        .route_layer(axum::middleware::from_fn_with_state(app, require_token))
-}
-
-async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    if app.api_auth.admits(req.headers()) {
-        return next.run(req).await;
-    }
-    let mut r = problem_of(
-        401,
-        "the package listing and reload require Authorization: Bearer <[server] api_token>",
-    );
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(app.api_auth.challenge()),
-    );
-    r
+        .route_layer(axum::middleware::from_fn_with_state(
+            Guard::new(app, "the package listing and reload require"),
+            require_api_token,
+        ))
 }
 
 /// `GET /admin/packages`: the packages served and the entries that are not, with why.

@@ -3,9 +3,8 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -20,6 +19,7 @@ use vnfm_core::lifecycle::grant::{lcm_op_occ_href, vnf_instance_href};
 use vnfm_core::lifecycle::modify::{self, ModifyError};
 use vnfm_core::lifecycle::OperationOptions;
 
+use super::guard::{require_api_token, Guard};
 use super::http::{json, parse, problem, problem_of, read_body, with_location};
 use super::query;
 use super::state::{launch, lcm_problem, App, OpRequest};
@@ -78,22 +78,10 @@ pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
             post(super::tasks::cancel),
         )
         .route("/intent/v1/selections", post(select_region))
-        .route_layer(axum::middleware::from_fn_with_state(app, require_token))
-}
-
-async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    if app.api_auth.admits(req.headers()) {
-        return next.run(req).await;
-    }
-    let mut r = problem_of(
-        401,
-        "the LCM API requires Authorization: Bearer <[server] api_token>",
-    );
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(app.api_auth.challenge()),
-    );
-    r
+        .route_layer(axum::middleware::from_fn_with_state(
+            Guard::new(app, "the LCM API requires"),
+            require_api_token,
+        ))
 }
 
 fn store_problem(e: &vnfm_core::driver::DriverError) -> Response {

@@ -33,6 +33,12 @@
 //!   NFVO, for another VNFM (`nfvo_grants`: the decision is the core's
 //!   [`vnfm_core::lifecycle::grantor`]); `GET /grant/api_versions`, `GET
 //!   /grant/v1/api_versions`, and `Version: 1.4.0` on every answer under `/grant/`.
+//! - `POST /token`: the OAuth 2.0 client-credentials token endpoint (`oauth`, with
+//!   `[server.oauth2]` clients); its tokens open the Grant API and the package endpoints beside
+//!   `[server] api_token` (`guard`).
+//! - `GET /vnfpkgm/v2/onboarded_vnf_packages/{vnfdId}[/vnfd|/package_content]`: the SOL005
+//!   subset a VNFM reads from its NFVO, from the package index, zips the same bytes every time
+//!   (`vnfpkgm`); `Version: 2.1.0` under `/vnfpkgm/`.
 //! - `GET /metrics`: Prometheus text format.
 //! - `GET /healthz`: 200 when the state store answers a read, 503 otherwise (`health`).
 //! - `/promise/v1/...`: the OPNFV Promise capacity ledger (pools, capacity, reservations,
@@ -78,6 +84,7 @@ mod admin;
 mod alerts;
 mod auth;
 mod conn;
+mod guard;
 mod health;
 mod http;
 mod journal;
@@ -86,6 +93,7 @@ mod ledger;
 mod metrics;
 mod nfvo_grants;
 mod notify;
+mod oauth;
 mod observe;
 mod outbox;
 mod packages;
@@ -96,6 +104,7 @@ mod subscriptions;
 mod tasks;
 mod versions;
 mod vnf_ops;
+mod vnfpkgm;
 mod wire;
 
 use std::net::SocketAddr;
@@ -103,11 +112,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use tokio::sync::{watch, Notify};
 use vnfm_core::driver::{Clock, DriverError, OpOccFilter, Store};
@@ -118,7 +128,7 @@ use crate::config::{AlertFsync, Config};
 use crate::error::CliError;
 use crate::store::Flush;
 use auth::Credentials;
-use observe::{ObservedStore, Shared};
+use observe::{ServerObserver, Shared};
 
 pub use lcm_api::{check_lcm_body, LcmBody};
 pub use state::{
@@ -173,8 +183,15 @@ async fn front(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
     let version = versions::version_of(req.uri().path());
     let method = req.method().clone();
     let uri = req.uri().clone();
-    http::check_media(&mut req);
+    // The token endpoint's body is a form (RFC 6749), not JSON.
+    if uri.path() != oauth::TOKEN_PATH {
+        http::check_media(&mut req);
+    }
     let r = limit(&app, req, next).await;
+    // The token endpoint's own errors are RFC 6749's JSON (5.2), not ProblemDetails.
+    if uri.path() == oauth::TOKEN_PATH && oauth::is_oauth_answer(&r) {
+        return r;
+    }
     let r = http::problems(&method, uri.path(), r).await;
     versions::version_header(version, r)
 }
@@ -234,12 +251,28 @@ async fn not_found(req: Request) -> Response {
     )
 }
 
-fn router(app: Arc<App>) -> Router {
+fn router(app: Arc<App>, issuer: Option<Arc<oauth::Issuer>>) -> Router {
+    let token = match issuer.clone() {
+        Some(issuer) => post(
+            move |State(app): State<Arc<App>>, headers: axum::http::HeaderMap, body: Body| {
+                oauth::token(app, issuer.clone(), headers, body)
+            },
+        ),
+        None => post(|| async {
+            http::problem_of(
+                404,
+                "no token endpoint: [server.oauth2] has no clients ([[server.oauth2.clients]] \
+                 id and secret)",
+            )
+        }),
+    };
     Router::new()
         .merge(lcm_api::routes(app.clone()))
         .merge(versions::routes())
         .merge(subscriptions::routes(app.clone()))
-        .merge(nfvo_grants::routes(app.clone()))
+        .merge(nfvo_grants::routes(app.clone(), issuer.clone()))
+        .merge(vnfpkgm::routes(app.clone(), issuer.clone()))
+        .route(oauth::TOKEN_PATH, token)
         .merge(alerts::routes())
         .merge(promise::routes(app.clone()))
         .merge(admin::routes(app.clone()))
@@ -357,7 +390,7 @@ impl Server {
             ))
         })?;
         let shared = Arc::new(Shared::new(handler));
-        let store = ObservedStore::new(sqlite.clone(), shared.clone());
+        let store = sqlite.clone();
         let instances = store
             .instances()
             .await
@@ -393,7 +426,9 @@ impl Server {
         let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
         let lcm = crate::app::with_nfvo_grants_over(
             crate::app::with_cluster_hook(
-                Lifecycle::new(drivers, lcm_cfg).with_id_salt(salt),
+                Lifecycle::new(drivers, lcm_cfg)
+                    .with_id_salt(salt)
+                    .with_observer(Arc::new(ServerObserver::new(shared.clone()))),
                 &config,
                 &vim,
             )?,
@@ -437,6 +472,7 @@ impl Server {
                 journal_dir.display()
             ))
         })?;
+        let issuer = oauth::Issuer::from_config(&config.server.oauth2)?;
         let app = Arc::new(App {
             alert_auth: Credentials::alerts(&config.prometheus_plugin),
             api_auth: Credentials::bearer(config.server.api_token.as_ref()),
@@ -468,7 +504,7 @@ impl Server {
         let promise = tokio::spawn(promise::run(app.clone(), notifications, stopped.clone()));
         let watcher = tokio::spawn(admin::watch(app.clone(), stopped.clone()));
         let notifier = tokio::spawn(notify::run(app.clone(), stopped.clone()));
-        let service = router(app.clone());
+        let service = router(app.clone(), issuer);
         let task = tokio::spawn(conn::serve(listener, service, connections, stopped));
         Ok(Server {
             addr,
@@ -549,7 +585,7 @@ impl Server {
 /// [`Lifecycle::recover_interrupted`]: lease expired, or none), then keeps every instance
 /// whose last operation is not over busy, as while an operation runs.
 async fn interrupt_unfinished(
-    store: &ObservedStore,
+    store: &crate::store::SqliteStore,
     shared: &Shared,
     config: &Config,
     lcm: &Lifecycle,

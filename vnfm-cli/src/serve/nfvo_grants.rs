@@ -26,18 +26,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
+use futures_util::{StreamExt, TryStreamExt};
 use vnfm_core::driver::{DriverError, ListZones};
 use vnfm_core::grant::GrantRequest;
 use vnfm_core::id::ServerId;
 use vnfm_core::lifecycle::grantor::{self, GrantorContext, Located};
 
+use super::guard::{require_api_token, Guard};
 use super::http::{json, problem_of, read_body, with_location};
+use super::oauth::Issuer;
 use super::state::App;
 use super::versions::GRANT_URI_PREFIX;
 use crate::store::Flush;
@@ -54,26 +56,14 @@ pub(crate) const KEPT_GRANTS: u64 = 10_000;
 /// The prefix of the grants' ids.
 const ID_PREFIX: &str = "nfvo-grant-";
 
-pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
+pub(crate) fn routes(app: Arc<App>, oauth: Option<Arc<Issuer>>) -> Router<Arc<App>> {
     Router::new()
         .route(&format!("{GRANT_URI_PREFIX}/grants"), post(create))
         .route(&format!("{GRANT_URI_PREFIX}/grants/{{id}}"), get(show))
-        .route_layer(axum::middleware::from_fn_with_state(app, require_token))
-}
-
-async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    if app.api_auth.admits(req.headers()) {
-        return next.run(req).await;
-    }
-    let mut r = problem_of(
-        401,
-        "the Grant API requires Authorization: Bearer <[server] api_token>",
-    );
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(app.api_auth.challenge()),
-    );
-    r
+        .route_layer(axum::middleware::from_fn_with_state(
+            Guard::new(app, "the Grant API requires").with_oauth(oauth),
+            require_api_token,
+        ))
 }
 
 fn document(n: u64) -> String {
@@ -114,23 +104,49 @@ fn vim_unavailable(what: &str, e: &DriverError) -> Response {
     )
 }
 
+/// How many servers [`locate`] asks the VIM about at once.
+const LOOKUPS_IN_FLIGHT: usize = 8;
+
 /// Where each server that a `RES_MGMT` reference names runs, as the VIM shows it (one it does
 /// not know, or that has no zone, is left out: the core rejects its reference).
+///
+/// Bounded three ways: the references are at most
+/// [`grantor::MAX_RES_MGMT_REFERENCES`] (checked by [`grantor::check_limits`] before), at
+/// most [`LOOKUPS_IN_FLIGHT`] lookups run at once (`buffer_unordered`), and all of them
+/// together must end within `[server] request_timeout`: beyond, 503 naming the VIM's compute
+/// service (Nova), nothing granted. The first lookup that fails answers 503 too.
 async fn locate(app: &App, request: &GrantRequest) -> Result<BTreeMap<String, Located>, Response> {
     let compute = &app.lcm.drivers().compute;
-    let mut out = BTreeMap::new();
-    for id in grantor::res_mgmt_references(request) {
-        match compute.server(&ServerId::from(id.as_str())).await {
-            Ok(s) => {
-                if let Some(zone) = s.zone {
-                    out.insert(id, Located { zone, host: s.host });
-                }
+    let ids = grantor::res_mgmt_references(request);
+    let count = ids.len();
+    let lookups = futures_util::stream::iter(ids)
+        .map(|id| async move {
+            match compute.server(&ServerId::from(id.as_str())).await {
+                Ok(s) => Ok(s.zone.map(|zone| (id, Located { zone, host: s.host }))),
+                Err(DriverError::NotFound { .. }) => Ok(None),
+                Err(e) => Err(vim_unavailable(&format!("showing server {id}"), &e)),
             }
-            Err(DriverError::NotFound { .. }) => {}
-            Err(e) => return Err(vim_unavailable(&format!("showing server {id}"), &e)),
-        }
+        })
+        .buffer_unordered(LOOKUPS_IN_FLIGHT)
+        .try_fold(BTreeMap::new(), |mut out, found| async move {
+            if let Some((id, at)) = found {
+                out.insert(id, at);
+            }
+            Ok(out)
+        });
+    let within = app.request_timeout();
+    match tokio::time::timeout(within, lookups).await {
+        Ok(located) => located,
+        Err(_) => Err(problem_of(
+            503,
+            format!(
+                "cannot decide the grant: the VIM's compute service (Nova) did not show the \
+                 {count} servers that placementConstraints name (RES_MGMT) within {} s \
+                 ([server] request_timeout); nothing was granted, ask again",
+                within.as_secs()
+            ),
+        )),
     }
-    Ok(out)
 }
 
 async fn create(State(app): State<Arc<App>>, body: Body) -> Response {

@@ -1,23 +1,25 @@
-//! The state store as the server sees it: every commit also writes the outbox entries of the
-//! SOL003 notifications it causes (in the same transaction), updates the in-memory instance
-//! cache (read by the alert endpoints), the operation metrics and the [`Occupancy`] of the
-//! instances (whose events free or hold them for the alert handler), and tells the request
-//! that launched an operation the id of its occurrence as soon as it is stored.
+//! What the server learns from its lifecycle's events ([`ServerObserver`]): every commit also
+//! writes the outbox entries of the SOL003 notifications it causes (added to the batch before
+//! it, so in the same transaction), updates the in-memory instance cache (read by the alert
+//! endpoints), the operation metrics and the [`Occupancy`] of the instances (whose events free
+//! or hold them for the alert handler), and tells the request that launched an operation the id
+//! of its occurrence as soon as it is stored.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use tokio::sync::{oneshot, Notify};
 use vnfm_core::alert::AlertHandler;
-use vnfm_core::driver::{DriverError, OpOccFilter, Store, StoreBatch, Versioned};
+use vnfm_core::driver::{DriverError, StoreBatch};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{LcmOperationStateType, VnfInstance, VnfLcmOpOcc};
-use vnfm_core::lifecycle::{Occupancy, OperationEvent};
+use vnfm_core::lifecycle::{
+    CommitTicket, LifecycleEvent, LifecycleObserver, Occupancy, OperationEvent,
+};
 use vnfm_core::problem::ProblemDetails;
 
 use super::metrics::Metrics;
 use crate::render::lcm::sol;
-use crate::store::SqliteStore;
 
 /// Where the id of a started occurrence (or the reason it did not start) goes.
 pub(crate) type Started = Arc<Mutex<Option<oneshot::Sender<Result<OpOccId, ProblemDetails>>>>>;
@@ -31,7 +33,7 @@ pub(crate) struct Shared {
     pub wake: Notify,
     /// Held (write) across a commit and its bookkeeping; API reads hold it (read) so that a
     /// client never sees an occurrence's end before the instance is free for the next one.
-    pub gate: tokio::sync::RwLock<()>,
+    pub gate: Arc<tokio::sync::RwLock<()>>,
     /// Every VNF instance, as last committed.
     pub cache: RwLock<BTreeMap<VnfInstanceId, VnfInstance>>,
     /// The counters.
@@ -51,7 +53,7 @@ impl Shared {
         Self {
             alerts: Mutex::new(alerts),
             wake: Notify::new(),
-            gate: tokio::sync::RwLock::new(()),
+            gate: Arc::new(tokio::sync::RwLock::new(())),
             cache: RwLock::default(),
             metrics: Metrics::default(),
             started: Mutex::default(),
@@ -156,16 +158,25 @@ pub(crate) fn send_started(started: &Started, value: Result<OpOccId, ProblemDeta
     }
 }
 
-/// [`SqliteStore`] plus the bookkeeping of [`Shared`].
+/// What the server learns from its lifecycle's commits ([`LifecycleObserver`]): before a
+/// commit, under the gate, the SOL003 notifications it causes are staged and added to the batch
+/// (written in its transaction: the outbox); after it, the instance cache, the metrics, the
+/// occupancy and the "started" senders follow, and the gate is released.
 #[derive(Debug, Clone)]
-pub(crate) struct ObservedStore {
-    inner: SqliteStore,
+pub(crate) struct ServerObserver {
     shared: Arc<Shared>,
 }
 
-impl ObservedStore {
-    pub(crate) fn new(inner: SqliteStore, shared: Arc<Shared>) -> Self {
-        Self { inner, shared }
+/// What [`ServerObserver::prepare`] keeps until its batch's event: the gate, held across the
+/// commit, and the notifications staged for it.
+struct Prepared {
+    _gate: tokio::sync::OwnedRwLockWriteGuard<()>,
+    staged: super::outbox::Staged,
+}
+
+impl ServerObserver {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
     }
 
     /// `changed`: the indices of `ops` that changed state (what the operations metric counts;
@@ -174,7 +185,7 @@ impl ObservedStore {
         &self,
         ops: &[VnfLcmOpOcc],
         changed: &[usize],
-        put: Vec<VnfInstance>,
+        put: &[VnfInstance],
         deleted: &[VnfInstanceId],
     ) {
         {
@@ -184,7 +195,7 @@ impl ObservedStore {
                 .write()
                 .unwrap_or_else(PoisonError::into_inner);
             for i in put {
-                cache.insert(i.id.clone(), i);
+                cache.insert(i.id.clone(), i.clone());
             }
             for id in deleted {
                 cache.remove(id);
@@ -229,57 +240,46 @@ impl ObservedStore {
 }
 
 #[async_trait::async_trait]
-impl Store for ObservedStore {
-    async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
-        let ops = batch.put_op_occs.clone();
-        let put = batch.put_instances.clone();
-        let deleted = batch.delete_instances.clone();
-        let _gate = self.shared.gate.write().await;
+impl LifecycleObserver for ServerObserver {
+    async fn prepare(&self, batch: &mut StoreBatch) -> CommitTicket {
+        let gate = self.shared.gate.clone().write_owned().await;
         // The notifications of the commit are written in its transaction (the outbox).
-        let mut staged = self.shared.outbox.stage(&batch, &self.shared.cache);
-        let mut done = StoreBatch::new();
-        done.put_op_occs.clone_from(&ops);
-        done.delete_instances.clone_from(&deleted);
-        let committed = if staged.docs.is_empty() && staged.prune.is_empty() {
-            self.inner.commit(batch).await
-        } else {
-            let docs = std::mem::take(&mut staged.docs);
-            let prune = std::mem::take(&mut staged.prune);
-            self.inner.commit_with_outbox(batch, docs, prune).await
-        };
-        if let Err(e) = committed {
-            self.shared.outbox.discard(&staged);
-            return Err(e);
-        }
-        let changed = self.shared.outbox.record(&done, staged, &self.shared.cache);
-        self.observe(&ops, &changed, put, &deleted);
-        Ok(())
+        let mut staged = self.shared.outbox.stage(batch, &self.shared.cache);
+        batch.documents.append(&mut staged.docs);
+        batch.prune_documents.append(&mut staged.prune);
+        CommitTicket::new(Prepared {
+            _gate: gate,
+            staged,
+        })
     }
 
-    async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
-        self.inner.instance(id).await
-    }
-
-    async fn instance_entry(
+    async fn event(
         &self,
-        id: &VnfInstanceId,
-    ) -> Result<Versioned<VnfInstance>, DriverError> {
-        self.inner.instance_entry(id).await
-    }
-
-    async fn op_occ_entry(&self, id: &OpOccId) -> Result<Versioned<VnfLcmOpOcc>, DriverError> {
-        self.inner.op_occ_entry(id).await
-    }
-
-    async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
-        self.inner.instances().await
-    }
-
-    async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
-        self.inner.op_occ(id).await
-    }
-
-    async fn op_occs(&self, filter: OpOccFilter) -> Result<Vec<VnfLcmOpOcc>, DriverError> {
-        self.inner.op_occs(filter).await
+        event: &LifecycleEvent<'_>,
+        ticket: CommitTicket,
+    ) -> Result<(), DriverError> {
+        let Some(prepared) = ticket.take::<Prepared>() else {
+            return Ok(());
+        };
+        match event {
+            LifecycleEvent::Committed(batch) => {
+                let mut done = StoreBatch::new();
+                done.put_op_occs.clone_from(&batch.put_op_occs);
+                done.delete_instances.clone_from(&batch.delete_instances);
+                let changed = self
+                    .shared
+                    .outbox
+                    .record(&done, prepared.staged, &self.shared.cache);
+                self.observe(
+                    &batch.put_op_occs,
+                    &changed,
+                    &batch.put_instances,
+                    &batch.delete_instances,
+                );
+            }
+            LifecycleEvent::CommitFailed(..) => self.shared.outbox.discard(&prepared.staged),
+            _ => {}
+        }
+        Ok(())
     }
 }

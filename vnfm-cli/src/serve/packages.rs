@@ -231,6 +231,21 @@ impl PackageIndex {
         Err(ProblemDetails::new(422, detail))
     }
 
+    /// The package of `vnfd_id` and where it comes from (the entry of the folder, or `None`
+    /// for the built-in demo package), as [`PackageIndex::get`] finds it; `None` for an id
+    /// without a package.
+    pub(crate) fn origin(&self, vnfd_id: &str) -> Option<(Arc<VnfPackage>, Option<PathBuf>)> {
+        let s = self.snapshot();
+        if let Some(p) = s.by_id.get(vnfd_id) {
+            let entry = s.entries.iter().find_map(|(path, e)| match &e.parsed {
+                Ok(q) if Arc::ptr_eq(p, q) => Some(path.clone()),
+                _ => None,
+            });
+            return entry.map(|path| (p.clone(), Some(path)));
+        }
+        (vnfd_id == self.demo.descriptor_id).then(|| (self.demo.clone(), None))
+    }
+
     /// Looks at the folder: the entries whose stamp changed since the last look (all of them
     /// when `all`) are read again, on the blocking pool. Returns whether anything changed.
     ///

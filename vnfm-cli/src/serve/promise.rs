@@ -49,7 +49,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -123,15 +123,7 @@ async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) ->
         }
         return next.run(req).await;
     }
-    let mut r = problem_of(
-        401,
-        "the Promise API requires Authorization: Bearer <[server] api_token>",
-    );
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(app.api_auth.challenge()),
-    );
-    r
+    super::guard::unauthorized(&app, "the Promise API requires")
 }
 
 /// The ProblemDetails response of a ledger error ([`ledger_problem_details`]).

@@ -28,7 +28,7 @@ use vnfm_core::lifecycle::grant::lcm_op_occ_href;
 use super::auth::Credentials;
 use super::http::{problem, with_location};
 use super::metrics::Gauges;
-use super::observe::{ObservedStore, Shared, Started};
+use super::observe::{Shared, Started};
 use super::{journal, ledger};
 use crate::config::Config;
 use crate::store::{Flush, SqliteStore};
@@ -221,7 +221,8 @@ pub(crate) struct App {
     /// (`notify`): the workers' reads and removals of their outboxes never queue an
     /// operation's commits (or a request's reads), which stay on `sqlite`.
     pub(super) delivery_sqlite: SqliteStore,
-    pub(super) store: ObservedStore,
+    /// The state file, as the handlers read it (the same connection as `sqlite`).
+    pub(super) store: SqliteStore,
     pub(super) shared: Arc<Shared>,
     /// The simulated cloud (saved in the state file), `None` for a real cloud.
     pub(super) sim: Option<SimCloud>,

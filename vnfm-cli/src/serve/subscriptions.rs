@@ -26,14 +26,14 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderValue, StatusCode, Uri};
-use axum::middleware::Next;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use vnfm_core::lcm_notify::{subscription_body, subscription_href, SubscriptionRefusal};
 
+use super::guard::{require_api_token, Guard};
 use super::http::{json, problem_of, read_body, with_location};
 use super::notify::Refusal;
 use super::outbox::{all_of, outbox_prefix, Stored, Sub, COUNTER, SUBSCRIPTION_PREFIX};
@@ -50,22 +50,10 @@ pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
             "/vnflcm/v2/subscriptions/{id}",
             get(show_subscription).delete(unsubscribe),
         )
-        .route_layer(axum::middleware::from_fn_with_state(app, require_token))
-}
-
-async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    if app.api_auth.admits(req.headers()) {
-        return next.run(req).await;
-    }
-    let mut r = problem_of(
-        401,
-        "the LCM API requires Authorization: Bearer <[server] api_token>",
-    );
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(app.api_auth.challenge()),
-    );
-    r
+        .route_layer(axum::middleware::from_fn_with_state(
+            Guard::new(app, "the LCM API requires"),
+            require_api_token,
+        ))
 }
 
 /// Parses the body, naming the path of a bad member.

@@ -32,6 +32,10 @@ pub(crate) const GRANT_API_VERSION: &str = "1.4.0";
 /// The URI prefix of that version.
 pub(crate) const GRANT_URI_PREFIX: &str = "/grant/v1";
 
+/// The version of the VNF package management API (SOL005 v3.3.1) whose read-only subset
+/// `vnfm serve` answers (`super::vnfpkgm`): Tacker's `[v2_nfvo] vnfpkgm_api_version`.
+pub(crate) const VNFPKGM_API_VERSION: &str = "2.1.0";
+
 /// The `Version` response header (SOL013 9.2).
 static VERSION: HeaderName = HeaderName::from_static("version");
 
@@ -41,6 +45,19 @@ pub(crate) fn routes() -> Router<Arc<App>> {
         .route("/vnflcm/v2/api_versions", get(api_versions))
         .route("/grant/api_versions", get(grant_api_versions))
         .route("/grant/v1/api_versions", get(grant_api_versions))
+        .route("/vnfpkgm/api_versions", get(vnfpkgm_api_versions))
+        .route("/vnfpkgm/v2/api_versions", get(vnfpkgm_api_versions))
+}
+
+/// SOL013 `ApiVersionInformation` of the VNF package management API.
+async fn vnfpkgm_api_versions() -> Response {
+    http::json(
+        StatusCode::OK,
+        &json!({
+            "uriPrefix": super::vnfpkgm::VNFPKGM_URI_PREFIX,
+            "apiVersions": [{ "version": VNFPKGM_API_VERSION, "isDeprecated": false }],
+        }),
+    )
 }
 
 /// SOL013 `ApiVersionInformation` (clause 9.3.3).
@@ -76,12 +93,15 @@ pub(crate) fn version_header(version: Option<&'static str>, mut r: Response) -> 
 }
 
 /// The API version of the interface `path` is one of (its answers carry [`VERSION`]): the
-/// VNF LCM interface's under `/vnflcm/`, the Grant interface's under `/grant/`.
+/// VNF LCM interface's under `/vnflcm/`, the Grant interface's under `/grant/`, the VNF
+/// package management interface's under `/vnfpkgm/`.
 pub(crate) fn version_of(path: &str) -> Option<&'static str> {
     if path.starts_with("/vnflcm/") {
         Some(VNFLCM_API_VERSION)
     } else if path.starts_with("/grant/") {
         Some(GRANT_API_VERSION)
+    } else if path.starts_with("/vnfpkgm/") {
+        Some(VNFPKGM_API_VERSION)
     } else {
         None
     }

@@ -6,8 +6,10 @@
 //! 1. **Limits** ([`check_limits`]): at most [`MAX_GRANT_RESOURCES`] entries in each of
 //!    `addResources`, `tempResources`, `removeResources` and `updateResources`, at most
 //!    [`MAX_PLACEMENT_CONSTRAINTS`] `placementConstraints` (and `vimConstraints`), at most
-//!    [`MAX_CONSTRAINT_RESOURCES`] references in one constraint. Beyond:
-//!    [`GrantRefusal::TooMany`] naming the list and the limit.
+//!    [`MAX_CONSTRAINT_RESOURCES`] references in one constraint, at most
+//!    [`MAX_RES_MGMT_REFERENCES`] distinct `RES_MGMT` references in all the constraints
+//!    together (each is one lookup in the VIM). Beyond: [`GrantRefusal::TooMany`] naming the
+//!    list and the limit.
 //! 2. **References** of `placementConstraints`: a `GRANT` reference must name a resource
 //!    definition of the request, a `RES_MGMT` reference a resource the NFVO can locate (the
 //!    caller looks every [`res_mgmt_references`] up in its VIM and hands the zone and host of
@@ -56,6 +58,16 @@ pub const MAX_GRANT_RESOURCES: usize = 1_000;
 pub const MAX_PLACEMENT_CONSTRAINTS: usize = 1_000;
 /// The most resource references of one constraint.
 pub const MAX_CONSTRAINT_RESOURCES: usize = 1_000;
+/// The most distinct `RES_MGMT` references ([`res_mgmt_references`]) of a request, all its
+/// `placementConstraints` together: the caller looks each up in its VIM (one request to Nova
+/// each), so this bounds the work one grant request makes the NFVO do. The per-list limits
+/// alone would let [`MAX_PLACEMENT_CONSTRAINTS`] × [`MAX_CONSTRAINT_RESOURCES`] (a million)
+/// through.
+pub const MAX_RES_MGMT_REFERENCES: usize = MAX_GRANT_RESOURCES;
+
+/// The field a [`GrantRefusal::TooMany`] over [`MAX_RES_MGMT_REFERENCES`] names.
+pub const RES_MGMT_REFERENCES_FIELD: &str =
+    "placementConstraints[*].resource[*] (distinct RES_MGMT resourceIds)";
 
 /// Where a resource that a `RES_MGMT` reference names runs, as the VIM says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,7 +151,8 @@ impl GrantRefusal {
 }
 
 /// Checks the request's lists against [`MAX_GRANT_RESOURCES`], [`MAX_PLACEMENT_CONSTRAINTS`]
-/// and [`MAX_CONSTRAINT_RESOURCES`].
+/// and [`MAX_CONSTRAINT_RESOURCES`], and its distinct `RES_MGMT` references against
+/// [`MAX_RES_MGMT_REFERENCES`] (the field [`RES_MGMT_REFERENCES_FIELD`]).
 ///
 /// # Errors
 /// [`GrantRefusal::TooMany`] naming the first list beyond its limit.
@@ -183,7 +196,19 @@ pub fn check_limits(request: &GrantRequest) -> Result<(), GrantRefusal> {
             MAX_CONSTRAINT_RESOURCES,
         )?;
     }
-    Ok(())
+    // Counted over borrowed ids: at most the references checked above.
+    let distinct: BTreeSet<&str> = request
+        .placement_constraints
+        .iter()
+        .flat_map(|c| &c.resource)
+        .filter(|r| r.id_type == ConstraintIdType::ResMgmt)
+        .map(|r| r.resource_id.as_str())
+        .collect();
+    too_many(
+        RES_MGMT_REFERENCES_FIELD.to_owned(),
+        distinct.len(),
+        MAX_RES_MGMT_REFERENCES,
+    )
 }
 
 /// The `resourceId` of every `RES_MGMT` reference of the request's `placementConstraints`:
@@ -610,6 +635,42 @@ mod tests {
         let e = decide_with(&r, &zones(), &BTreeMap::new()).unwrap_err();
         assert_eq!(e.status(), 422);
         assert!(e.to_string().contains("vnfInstance"), "{e}");
+    }
+
+    #[test]
+    fn distinct_res_mgmt_references_are_capped_over_all_constraints() {
+        // Two constraints, each within MAX_CONSTRAINT_RESOURCES, together one reference over
+        // the cap; a reference repeated in both counts once.
+        let half = MAX_RES_MGMT_REFERENCES / 2 + 1;
+        let constraint = |from: usize| {
+            let mut c = anti(ConstraintScope::Zone, &["c0"], true);
+            c.resource.extend(
+                (from..from + half).map(|i| ConstraintResourceRef::res_mgmt(format!("s{i}"))),
+            );
+            c
+        };
+        let over = request(1)
+            .with_placement_constraint(constraint(0))
+            .with_placement_constraint(constraint(half));
+        let total = 2 * half;
+        assert!(total > MAX_RES_MGMT_REFERENCES);
+        assert_eq!(
+            check_limits(&over),
+            Err(GrantRefusal::TooMany {
+                field: RES_MGMT_REFERENCES_FIELD.into(),
+                count: total,
+                max: MAX_RES_MGMT_REFERENCES
+            })
+        );
+        let e = decide_with(&over, &zones(), &BTreeMap::new()).unwrap_err();
+        assert_eq!(e.status(), 422);
+        assert!(e.field().starts_with("placementConstraints"), "{e}");
+        // The same references twice over: within the cap.
+        let repeated = request(1)
+            .with_placement_constraint(constraint(0))
+            .with_placement_constraint(constraint(0));
+        assert_eq!(check_limits(&repeated), Ok(()));
+        assert_eq!(res_mgmt_references(&repeated).len(), half);
     }
 
     #[test]

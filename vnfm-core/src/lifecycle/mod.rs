@@ -57,7 +57,7 @@ mod types;
 pub mod userdata;
 
 pub use engine::{FailureKind, GrantOnlyResult, Lifecycle, STACK_ID_KEY};
-pub use events::{LifecycleEvent, LifecycleObserver};
+pub use events::{CommitTicket, LifecycleEvent, LifecycleObserver};
 pub use groups::SERVER_GROUPS_KEY;
 pub use hook::{HookCall, HookPoint, HookSpec, Interrupt, OperationHook};
 pub use occupancy::{Occupancy, OperationEvent};
