@@ -193,14 +193,16 @@ fi
 # the script when missing), no kubelet; healthy ~4-8 s after start, the suites ~15 s: the
 # conformance suite and the adapter's own behaviours (vnfm-k8s/tests/real_cluster.rs), and
 # `vnfm serve` healing and scaling a CNF from Alertmanager alerts (vnfm-cli/tests/serve_k8s.rs),
-# against nodes the tests create as kubelets would. Every start begins with an empty etcd.
+# against nodes the tests create as kubelets would, and the manifests of deploy/kubernetes/ sent
+# to the apiserver with server-side dry run (vnfm-cli/tests/k8s_manifests.rs). Every start begins
+# with an empty etcd.
 if [ "$(suite_on VNFM_TEST_K8S)" = "1" ]; then
   step "real Kubernetes control plane suite (etcd, kube-apiserver, scheduler, controller-manager on 127.0.0.1)"
   trap 'scripts/k8s-dev.sh stop' EXIT
   k8s_env=$(scripts/k8s-dev.sh start)
   eval "$k8s_env"
   VNFM_TEST_K8S=1 run_tests real-k8s cargo test --workspace --all-features --locked \
-    --no-fail-fast --test real_cluster --test serve_k8s -- --nocapture
+    --no-fail-fast --test real_cluster --test serve_k8s --test k8s_manifests -- --nocapture
   scripts/k8s-dev.sh stop
   trap - EXIT
   ran_suites="$ran_suites real-k8s"

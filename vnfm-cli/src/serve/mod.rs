@@ -40,6 +40,7 @@
 //!   subset a VNFM reads from its NFVO, from the package index, zips the same bytes every time
 //!   (`vnfpkgm`); `Version: 2.1.0` under `/vnfpkgm/`.
 //! - `GET /metrics`: Prometheus text format.
+//! - `GET /healthz`: 200 when the state store answers a read, 503 otherwise (`health`).
 //! - `/promise/v1/...`: the OPNFV Promise capacity ledger (pools, capacity, reservations,
 //!   allocations, subscriptions with delivery to callback URIs); see [`promise`].
 //! - `GET /admin/packages`, `POST /admin/packages/reload`: the package index, the packages of
@@ -84,6 +85,7 @@ mod alerts;
 mod auth;
 mod conn;
 mod guard;
+mod health;
 mod http;
 mod journal;
 mod lcm_api;
@@ -276,6 +278,7 @@ fn router(app: Arc<App>, issuer: Option<Arc<oauth::Issuer>>) -> Router {
         .merge(promise::routes(app.clone()))
         .merge(admin::routes(app.clone()))
         .route("/metrics", get(metrics))
+        .route("/healthz", get(health::healthz))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(app.clone(), front))
         .with_state(app)
