@@ -12,13 +12,15 @@ use tokio::sync::watch;
 
 use super::state::App;
 
-/// Sweeps every `[state] lease_seconds` until the server stops.
+/// Sweeps every `[state] lease_seconds` until the server stops. The pace is real time (a
+/// timer of the runtime), while expiry is judged on the server's clock: sleeping on the
+/// lifecycle's clock would move a test's virtual clock forward by itself.
 pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
     let every = app.lcm.config().lease_time;
     loop {
         tokio::select! {
             _ = stopped.wait_for(|s| *s) => return,
-            () = app.clock().sleep(every) => {}
+            () = tokio::time::sleep(every) => {}
         }
         match app.lcm.take_over_expired().await {
             Ok(ids) => {
