@@ -82,7 +82,7 @@ impl LifecycleObserver for Seen {
             batch
                 .put_op_occs
                 .iter()
-                .map(|o| (o.id.to_string(), o.operation_state.clone()))
+                .map(|o| (o.id.to_string(), o.operation_state))
                 .collect(),
         );
         Ok(())
