@@ -13,6 +13,7 @@ use super::hooks::Hooks;
 use super::nfvo_grant::NfvoGrant;
 use super::power::Power;
 use super::progress::{Plan, Progress};
+use super::timers::{Timer, TimerTable};
 use crate::driver::{DriverError, ListResources, MarkUnhealthy, Precondition, StoreBatch, Version};
 use crate::grant::{Grant, GrantRequest};
 use crate::id::{ServerId, VduId};
@@ -123,8 +124,7 @@ pub struct Operation {
     pub(super) next: Option<OpAction>,
     pub(super) inflight: Option<Inflight>,
     pub(super) now: DateTime<Utc>,
-    pub(super) timer: Option<DateTime<Utc>>,
-    pub(super) renew_at: Option<DateTime<Utc>>,
+    pub(super) timers: TimerTable,
     pub(super) placed: Option<Placed>,
     pub(super) after: Option<VnfInstance>,
     pub(super) failure: Option<Failed>,
@@ -165,8 +165,7 @@ impl Operation {
             next: None,
             inflight: None,
             now,
-            timer: None,
-            renew_at: None,
+            timers: TimerTable::default(),
             placed: None,
             after: None,
             failure: None,
@@ -207,10 +206,7 @@ impl Operation {
         if self.inflight.is_some() || self.next.is_some() || self.end.is_some() {
             return None;
         }
-        match (self.timer, self.renew_at) {
-            (Some(t), Some(r)) => Some(t.min(r)),
-            (t, r) => t.or(r),
-        }
+        self.timers.next_timeout()
     }
 
     /// The result, once the operation is over: the report of an occurrence that ended (it
@@ -230,8 +226,8 @@ impl Operation {
         if self.inflight.is_some() || self.next.is_some() {
             return;
         }
-        if self.timer.is_some_and(|t| t <= now) {
-            self.timer = None;
+        if self.timers.is_expired(Timer::Step, now) {
+            self.timers.stop(Timer::Step);
             self.fire_timer();
         }
     }
@@ -313,7 +309,8 @@ impl Operation {
                 id: self.op.id.clone(),
             },
         };
-        self.renew_at = live.then(|| self.now + chrono_of(self.cfg.lease_time / 3));
+        let renew_at = live.then(|| self.now + chrono_of(self.cfg.lease_time / 3));
+        self.timers.put(Timer::LeaseRenewal, renew_at);
         StoreBatch::new()
             .with_op_occ(self.op.clone())
             .with_precondition(cond)
@@ -333,7 +330,7 @@ impl Operation {
     pub(super) fn renewal_due(&self) -> bool {
         self.occ_version.is_some()
             && !matches!(self.step, Step::Start | Step::Final | Step::Done)
-            && (self.checkpoint || self.renew_at.is_some_and(|r| r <= self.now))
+            && (self.checkpoint || self.timers.is_expired(Timer::LeaseRenewal, self.now))
     }
 
     pub(super) fn renewal_batch(&mut self) -> StoreBatch {
@@ -423,7 +420,7 @@ impl Operation {
             Some(Err(why)) => self.end_unstarted_for(&why),
             None => {
                 self.next = g.poll_action();
-                self.timer = g.poll_timeout();
+                self.timers.put(Timer::Step, g.poll_timeout());
                 self.step = Step::Grant(g);
             }
         }
@@ -474,8 +471,7 @@ impl Operation {
     pub(super) fn stop(&mut self, end: Result<OperationReport, LcmError>) {
         self.step = Step::Done;
         self.next = None;
-        self.timer = None;
-        self.renew_at = None;
+        self.timers.stop_all();
         self.end = Some(end);
     }
 
@@ -540,7 +536,7 @@ impl Operation {
 
     /// Ends an operation that never left `STARTING`: `ROLLED_BACK` with `f` as its error.
     pub(super) fn end_not_run(&mut self, f: Failed) {
-        self.timer = None;
+        self.timers.stop(Timer::Step);
         self.op.error = Some(f.problem());
         self.op.enter(LcmOperationStateType::RolledBack, self.now);
         self.failure = Some(f);
@@ -575,7 +571,7 @@ impl Operation {
 
     /// Ends the operation: the final commit of the occurrence (and the instance).
     pub(super) fn finish(&mut self, result: Result<VnfInstance, Failed>) {
-        self.timer = None;
+        self.timers.stop(Timer::Step);
         self.op.grant_id = self
             .grant
             .as_ref()
@@ -733,24 +729,36 @@ impl Operation {
         }
     }
 
+    /// The step's timer fired: a part's goes to it, a stack or pod wait asks again.
     pub(super) fn fire_timer(&mut self) {
-        if let Step::Grant(_) = self.step {
-            if let Step::Grant(mut g) = std::mem::replace(&mut self.step, Step::Done) {
+        match std::mem::replace(&mut self.step, Step::Done) {
+            Step::Grant(mut g) => {
                 g.handle_timeout(self.now);
                 self.drive_grant(g);
             }
-            return;
-        }
-        if let Step::CnfWait { .. } = self.step {
-            return self.cnf_list_pods();
-        }
-        if let Step::Power(_) = self.step {
-            if let Step::Power(mut p) = std::mem::replace(&mut self.step, Step::Done) {
+            Step::Power(mut p) => {
                 p.handle_timeout(self.now);
                 self.drive_power(p);
             }
-            return;
+            Step::CnfWait {
+                deadline,
+                settle_until,
+            } => {
+                self.step = Step::CnfWait {
+                    deadline,
+                    settle_until,
+                };
+                self.cnf_list_pods();
+            }
+            step => {
+                self.step = step;
+                self.fire_stack_timer();
+            }
         }
+    }
+
+    /// A stack wait's timer: the stack shown again, or its resources listed (settle).
+    fn fire_stack_timer(&mut self) {
         let Some(id) = self.progress.stack_id.clone() else {
             return self.internal("a timer without a stack");
         };

@@ -56,6 +56,7 @@
 //! - `collect`: the servers read back, the instance after, the hooks.
 //! - `delete`: the stack deleted.
 //! - `cnf_run`: the CNF plans over a Kubernetes cluster.
+//! - `timers`: the named timers (the step's wait, the lease renewal) in one table.
 //! - `units`: the reselection units of a placed plan.
 //!
 //! [`DriverError::Conflict`]: crate::driver::DriverError::Conflict
@@ -74,6 +75,7 @@ mod plans;
 mod power;
 mod progress;
 mod stack_run;
+mod timers;
 mod units;
 
 pub use actions::{OpAction, OpEvent, OperationStart};

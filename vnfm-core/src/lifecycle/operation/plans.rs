@@ -10,6 +10,7 @@ use super::helpers::chrono_of;
 use super::machine::{Operation, Step};
 use super::power::Power;
 use super::progress::Plan;
+use super::timers::Timer;
 use crate::driver::{DriverError, Stack};
 use crate::grant::KeyValuePairs;
 use crate::lcm::VnfOperationalStateType;
@@ -112,7 +113,7 @@ impl Operation {
             Some(Err(f)) => self.fail(f),
             None => {
                 self.next = p.poll_action();
-                self.timer = p.poll_timeout();
+                self.timers.put(Timer::Step, p.poll_timeout());
                 self.step = Step::Power(p);
             }
         }

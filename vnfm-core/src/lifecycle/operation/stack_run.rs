@@ -10,6 +10,7 @@ use super::actions::OpAction;
 use super::helpers::{chrono_of, give_up_failure, no_stack_failed, restore_config};
 use super::machine::{Operation, Placed, Purpose, Step};
 use super::progress::Plan;
+use super::timers::Timer;
 use super::units::UnitsInput;
 use crate::driver::{
     CreateStack, DriverError, ListResources, MarkUnhealthy, ServerInfo, Stack, StackAction,
@@ -524,7 +525,8 @@ impl Operation {
     }
 
     pub(super) fn wait_until(&mut self, deadline: DateTime<Utc>) {
-        self.timer = Some((self.now + chrono_of(self.cfg.poll_interval)).min(deadline));
+        let at = (self.now + chrono_of(self.cfg.poll_interval)).min(deadline);
+        self.timers.set(Timer::Step, at);
     }
 
     pub(super) fn on_settle(
