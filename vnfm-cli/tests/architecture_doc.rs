@@ -45,7 +45,7 @@ fn workspace_root() -> PathBuf {
 /// A module the page names.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Named {
-    /// A file path (`vnfm-core/src/lifecycle/operation.rs`).
+    /// A file path (`vnfm-core/src/lifecycle/run.rs`).
     File(String),
     /// A folder path (`vnfm-core/src/alert/`).
     Folder(String),
@@ -296,7 +296,7 @@ fn the_architecture_page_names_every_top_level_module_of_the_core() {
 fn made_up_modules_are_reported() {
     let root = workspace_root();
     let text = "\
-The machine is `vnfm_core::lifecycle::Operation` (`vnfm-core/src/lifecycle/operation.rs`),
+The machine is `vnfm_core::lifecycle::Operation` (`vnfm-core/src/lifecycle/operation/machine.rs`),
 its loop `vnfm_core::lifecycle::run`, the draw `vnfm_core::reservation::lcm::settle`; the
 store `vnfm-cli/src/app.rs::SimSavingStore` and the folder vnfm-core/src/alert/. The crate root
 `vnfm_openstack::Heat` and `vnfm_cli::run` exist.

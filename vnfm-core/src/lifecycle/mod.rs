@@ -14,6 +14,9 @@
 //!   them (what an alert handler's heal windows wait on).
 //! - [`engine`]: [`Lifecycle`]: validates a request, builds its machine and runs it through
 //!   the drivers with the loop of `run` (a few dozen lines: actions out, events in, sleeps).
+//! - `recovery`: [`Lifecycle::retry`], [`Lifecycle::rollback`], [`Lifecycle::fail`] and
+//!   [`Lifecycle::recover_interrupted`]: an operation that did not end, continued, undone or
+//!   given up.
 //! - [`events`]: what the lifecycle tells an embedder ([`LifecycleObserver`]): every commit,
 //!   in order (the CLI saves its simulated cloud on them).
 //! - [`cnf`]: CNFs, whose VDUs are Kubernetes workloads of the package (Tacker v2's layout):
@@ -48,6 +51,7 @@ pub mod occupancy;
 pub mod operate;
 pub mod operation;
 mod plan;
+mod recovery;
 mod run;
 mod stack;
 pub mod start;

@@ -1,0 +1,397 @@
+//! Recovery of an operation that did not end: [`Lifecycle::retry`], [`Lifecycle::rollback`],
+//! [`Lifecycle::fail`] (of an occurrence `FAILED_TEMP`, or running with an expired lease),
+//! the checks of a cancel or a task, and [`Lifecycle::recover_interrupted`] at start-up.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::operation::{Operation, OperationStart, Plan, Progress};
+use super::plan::{self};
+use super::task::OpTask;
+use crate::driver::{DriverError, Precondition, StoreBatch, Versioned};
+use crate::error::{Error, Location};
+use crate::id::OpOccId;
+use crate::lcm::{InstantiationState, LcmOperationStateType, LcmOperationType, VnfLcmOpOcc};
+use crate::package::VnfPackage;
+use crate::problem::ProblemDetails;
+
+use super::engine::Lifecycle;
+use super::failure::FailureKind;
+use super::types::{LcmError, OperationOptions, OperationReport};
+
+impl Lifecycle {
+    /// The occurrence `op_id` if it takes `task` ([`super::task::check`]): for retry,
+    /// rollback and fail, `FAILED_TEMP`, or running with an expired (or no) lease.
+    pub(super) async fn recoverable(
+        &self,
+        op_id: &OpOccId,
+        task: OpTask,
+    ) -> Result<Versioned<VnfLcmOpOcc>, LcmError> {
+        let entry = match self.drivers.store.op_occ_entry(op_id).await {
+            Ok(o) => o,
+            Err(e) if e.is_not_found() => {
+                return Err(LcmError::Invalid(Error::invalid(
+                    Location::default().with_field("vnfLcmOpOccId"),
+                    format!("no operation occurrence {op_id}"),
+                )))
+            }
+            Err(e) => return Err(LcmError::Store(e)),
+        };
+        let now = self.drivers.clock.now();
+        super::task::check(task, &entry.value, &self.owner, now)
+            .map_err(|r| LcmError::Conflict(r.detail))?;
+        Ok(entry)
+    }
+
+    /// SOL003 "cancel": whether `op_id` may be cancelled by this lifecycle
+    /// ([`super::task::check`]: running, under a live lease of this lifecycle's owner).
+    /// Returns the occurrence; the caller then triggers the [`Interrupt`](super::Interrupt) it gave the
+    /// operation, which stops at its next step boundary and ends `FAILED_TEMP` (`ROLLED_BACK`,
+    /// not run, when it is still stored `STARTING`: [`super::Operation::interrupt`]).
+    ///
+    /// # Errors
+    /// [`LcmError::Invalid`] for an unknown occurrence, [`LcmError::Conflict`] (naming its
+    /// state) when it does not take a cancel, [`LcmError::Store`].
+    pub async fn check_cancel(&self, op_id: &OpOccId) -> Result<VnfLcmOpOcc, LcmError> {
+        Ok(self.recoverable(op_id, OpTask::Cancel).await?.value)
+    }
+
+    /// Whether `op_id` takes `task` now (nothing is changed): what `vnfm serve` asks before it
+    /// answers 202 and runs the task in the background.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::check_cancel`].
+    pub async fn check_task(&self, op_id: &OpOccId, task: OpTask) -> Result<VnfLcmOpOcc, LcmError> {
+        Ok(self.recoverable(op_id, task).await?.value)
+    }
+
+    /// Declares interrupted (`FAILED_TEMP`, `failureKind: INTERRUPTED`) every occurrence that
+    /// is running without a live lease: its owner went away (a stopped server, a killed
+    /// command) and nobody will end it. One still `STARTING` (nothing sent to the VIM: it was
+    /// waiting for an NFVO's grant, or had just been stored) ends `ROLLED_BACK` instead, not
+    /// run. One whose lease is alive is left alone, whoever runs
+    /// it; each is taken by a commit conditioned on its version, so when another process
+    /// recovers one first, theirs stands. Returns the occurrences declared interrupted.
+    ///
+    /// # Errors
+    /// [`LcmError::Store`] when the store cannot be read or written.
+    pub async fn recover_interrupted(&self) -> Result<Vec<OpOccId>, LcmError> {
+        self.recover(false).await
+    }
+
+    /// [`Lifecycle::recover_interrupted`] for a program that keeps running (a server's
+    /// periodic sweep): the occurrences whose lease this lifecycle holds are left alone (it
+    /// runs them and renews their leases), also when a lease lapsed while a call hung.
+    ///
+    /// # Errors
+    /// As [`Lifecycle::recover_interrupted`].
+    pub async fn take_over_expired(&self) -> Result<Vec<OpOccId>, LcmError> {
+        self.recover(true).await
+    }
+
+    /// Declares interrupted the running occurrences without a live lease; with `skip_own`,
+    /// not those whose lease names this lifecycle's owner.
+    async fn recover(&self, skip_own: bool) -> Result<Vec<OpOccId>, LcmError> {
+        let now = self.drivers.clock.now();
+        let ops = self
+            .drivers
+            .store
+            .op_occs(crate::driver::OpOccFilter::all())
+            .await
+            .map_err(LcmError::Store)?;
+        let mut out = Vec::new();
+        let own =
+            |o: &&VnfLcmOpOcc| skip_own && o.lease.as_ref().is_some_and(|l| l.owner == self.owner);
+        for op in ops
+            .iter()
+            .filter(|o| o.is_running() && !o.is_alive(now))
+            .filter(|o| !own(o))
+        {
+            let entry = match self.drivers.store.op_occ_entry(&op.id).await {
+                Ok(e) => e,
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(LcmError::Store(e)),
+            };
+            let mut op = entry.value;
+            op.error = Some(interrupted_problem(&op));
+            // Stored STARTING only (e.g. waiting for an NFVO's grant): nothing was sent to the
+            // VIM, so it ends as a cancel in STARTING does (SOL003 5.4.17.3.1), not run.
+            let state = if op.operation_state == LcmOperationStateType::Starting {
+                op.progress = None;
+                LcmOperationStateType::RolledBack
+            } else {
+                LcmOperationStateType::FailedTemp
+            };
+            op.enter(state, now);
+            op.lease = None;
+            let id = op.id.clone();
+            let batch =
+                StoreBatch::new()
+                    .with_op_occ(op)
+                    .with_precondition(Precondition::OpOccAt {
+                        id: id.clone(),
+                        version: entry.version,
+                    });
+            match self.commit(batch).await {
+                Ok(()) => out.push(id),
+                Err(DriverError::Conflict { .. }) => {}
+                Err(e) => return Err(LcmError::Store(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// SOL003 "fail": an occurrence in `FAILED_TEMP` (or whose owner is gone) becomes
+    /// `FAILED` (terminal); the instance stays as it is, and other operations may run again.
+    ///
+    /// An instantiate that created a stack (its saved progress knows the stack even when its
+    /// process was killed, or the `NOT_INSTANTIATED` instance records it) must not leave that
+    /// stack behind an instance that no longer knows it: its stack is deleted first
+    /// ([`Plan::FailInstantiate`], `ROLLING_BACK` meanwhile), then the occurrence is `FAILED`.
+    ///
+    /// # Errors
+    /// [`LcmError::Conflict`] when the occurrence is neither, or another process got there
+    /// first, or when the stack of an instantiate could not be deleted: the fail is refused
+    /// (the error names the stack), the occurrence stays `FAILED_TEMP` and the instance
+    /// records the stack.
+    pub async fn fail(&self, op_id: &OpOccId) -> Result<VnfLcmOpOcc, LcmError> {
+        self.fail_with(op_id, &OperationOptions::default()).await
+    }
+
+    /// [`Lifecycle::fail`] with options (an [`Interrupt`](super::Interrupt) that stops the stack's deletion).
+    ///
+    /// # Errors
+    /// As [`Lifecycle::fail`].
+    pub async fn fail_with(
+        &self,
+        op_id: &OpOccId,
+        opts: &OperationOptions,
+    ) -> Result<VnfLcmOpOcc, LcmError> {
+        let mut entry = self.recoverable(op_id, OpTask::Fail).await?;
+        if let Some(progress) = self.stack_to_remove(&entry.value).await? {
+            if entry.value.error.is_none() {
+                // Its owner went away: FAILED says so, as below.
+                entry.value.error = Some(interrupted_problem(&entry.value));
+            }
+            let stack = progress.stack_id.clone().unwrap_or_default();
+            let report = self.resume(entry, progress, None, opts).await?;
+            let op = report.op_occ;
+            if op.operation_state == LcmOperationStateType::Failed {
+                return Ok(op);
+            }
+            let why = op.error.as_ref().map_or("", |e| e.detail.as_str());
+            return Err(LcmError::Conflict(format!(
+                "operation {} was not failed: its stack {stack} exists and could not be \
+                 deleted, and failing the instantiate would leave it behind an instance that \
+                 does not know it ({why}); the operation stays FAILED_TEMP: fail it again, roll \
+                 it back, or retry it",
+                op.id
+            )));
+        }
+        let mut op = entry.value;
+        let now = self.drivers.clock.now();
+        if op.error.is_none() {
+            op.error = Some(interrupted_problem(&op));
+        }
+        op.enter(LcmOperationStateType::Failed, now);
+        op.lease = None;
+        self.commit(StoreBatch::new().with_op_occ(op.clone()).with_precondition(
+            Precondition::OpOccAt {
+                id: op.id.clone(),
+                version: entry.version,
+            },
+        ))
+        .await
+        .map_err(LcmError::from_start)?;
+        Ok(op)
+    }
+
+    /// The progress of the fail of `op` when it is an instantiate (not of a CNF) that created a
+    /// stack: the stack its saved progress knows, or the one its `NOT_INSTANTIATED` instance
+    /// records (a `FAILED_TEMP` instantiate records the stack it created).
+    pub(super) async fn stack_to_remove(
+        &self,
+        op: &VnfLcmOpOcc,
+    ) -> Result<Option<Progress>, LcmError> {
+        if op.operation != LcmOperationType::Instantiate {
+            return Ok(None);
+        }
+        let saved = saved_progress(op);
+        if saved.as_ref().is_some_and(|p| p.plan.is_cnf()) {
+            return Ok(None);
+        }
+        let inst = self.load(&op.vnf_instance_id).await?.value;
+        let recorded = (inst.instantiation_state != Some(InstantiationState::Instantiated))
+            .then(|| plan::stack_of(&inst))
+            .flatten();
+        let Some(stack) = saved.as_ref().and_then(|p| p.stack_id.clone()).or(recorded) else {
+            return Ok(None);
+        };
+        let mut progress = saved.unwrap_or_else(|| Progress::new(Plan::FailInstantiate));
+        progress.plan = Plan::FailInstantiate;
+        progress.stack_id = Some(stack);
+        progress.vnfcs = None;
+        progress.deleted = false;
+        Ok(Some(progress))
+    }
+
+    /// SOL003 "rollback" of an instantiate, scale-out or change flavour in `FAILED_TEMP` (or
+    /// whose owner is gone): an instantiate's stack is deleted; a scale-out's stack is updated
+    /// back to the instance's VNFCs before the operation, a change flavour's to the old
+    /// flavour's template with those VNFCs. The occurrence goes `ROLLING_BACK` then
+    /// `ROLLED_BACK`, or back to `FAILED_TEMP` with the error when the rollback itself fails.
+    ///
+    /// # Errors
+    /// [`LcmError::Conflict`] when the occurrence is not recoverable or is of another
+    /// operation (heal and scale-in cannot be rolled back).
+    pub async fn rollback(
+        &self,
+        op_id: &OpOccId,
+        pkg: &VnfPackage,
+    ) -> Result<OperationReport, LcmError> {
+        self.rollback_with(op_id, pkg, &OperationOptions::default())
+            .await
+    }
+
+    /// [`Lifecycle::rollback`] with options (an [`Interrupt`](super::Interrupt) that cancels it).
+    ///
+    /// # Errors
+    /// As [`Lifecycle::rollback`].
+    pub async fn rollback_with(
+        &self,
+        op_id: &OpOccId,
+        pkg: &VnfPackage,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let entry = self.recoverable(op_id, OpTask::Rollback).await?;
+        let op = &entry.value;
+        let is_scale_out = op.operation == LcmOperationType::Scale
+            && op
+                .operation_params
+                .as_ref()
+                .and_then(|p| p.get("type"))
+                .and_then(Value::as_str)
+                == Some("SCALE_OUT");
+        let saved_cnf = saved_progress(op).is_some_and(|p| p.plan.is_cnf());
+        let saved_plan = saved_progress(op).map(|p| p.plan);
+        let plan = match op.operation {
+            LcmOperationType::Instantiate if saved_cnf => Plan::CnfRollbackInstantiate,
+            _ if saved_cnf => {
+                return Err(LcmError::Conflict(format!(
+                    "operation {} is a CNF {}: only a CNF instantiate can be rolled back (scale \
+                     a CNF in, or fail the operation)",
+                    op.id, op.operation
+                )))
+            }
+            LcmOperationType::Instantiate => Plan::RollbackInstantiate,
+            LcmOperationType::ChangeFlavour => Plan::RollbackChangeFlavour,
+            LcmOperationType::ChangeExtConn => Plan::RollbackChangeExtConn,
+            _ if is_scale_out => Plan::RollbackScaleOut,
+            LcmOperationType::ScaleToLevel => match saved_plan {
+                Some(Plan::ScaleToLevel { .. }) => Plan::RollbackScaleToLevel,
+                Some(Plan::ScaleOut { .. }) => Plan::RollbackScaleOut,
+                _ => {
+                    return Err(LcmError::Conflict(format!(
+                        "operation {} is a SCALE_TO_LEVEL that scales in only: a scale-in \
+                         cannot be rolled back (retry or fail it)",
+                        op.id
+                    )))
+                }
+            },
+            _ => {
+                return Err(LcmError::Conflict(format!(
+                    "operation {} is a {}: only instantiate, scale-out, scale to level, change \
+                     flavour and change external connectivity can be rolled back",
+                    op.id, op.operation
+                )))
+            }
+        };
+        let mut progress = saved_progress(op).unwrap_or_else(|| Progress::new(plan.clone()));
+        if plan == Plan::RollbackChangeFlavour {
+            // The old flavour's server groups, as the instance records them.
+            progress.server_groups = None;
+        }
+        progress.plan = plan;
+        progress.vnfcs = None;
+        progress.deleted = false;
+        self.resume(entry, progress, Some(pkg), opts).await
+    }
+
+    /// SOL003 "retry" of an occurrence in `FAILED_TEMP` (or whose owner is gone): the
+    /// operation continues from where it stopped: the grant it got is kept, a stack it created
+    /// is updated instead of created again, servers already marked unhealthy are not marked
+    /// again, and when the stack had reached its state only the hooks run.
+    ///
+    /// # Errors
+    /// [`LcmError::Conflict`] when the occurrence is not recoverable or was started by a
+    /// vnfm that did not save its progress.
+    pub async fn retry(
+        &self,
+        op_id: &OpOccId,
+        pkg: &VnfPackage,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let entry = self.recoverable(op_id, OpTask::Retry).await?;
+        let progress = saved_progress(&entry.value).ok_or_else(|| {
+            LcmError::Conflict(format!(
+                "operation {} saved no progress (started by an older vnfm): it can be rolled \
+                 back or failed, not retried",
+                entry.value.id
+            ))
+        })?;
+        if progress.plan == Plan::FailInstantiate {
+            return Err(LcmError::Conflict(format!(
+                "operation {} was being failed (its stack deleted) when it stopped: fail it \
+                 again or roll it back, it is not retried",
+                entry.value.id
+            )));
+        }
+        self.resume(entry, progress, Some(pkg), opts).await
+    }
+
+    pub(super) async fn resume(
+        &self,
+        entry: Versioned<VnfLcmOpOcc>,
+        progress: Progress,
+        pkg: Option<&VnfPackage>,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let inst = self.load(&entry.value.vnf_instance_id).await?;
+        let start = OperationStart {
+            op: entry,
+            resume: true,
+            instance: inst,
+            progress,
+            package: pkg.map(|p| Arc::new(p.clone())),
+            owner: self.owner.clone(),
+            hooks: self.hook_specs(),
+        };
+        let m = Operation::new(self.config.clone(), start, self.drivers.clock.now());
+        self.drive(m, opts.interrupt.as_ref()).await
+    }
+}
+
+/// The progress an occurrence saved, if any.
+pub(super) fn saved_progress(op: &VnfLcmOpOcc) -> Option<Progress> {
+    op.progress
+        .clone()
+        .and_then(|v| serde_json::from_value(v).ok())
+}
+
+/// The error of an occurrence whose owner went away without ending it.
+pub(super) fn interrupted_problem(op: &VnfLcmOpOcc) -> ProblemDetails {
+    let detail = match &op.lease {
+        Some(l) => format!(
+            "operation {} was {} when its owner {} went away (lease expired {})",
+            op.id, op.operation_state, l.owner, l.expires
+        ),
+        None => format!(
+            "operation {} was {} when its owner went away",
+            op.id, op.operation_state
+        ),
+    };
+    ProblemDetails::new(422, detail)
+        .with_title("interrupted")
+        .with_extension("failureKind", json!(FailureKind::Interrupted))
+}
