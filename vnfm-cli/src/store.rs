@@ -328,36 +328,6 @@ impl SqliteStore {
         write_documents_tx(&mut conn, &self.file, put, prune, flush)
     }
 
-    /// [`Store::commit`] of `batch` and the documents `put` in one transaction: both or
-    /// neither (the server's notification outbox is written with the state change it reports).
-    ///
-    /// # Errors
-    /// As [`Store::commit`]; nothing is written then.
-    pub async fn commit_with_documents(
-        &self,
-        batch: StoreBatch,
-        put: Vec<(String, String)>,
-    ) -> Result<(), DriverError> {
-        self.commit_with_outbox(batch, put, Vec::new()).await
-    }
-
-    /// [`SqliteStore::commit_with_documents`] that also deletes, in the same transaction, the
-    /// documents of every `prune` range (names starting with `.0` that sort at or before
-    /// `.1`): the oldest notifications of a full outbox leave as the new ones come.
-    ///
-    /// # Errors
-    /// As [`Store::commit`]; nothing is written then.
-    pub async fn commit_with_outbox(
-        &self,
-        mut batch: StoreBatch,
-        put: Vec<(String, String)>,
-        prune: Vec<(String, String)>,
-    ) -> Result<(), DriverError> {
-        batch.documents.extend(put);
-        batch.prune_documents.extend(prune);
-        Store::commit(self, batch).await
-    }
-
     /// A second connection to the same state file, with its own turn and counts, for work
     /// that should not queue behind this connection's calls (or make them queue behind it):
     /// readers of the two connections do not wait for each other (WAL), and their writers take

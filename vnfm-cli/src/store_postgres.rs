@@ -4,7 +4,7 @@
 //! [`PgStore`] implements [`Store`] with the same behaviour as
 //! [`vnfm_core::store::MemoryStore`] and [`crate::store::SqliteStore`] (all three pass
 //! `vnfm_core::store::conformance`), and keeps the CLI's named documents as `SqliteStore` does
-//! ([`PgStore::document`], [`PgStore::commit_with_outbox`], ...). `vnfm serve` does not use it
+//! ([`PgStore::document`], documents written with a batch ([`StoreBatch::documents`]), ...). `vnfm serve` does not use it
 //! yet (it runs on [`crate::store::SqliteStore`]); `[state] url` will select it.
 //!
 //! ## Driver
@@ -798,36 +798,6 @@ impl PgStore {
         tx.commit()
             .await
             .map_err(|e| self.pg_error("committing documents", e))
-    }
-
-    /// [`Store::commit`] of `batch` and the documents `put` in one transaction: both or
-    /// neither.
-    ///
-    /// # Errors
-    /// As [`Store::commit`]; nothing is written then.
-    pub async fn commit_with_documents(
-        &self,
-        batch: StoreBatch,
-        put: Vec<(String, String)>,
-    ) -> Result<(), DriverError> {
-        self.commit_all(&batch, &put, &[]).await
-    }
-
-    /// [`PgStore::commit_with_documents`] that also deletes, in the same transaction, the
-    /// documents of every `prune` range (names starting with `.0` that sort at or before
-    /// `.1`).
-    ///
-    /// # Errors
-    /// As [`Store::commit`]; nothing is written then.
-    pub async fn commit_with_outbox(
-        &self,
-        mut batch: StoreBatch,
-        put: Vec<(String, String)>,
-        prune: Vec<(String, String)>,
-    ) -> Result<(), DriverError> {
-        batch.documents.extend(put);
-        batch.prune_documents.extend(prune);
-        Store::commit(self, batch).await
     }
 
     /// The documents whose names start with `prefix`, in name (byte) order.
@@ -1770,23 +1740,35 @@ mod tests {
             return;
         };
         let store = db.store().await;
+        let with = |mut b: StoreBatch, put: &[(&str, &str)], prune: &[(&str, &str)]| {
+            b.documents = put
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect();
+            b.prune_documents = prune
+                .iter()
+                .map(|(p, u)| (p.to_string(), u.to_string()))
+                .collect();
+            b
+        };
         store
-            .commit_with_outbox(
+            .commit(with(
                 StoreBatch::new().with_instance(conformance::instance("i", "v")),
-                vec![("out/1".into(), "n1".into()), ("out/2".into(), "n2".into())],
-                Vec::new(),
-            )
+                &[("out/1", "n1"), ("out/2", "n2")],
+                &[],
+            ))
             .await
             .unwrap();
         let err = store
-            .commit_with_documents(
+            .commit(with(
                 StoreBatch::new().with_op_occ(conformance::op_occ(
                     "op",
                     "missing",
                     "2026-01-01T00:00:00Z",
                 )),
-                vec![("out/3".into(), "n3".into())],
-            )
+                &[("out/3", "n3")],
+                &[],
+            ))
             .await
             .unwrap_err();
         let msg = err.to_string();
@@ -1798,11 +1780,11 @@ mod tests {
             "nothing of a failed batch"
         );
         store
-            .commit_with_outbox(
+            .commit(with(
                 StoreBatch::new(),
-                vec![("out/4".into(), "n4".into())],
-                vec![("out/".into(), "out/1".into())],
-            )
+                &[("out/4", "n4")],
+                &[("out/", "out/1")],
+            ))
             .await
             .unwrap();
         let names: Vec<String> = store

@@ -172,7 +172,7 @@ impl Lifecycle {
         // removed; a terminate gives back everything and needs none.
         let before = match (&request, opts.book) {
             (OpRequest::Terminate(_), _) | (_, None) => None,
-            _ => Some(self.instance_for_start(id).await?),
+            _ => Some(self.load(id).await?.value),
         };
         let mut operation = opts.operation.clone();
         let drawn = match (wanted, &before, pkg) {
@@ -207,18 +207,6 @@ impl Lifecycle {
                 ledger_failure: None,
             }),
         }
-    }
-
-    /// The instance `id`, or [`LcmError::NotFound`].
-    async fn instance_for_start(&self, id: &VnfInstanceId) -> Result<VnfInstance, LcmError> {
-        self.drivers()
-            .store
-            .instance(id)
-            .await
-            .map_err(|e| match e.is_not_found() {
-                true => LcmError::NotFound(id.clone()),
-                false => LcmError::Store(e),
-            })
     }
 
     /// Grants `op` of `inst` with the local granter and draws its new VNFCs placed in the
