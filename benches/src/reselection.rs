@@ -254,6 +254,7 @@ pub fn run_from(
         max_reselections: None,
         selection,
         seed: s.seed,
+        race_retries: 0,
     };
     let mut m = Reselection::new(config, units, s.constraints.clone()).with_zone_listing(listing);
     let mut stack: Option<StackId> = None;

@@ -164,6 +164,9 @@ pub fn lcm_config(config: &Config, args: &PlacementArgs) -> Result<LcmConfig, Cl
     c.fallback_best_effort = args.fallback_best_effort || p.fallback_best_effort;
     c.reselect_zones = args.reselect_zones || p.reselect_zones;
     c.max_reselections = args.max_reselections.or(p.max_reselections);
+    if let Some(n) = p.group_race_retries {
+        c.group_race_retries = n;
+    }
     let policy = |k: SelectionKind| match k {
         SelectionKind::Random => Selection::Random,
         SelectionKind::CapacityAware => Selection::CapacityAware,

@@ -26,6 +26,8 @@
 //! reselect_zones = false         # reselect zones when a stack fails for lack of resources
 //! insufficient_resource_pattern = "..."  # regex on stack_status_reason; default: see below
 //! max_reselections = 3           # stack updates after the first attempt; unset = no limit
+//! group_race_retries = 2         # same-zone applies per operation after Nova's server-group
+//!                                # race ("Anti-affinity instance group policy was violated")
 //! selection = "random"           # "random" (the spec) or "capacity-aware": reselection's
 //!                                # policy and, when set, the granter's too. Unset: the granter
 //!                                # is capacity-aware (random where capacity is unknown) and
@@ -199,6 +201,10 @@ pub struct PlacementConfig {
     /// `max_reselections`; `None` means no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_reselections: Option<u32>,
+    /// `group_race_retries`: same-zone stack applies per operation after Nova's server-group
+    /// race; `None` means the default (2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_race_retries: Option<u32>,
     /// `selection`: reselection's policy (default random) and, when set, the granter's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<SelectionKind>,

@@ -24,7 +24,7 @@ use vnfm_core::lifecycle::{
     SERVER_GROUPS_KEY,
 };
 use vnfm_core::package::{fs, VnfPackage};
-use vnfm_core::sim::SimCloud;
+use vnfm_core::sim::{BuildFault, FaultySim, SimCloud};
 use vnfm_core::store::MemoryStore;
 
 const CLOUD: &str = "
@@ -95,8 +95,17 @@ fn setup(best_effort: bool) -> Setup {
 }
 
 fn lifecycle(sim: &SimCloud, store: &MemoryStore, best_effort: bool) -> Lifecycle {
+    lifecycle_on(Arc::new(sim.clone()), sim, store, best_effort)
+}
+
+fn lifecycle_on(
+    stacks: Arc<dyn vnfm_core::driver::StackDriver>,
+    sim: &SimCloud,
+    store: &MemoryStore,
+    best_effort: bool,
+) -> Lifecycle {
     let drivers = Drivers {
-        stacks: Arc::new(sim.clone()),
+        stacks,
         zones: Arc::new(sim.clone()),
         compute: Arc::new(sim.clone()),
         cluster: None,
@@ -341,4 +350,59 @@ async fn a_group_the_basehot_declares_is_used_or_refused_before_anything_starts(
         .await
         .unwrap()
         .is_empty());
+}
+
+/// Nova's fault when its late server-group check failed a worker until its reschedules ran
+/// out (real Nova 34, three workers created at once on three hosts).
+const RACE: &str = "Exceeded maximum number of retries. Exceeded max scheduling attempts 3 for \
+                    instance bddc4ef6-2f33-4469-abfa-6bea2249cda3. Last exception: \
+                    Anti-affinity instance group policy was violated";
+
+/// The cluster on a cloud whose next `n` builds fail on Nova's server-group race.
+fn racing(n: u32) -> Setup {
+    let sim = SimCloud::new(CloudFile::from_yaml("cloud", CLOUD).unwrap(), 1);
+    let faults = FaultySim::new(sim.clone());
+    faults.fail_next_builds(
+        n,
+        BuildFault::Fault {
+            code: 500,
+            message: RACE.into(),
+        },
+    );
+    let store = MemoryStore::new();
+    let lcm = lifecycle_on(Arc::new(faults), &sim, &store, false);
+    Setup { lcm, sim, store }
+}
+
+#[tokio::test]
+async fn the_server_group_race_is_applied_again_in_the_same_zone() {
+    // reselection is off (the default), and the race is retried anyway: it is not capacity
+    let s = racing(1);
+    let r = instantiate(&s, &cluster(), None).await;
+    assert!(r.is_completed(), "{:?}", r.op_occ.error);
+    let attempts = &r.op_occ.attempts;
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0].zones, attempts[1].zones);
+    let reason = attempts[0].status_reason.as_deref().unwrap();
+    assert!(
+        reason.contains("Anti-affinity instance group policy was violated"),
+        "{reason}"
+    );
+    assert!(attempts[0].failed_zones.is_empty(), "{attempts:?}");
+    let workers = servers(&s, &r.instance, "workerNode").await;
+    assert_eq!(workers.len(), 3);
+    assert_eq!(distinct(&hosts(&workers)), 3, "{:?}", hosts(&workers));
+}
+
+#[tokio::test]
+async fn a_race_that_keeps_coming_back_fails_the_operation_as_a_stack_failure() {
+    let s = racing(20);
+    let r = instantiate(&s, &cluster(), None).await;
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    // not a lack of capacity: the zone has room
+    assert_eq!(r.failure, Some(FailureKind::StackFailed));
+    assert_eq!(r.op_occ.attempts.len(), 3, "the first and two retries");
+    let detail = &r.op_occ.error.as_ref().unwrap().detail;
+    assert!(detail.contains("after 2 same-zone retries"), "{detail}");
+    assert!(detail.contains("retry the operation"), "{detail}");
 }

@@ -118,6 +118,7 @@ fn tacker_config(cfg: &Value, seed: u64) -> ReselectConfig {
         max_reselections,
         selection: Selection::Random,
         seed,
+        race_retries: 0,
     }
 }
 

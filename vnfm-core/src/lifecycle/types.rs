@@ -54,6 +54,9 @@ pub struct LcmConfig {
     pub pattern: InsufficientResourcePattern,
     /// Stack updates allowed after the first attempt; `None` = no limit.
     pub max_reselections: Option<u32>,
+    /// Same-zone stack applies allowed per operation after Nova's server-group race
+    /// ([`crate::reselect::is_group_policy_race`]); default 2.
+    pub group_race_retries: u32,
     /// Zone selection policy of reselection (default `random`, the spec's).
     pub selection: Selection,
     /// Zone selection policy of the local granter (default `capacity-aware`: the compliant
@@ -111,8 +114,8 @@ pub struct NfvoGrants {
 }
 
 impl LcmConfig {
-    /// The defaults: no best effort, no reselection, the default pattern, no limit, a
-    /// `capacity-aware` granter and `random` reselection, seed 0, VIM connection `vim-0`,
+    /// The defaults: no best effort, no reselection, the default pattern, no limit, two
+    /// same-zone applies after Nova's server-group race, a `capacity-aware` granter and `random` reselection, seed 0, VIM connection `vim-0`,
     /// polling every 2 s for at most 20 minutes, leases of 60 s, CNFs in namespace `default`
     /// with the host label [`crate::cluster::DEFAULT_HOST_LABEL`], grants from the local
     /// granter.
@@ -125,6 +128,7 @@ impl LcmConfig {
             reselect_zones: false,
             pattern: InsufficientResourcePattern::standard()?,
             max_reselections: None,
+            group_race_retries: 2,
             selection: Selection::Random,
             grant_selection: Selection::CapacityAware,
             seed: 0,

@@ -118,6 +118,27 @@ impl InsufficientResourcePattern {
     }
 }
 
+/// The end of Nova's late server-group check's reason (`nova/compute/manager.py`,
+/// `_validate_instance_group_policy`): `Anti-affinity instance group policy was violated.` or
+/// `Affinity instance group policy was violated.`; both contain this.
+const GROUP_POLICY_VIOLATED: &str = "ffinity instance group policy was violated";
+
+/// True when `reason` (a stack's or a resource's status reason) is a server that went to
+/// ERROR because Nova's late server-group check failed it until its reschedules ran out:
+/// members of one (anti-)affinity server group scheduled at the same time (Heat creates a
+/// group's servers in parallel) were each put on a host the scheduler thought free, the
+/// compute host found the group's policy broken and rescheduled, and after the last attempt
+/// Nova gives up with `Exceeded maximum number of retries. Exceeded max scheduling attempts 3
+/// for instance <uuid>. Last exception: Anti-affinity instance group policy was violated`
+/// (captured against real Nova 34 by `vnfm-cli/tests/real_hw_affinity.rs`: three workers,
+/// three hosts, one zone). The zone has room, so this is not an insufficient-resource failure
+/// even though Nova's text begins like one. The remedy is the stack applied again in the same
+/// zones: Heat replaces the failed server, and Nova schedules it knowing where the others run.
+pub fn is_group_policy_race(reason: &str) -> bool {
+    reason.contains("Went to status ERROR due to \"Message: ")
+        && reason.contains(GROUP_POLICY_VIOLATED)
+}
+
 /// What Nova's API says of a server whose zone has no enabled nova-compute left.
 const AZ_NOT_AVAILABLE: &str = ": The requested availability zone is not available";
 

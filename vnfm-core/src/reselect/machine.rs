@@ -7,8 +7,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::failure::{
-    failed_path_from_reason, failed_top_resources, resource_reason_matches, top_level_resource,
-    InsufficientResourcePattern,
+    failed_path_from_reason, failed_top_resources, is_group_policy_race, resource_reason_matches,
+    top_level_resource, InsufficientResourcePattern,
 };
 use crate::constraint::{Constraint, Scope};
 use crate::driver::{StackResource, StackState};
@@ -31,6 +31,12 @@ pub struct ReselectConfig {
     pub selection: Selection,
     /// Seed of the random choices.
     pub seed: u64,
+    /// `group_race_retries`: how many times in one operation a stack that failed on Nova's
+    /// server-group race ([`is_group_policy_race`](super::is_group_policy_race)) is applied
+    /// again with the same zones; one race more and the machine gives up
+    /// ([`GiveUp::GroupPolicyRace`]). The race is not a lack of capacity: the zones are kept
+    /// (none is excluded), and these applies are not reselections.
+    pub race_retries: u32,
 }
 
 /// A top-level stack resource that carries one zone: a VNFC (`VDU1-0`) in the StandardUserData
@@ -126,12 +132,19 @@ pub struct History {
     /// `max_reselections` across resumes.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reselections: u32,
+    /// The same-zone applies made after Nova's server-group race, counted against
+    /// `group_race_retries` across resumes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub race_retries: u32,
 }
 
 impl History {
     /// Whether nothing was tried yet.
     pub fn is_empty(&self) -> bool {
-        self.attempts.is_empty() && self.excluded.is_empty() && self.reselections == 0
+        self.attempts.is_empty()
+            && self.excluded.is_empty()
+            && self.reselections == 0
+            && self.race_retries == 0
     }
 
     /// The history an occurrence saved by an older vnfm implies: its attempts, the zones they
@@ -146,6 +159,7 @@ impl History {
             attempts,
             excluded,
             reselections,
+            race_retries: 0,
         }
     }
 }
@@ -170,6 +184,22 @@ pub enum GiveUp {
     #[error("the stack failed with an error that is not an insufficient-resource error: {reason}")]
     NotACapacityError {
         /// Heat's reason.
+        reason: String,
+    },
+    /// Nova's late server-group check failed a build again after `retries` same-zone applies:
+    /// members of an (anti-)affinity group scheduled at the same time were put on hosts that
+    /// break the policy, and Nova's reschedules ran out. Not a lack of capacity; the
+    /// operation may be retried.
+    #[error(
+        "Nova's server-group check failed a build (members scheduled at the same time broke \
+         the group's policy and the reschedules ran out) after {retries} same-zone \
+         retr{}; not a lack of capacity, retry the operation: {reason}",
+        if *retries == 1 { "y" } else { "ies" }
+    )]
+    GroupPolicyRace {
+        /// The same-zone applies made after the race.
+        retries: u32,
+        /// Heat's last reason.
         reason: String,
     },
     /// Reselection is disabled (`reselect_zones = false`).
@@ -280,6 +310,8 @@ pub struct Reselection {
     excluded: BTreeSet<ZoneId>,
     /// Reselections made, those of earlier runs of the operation included.
     reselections: u32,
+    /// Same-zone applies after Nova's server-group race, those of earlier runs included.
+    race_retries: u32,
     zones: Option<Vec<ComputeZone>>,
     /// The units that move this round: the failed ones and the new ones in a failed zone.
     round_affected: BTreeSet<String>,
@@ -325,6 +357,7 @@ impl Reselection {
             attempts: Vec::new(),
             excluded: BTreeSet::new(),
             reselections: 0,
+            race_retries: 0,
             zones: None,
             round_affected: BTreeSet::new(),
             top_matched: false,
@@ -373,6 +406,7 @@ impl Reselection {
             .unwrap_or_default();
         self.excluded.extend(history.excluded);
         self.reselections = self.reselections.max(history.reselections);
+        self.race_retries = self.race_retries.max(history.race_retries);
         let first = std::mem::take(&mut self.attempts);
         self.attempts = prior;
         let stale: BTreeSet<String> = self
@@ -403,6 +437,7 @@ impl Reselection {
             attempts: self.attempts.clone(),
             excluded: self.excluded.clone(),
             reselections: self.reselections,
+            race_retries: self.race_retries,
         }
     }
 
@@ -471,6 +506,19 @@ impl Reselection {
         if let Some(a) = self.attempts.last_mut() {
             a.outcome = Some(AttemptOutcome::Failed);
             a.status_reason = Some(reason.to_owned());
+        }
+        // Nova's server-group race: the zone has room, the members were scheduled at once.
+        // Applied again with the same zones, Heat replaces the failed server, which Nova now
+        // schedules knowing where the others are.
+        if is_group_policy_race(reason) {
+            if self.race_retries >= self.config.race_retries {
+                return self.give_up(GiveUp::GroupPolicyRace {
+                    retries: self.race_retries,
+                    reason: reason.to_owned(),
+                });
+            }
+            self.race_retries += 1;
+            return self.start_attempt(Vec::new());
         }
         // A reason the pattern does not know is not the end yet: a failed resource of the
         // listing whose own reason matches makes it a capacity failure too.

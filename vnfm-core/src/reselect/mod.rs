@@ -28,12 +28,18 @@
 //!   handle_stack_succeeded()              -> Done
 //!   handle_apply_refused(reason)          -> GiveUp (the request itself was refused)
 //!   handle_stack_rolled_back(reason)      -> GiveUp (Heat rolled the stack back)
-//!   handle_stack_failed(reason)           -> ListResources | GiveUp
+//!   handle_stack_failed(reason)           -> ListResources | ApplyStack (same zones) | GiveUp
 //!   handle_resources(resources)           -> LocateFailedServers | ListZones | ApplyStack | GiveUp
 //!   handle_failed_servers(zones)          -> ListZones (first round) | LocateServers | ApplyStack | GiveUp
 //!   handle_zones(zones)                   -> LocateServers | ApplyStack | GiveUp
 //!   handle_hosts(hosts)                   -> ApplyStack | GiveUp
 //! ```
+//!
+//! Nova's server-group race is told apart first ([`is_group_policy_race`]): members of one
+//! anti-affinity group created at once can be put on one host, and Nova's late check fails
+//! one of them until its reschedules run out. The zone has room, so the machine applies the
+//! stack again with the same zones (`group_race_retries` times per operation, then
+//! [`GiveUp::GroupPolicyRace`]), excludes nothing and counts no reselection.
 //!
 //! Units: the machine places *units*, the top-level stack resources that carry one zone each:
 //! one VNFC in Tacker's StandardUserData layout (`VDU1-0`), or one whole VDU under an
@@ -46,8 +52,8 @@ mod machine;
 mod tests;
 
 pub use failure::{
-    failed_path_from_reason, failed_top_resources, resource_reason_matches, top_level_resource,
-    InsufficientResourcePattern, DEFAULT_INSUFFICIENT_RESOURCE_PATTERN,
+    failed_path_from_reason, failed_top_resources, is_group_policy_race, resource_reason_matches,
+    top_level_resource, InsufficientResourcePattern, DEFAULT_INSUFFICIENT_RESOURCE_PATTERN,
 };
 pub use machine::{
     Action, Attempt, AttemptOutcome, GiveUp, History, Outcome, ReselectConfig, Reselection, Unit,

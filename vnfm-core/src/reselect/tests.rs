@@ -21,6 +21,7 @@ fn config(enabled: bool, max: Option<u32>) -> ReselectConfig {
         max_reselections: max,
         selection: Selection::Random,
         seed: 7,
+        race_retries: 2,
     }
 }
 
@@ -1549,4 +1550,91 @@ fn capacity_scenarios_exercise_reselection() {
     assert!(reselected_ok >= 20, "{reselected_ok}");
     assert!(gave_up >= 20, "{gave_up}");
     assert!(host_rules >= 20, "{host_rules}");
+}
+
+/// Nova's answer when its late server-group check failed a member until its reschedules ran
+/// out (real Nova 34, `vnfm-cli/tests/real_hw_affinity.rs`).
+const GROUP_RACE: &str = "Resource CREATE failed: ResourceInError: resources.worker_instance.resources.c2ialuyj7fqo.resources.workerNode: Went to status ERROR due to \"Message: Exceeded maximum number of retries. Exceeded max scheduling attempts 3 for instance bddc4ef6-2f33-4469-abfa-6bea2249cda3. Last exception: Anti-affinity instance group policy was violated, Code: 500\"";
+
+#[test]
+fn the_group_race_is_told_from_a_lack_of_capacity() {
+    assert!(is_group_policy_race(GROUP_RACE));
+    // Nova's text starts like a capacity failure, and the pattern alone would take it so
+    let p = InsufficientResourcePattern::standard().unwrap();
+    assert!(p.is_match(GROUP_RACE));
+    let affinity = GROUP_RACE.replace("Anti-affinity", "Affinity");
+    assert!(is_group_policy_race(&affinity));
+    assert!(!is_group_policy_race(&reason(true, "VDU1-0")));
+    // the words alone, outside a server's fault, are not the race
+    assert!(!is_group_policy_race(
+        "Resource CREATE failed: BadRequest: Anti-affinity instance group policy was violated"
+    ));
+}
+
+#[test]
+fn a_group_race_applies_the_same_zones_again_without_excluding_or_reselecting() {
+    // reselection disabled: the race is not a capacity failure, so it is retried anyway
+    let mut m = Reselection::new(
+        config(false, Some(0)),
+        vec![unit("workers", "azw", true), unit("master-0", "azw", true)],
+        Vec::new(),
+    );
+    let first = match m.poll_action() {
+        Some(Action::ApplyStack { zones }) => zones,
+        a => panic!("{a:?}"),
+    };
+    m.handle_stack_failed(GROUP_RACE);
+    assert_eq!(
+        m.poll_action(),
+        Some(Action::ApplyStack {
+            zones: first.clone()
+        }),
+        "no listing, no lookup: the same zones at once"
+    );
+    assert!(m.poll_action().is_none());
+    m.handle_stack_succeeded();
+    assert_eq!(m.outcome(), Some(&Outcome::Succeeded));
+    let h = m.history();
+    assert_eq!(h.attempts.len(), 2);
+    assert_eq!(h.attempts[0].zones, h.attempts[1].zones);
+    assert_eq!(h.attempts[0].outcome, Some(AttemptOutcome::Failed));
+    assert_eq!(h.attempts[0].status_reason.as_deref(), Some(GROUP_RACE));
+    assert!(h.excluded.is_empty(), "{h:?}");
+    assert_eq!((h.reselections, h.race_retries), (0, 1));
+}
+
+#[test]
+fn the_group_race_gives_up_after_its_retries_even_across_a_resume() {
+    let units = || vec![unit("workers", "azw", true)];
+    let mut m = Reselection::new(config(true, None), units(), Vec::new());
+    for _ in 0..2 {
+        assert!(matches!(m.poll_action(), Some(Action::ApplyStack { .. })));
+        m.handle_stack_failed(GROUP_RACE);
+    }
+    let h = m.history();
+    assert_eq!(h.race_retries, 2);
+    // a resumed operation (op retry) keeps the count: one race more ends it
+    let mut m = Reselection::new(config(true, None), units(), Vec::new()).resumed(h);
+    assert!(matches!(m.poll_action(), Some(Action::ApplyStack { .. })));
+    m.handle_stack_failed(GROUP_RACE);
+    assert!(m.poll_action().is_none());
+    match m.outcome() {
+        Some(Outcome::GaveUp(g @ GiveUp::GroupPolicyRace { retries: 2, .. })) => {
+            let text = g.to_string();
+            assert!(text.contains("after 2 same-zone retries"), "{text}");
+            assert!(text.contains("not a lack of capacity"), "{text}");
+        }
+        o => panic!("{o:?}"),
+    }
+    assert!(m.excluded().is_empty());
+    // zero retries: the first race ends it
+    let mut cfg = config(true, None);
+    cfg.race_retries = 0;
+    let mut m = Reselection::new(cfg, units(), Vec::new());
+    m.poll_action();
+    m.handle_stack_failed(GROUP_RACE);
+    assert!(matches!(
+        m.outcome(),
+        Some(Outcome::GaveUp(GiveUp::GroupPolicyRace { retries: 0, .. }))
+    ));
 }

@@ -17,6 +17,7 @@ pub(super) fn restore_config(cfg: &LcmConfig) -> ReselectConfig {
         max_reselections: Some(0),
         selection: cfg.selection,
         seed: cfg.seed,
+        race_retries: cfg.group_race_retries,
     }
 }
 

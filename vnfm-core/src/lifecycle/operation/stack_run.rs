@@ -285,6 +285,7 @@ impl Operation {
             max_reselections: self.cfg.max_reselections,
             selection: self.cfg.selection,
             seed: self.cfg.seed,
+            race_retries: self.cfg.group_race_retries,
         };
         let m = Reselection::new(cfg, units, constraints)
             .with_zone_listing(listing)
