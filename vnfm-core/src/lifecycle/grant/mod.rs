@@ -431,7 +431,24 @@ mod tests {
             "numberOfSteps: scaling aspect `VDU1_scale` out by 2 step(s) would give VDU VDU1 5 \
              instance(s) (3 existing + 2 new); expected at most its max_number_of_instances 4"
         );
+    }
 
+    #[test]
+    fn scale_out_errors_of_the_instance() {
+        let pkg = demo();
+        let e = |aspect: &str, steps: u32, inst: &VnfInstance| {
+            scale_out(
+                &pkg,
+                inst,
+                aspect,
+                steps,
+                &op(),
+                &opts(),
+                &mut IdGen::seeded(1),
+            )
+            .unwrap_err()
+            .to_string()
+        };
         // a bad index is named with its field path
         let mut bad = demo_instance(&pkg.descriptor_id, 0);
         bad.instantiated_vnf_info
