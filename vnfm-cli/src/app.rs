@@ -17,9 +17,12 @@ use vnfm_core::reselect::InsufficientResourcePattern;
 use vnfm_core::sim::SimCloud;
 
 use crate::cli::PlacementArgs;
+use crate::cli::STATE_URL_VAR;
 use crate::config::{Config, SelectionKind};
 use crate::error::CliError;
+use crate::state_store::{Documents, StateStore};
 use crate::store::SqliteStore;
+use crate::store_postgres::PgStore;
 use crate::vim::{Vim, SIM_DOCUMENT};
 
 /// The real clock (tokio's timer).
@@ -58,12 +61,41 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         })
 }
 
+/// Opens the state of `config`: the PostgreSQL database of `[state] url` /
+/// `VNFM_STATE_URL` (its schema migrated), else the state file ([`open_state_file`]).
+///
+/// # Errors
+/// [`CliError::Usage`] when both a state file (`[state] path`, `--state`, `VNFM_STATE`) and a
+/// database are configured; [`CliError::StateDb`] naming the database (without its
+/// password): not a PostgreSQL URL or a newer schema (exit 2), unreachable or refusing the
+/// credentials (5); as [`open_state_file`] for the file.
+pub async fn open_state(config: &Config) -> Result<StateStore, CliError> {
+    let Some(url) = &config.state.url else {
+        return open_state_file(config).map(StateStore::Sqlite);
+    };
+    if let Some(path) = &config.state.path {
+        return Err(CliError::Usage(format!(
+            "both a state file ({}: [state] path, --state or VNFM_STATE) and a state database \
+             ([state] url or {STATE_URL_VAR}) are configured; expected one of them",
+            path.display()
+        )));
+    }
+    PgStore::open(url.expose())
+        .await
+        .map(StateStore::Postgres)
+        .map_err(|e| CliError::StateDb {
+            url: crate::store_postgres::redacted(url.expose()),
+            message: "cannot open the state database".into(),
+            source: Some(e),
+        })
+}
+
 /// Opens (creating it and its folder when needed) the state file of `config`.
 ///
 /// # Errors
 /// [`CliError::State`] naming the file: unreadable, not a vnfm state database, or a newer
 /// schema (exit 2); locked by another writer (5); failing IO (1).
-pub fn open_state(config: &Config) -> Result<SqliteStore, CliError> {
+pub fn open_state_file(config: &Config) -> Result<SqliteStore, CliError> {
     let path = config.state_path();
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| CliError::State {
@@ -92,7 +124,7 @@ pub fn check_vim(config: &Config) -> Result<(), CliError> {
 /// cloud as a real one would be.
 #[derive(Debug)]
 struct SimSaver {
-    store: SqliteStore,
+    store: StateStore,
     sim: SimCloud,
     /// Fault injection ([`KILL_AFTER_COMMIT_VAR`]): after which commit, and whether SIGINT
     /// (else SIGKILL).
@@ -218,7 +250,7 @@ pub fn lcm_config(config: &Config, args: &PlacementArgs) -> Result<LcmConfig, Cl
 /// The drivers of one command over the state file.
 pub struct Env {
     /// The state file.
-    pub store: SqliteStore,
+    pub store: StateStore,
     /// The simulated cloud, saved after the operation; `None` for a real cloud.
     pub sim: Option<SimCloud>,
     /// The lifecycle over the drivers.
@@ -251,7 +283,7 @@ pub async fn env(
 ) -> Result<Env, CliError> {
     check_vim(config)?;
     let lcm_cfg = lcm_config(config, placement)?;
-    let store = open_state(config)?;
+    let store = open_state(config).await?;
     let mut vim = open_cluster(Vim::open(&store, cloud_path, config).await?, config).await?;
     let sim = vim.sim.take();
     // With the simulator, its state is saved with every commit of an operation: a command
@@ -303,7 +335,7 @@ pub const ID_RUNS_DOCUMENT: &str = "id-salt-runs";
 /// # Errors
 /// [`CliError::State`] when the counter cannot be written.
 pub async fn run_id_salt(
-    store: &SqliteStore,
+    store: &dyn Documents,
     config: &Config,
     clock: &dyn Clock,
 ) -> Result<u64, CliError> {
@@ -313,10 +345,10 @@ pub async fn run_id_salt(
     let n = store
         .increment_counter(ID_RUNS_DOCUMENT)
         .await
-        .map_err(|e| CliError::State {
-            path: config.state_path(),
-            message: "cannot count the runs of --id-salt".into(),
-            source: Some(e),
+        .map_err(|e| {
+            store
+                .location()
+                .error("cannot count the runs of --id-salt", Some(e))
         })?;
     Ok(vnfm_core::id::run_salt(base, n))
 }

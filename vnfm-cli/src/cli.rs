@@ -32,6 +32,9 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "VNFM_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// SQLite state file [default: $XDG_STATE_HOME/vnfm/state.sqlite].
+    ///
+    /// VNFM_STATE_URL (or `[state] url`) puts the state in a PostgreSQL database instead
+    /// (the CLI's commands; not `vnfm serve` yet).
     #[arg(long, global = true, env = "VNFM_STATE", value_name = "PATH")]
     pub state: Option<PathBuf>,
     /// The VIM to use [default: sim].
@@ -79,10 +82,18 @@ impl GlobalArgs {
             sim_seed: self.sim_seed,
             packages_dir: self.packages_dir.clone(),
             state: self.state.clone(),
+            // An environment variable only: a flag's value shows in every user's `ps`.
+            state_url: std::env::var(STATE_URL_VAR)
+                .ok()
+                .filter(|u| !u.is_empty())
+                .map(Secret::new),
             id_salt: self.id_salt,
         }
     }
 }
+
+/// The environment variable of `[state] url`: the PostgreSQL database of the state.
+pub const STATE_URL_VAR: &str = "VNFM_STATE_URL";
 
 /// The commands.
 #[derive(Debug, Subcommand)]

@@ -19,6 +19,9 @@
 //! [state]
 //! path = "vnfm.sqlite"      # --state, VNFM_STATE. Default: $XDG_STATE_HOME/vnfm/state.sqlite
 //!                           # (or ~/.local/state/vnfm/state.sqlite)
+//! url = "postgres://vnfm:secret@db:5432/vnfm"  # VNFM_STATE_URL (no flag: a password on a
+//!                           # command line is visible to every user). The state in PostgreSQL
+//!                           # instead of the file (not with `path`); CLI commands only for now
 //!                           # (no key) --id-salt, VNFM_ID_SALT: reproducible ids for scripts
 //!
 //! [placement]
@@ -161,6 +164,11 @@ pub struct StateConfig {
     /// `path`: the SQLite state file; `None` means the default location.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
+    /// `url` (or `VNFM_STATE_URL`): a PostgreSQL database
+    /// (`postgres://user:password@host:port/database`) that holds the state instead of the
+    /// file. Not together with `path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<Secret>,
     /// `--id-salt` / `VNFM_ID_SALT` only (not a key of the file): when set, the operations
     /// draw instance and operation ids from this number and a run counter kept in the state
     /// file instead of the clock, so a replayed script gets the same ids.
@@ -1060,6 +1068,8 @@ pub struct Overrides {
     pub packages_dir: Option<PathBuf>,
     /// `--state`
     pub state: Option<PathBuf>,
+    /// `VNFM_STATE_URL`
+    pub state_url: Option<Secret>,
     /// `--id-salt`
     pub id_salt: Option<u64>,
 }
@@ -1195,6 +1205,9 @@ impl Config {
         }
         if let Some(s) = &o.state {
             self.state.path = Some(s.clone());
+        }
+        if let Some(u) = &o.state_url {
+            self.state.url = Some(u.clone());
         }
         if let Some(s) = o.id_salt {
             self.state.id_salt = Some(s);

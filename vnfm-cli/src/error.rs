@@ -44,6 +44,18 @@ pub enum CliError {
         #[source]
         source: Option<DriverError>,
     },
+    /// The state database (`[state] url`, PostgreSQL) cannot be used; exit codes as for
+    /// [`CliError::State`] (5 when the server cannot be reached or refuses the credentials).
+    #[error("state database {url}: {message}")]
+    StateDb {
+        /// The database's URL, without its password.
+        url: String,
+        /// What was wrong.
+        message: String,
+        /// The cause.
+        #[source]
+        source: Option<DriverError>,
+    },
     /// Writing the output failed.
     #[error("cannot write the output")]
     Output(#[source] std::io::Error),
@@ -96,7 +108,9 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
             CliError::Usage(_) | CliError::Config { .. } => exit::USAGE,
-            CliError::State { source, .. } => state_exit_code(source.as_ref()),
+            CliError::State { source, .. } | CliError::StateDb { source, .. } => {
+                state_exit_code(source.as_ref())
+            }
             CliError::Core(e) => core_exit_code(e),
             CliError::Driver(e) => driver_exit_code(e),
             CliError::Output(_) => exit::INTERNAL,

@@ -18,7 +18,7 @@ use crate::config::{Config, VimKind};
 use crate::error::CliError;
 use crate::inputs::default_flavour;
 use crate::output::Output;
-use crate::store::SqliteStore;
+use crate::state_store::Documents;
 
 /// `--top N` as a display limit: 0 is every entry.
 pub(crate) fn top_limit(top: usize) -> Option<usize> {
@@ -67,7 +67,7 @@ pub(crate) fn config_for(config: &Config, vim: Option<&VimRef>) -> Config {
 /// the state file's Promise ledger for regions backed by a pool.
 pub(crate) async fn capacities(
     config: &Config,
-    store: &SqliteStore,
+    store: &dyn Documents,
     cloud_path: Option<&Path>,
     candidates: &CandidateFile,
     clock: &dyn Clock,
@@ -141,7 +141,7 @@ pub(crate) async fn plan(
     let customer = parse_customer("--customer", args.customer.as_deref())?;
     let flavour = default_flavour(pkg, args.flavour.as_deref())?;
     let demands = deploy::package_demands(pkg, &flavour, &policy, customer)?;
-    let store = open_state(config)?;
+    let store = open_state(config).await?;
     let caps = capacities(
         config,
         &store,

@@ -37,7 +37,10 @@
 //! - [`store`]: [`store::SqliteStore`], the persistent [`vnfm_core::driver::Store`] the CLI
 //!   keeps its state in (VNF instances and LCM operation occurrences in one SQLite file).
 //! - [`store_postgres`]: [`store_postgres::PgStore`], the same store in a PostgreSQL database
-//!   shared by several processes (not wired into the commands or `vnfm serve` yet).
+//!   shared by several processes.
+//! - [`state_store`]: the state of a command in either store (`[state] url` selects
+//!   PostgreSQL), and [`state_store::Documents`], the named documents both keep. The CLI's
+//!   commands work on either; `vnfm serve` on the SQLite file only, for now.
 //!
 //! No module imports another that imports it back (`tests/module_cycles.rs` checks it).
 
@@ -61,6 +64,7 @@ pub mod promise;
 pub(crate) mod render;
 pub(crate) mod report;
 pub mod serve;
+pub mod state_store;
 pub mod store;
 pub mod store_postgres;
 pub(crate) mod vim;

@@ -29,7 +29,7 @@ use vnfm_core::zone::ComputeZone;
 
 use crate::config::Config;
 use crate::error::CliError;
-use crate::store::SqliteStore;
+use crate::state_store::Documents;
 
 /// The state-file document holding the ledger (with its id generator).
 pub const PROMISE_DOCUMENT: &str = "promise";
@@ -151,12 +151,8 @@ impl PromiseBook {
     }
 }
 
-fn state_error(config: &Config, message: String, source: Option<DriverError>) -> CliError {
-    CliError::State {
-        path: config.state_path(),
-        message,
-        source,
-    }
+fn state_error(store: &dyn Documents, message: String, source: Option<DriverError>) -> CliError {
+    store.location().error(message, source)
 }
 
 /// The ledger saved in the state file, if any.
@@ -164,17 +160,17 @@ fn state_error(config: &Config, message: String, source: Option<DriverError>) ->
 /// # Errors
 /// [`CliError::State`] (exit 2) when the state file cannot be read or its ledger document is
 /// not one (naming the document and what was wrong).
-pub async fn load(store: &SqliteStore, config: &Config) -> Result<Option<PromiseBook>, CliError> {
+pub async fn load(store: &dyn Documents) -> Result<Option<PromiseBook>, CliError> {
     let Some(body) = store
         .document(PROMISE_DOCUMENT)
         .await
-        .map_err(|e| state_error(config, "cannot read the reservation ledger".into(), Some(e)))?
+        .map_err(|e| state_error(store, "cannot read the reservation ledger".into(), Some(e)))?
     else {
         return Ok(None);
     };
     PromiseBook::decode(&body)
         .map(Some)
-        .map_err(|m| state_error(config, m, None))
+        .map_err(|m| state_error(store, m, None))
 }
 
 /// The ledger saved in the state file, or an empty one ([`PromiseBook::new`] seeded with the
@@ -182,8 +178,8 @@ pub async fn load(store: &SqliteStore, config: &Config) -> Result<Option<Promise
 ///
 /// # Errors
 /// As [`load`].
-pub async fn load_or_new(store: &SqliteStore, config: &Config) -> Result<PromiseBook, CliError> {
-    Ok(load(store, config)
+pub async fn load_or_new(store: &dyn Documents, config: &Config) -> Result<PromiseBook, CliError> {
+    Ok(load(store)
         .await?
         .unwrap_or_else(|| PromiseBook::new(config.vim.seed)))
 }
@@ -192,7 +188,7 @@ pub async fn load_or_new(store: &SqliteStore, config: &Config) -> Result<Promise
 ///
 /// # Errors
 /// The store's error when the state file cannot be written.
-pub async fn write(store: &SqliteStore, body: String) -> Result<(), DriverError> {
+pub async fn write(store: &dyn Documents, body: String) -> Result<(), DriverError> {
     store.put_document(PROMISE_DOCUMENT, body).await
 }
 
@@ -200,17 +196,13 @@ pub async fn write(store: &SqliteStore, body: String) -> Result<(), DriverError>
 ///
 /// # Errors
 /// [`CliError::State`] when the state file cannot be written.
-pub async fn save(
-    store: &SqliteStore,
-    book: &PromiseBook,
-    config: &Config,
-) -> Result<(), CliError> {
+pub async fn save(store: &dyn Documents, book: &PromiseBook) -> Result<(), CliError> {
     let body = book
         .encode()
         .map_err(|m| CliError::Output(std::io::Error::other(m)))?;
     write(store, body)
         .await
-        .map_err(|e| state_error(config, "cannot save the reservation ledger".into(), Some(e)))
+        .map_err(|e| state_error(store, "cannot save the reservation ledger".into(), Some(e)))
 }
 
 /// The effective `now`: `--now`, else the clock, never before the ledger's last operation
@@ -242,8 +234,7 @@ pub(crate) fn unknown_reservation(id: &str) -> CliError {
 /// [`CliError::Promise`] when the reservation cannot give them (exit 4 when it has not enough
 /// left, 2 otherwise); [`CliError::State`] for an unusable state file.
 pub async fn draw_grant(
-    config: &Config,
-    store: &SqliteStore,
+    store: &dyn Documents,
     grant: &mut vnfm_core::grant::Grant,
     request: &GrantRequest,
     flavour: &vnfm_core::package::Flavour,
@@ -254,7 +245,7 @@ pub async fn draw_grant(
         reservation: id,
         now,
     } = from;
-    let Some(mut book) = load(store, config).await? else {
+    let Some(mut book) = load(store).await? else {
         return Err(unknown_reservation(id));
     };
     let now = effective_now(now, &book.ledger, clock);
@@ -267,7 +258,7 @@ pub async fn draw_grant(
         &mut book.ids,
         now,
     );
-    save(store, &book, config).await?;
+    save(store, &book).await?;
     Ok(drawn?)
 }
 
@@ -287,8 +278,7 @@ pub struct DrawFrom<'a> {
 /// what fell due happened).
 #[derive(Debug)]
 pub struct FileBook<'a> {
-    config: &'a Config,
-    store: &'a SqliteStore,
+    store: &'a dyn Documents,
     /// `--now`, else the clock.
     now: Option<DateTime<Utc>>,
     clock: &'a dyn Clock,
@@ -296,18 +286,8 @@ pub struct FileBook<'a> {
 
 impl<'a> FileBook<'a> {
     /// The ledger of `store`, changed at `now` (default: `clock`).
-    pub fn new(
-        config: &'a Config,
-        store: &'a SqliteStore,
-        now: Option<DateTime<Utc>>,
-        clock: &'a dyn Clock,
-    ) -> Self {
-        Self {
-            config,
-            store,
-            now,
-            clock,
-        }
+    pub fn new(store: &'a dyn Documents, now: Option<DateTime<Utc>>, clock: &'a dyn Clock) -> Self {
+        Self { store, now, clock }
     }
 }
 
@@ -315,16 +295,14 @@ impl<'a> FileBook<'a> {
 impl ReservationBook for FileBook<'_> {
     async fn apply(&self, change: LedgerChange<'_>) -> Result<(), BookError> {
         let unusable = |e: CliError| BookError::Unusable(Box::new(e));
-        let Some(mut book) = load(self.store, self.config).await.map_err(unusable)? else {
+        let Some(mut book) = load(self.store).await.map_err(unusable)? else {
             return Err(BookError::NoLedger);
         };
         let now = effective_now(self.now, &book.ledger, self.clock);
         let PromiseBook { ledger, ids } = &mut book;
         let changed = change(ledger, ids, now);
         if !matches!(changed, Ok(false)) {
-            save(self.store, &book, self.config)
-                .await
-                .map_err(unusable)?;
+            save(self.store, &book).await.map_err(unusable)?;
         }
         changed.map(|_| ()).map_err(BookError::Ledger)
     }
@@ -354,6 +332,7 @@ pub fn start_error(e: StartError) -> CliError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::SqliteStore;
     use vnfm_core::reservation::{Capacity, ReservationRequest};
     use vnfm_core::zone::{ComputeHost, Resources};
 
@@ -419,12 +398,8 @@ mod tests {
     async fn survives_a_restart_with_its_id_sequence() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.sqlite");
-        let config = Config::default().with_overrides(&crate::config::Overrides {
-            state: Some(path.clone()),
-            ..Default::default()
-        });
         let store = SqliteStore::open(&path).unwrap();
-        assert!(load(&store, &config).await.unwrap().is_none());
+        assert!(load(&store).await.unwrap().is_none());
         let mut book = PromiseBook::from_catalogue(&zones(), 1, t(0)).unwrap();
         let r = book
             .ledger
@@ -436,12 +411,12 @@ mod tests {
             )
             .unwrap()
             .value;
-        save(&store, &book, &config).await.unwrap();
+        save(&store, &book).await.unwrap();
         let next_here = book.ids.next_uuid();
         drop(store);
 
         let store = SqliteStore::open(&path).unwrap();
-        let mut again = load(&store, &config).await.unwrap().unwrap();
+        let mut again = load(&store).await.unwrap().unwrap();
         assert_eq!(again.ledger.reservation(&r.id), Some(r));
         assert_eq!(again.ids.next_uuid(), next_here);
         // The restored ledger still refuses what does not fit next to the reservation.
@@ -461,16 +436,12 @@ mod tests {
     async fn a_corrupt_document_is_a_state_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.sqlite");
-        let config = Config::default().with_overrides(&crate::config::Overrides {
-            state: Some(path.clone()),
-            ..Default::default()
-        });
         let store = SqliteStore::open(&path).unwrap();
         store
             .put_document(PROMISE_DOCUMENT, "{\"ledger\": 3}".into())
             .await
             .unwrap();
-        let err = load(&store, &config).await.unwrap_err();
+        let err = load(&store).await.unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("document promise"), "{msg}");
         assert!(msg.contains("state.sqlite"), "{msg}");

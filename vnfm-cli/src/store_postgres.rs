@@ -1106,6 +1106,11 @@ fn target_of(config: &tokio_postgres::Config) -> String {
 
 /// `url` with its password replaced by `***`: the user info of a URL (`scheme://user:pw@`) and
 /// the value of a `password=` key (libpq's key-value form, or a URL query).
+/// `url` without its password, for messages.
+pub fn redacted(url: &str) -> String {
+    redact(url)
+}
+
 fn redact(url: &str) -> String {
     let mut out = url.to_owned();
     // The last `@` ends the user info, even when the password holds an unescaped `@` or `/`

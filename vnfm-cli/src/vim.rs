@@ -17,7 +17,7 @@ use vnfm_core::sim::SimCloud;
 use crate::config::{Config, VimKind};
 use crate::error::CliError;
 use crate::inputs::load_cloud;
-use crate::store::SqliteStore;
+use crate::state_store::Documents;
 
 /// The state-file document holding the simulated cloud.
 pub const SIM_DOCUMENT: &str = "sim";
@@ -28,15 +28,11 @@ pub const SIM_DOCUMENT: &str = "sim";
 /// # Errors
 /// An unreadable saved cloud or cloud file, or a cloud file other than the saved one (exit 2).
 pub async fn open_sim(
-    store: &SqliteStore,
+    store: &dyn Documents,
     cloud_path: Option<&Path>,
     config: &Config,
 ) -> Result<SimCloud, CliError> {
-    let state_err = |message: String, source| CliError::State {
-        path: config.state_path(),
-        message,
-        source,
-    };
+    let state_err = |message: String, source| store.location().error(message, source);
     let saved = store
         .document(SIM_DOCUMENT)
         .await
@@ -51,9 +47,9 @@ pub async fn open_sim(
                 let (file, _) = load_cloud(Some(p))?;
                 if file != sim.cloud() {
                     return Err(CliError::Usage(format!(
-                        "the state file {} already holds a simulated cloud built from another cloud \
+                        "the state {} already holds a simulated cloud built from another cloud \
                          file than {}; use another --state for another cloud",
-                        config.state_path().display(),
+                        store.location(),
                         p.display()
                     )));
                 }
@@ -71,23 +67,16 @@ pub async fn open_sim(
 ///
 /// # Errors
 /// [`CliError::State`] when the state file cannot be written.
-pub async fn save_sim(
-    store: &SqliteStore,
-    sim: &Option<SimCloud>,
-    config: &Config,
-) -> Result<(), CliError> {
+pub async fn save_sim(store: &dyn Documents, sim: &Option<SimCloud>) -> Result<(), CliError> {
     let Some(sim) = sim else {
         return Ok(());
     };
     let snap = sim.snapshot()?;
-    store
-        .put_document(SIM_DOCUMENT, snap)
-        .await
-        .map_err(|e| CliError::State {
-            path: config.state_path(),
-            message: "cannot save the simulated cloud".into(),
-            source: Some(e),
-        })
+    store.put_document(SIM_DOCUMENT, snap).await.map_err(|e| {
+        store
+            .location()
+            .error("cannot save the simulated cloud", Some(e))
+    })
 }
 
 /// The VIM side of [`Drivers`]: stacks, zones and servers.
@@ -140,7 +129,7 @@ impl Vim {
     /// As [`open_sim`] for the simulator; for OpenStack, a configuration that is missing
     /// or invalid, or a `--cloud` file (the simulator's), exit 2.
     pub async fn open(
-        store: &SqliteStore,
+        store: &dyn Documents,
         cloud_path: Option<&Path>,
         config: &Config,
     ) -> Result<Self, CliError> {

@@ -25,7 +25,7 @@ pub fn run(config: &Config, cmd: &ClusterCommand, out: Output) -> Result<(), Cli
     runtime()?.block_on(async {
         check_vim(config)?;
         let cfg = label_config(config)?;
-        let store = open_state(config)?;
+        let store = open_state(config).await?;
         let vim = open_cluster(Vim::open(&store, None, config).await?, config).await?;
         let cluster = vim.cluster().ok_or_else(no_cluster)?;
         let compute = vim.compute();
@@ -93,7 +93,7 @@ pub fn run(config: &Config, cmd: &ClusterCommand, out: Output) -> Result<(), Cli
             }
         };
         // the simulated cluster keeps its labels and pods in the state file
-        save_sim(&store, &vim.sim, config).await?;
+        save_sim(&store, &vim.sim).await?;
         result
     })
 }
@@ -311,7 +311,7 @@ pub(crate) fn reconciled_human(r: &Reconciled) -> String {
 pub fn migrate(config: &Config, server: &str, to: &str, out: Output) -> Result<(), CliError> {
     runtime()?.block_on(async {
         check_vim(config)?;
-        let store = open_state(config)?;
+        let store = open_state(config).await?;
         let vim = Vim::open(&store, None, config).await?;
         let Some(sim) = &vim.sim else {
             return Err(CliError::Usage(
@@ -328,7 +328,7 @@ pub fn migrate(config: &Config, server: &str, to: &str, out: Output) -> Result<(
             }
             e => CliError::Driver(e),
         })?;
-        save_sim(&store, &vim.sim, config).await?;
+        save_sim(&store, &vim.sim).await?;
         let data = MigrateReport {
             server,
             from,

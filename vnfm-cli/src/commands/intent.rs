@@ -62,7 +62,7 @@ pub fn select(
     let flavour = default_flavour(&pkg, args.flavour.as_deref())?;
     let demands = deploy::package_demands(&pkg, &flavour, &policy, customer)?;
     let choice = runtime()?.block_on(async {
-        let store = open_state(config)?;
+        let store = open_state(config).await?;
         let caps = capacities(
             config,
             &store,

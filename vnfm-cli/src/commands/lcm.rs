@@ -170,9 +170,7 @@ pub fn instantiate(config: &Config, args: &InstantiateArgs, out: Output) -> Resu
             delete_on_refusal: args.instance.is_none(),
         };
         let request = OpRequest::Instantiate(Box::new(req));
-        let (r, kept, released) = run
-            .start(&env, config, &inst.id, request, Some(&pkg), opts)
-            .await?;
+        let (r, kept, released) = run.start(&env, &inst.id, request, Some(&pkg), opts).await?;
         print_report_drawn(out, &r, &kept, &released)
     })
 }
@@ -214,13 +212,12 @@ impl Run {
     async fn start(
         &self,
         env: &Env,
-        config: &Config,
         id: &VnfInstanceId,
         request: OpRequest,
         pkg: Option<&VnfPackage>,
         operation: OperationOptions,
     ) -> Result<(OperationReport, Vec<Allocation>, Vec<Allocation>), CliError> {
-        let book = FileBook::new(config, &env.store, self.now, env.clock.as_ref());
+        let book = FileBook::new(&env.store, self.now, env.clock.as_ref());
         let opts = StartOptions {
             operation,
             book: Some(&book),
@@ -229,7 +226,7 @@ impl Run {
         let started = env.lcm.start(id, request, pkg, &opts).await;
         // Saved with every commit; a command that lost the race saves nothing.
         if started.is_ok() {
-            save_sim(&env.store, &env.sim, config).await?;
+            save_sim(&env.store, &env.sim).await?;
         }
         let started = started.map_err(start_error)?;
         if let Some(e) = started.ledger_failure {
@@ -288,7 +285,6 @@ pub fn scale(config: &Config, args: &ScaleArgs, out: Output) -> Result<(), CliEr
         let (r, kept, released) = run
             .start(
                 &env,
-                config,
                 &id,
                 OpRequest::Scale(req),
                 Some(&pkg),
@@ -315,14 +311,7 @@ pub fn heal(config: &Config, args: &HealArgs, out: Output) -> Result<(), CliErro
             ..HealVnfRequest::default()
         };
         let (r, _, released) = Run::default()
-            .start(
-                &env,
-                config,
-                &id,
-                OpRequest::Heal(req),
-                Some(&pkg),
-                interruptible(),
-            )
+            .start(&env, &id, OpRequest::Heal(req), Some(&pkg), interruptible())
             .await?;
         print_report_drawn(out, &r, &[], &released)
     })
@@ -344,14 +333,7 @@ pub fn terminate(config: &Config, args: &TerminateArgs, out: Output) -> Result<(
         };
         // A completed terminate gives back every allocation of the instance (the core decides).
         let (r, _, released) = Run::default()
-            .start(
-                &env,
-                config,
-                &id,
-                OpRequest::Terminate(req),
-                None,
-                interruptible(),
-            )
+            .start(&env, &id, OpRequest::Terminate(req), None, interruptible())
             .await?;
         if args.delete && r.failure.is_none() {
             env.lcm.delete(&id).await?;
@@ -380,7 +362,7 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<Placement
                         let (file, _) = load_cloud(args.cloud.as_deref().or(config.vim.cloud.as_deref()))?;
                         Vim::simulated(SimCloud::new(file, config.vim.seed))
                     }
-                    VimKind::Openstack => Vim::open(&open_state(config)?, args.cloud.as_deref(), config).await?,
+                    VimKind::Openstack => Vim::open(&open_state(config).await?, args.cloud.as_deref(), config).await?,
                 };
                 let pkg = load_package(args.package.as_deref(), config, None)?;
                 let flavour = default_flavour(&pkg, args.flavour.as_deref())?;
@@ -389,7 +371,7 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<Placement
                 (vim, inst, pkg, GrantOnly::Instantiate { flavour_id: flavour })
             }
             GrantOperation::ScaleOut => {
-                let store = open_state(config)?;
+                let store = open_state(config).await?;
                 let vim = Vim::open(&store, args.cloud.as_deref(), config).await?;
                 let id = args.instance.clone().unwrap_or_default();
                 let inst = store.instance(&VnfInstanceId::from(id.as_str())).await.map_err(|e| not_found(config, "VNF instance", &id, e))?;
@@ -412,7 +394,7 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<Placement
                         let flavour = pkg.flavour(request.flavour_id.as_deref().unwrap_or_default()).ok_or_else(|| {
                             CliError::Usage(format!("the grant request names no flavour of {}", pkg.descriptor_id))
                         })?;
-                        draw_grant(config, &open_state(config)?, &mut grant, &request, flavour, DrawFrom { reservation: rid, now: args.now }, lcm.drivers().clock.as_ref()).await?
+                        draw_grant(&open_state(config).await?, &mut grant, &request, flavour, DrawFrom { reservation: rid, now: args.now }, lcm.drivers().clock.as_ref()).await?
                     }
                     None => Vec::new(),
                 };
@@ -509,7 +491,7 @@ pub fn grant(config: &Config, args: &GrantArgs, out: Output) -> Result<Placement
 /// 2 for an unknown instance or an unusable state file.
 pub fn instance(config: &Config, cmd: &InstanceCommand, out: Output) -> Result<(), CliError> {
     runtime()?.block_on(async {
-        let store = open_state(config)?;
+        let store = open_state(config).await?;
         match cmd {
             InstanceCommand::Show { id } => {
                 let inst = store
@@ -656,7 +638,7 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
                 };
                 // Saved with every commit; a command that lost the race saves nothing.
                 if r.is_ok() {
-                    save_sim(&env.store, &env.sim, config).await?;
+                    save_sim(&env.store, &env.sim).await?;
                 }
                 return print_report(out, &r?);
             }
@@ -668,7 +650,7 @@ pub fn op(config: &Config, cmd: &OpCommand, out: Output) -> Result<(), CliError>
             };
             return out.data(&human_operation(&op, &inst), &report);
         }
-        let store = open_state(config)?;
+        let store = open_state(config).await?;
         match cmd {
             OpCommand::Show { id } => {
                 let op = store

@@ -199,7 +199,7 @@ fn with_book_as(
 ) -> Result<(), CliError> {
     check_vim(config)?;
     runtime()?.block_on(async {
-        let store = open_state(config)?;
+        let store = open_state(config).await?;
         let mut book = promise::load_or_new(&store, config).await?;
         if needs_provider && book.ledger.zones().is_empty() {
             return Err(no_provider(config));
@@ -218,7 +218,7 @@ fn with_book_as(
         // Transitions due by `now` happened even when the request was refused: keep them. A
         // read keeps nothing: the ledger it answered from was advanced only in memory.
         if access == Access::Write {
-            promise::save(&store, &book, config).await?;
+            promise::save(&store, &book).await?;
         }
         match result {
             Ok(r) => out.data(&r.text(), &r.report),
@@ -780,9 +780,9 @@ pub fn provider(config: &Config, args: &ProviderArgs, out: Output) -> Result<(),
         } => {
             check_vim(config)?;
             Some(runtime()?.block_on(async {
-                let store = open_state(config)?;
+                let store = open_state(config).await?;
                 let vim = crate::vim::Vim::open(&store, cloud.as_deref(), config).await?;
-                crate::vim::save_sim(&store, &vim.sim, config).await?;
+                crate::vim::save_sim(&store, &vim.sim).await?;
                 let zones = vim.list_zones().await?;
                 if !zones.iter().any(|z| z.is_candidate() && z.free().is_some()) {
                     return Err(CliError::Usage(

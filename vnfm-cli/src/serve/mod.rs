@@ -348,7 +348,15 @@ impl Server {
             ));
         }
         let lcm_cfg = crate::app::lcm_config(&config, &PlacementArgs::default())?;
-        let sqlite = crate::app::open_state(&config)?;
+        if config.state.url.is_some() {
+            return Err(CliError::Usage(format!(
+                "vnfm serve keeps its state in a SQLite file for now; [state] url ({}) selects \
+                 PostgreSQL for the CLI's commands only; expected [state] path (or --state) \
+                 and no url",
+                crate::cli::STATE_URL_VAR
+            )));
+        }
+        let sqlite = crate::app::open_state_file(&config)?;
         let vim = crate::app::open_cluster(
             crate::vim::Vim::open(&sqlite, None, &config).await?,
             &config,
@@ -578,7 +586,7 @@ impl Server {
         app.persist_now().await;
         app.journal.stop().await;
         app.promise.persist_now(&app.sqlite).await;
-        crate::vim::save_sim(&app.sqlite, &app.sim, &app.config).await?;
+        crate::vim::save_sim(&app.sqlite, &app.sim).await?;
         match served {
             Ok(()) => Ok(()),
             Err(e) => Err(CliError::Output(std::io::Error::other(e.to_string()))),

@@ -312,7 +312,7 @@ impl App {
         }
         // Every change numbered up to here happened before the snapshot the save takes.
         let covers = self.sim_changes.load(Ordering::SeqCst);
-        match crate::vim::save_sim(&self.sqlite, &self.sim, &self.config).await {
+        match crate::vim::save_sim(&self.sqlite, &self.sim).await {
             Ok(()) => *saved = covers,
             Err(e) => crate::display::log_line(&format!("vnfm serve: {e}")),
         }

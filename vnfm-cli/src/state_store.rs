@@ -1,0 +1,245 @@
+//! The state of the CLI's commands, in either store: the SQLite file (the embedded default,
+//! [`SqliteStore`]) or a PostgreSQL database (`[state] url` / `VNFM_STATE_URL`, [`PgStore`]).
+//!
+//! - [`Documents`]: the named documents beside instances and occurrences (the simulated
+//!   cloud, the Promise ledger, the cloud catalogue, the id-salt counter), as both stores keep
+//!   them. The CLI's helpers that read or write documents take `&dyn Documents`, so they work
+//!   on either store and on the server's SQLite connections alike.
+//! - [`StateStore`]: one of the two, chosen by the configuration ([`crate::app::open_state`]);
+//!   a [`Store`] and [`Documents`] that hands every call to the store it holds.
+//!
+//! `vnfm serve` keeps its state in the SQLite file for now (its delivery connection, alert
+//! journal and change detection are SQLite's); with `[state] url` it refuses to start and
+//! says so.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use vnfm_core::driver::{DriverError, OpOccFilter, Store, StoreBatch, Versioned};
+use vnfm_core::id::{OpOccId, VnfInstanceId};
+use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
+
+use crate::error::CliError;
+use crate::store::{Flush, SqliteStore};
+use crate::store_postgres::PgStore;
+
+/// Named documents kept beside instances and occurrences, in one transaction with them when a
+/// batch carries them ([`StoreBatch`]'s documents), or alone through these calls.
+///
+/// # Contract
+/// - A document reads back exactly as written; [`Documents::write_documents`] is atomic (every
+///   put and the prune, or nothing).
+/// - [`Documents::increment_counter`] never gives two callers the same value, across processes
+///   on the same store.
+/// - Names sort as byte strings (prefix scans and `documents_after` use that order).
+#[async_trait]
+pub trait Documents: Send + Sync + std::fmt::Debug {
+    /// The document stored under `name`, if any.
+    async fn document(&self, name: &str) -> Result<Option<String>, DriverError>;
+    /// Stores `body` under `name`, replacing what was there.
+    async fn put_document(&self, name: &str, body: String) -> Result<(), DriverError>;
+    /// In one transaction: stores every `(name, body)` of `put`, then deletes the documents
+    /// whose names start with `prune.0` and sort at or before `prune.1`.
+    async fn write_documents(
+        &self,
+        put: Vec<(String, String)>,
+        prune: Option<(String, String)>,
+        flush: Flush,
+    ) -> Result<(), DriverError>;
+    /// The documents whose names start with `prefix`, in name order.
+    async fn documents_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, DriverError>;
+    /// At most `limit` documents whose names start with `prefix` and sort after `after`.
+    async fn documents_after(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, DriverError>;
+    /// Adds one to the counter kept as the document `name` (created at 1) and returns it.
+    async fn increment_counter(&self, name: &str) -> Result<u64, DriverError>;
+    /// Where the state is, for messages.
+    fn location(&self) -> StateLocation;
+}
+
+/// Where a command's state is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StateLocation {
+    /// The SQLite file (`None`: in memory).
+    File(Option<PathBuf>),
+    /// The PostgreSQL database: its URL without the password (`user@host:port/database`).
+    Database(String),
+}
+
+impl StateLocation {
+    /// The error of a state that cannot be used: [`CliError::State`] naming the file, or
+    /// [`CliError::StateDb`] naming the database.
+    pub fn error(&self, message: impl Into<String>, source: Option<DriverError>) -> CliError {
+        let message = message.into();
+        match self {
+            StateLocation::File(path) => CliError::State {
+                path: path.clone().unwrap_or_else(|| PathBuf::from(":memory:")),
+                message,
+                source,
+            },
+            StateLocation::Database(url) => CliError::StateDb {
+                url: url.clone(),
+                message,
+                source,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for StateLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateLocation::File(Some(p)) => write!(f, "{}", p.display()),
+            StateLocation::File(None) => f.write_str(":memory:"),
+            StateLocation::Database(url) => f.write_str(url),
+        }
+    }
+}
+
+macro_rules! documents_of {
+    ($ty:ty, $location:expr) => {
+        #[async_trait]
+        impl Documents for $ty {
+            async fn document(&self, name: &str) -> Result<Option<String>, DriverError> {
+                <$ty>::document(self, name).await
+            }
+            async fn put_document(&self, name: &str, body: String) -> Result<(), DriverError> {
+                <$ty>::put_document(self, name, body).await
+            }
+            async fn write_documents(
+                &self,
+                put: Vec<(String, String)>,
+                prune: Option<(String, String)>,
+                flush: Flush,
+            ) -> Result<(), DriverError> {
+                <$ty>::write_documents(self, put, prune, flush).await
+            }
+            async fn documents_with_prefix(
+                &self,
+                prefix: &str,
+            ) -> Result<Vec<(String, String)>, DriverError> {
+                <$ty>::documents_with_prefix(self, prefix).await
+            }
+            async fn documents_after(
+                &self,
+                prefix: &str,
+                after: Option<&str>,
+                limit: usize,
+            ) -> Result<Vec<(String, String)>, DriverError> {
+                <$ty>::documents_after(self, prefix, after, limit).await
+            }
+            async fn increment_counter(&self, name: &str) -> Result<u64, DriverError> {
+                <$ty>::increment_counter(self, name).await
+            }
+            fn location(&self) -> StateLocation {
+                let f: fn(&$ty) -> StateLocation = $location;
+                f(self)
+            }
+        }
+    };
+}
+
+documents_of!(SqliteStore, |s| StateLocation::File(
+    s.path().map(std::path::Path::to_path_buf)
+));
+documents_of!(PgStore, |s| StateLocation::Database(s.target().to_owned()));
+
+/// The state store of a command: the SQLite file or a PostgreSQL database.
+#[derive(Clone, Debug)]
+pub enum StateStore {
+    /// The SQLite state file (the default).
+    Sqlite(SqliteStore),
+    /// A PostgreSQL database (`[state] url`).
+    Postgres(PgStore),
+}
+
+impl StateStore {
+    /// The store as its documents.
+    fn documents(&self) -> &dyn Documents {
+        match self {
+            StateStore::Sqlite(s) => s,
+            StateStore::Postgres(s) => s,
+        }
+    }
+
+    /// The store as a [`Store`].
+    fn store(&self) -> &dyn Store {
+        match self {
+            StateStore::Sqlite(s) => s,
+            StateStore::Postgres(s) => s,
+        }
+    }
+}
+
+#[async_trait]
+impl Documents for StateStore {
+    async fn document(&self, name: &str) -> Result<Option<String>, DriverError> {
+        self.documents().document(name).await
+    }
+    async fn put_document(&self, name: &str, body: String) -> Result<(), DriverError> {
+        self.documents().put_document(name, body).await
+    }
+    async fn write_documents(
+        &self,
+        put: Vec<(String, String)>,
+        prune: Option<(String, String)>,
+        flush: Flush,
+    ) -> Result<(), DriverError> {
+        self.documents().write_documents(put, prune, flush).await
+    }
+    async fn documents_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, DriverError> {
+        self.documents().documents_with_prefix(prefix).await
+    }
+    async fn documents_after(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, DriverError> {
+        self.documents().documents_after(prefix, after, limit).await
+    }
+    async fn increment_counter(&self, name: &str) -> Result<u64, DriverError> {
+        self.documents().increment_counter(name).await
+    }
+    fn location(&self) -> StateLocation {
+        self.documents().location()
+    }
+}
+
+#[async_trait]
+impl Store for StateStore {
+    async fn commit(&self, batch: StoreBatch) -> Result<(), DriverError> {
+        self.store().commit(batch).await
+    }
+    async fn instance(&self, id: &VnfInstanceId) -> Result<VnfInstance, DriverError> {
+        self.store().instance(id).await
+    }
+    async fn instance_entry(
+        &self,
+        id: &VnfInstanceId,
+    ) -> Result<Versioned<VnfInstance>, DriverError> {
+        self.store().instance_entry(id).await
+    }
+    async fn op_occ_entry(&self, id: &OpOccId) -> Result<Versioned<VnfLcmOpOcc>, DriverError> {
+        self.store().op_occ_entry(id).await
+    }
+    async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
+        self.store().instances().await
+    }
+    async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
+        self.store().op_occ(id).await
+    }
+    async fn op_occs(&self, filter: OpOccFilter) -> Result<Vec<VnfLcmOpOcc>, DriverError> {
+        self.store().op_occs(filter).await
+    }
+}
