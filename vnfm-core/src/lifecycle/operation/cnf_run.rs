@@ -1,97 +1,223 @@
 //! The CNF run: the preflight over the cluster's nodes, the manifests applied, the
 //! workloads scaled, pods or objects deleted, the pods awaited.
+//!
+//! [`CnfRun`] is a part of [`Operation`](super::Operation) with its own `handle_*` / `poll_*`:
+//! the coordinator creates it when a `Cnf*` plan starts (a CNF terminate: once the hooks of
+//! `terminate_start` succeeded), routes [`OpEvent::Nodes`](super::OpEvent::Nodes),
+//! [`OpEvent::ObjectsApplied`](super::OpEvent::ObjectsApplied),
+//! [`OpEvent::WorkloadsScaled`](super::OpEvent::WorkloadsScaled),
+//! [`OpEvent::PodsDeleted`](super::OpEvent::PodsDeleted), [`OpEvent::Pods`](super::OpEvent::Pods),
+//! [`OpEvent::ObjectsDeleted`](super::OpEvent::ObjectsDeleted) and its timer to it, notes its
+//! warnings ([`CnfRun::poll_warnings`]), saves its work once the preflight passed
+//! ([`CnfRun::poll_saved`]) and reads the end from [`CnfRun::poll_end`]. [`instance`] is the
+//! CNF instance an operation leaves, from the VNFCs the run ended with.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
 use super::actions::OpAction;
 use super::helpers::chrono_of;
-use super::machine::{Operation, Step};
 use super::progress::Plan;
 use crate::driver::{
-    ApplyObject, ClusterNode, DeletePod, DriverError, ListPods, ObjectRef, Pod, ScaleWorkload,
+    ApplyObject, ClusterNode, DeletePod, DriverError, ListPods, Pod, ScaleWorkload,
 };
-use crate::lcm::{InstantiationState, VnfInstance};
+use crate::lcm::{InstantiationState, VnfInstance, VnfcResourceInfo};
 use crate::lifecycle::cnf::{self, CnfWork};
 use crate::lifecycle::failure::{Failed, FailureKind};
 use crate::lifecycle::plan::{self};
+use crate::lifecycle::types::LcmConfig;
+use crate::package::Flavour;
 
-impl Operation {
-    pub(super) fn cnf_work(&self) -> Result<CnfWork, Failed> {
-        self.progress.cnf.clone().ok_or_else(|| {
-            Failed::new(
-                FailureKind::Invalid,
-                "no Kubernetes resources",
-                "the CNF operation knows no Kubernetes resources of the instance",
-            )
-        })
-    }
+/// What a run does (from the operation's plan).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Task {
+    /// Instantiate: the preflight over the cluster's nodes (unless the work was checked
+    /// already), the manifests applied, the pods awaited.
+    Deploy,
+    /// Scale: each workload scaled to its replicas, the pods awaited.
+    Scale,
+    /// Heal: the healed pods deleted (grace 0), their replacements awaited.
+    Heal,
+    /// Terminate, instantiate rollback: the objects deleted, in the reverse order of their
+    /// apply.
+    Delete,
+}
 
-    /// A CNF plan starts: the preflight (instantiate), a scale, pod deletions (heal), or the
-    /// hooks and the deletions (terminate, rollback).
-    pub(super) fn cnf_start(&mut self) {
-        let work = match self.cnf_work() {
-            Ok(w) => w,
-            Err(f) => return self.fail(f),
+/// How a run ended well.
+#[derive(Debug, PartialEq)]
+pub(super) enum CnfEnd {
+    /// Every workload lists its replicas: the VNFCs, one per pod.
+    Ready(Vec<VnfcResourceInfo>),
+    /// The objects are deleted (or were gone).
+    Deleted,
+}
+
+/// What the part waits for.
+#[derive(Debug)]
+enum Phase {
+    /// The cluster's nodes are listed (the preflight).
+    Nodes,
+    /// The manifests are applied.
+    Apply,
+    /// The workloads are scaled.
+    Scaling,
+    /// The healed pods are deleted.
+    DeletingPods,
+    /// The pods are listed until they are ready, or `deadline`.
+    Wait {
+        deadline: DateTime<Utc>,
+        /// Until when an `Unschedulable` verdict is provisional ([`cnf::VERDICT_SETTLE`]).
+        settle_until: DateTime<Utc>,
+    },
+    /// The objects are deleted.
+    Deleting,
+}
+
+/// What the run reads of the [`LcmConfig`].
+#[derive(Debug)]
+struct Settings {
+    /// How long the pods have to be ready (the stack timeout).
+    timeout: Duration,
+    poll_interval: Duration,
+    /// The node label of a compute host (the preflight's anti-affinity key).
+    host_label: String,
+    /// `fallbackBestEffort`: an anti-affinity the nodes cannot meet is reported, not refused.
+    best_effort: bool,
+    /// The VIM connection of the VNFCs' resource handles.
+    vim_connection_id: String,
+}
+
+/// A CNF plan's run over its cluster: see the [module docs](self).
+#[derive(Debug)]
+pub(super) struct CnfRun {
+    work: CnfWork,
+    settings: Settings,
+    phase: Phase,
+    next: Option<OpAction>,
+    wake: Option<DateTime<Utc>>,
+    warnings: Vec<String>,
+    /// The work changed (the preflight passed) and was not handed out yet.
+    unsaved: bool,
+    end: Option<Result<CnfEnd, Failed>>,
+}
+
+impl CnfRun {
+    /// The run of `task` over `work` under `cfg`; its first action lists the nodes
+    /// (an unchecked deploy), applies the manifests, scales the workloads, deletes the healed
+    /// pods or deletes the objects.
+    pub(super) fn new(work: CnfWork, task: Task, cfg: &LcmConfig) -> Self {
+        let mut run = Self {
+            work,
+            settings: Settings {
+                timeout: cfg.stack_timeout,
+                poll_interval: cfg.poll_interval,
+                host_label: cfg.host_label.clone(),
+                best_effort: cfg.fallback_best_effort,
+                vim_connection_id: cfg.vim_connection_id.clone(),
+            },
+            phase: Phase::Nodes,
+            next: None,
+            wake: None,
+            warnings: Vec::new(),
+            unsaved: false,
+            end: None,
         };
-        let ns = work.resources.namespace.clone();
-        match &self.progress.plan {
-            Plan::CnfInstantiate { .. } if !work.checked => {
-                self.step = Step::CnfNodes;
-                self.next = Some(OpAction::ListNodes);
-            }
-            Plan::CnfInstantiate { .. } => self.cnf_apply(&work),
-            Plan::CnfScale { .. } => {
-                let reqs = work
+        let ns = run.work.resources.namespace.clone();
+        match task {
+            Task::Deploy if !run.work.checked => run.next = Some(OpAction::ListNodes),
+            Task::Deploy => run.apply(),
+            Task::Scale => {
+                let reqs = run
+                    .work
                     .resources
                     .workloads
                     .iter()
                     .map(|w| ScaleWorkload::of(w.kind, ns.clone(), w.name.clone(), w.replicas))
                     .collect();
-                self.step = Step::CnfScaling;
-                self.next = Some(OpAction::ScaleWorkloads(reqs));
+                run.phase = Phase::Scaling;
+                run.next = Some(OpAction::ScaleWorkloads(reqs));
             }
-            Plan::CnfHeal { .. } => {
+            Task::Heal => {
                 // Grace 0: the pod object goes at once, even when its kubelet is gone.
-                let reqs = work
+                let reqs = run
+                    .work
                     .heal_pods
                     .iter()
                     .map(|p| DeletePod::new(ns.clone(), p.clone()).with_grace(0))
                     .collect();
-                self.step = Step::CnfDeletingPods;
-                self.next = Some(OpAction::DeletePods(reqs));
+                run.phase = Phase::DeletingPods;
+                run.next = Some(OpAction::DeletePods(reqs));
             }
-            Plan::CnfTerminate => self.hooks_or(Self::cnf_delete),
-            _ => self.cnf_delete(),
+            Task::Delete => {
+                let objects = run.work.resources.objects.iter().rev().cloned().collect();
+                run.phase = Phase::Deleting;
+                run.next = Some(OpAction::DeleteObjects(objects));
+            }
+        }
+        run
+    }
+
+    /// The next action ([`OpAction::ListNodes`], [`OpAction::ApplyObjects`],
+    /// [`OpAction::ScaleWorkloads`], [`OpAction::DeletePods`], [`OpAction::ListPods`],
+    /// [`OpAction::DeleteObjects`]).
+    pub(super) fn poll_action(&mut self) -> Option<OpAction> {
+        self.next.take()
+    }
+
+    /// When to call [`CnfRun::handle_timeout`], while it waits for the pods.
+    pub(super) fn poll_timeout(&self) -> Option<DateTime<Utc>> {
+        self.wake
+    }
+
+    /// The VNFCs (the pods ready) or the objects deleted, or why not, once it is over.
+    pub(super) fn poll_end(&mut self) -> Option<Result<CnfEnd, Failed>> {
+        self.end.take()
+    }
+
+    /// The warnings found since the last call (the preflight's, the pods left pending), for
+    /// the occurrence.
+    pub(super) fn poll_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// The work, once, after it changed (the preflight passed: `checked`), to be saved in the
+    /// progress.
+    pub(super) fn poll_saved(&mut self) -> Option<CnfWork> {
+        std::mem::take(&mut self.unsaved).then(|| self.work.clone())
+    }
+
+    /// What the run is doing, for an interrupted operation's error.
+    pub(super) fn doing(&self) -> &'static str {
+        match self.phase {
+            Phase::Nodes => "listing the cluster's nodes",
+            Phase::Apply => "applying the Kubernetes objects",
+            Phase::Scaling => "scaling the workloads",
+            Phase::DeletingPods => "deleting pods",
+            Phase::Wait { .. } => "waiting for the pods",
+            Phase::Deleting => "deleting the Kubernetes objects",
         }
     }
 
-    pub(super) fn note(&mut self, warning: String) {
-        if !self.op.warnings.contains(&warning) {
-            self.op.warnings.push(warning);
+    /// The cluster's nodes listed: the preflight's warnings are noted; an anti-affinity the
+    /// nodes cannot meet ends it (`Infeasible`), else the manifests are applied.
+    pub(super) fn handle_nodes(&mut self, r: Result<Vec<ClusterNode>, DriverError>) {
+        if !matches!(self.phase, Phase::Nodes) {
+            return self.out_of_turn("nodes listed that were not asked");
         }
-    }
-
-    pub(super) fn on_cnf_nodes(&mut self, r: Result<Vec<ClusterNode>, DriverError>) {
         let nodes = match r {
             Ok(n) => n,
-            Err(e) => return self.fail_driver(&e),
-        };
-        let mut work = match self.cnf_work() {
-            Ok(w) => w,
-            Err(f) => return self.fail(f),
+            Err(e) => return self.fail(Failed::driver(&e)),
         };
         let pf = cnf::preflight(
-            &work.manifests,
-            &work.resources.namespace,
+            &self.work.manifests,
+            &self.work.resources.namespace,
             &nodes,
-            &self.cfg.host_label,
-            self.cfg.fallback_best_effort,
+            &self.settings.host_label,
+            self.settings.best_effort,
         );
-        for w in pf.warnings {
-            self.note(w);
-        }
+        self.warnings.extend(pf.warnings);
         if !pf.refused.is_empty() {
             return self.fail(Failed::new(
                 FailureKind::Infeasible,
@@ -99,104 +225,80 @@ impl Operation {
                 pf.refused.join("; "),
             ));
         }
-        work.checked = true;
-        self.progress.cnf = Some(work.clone());
-        self.cnf_apply(&work);
+        self.work.checked = true;
+        self.unsaved = true;
+        self.apply();
     }
 
-    pub(super) fn cnf_apply(&mut self, work: &CnfWork) {
-        let ns = &work.resources.namespace;
-        let reqs = work
-            .manifests
-            .iter()
-            .map(|m| ApplyObject::new(ns.clone(), m.clone()))
-            .collect();
-        self.step = Step::CnfApply;
-        self.next = Some(OpAction::ApplyObjects(reqs));
-    }
-
-    /// Objects applied, or workloads scaled: the pods are awaited.
-    pub(super) fn on_cnf_applied(&mut self, r: &[Result<(), DriverError>]) {
-        if let Some(e) = r.iter().find_map(|r| r.as_ref().err()) {
-            return self.fail_driver(e);
+    /// The objects applied: the pods are awaited (the first error ends it).
+    pub(super) fn handle_applied(&mut self, r: &[Result<(), DriverError>], now: DateTime<Utc>) {
+        if !matches!(self.phase, Phase::Apply) {
+            return self.out_of_turn("objects applied that were not asked");
         }
-        self.cnf_wait(self.now);
+        self.after_change(r, now);
     }
 
-    /// Pods deleted (one already gone is deleted): their replacements are awaited.
-    pub(super) fn on_cnf_pods_deleted(&mut self, r: &[Result<(), DriverError>]) {
-        if let Some(e) = r
-            .iter()
-            .find_map(|r| r.as_ref().err().filter(|e| !e.is_not_found()))
-        {
-            return self.fail_driver(e);
+    /// The workloads scaled: the pods are awaited (the first error ends it).
+    pub(super) fn handle_scaled(&mut self, r: &[Result<(), DriverError>], now: DateTime<Utc>) {
+        if !matches!(self.phase, Phase::Scaling) {
+            return self.out_of_turn("workloads scaled that were not asked");
         }
-        self.cnf_wait(self.now + chrono_of(cnf::VERDICT_SETTLE));
+        self.after_change(r, now);
     }
 
-    /// `settle_until`: until when an `Unschedulable` verdict is provisional (now: none).
-    pub(super) fn cnf_wait(&mut self, settle_until: DateTime<Utc>) {
-        self.step = Step::CnfWait {
-            deadline: self.now + chrono_of(self.cfg.stack_timeout),
-            settle_until,
-        };
-        self.cnf_list_pods();
-    }
-
-    pub(super) fn cnf_list_pods(&mut self) {
-        let ns = self
-            .progress
-            .cnf
-            .as_ref()
-            .map(|w| w.resources.namespace.clone())
-            .unwrap_or_default();
-        self.next = Some(OpAction::ListPods(ListPods::selected(ns, BTreeMap::new())));
+    /// Pods deleted (one already gone is deleted): their replacements are awaited, the
+    /// scheduler's verdicts provisional for [`cnf::VERDICT_SETTLE`].
+    pub(super) fn handle_pods_deleted(
+        &mut self,
+        r: &[Result<(), DriverError>],
+        now: DateTime<Utc>,
+    ) {
+        if !matches!(self.phase, Phase::DeletingPods) {
+            return self.out_of_turn("pods deleted that were not asked");
+        }
+        if let Some(e) = first_error(r) {
+            return self.fail(Failed::driver(e));
+        }
+        self.wait(now, now + chrono_of(cnf::VERDICT_SETTLE));
     }
 
     /// Polled until every workload lists its replicas (bound or pending: a pod the scheduler
-    /// cannot place is reported, not a failure), the healed pods gone.
-    /// A verdict is final only [`cnf::VERDICT_SETTLE`] after a pod was last seen terminating.
-    pub(super) fn on_cnf_pods(
-        &mut self,
-        deadline: DateTime<Utc>,
-        mut settle_until: DateTime<Utc>,
-        r: Result<Vec<Pod>, DriverError>,
-    ) {
+    /// cannot place is reported, not a failure), the healed pods gone; at the deadline, what
+    /// is missing ends it. A verdict is final only [`cnf::VERDICT_SETTLE`] after a pod was
+    /// last seen terminating.
+    pub(super) fn handle_pods(&mut self, r: Result<Vec<Pod>, DriverError>, now: DateTime<Utc>) {
+        let Phase::Wait {
+            deadline,
+            mut settle_until,
+        } = self.phase
+        else {
+            return self.out_of_turn("pods listed that were not asked");
+        };
         let pods = match r {
             Ok(p) => p,
-            Err(e) => return self.fail_driver(&e),
+            Err(e) => return self.fail(Failed::driver(&e)),
         };
-        let work = match self.cnf_work() {
-            Ok(w) => w,
-            Err(f) => return self.fail(f),
-        };
-        if cnf::terminating(&work.resources, &pods, &work.heal_pods) {
-            settle_until = settle_until.max(self.now + chrono_of(cnf::VERDICT_SETTLE));
+        let (res, healed) = (&self.work.resources, &self.work.heal_pods);
+        if cnf::terminating(res, &pods, healed) {
+            settle_until = settle_until.max(now + chrono_of(cnf::VERDICT_SETTLE));
         }
-        let last = self.now >= deadline;
-        let verdicts_final = self.now >= settle_until || last;
-        match cnf::ready(&work.resources, &pods, &work.heal_pods, verdicts_final) {
+        let last = now >= deadline;
+        let verdicts_final = now >= settle_until || last;
+        match cnf::ready(res, &pods, healed, verdicts_final) {
             Ok(()) => {
-                let (vnfcs, notes) = cnf::vnfcs(
-                    &work.resources,
-                    &pods,
-                    &work.heal_pods,
-                    &self.cfg.vim_connection_id,
-                );
-                for n in notes {
-                    self.note(n);
-                }
-                self.progress.vnfcs = Some(vnfcs);
-                self.after_stack();
+                let vim = &self.settings.vim_connection_id;
+                let (vnfcs, notes) = cnf::vnfcs(res, &pods, healed, vim);
+                self.warnings.extend(notes);
+                self.end = Some(Ok(CnfEnd::Ready(vnfcs)));
             }
             Err(missing) if last => self.fail(Failed::new(
                 FailureKind::Backend,
                 "pods timed out",
-                format!("after {}s: {missing}", self.cfg.stack_timeout.as_secs()),
+                format!("after {}s: {missing}", self.settings.timeout.as_secs()),
             )),
             Err(_) => {
-                self.wait_until(deadline);
-                self.step = Step::CnfWait {
+                self.wake = Some((now + chrono_of(self.settings.poll_interval)).min(deadline));
+                self.phase = Phase::Wait {
                     deadline,
                     settle_until,
                 };
@@ -204,75 +306,128 @@ impl Operation {
         }
     }
 
-    /// Terminate and rollback: the objects deleted, in the reverse order of their apply
-    /// (their pods go with them, in the background).
-    pub(super) fn cnf_delete(&mut self) {
-        let objects: Vec<ObjectRef> = self
-            .progress
-            .cnf
-            .as_ref()
-            .map(|w| w.resources.objects.iter().rev().cloned().collect())
-            .unwrap_or_default();
-        self.step = Step::CnfDeleting;
-        self.next = Some(OpAction::DeleteObjects(objects));
-    }
-
-    /// An object already gone is deleted.
-    pub(super) fn on_cnf_deleted(&mut self, r: &[Result<(), DriverError>]) {
-        if let Some(e) = r
-            .iter()
-            .find_map(|r| r.as_ref().err().filter(|e| !e.is_not_found()))
-        {
-            return self.fail_driver(e);
+    /// The objects deleted (one already gone is deleted): it is over.
+    pub(super) fn handle_deleted(&mut self, r: &[Result<(), DriverError>]) {
+        if !matches!(self.phase, Phase::Deleting) {
+            return self.out_of_turn("objects deleted that were not asked");
         }
-        self.progress.deleted = true;
-        self.finish_deleted();
+        if let Some(e) = first_error(r) {
+            return self.fail(Failed::driver(e));
+        }
+        self.end = Some(Ok(CnfEnd::Deleted));
     }
 
-    /// The CNF instance the operation leaves: its VNFCs (pods) and resources.
-    pub(super) fn cnf_instance(&self) -> Result<VnfInstance, Failed> {
-        let vnfcs = self.progress.vnfcs.clone().unwrap_or_default();
-        let work = self.cnf_work()?;
-        let plan = self.progress.plan.clone();
-        self.with_flavour(|_, flavour| {
-            let mut new = self.before.clone();
-            match &plan {
-                Plan::CnfInstantiate {
-                    flavour_id,
-                    configurable,
-                    level,
-                } => {
-                    new.instantiation_state = Some(InstantiationState::Instantiated);
-                    let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
-                    plan::set_level(&mut info, flavour, level.as_deref());
-                    new.instantiated_vnf_info = Some(info);
-                    if let Some(p) = configurable {
-                        let mut props = new.vnf_configurable_properties.take().unwrap_or_default();
-                        props.extend(p.clone());
-                        new.vnf_configurable_properties = Some(props);
-                    }
-                }
-                _ => {
-                    let prev = self.before.instantiated_vnf_info.as_ref();
-                    let mut info = plan::instantiated_info(flavour, &flavour.id, vnfcs, prev);
-                    if let Plan::CnfScale {
-                        aspect_id,
-                        new_level,
-                    } = &plan
-                    {
-                        for s in info
-                            .scale_status
-                            .iter_mut()
-                            .filter(|s| &s.aspect_id == aspect_id)
-                        {
-                            s.scale_level = *new_level;
-                        }
-                    }
-                    new.instantiated_vnf_info = Some(info);
+    /// Time passed: the pods are listed again once the poll interval is over.
+    pub(super) fn handle_timeout(&mut self, now: DateTime<Utc>) {
+        if self.wake.is_none_or(|t| t > now) {
+            return;
+        }
+        self.wake = None;
+        if matches!(self.phase, Phase::Wait { .. }) {
+            self.list_pods();
+        }
+    }
+
+    fn apply(&mut self) {
+        let ns = &self.work.resources.namespace;
+        let reqs = self
+            .work
+            .manifests
+            .iter()
+            .map(|m| ApplyObject::new(ns.clone(), m.clone()))
+            .collect();
+        self.phase = Phase::Apply;
+        self.next = Some(OpAction::ApplyObjects(reqs));
+    }
+
+    /// Objects applied or workloads scaled: the first error ends it, else the pods are awaited.
+    fn after_change(&mut self, r: &[Result<(), DriverError>], now: DateTime<Utc>) {
+        if let Some(e) = r.iter().find_map(|r| r.as_ref().err()) {
+            return self.fail(Failed::driver(e));
+        }
+        self.wait(now, now);
+    }
+
+    /// The pods awaited until the timeout; `settle_until`: until when an `Unschedulable`
+    /// verdict is provisional.
+    fn wait(&mut self, now: DateTime<Utc>, settle_until: DateTime<Utc>) {
+        self.phase = Phase::Wait {
+            deadline: now + chrono_of(self.settings.timeout),
+            settle_until,
+        };
+        self.list_pods();
+    }
+
+    fn list_pods(&mut self) {
+        let ns = self.work.resources.namespace.clone();
+        self.next = Some(OpAction::ListPods(ListPods::selected(ns, BTreeMap::new())));
+    }
+
+    fn fail(&mut self, f: Failed) {
+        self.end = Some(Err(f));
+    }
+
+    fn out_of_turn(&mut self, what: &str) {
+        self.fail(Failed::new(
+            FailureKind::Backend,
+            "internal error",
+            format!("operation machine: {what}"),
+        ));
+    }
+}
+
+/// The first error of a deletion that is not "not found" (one already gone is deleted).
+fn first_error(r: &[Result<(), DriverError>]) -> Option<&DriverError> {
+    r.iter()
+        .find_map(|r| r.as_ref().err().filter(|e| !e.is_not_found()))
+}
+
+/// The CNF instance an operation of `plan` leaves: `before` with `vnfcs` (its pods) and
+/// `work`'s resources, over `flavour` (an instantiate: instantiated with the plan's flavour,
+/// level and configurable properties; a scale: the aspect at its new level).
+pub(super) fn instance(
+    before: &VnfInstance,
+    plan: &Plan,
+    flavour: &Flavour,
+    vnfcs: Vec<VnfcResourceInfo>,
+    work: &CnfWork,
+) -> VnfInstance {
+    let mut new = before.clone();
+    match plan {
+        Plan::CnfInstantiate {
+            flavour_id,
+            configurable,
+            level,
+        } => {
+            new.instantiation_state = Some(InstantiationState::Instantiated);
+            let mut info = plan::instantiated_info(flavour, flavour_id, vnfcs, None);
+            plan::set_level(&mut info, flavour, level.as_deref());
+            new.instantiated_vnf_info = Some(info);
+            if let Some(p) = configurable {
+                let mut props = new.vnf_configurable_properties.take().unwrap_or_default();
+                props.extend(p.clone());
+                new.vnf_configurable_properties = Some(props);
+            }
+        }
+        _ => {
+            let prev = before.instantiated_vnf_info.as_ref();
+            let mut info = plan::instantiated_info(flavour, &flavour.id, vnfcs, prev);
+            if let Plan::CnfScale {
+                aspect_id,
+                new_level,
+            } = plan
+            {
+                for s in info
+                    .scale_status
+                    .iter_mut()
+                    .filter(|s| &s.aspect_id == aspect_id)
+                {
+                    s.scale_level = *new_level;
                 }
             }
-            work.resources.set(&mut new);
-            Ok(new)
-        })
+            new.instantiated_vnf_info = Some(info);
+        }
     }
+    work.resources.set(&mut new);
+    new
 }
