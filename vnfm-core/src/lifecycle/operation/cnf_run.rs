@@ -431,3 +431,418 @@ pub(super) fn instance(
     work.resources.set(&mut new);
     new
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use chrono::TimeZone;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::cluster::LabelSelector;
+    use crate::driver::{
+        ApplyWorkload, ObjectRef, PodAntiAffinity, PodScheduled, ScaleWorkload, WorkloadKind,
+    };
+    use crate::id::{NodeName, VduId};
+    use crate::lifecycle::cnf::{CnfResources, CnfWorkload};
+
+    fn t(s: i64) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_700_000_000 + s, 0).unwrap()
+    }
+
+    /// A stack timeout of 60 s, a poll interval of 5 s, host label `h`.
+    fn cfg(best_effort: bool) -> LcmConfig {
+        let mut c = LcmConfig::standard().unwrap();
+        c.stack_timeout = Duration::from_secs(60);
+        c.poll_interval = Duration::from_secs(5);
+        c.host_label = "h".into();
+        c.fallback_best_effort = best_effort;
+        c.vim_connection_id = "vim-k".into();
+        c
+    }
+
+    /// The Deployment `vdu1` of `replicas` pods, spread over `h` (required).
+    fn manifest(replicas: u32) -> Value {
+        let mut w = ApplyWorkload::new("ns", "vdu1", replicas);
+        w.anti_affinity = Some(PodAntiAffinity {
+            topology_key: "h".into(),
+            required: true,
+        });
+        w.to_object().object
+    }
+
+    /// The work of `vdu1` at `replicas`, with a Service and the Deployment as objects.
+    fn work(replicas: u32, checked: bool) -> CnfWork {
+        let selector = LabelSelector::labels(BTreeMap::from([("app".into(), "vdu1".into())]));
+        let resources = CnfResources {
+            namespace: "ns".into(),
+            objects: vec![
+                ObjectRef::new("v1", "Service", "ns", "svc"),
+                ObjectRef::new("apps/v1", "Deployment", "ns", "vdu1"),
+            ],
+            workloads: vec![CnfWorkload {
+                vdu: VduId::new("VDU1"),
+                kind: WorkloadKind::Deployment,
+                name: "vdu1".into(),
+                selector,
+                replicas,
+            }],
+        };
+        CnfWork {
+            manifests: vec![manifest(replicas)],
+            checked,
+            ..CnfWork::of(resources)
+        }
+    }
+
+    fn node(name: &str, host: &str) -> ClusterNode {
+        ClusterNode {
+            name: NodeName::new(name),
+            labels: BTreeMap::from([("h".into(), host.into())]),
+            ..ClusterNode::default()
+        }
+    }
+
+    /// A pod of `vdu1`: bound to `node`, or pending with the scheduler's `verdict`.
+    fn pod(name: &str, node: Option<&str>, verdict: Option<&str>) -> Pod {
+        Pod {
+            namespace: "ns".into(),
+            name: name.into(),
+            labels: BTreeMap::from([("app".into(), "vdu1".into())]),
+            node: node.map(NodeName::new),
+            phase: if node.is_some() { "Running" } else { "Pending" }.into(),
+            scheduled: verdict.map(|m| PodScheduled {
+                status: false,
+                reason: Some("Unschedulable".into()),
+                message: Some(m.into()),
+            }),
+            deleting: false,
+        }
+    }
+
+    fn list_pods() -> OpAction {
+        OpAction::ListPods(ListPods::selected("ns", BTreeMap::new()))
+    }
+
+    fn gone() -> DriverError {
+        DriverError::NotFound {
+            driver: "k8s",
+            what: "pod a".into(),
+        }
+    }
+
+    fn down() -> DriverError {
+        DriverError::Unavailable {
+            driver: "k8s",
+            message: "down".into(),
+        }
+    }
+
+    fn failure(c: &mut CnfRun) -> Failed {
+        match c.poll_end() {
+            Some(Err(f)) => f,
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
+    fn ready(c: &mut CnfRun) -> Vec<VnfcResourceInfo> {
+        match c.poll_end() {
+            Some(Ok(CnfEnd::Ready(v))) => v,
+            other => panic!("expected the pods ready, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn deploy_checks_the_nodes_applies_and_waits_for_the_pods() {
+        let mut c = CnfRun::new(work(2, false), Task::Deploy, &cfg(false));
+        assert_eq!(c.doing(), "listing the cluster's nodes");
+        assert_eq!(c.poll_action(), Some(OpAction::ListNodes));
+        assert_eq!(c.poll_action(), None, "one action at a time");
+        assert!(
+            c.poll_saved().is_none(),
+            "nothing to save before the preflight"
+        );
+
+        c.handle_nodes(Ok(vec![node("n1", "h1"), node("n2", "h2")]));
+        assert!(c.poll_warnings().is_empty());
+        let saved = c.poll_saved().expect("the checked work is saved");
+        assert!(saved.checked);
+        assert!(c.poll_saved().is_none(), "saved once");
+        assert_eq!(
+            c.poll_action(),
+            Some(OpAction::ApplyObjects(vec![ApplyObject::new(
+                "ns",
+                manifest(2)
+            )]))
+        );
+        assert_eq!(c.doing(), "applying the Kubernetes objects");
+
+        c.handle_applied(&[Ok(())], t(0));
+        assert_eq!(c.poll_action(), Some(list_pods()));
+        assert_eq!(c.doing(), "waiting for the pods");
+        c.handle_pods(Ok(vec![pod("a", Some("n1"), None)]), t(1));
+        assert!(c.poll_end().is_none(), "one pod of two");
+        assert_eq!(c.poll_action(), None);
+        assert_eq!(c.poll_timeout(), Some(t(6)));
+        c.handle_timeout(t(6));
+        assert_eq!(c.poll_action(), Some(list_pods()));
+        assert_eq!(c.poll_timeout(), None);
+
+        let pods = vec![pod("b", Some("n2"), None), pod("a", Some("n1"), None)];
+        c.handle_pods(Ok(pods), t(6));
+        let vnfcs = ready(&mut c);
+        let ids: Vec<&str> = vnfcs.iter().map(|v| v.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert_eq!(vnfcs[0].vdu_id, VduId::new("VDU1"));
+        assert_eq!(
+            vnfcs[0].compute_resource.vim_connection_id.as_deref(),
+            Some("vim-k")
+        );
+        assert!(c.poll_warnings().is_empty(), "every pod bound");
+    }
+
+    #[test]
+    fn a_checked_deploy_applies_at_once_and_reports_a_pod_left_pending() {
+        let mut c = CnfRun::new(work(1, true), Task::Deploy, &cfg(false));
+        assert!(matches!(c.poll_action(), Some(OpAction::ApplyObjects(_))));
+        assert!(c.poll_saved().is_none());
+        c.handle_applied(&[Ok(())], t(0));
+        c.poll_action().unwrap();
+        // Nothing was deleted: the scheduler's verdict is final at once.
+        let full = "0/3 nodes are available";
+        c.handle_pods(Ok(vec![pod("a", None, Some(full))]), t(1));
+        assert_eq!(ready(&mut c).len(), 1, "a pending pod is a VNFC");
+        assert_eq!(
+            c.poll_warnings(),
+            [format!(
+                "pod a of Deployment vdu1 is Pending: Unschedulable: {full}"
+            )]
+        );
+    }
+
+    #[test]
+    fn the_preflight_refuses_what_the_nodes_cannot_hold_unless_best_effort() {
+        let nodes = || Ok(vec![node("n1", "h1"), node("n2", "h2")]);
+        let mut c = CnfRun::new(work(3, false), Task::Deploy, &cfg(false));
+        c.poll_action().unwrap();
+        c.handle_nodes(nodes());
+        let f = failure(&mut c);
+        assert_eq!(f.kind, FailureKind::Infeasible);
+        assert!(
+            f.detail.contains("vdu1 asks for 3 replicas"),
+            "{}",
+            f.detail
+        );
+        assert!(
+            f.detail.contains("at most 2 can be scheduled"),
+            "{}",
+            f.detail
+        );
+        assert!(c.poll_saved().is_none(), "not checked");
+        assert_eq!(c.poll_action(), None, "nothing applied");
+
+        let mut c = CnfRun::new(work(3, false), Task::Deploy, &cfg(true));
+        c.poll_action().unwrap();
+        c.handle_nodes(nodes());
+        assert!(c.poll_end().is_none());
+        let w = c.poll_warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("allowed by fallbackBestEffort"), "{}", w[0]);
+        assert!(matches!(c.poll_action(), Some(OpAction::ApplyObjects(_))));
+    }
+
+    #[test]
+    fn nodes_that_cannot_be_listed_end_it() {
+        let mut c = CnfRun::new(work(2, false), Task::Deploy, &cfg(false));
+        c.poll_action().unwrap();
+        c.handle_nodes(Err(down()));
+        let f = failure(&mut c);
+        assert_eq!(f.kind, FailureKind::Backend);
+        assert!(f.detail.contains("down"), "{}", f.detail);
+    }
+
+    #[test]
+    fn an_apply_or_scale_error_ends_it() {
+        let mut c = CnfRun::new(work(2, true), Task::Deploy, &cfg(false));
+        c.poll_action().unwrap();
+        let refused = DriverError::Invalid {
+            driver: "k8s",
+            message: "spec.replicas: bad".into(),
+        };
+        c.handle_applied(&[Ok(()), Err(refused)], t(0));
+        let f = failure(&mut c);
+        assert_eq!(f.kind, FailureKind::Invalid);
+        assert!(f.detail.contains("spec.replicas: bad"), "{}", f.detail);
+        assert_eq!(c.poll_action(), None, "no pods listed");
+        assert_eq!(c.poll_timeout(), None);
+
+        let mut c = CnfRun::new(work(4, true), Task::Scale, &cfg(false));
+        assert_eq!(c.doing(), "scaling the workloads");
+        assert_eq!(
+            c.poll_action(),
+            Some(OpAction::ScaleWorkloads(vec![ScaleWorkload::of(
+                WorkloadKind::Deployment,
+                "ns",
+                "vdu1",
+                4
+            )]))
+        );
+        c.handle_scaled(&[Err(gone())], t(0));
+        assert_eq!(failure(&mut c).kind, FailureKind::StackFailed);
+    }
+
+    #[test]
+    fn pods_not_ready_at_the_deadline_end_it_naming_the_pod() {
+        let mut c = CnfRun::new(work(2, true), Task::Scale, &cfg(false));
+        c.poll_action().unwrap();
+        c.handle_scaled(&[Ok(())], t(0));
+        assert_eq!(c.poll_action(), Some(list_pods()));
+        let pods = || Ok(vec![pod("a", Some("n1"), None), pod("b", None, None)]);
+        // The last poll before the deadline is capped at it.
+        c.handle_pods(pods(), t(58));
+        assert!(c.poll_end().is_none());
+        assert_eq!(c.poll_timeout(), Some(t(60)));
+        c.handle_timeout(t(60));
+        assert_eq!(c.poll_action(), Some(list_pods()));
+        c.handle_pods(pods(), t(60));
+        let f = failure(&mut c);
+        assert_eq!(f.kind, FailureKind::Backend);
+        assert_eq!(f.title, "pods timed out");
+        assert_eq!(
+            f.detail,
+            "after 60s: Deployment vdu1: the scheduler has not placed b yet"
+        );
+    }
+
+    #[test]
+    fn pods_that_cannot_be_listed_end_it() {
+        let mut c = CnfRun::new(work(2, true), Task::Scale, &cfg(false));
+        c.poll_action().unwrap();
+        c.handle_scaled(&[Ok(())], t(0));
+        c.poll_action().unwrap();
+        c.handle_pods(Err(down()), t(1));
+        assert_eq!(failure(&mut c).kind, FailureKind::Backend);
+    }
+
+    #[test]
+    fn heal_deletes_the_pods_and_waits_until_the_verdicts_settle() {
+        let mut w = work(2, true);
+        w.heal_pods = vec!["a".into()];
+        let mut k = cfg(false);
+        k.poll_interval = Duration::from_secs(2);
+        let mut c = CnfRun::new(w, Task::Heal, &k);
+        assert_eq!(c.doing(), "deleting pods");
+        assert_eq!(
+            c.poll_action(),
+            Some(OpAction::DeletePods(vec![
+                DeletePod::new("ns", "a").with_grace(0)
+            ]))
+        );
+        // A pod already gone is deleted.
+        c.handle_pods_deleted(&[Err(gone())], t(0));
+        assert!(c.poll_end().is_none());
+        assert_eq!(c.poll_action(), Some(list_pods()));
+
+        let full = "0/3 nodes are available";
+        let settled = || vec![pod("b", None, Some(full)), pod("c", Some("n2"), None)];
+        // Verdicts are provisional for 5 s after the deletion ...
+        c.handle_pods(Ok(settled()), t(0));
+        assert!(c.poll_end().is_none(), "a verdict just after the deletion");
+        assert_eq!(c.poll_timeout(), Some(t(2)));
+        c.handle_timeout(t(2));
+        assert_eq!(c.poll_action(), Some(list_pods()));
+        // ... and for 5 s after the healed pod was last seen terminating.
+        let mut terminating = pod("a", Some("n1"), None);
+        terminating.deleting = true;
+        let mut pods = settled();
+        pods.push(terminating);
+        c.handle_pods(Ok(pods), t(4));
+        assert!(c.poll_end().is_none());
+        assert_eq!(c.poll_timeout(), Some(t(6)));
+        c.handle_timeout(t(6));
+        c.poll_action().unwrap();
+        c.handle_pods(Ok(settled()), t(6));
+        assert!(c.poll_end().is_none(), "a terminating pod seen 2 s ago");
+        assert_eq!(c.poll_timeout(), Some(t(8)));
+        c.handle_timeout(t(9));
+        assert_eq!(c.poll_action(), Some(list_pods()));
+
+        c.handle_pods(Ok(settled()), t(9));
+        let ids: Vec<String> = ready(&mut c).into_iter().map(|v| v.id).collect();
+        assert_eq!(ids, ["b", "c"], "the pending pod is a VNFC, reported");
+        assert_eq!(
+            c.poll_warnings(),
+            [format!(
+                "pod b of Deployment vdu1 is Pending: Unschedulable: {full}"
+            )]
+        );
+    }
+
+    #[test]
+    fn a_pod_deletion_refused_ends_it() {
+        let mut w = work(2, true);
+        w.heal_pods = vec!["a".into(), "b".into()];
+        let mut c = CnfRun::new(w, Task::Heal, &cfg(false));
+        c.poll_action().unwrap();
+        c.handle_pods_deleted(&[Err(gone()), Err(down())], t(0));
+        let f = failure(&mut c);
+        assert_eq!(f.kind, FailureKind::Backend);
+        assert!(f.detail.contains("down"), "{}", f.detail);
+    }
+
+    #[test]
+    fn delete_removes_the_objects_in_reverse_order() {
+        let mut c = CnfRun::new(work(2, true), Task::Delete, &cfg(false));
+        assert_eq!(c.doing(), "deleting the Kubernetes objects");
+        assert_eq!(
+            c.poll_action(),
+            Some(OpAction::DeleteObjects(vec![
+                ObjectRef::new("apps/v1", "Deployment", "ns", "vdu1"),
+                ObjectRef::new("v1", "Service", "ns", "svc"),
+            ]))
+        );
+        c.handle_deleted(&[Ok(()), Err(gone())]);
+        assert!(matches!(c.poll_end(), Some(Ok(CnfEnd::Deleted))));
+
+        let mut c = CnfRun::new(work(2, true), Task::Delete, &cfg(false));
+        c.poll_action().unwrap();
+        c.handle_deleted(&[Err(down()), Ok(())]);
+        assert_eq!(failure(&mut c).kind, FailureKind::Backend);
+    }
+
+    #[test]
+    fn the_timer_lists_the_pods_only_once_due_and_while_waiting() {
+        let mut c = CnfRun::new(work(1, true), Task::Deploy, &cfg(false));
+        c.poll_action().unwrap();
+        c.handle_timeout(t(100));
+        assert_eq!(c.poll_action(), None, "no wait yet");
+        assert_eq!(c.poll_timeout(), None);
+        c.handle_applied(&[Ok(())], t(0));
+        c.poll_action().unwrap();
+        c.handle_pods(Ok(Vec::new()), t(3));
+        assert_eq!(c.poll_timeout(), Some(t(8)));
+        c.handle_timeout(t(7));
+        assert_eq!(c.poll_action(), None, "too early");
+        assert_eq!(c.poll_timeout(), Some(t(8)));
+        c.handle_timeout(t(9));
+        assert_eq!(c.poll_action(), Some(list_pods()), "late is due");
+        assert_eq!(c.poll_timeout(), None);
+        c.handle_pods(Ok(vec![pod("a", Some("n1"), None)]), t(9));
+        assert_eq!(ready(&mut c).len(), 1);
+    }
+
+    #[test]
+    fn an_event_out_of_turn_ends_it() {
+        let mut c = CnfRun::new(work(1, true), Task::Delete, &cfg(false));
+        c.poll_action().unwrap();
+        c.handle_pods(Ok(Vec::new()), t(0));
+        let f = failure(&mut c);
+        assert_eq!(f.title, "internal error");
+        assert!(
+            f.detail.contains("pods listed that were not asked"),
+            "{}",
+            f.detail
+        );
+    }
+}
