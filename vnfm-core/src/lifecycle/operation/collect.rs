@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::actions::OpAction;
+use super::cnf_run;
 use super::helpers::no_stack_failed;
 use super::hooks::Hooks;
 use super::machine::{Operation, Step};
@@ -129,6 +130,16 @@ impl Operation {
             groups::record(&mut info, p);
         }
         info
+    }
+
+    /// The CNF instance the operation leaves: its VNFCs (pods) and resources.
+    pub(super) fn cnf_instance(&self) -> Result<VnfInstance, Failed> {
+        let vnfcs = self.progress.vnfcs.clone().unwrap_or_default();
+        let work = self.cnf_work()?;
+        self.with_flavour(|_, flavour| {
+            let plan = &self.progress.plan;
+            Ok(cnf_run::instance(&self.before, plan, flavour, vnfcs, &work))
+        })
     }
 
     /// The instance the operation leaves.

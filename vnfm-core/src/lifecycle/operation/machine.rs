@@ -8,6 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::actions::{OpAction, OpEvent, OperationStart};
+use super::cnf_run::CnfRun;
 use super::helpers::{chrono_of, no_stack};
 use super::hooks::Hooks;
 use super::nfvo_grant::NfvoGrant;
@@ -67,16 +68,8 @@ pub(super) enum Step {
     ResumeWait {
         deadline: DateTime<Utc>,
     },
-    CnfNodes,
-    CnfApply,
-    CnfScaling,
-    CnfDeletingPods,
-    CnfWait {
-        deadline: DateTime<Utc>,
-        /// Until when an `Unschedulable` verdict is provisional ([`cnf::VERDICT_SETTLE`]).
-        settle_until: DateTime<Utc>,
-    },
-    CnfDeleting,
+    /// A CNF plan's run over its cluster.
+    Cnf(CnfRun),
     /// `OPERATE`: the servers started or stopped.
     Power(Power),
     Final,
@@ -546,7 +539,7 @@ impl Operation {
     }
 
     pub(super) fn doing(&self) -> &'static str {
-        match self.step {
+        match &self.step {
             Step::Start | Step::Processing => "starting",
             Step::Grant(_) => "waiting for the NFVO's grant",
             Step::MarkList | Step::Marking(_) => "marking servers unhealthy",
@@ -558,13 +551,8 @@ impl Operation {
             Step::CollectList | Step::CollectServers(_) => "reading the servers back",
             Step::Hooks(_) => "running hooks",
             Step::DeleteSent | Step::DeleteWait { .. } => "deleting the stack",
-            Step::CnfNodes => "listing the cluster's nodes",
             Step::Power(_) => "starting or stopping servers",
-            Step::CnfApply => "applying the Kubernetes objects",
-            Step::CnfScaling => "scaling the workloads",
-            Step::CnfDeletingPods => "deleting pods",
-            Step::CnfWait { .. } => "waiting for the pods",
-            Step::CnfDeleting => "deleting the Kubernetes objects",
+            Step::Cnf(c) => c.doing(),
             Step::Final | Step::Done => "ending",
         }
     }
@@ -710,18 +698,30 @@ impl Operation {
                 p.handle_power_set(r, self.now);
                 self.drive_power(p);
             }
-            (Step::CnfNodes, OpEvent::Nodes(r)) => self.on_cnf_nodes(r),
-            (Step::CnfApply, OpEvent::ObjectsApplied(r)) => self.on_cnf_applied(&r),
-            (Step::CnfScaling, OpEvent::WorkloadsScaled(r)) => self.on_cnf_applied(&r),
-            (Step::CnfDeletingPods, OpEvent::PodsDeleted(r)) => self.on_cnf_pods_deleted(&r),
-            (
-                Step::CnfWait {
-                    deadline,
-                    settle_until,
-                },
-                OpEvent::Pods(r),
-            ) => self.on_cnf_pods(deadline, settle_until, r),
-            (Step::CnfDeleting, OpEvent::ObjectsDeleted(r)) => self.on_cnf_deleted(&r),
+            (Step::Cnf(mut c), OpEvent::Nodes(r)) => {
+                c.handle_nodes(r);
+                self.drive_cnf(c);
+            }
+            (Step::Cnf(mut c), OpEvent::ObjectsApplied(r)) => {
+                c.handle_applied(&r, self.now);
+                self.drive_cnf(c);
+            }
+            (Step::Cnf(mut c), OpEvent::WorkloadsScaled(r)) => {
+                c.handle_scaled(&r, self.now);
+                self.drive_cnf(c);
+            }
+            (Step::Cnf(mut c), OpEvent::PodsDeleted(r)) => {
+                c.handle_pods_deleted(&r, self.now);
+                self.drive_cnf(c);
+            }
+            (Step::Cnf(mut c), OpEvent::Pods(r)) => {
+                c.handle_pods(r, self.now);
+                self.drive_cnf(c);
+            }
+            (Step::Cnf(mut c), OpEvent::ObjectsDeleted(r)) => {
+                c.handle_deleted(&r);
+                self.drive_cnf(c);
+            }
             (step, event) => {
                 let what = format!("event {event:?} does not answer step {step:?}");
                 self.internal(&what);
@@ -729,7 +729,7 @@ impl Operation {
         }
     }
 
-    /// The step's timer fired: a part's goes to it, a stack or pod wait asks again.
+    /// The step's timer fired: a part's goes to it, a stack wait asks again.
     pub(super) fn fire_timer(&mut self) {
         match std::mem::replace(&mut self.step, Step::Done) {
             Step::Grant(mut g) => {
@@ -740,15 +740,9 @@ impl Operation {
                 p.handle_timeout(self.now);
                 self.drive_power(p);
             }
-            Step::CnfWait {
-                deadline,
-                settle_until,
-            } => {
-                self.step = Step::CnfWait {
-                    deadline,
-                    settle_until,
-                };
-                self.cnf_list_pods();
+            Step::Cnf(mut c) => {
+                c.handle_timeout(self.now);
+                self.drive_cnf(c);
             }
             step => {
                 self.step = step;

@@ -50,12 +50,14 @@
 //! - `hooks`: the part that runs the hooks of a plan's point, one at a time.
 //! - `machine`: the coordinator, its public API, the start and end commits.
 //! - `nfvo_grant`: the part that asks an NFVO for the grant (request, `202` polls, timeout).
-//! - `plans`: how each plan starts (resume wait, `MODIFY_INFO`, `OPERATE`).
+//! - `plans`: how each plan starts (resume wait, `MODIFY_INFO`, `OPERATE`, a CNF plan's run).
 //! - `stack_run`: the placed plans' stack run around the nested [`Reselection`](crate::reselect::Reselection)
 //!   machine, and the restore of the VNFCs that stay.
 //! - `collect`: the servers read back, the instance after, the hooks.
 //! - `delete`: the stack deleted.
-//! - `cnf_run`: the CNF plans over a Kubernetes cluster.
+//! - `cnf_run`: the part that runs a CNF plan over a Kubernetes cluster (the nodes' preflight,
+//!   the apply, the scale, pod or object deletions, the pods awaited), and the CNF instance
+//!   after.
 //! - `timers`: the named timers (the step's wait, the lease renewal) in one table.
 //! - `units`: the reselection units of a placed plan.
 //!

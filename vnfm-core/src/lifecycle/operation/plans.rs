@@ -1,11 +1,13 @@
 //! How each plan starts once the occurrence is `PROCESSING` (or `ROLLING_BACK`): the resume
-//! wait, `MODIFY_INFO`, `OPERATE` (power), and the package and flavour every plan reads.
+//! wait, `MODIFY_INFO`, `OPERATE` (power), a CNF plan's run, and the package and flavour every
+//! plan reads.
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use super::actions::OpAction;
+use super::cnf_run::{CnfEnd, CnfRun, Task};
 use super::helpers::chrono_of;
 use super::machine::{Operation, Step};
 use super::power::Power;
@@ -14,6 +16,7 @@ use super::timers::Timer;
 use crate::driver::{DriverError, Stack};
 use crate::grant::KeyValuePairs;
 use crate::lcm::VnfOperationalStateType;
+use crate::lifecycle::cnf::{CnfResources, CnfWork};
 use crate::lifecycle::failure::{Failed, FailureKind};
 use crate::lifecycle::plan::{self};
 use crate::package::{Flavour, VnfPackage};
@@ -116,6 +119,82 @@ impl Operation {
                 self.timers.put(Timer::Step, p.poll_timeout());
                 self.step = Step::Power(p);
             }
+        }
+    }
+
+    /// The CNF plan's work, saved in the progress.
+    pub(super) fn cnf_work(&self) -> Result<CnfWork, Failed> {
+        self.progress.cnf.clone().ok_or_else(|| {
+            Failed::new(
+                FailureKind::Invalid,
+                "no Kubernetes resources",
+                "the CNF operation knows no Kubernetes resources of the instance",
+            )
+        })
+    }
+
+    /// A CNF plan starts: the preflight (instantiate), a scale, pod deletions (heal), or the
+    /// hooks and the deletions (terminate, rollback).
+    pub(super) fn cnf_start(&mut self) {
+        let work = match self.cnf_work() {
+            Ok(w) => w,
+            Err(f) => return self.fail(f),
+        };
+        let task = match &self.progress.plan {
+            Plan::CnfInstantiate { .. } => Task::Deploy,
+            Plan::CnfScale { .. } => Task::Scale,
+            Plan::CnfHeal { .. } => Task::Heal,
+            Plan::CnfTerminate => return self.hooks_or(Self::cnf_delete),
+            _ => Task::Delete,
+        };
+        self.drive_cnf(CnfRun::new(work, task, &self.cfg));
+    }
+
+    /// Terminate and rollback: the objects deleted, in the reverse order of their apply
+    /// (their pods go with them, in the background); none when the operation knows none.
+    pub(super) fn cnf_delete(&mut self) {
+        let work = self.progress.cnf.clone().unwrap_or_else(|| {
+            CnfWork::of(CnfResources {
+                namespace: String::new(),
+                objects: Vec::new(),
+                workloads: Vec::new(),
+            })
+        });
+        self.drive_cnf(CnfRun::new(work, Task::Delete, &self.cfg));
+    }
+
+    /// Notes the CNF run's warnings and saves its work, hands its action and timer out, or
+    /// goes on once it ended: the pods ready, the hooks (or the end); the objects deleted,
+    /// the end.
+    pub(super) fn drive_cnf(&mut self, mut c: CnfRun) {
+        for w in c.poll_warnings() {
+            self.note(w);
+        }
+        if let Some(work) = c.poll_saved() {
+            self.progress.cnf = Some(work);
+        }
+        match c.poll_end() {
+            Some(Ok(CnfEnd::Ready(vnfcs))) => {
+                self.progress.vnfcs = Some(vnfcs);
+                self.after_stack();
+            }
+            Some(Ok(CnfEnd::Deleted)) => {
+                self.progress.deleted = true;
+                self.finish_deleted();
+            }
+            Some(Err(f)) => self.fail(f),
+            None => {
+                self.next = c.poll_action();
+                self.timers.put(Timer::Step, c.poll_timeout());
+                self.step = Step::Cnf(c);
+            }
+        }
+    }
+
+    /// A warning for the occurrence (once).
+    pub(super) fn note(&mut self, warning: String) {
+        if !self.op.warnings.contains(&warning) {
+            self.op.warnings.push(warning);
         }
     }
 
