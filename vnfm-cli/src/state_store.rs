@@ -5,7 +5,7 @@
 //!   cloud, the Promise ledger, the cloud catalogue, the id-salt counter), as both stores keep
 //!   them. The CLI's helpers that read or write documents take `&dyn Documents`, so they work
 //!   on either store and on the server's SQLite connections alike.
-//! - [`StateStore`]: one of the two, chosen by the configuration ([`crate::app::open_state`]);
+//! - [`StateStore`]: one of the two, chosen by the configuration (`app::open_state`);
 //!   a [`Store`] and [`Documents`] that hands every call to the store it holds.
 //!
 //! `vnfm serve` keeps its state in the SQLite file for now (its delivery connection, alert

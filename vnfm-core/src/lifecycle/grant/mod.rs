@@ -388,22 +388,27 @@ mod tests {
         );
     }
 
+    /// The error of a scale-out of `inst` by `steps` of `aspect`.
+    fn scale_out_error(pkg: &VnfPackage, aspect: &str, steps: u32, inst: &VnfInstance) -> String {
+        scale_out(
+            pkg,
+            inst,
+            aspect,
+            steps,
+            &op(),
+            &opts(),
+            &mut IdGen::seeded(1),
+        )
+        .unwrap_err()
+        .to_string()
+    }
+
     #[test]
     fn scale_out_errors() {
         let pkg = demo();
         let inst = demo_instance(&pkg.descriptor_id, 0);
         let e = |aspect: &str, steps: u32, inst: &VnfInstance| {
-            scale_out(
-                &pkg,
-                inst,
-                aspect,
-                steps,
-                &op(),
-                &opts(),
-                &mut IdGen::seeded(1),
-            )
-            .unwrap_err()
-            .to_string()
+            scale_out_error(&pkg, aspect, steps, inst)
         };
         assert_eq!(
             e("VDU3_scale", 1, &inst),
@@ -437,17 +442,7 @@ mod tests {
     fn scale_out_errors_of_the_instance() {
         let pkg = demo();
         let e = |aspect: &str, steps: u32, inst: &VnfInstance| {
-            scale_out(
-                &pkg,
-                inst,
-                aspect,
-                steps,
-                &op(),
-                &opts(),
-                &mut IdGen::seeded(1),
-            )
-            .unwrap_err()
-            .to_string()
+            scale_out_error(&pkg, aspect, steps, inst)
         };
         // a bad index is named with its field path
         let mut bad = demo_instance(&pkg.descriptor_id, 0);
