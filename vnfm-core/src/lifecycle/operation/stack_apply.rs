@@ -347,9 +347,10 @@ mod tests {
         s.handle_timeout(t(59));
         assert!(s.poll_action().is_none());
         assert_eq!(s.poll_timeout(), Some(t(60)));
-        s.handle_timeout(t(61));
+        s.handle_timeout(t(60));
         assert!(matches!(s.poll_action(), Some(OpAction::ShowStack(_))));
-        s.handle_stack(Ok(in_progress()), t(61));
+        // Still in progress at the deadline: over.
+        s.handle_stack(Ok(in_progress()), t(60));
         assert!(s.poll_action().is_none());
         assert_eq!(s.poll_timeout(), None);
         match s.poll_end() {
@@ -363,14 +364,16 @@ mod tests {
     }
 
     #[test]
-    fn a_stack_done_when_shown_at_the_deadline_is_not_timed_out() {
+    fn a_stack_done_when_shown_after_the_deadline_is_not_timed_out() {
         let mut s = accepted(created());
         s.handle_stack(Ok(in_progress()), t(59));
         assert_eq!(s.poll_timeout(), Some(t(60)));
-        s.handle_timeout(t(60));
-        assert!(s.poll_action().is_some());
+        // Woken after the deadline: the stack is shown once more, not given up unseen.
+        s.handle_timeout(t(70));
+        assert!(matches!(s.poll_action(), Some(OpAction::ShowStack(_))));
+        assert!(s.poll_end().is_none());
         let done = stack(StackAction::Create, StackState::Complete, "");
-        s.handle_stack(Ok(done), t(60));
+        s.handle_stack(Ok(done), t(70));
         assert!(matches!(s.poll_end(), Some(StackEnd::Complete)));
     }
 
