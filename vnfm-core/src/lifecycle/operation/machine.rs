@@ -14,6 +14,7 @@ use super::hooks::Hooks;
 use super::nfvo_grant::NfvoGrant;
 use super::power::Power;
 use super::progress::{Plan, Progress};
+use super::stack_apply::StackApply;
 use super::timers::{Timer, TimerTable};
 use crate::driver::{DriverError, ListResources, MarkUnhealthy, Precondition, StoreBatch, Version};
 use crate::grant::{Grant, GrantRequest};
@@ -46,9 +47,10 @@ pub(super) enum Step {
     MarkList,
     Marking(VecDeque<MarkUnhealthy>),
     GrantZones,
-    Apply(Purpose),
-    StackWait {
-        deadline: DateTime<Utc>,
+    /// One stack apply (create or update) and the wait until the stack is no longer in
+    /// progress; `purpose` says what its end feeds.
+    Stack {
+        run: StackApply,
         purpose: Purpose,
     },
     Settle {
@@ -544,9 +546,7 @@ impl Operation {
             Step::Grant(_) => "waiting for the NFVO's grant",
             Step::MarkList | Step::Marking(_) => "marking servers unhealthy",
             Step::GrantZones | Step::ReselectZones => "listing zones",
-            Step::Apply(_) | Step::StackWait { .. } | Step::ResumeWait { .. } => {
-                "waiting for the stack"
-            }
+            Step::Stack { .. } | Step::ResumeWait { .. } => "waiting for the stack",
             Step::Settle { .. } | Step::FailedServers | Step::Hosts(_) => "reading a failed stack",
             Step::CollectList | Step::CollectServers(_) => "reading the servers back",
             Step::Hooks(_) => "running hooks",
@@ -669,13 +669,18 @@ impl Operation {
             (Step::MarkList, OpEvent::Resources(r)) => self.on_mark_list(r),
             (Step::Marking(todo), OpEvent::Marked(r)) => self.on_marked(todo, r),
             (Step::GrantZones, OpEvent::Zones(r)) => self.on_grant_zones(r),
-            (Step::Apply(p), OpEvent::StackCreated(r)) => self.on_applied(p, r),
-            (Step::Apply(p), OpEvent::StackUpdated(r)) => {
-                let id = self.progress.stack_id.clone();
-                self.on_applied(p, r.and_then(|()| id.ok_or_else(no_stack)));
+            (Step::Stack { mut run, purpose }, OpEvent::StackCreated(r)) => {
+                run.handle_applied(r, self.now);
+                self.drive_stack(run, purpose);
             }
-            (Step::StackWait { deadline, purpose }, OpEvent::Stack(r)) => {
-                self.on_stack(deadline, purpose, r);
+            (Step::Stack { mut run, purpose }, OpEvent::StackUpdated(r)) => {
+                let id = self.progress.stack_id.clone();
+                run.handle_applied(r.and_then(|()| id.ok_or_else(no_stack)), self.now);
+                self.drive_stack(run, purpose);
+            }
+            (Step::Stack { mut run, purpose }, OpEvent::Stack(r)) => {
+                run.handle_stack(r, self.now);
+                self.drive_stack(run, purpose);
             }
             (Step::Settle { deadline }, OpEvent::Resources(r)) => self.on_settle(deadline, r),
             (Step::ReselectZones, OpEvent::Zones(r)) => self.on_reselect_zones(r),
@@ -744,6 +749,10 @@ impl Operation {
                 c.handle_timeout(self.now);
                 self.drive_cnf(c);
             }
+            Step::Stack { mut run, purpose } => {
+                run.handle_timeout(self.now);
+                self.drive_stack(run, purpose);
+            }
             step => {
                 self.step = step;
                 self.fire_stack_timer();
@@ -751,15 +760,14 @@ impl Operation {
         }
     }
 
-    /// A stack wait's timer: the stack shown again, or its resources listed (settle).
+    /// A stack wait's timer (a resume or a delete): the stack shown again, or its resources
+    /// listed (settle).
     fn fire_stack_timer(&mut self) {
         let Some(id) = self.progress.stack_id.clone() else {
             return self.internal("a timer without a stack");
         };
         self.next = Some(match self.step {
-            Step::StackWait { .. } | Step::DeleteWait { .. } | Step::ResumeWait { .. } => {
-                OpAction::ShowStack(id)
-            }
+            Step::DeleteWait { .. } | Step::ResumeWait { .. } => OpAction::ShowStack(id),
             Step::Settle { .. } => OpAction::ListResources(ListResources::new(id, 5)),
             _ => return,
         });

@@ -52,7 +52,11 @@
 //! - `nfvo_grant`: the part that asks an NFVO for the grant (request, `202` polls, timeout).
 //! - `plans`: how each plan starts (resume wait, `MODIFY_INFO`, `OPERATE`, a CNF plan's run).
 //! - `stack_run`: the placed plans' stack run around the nested [`Reselection`](crate::reselect::Reselection)
-//!   machine, and the restore of the VNFCs that stay.
+//!   machine (zones, local grant, settle, failed servers and hosts located), and the restore
+//!   of the VNFCs that stay.
+//! - `stack_apply`: the part that applies one stack (create or update) and shows it every
+//!   poll interval until it is complete, failed or rolled back, or the stack timeout; the
+//!   stack run creates one for every apply and feeds its end to the reselection machine.
 //! - `collect`: the servers read back, the instance after, the hooks.
 //! - `delete`: the stack deleted.
 //! - `cnf_run`: the part that runs a CNF plan over a Kubernetes cluster (the nodes' preflight,
@@ -76,6 +80,7 @@ mod nfvo_grant;
 mod plans;
 mod power;
 mod progress;
+mod stack_apply;
 mod stack_run;
 mod timers;
 mod units;

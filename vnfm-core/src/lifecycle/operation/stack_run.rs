@@ -1,6 +1,6 @@
 //! The stack run of the placed plans: heal marking, the zones and the local grant, the
-//! nested [`Reselection`] machine (apply, wait, settle, locate), and the restore of the
-//! VNFCs that stay (scale-in, rollbacks).
+//! nested [`Reselection`] machine (apply, settle, locate; each apply is a [`StackApply`]
+//! part), and the restore of the VNFCs that stay (scale-in, rollbacks).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -10,14 +10,14 @@ use super::actions::OpAction;
 use super::helpers::{chrono_of, give_up_failure, no_stack_failed, restore_config};
 use super::machine::{Operation, Placed, Purpose, Step};
 use super::progress::Plan;
+use super::stack_apply::{StackApply, StackEnd};
 use super::timers::Timer;
 use super::units::UnitsInput;
 use crate::driver::{
-    CreateStack, DriverError, ListResources, MarkUnhealthy, ServerInfo, Stack, StackAction,
-    StackResource, UpdateStack,
+    CreateStack, DriverError, ListResources, MarkUnhealthy, ServerInfo, StackResource, UpdateStack,
 };
 use crate::grant::{ExtVirtualLinkData, Grant};
-use crate::id::{ServerId, StackId, VduId, ZoneId};
+use crate::id::{ServerId, VduId, ZoneId};
 use crate::intent::realise::GroupRule;
 use crate::lifecycle::failure::{chain, Failed, FailureKind};
 use crate::lifecycle::grant::{slots_of, PlannedGrant};
@@ -417,15 +417,24 @@ impl Operation {
             Err(f) => return self.fail(f),
         };
         self.progress.zones = unit_zones;
-        self.step = Step::Apply(Purpose::Reselect);
-        self.next = Some(match self.progress.stack_id.clone() {
-            Some(id) => OpAction::UpdateStack(UpdateStack {
-                id,
-                parameters: params,
-                template: Some(bundle),
-            }),
-            None => OpAction::CreateStack(CreateStack::new(self.stack_name(), bundle, params)),
-        });
+        let (timeout, poll) = (self.cfg.stack_timeout, self.cfg.poll_interval);
+        let run = match self.progress.stack_id.clone() {
+            Some(id) => StackApply::update(
+                UpdateStack {
+                    id,
+                    parameters: params,
+                    template: Some(bundle),
+                },
+                timeout,
+                poll,
+            ),
+            None => StackApply::create(
+                CreateStack::new(self.stack_name(), bundle, params),
+                timeout,
+                poll,
+            ),
+        };
+        self.drive_stack(run, Purpose::Reselect);
     }
 
     /// The name of the stack the operation creates.
@@ -436,93 +445,77 @@ impl Operation {
         }
     }
 
-    pub(super) fn on_applied(&mut self, purpose: Purpose, r: Result<StackId, DriverError>) {
-        match r {
-            Ok(id) => {
-                // Saved at once: the stack's id (a rollback or fail must know the stack even
-                // if the process dies now) and the attempt that runs.
-                self.checkpoint |= self.progress.stack_id.is_none() || purpose == Purpose::Reselect;
-                self.progress.stack_id = Some(id.clone());
-                self.step = Step::StackWait {
-                    deadline: self.now + chrono_of(self.cfg.stack_timeout),
-                    purpose,
-                };
-                self.next = Some(OpAction::ShowStack(id));
-            }
-            Err(e) => {
-                if let Some(p) = self
-                    .placed
-                    .as_mut()
-                    .filter(|_| purpose == Purpose::Reselect)
-                {
-                    // The attempt has an outcome: Heat refused it.
-                    p.m.handle_apply_refused(&chain(&e));
-                }
-                if matches!(e, DriverError::AlreadyExists { .. }) {
-                    return self.fail(Failed::new(
-                        FailureKind::StackFailed,
-                        "stack already exists",
-                        format!(
-                            "stack {} already exists in the VIM (a stack of that name that \
-                             this operation did not create, e.g. one an earlier operation left): \
-                             {}",
-                            self.stack_name(),
-                            chain(&e)
-                        ),
-                    ));
-                }
-                self.fail_driver(&e);
+    /// Saves the stack's id the apply hands out (at once: a rollback or fail must know the
+    /// stack even if the process dies now, and so must the attempt that runs), hands its
+    /// action and timer out, or goes on once it ended.
+    pub(super) fn drive_stack(&mut self, mut run: StackApply, purpose: Purpose) {
+        if let Some(id) = run.poll_saved() {
+            self.checkpoint |= self.progress.stack_id.is_none() || purpose == Purpose::Reselect;
+            self.progress.stack_id = Some(id);
+        }
+        match run.poll_end() {
+            Some(end) => self.stack_ended(end, purpose),
+            None => {
+                self.next = run.poll_action();
+                self.timers.put(Timer::Step, run.poll_timeout());
+                self.step = Step::Stack { run, purpose };
             }
         }
     }
 
-    pub(super) fn on_stack(
-        &mut self,
-        deadline: DateTime<Utc>,
-        purpose: Purpose,
-        r: Result<Stack, DriverError>,
-    ) {
-        let stack = match r {
-            Ok(s) => s,
-            Err(e) => return self.fail_driver(&e),
-        };
-        if stack.stack_status.is_in_progress() {
-            if self.now >= deadline {
-                return self.fail(Failed::new(
-                    FailureKind::Backend,
-                    "stack timed out",
-                    format!(
-                        "stack {} still {} after {}s",
-                        stack.id,
-                        stack.stack_status,
-                        self.cfg.stack_timeout.as_secs()
-                    ),
-                ));
-            }
-            self.wait_until(deadline);
-            self.step = Step::StackWait { deadline, purpose };
-            return;
-        }
-        match purpose {
-            Purpose::Reselect => {
+    /// A stack apply ended: the reselection machine learns how (and goes on), a restore
+    /// goes on or fails.
+    pub(super) fn stack_ended(&mut self, end: StackEnd, purpose: Purpose) {
+        match (end, purpose) {
+            (StackEnd::Refused(e), _) => self.apply_refused(purpose, &e),
+            (StackEnd::TimedOut(f) | StackEnd::Error(f), _) => self.fail(f),
+            (end, Purpose::Reselect) => {
                 if let Some(p) = self.placed.as_mut() {
-                    if stack::succeeded(&stack) {
-                        p.m.handle_stack_succeeded();
-                    } else if stack.stack_status.action == StackAction::Rollback {
-                        p.m.handle_stack_rolled_back(&stack.stack_status_reason);
-                    } else {
-                        p.m.handle_stack_failed(&stack.stack_status_reason);
+                    match end {
+                        StackEnd::Complete => p.m.handle_stack_succeeded(),
+                        StackEnd::RolledBack(reason) => p.m.handle_stack_rolled_back(&reason),
+                        StackEnd::Failed(reason) => p.m.handle_stack_failed(&reason),
+                        // Ended above.
+                        StackEnd::Refused(_) | StackEnd::TimedOut(_) | StackEnd::Error(_) => {}
                     }
                 }
                 self.drive_reselection();
             }
-            Purpose::Restore if stack::succeeded(&stack) => self.restored(),
-            Purpose::Restore => self.fail(Failed::new(
-                FailureKind::StackFailed,
-                "stack update failed",
-                stack.stack_status_reason,
-            )),
+            (StackEnd::Complete, Purpose::Restore) => self.restored(),
+            (StackEnd::Failed(reason) | StackEnd::RolledBack(reason), Purpose::Restore) => {
+                self.fail(Failed::new(
+                    FailureKind::StackFailed,
+                    "stack update failed",
+                    reason,
+                ));
+            }
         }
+    }
+
+    /// Heat refused the create or update: a reselection's attempt has that outcome; a stack
+    /// of the name that exists already is named as such.
+    pub(super) fn apply_refused(&mut self, purpose: Purpose, e: &DriverError) {
+        if let Some(p) = self
+            .placed
+            .as_mut()
+            .filter(|_| purpose == Purpose::Reselect)
+        {
+            // The attempt has an outcome: Heat refused it.
+            p.m.handle_apply_refused(&chain(e));
+        }
+        if matches!(e, DriverError::AlreadyExists { .. }) {
+            return self.fail(Failed::new(
+                FailureKind::StackFailed,
+                "stack already exists",
+                format!(
+                    "stack {} already exists in the VIM (a stack of that name that this \
+                     operation did not create, e.g. one an earlier operation left): {}",
+                    self.stack_name(),
+                    chain(e)
+                ),
+            ));
+        }
+        self.fail_driver(e);
     }
 
     pub(super) fn wait_until(&mut self, deadline: DateTime<Utc>) {
@@ -655,12 +648,13 @@ impl Operation {
             m,
             records: false,
         });
-        self.step = Step::Apply(Purpose::Restore);
-        self.next = Some(OpAction::UpdateStack(UpdateStack {
+        let update = UpdateStack {
             id,
             parameters: params,
             template: Some(bundle),
-        }));
+        };
+        let run = StackApply::update(update, self.cfg.stack_timeout, self.cfg.poll_interval);
+        self.drive_stack(run, Purpose::Restore);
     }
 
     /// The VNFCs a scale-in keeps (the newest of every VDU the aspect scales go), or those
