@@ -18,7 +18,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::actions::OpAction;
-use super::helpers::chrono_of;
+use super::helpers::{chrono_of, internal_error};
 use super::progress::Plan;
 use crate::driver::{
     ApplyObject, ClusterNode, DeletePod, DriverError, ListPods, Pod, ScaleWorkload,
@@ -368,11 +368,7 @@ impl CnfRun {
     }
 
     fn out_of_turn(&mut self, what: &str) {
-        self.fail(Failed::new(
-            FailureKind::Backend,
-            "internal error",
-            format!("operation machine: {what}"),
-        ));
+        self.fail(internal_error(what));
     }
 }
 

@@ -59,6 +59,16 @@ pub(super) fn no_stack_failed() -> Failed {
     )
 }
 
+/// The failure of an operation whose machine met an event out of turn (`what` says which): a
+/// bug of the machine, never of the cloud, reported as a backend error rather than a panic.
+pub(super) fn internal_error(what: &str) -> Failed {
+    Failed::new(
+        FailureKind::Backend,
+        "internal error",
+        format!("operation machine: {what}"),
+    )
+}
+
 pub(super) fn chrono_of(d: Duration) -> chrono::TimeDelta {
     chrono::TimeDelta::from_std(d).unwrap_or(chrono::TimeDelta::MAX)
 }

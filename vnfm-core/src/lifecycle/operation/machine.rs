@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::actions::{OpAction, OpEvent, OperationStart};
 use super::cnf_run::CnfRun;
-use super::helpers::{chrono_of, no_stack};
+use super::helpers::{chrono_of, internal_error, no_stack};
 use super::hooks::Hooks;
 use super::nfvo_grant::NfvoGrant;
 use super::power::Power;
@@ -455,12 +455,7 @@ impl Operation {
     }
 
     pub(super) fn internal(&mut self, what: &str) {
-        let f = Failed::new(
-            FailureKind::Backend,
-            "internal error",
-            format!("operation machine: {what}"),
-        );
-        self.finish(Err(f));
+        self.finish(Err(internal_error(what)));
     }
 
     pub(super) fn stop(&mut self, end: Result<OperationReport, LcmError>) {

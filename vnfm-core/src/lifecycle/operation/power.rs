@@ -13,7 +13,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::actions::OpAction;
-use super::helpers::chrono_of;
+use super::helpers::{chrono_of, internal_error};
 use crate::driver::{DriverError, ServerInfo};
 use crate::id::ServerId;
 use crate::lifecycle::failure::{Failed, FailureKind};
@@ -191,11 +191,7 @@ impl Power {
     }
 
     fn out_of_turn(&mut self, what: &str) {
-        self.end = Some(Err(Failed::new(
-            FailureKind::Backend,
-            "internal error",
-            format!("operation machine: {what}"),
-        )));
+        self.end = Some(Err(internal_error(what)));
     }
 }
 

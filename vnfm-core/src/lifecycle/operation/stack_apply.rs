@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::actions::OpAction;
-use super::helpers::chrono_of;
+use super::helpers::{chrono_of, internal_error};
 use crate::driver::{CreateStack, DriverError, Stack, StackAction, UpdateStack};
 use crate::id::StackId;
 use crate::lifecycle::failure::{Failed, FailureKind};
@@ -175,11 +175,7 @@ impl StackApply {
     }
 
     fn out_of_turn(&mut self, what: &str) {
-        self.end = Some(StackEnd::Error(Failed::new(
-            FailureKind::Backend,
-            "internal error",
-            format!("operation machine: {what}"),
-        )));
+        self.end = Some(StackEnd::Error(internal_error(what)));
     }
 }
 
