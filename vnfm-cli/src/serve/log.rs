@@ -22,6 +22,7 @@ use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFi
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::EnvFilter;
+use vnfm_core::driver::Clock as _;
 
 use crate::config::{is_replica_id, LogFormat, ServerConfig, MAX_REPLICA_ID_LEN};
 use crate::error::CliError;
@@ -193,7 +194,9 @@ where
         event.record(&mut v);
         let level = *event.metadata().level();
         if self.json {
-            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            let now = crate::app::SystemClock
+                .now()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
             w.write_str("{\"timestamp\":")?;
             json_str(&mut w, &now)?;
             write!(w, ",\"level\":\"{level}\",\"replica\":")?;
