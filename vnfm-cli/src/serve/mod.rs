@@ -207,7 +207,7 @@ async fn front(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
     };
     let method = req.method().clone();
     let uri = req.uri().clone();
-    let mut r = answer(app, req, next).instrument(span).await;
+    let mut r = answer(app, req, next, &method, &uri).instrument(span).await;
     r.headers_mut()
         .insert(&log::X_REQUEST_ID, request_id.clone());
     let status = r.status().as_u16();
@@ -226,11 +226,15 @@ async fn front(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
     r
 }
 
-/// [`front`] within the request's span.
-async fn answer(app: Arc<App>, mut req: Request, next: Next) -> Response {
-    let version = versions::version_of(req.uri().path());
-    let method = req.method().clone();
-    let uri = req.uri().clone();
+/// [`front`] within the request's span (`method` and `uri` are the request's).
+async fn answer(
+    app: Arc<App>,
+    mut req: Request,
+    next: Next,
+    method: &Method,
+    uri: &axum::http::Uri,
+) -> Response {
+    let version = versions::version_of(uri.path());
     // The token endpoint's body is a form (RFC 6749), not JSON.
     if uri.path() != oauth::TOKEN_PATH {
         http::check_media(&mut req);
@@ -240,7 +244,7 @@ async fn answer(app: Arc<App>, mut req: Request, next: Next) -> Response {
     if uri.path() == oauth::TOKEN_PATH && oauth::is_oauth_answer(&r) {
         return r;
     }
-    let r = http::problems(&method, uri.path(), r).await;
+    let r = http::problems(method, uri.path(), r).await;
     versions::version_header(version, r)
 }
 
