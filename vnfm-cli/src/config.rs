@@ -53,6 +53,12 @@
 //!                                # "each" (fsynced before its answer); see AlertFsync
 //! page_size = 100                # resources per page of a SOL003 list (Link rel="next" beyond)
 //! filter_work_limit = 20000000   # work units one SOL013 filter may take per request (400 beyond)
+//! log_format = "text"            # "text" (one line per event, for people) or "json" (one object
+//!                                # per line); see LogFormat
+//! log_level = "info"             # an EnvFilter directive ("debug", "warn,vnfm_cli=debug");
+//!                                # VNFM_LOG overrides it, --quiet makes the default "warn"
+//! replica_id = "vnfm-0"          # VNFM_REPLICA_ID: on every log line and /metrics series;
+//!                                # default: the hostname, else a random id made at start
 //!
 //! [cluster]                      # hardware-aware affinity (`vnfm cluster`, the label hook)
 //! kubeconfig = "kubeconfig"      # the Kubernetes cluster (token, client certificate, CA); unset with
@@ -649,6 +655,18 @@ pub struct ServerConfig {
     /// (a value visited, a byte compared: [`vnfm_core::query::Budget`]); a filter that needs
     /// more is refused with a 400 (default 20,000,000; at least 1).
     pub filter_work_limit: u64,
+    /// `log_format`: how `vnfm serve` writes its log on stderr (default `text`).
+    pub log_format: LogFormat,
+    /// `log_level`: which events `vnfm serve` logs, as a `tracing` `EnvFilter` directive
+    /// (`info`, `debug`, `warn,vnfm_cli=debug`; default `info`). The environment variable
+    /// `VNFM_LOG` replaces it; `--quiet` makes the default `warn`.
+    pub log_level: String,
+    /// `replica_id`: the name of this replica on every log line and every `/metrics` series
+    /// (1 to [`MAX_REPLICA_ID_LEN`] characters of `A-Z a-z 0-9 . _ -`). The environment
+    /// variable `VNFM_REPLICA_ID` replaces it. Unset: the hostname, else a random id made at
+    /// start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_id: Option<String>,
     /// `[server.oauth2]`: the OAuth 2.0 token endpoint (`POST /token`) and its clients.
     #[serde(skip_serializing_if = "OAuth2Config::is_unset")]
     pub oauth2: OAuth2Config,
@@ -783,6 +801,30 @@ pub const HEADER_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=300;
 /// The bounds of `[server] idle_timeout`, in seconds.
 pub const IDLE_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 1..=3600;
 
+/// The longest `[server] replica_id` (a DNS label's length: a pod's name fits).
+pub const MAX_REPLICA_ID_LEN: usize = 63;
+
+/// Whether `id` may name a replica: 1 to [`MAX_REPLICA_ID_LEN`] characters of `A-Z a-z 0-9 .
+/// _ -` (safe in a log line, a JSON string and a Prometheus label value as it is).
+pub fn is_replica_id(id: &str) -> bool {
+    (1..=MAX_REPLICA_ID_LEN).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// `[server] log_format`: how `vnfm serve` writes its log on stderr.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One line per event, `vnfm serve: <message> key=value ... replica=<id>`, for people.
+    #[default]
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `replica`, `message` and the event's
+    /// fields), for a log collector.
+    Json,
+}
+
 /// `[server] alert_fsync`: when the state file is fsynced for an accepted alert. Either way
 /// the alert is written to the state file before its answer (so it survives a crash, a kill
 /// or a restart of the server) and the file stays consistent; the choice is what a power loss
@@ -875,6 +917,37 @@ impl ServerConfig {
                     .into(),
             );
         }
+        if let Some(id) = &self.replica_id {
+            if !is_replica_id(id) {
+                return Some(format!(
+                    "[server] replica_id {id:?}: expected 1 to {MAX_REPLICA_ID_LEN} characters \
+                     of A-Z a-z 0-9 . _ -"
+                ));
+            }
+        }
+        // A lone word is a target for EnvFilter ("warning" would log nothing): here it must
+        // be a level.
+        let lone_word = !self.log_level.contains([',', '=', '[']);
+        let level = ["off", "error", "warn", "info", "debug", "trace"]
+            .iter()
+            .any(|l| l.eq_ignore_ascii_case(self.log_level.trim()));
+        let parsed = tracing_subscriber::EnvFilter::builder()
+            .parse(&self.log_level)
+            .map_err(|e| e.to_string())
+            .and_then(|_| {
+                if lone_word && !level {
+                    Err("not a level".to_owned())
+                } else {
+                    Ok(())
+                }
+            });
+        if let Err(e) = parsed {
+            return Some(format!(
+                "[server] log_level {:?}: {e}; expected a level (error, warn, info, debug, \
+                 trace) or tracing EnvFilter directives such as \"warn,vnfm_cli=debug\"",
+                self.log_level
+            ));
+        }
         self.oauth2.problem()
     }
 
@@ -937,6 +1010,9 @@ impl Default for ServerConfig {
             alert_fsync: AlertFsync::Periodic,
             page_size: 100,
             filter_work_limit: DEFAULT_FILTER_WORK_LIMIT,
+            log_format: LogFormat::Text,
+            log_level: "info".into(),
+            replica_id: None,
             oauth2: OAuth2Config::default(),
         }
     }
@@ -1457,6 +1533,47 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(want) && e.contains("v.toml"), "{e}");
+        }
+    }
+
+    #[test]
+    fn log_keys_from_the_file_and_their_checks() {
+        let c = Config::default();
+        assert_eq!(c.server.log_format, LogFormat::Text);
+        assert_eq!(c.server.log_level, "info");
+        assert_eq!(c.server.replica_id, None);
+        let c = Config::from_toml(
+            Path::new("v.toml"),
+            "[server]\nlog_format = \"json\"\nlog_level = \"warn,vnfm_cli=debug\"\n\
+             replica_id = \"vnfm-0.a_b\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.server.log_format, LogFormat::Json);
+        assert_eq!(c.server.log_level, "warn,vnfm_cli=debug");
+        assert_eq!(c.server.replica_id.as_deref(), Some("vnfm-0.a_b"));
+        let long = "r".repeat(MAX_REPLICA_ID_LEN + 1);
+        for (text, want) in [
+            ("log_format = \"xml\"", "log_format"),
+            (
+                "log_level = \"warning\"",
+                "[server] log_level \"warning\": not a level",
+            ),
+            (
+                "log_level = \"vnfm_cli=loud\"",
+                "[server] log_level \"vnfm_cli=loud\"",
+            ),
+            ("replica_id = \"a b\"", "[server] replica_id \"a b\""),
+            ("replica_id = \"\"", "[server] replica_id \"\""),
+            ("replica_id = \"a\\\"b\"", "[server] replica_id"),
+            (
+                &format!("replica_id = \"{long}\""),
+                "expected 1 to 63 characters",
+            ),
+        ] {
+            let e = Config::from_toml(Path::new("v.toml"), &format!("[server]\n{text}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text}: {e}");
         }
     }
 

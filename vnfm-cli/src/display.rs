@@ -60,11 +60,6 @@ pub(crate) fn escape_text(s: &str) -> Cow<'_, str> {
     escape_where(s, |c| c == '\n' || c == '\t')
 }
 
-/// Prints `line` on stderr as one line, every control character escaped (see [`escape`]).
-pub(crate) fn log_line(line: &str) {
-    eprintln!("{}", escape(line));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,6 +59,7 @@ fn serve(state: &str, extra: &[&str]) -> (Child, BufReader<ChildStderr>, String)
     let addr = first
         .trim()
         .strip_prefix("vnfm serve: listening on http://")
+        .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("{first}"))
         .to_owned();
     (child, stderr, addr)

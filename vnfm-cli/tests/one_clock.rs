@@ -34,6 +34,11 @@ const MONOTONIC: &[(&str, &str)] = &[
          connection and a body, and the pacing of its error log",
     ),
     (
+        "vnfm-cli/src/serve/mod.rs",
+        "the request log: the latency of a request, from its head to its answer, on its line \
+         (`front`)",
+    ),
+    (
         "vnfm-cli/src/serve/notify.rs",
         "outgoing deliveries: a subscriber's bearer token kept until its `expires_in` runs out, \
          and the retry back-off on tokio's timer, which the worker sleeps on (`sleep_until`)",

@@ -297,20 +297,28 @@ fn start_heal(app: &Arc<App>, mut job: HealJob) {
         .get(&job.instance)
         .cloned();
     let Some(instance) = instance else {
-        app.note(&format!(
-            "heal window of VNF instance {} dropped: the instance is gone",
-            job.instance
-        ));
+        app.note_op(
+            job.instance.as_str(),
+            None,
+            &format!(
+                "heal window of VNF instance {} dropped: the instance is gone",
+                job.instance
+            ),
+        );
         app.release(&job.instance);
         return;
     };
     let dropped = job.retain_existing(&instance);
     if !dropped.is_empty() {
-        app.note(&format!(
-            "heal of VNF instance {}: VNFC(s) {} no longer exist",
-            job.instance,
-            dropped.join(", ")
-        ));
+        app.note_op(
+            job.instance.as_str(),
+            None,
+            &format!(
+                "heal of VNF instance {}: VNFC(s) {} no longer exist",
+                job.instance,
+                dropped.join(", ")
+            ),
+        );
     }
     if job.vnfcs.is_empty() {
         app.release(&job.instance);
@@ -350,11 +358,15 @@ async fn heal_failed(app: &Arc<App>, job: HealJob) {
         let due = h.heal_failed(job, app.clock().now());
         (due, app.changed_locked(&h))
     };
-    app.note(&format!(
-        "heal window of VNF instance {instance} kept: its heal did not start for a failure of \
+    app.note_op(
+        instance.as_str(),
+        None,
+        &format!(
+            "heal window of VNF instance {instance} kept: its heal did not start for a failure of \
          the server's own; tried again at {}",
-        due.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-    ));
+            due.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+    );
     // Saved when the store takes writes again (the dispatcher retries every second).
     app.persist(generation).await;
     app.shared.metrics.not_started(Endpoint::AutoHealing);
@@ -375,11 +387,15 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
     };
     if let Some(op) = holder.filter(|_| waits) {
         app.shared.hold(&instance, &op);
-        app.note(&format!(
-            "heal window of VNF instance {instance} waits for operation {} ({})",
-            op.id,
-            sol(&op.operation_state)
-        ));
+        app.note_op(
+            instance.as_str(),
+            Some(op.id.as_str()),
+            &format!(
+                "heal window of VNF instance {instance} waits for operation {} ({})",
+                op.id,
+                sol(&op.operation_state)
+            ),
+        );
         // Back in the saved state before anything else happens to it.
         app.persist(generation).await;
     }

@@ -479,8 +479,8 @@ pub(crate) async fn serve(
                 // longest, and try again shortly.
                 conns.accept_errors.fetch_add(1, Ordering::Relaxed);
                 if last_error_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
-                    eprintln!(
-                        "vnfm serve: cannot accept a connection: {e}; closing the connection \
+                    tracing::warn!(
+                        "cannot accept a connection: {e}; closing the connection \
                          that waited longest (see [server] max_connections)"
                     );
                     last_error_log = Some(Instant::now());

@@ -299,10 +299,10 @@ impl Journal {
                 Ok(()) => next = n + 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => next = n + 1,
                 Err(e) => {
-                    crate::display::log_line(&format!(
-                        "vnfm serve: cannot remove the alert journal segment {}: {e}",
+                    tracing::warn!(
+                        "cannot remove the alert journal segment {}: {e}",
                         path.display()
-                    ));
+                    );
                     break;
                 }
             }
@@ -452,10 +452,7 @@ impl Inner {
                     .progress
                     .send_modify(|p| p.synced = p.synced.max(target)),
                 Err(e) => {
-                    crate::display::log_line(&format!(
-                        "vnfm serve: cannot fsync the alert journal {}: {e}",
-                        self.dir.display()
-                    ));
+                    tracing::warn!("cannot fsync the alert journal {}: {e}", self.dir.display());
                     {
                         // Tried again with the next request's fsync.
                         let mut w = self.writer();

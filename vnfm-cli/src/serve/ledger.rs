@@ -207,7 +207,7 @@ impl Promise {
             }
         };
         if let Err(e) = self.persist(sqlite, saved).await {
-            crate::display::log_line(&format!("vnfm serve: {e}"));
+            tracing::warn!("{e}");
         }
         out
     }
@@ -223,12 +223,12 @@ impl Promise {
                 let failed = self.failed.fetch_add(1, Ordering::Relaxed);
                 let dropped = self.dropped.fetch_add(1, Ordering::Relaxed);
                 if dropped.is_multiple_of(1000) {
-                    crate::display::log_line(&format!(
-                        "vnfm serve: {MAX_QUEUED} Promise notifications wait for delivery: \
+                    tracing::warn!(
+                        "{MAX_QUEUED} Promise notifications wait for delivery: \
                          one more is dropped ({} dropped so far, {} failed in all)",
                         dropped + 1,
                         failed + 1
-                    ));
+                    );
                 }
                 continue;
             }
@@ -312,16 +312,14 @@ impl Promise {
     /// it, when the count has gone up by two since.
     pub(crate) async fn tick(&self, sqlite: &SqliteStore) {
         if let Err(e) = self.refresh(sqlite).await {
-            crate::display::log_line(&format!("vnfm serve: {e}"));
+            tracing::warn!("{e}");
         }
         let saved = {
             let mut g = self.lock();
             let now = self.now(&g.book.ledger);
             match g.book.ledger.advance_to(now) {
                 Err(e) => {
-                    crate::display::log_line(&format!(
-                        "vnfm serve: cannot advance the Promise ledger: {e}"
-                    ));
+                    tracing::warn!("cannot advance the Promise ledger: {e}");
                     None
                 }
                 Ok(out) if out.events.is_empty() => None,
@@ -332,7 +330,7 @@ impl Promise {
             }
         };
         if let Err(e) = self.persist(sqlite, saved).await {
-            crate::display::log_line(&format!("vnfm serve: {e}"));
+            tracing::warn!("{e}");
         }
         self.ticks.fetch_add(1, Ordering::Relaxed);
     }
@@ -341,7 +339,7 @@ impl Promise {
     pub(crate) async fn persist_now(&self, sqlite: &SqliteStore) {
         let saved = snapshot_locked(&mut self.lock());
         if let Err(e) = self.persist(sqlite, saved).await {
-            crate::display::log_line(&format!("vnfm serve: {e}"));
+            tracing::warn!("{e}");
         }
     }
 }
@@ -351,7 +349,7 @@ pub(super) fn snapshot_locked(g: &mut Inner) -> Option<Saved> {
     match g.book.encode() {
         Ok(body) => Some((g.generation, body)),
         Err(e) => {
-            crate::display::log_line(&format!("vnfm serve: {e}"));
+            tracing::warn!("{e}");
             None
         }
     }

@@ -27,6 +27,41 @@ fn index(e: Endpoint) -> usize {
 
 const ENDPOINTS: [Endpoint; 2] = [Endpoint::AutoHealing, Endpoint::AutoScaling];
 
+/// `text` (the Prometheus text format) with `replica="<replica>"` first among the labels of
+/// every sample: replicas behind one scrape address (a Service) stay apart, and a series
+/// names the replica whose log lines carry the same id. `replica` is a valid replica id
+/// ([`crate::config::is_replica_id`]): nothing in it needs escaping.
+pub(crate) fn with_replica(text: &str, replica: &str) -> String {
+    let label = format!("replica=\"{replica}\"");
+    let mut out = String::with_capacity(text.len() + text.len() / 3);
+    for line in text.split_inclusive('\n') {
+        if line.starts_with('#') || line.trim().is_empty() {
+            out.push_str(line);
+            continue;
+        }
+        // A metric name is [a-zA-Z_:][a-zA-Z0-9_:]*: its end is the first '{' or space.
+        match line.find(['{', ' ']) {
+            Some(i) if line.as_bytes().get(i) == Some(&b'{') => {
+                out.push_str(&line[..=i]);
+                out.push_str(&label);
+                if !line[i + 1..].starts_with('}') {
+                    out.push(',');
+                }
+                out.push_str(&line[i + 1..]);
+            }
+            Some(i) => {
+                out.push_str(&line[..i]);
+                out.push('{');
+                out.push_str(&label);
+                out.push('}');
+                out.push_str(&line[i..]);
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
 /// Values read at render time.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Gauges {
@@ -355,6 +390,16 @@ pub(super) fn render_heap(s: &mut String, allocator: &str, h: HeapStats) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_sample_gets_the_replica_label_and_comments_stay() {
+        let text = "# HELP a_total A.\n# TYPE a_total counter\na_total 3\n\
+                    b{endpoint=\"auto_healing\",status=\"204\"} 1\nc{} 2\n";
+        let want = "# HELP a_total A.\n# TYPE a_total counter\na_total{replica=\"vnfm-0\"} 3\n\
+                    b{replica=\"vnfm-0\",endpoint=\"auto_healing\",status=\"204\"} 1\n\
+                    c{replica=\"vnfm-0\"} 2\n";
+        assert_eq!(with_replica(text, "vnfm-0"), want);
+    }
 
     #[test]
     fn every_heap_counter_is_a_gauge_labelled_with_the_allocator() {

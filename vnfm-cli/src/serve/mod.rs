@@ -61,6 +61,12 @@
 //! without a request in progress is closed to make room, so clients that send nothing or
 //! trickle their headers cannot keep a whole request from being served.
 //!
+//! # Logs
+//! `tracing` events on stderr, as text or JSON lines (`log`): every line carries the replica
+//! id (`[server] replica_id`), a request's line its request id (`X-Request-Id`, echoed), method,
+//! path, status and latency (`front`), an operation's lines its instance and operation ids
+//! (`observe`). Every `/metrics` series carries the label `replica`.
+//!
 //! # State
 //! Instances and occurrences live in the state file ([`crate::store::SqliteStore`]), with the
 //! simulated cloud (saved after every operation) and the alert handler's pending state
@@ -90,6 +96,7 @@ mod http;
 mod journal;
 mod lcm_api;
 mod ledger;
+mod log;
 mod metrics;
 mod nfvo_grants;
 mod notify;
@@ -121,6 +128,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use tokio::sync::{watch, Notify};
+use tracing::Instrument as _;
 use vnfm_core::driver::{Clock, DriverError, OpOccFilter, Store};
 use vnfm_core::lifecycle::{LcmError, Lifecycle};
 
@@ -154,6 +162,7 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
     if let Some((allocator, heap)) = crate::heap::read() {
         metrics::render_heap(&mut text, allocator, heap);
     }
+    let text = metrics::with_replica(&text, &app.replica);
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -176,14 +185,56 @@ fn is_read(req: &Request) -> bool {
 
 /// Every request's way in and out, one middleware (each axum `from_fn` layer costs a boxed
 /// service and a boxed future per request), in this order:
+/// - in: the request id (the client's `X-Request-Id` when sane, else a new one:
+///   [`log::client_request_id`]) and the request's span, whose events carry it;
 /// - in: a body that cannot be JSON is marked refused ([`http::check_media`]);
 /// - [`limit`]: the request timeout of reads, a task of its own for writes;
 /// - out: an error answer becomes a ProblemDetails ([`http::problems`]), and an answer of the
-///   VNF LCM or Grant interface carries its `Version` ([`versions::version_header`]).
-async fn front(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
-    let version = versions::version_of(req.uri().path());
+///   VNF LCM or Grant interface carries its `Version` ([`versions::version_header`]);
+/// - out: the answer carries `X-Request-Id`, and the request is logged (method, path without
+///   its query, status, latency): at `info`, the routine routes at `debug`
+///   ([`log::is_routine`]), a 5xx at `warn`.
+async fn front(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let start = std::time::Instant::now();
+    let request_id =
+        log::client_request_id(req.headers()).unwrap_or_else(|| app.request_ids.make());
+    let request_id_text = request_id.to_str().unwrap_or_default();
+    let routine = log::is_routine(req.uri().path());
+    let span = if routine {
+        tracing::debug_span!("request", request_id = request_id_text)
+    } else {
+        tracing::info_span!("request", request_id = request_id_text)
+    };
     let method = req.method().clone();
     let uri = req.uri().clone();
+    let mut r = answer(app, req, next, &method, &uri).instrument(span).await;
+    r.headers_mut()
+        .insert(&log::X_REQUEST_ID, request_id.clone());
+    let status = r.status().as_u16();
+    // Microseconds, shown as milliseconds with 3 decimals at most.
+    let latency_ms = start.elapsed().as_micros() as f64 / 1000.0;
+    let path = uri.path();
+    // Outside the span (which is off for a routine request at `info`): its own request id.
+    let request_id = request_id_text;
+    if status >= 500 {
+        tracing::warn!(request_id, %method, path, status, latency_ms, "request");
+    } else if routine {
+        tracing::debug!(request_id, %method, path, status, latency_ms, "request");
+    } else {
+        tracing::info!(request_id, %method, path, status, latency_ms, "request");
+    }
+    r
+}
+
+/// [`front`] within the request's span (`method` and `uri` are the request's).
+async fn answer(
+    app: Arc<App>,
+    mut req: Request,
+    next: Next,
+    method: &Method,
+    uri: &axum::http::Uri,
+) -> Response {
+    let version = versions::version_of(uri.path());
     // The token endpoint's body is a form (RFC 6749), not JSON.
     if uri.path() != oauth::TOKEN_PATH {
         http::check_media(&mut req);
@@ -193,7 +244,7 @@ async fn front(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Res
     if uri.path() == oauth::TOKEN_PATH && oauth::is_oauth_answer(&r) {
         return r;
     }
-    let r = http::problems(&method, uri.path(), r).await;
+    let r = http::problems(method, uri.path(), r).await;
     versions::version_header(version, r)
 }
 
@@ -216,11 +267,15 @@ async fn limit(app: &Arc<App>, req: Request, next: Next) -> Response {
     }
     if !is_read(&req) {
         let tracked = state::Write::start(app);
-        let task = tokio::spawn(async move {
-            let r = next.run(req).await;
-            drop(tracked);
-            r
-        });
+        // In the request's span: the handler's lines carry its request id.
+        let task = tokio::spawn(
+            async move {
+                let r = next.run(req).await;
+                drop(tracked);
+                r
+            }
+            .in_current_span(),
+        );
         return match task.await {
             Ok(r) => r,
             Err(e) => http::problem_of(500, format!("the request's task failed: {e}")),
@@ -483,7 +538,10 @@ impl Server {
             ))
         })?;
         let issuer = oauth::Issuer::from_config(&config.server.oauth2)?;
+        let replica = log::replica_id(&config.server)?;
         let app = Arc::new(App {
+            replica,
+            request_ids: log::RequestIds::new(),
             alert_auth: Credentials::alerts(&config.prometheus_plugin),
             api_auth: Credentials::bearer(config.server.api_token.as_ref()),
             config,
@@ -578,8 +636,8 @@ impl Server {
         })
         .await;
         if drained.is_err() {
-            eprintln!(
-                "vnfm serve: operations still running after {} s; they are left unfinished",
+            tracing::warn!(
+                "operations still running after {} s; they are left unfinished",
                 DRAIN_TIMEOUT.as_secs()
             );
         }
@@ -648,6 +706,12 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
                 "cannot start the runtime: {e}"
             )))
         })?;
+    let mut config = config;
+    config.server.validate()?;
+    // Made once: the log and /metrics name the same replica.
+    let replica = log::replica_id(&config.server)?;
+    log::init(&config.server, quiet, &replica)?;
+    config.server.replica_id = Some(replica);
     rt.block_on(async move {
         let open_alerts = {
             let p = &config.prometheus_plugin;
@@ -657,17 +721,17 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
         let server = Server::start(config, quiet).await?;
         let reloads = reload_on_hangup(server.app.clone());
         if !quiet {
-            eprintln!("vnfm serve: listening on http://{}", server.local_addr());
+            tracing::info!("listening on http://{}", server.local_addr());
             if open_alerts {
-                eprintln!(
-                    "vnfm serve: the alert endpoints take webhooks without credentials; set \
+                tracing::warn!(
+                    "the alert endpoints take webhooks without credentials; set \
                      [prometheus_plugin] bearer_token or basic_auth_user / basic_auth_password"
                 );
             }
         }
         stop.await;
         if !quiet {
-            eprintln!("vnfm serve: stopping");
+            tracing::info!("stopping");
         }
         reloads.abort();
         server.shutdown().await

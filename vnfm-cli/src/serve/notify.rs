@@ -398,13 +398,13 @@ impl Worker {
                     (Dropped::MaxAttempts, "max_attempts")
                 };
                 counters.dropped(reason, 1);
-                crate::display::log_line(&format!(
-                    "vnfm serve: notification {} of subscription {} dropped after {attempts} \
+                tracing::warn!(
+                    "notification {} of subscription {} dropped after {attempts} \
                      attempt(s) ([notifications] {key}): {}",
                     q.notification["id"].as_str().unwrap_or("?"),
                     self.id,
                     failure.why
-                ));
+                );
                 self.later.remove(&name);
                 self.forget(sub, &name).await;
                 None
@@ -419,9 +419,7 @@ impl Worker {
     /// may send it again, with the same `id` (delivery is at least once).
     async fn forget(&self, sub: &Sub, name: &str) {
         if let Err(e) = self.remover.remove(name.to_owned()).await {
-            crate::display::log_line(&format!(
-                "vnfm serve: cannot remove delivered notification {name} from the outbox: {e}"
-            ));
+            tracing::warn!("cannot remove delivered notification {name} from the outbox: {e}");
         }
         sub.forgotten(name);
     }

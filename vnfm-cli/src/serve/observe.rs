@@ -205,6 +205,7 @@ impl ServerObserver {
             let m = &self.shared.metrics;
             if changed.contains(&n) {
                 m.operation(sol(&op.operation), sol(&op.operation_state));
+                log_state(op);
             }
             // STARTING for a new operation; PROCESSING / ROLLING_BACK for a retry or a
             // rollback (the first commit of each; later ones find the sender taken).
@@ -236,6 +237,34 @@ impl ServerObserver {
             let event = self.shared.occupancy().observe(op);
             self.shared.apply(event);
         }
+    }
+}
+
+/// Logs the state `op` entered (just committed), with its instance id and its operation id:
+/// a start, a step (PROCESSING, ROLLING_BACK) and an end at `info`, a failure at `warn` with
+/// its detail. Every replica logs the commits it makes: whichever replica runs an operation,
+/// its lines carry the same `operation_id` (docs/replicas.md).
+fn log_state(op: &VnfLcmOpOcc) {
+    let operation = sol(&op.operation);
+    let state = sol(&op.operation_state);
+    let instance_id = op.vnf_instance_id.to_string();
+    let operation_id = op.id.to_string();
+    match op.operation_state {
+        LcmOperationStateType::Failed | LcmOperationStateType::FailedTemp => tracing::warn!(
+            %instance_id,
+            %operation_id,
+            %operation,
+            %state,
+            error = op.error.as_ref().map(|e| e.detail.as_str()).unwrap_or(""),
+            "operation {operation}: {state}"
+        ),
+        _ => tracing::info!(
+            %instance_id,
+            %operation_id,
+            %operation,
+            %state,
+            "operation {operation}: {state}"
+        ),
     }
 }
 

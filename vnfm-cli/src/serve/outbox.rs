@@ -319,12 +319,13 @@ impl Outbox {
                     .map_err(|e| format!("cannot trim the outbox of subscription {id}: {e}"))?;
                 let n = s.queue().remove_upto(upto);
                 self.counters.dropped(Dropped::OutboxFull, n as u64);
-                crate::display::log_line(&format!(
-                    "vnfm serve: the outbox of subscription {id} was beyond [notifications] \
+                tracing::warn!(
+                    "the outbox of subscription {id} was beyond [notifications] \
                      max_outbox_entries = {} or max_outbox_bytes = {}: its {n} oldest \
                      notification(s) dropped",
-                    bounds.entries, bounds.bytes
-                ));
+                    bounds.entries,
+                    bounds.bytes
+                );
             }
         }
         *self.subs.write().unwrap_or_else(PoisonError::into_inner) = subs;
@@ -467,13 +468,15 @@ impl Outbox {
                 let first = dropped > 0 && !q.full;
                 q.full = dropped > 0;
                 if first {
-                    crate::display::log_line(&format!(
-                        "vnfm serve: the outbox of subscription {} is full ([notifications] \
+                    tracing::warn!(
+                        "the outbox of subscription {} is full ([notifications] \
                          max_outbox_entries = {}, max_outbox_bytes = {}): its oldest \
                          notifications are dropped as new ones come (counted in \
                          vnfm_lcm_notifications_dropped_total{{reason=\"outbox_full\"}})",
-                        s.sub.stored.id, bounds.entries, bounds.bytes
-                    ));
+                        s.sub.stored.id,
+                        bounds.entries,
+                        bounds.bytes
+                    );
                 }
                 dropped
             };

@@ -182,8 +182,8 @@ impl PackageIndex {
             })?;
             let s = index.snapshot();
             if !quiet {
-                eprintln!(
-                    "vnfm serve: packages: {} served from {}, {} not (GET /admin/packages)",
+                tracing::info!(
+                    "packages: {} served from {}, {} not (GET /admin/packages)",
                     s.by_id.len(),
                     dir.display(),
                     s.failed.len()
@@ -266,8 +266,8 @@ impl PackageIndex {
             Err(e) => {
                 let message = e.to_string();
                 if before.dir_error.as_deref() != Some(message.as_str()) {
-                    eprintln!(
-                        "vnfm serve: cannot read the packages folder {}: {message}; the packages \
+                    tracing::warn!(
+                        "cannot read the packages folder {}: {message}; the packages \
                          read before stay served",
                         self.dir_display()
                     );
@@ -292,8 +292,8 @@ impl PackageIndex {
                 Some(Ok(pkg)) => {
                     self.loaded_total.fetch_add(1, Ordering::Relaxed);
                     if !self.quiet {
-                        eprintln!(
-                            "vnfm serve: package {} read (vnfdId {})",
+                        tracing::info!(
+                            "package {} read (vnfdId {})",
                             p.display(),
                             pkg.descriptor_id
                         );
@@ -302,21 +302,21 @@ impl PackageIndex {
                 Some(Err(reason)) => {
                     self.failed_total.fetch_add(1, Ordering::Relaxed);
                     // Errors are printed with --quiet too.
-                    eprintln!("vnfm serve: package {} not loaded: {reason}", p.display());
+                    tracing::warn!("package {} not loaded: {reason}", p.display());
                 }
                 None => {}
             }
         }
         if !self.quiet {
             for p in removed {
-                eprintln!("vnfm serve: package {} removed", p.display());
+                tracing::info!("package {} removed", p.display());
             }
         }
         let next = Snapshot::new(entries, self.clock.now());
         for (p, reason) in &next.failed {
             // A repeated vnfdId is not a failure of the entry's own reading: say it once here.
             if reread.contains(p) && matches!(next.entries.get(p).map(|e| &e.parsed), Some(Ok(_))) {
-                eprintln!("vnfm serve: package {} not served: {reason}", p.display());
+                tracing::warn!("package {} not served: {reason}", p.display());
             }
         }
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);

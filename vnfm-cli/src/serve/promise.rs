@@ -786,9 +786,7 @@ async fn attempt_all(app: &App, n: &Notification) {
     let body = match serde_json::to_vec(n) {
         Ok(b) => b,
         Err(e) => {
-            crate::display::log_line(&format!(
-                "vnfm serve: cannot encode a Promise notification: {e}"
-            ));
+            tracing::warn!("cannot encode a Promise notification: {e}");
             return;
         }
     };
@@ -937,10 +935,10 @@ pub(crate) async fn run(
     .await;
     if drained.is_err() {
         let left = app.promise.queued.load(Ordering::Relaxed);
-        crate::display::log_line(&format!(
-            "vnfm serve: {left} Promise notification(s) not delivered within {} s of the stop",
+        tracing::warn!(
+            "{left} Promise notification(s) not delivered within {} s of the stop",
             DRAIN_TIMEOUT.as_secs()
-        ));
+        );
         tasks.abort_all();
     }
 }

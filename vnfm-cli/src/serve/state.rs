@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::{oneshot, Notify};
+use tracing::Instrument as _;
 use vnfm_core::alert::{AlertHandler, AlertState, HealEntry};
 use vnfm_core::driver::{Clock, Store};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
@@ -214,6 +215,10 @@ pub(crate) use vnfm_core::lifecycle::OpRequest;
 /// Everything a request handler needs.
 #[derive(Debug)]
 pub(crate) struct App {
+    /// The id of this replica, on every log line and every `/metrics` series (`log`).
+    pub(super) replica: String,
+    /// The request ids this server makes (`log`).
+    pub(super) request_ids: super::log::RequestIds,
     pub(super) config: Config,
     pub(super) quiet: bool,
     pub(super) sqlite: SqliteStore,
@@ -269,9 +274,18 @@ impl App {
         Duration::from_secs(self.config.server.request_timeout)
     }
 
+    /// Logs `line` at `info` (nothing with `--quiet`).
     pub(super) fn note(&self, line: &str) {
         if !self.quiet {
-            crate::display::log_line(&format!("vnfm serve: {line}"));
+            tracing::info!("{line}");
+        }
+    }
+
+    /// [`App::note`] about an LCM operation: the line carries the instance id and, when
+    /// known, the operation id (docs/serve.md "Logs").
+    pub(super) fn note_op(&self, instance_id: &str, operation_id: Option<&str>, line: &str) {
+        if !self.quiet {
+            tracing::info!(instance_id, operation_id, "{line}");
         }
     }
 
@@ -314,7 +328,7 @@ impl App {
         let covers = self.sim_changes.load(Ordering::SeqCst);
         match crate::vim::save_sim(&self.sqlite, &self.sim).await {
             Ok(()) => *saved = covers,
-            Err(e) => crate::display::log_line(&format!("vnfm serve: {e}")),
+            Err(e) => tracing::warn!("{e}"),
         }
     }
 
@@ -349,9 +363,7 @@ impl App {
         let body = match serde_json::to_string(&state) {
             Ok(b) => b,
             Err(e) => {
-                crate::display::log_line(&format!(
-                    "vnfm serve: cannot encode the alert state: {e}"
-                ));
+                tracing::warn!("cannot encode the alert state: {e}");
                 return false;
             }
         };
@@ -370,7 +382,7 @@ impl App {
                 true
             }
             Err(e) => {
-                crate::display::log_line(&format!("vnfm serve: cannot save the alert state: {e}"));
+                tracing::warn!("cannot save the alert state: {e}");
                 false
             }
         }
@@ -396,9 +408,7 @@ impl App {
         for e in entries {
             let _ = write!(lines, "{generation} ");
             if let Err(e) = serde_json::to_writer(&mut lines, e) {
-                crate::display::log_line(&format!(
-                    "vnfm serve: cannot encode an alert journal entry: {e}"
-                ));
+                tracing::warn!("cannot encode an alert journal entry: {e}");
                 return Journaled::NotEncoded;
             }
             lines.push(b'\n');
@@ -406,7 +416,7 @@ impl App {
         match slot.append(generation, &lines) {
             Ok(()) => {
                 if self.journal_failing.swap(false, Ordering::Relaxed) {
-                    crate::display::log_line("vnfm serve: the alert journal takes writes again");
+                    tracing::warn!("the alert journal takes writes again");
                 }
                 Journaled::Written
             }
@@ -414,10 +424,10 @@ impl App {
                 // Logged once until it works again: a full disk under an alert storm does not
                 // make a log line per request.
                 if !self.journal_failing.swap(true, Ordering::Relaxed) {
-                    crate::display::log_line(&format!(
-                        "vnfm serve: cannot write the alert journal: {e}; alerts are answered \
+                    tracing::warn!(
+                        "cannot write the alert journal: {e}; alerts are answered \
                          503 until it works again"
-                    ));
+                    );
                 }
                 Journaled::Failed
             }
@@ -524,10 +534,10 @@ impl App {
             .await
             .map_err(|e| start_problem(&e))?;
         if let Some(e) = &started.ledger_failure {
-            crate::display::log_line(&format!(
-                "vnfm serve: cannot settle or give back the reservation allocations of VNF \
+            tracing::warn!(
+                "cannot settle or give back the reservation allocations of VNF \
                  instance {id}: {e}"
-            ));
+            );
         }
         Ok(started.report)
     }
@@ -603,7 +613,7 @@ pub(crate) fn store_failure(e: &vnfm_core::driver::DriverError) -> ProblemDetail
         cur = c.source();
     }
     let cause = vnfm_core::input::shorten(&cause, STORE_CAUSE_CHARS);
-    crate::display::log_line(&format!("vnfm serve: the state store failed: {cause}"));
+    tracing::warn!("the state store failed: {cause}");
     let (status, then) = match e {
         vnfm_core::driver::DriverError::Unavailable { .. } => (503, "; retry later"),
         _ => (500, ""),
@@ -638,7 +648,9 @@ pub(crate) fn spawn_op(
     };
     app.running.fetch_add(1, Ordering::SeqCst);
     let app = app.clone();
-    tokio::spawn(async move {
+    // In the span of the request that launched it (none for an alert's): the operation's
+    // lines carry that request's id.
+    let run = async move {
         let what = format!("{op:?}");
         let kind = what.split('(').next().unwrap_or("operation").to_lowercase();
         let result = app.run_op(&id, op, &opts).await;
@@ -663,33 +675,42 @@ pub(crate) fn spawn_op(
         match result {
             Err(p) => {
                 if opts.automatic {
-                    app.note(&format!(
-                        "automatic {kind} of VNF instance {id} did not start: {}",
-                        p.detail
-                    ));
+                    app.note_op(
+                        id.as_str(),
+                        None,
+                        &format!(
+                            "automatic {kind} of VNF instance {id} did not start: {}",
+                            p.detail
+                        ),
+                    );
                 }
                 super::observe::send_started(&started, Err(p));
             }
             Ok(report) => {
-                app.note(&format!(
-                    "{}{kind} of VNF instance {id}: operation {} {}{}",
-                    if opts.automatic { "automatic " } else { "" },
-                    report.op_occ.id,
-                    crate::render::lcm::sol(&report.op_occ.operation_state),
-                    report
-                        .op_occ
-                        .error
-                        .as_ref()
-                        .map(|e| format!(": {}", e.detail))
-                        .unwrap_or_default()
-                ));
+                app.note_op(
+                    id.as_str(),
+                    Some(report.op_occ.id.as_str()),
+                    &format!(
+                        "{}{kind} of VNF instance {id}: operation {} {}{}",
+                        if opts.automatic { "automatic " } else { "" },
+                        report.op_occ.id,
+                        crate::render::lcm::sol(&report.op_occ.operation_state),
+                        report
+                            .op_occ
+                            .error
+                            .as_ref()
+                            .map(|e| format!(": {}", e.detail))
+                            .unwrap_or_default()
+                    ),
+                );
                 app.save_sim().await;
             }
         }
         if app.running.fetch_sub(1, Ordering::SeqCst) == 1 {
             app.idle.notify_waiters();
         }
-    });
+    };
+    tokio::spawn(run.in_current_span());
     rx
 }
 

@@ -25,14 +25,16 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
         match app.lcm.take_over_expired().await {
             Ok(ids) => {
                 for id in ids {
-                    app.note(&format!(
-                        "operation {id} declared interrupted: its owner's lease expired"
-                    ));
+                    // The commit's own line (`observe`) carries the instance id too.
+                    if !app.quiet {
+                        tracing::info!(
+                            operation_id = id.as_str(),
+                            "operation {id} declared interrupted: its owner's lease expired"
+                        );
+                    }
                 }
             }
-            Err(e) => crate::display::log_line(&format!(
-                "vnfm serve: cannot sweep for operations whose owner went away: {e}"
-            )),
+            Err(e) => tracing::warn!("cannot sweep for operations whose owner went away: {e}"),
         }
     }
 }

@@ -26,6 +26,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::oneshot;
+use tracing::Instrument as _;
 use vnfm_core::driver::Store;
 use vnfm_core::id::OpOccId;
 use vnfm_core::lcm::{CancelModeType, VnfLcmOpOcc};
@@ -112,7 +113,9 @@ async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
     };
     app.running.fetch_add(1, Ordering::SeqCst);
     let bg = app.clone();
-    tokio::spawn(async move {
+    // In the span of the request that launched it (none for an alert's): the operation's
+    // lines carry that request's id.
+    let run = async move {
         let app = bg;
         let r = match task {
             OpTask::Retry => app.lcm.retry(&id, &pkg, &opts).await,
@@ -134,24 +137,29 @@ async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
         match r {
             Err(e) => send_started(&started, Err(lcm_problem(&e))),
             Ok(report) => {
-                app.note(&format!(
-                    "{} of operation {id} on VNF instance {instance}: {}{}",
-                    task.name(),
-                    crate::render::lcm::sol(&report.op_occ.operation_state),
-                    report
-                        .op_occ
-                        .error
-                        .as_ref()
-                        .map(|e| format!(": {}", e.detail))
-                        .unwrap_or_default()
-                ));
+                app.note_op(
+                    instance.as_str(),
+                    Some(id.as_str()),
+                    &format!(
+                        "{} of operation {id} on VNF instance {instance}: {}{}",
+                        task.name(),
+                        crate::render::lcm::sol(&report.op_occ.operation_state),
+                        report
+                            .op_occ
+                            .error
+                            .as_ref()
+                            .map(|e| format!(": {}", e.detail))
+                            .unwrap_or_default()
+                    ),
+                );
                 app.save_sim().await;
             }
         }
         if app.running.fetch_sub(1, Ordering::SeqCst) == 1 {
             app.idle.notify_waiters();
         }
-    });
+    };
+    tokio::spawn(run.in_current_span());
     match rx.await {
         Ok(Ok(op_id)) => accepted(&op_id),
         Ok(Err(p)) => problem(p),
@@ -215,6 +223,10 @@ pub(crate) async fn cancel(
             ),
         );
     }
-    app.note(&format!("operation {id}: {reason}"));
+    app.note_op(
+        op.vnf_instance_id.as_str(),
+        Some(id.as_str()),
+        &format!("operation {id}: {reason}"),
+    );
     accepted(&id)
 }

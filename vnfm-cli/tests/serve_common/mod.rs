@@ -362,10 +362,38 @@ pub fn metric(text: &str, series: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// `/metrics`, the `replica` label every series carries taken out (the series read as they
+/// read on one replica; `serve_logs.rs` checks the label).
 pub async fn metrics(addr: SocketAddr) -> String {
     let r = get(addr, "/metrics").await;
     assert_eq!(r.status, 200);
-    String::from_utf8(r.body).unwrap()
+    without_replica(&String::from_utf8(r.body).unwrap())
+}
+
+/// `text` (metrics) without the `replica="..."` label of each series.
+pub fn without_replica(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            let Some(start) = l.find("{replica=\"") else {
+                return format!("{l}\n");
+            };
+            let value = start + "{replica=\"".len();
+            let end = value + l[value..].find('"').unwrap() + 1;
+            match &l[end..] {
+                r if r.starts_with(',') => format!("{}{{{}\n", &l[..start], &r[1..]),
+                r => format!("{}{}\n", &l[..start], &r[1..]),
+            }
+        })
+        .collect()
+}
+
+/// The address in a line that says where `vnfm serve` listens (text or JSON), if it is one.
+pub fn listening_addr(line: &str) -> Option<SocketAddr> {
+    let rest = line.split_once("listening on http://")?.1;
+    rest.split(|c: char| c.is_whitespace() || c == '"')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The metrics once the server is settled: no heal window pending, no instance busy (nothing
@@ -457,8 +485,8 @@ impl ServeProcess {
                 .next()
                 .expect("vnfm serve says where it listens")
                 .unwrap();
-            if let Some(a) = line.strip_prefix("vnfm serve: listening on http://") {
-                break a.trim().parse().unwrap();
+            if let Some(a) = listening_addr(&line) {
+                break a;
             }
         };
         let (tx, stderr) = std::sync::mpsc::channel();
