@@ -8,11 +8,12 @@
 //! - [`StateStore`]: one of the two, chosen by the configuration (`app::open_state`);
 //!   a [`Store`] and [`Documents`] that hands every call to the store it holds.
 //!
-//! `vnfm serve` keeps its state in the SQLite file for now (its delivery connection, alert
-//! journal and change detection are SQLite's); with `[state] url` it refuses to start and
-//! says so.
+//! `vnfm serve` runs on either too: [`StateStore::reopen`] gives its notification deliveries a
+//! connection (SQLite) or a pool (PostgreSQL) of their own, and [`StateStore::change_stamp`]
+//! tells it that another process wrote a document (SQLite's `data_version`, PostgreSQL's
+//! per-document stamps).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use vnfm_core::driver::{DriverError, OpOccFilter, Store, StoreBatch, Versioned};
@@ -20,7 +21,7 @@ use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
 
 use crate::error::CliError;
-use crate::store::{Flush, SqliteStore};
+use crate::store::{Flush, SqliteStore, StoreCalls};
 use crate::store_postgres::PgStore;
 
 /// Named documents kept beside instances and occurrences, in one transaction with them when a
@@ -174,6 +175,79 @@ impl StateStore {
         match self {
             StateStore::Sqlite(s) => s,
             StateStore::Postgres(s) => s,
+        }
+    }
+
+    /// The SQLite state file; `None` for an in-memory SQLite database or PostgreSQL (where
+    /// nothing of the state is kept beside a file).
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            StateStore::Sqlite(s) => s.path(),
+            StateStore::Postgres(_) => None,
+        }
+    }
+
+    /// The calls made on the SQLite connection (shown in `vnfm serve`'s `/metrics`); `None`
+    /// on PostgreSQL, whose pool does not count them.
+    pub fn calls(&self) -> Option<StoreCalls> {
+        match self {
+            StateStore::Sqlite(s) => Some(s.calls()),
+            StateStore::Postgres(_) => None,
+        }
+    }
+
+    /// The same state through a connection of its own ([`SqliteStore::reopen`]) or a pool of
+    /// its own ([`PgStore::reopen`]): calls on it never wait for this store's.
+    ///
+    /// # Errors
+    /// The file cannot be opened again, or the pool cannot be built.
+    pub fn reopen(&self) -> Result<Self, DriverError> {
+        match self {
+            StateStore::Sqlite(s) => s.reopen().map(StateStore::Sqlite),
+            StateStore::Postgres(s) => s.reopen().map(StateStore::Postgres),
+        }
+    }
+
+    /// A value that differs from the one read before whenever another process (or another
+    /// connection of this one) wrote the document `name` since; it may also differ when
+    /// something else changed. SQLite: the file's `data_version` (moves with any other
+    /// connection's commit, [`SqliteStore::data_version`]); PostgreSQL: the document's
+    /// stamp ([`PgStore::document_stamp`], `0` when there is no such document). Reading it is
+    /// one small query: a caller compares it before reading a large document again.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub async fn change_stamp(&self, name: &str) -> Result<i64, DriverError> {
+        match self {
+            StateStore::Sqlite(s) => s.data_version().await,
+            StateStore::Postgres(s) => Ok(s.document_stamp(name).await?.unwrap_or(0)),
+        }
+    }
+
+    /// The names and sizes (bytes) of the documents whose names start with `prefix`, in name
+    /// order (as [`SqliteStore::document_sizes_with_prefix`]).
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub async fn document_sizes_with_prefix(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, usize)>, DriverError> {
+        match self {
+            StateStore::Sqlite(s) => s.document_sizes_with_prefix(prefix).await,
+            StateStore::Postgres(s) => s.document_sizes_with_prefix(prefix).await,
+        }
+    }
+
+    /// Deletes the documents `names` in one transaction (as
+    /// [`SqliteStore::delete_documents`]).
+    ///
+    /// # Errors
+    /// The store cannot be written; nothing is deleted then.
+    pub async fn delete_documents(&self, names: Vec<String>) -> Result<(), DriverError> {
+        match self {
+            StateStore::Sqlite(s) => s.delete_documents(names).await,
+            StateStore::Postgres(s) => s.delete_documents(names).await,
         }
     }
 }

@@ -4,8 +4,8 @@
 //! [`PgStore`] implements [`Store`] with the same behaviour as
 //! [`vnfm_core::store::MemoryStore`] and [`crate::store::SqliteStore`] (all three pass
 //! `vnfm_core::store::conformance`), and keeps the CLI's named documents as `SqliteStore` does
-//! ([`PgStore::document`], documents written with a batch ([`StoreBatch::documents`]), ...). `vnfm serve` does not use it
-//! yet (it runs on [`crate::store::SqliteStore`]); `[state] url` will select it.
+//! ([`PgStore::document`], documents written with a batch ([`StoreBatch::documents`]), ...).
+//! `[state] url` selects it, for the CLI's commands and for `vnfm serve`.
 //!
 //! ## Driver
 //! `tokio-postgres` (rust-postgres, the native async client: no libpq, no C) with the
@@ -27,7 +27,8 @@
 //!                 vnf_instance_id TEXT NOT NULL REFERENCES vnf_instances ON DELETE CASCADE,
 //!                 start_time TEXT NOT NULL,        -- RFC 3339, UTC, nanoseconds
 //!                 body TEXT NOT NULL, version BIGINT NOT NULL)
-//! documents(name TEXT PRIMARY KEY, body TEXT NOT NULL)
+//! documents(name TEXT PRIMARY KEY, body TEXT NOT NULL,
+//!           stamp BIGINT NOT NULL)                 -- new at every write (a sequence)
 //! ```
 //!
 //! Migrations are applied when a store is opened, each in its own transaction together with the
@@ -117,6 +118,18 @@ const MIGRATIONS: &[&str] = &[
         name TEXT COLLATE "C" PRIMARY KEY,
         body TEXT NOT NULL
     );"#,
+    // 2: a change stamp per document, from one sequence, new at every insert and update
+    // (`PgStore::document_stamp`: how `vnfm serve` sees that another process wrote one).
+    r#"CREATE SEQUENCE documents_stamp;
+    ALTER TABLE documents ADD COLUMN stamp BIGINT NOT NULL DEFAULT nextval('documents_stamp');
+    CREATE FUNCTION vnfm_documents_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.stamp := nextval('documents_stamp');
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER documents_stamp BEFORE UPDATE ON documents
+        FOR EACH ROW EXECUTE FUNCTION vnfm_documents_stamp();"#,
 ];
 
 /// The schema version this build creates and understands (the row of `vnfm_schema`).
@@ -145,6 +158,8 @@ const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS vnfm_schema (
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    /// The connection settings the pool was built from ([`PgStore::reopen`]).
+    config: Arc<tokio_postgres::Config>,
     /// The server and database as shown in messages (no password).
     target: Arc<str>,
     schema_version: u32,
@@ -205,8 +220,20 @@ impl PgStore {
             config.application_name("vnfm");
         }
         let target: Arc<str> = Arc::from(target_of(&config));
+        let mut store = Self {
+            pool: Self::pool(&config, &target)?,
+            config: Arc::new(config),
+            target,
+            schema_version: 0,
+        };
+        store.schema_version = store.migrate(migrations).await?;
+        Ok(store)
+    }
+
+    /// A pool of connections to the database of `config` (none opened yet).
+    fn pool(config: &tokio_postgres::Config, target: &str) -> Result<Pool, DriverError> {
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 // Checked with an empty query before each use: a connection the server closed
@@ -214,7 +241,7 @@ impl PgStore {
                 recycling_method: RecyclingMethod::Verified,
             },
         );
-        let pool = Pool::builder(manager)
+        Pool::builder(manager)
             .max_size(POOL_SIZE)
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(WAIT_TIMEOUT))
@@ -223,14 +250,24 @@ impl PgStore {
                 driver: DRIVER,
                 message: format!("{target}: cannot build the connection pool"),
                 source: Some(Box::new(e)),
-            })?;
-        let mut store = Self {
-            pool,
-            target,
-            schema_version: 0,
-        };
-        store.schema_version = store.migrate(migrations).await?;
-        Ok(store)
+            })
+    }
+
+    /// The same database through a pool of its own (as
+    /// [`crate::store::SqliteStore::reopen`]: `vnfm serve` delivers its notifications on it,
+    /// so that the deliveries never wait for a connection the requests and operations use).
+    /// Its connections are opened when first used; the schema is the one checked when this
+    /// store was opened.
+    ///
+    /// # Errors
+    /// [`DriverError::Other`] when the pool cannot be built.
+    pub fn reopen(&self) -> Result<Self, DriverError> {
+        Ok(Self {
+            pool: Self::pool(&self.config, &self.target)?,
+            config: self.config.clone(),
+            target: self.target.clone(),
+            schema_version: self.schema_version,
+        })
     }
 
     /// The schema version of the database (after migration: [`SCHEMA_VERSION`]).
@@ -736,6 +773,32 @@ impl PgStore {
         match rows.first() {
             Some(row) => Ok(Some(
                 row.try_get::<_, String>(0)
+                    .map_err(|e| self.pg_error(&doing, e))?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// The change stamp of document `name`: a number drawn from one sequence at every insert
+    /// and update of the document, by any process (a trigger of the schema), so it differs
+    /// from any stamp read before once the document was written since; `None` when there is
+    /// no such document. `vnfm serve` compares it to the last one it read to learn whether
+    /// another process (a CLI command, another server) wrote the document.
+    ///
+    /// # Errors
+    /// As [`PgStore::document`].
+    pub async fn document_stamp(&self, name: &str) -> Result<Option<i64>, DriverError> {
+        let doing = format!("reading the stamp of document {name}");
+        let rows = self
+            .rows(
+                &doing,
+                "SELECT stamp FROM documents WHERE name = $1",
+                &[&name],
+            )
+            .await?;
+        match rows.first() {
+            Some(row) => Ok(Some(
+                row.try_get::<_, i64>(0)
                     .map_err(|e| self.pg_error(&doing, e))?,
             )),
             None => Ok(None),
@@ -1829,5 +1892,88 @@ mod tests {
         );
         store.put_document("n", "41 apples".into()).await.unwrap();
         assert_eq!(store.increment_counter("n").await.unwrap(), 42);
+    }
+
+    /// The stamp `vnfm serve` watches: every way of writing a document (a put, documents
+    /// written together, a batch's documents, a counter), from another store on the database
+    /// (another process), gives the document a stamp it never had; reading changes nothing;
+    /// a document deleted and written again does not get an old stamp back.
+    #[tokio::test]
+    async fn document_stamps_change_with_every_write_from_any_store() {
+        let Some(db) = TestDb::create("stamps").await else {
+            return;
+        };
+        let watcher = db.store().await;
+        let writer = db.store().await;
+        assert_eq!(watcher.document_stamp("d").await.unwrap(), None);
+        let mut seen = std::collections::BTreeSet::new();
+        let mut look = |stamp: Option<i64>, what: &str| {
+            let stamp = stamp.unwrap_or_else(|| panic!("{what}: no stamp"));
+            assert!(seen.insert(stamp), "{what}: stamp {stamp} seen before");
+        };
+        writer.put_document("d", "1".into()).await.unwrap();
+        look(watcher.document_stamp("d").await.unwrap(), "insert");
+        let before = watcher.document_stamp("d").await.unwrap();
+        assert_eq!(watcher.document("d").await.unwrap().as_deref(), Some("1"));
+        assert_eq!(
+            watcher.document_stamp("d").await.unwrap(),
+            before,
+            "a read is no change"
+        );
+        writer.put_document("d", "1".into()).await.unwrap();
+        look(
+            watcher.document_stamp("d").await.unwrap(),
+            "the same body again",
+        );
+        writer
+            .write_documents(vec![("d".into(), "2".into())], None, Flush::Deferred)
+            .await
+            .unwrap();
+        look(
+            watcher.document_stamp("d").await.unwrap(),
+            "write_documents",
+        );
+        let mut batch = StoreBatch::new();
+        batch.documents = vec![("d".into(), "3".into())];
+        writer.commit(batch).await.unwrap();
+        look(watcher.document_stamp("d").await.unwrap(), "a batch");
+        writer.increment_counter("d").await.unwrap();
+        look(watcher.document_stamp("d").await.unwrap(), "a counter");
+        writer.delete_documents(vec!["d".into()]).await.unwrap();
+        assert_eq!(watcher.document_stamp("d").await.unwrap(), None);
+        writer.put_document("d", "1".into()).await.unwrap();
+        look(
+            watcher.document_stamp("d").await.unwrap(),
+            "deleted and written again",
+        );
+    }
+
+    /// A database made by the first schema (documents without stamps) is migrated with its
+    /// documents kept, each given a stamp; a second pool on it (`reopen`) reads the same.
+    #[tokio::test]
+    async fn a_version_one_database_gets_stamps_and_keeps_its_documents() {
+        let Some(db) = TestDb::create("stamps_migration").await else {
+            return;
+        };
+        let old = PgStore::open_with(&db.url, &MIGRATIONS[..1]).await.unwrap();
+        assert_eq!(old.schema_version(), 1);
+        old.put_document("a", "kept".into()).await.unwrap();
+        old.put_document("b", "kept too".into()).await.unwrap();
+        let store = db.store().await;
+        assert_eq!(store.schema_version(), SCHEMA_VERSION);
+        assert_eq!(store.document("a").await.unwrap().as_deref(), Some("kept"));
+        let (a, b) = (
+            store.document_stamp("a").await.unwrap().unwrap(),
+            store.document_stamp("b").await.unwrap().unwrap(),
+        );
+        assert_ne!(a, b);
+        let second = store.reopen().unwrap();
+        assert_eq!(second.schema_version(), SCHEMA_VERSION);
+        assert_eq!(
+            second.document("b").await.unwrap().as_deref(),
+            Some("kept too")
+        );
+        second.put_document("a", "new".into()).await.unwrap();
+        assert_ne!(store.document_stamp("a").await.unwrap(), Some(a));
     }
 }

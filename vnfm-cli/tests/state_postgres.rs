@@ -202,18 +202,23 @@ fn a_state_database_that_cannot_be_used_is_named_without_its_password() {
     assert!(err.contains("VNFM_STATE_URL"), "{err}");
     assert!(!state.exists());
 
-    // vnfm serve keeps its state in the file for now, and says so before anything
+    // vnfm serve opens the database as the commands do (its runs on PostgreSQL are
+    // `serve_postgres.rs`): one it cannot reach stops it at start, named, exit 5
     let o = vnfm(
         Some(url),
         home.path(),
         &["serve", "--listen", "127.0.0.1:0"],
     );
     let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(o.status.code(), Some(5), "{err}");
     assert!(
-        err.contains("vnfm serve keeps its state in a SQLite file"),
+        err.contains(
+            "state database postgres://vnfm:***@127.0.0.1:1/vnfm: cannot open the state database"
+        ),
         "{err}"
     );
+    assert!(!err.contains("s3cr3t"), "{err}");
+    assert!(!home.path().join("state").exists(), "no state file instead");
 
     // the effective configuration never shows the URL
     let o = vnfm(Some(url), home.path(), &["config", "show"]);

@@ -138,7 +138,11 @@ async fn judge_and_journal(
         let generation = app.changed_locked(&h);
         let entries = AlertHandler::heal_entries(&webhook, &outcomes, now);
         // The journal's next place, taken under the lock (records in generation order)...
-        let slot = (!entries.is_empty()).then(|| app.journal_slot(&h));
+        // None without heal entries, or without a journal (PostgreSQL: saved by a snapshot).
+        let slot = match entries.is_empty() {
+            true => None,
+            false => app.journal_slot(&h),
+        };
         (outcomes, generation, entries, slot)
     };
     // ... and written once the next webhook may be judged (one write, no other thread).

@@ -1,4 +1,4 @@
-//! The server's Promise capacity ledger: the state file's ledger held in memory, changed under
+//! The server's Promise capacity ledger: the state store's ledger held in memory, changed under
 //! a lock, saved after every change, reloaded when another process wrote it, advanced every
 //! [`TICK`], with the queue of the notifications it produced (delivered by
 //! [`super::promise`]).
@@ -17,7 +17,7 @@ use vnfm_core::problem::ProblemDetails;
 use vnfm_core::reservation::book::{BookError, LedgerChange, ReservationBook};
 use vnfm_core::reservation::{Ledger, LedgerError, Notification, Outcome, Rejection};
 
-use crate::store::SqliteStore;
+use crate::state_store::{Documents, StateStore};
 
 /// How often the ledger is advanced to the current time.
 pub const TICK: Duration = Duration::from_millis(500);
@@ -34,7 +34,7 @@ pub(crate) const MAX_QUEUED: u64 = 10_000;
 #[derive(Debug)]
 pub(crate) struct Promise {
     inner: Mutex<Inner>,
-    /// What the state file holds, as far as this server knows.
+    /// What the state store holds, as far as this server knows.
     persisted: tokio::sync::Mutex<Persisted>,
     queue: mpsc::UnboundedSender<Notification>,
     /// Notifications a callback accepted.
@@ -58,12 +58,13 @@ pub(super) struct Inner {
     pub(super) generation: u64,
 }
 
-/// What the state file holds, as far as this server knows.
+/// What the state store holds, as far as this server knows.
 #[derive(Debug, Default)]
 struct Persisted {
     /// The generation of `book` the document holds.
     pub(super) generation: u64,
-    /// The store's `data_version` when the document was last looked at.
+    /// The store's change stamp of the document when it was last looked at
+    /// ([`StateStore::change_stamp`]: SQLite's `data_version`, PostgreSQL's document stamp).
     version: Option<i64>,
     /// A hash of the document's body as last written or read.
     hash: u64,
@@ -80,15 +81,15 @@ fn hash_of(body: &str) -> u64 {
 type Saved = (u64, String);
 
 impl Promise {
-    /// Loads the ledger of the state file ([`book_io::load_or_new`]: the same as the command
+    /// Loads the ledger of the state store ([`book_io::load_or_new`]: the same as the command
     /// line's) and returns it with the receiving end of its delivery queue.
     pub(crate) async fn open(
-        sqlite: &SqliteStore,
+        state: &StateStore,
         config: &crate::config::Config,
         clock: Arc<dyn Clock>,
     ) -> Result<(Promise, mpsc::UnboundedReceiver<Notification>), crate::error::CliError> {
-        let version = sqlite.data_version().await.ok();
-        let book = book_io::load_or_new(sqlite, config).await?;
+        let version = state.change_stamp(book_io::PROMISE_DOCUMENT).await.ok();
+        let book = book_io::load_or_new(state, config).await?;
         let (tx, rx) = mpsc::unbounded_channel();
         Ok((
             Promise {
@@ -116,16 +117,16 @@ impl Promise {
     /// Reloads the ledger when another process changed its document since the last look (see
     /// the module docs). Unsaved changes of this server win: the reload waits for the next
     /// look.
-    pub(crate) async fn refresh(&self, sqlite: &SqliteStore) -> Result<(), String> {
+    pub(crate) async fn refresh(&self, state: &StateStore) -> Result<(), String> {
         let mut p = self.persisted.lock().await;
-        let version = sqlite
-            .data_version()
+        let version = state
+            .change_stamp(book_io::PROMISE_DOCUMENT)
             .await
-            .map_err(|e| format!("cannot check the state file: {e}"))?;
+            .map_err(|e| format!("cannot check the state store: {e}"))?;
         if p.version == Some(version) {
             return Ok(());
         }
-        let Some(body) = sqlite
+        let Some(body) = state
             .document(book_io::PROMISE_DOCUMENT)
             .await
             .map_err(|e| format!("cannot read the Promise ledger: {e}"))?
@@ -189,13 +190,13 @@ impl Promise {
     /// save (a change, a tick with events, the stop) writes it.
     ///
     /// # Errors
-    /// `f`'s refusal, or the message of a state file that cannot be read.
+    /// `f`'s refusal, or the message of a state store that cannot be read.
     pub(crate) async fn apply<T>(
         &self,
-        sqlite: &SqliteStore,
+        state: &StateStore,
         f: impl FnOnce(&mut Ledger, &mut IdGen, DateTime<Utc>) -> Result<(T, bool), LedgerError>,
     ) -> Result<T, Applied> {
-        self.refresh(sqlite).await.map_err(Applied::State)?;
+        self.refresh(state).await.map_err(Applied::State)?;
         let (out, saved) = {
             let mut g = self.lock();
             let now = self.now(&g.book.ledger);
@@ -206,7 +207,7 @@ impl Promise {
                 Err(e) => (Err(Applied::Ledger(e)), snapshot_locked(&mut g)),
             }
         };
-        if let Err(e) = self.persist(sqlite, saved).await {
+        if let Err(e) = self.persist(state, saved).await {
             tracing::warn!("{e}");
         }
         out
@@ -288,7 +289,7 @@ impl Promise {
     /// Writes a snapshot, unless a newer one was written.
     pub(super) async fn persist(
         &self,
-        sqlite: &SqliteStore,
+        state: &StateStore,
         saved: Option<Saved>,
     ) -> Result<(), String> {
         let Some((generation, body)) = saved else {
@@ -299,7 +300,7 @@ impl Promise {
             return Ok(());
         }
         let hash = hash_of(&body);
-        book_io::write(sqlite, body)
+        book_io::write(state, body)
             .await
             .map_err(|e| format!("cannot save the Promise ledger: {e}"))?;
         last.generation = generation;
@@ -310,8 +311,8 @@ impl Promise {
     /// Advances the ledger to now; saves it when something happened. Counted in
     /// `vnfm_promise_ticks_total` at the end: a tick counted after some moment started after
     /// it, when the count has gone up by two since.
-    pub(crate) async fn tick(&self, sqlite: &SqliteStore) {
-        if let Err(e) = self.refresh(sqlite).await {
+    pub(crate) async fn tick(&self, state: &StateStore) {
+        if let Err(e) = self.refresh(state).await {
             tracing::warn!("{e}");
         }
         let saved = {
@@ -329,16 +330,16 @@ impl Promise {
                 }
             }
         };
-        if let Err(e) = self.persist(sqlite, saved).await {
+        if let Err(e) = self.persist(state, saved).await {
             tracing::warn!("{e}");
         }
         self.ticks.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Saves the ledger now.
-    pub(crate) async fn persist_now(&self, sqlite: &SqliteStore) {
+    pub(crate) async fn persist_now(&self, state: &StateStore) {
         let saved = snapshot_locked(&mut self.lock());
-        if let Err(e) = self.persist(sqlite, saved).await {
+        if let Err(e) = self.persist(state, saved).await {
             tracing::warn!("{e}");
         }
     }
@@ -361,12 +362,12 @@ pub(super) fn snapshot_locked(g: &mut Inner) -> Option<Saved> {
 #[derive(Debug)]
 pub(crate) struct ServerBook<'a> {
     promise: &'a Promise,
-    sqlite: &'a SqliteStore,
+    state: &'a StateStore,
 }
 
 impl<'a> ServerBook<'a> {
-    pub(crate) fn new(promise: &'a Promise, sqlite: &'a SqliteStore) -> Self {
-        Self { promise, sqlite }
+    pub(crate) fn new(promise: &'a Promise, state: &'a StateStore) -> Self {
+        Self { promise, state }
     }
 }
 
@@ -374,7 +375,7 @@ impl<'a> ServerBook<'a> {
 impl ReservationBook for ServerBook<'_> {
     async fn apply(&self, change: LedgerChange<'_>) -> Result<(), BookError> {
         self.promise
-            .apply(self.sqlite, |ledger, ids, now| {
+            .apply(self.state, |ledger, ids, now| {
                 change(ledger, ids, now).map(|changed| ((), changed))
             })
             .await
@@ -390,7 +391,7 @@ impl ReservationBook for ServerBook<'_> {
 pub(crate) enum Applied {
     /// The ledger refused.
     Ledger(LedgerError),
-    /// The state file could not be read (the message says why).
+    /// The state store could not be read (the message says why).
     State(String),
 }
 

@@ -68,7 +68,9 @@
 //! (`observe`). Every `/metrics` series carries the label `replica`.
 //!
 //! # State
-//! Instances and occurrences live in the state file ([`crate::store::SqliteStore`]), with the
+//! Instances and occurrences live in the state store (`crate::state_store::StateStore`: the
+//! SQLite state file, [`crate::store::SqliteStore`], or with `[state] url` the PostgreSQL
+//! database, [`crate::store_postgres::PgStore`]), with the
 //! simulated cloud (saved after every operation) and the alert handler's pending state
 //! (heal windows, remembered alerts, scale cooldowns: document [`ALERT_DOCUMENT`]). An accepted
 //! alert is saved before it is answered: an auto-heal alert as a line appended to the alert
@@ -79,6 +81,9 @@
 //! journal segments it covers; [`load_alert_handler`] reads the state back (snapshot, then the
 //! journal after it: the documents [`ALERT_JOURNAL_PREFIX`]`<generation>:<n>` older versions
 //! wrote, then the folder's records).
+//! On PostgreSQL there is no journal folder: an accepted heal alert is saved with a snapshot
+//! of the whole alert state in the database before its answer (one write shared by the
+//! requests waiting together), as a scale alert is on either store.
 //! After a restart the pending heal windows still run, once.
 //! Operations that a stop interrupted are set to `FAILED_TEMP` at start.
 
@@ -135,6 +140,7 @@ use vnfm_core::lifecycle::{LcmError, Lifecycle};
 use crate::cli::PlacementArgs;
 use crate::config::{AlertFsync, Config};
 use crate::error::CliError;
+use crate::state_store::Documents;
 use crate::store::Flush;
 use auth::Credentials;
 use observe::{ServerObserver, Shared};
@@ -152,13 +158,13 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
     app.packages.render_metrics(&mut text);
     app.connections.render_metrics(&mut text);
     app.shared.outbox.render_metrics(&mut text);
-    metrics::render_state_calls(
-        &mut text,
-        &[
-            ("main", app.sqlite.calls()),
-            ("notifications", app.delivery_sqlite.calls()),
-        ],
-    );
+    // SQLite's connections count their calls; PostgreSQL's pools do not.
+    if let (Some(main), Some(notifications)) = (app.state.calls(), app.delivery.calls()) {
+        metrics::render_state_calls(
+            &mut text,
+            &[("main", main), ("notifications", notifications)],
+        );
+    }
     if let Some((allocator, heap)) = crate::heap::read() {
         metrics::render_heap(&mut text, allocator, heap);
     }
@@ -354,13 +360,15 @@ pub struct Server {
 }
 
 impl Server {
-    /// Opens the state file of `config`, restores the simulated cloud and the alert state,
+    /// Opens the state of `config` (the state file, or the PostgreSQL database of `[state]
+    /// url`), restores the simulated cloud and the alert state,
     /// binds `config.server.listen` (port 0 picks a free one) and starts serving on the
     /// current tokio runtime.
     ///
     /// # Errors
     /// An invalid configuration (`[server]`, `[prometheus_plugin]`, `[placement]`, an
-    /// unsupported VIM), an unusable state file, or an address that cannot be bound.
+    /// unsupported VIM, a state file and a database at once), an unusable state file or
+    /// database, or an address that cannot be bound.
     pub async fn start(config: Config, quiet: bool) -> Result<Server, CliError> {
         Self::start_with_clock(config, quiet, crate::app::clock()).await
     }
@@ -403,39 +411,22 @@ impl Server {
             ));
         }
         let lcm_cfg = crate::app::lcm_config(&config, &PlacementArgs::default())?;
-        if config.state.url.is_some() {
-            return Err(CliError::Usage(format!(
-                "vnfm serve keeps its state in a SQLite file for now; [state] url ({}) selects \
-                 PostgreSQL for the CLI's commands only; expected [state] path (or --state) \
-                 and no url",
-                crate::cli::STATE_URL_VAR
-            )));
-        }
-        let sqlite = crate::app::open_state_file(&config)?;
-        let vim = crate::app::open_cluster(
-            crate::vim::Vim::open(&sqlite, None, &config).await?,
-            &config,
-        )
-        .await?;
-        let state_err = |message: &str, e| CliError::State {
-            path: config.state_path(),
-            message: message.to_owned(),
-            source: Some(e),
-        };
-        let state_msg = |message: String| CliError::State {
-            path: config.state_path(),
-            message,
-            source: None,
-        };
+        let state = crate::app::open_state(&config).await?;
+        let vim =
+            crate::app::open_cluster(crate::vim::Vim::open(&state, None, &config).await?, &config)
+                .await?;
+        let location = state.location();
+        let state_err = |message: &str, e| location.error(message, Some(e));
+        let state_msg = |message: String| location.error(message, None);
         let (handler, generation) =
-            state::load_alert_state(&sqlite, &config.prometheus_plugin.plugin)
+            state::load_alert_state(&state, &config.prometheus_plugin.plugin)
                 .await
                 .map_err(state_msg)?;
         // Fold the journal into the snapshot; this process counts generations on from the
         // last one saved.
         let folded = serde_json::to_string(&handler.snapshot())
             .map_err(|e| state_msg(format!("cannot encode the alert state: {e}")))?;
-        sqlite
+        state
             .write_documents(
                 vec![
                     (ALERT_DOCUMENT.to_owned(), folded),
@@ -446,16 +437,20 @@ impl Server {
             )
             .await
             .map_err(|e| state_err("cannot save the alert state", e))?;
-        let journal_dir = journal::dir_of(&config.state_path());
-        journal::clear_dir(&journal_dir).map_err(|e| {
-            state_msg(format!(
-                "cannot clear the alert journal {} (its records are saved in the state \
-                 file): {e}",
-                journal_dir.display()
-            ))
-        })?;
+        // The alert journal is a folder beside the state file; on PostgreSQL there is none
+        // (every accepted alert is saved in the database).
+        let journal_dir = state.path().map(journal::dir_of);
+        if let Some(dir) = &journal_dir {
+            journal::clear_dir(dir).map_err(|e| {
+                state_msg(format!(
+                    "cannot clear the alert journal {} (its records are saved in the state \
+                     file): {e}",
+                    dir.display()
+                ))
+            })?;
+        }
         let shared = Arc::new(Shared::new(handler));
-        let store = sqlite.clone();
+        let store = state.clone();
         let instances = store
             .instances()
             .await
@@ -470,7 +465,7 @@ impl Server {
         shared
             .outbox
             .load(
-                &sqlite,
+                &state,
                 &ops,
                 clock.clone(),
                 outbox::OutboxBounds {
@@ -480,15 +475,15 @@ impl Server {
             )
             .await
             .map_err(state_msg)?;
-        let delivery_sqlite = sqlite.reopen().map_err(|e| {
+        let delivery = state.reopen().map_err(|e| {
             state_err(
-                "cannot open a second connection to the state file (for the delivery of the \
+                "cannot open a second connection to the state store (for the delivery of the \
                  notifications)",
                 e,
             )
         })?;
         let drivers = vim.drivers(Arc::new(store.clone()), clock.clone());
-        let salt = crate::app::run_id_salt(&sqlite, &config, clock.as_ref()).await?;
+        let salt = crate::app::run_id_salt(&state, &config, clock.as_ref()).await?;
         let lcm = crate::app::with_nfvo_grants_over(
             crate::app::with_cluster_hook(
                 Lifecycle::new(drivers, lcm_cfg)
@@ -501,7 +496,7 @@ impl Server {
             Some(outgoing.clone()),
         )?;
         let sim = vim.sim;
-        interrupt_unfinished(&store, &shared, &config, &lcm).await?;
+        interrupt_unfinished(&store, &shared, &lcm).await?;
         let listener = tokio::net::TcpListener::bind(config.server.listen)
             .await
             .map_err(|e| {
@@ -514,7 +509,7 @@ impl Server {
         // A callback to the server itself is refused whatever [notifications] allow says.
         outgoing.listening_on(vec![addr]);
         let (promise, notifications) =
-            ledger::Promise::open(&sqlite, &config, clock.clone()).await?;
+            ledger::Promise::open(&state, &config, clock.clone()).await?;
         let packages = packages::PackageIndex::open(
             config.packages.dir.clone(),
             config.packages.rescan_interval,
@@ -527,16 +522,18 @@ impl Server {
             idle: Duration::from_secs(config.server.idle_timeout),
             max: max_connections,
         }));
-        let journal = journal::Journal::open(
-            journal_dir.clone(),
-            config.server.alert_fsync == AlertFsync::Each,
-        )
-        .map_err(|e| {
-            state_msg(format!(
-                "cannot open the alert journal {}: {e}",
-                journal_dir.display()
-            ))
-        })?;
+        let journal = match journal_dir {
+            Some(dir) => Some(
+                journal::Journal::open(dir.clone(), config.server.alert_fsync == AlertFsync::Each)
+                    .map_err(|e| {
+                        state_msg(format!(
+                            "cannot open the alert journal {}: {e}",
+                            dir.display()
+                        ))
+                    })?,
+            ),
+            None => None,
+        };
         let issuer = oauth::Issuer::from_config(&config.server.oauth2)?;
         let replica = log::replica_id(&config.server)?;
         let app = Arc::new(App {
@@ -546,8 +543,8 @@ impl Server {
             api_auth: Credentials::bearer(config.server.api_token.as_ref()),
             config,
             quiet,
-            sqlite,
-            delivery_sqlite,
+            state,
+            delivery,
             store,
             shared,
             sim,
@@ -592,7 +589,9 @@ impl Server {
     /// disk (the state file is left alone: refuse its writes with a trigger).
     #[doc(hidden)]
     pub fn refuse_alert_journal_writes(&self, refuse: bool) {
-        self.app.journal.refuse_writes(refuse);
+        if let Some(j) = &self.app.journal {
+            j.refuse_writes(refuse);
+        }
     }
 
     /// The address the server listens on.
@@ -642,9 +641,11 @@ impl Server {
             );
         }
         app.persist_now().await;
-        app.journal.stop().await;
-        app.promise.persist_now(&app.sqlite).await;
-        crate::vim::save_sim(&app.sqlite, &app.sim).await?;
+        if let Some(j) = &app.journal {
+            j.stop().await;
+        }
+        app.promise.persist_now(&app.state).await;
+        crate::vim::save_sim(&app.state, &app.sim).await?;
         match served {
             Ok(()) => Ok(()),
             Err(e) => Err(CliError::Output(std::io::Error::other(e.to_string()))),
@@ -656,16 +657,12 @@ impl Server {
 /// [`Lifecycle::recover_interrupted`]: lease expired, or none), then keeps every instance
 /// whose last operation is not over busy, as while an operation runs.
 async fn interrupt_unfinished(
-    store: &crate::store::SqliteStore,
+    store: &crate::state_store::StateStore,
     shared: &Shared,
-    config: &Config,
     lcm: &Lifecycle,
 ) -> Result<(), CliError> {
-    let state_err = |message: &str, e: DriverError| CliError::State {
-        path: config.state_path(),
-        message: message.into(),
-        source: Some(e),
-    };
+    let location = store.location();
+    let state_err = |message: &str, e: DriverError| location.error(message, Some(e));
     lcm.recover_interrupted().await.map_err(|e| match e {
         LcmError::Store(e) => state_err("cannot record interrupted operations", e),
         e => CliError::Usage(e.to_string()),

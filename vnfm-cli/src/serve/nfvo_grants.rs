@@ -42,6 +42,7 @@ use super::http::{json, problem_of, read_body, with_location};
 use super::oauth::Issuer;
 use super::state::App;
 use super::versions::GRANT_URI_PREFIX;
+use crate::state_store::Documents;
 use crate::store::Flush;
 
 /// The counter of the grants' numbers.
@@ -184,7 +185,7 @@ async fn create(State(app): State<Arc<App>>, body: Body) -> Response {
         .as_deref()
         .zip(request.flavour_id.as_deref())
         .and_then(|(p, f)| p.flavour(f));
-    let n = match app.sqlite.increment_counter(COUNTER).await {
+    let n = match app.state.increment_counter(COUNTER).await {
         Ok(n) => n,
         Err(e) => return problem_of(500, format!("the state store failed: {e}")),
     };
@@ -216,7 +217,7 @@ async fn create(State(app): State<Arc<App>>, body: Body) -> Response {
         .checked_sub(KEPT_GRANTS)
         .map(|old| (PREFIX.to_owned(), document(old)));
     if let Err(e) = app
-        .sqlite
+        .state
         .write_documents(vec![(document(n), doc)], prune, Flush::Commit)
         .await
     {
@@ -242,7 +243,7 @@ async fn show(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
     else {
         return not_found();
     };
-    match app.sqlite.document(&document(n)).await {
+    match app.state.document(&document(n)).await {
         Ok(Some(doc)) => match serde_json::from_str::<serde_json::Value>(&doc) {
             Ok(v) => json(StatusCode::OK, &v),
             Err(e) => problem_of(500, format!("the stored grant {id} cannot be read: {e}")),

@@ -6,9 +6,9 @@
 //!
 //! # What the delivery costs the operations
 //! The workers read and delete on a connection of their own to the state file
-//! (`App::delivery_sqlite`), so a thousand subscribers' reads and removals never queue the
-//! operations' commits or the API's reads (each connection takes one thread of the blocking
-//! pool at a time: `crate::store`). The removals of every worker go through one [`Remover`]:
+//! (`App::delivery`; on PostgreSQL a pool of its own on the same database), so a thousand
+//! subscribers' reads and removals never queue the operations' commits or the API's reads
+//! (each SQLite connection takes one thread of the blocking pool at a time: `crate::store`). The removals of every worker go through one [`Remover`]:
 //! the entries asked while a removal runs are deleted together in the next transaction.
 //!
 //! # Order, and what a failure holds back
@@ -46,7 +46,7 @@ use vnfm_core::lcm_notify::{Delivery, Retry, RetryPolicy};
 use super::outbox::{outbox_prefix, Dropped, Queued, Sub};
 use super::state::App;
 use crate::outgoing::{shown, Body, Destination, Failure, Limits};
-use crate::store::SqliteStore;
+use crate::state_store::{Documents, StateStore};
 
 /// The largest answer read from a token endpoint (16 KiB: a token answer is a small JSON
 /// object); a longer one fails the token request.
@@ -303,7 +303,7 @@ impl Worker {
         loop {
             let batch = match self
                 .app
-                .delivery_sqlite
+                .delivery
                 .documents_after(&prefix, after.as_deref(), BATCH)
                 .await
             {
@@ -503,7 +503,7 @@ struct Remover {
 impl Remover {
     /// Starts the task that carries out the removals on `store`; it ends once every clone of
     /// the [`Remover`] is dropped and the removals asked are done.
-    fn start(store: SqliteStore) -> (Self, tokio::task::JoinHandle<()>) {
+    fn start(store: StateStore) -> (Self, tokio::task::JoinHandle<()>) {
         let (queue, asked) = mpsc::unbounded_channel();
         (Self { queue }, tokio::spawn(removals(store, asked)))
     }
@@ -518,7 +518,7 @@ impl Remover {
 }
 
 /// The task of [`Remover::start`].
-async fn removals(store: SqliteStore, mut asked: mpsc::UnboundedReceiver<Removal>) {
+async fn removals(store: StateStore, mut asked: mpsc::UnboundedReceiver<Removal>) {
     while let Some(first) = asked.recv().await {
         let mut batch = vec![first];
         while batch.len() < REMOVE_BATCH {
@@ -542,7 +542,7 @@ async fn removals(store: SqliteStore, mut asked: mpsc::UnboundedReceiver<Removal
 /// until `stopped`.
 pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
     let mut workers: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
-    let (remover, removing) = Remover::start(app.delivery_sqlite.clone());
+    let (remover, removing) = Remover::start(app.delivery.clone());
     loop {
         let changed = app.shared.outbox.changed.notified();
         let subs: BTreeSet<String> = app

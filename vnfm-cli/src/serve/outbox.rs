@@ -14,7 +14,8 @@ use vnfm_core::id::VnfInstanceId;
 use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
 use vnfm_core::lcm_notify::{notification, Delivery, LccnSubscriptionRequest, Tracker};
 
-use crate::store::{Flush, SqliteStore};
+use crate::state_store::{Documents, StateStore};
+use crate::store::Flush;
 
 /// Prefix of the subscription documents.
 pub const SUBSCRIPTION_PREFIX: &str = "lcm_subscription:";
@@ -251,20 +252,20 @@ pub(crate) fn all_of(prefix: &str) -> (String, String) {
 }
 
 impl Outbox {
-    /// Reads the subscriptions and the outbox's sequence from `sqlite`; `ops` are the stored
+    /// Reads the subscriptions and the outbox's sequence from `state`; `ops` are the stored
     /// occurrences (their states count as notified). The outbox is read by names and sizes
     /// only (its bodies stay in the file); a subscription's outbox beyond `bounds` (lowered
     /// since it was written) loses its oldest entries now.
     pub(crate) async fn load(
         &self,
-        sqlite: &SqliteStore,
+        state: &StateStore,
         ops: &[VnfLcmOpOcc],
         clock: Arc<dyn Clock>,
         bounds: OutboxBounds,
     ) -> Result<(), String> {
         let read = |what: &str, e: DriverError| format!("cannot read {what}: {e}");
         let mut subs = BTreeMap::new();
-        for (name, body) in sqlite
+        for (name, body) in state
             .documents_with_prefix(SUBSCRIPTION_PREFIX)
             .await
             .map_err(|e| read("the subscriptions", e))?
@@ -279,7 +280,7 @@ impl Outbox {
         }
         let mut last = 0;
         let mut orphans = Vec::new();
-        for (name, size) in sqlite
+        for (name, size) in state
             .document_sizes_with_prefix(OUTBOX_PREFIX)
             .await
             .map_err(|e| read("the notification outbox", e))?
@@ -295,7 +296,7 @@ impl Outbox {
         }
         orphans.dedup();
         for sub in orphans {
-            sqlite
+            state
                 .write_documents(
                     Vec::new(),
                     Some(all_of(&outbox_prefix(&sub))),
@@ -309,7 +310,7 @@ impl Outbox {
         for (id, s) in &subs {
             let upto = evict(&s.queue(), bounds, 0, 0).1;
             if let Some(upto) = upto {
-                sqlite
+                state
                     .write_documents(
                         Vec::new(),
                         Some((outbox_prefix(id), outbox_name(id, upto))),

@@ -32,7 +32,8 @@
 //! and written by [`crate::promise`]; a state file without it starts with an empty ledger.
 //! After every change the document is saved before the request is answered. Before every
 //! request and at every tick the server checks whether another process (e.g. `vnfm
-//! reservation create`) wrote the state file since (SQLite's `data_version`) and, when the
+//! reservation create`) wrote the state since (SQLite's `data_version`, the document's
+//! stamp on PostgreSQL: `crate::state_store::StateStore::change_stamp`) and, when the
 //! document changed, reloads it; between two such checks the last writer wins. Notifications are POSTed
 //! as JSON (`Notification`: `subscriptionId`, `callbackUri`, `event`) to `http://` callback
 //! URIs (through the server's one outgoing client, `crate::outgoing`: the destination
@@ -118,7 +119,7 @@ pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
 
 async fn require_token(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     if app.api_auth.admits(req.headers()) {
-        if let Err(e) = app.promise.refresh(&app.sqlite).await {
+        if let Err(e) = app.promise.refresh(&app.state).await {
             return problem_of(500, e);
         }
         return next.run(req).await;
@@ -148,7 +149,7 @@ async fn changed<T: Serialize>(
 ) -> Result<(T, Response), Response> {
     let (value, saved) = app.promise.change(f).map_err(|e| ledger_problem(&e))?;
     app.promise
-        .persist(&app.sqlite, saved)
+        .persist(&app.state, saved)
         .await
         .map_err(|e| problem_of(500, e))?;
     let r = json(status, &value);
@@ -620,7 +621,7 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Result<Response, 
         (out.value, snapshot_locked(&mut g))
     };
     app.promise
-        .persist(&app.sqlite, saved)
+        .persist(&app.state, saved)
         .await
         .map_err(|e| problem_of(500, e))?;
     Ok(with_location(
@@ -661,7 +662,7 @@ async fn unsubscribe(
         }
     }?;
     app.promise
-        .persist(&app.sqlite, removed)
+        .persist(&app.state, removed)
         .await
         .map_err(|e| problem_of(500, e))?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -691,7 +692,7 @@ async fn set_policy(State(app): State<Arc<App>>, body: Body) -> Result<Response,
         snapshot_locked(&mut g)
     };
     app.promise
-        .persist(&app.sqlite, saved)
+        .persist(&app.state, saved)
         .await
         .map_err(|e| problem_of(500, e))?;
     Ok(json(StatusCode::OK, &policy))
@@ -886,7 +887,7 @@ pub(crate) async fn run(
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
-                    _ = every.tick() => app.promise.tick(&app.sqlite).await,
+                    _ = every.tick() => app.promise.tick(&app.state).await,
                     () = stopped_signal(&mut stopped) => break,
                 }
             }

@@ -32,7 +32,8 @@ use super::metrics::Gauges;
 use super::observe::{Shared, Started};
 use super::{journal, ledger};
 use crate::config::Config;
-use crate::store::{Flush, SqliteStore};
+use crate::state_store::{Documents, StateLocation, StateStore};
+use crate::store::Flush;
 
 /// The state-file document holding the alert handler's pending state.
 pub const ALERT_DOCUMENT: &str = "alert_state";
@@ -68,32 +69,32 @@ pub(super) fn journal_generation(name: &str) -> Option<u64> {
         .ok()
 }
 
-/// The alert handler saved in `sqlite`: [`ALERT_DOCUMENT`], then every journal entry of a later
-/// generation than the one it covers, in order: the entries of the state file (documents
-/// [`ALERT_JOURNAL_PREFIX`], written by vnfm until 2026-11-28), then the records of the
-/// journal folder beside it (`<state file>-alerts`, see `docs/serve.md`). A missing state is
-/// an empty handler.
+/// The alert handler saved in `store`: [`ALERT_DOCUMENT`], then every journal entry of a later
+/// generation than the one it covers, in order: the entries of the state store (documents
+/// [`ALERT_JOURNAL_PREFIX`], written by vnfm until 2026-11-28), then, for a state file, the
+/// records of the journal folder beside it (`<state file>-alerts`, see `docs/serve.md`; a
+/// database has none). A missing state is an empty handler.
 ///
 /// # Errors
 /// The state file or the journal folder cannot be read, or a saved document or record is not
 /// what vnfm wrote (named).
 pub async fn load_alert_handler(
-    sqlite: &SqliteStore,
+    store: &dyn Documents,
     config: &vnfm_core::alert::PrometheusPluginConfig,
 ) -> Result<AlertHandler, String> {
-    load_alert_state(sqlite, config).await.map(|(h, _)| h)
+    load_alert_state(store, config).await.map(|(h, _)| h)
 }
 
 /// [`load_alert_handler`], and the highest generation the saved state covers (the snapshot's
 /// or a replayed entry's): the server counts on from it, so that a journal record it did not
 /// manage to remove is never replayed over a later snapshot.
 pub(super) async fn load_alert_state(
-    sqlite: &SqliteStore,
+    store: &dyn Documents,
     config: &vnfm_core::alert::PrometheusPluginConfig,
 ) -> Result<(AlertHandler, u64), String> {
     let mut handler = AlertHandler::new(config.clone());
     let read = |what: &str, e: vnfm_core::driver::DriverError| format!("cannot read {what}: {e}");
-    if let Some(doc) = sqlite
+    if let Some(doc) = store
         .document(ALERT_DOCUMENT)
         .await
         .map_err(|e| read("the alert state", e))?
@@ -103,7 +104,7 @@ pub(super) async fn load_alert_state(
         })?;
         handler.restore(state);
     }
-    let covered = match sqlite
+    let covered = match store
         .document(ALERT_GENERATION_DOCUMENT)
         .await
         .map_err(|e| read("the alert state's generation", e))?
@@ -114,7 +115,7 @@ pub(super) async fn load_alert_state(
         None => 0,
     };
     let mut last = covered;
-    for (name, body) in sqlite
+    for (name, body) in store
         .documents_with_prefix(ALERT_JOURNAL_PREFIX)
         .await
         .map_err(|e| read("the alert journal", e))?
@@ -129,8 +130,8 @@ pub(super) async fn load_alert_state(
         handler.replay_heal(&entry);
         last = last.max(generation);
     }
-    if let Some(path) = sqlite.path() {
-        let dir = journal::dir_of(path);
+    if let StateLocation::File(Some(path)) = store.location() {
+        let dir = journal::dir_of(&path);
         for (generation, body) in journal::read_dir(&dir)? {
             if generation <= covered {
                 continue;
@@ -202,7 +203,8 @@ pub(super) enum Journaled {
     Written,
     /// The write failed (a full disk): not saved.
     Failed,
-    /// An entry could not be encoded (logged): the whole state is to be saved instead.
+    /// Not in a journal: an entry could not be encoded (logged), the request has no heal
+    /// entry, or there is no journal (PostgreSQL). The whole state is to be saved instead.
     NotEncoded,
 }
 
@@ -221,13 +223,15 @@ pub(crate) struct App {
     pub(super) request_ids: super::log::RequestIds,
     pub(super) config: Config,
     pub(super) quiet: bool,
-    pub(super) sqlite: SqliteStore,
-    /// A connection of its own to the state file for the delivery of the SOL003 notifications
-    /// (`notify`): the workers' reads and removals of their outboxes never queue an
-    /// operation's commits (or a request's reads), which stay on `sqlite`.
-    pub(super) delivery_sqlite: SqliteStore,
-    /// The state file, as the handlers read it (the same connection as `sqlite`).
-    pub(super) store: SqliteStore,
+    /// The state: the SQLite file or the PostgreSQL database of `[state] url`.
+    pub(super) state: StateStore,
+    /// A connection of its own to the state file (a pool of its own on PostgreSQL) for the
+    /// delivery of the SOL003 notifications (`notify`): the workers' reads and removals of
+    /// their outboxes never queue an operation's commits (or a request's reads), which stay
+    /// on `state`.
+    pub(super) delivery: StateStore,
+    /// The state, as the handlers read it (the same connection as `state`).
+    pub(super) store: StateStore,
     pub(super) shared: Arc<Shared>,
     /// The simulated cloud (saved in the state file), `None` for a real cloud.
     pub(super) sim: Option<SimCloud>,
@@ -244,8 +248,10 @@ pub(crate) struct App {
     pub(super) generation: AtomicU64,
     /// The generation last written to the state file.
     pub(super) persisted: tokio::sync::Mutex<u64>,
-    /// The alert journal.
-    pub(super) journal: journal::Journal,
+    /// The alert journal beside the state file; `None` on PostgreSQL, where an accepted heal
+    /// alert is saved with a snapshot of the whole alert state in the database before its
+    /// answer (as a scale is), so that nothing of it is kept on the replica's disk.
+    pub(super) journal: Option<journal::Journal>,
     /// Whether the last write of the alert journal failed (logged once, until it works again).
     pub(super) journal_failing: std::sync::atomic::AtomicBool,
     pub(super) running: AtomicUsize,
@@ -326,7 +332,7 @@ impl App {
         }
         // Every change numbered up to here happened before the snapshot the save takes.
         let covers = self.sim_changes.load(Ordering::SeqCst);
-        match crate::vim::save_sim(&self.sqlite, &self.sim).await {
+        match crate::vim::save_sim(&self.state, &self.sim).await {
             Ok(()) => *saved = covers,
             Err(e) => tracing::warn!("{e}"),
         }
@@ -357,7 +363,7 @@ impl App {
             (
                 self.generation.load(Ordering::SeqCst),
                 h.snapshot(),
-                self.journal.rotate(),
+                self.journal.as_ref().map(journal::Journal::rotate),
             )
         };
         let body = match serde_json::to_string(&state) {
@@ -372,13 +378,15 @@ impl App {
             (ALERT_GENERATION_DOCUMENT.to_owned(), current.to_string()),
         ];
         match self
-            .sqlite
+            .state
             .write_documents(put, Some(journal_through(current)), Flush::Commit)
             .await
         {
             Ok(()) => {
                 *last = current;
-                self.journal.remove_through(sealed);
+                if let (Some(j), Some(sealed)) = (&self.journal, sealed) {
+                    j.remove_through(sealed);
+                }
                 true
             }
             Err(e) => {
@@ -391,8 +399,9 @@ impl App {
     /// The right to append the journal records of the change just made (call it under the
     /// `alerts` lock, right after [`App::changed_locked`], so that the records stay in
     /// generation order); write them with [`App::journal_write`] once the lock is released.
-    pub(super) fn journal_slot(&self, _h: &AlertHandler) -> journal::Slot<'_> {
-        self.journal.slot()
+    /// `None` without a journal (PostgreSQL): the change is saved with a snapshot.
+    pub(super) fn journal_slot(&self, _h: &AlertHandler) -> Option<journal::Slot<'_>> {
+        self.journal.as_ref().map(journal::Journal::slot)
     }
 
     /// Appends the journal records of change `generation` through `slot` (taken under the
@@ -440,11 +449,15 @@ impl App {
     /// Whether an accepted heal alert's answer waits for an fsync of its journal record
     /// (`alert_fsync = "each"`).
     pub(super) fn journal_syncs(&self) -> bool {
-        self.journal.syncs()
+        self.journal.as_ref().is_some_and(journal::Journal::syncs)
     }
 
     pub(super) async fn flush_journal(&self, generation: u64) -> bool {
-        self.journal.sync(generation).await
+        match &self.journal {
+            Some(j) => j.sync(generation).await,
+            // Nothing was journaled (`journal_write` needs a slot): saved by `persist`.
+            None => self.persist(generation).await,
+        }
     }
 
     /// Writes every change of the alert state made so far (at a stop, and from the
@@ -522,7 +535,7 @@ impl App {
             true => Some(self.instance_and_package(id).await?.1),
             false => None,
         };
-        let book = ledger::ServerBook::new(&self.promise, &self.sqlite);
+        let book = ledger::ServerBook::new(&self.promise, &self.state);
         let start = StartOptions {
             operation: opts.clone(),
             book: Some(&book),
@@ -718,6 +731,7 @@ pub(crate) fn spawn_op(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use crate::store::SqliteStore;
     use chrono::{TimeZone, Utc};
     use vnfm_core::alert::{AlertKey, PrometheusPluginConfig};
 

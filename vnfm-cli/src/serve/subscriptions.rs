@@ -38,6 +38,7 @@ use super::http::{json, problem_of, read_body, with_location};
 use super::notify::Refusal;
 use super::outbox::{all_of, outbox_prefix, Stored, Sub, COUNTER, SUBSCRIPTION_PREFIX};
 use super::state::App;
+use crate::state_store::Documents;
 use crate::store::Flush;
 
 pub(crate) fn routes(app: Arc<App>) -> Router<Arc<App>> {
@@ -175,7 +176,7 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
     if let Err(why) = super::notify::test_callback(&app, &req.callback_uri, &delivery).await {
         return callback_refused(&app, &req.callback_uri, &why);
     }
-    let n = match app.sqlite.increment_counter(COUNTER).await {
+    let n = match app.state.increment_counter(COUNTER).await {
         Ok(n) => n,
         Err(e) => return problem_of(500, format!("the state store failed: {e}")),
     };
@@ -195,7 +196,7 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
             return full;
         }
         if let Err(e) = app
-            .sqlite
+            .state
             .write_documents(
                 vec![(format!("{SUBSCRIPTION_PREFIX}{id}"), doc)],
                 None,
@@ -265,11 +266,11 @@ async fn unsubscribe(State(app): State<Arc<App>>, Path(id): Path<String>) -> Res
         let _gate = app.shared.gate.write().await;
         let name = format!("{SUBSCRIPTION_PREFIX}{id}");
         let gone = app
-            .sqlite
+            .state
             .write_documents(Vec::new(), Some((name.clone(), name)), Flush::Commit)
             .await
             .and(
-                app.sqlite
+                app.state
                     .write_documents(Vec::new(), Some(all_of(&outbox_prefix(&id))), Flush::Commit)
                     .await,
             );
