@@ -195,7 +195,13 @@ start() {
     [ -f "$CONSTRAINTS" ] || die "no constraints file $CONSTRAINTS"
     (exec 3<>"/dev/tcp/$IP/5672") 2>/dev/null \
         || die "no RabbitMQ on $IP:5672 (start the OpenStack first: eval \"\$(scripts/openstack-dev.sh start)\")"
-    if [ "${VNFM_TACKER_FRESH:-0}" = 1 ]; then
+    local fresh=0
+    case "${VNFM_TACKER_FRESH:-0}" in
+        1|true|True|yes|on) fresh=1 ;;
+        0|false|False|no|off|"") ;;
+        *) die "VNFM_TACKER_FRESH=$VNFM_TACKER_FRESH is not a boolean" ;;
+    esac
+    if [ "$fresh" = 1 ]; then
         stop
         rm -f "$DB" "$DB-wal" "$DB-shm"
     fi
@@ -216,16 +222,16 @@ start() {
     create_db
     start_daemon tacker-conductor "$VENV/bin/tacker-conductor" --config-file "$CONF/tacker.conf"
     start_daemon tacker-server "$VENV/bin/tacker-server" --config-file "$CONF/tacker.conf"
-    local end=$(( $(now) + 90 ))
+    local end=$(( $(now) + 180 ))
     until [ "$(http_code "http://$IP:$port/vnflcm/v2/api_versions")" = 200 ]; do
         is_running tacker-server || { tail -20 "$RUN/tacker-server.log" >&2; die "tacker-server exited (log: $RUN/tacker-server.log)"; }
-        [ "$(now)" -lt "$end" ] || die "tacker-server did not answer within 90s (log: $RUN/tacker-server.log)"
+        [ "$(now)" -lt "$end" ] || die "tacker-server did not answer within 180s (log: $RUN/tacker-server.log)"
         sleep 0.5
     done
     # the conductor is ready once its v2 RPC server consumes its queue on RabbitMQ
     until conductor_listens; do
         is_running tacker-conductor || { tail -20 "$RUN/tacker-conductor.log" >&2; die "tacker-conductor exited (log: $RUN/tacker-conductor.log)"; }
-        [ "$(now)" -lt "$end" ] || die "tacker-conductor does not consume TACKER_CONDUCTOR_V2 after 90s (log: $RUN/tacker-conductor.log)"
+        [ "$(now)" -lt "$end" ] || die "tacker-conductor does not consume TACKER_CONDUCTOR_V2 after 180s (log: $RUN/tacker-conductor.log)"
         sleep 0.5
     done
     say "ready in $(( $(now) - t0 ))s on http://$IP:$port (NFVO $NFVO); logs in $RUN"
