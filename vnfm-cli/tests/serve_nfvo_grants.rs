@@ -306,18 +306,20 @@ async fn bad_bodies_are_problem_details_naming_the_field() {
         "{p}"
     );
 
-    // A COMPUTE resource without its VDU.
+    // A COMPUTE resource without vduId is the VDU its resourceTemplateId names (as Tacker
+    // 16.0.0 sends it); one naming no VDU of the package's flavour is refused naming vduId.
     let mut body = grant_request(DEMO_VNFD, 1, json!([]));
     body["addResources"][0]
         .as_object_mut()
         .unwrap()
         .remove("vduId");
+    let r = post_grant(addr, &body).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    body["addResources"][0]["resourceTemplateId"] = json!("VDU9");
     let p = post_grant(addr, &body).await.problem(422);
+    let d = p["detail"].as_str().unwrap();
     assert!(
-        p["detail"]
-            .as_str()
-            .unwrap()
-            .contains("addResources[0].vduId"),
+        d.contains("addResources[0].vduId") && d.contains("VDU9"),
         "{p}"
     );
 

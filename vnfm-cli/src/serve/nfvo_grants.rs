@@ -108,17 +108,21 @@ fn vim_unavailable(what: &str, e: &DriverError) -> Response {
 /// How many servers [`locate`] asks the VIM about at once.
 const LOOKUPS_IN_FLIGHT: usize = 8;
 
-/// Where each server that a `RES_MGMT` reference names runs, as the VIM shows it (one it does
-/// not know, or that has no zone, is left out: the core rejects its reference).
+/// Where each server that a `RES_MGMT` reference names runs, and each server a `HEAL`
+/// replaces ([`grantor::healed_references`]: the healed VNFC is granted its zone), as the VIM
+/// shows it (one it does not know, or that has no zone, is left out: the core rejects a
+/// `RES_MGMT` reference to it, and places a replacement as any new VNFC).
 ///
 /// Bounded three ways: the references are at most
-/// [`grantor::MAX_RES_MGMT_REFERENCES`] (checked by [`grantor::check_limits`] before), at
+/// [`grantor::MAX_RES_MGMT_REFERENCES`] plus the `removeResources` of a heal (at most
+/// [`grantor::MAX_GRANT_RESOURCES`]; both checked by [`grantor::check_limits`] before), at
 /// most [`LOOKUPS_IN_FLIGHT`] lookups run at once (`buffer_unordered`), and all of them
 /// together must end within `[server] request_timeout`: beyond, 503 naming the VIM's compute
 /// service (Nova), nothing granted. The first lookup that fails answers 503 too.
 async fn locate(app: &App, request: &GrantRequest) -> Result<BTreeMap<String, Located>, Response> {
     let compute = &app.lcm.drivers().compute;
-    let ids = grantor::res_mgmt_references(request);
+    let mut ids = grantor::res_mgmt_references(request);
+    ids.extend(grantor::healed_references(request));
     let count = ids.len();
     let lookups = futures_util::stream::iter(ids)
         .map(|id| async move {

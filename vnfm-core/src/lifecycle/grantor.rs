@@ -42,8 +42,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::Error;
-use crate::grant::{ConstraintIdType, Grant, GrantRequest, Link, ResourceType};
-use crate::id::{GrantId, HostId, ZoneId};
+use crate::grant::{
+    ConstraintIdType, Grant, GrantRequest, GrantedLcmOperationType, Link, ResourceType,
+};
+use crate::id::{GrantId, HostId, VduId, ZoneId};
 use crate::lcm::{InstantiatedVnfInfo, VnfInstance, VnfcResourceInfo};
 use crate::package::Flavour;
 use crate::placement::{PlacementError, Selection};
@@ -231,30 +233,19 @@ pub fn decide(request: &GrantRequest, ctx: &GrantorContext<'_>) -> Result<Grant,
     check_limits(request)?;
     check_references(request, ctx)?;
     request.validate().map_err(invalid)?;
-    for (i, r) in request.add_resources.iter().enumerate() {
-        if r.type_ == ResourceType::Compute && r.vdu_id.is_none() {
-            return Err(GrantRefusal::Invalid {
-                field: format!("addResources[{i}].vduId"),
-                detail: format!(
-                    "COMPUTE resource {:?} has no vduId; expected the VDU it is a VNFC of",
-                    r.id
-                ),
-            });
-        }
-    }
+    let request = &with_vdu_ids(request, ctx.flavour)?;
     let (placed_request, ignored) = placed_only(request);
     let instance = located_instance(request, ctx.located);
     let empty = Flavour::empty(request.flavour_id.clone().unwrap_or_default());
     let flavour = ctx.flavour.unwrap_or(&empty);
-    let no_pins = BTreeMap::new();
-    let no_names = BTreeMap::new();
+    let (pins, names) = healed_in_place(request, ctx.located);
     let gctx = GrantContext {
         grant_id: ctx.grant_id.clone(),
         flavour,
         instance: &instance,
         zones: ctx.zones,
-        pinned: &no_pins,
-        vnfc_names: &no_names,
+        pinned: &pins,
+        vnfc_names: &names,
         selection: ctx.selection,
         seed: ctx.seed,
     };
@@ -284,6 +275,103 @@ pub fn decide(request: &GrantRequest, ctx: &GrantorContext<'_>) -> Result<Grant,
         );
     }
     Ok(g)
+}
+
+/// The request with a `vduId` on every `COMPUTE` resource to add: one without is the VDU its
+/// `resourceTemplateId` names. In a SOL001 VNFD the virtual compute descriptor of a VDU is
+/// the `tosca.nodes.nfv.Vdu.Compute` node itself, so the template id of a VNFC's compute is
+/// its VDU's id; Tacker (16.0.0) sends its COMPUTE resources that way, `resourceTemplateId`
+/// alone. When the package of the request is known (`flavour`), the VDU must be one of the
+/// flavour's, else [`GrantRefusal::Invalid`] naming `addResources[i].vduId`.
+fn with_vdu_ids(
+    request: &GrantRequest,
+    flavour: Option<&Flavour>,
+) -> Result<GrantRequest, GrantRefusal> {
+    let mut out = request.clone();
+    for (i, r) in out.add_resources.iter_mut().enumerate() {
+        if r.type_ != ResourceType::Compute || r.vdu_id.is_some() {
+            continue;
+        }
+        let vdu = VduId::from(r.resource_template_id.as_str());
+        if let Some(f) = flavour.filter(|f| f.vdu(&vdu).is_none()) {
+            return Err(GrantRefusal::Invalid {
+                field: format!("addResources[{i}].vduId"),
+                detail: format!(
+                    "COMPUTE resource {:?} has no vduId and its resourceTemplateId {:?} is no \
+                     VDU of flavour {} of VNFD {}; expected the VDU it is a VNFC of",
+                    r.id, r.resource_template_id, f.id, request.vnfd_id
+                ),
+            });
+        }
+        r.vdu_id = Some(vdu);
+    }
+    Ok(out)
+}
+
+/// The servers a `HEAL` request replaces: the `resource.resourceId` of each `COMPUTE` entry
+/// of `removeResources` (at most [`MAX_GRANT_RESOURCES`]). The caller locates them in its VIM
+/// with the [`res_mgmt_references`], into [`GrantorContext::located`].
+pub fn healed_references(request: &GrantRequest) -> BTreeSet<String> {
+    if request.operation != GrantedLcmOperationType::Heal {
+        return BTreeSet::new();
+    }
+    request
+        .remove_resources
+        .iter()
+        .filter(|r| r.type_ == ResourceType::Compute)
+        .filter_map(|r| r.resource.as_ref())
+        .map(|h| h.resource_id.clone())
+        .collect()
+}
+
+/// A `HEAL` re-creates each VNFC where it runs: the n-th `COMPUTE` resource to add of a VDU
+/// replaces the n-th `COMPUTE` resource removed of that VDU, and is pinned to the zone the VIM
+/// shows that server in (`located`; one it does not show is placed as any new VNFC). Tacker
+/// (16.0.0, StandardUserData) re-creates a healed VNFC in its old zone whatever the grant
+/// says, and a heal restores a VNFC rather than moves it. Returns the granter's pins and the
+/// names they are keyed by (each new resource's own id).
+fn healed_in_place(
+    request: &GrantRequest,
+    located: &BTreeMap<String, Located>,
+) -> (BTreeMap<String, ZoneId>, BTreeMap<String, String>) {
+    let mut pins = BTreeMap::new();
+    let mut names = BTreeMap::new();
+    if request.operation != GrantedLcmOperationType::Heal {
+        return (pins, names);
+    }
+    let vdu_of = |r: &crate::grant::ResourceDefinition| {
+        r.vdu_id
+            .as_ref()
+            .map_or(r.resource_template_id.clone(), |v| v.as_str().to_owned())
+    };
+    let mut removed: BTreeMap<String, Vec<Option<&Located>>> = BTreeMap::new();
+    for r in request
+        .remove_resources
+        .iter()
+        .filter(|r| r.type_ == ResourceType::Compute)
+    {
+        let at = r
+            .resource
+            .as_ref()
+            .and_then(|h| located.get(&h.resource_id));
+        removed.entry(vdu_of(r)).or_default().push(at);
+    }
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+    for r in request
+        .add_resources
+        .iter()
+        .filter(|r| r.type_ == ResourceType::Compute)
+    {
+        let vdu = vdu_of(r);
+        let n = taken.entry(vdu.clone()).or_default();
+        let at = removed.get(&vdu).and_then(|v| v.get(*n)).copied().flatten();
+        *n += 1;
+        if let Some(at) = at {
+            pins.insert(r.id.clone(), at.zone.clone());
+            names.insert(r.id.clone(), r.id.clone());
+        }
+    }
+    (pins, names)
 }
 
 /// A `GRANT` reference to a definition the request does not have, or a `RES_MGMT` reference
@@ -627,10 +715,6 @@ mod tests {
             }
         );
         let mut r = request(1);
-        r.add_resources[0].vdu_id = None;
-        let e = decide_with(&r, &zones(), &BTreeMap::new()).unwrap_err();
-        assert_eq!((e.status(), e.field()), (422, "addResources[0].vduId"));
-        let mut r = request(1);
         r.links.remove("vnfInstance");
         let e = decide_with(&r, &zones(), &BTreeMap::new()).unwrap_err();
         assert_eq!(e.status(), 422);
@@ -698,5 +782,95 @@ mod tests {
         // Nothing to add needs no zone.
         let g = decide_with(&request(0), &[], &BTreeMap::new()).unwrap();
         assert!(g.zones.is_empty());
+    }
+
+    /// Tacker 16.0.0 sends a COMPUTE resource with `resourceTemplateId` (the VDU) and no
+    /// `vduId`: it was refused 422, so no Tacker instantiate could be granted.
+    #[test]
+    fn a_compute_resource_without_vdu_id_is_the_vdu_its_resource_template_id_names() {
+        let mut r = request(2);
+        for a in &mut r.add_resources {
+            a.vdu_id = None;
+        }
+        r.placement_constraints
+            .push(anti(ConstraintScope::Zone, &["c0", "c1"], false));
+        let g = decide_with(&r, &zones(), &BTreeMap::new()).unwrap();
+        assert_eq!(g.add_resources.len(), 2);
+        assert_ne!(zone_of(&g, "c0"), zone_of(&g, "c1"));
+
+        // With the package known, the template must name one of the flavour's VDUs.
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/packages/demo-vnf");
+        let package = crate::package::fs::load(&dir).unwrap();
+        let flavour = package.flavour("default").unwrap().clone();
+        let mut r = request(1);
+        r.add_resources[0].vdu_id = None;
+        r.add_resources[0].resource_template_id = "VDU9".into();
+        let located = BTreeMap::new();
+        let ctx = GrantorContext {
+            grant_id: "g-2".into(),
+            zones: &zones(),
+            located: &located,
+            flavour: Some(&flavour),
+            selection: Selection::CapacityAware,
+            seed: 7,
+            self_href: "/grant/v1/grants/g-2".into(),
+        };
+        let e = decide(&r, &ctx).unwrap_err();
+        assert_eq!((e.status(), e.field()), (422, "addResources[0].vduId"));
+        assert!(e.to_string().contains("VDU9"), "{e}");
+        r.add_resources[0].resource_template_id = "VDU1".into();
+        let g = decide(&r, &ctx).unwrap();
+        assert_eq!(g.add_resources.len(), 1);
+    }
+
+    /// Tacker re-creates a healed VNFC in the zone it ran in, whatever the grant says: the
+    /// heal grant placed it by free capacity (another zone), so the grant and the cloud
+    /// disagreed after every heal.
+    #[test]
+    fn a_healed_vnfc_is_granted_the_zone_its_removed_server_runs_in() {
+        let mut r = GrantRequest::new("inst-x", "op-h", "vnfd-x", GrantedLcmOperationType::Heal)
+            .with_link("vnfLcmOpOcc", "http://vnfm/op-h")
+            .with_link("vnfInstance", "http://vnfm/inst-x");
+        for (old, new) in [("old-0", "new-0"), ("old-1", "new-1")] {
+            r.remove_resources.push(
+                ResourceDefinition::new(old, ResourceType::Compute, "VDU1")
+                    .with_resource(crate::grant::ResourceHandle::new(format!("server-{old}"))),
+            );
+            r.add_resources
+                .push(ResourceDefinition::new(new, ResourceType::Compute, "VDU1"));
+        }
+        assert_eq!(
+            healed_references(&r),
+            ["server-old-0", "server-old-1"]
+                .map(String::from)
+                .into_iter()
+                .collect()
+        );
+        // AZ-2 has the most free capacity: without the removed servers' zones, both go there.
+        let unlocated = decide_with(&r, &zones(), &BTreeMap::new()).unwrap();
+        assert_eq!(zone_of(&unlocated, "new-0"), "AZ-2");
+        let located: BTreeMap<String, Located> =
+            [("server-old-0", "AZ-1"), ("server-old-1", "AZ-2")]
+                .into_iter()
+                .map(|(s, z)| {
+                    (
+                        s.to_owned(),
+                        Located {
+                            zone: z.into(),
+                            host: None,
+                        },
+                    )
+                })
+                .collect();
+        let g = decide_with(&r, &zones(), &located).unwrap();
+        assert_eq!(zone_of(&g, "new-0"), "AZ-1");
+        assert_eq!(zone_of(&g, "new-1"), "AZ-2");
+        assert_eq!(g.remove_resources.len(), 2);
+        // Another operation's removals pin nothing.
+        r.operation = GrantedLcmOperationType::Scale;
+        assert!(healed_references(&r).is_empty());
+        let g = decide_with(&r, &zones(), &located).unwrap();
+        assert_eq!(zone_of(&g, "new-0"), "AZ-2");
     }
 }

@@ -1,0 +1,393 @@
+"""The real-Tacker suite (issue 29): OpenStack Tacker 16.0.0 with vnfm serve as its NFVO, on the
+real OpenStack of scripts/openstack-dev.sh.
+
+It starts `vnfm serve` (an OAuth 2.0 client for Tacker, the packages of
+scripts/tacker/packages, `[vim] kind = "openstack"` on the OS_* cloud), starts Tacker with
+scripts/tacker-dev.sh pointing its [v2_nfvo] at that server, and through Tacker's v2 API
+(/vnflcm/v2/...) creates and instantiates a VNF of scripts/tacker/packages/tacker-vnf (two VNFCs
+kept apart by zone), then scales it out by one, heals one VNFC and terminates it. After each
+operation it reads the operation's grant from vnfm (`GET /grant/v1/grants/{grantId}`, the id
+Tacker keeps in the occurrence) and checks with Nova that every server the operation created
+runs in the zone vnfm granted it (`OS-EXT-AZ:availability_zone`), and after the terminate that
+no server of the VNF is left.
+
+Run (a shell with the OpenStack's exports; nothing else needed):
+    eval "$(scripts/openstack-dev.sh start)"
+    VNFM_TEST_TACKER=1 python3 scripts/tacker/real_tacker.py
+Without VNFM_TEST_TACKER=1 or without OS_AUTH_URL it says why and exits 0 (a skip). It stops
+what it started (vnfm serve; Tacker unless VNFM_TACKER_KEEP=1) at the end, also on failure.
+
+Environment: VNFM_BIN (the vnfm binary; default $CARGO_TARGET_DIR/debug/vnfm, else
+target/debug/vnfm), VNFM_TACKER_DIR (scripts/tacker-dev.sh's folder), VNFM_TACKER_KEEP=1
+(leave Tacker running), VNFM_SKIP_LOG (a skip is appended there, as the Rust suites do).
+Only the standard library: it runs with any python3.
+"""
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGES = os.path.join(ROOT, "scripts", "tacker", "packages")
+VNFD_ID = "5c0f7a3e-8d2b-4e61-9a4f-2b7d9e1c6a55"
+CLIENT_ID = "tacker"
+CLIENT_SECRET = "tacker-suite-secret"
+API_TOKEN = "real-tacker-suite-token"
+OP_TIMEOUT = 300  # seconds an LCM operation of Tacker may take
+# Tacker reads the user data script of every operation from that operation's request: without
+# it a scale or a heal runs Tacker's DefaultUserData, which knows nothing of the per-VNFC
+# resources StandardUserData made (a scale-out then ends COMPLETED with no new server).
+USERDATA = {
+    "lcm-operation-user-data": "./UserData/userdata_standard.py",
+    "lcm-operation-user-data-class": "StandardUserData",
+}
+
+
+def log(msg):
+    print(f"real-tacker: {msg}", flush=True)
+
+
+def skip(why):
+    log(f"skipped: {why}")
+    path = os.environ.get("VNFM_SKIP_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"real-tacker\tthe whole suite\t{why}\n")
+    sys.exit(0)
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+    log(f"ok: {what}")
+
+
+def http(method, url, body=None, headers=None, timeout=60):
+    """(status, headers, parsed JSON or raw bytes)."""
+    data = None
+    hdrs = dict(headers or {})
+    if body is not None:
+        data = json.dumps(body).encode()
+        hdrs.setdefault("Content-Type", "application/json")
+    req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            status, rh, raw = r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        status, rh, raw = e.code, e.headers, e.read()
+    try:
+        parsed = json.loads(raw) if raw else None
+    except ValueError:
+        parsed = raw
+    return status, rh, parsed
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# ---------------------------------------------------------------------------- OpenStack
+class Cloud:
+    """Keystone token + the Nova endpoint of the OS_* cloud (admin: sees zones and hosts)."""
+
+    def __init__(self):
+        e = os.environ
+        self.auth = {
+            "auth_url": e["OS_AUTH_URL"],
+            "username": e.get("OS_USERNAME", "admin"),
+            "password": e.get("OS_PASSWORD", ""),
+            "project": e.get("OS_PROJECT_NAME", "admin"),
+            "user_domain": e.get("OS_USER_DOMAIN_NAME", "Default"),
+            "project_domain": e.get("OS_PROJECT_DOMAIN_NAME", "Default"),
+            "region": e.get("OS_REGION_NAME", "RegionOne"),
+        }
+        self.login()
+
+    def login(self):
+        a = self.auth
+        body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+            "name": a["username"], "domain": {"name": a["user_domain"]},
+            "password": a["password"]}}},
+            "scope": {"project": {"name": a["project"],
+                                  "domain": {"name": a["project_domain"]}}}}}
+        status, h, tok = http("POST", a["auth_url"].rstrip("/") + "/auth/tokens", body)
+        if status != 201:
+            raise Fail(f"Keystone refused the OS_* credentials: {status} {tok}")
+        self.token = h["X-Subject-Token"]
+        self.nova = next(ep["url"] for s in tok["token"]["catalog"] if s["type"] == "compute"
+                         for ep in s["endpoints"] if ep["interface"] == "public")
+
+    def server(self, server_id):
+        status, _, body = http("GET", f"{self.nova}/servers/{server_id}",
+                               headers={"X-Auth-Token": self.token,
+                                        "X-OpenStack-Nova-API-Version": "2.79"})
+        return body["server"] if status == 200 else None
+
+    def vim_connection_info(self):
+        a = self.auth
+        return {"vim1": {
+            "vimId": "real-openstack",
+            "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3",
+            "interfaceInfo": {"endpoint": a["auth_url"]},
+            "accessInfo": {"username": a["username"], "password": a["password"],
+                           "project": a["project"], "projectDomain": a["project_domain"],
+                           "userDomain": a["user_domain"], "region": a["region"]},
+        }}
+
+
+# ---------------------------------------------------------------------------- vnfm serve
+def start_vnfm(work):
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    binary = os.environ.get("VNFM_BIN", os.path.join(target, "debug", "vnfm"))
+    if not os.access(binary, os.X_OK):
+        raise Fail(f"no vnfm binary at {binary} (build it: cargo build -p vnfm-cli, or set VNFM_BIN)")
+    port = free_port()
+    cfg = os.path.join(work, "vnfm.toml")
+    with open(cfg, "w") as f:
+        f.write(f"""[vim]
+kind = "openstack"
+
+[packages]
+dir = "{PACKAGES}"
+
+[state]
+path = "{work}/vnfm-state.sqlite"
+
+[server]
+listen = "127.0.0.1:{port}"
+api_token = "{API_TOKEN}"
+
+[server.oauth2]
+token_lifetime = 600
+
+[[server.oauth2.clients]]
+id = "{CLIENT_ID}"
+secret = "{CLIENT_SECRET}"
+""")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VNFM_")}
+    logf = open(os.path.join(work, "vnfm-serve.log"), "w")
+    proc = subprocess.Popen([binary, "--config", cfg, "serve"], stdout=logf,
+                            stderr=subprocess.STDOUT, env=env, cwd=work)
+    base = f"http://127.0.0.1:{port}"
+    end = time.time() + 60
+    while True:
+        try:
+            if http("GET", base + "/grant/v1/api_versions", timeout=5)[0] == 200:
+                break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > end:
+            raise Fail(f"vnfm serve did not start (log: {work}/vnfm-serve.log)")
+        time.sleep(0.2)
+    log(f"vnfm serve on {base} (log: {work}/vnfm-serve.log)")
+    return proc, base
+
+
+def grant(base, grant_id):
+    status, _, body = http("GET", f"{base}/grant/v1/grants/{grant_id}",
+                           headers={"Authorization": f"Bearer {API_TOKEN}",
+                                    "Version": "1.4.0"})
+    check(status == 200, f"vnfm shows the grant {grant_id} (GET /grant/v1/grants/{{id}}: {status})")
+    return body
+
+
+def granted_zones(g):
+    """resourceDefinitionId -> the zone (VIM zone id) vnfm granted it."""
+    zones = {z["id"]: z["zoneId"] for z in g.get("zones", [])}
+    return {a["resourceDefinitionId"]: zones.get(a.get("zoneId"))
+            for a in g.get("addResources", [])}
+
+
+# ---------------------------------------------------------------------------- Tacker
+class Tacker:
+    def __init__(self, url):
+        self.url = url.rstrip("/") + "/vnflcm/v2"
+        self.h = {"Version": "2.0.0", "Accept": "application/json"}
+
+    def call(self, method, path, body=None):
+        return http(method, self.url + path, body, self.h)
+
+    def op(self, path, body, what):
+        status, h, resp = self.call("POST", path, body)
+        if status != 202:
+            raise Fail(f"{what}: Tacker answered {status}: {resp}")
+        occ_id = h["Location"].rstrip("/").rsplit("/", 1)[-1]
+        end = time.time() + OP_TIMEOUT
+        while True:
+            status, _, occ = self.call("GET", f"/vnf_lcm_op_occs/{occ_id}")
+            state = occ.get("operationState") if status == 200 else None
+            if state in ("COMPLETED", "FAILED_TEMP", "FAILED", "ROLLED_BACK"):
+                break
+            if time.time() > end:
+                raise Fail(f"{what}: still {state} after {OP_TIMEOUT}s")
+            time.sleep(1)
+        if state == "FAILED_TEMP":
+            # FAILED: so that the clean-up can terminate the VNF (409 while FAILED_TEMP)
+            self.call("POST", f"/vnf_lcm_op_occs/{occ_id}/fail")
+        if state != "COMPLETED":
+            raise Fail(f"{what}: {state}: {json.dumps(occ.get('error'))}")
+        log(f"{what}: COMPLETED (occurrence {occ_id}, grant {occ.get('grantId')})")
+        return occ
+
+    def instance(self, inst_id):
+        status, _, inst = self.call("GET", f"/vnf_instances/{inst_id}")
+        if status != 200:
+            raise Fail(f"GET vnf_instances/{inst_id}: {status} {inst}")
+        return inst
+
+
+def servers_of(inst):
+    """vnfcResourceInfo id -> Nova server id."""
+    info = inst.get("instantiatedVnfInfo", {})
+    return {v["id"]: v["computeResource"]["resourceId"]
+            for v in info.get("vnfcResourceInfo", [])}
+
+
+def check_placement(cloud, base, occ, new_servers, what):
+    """Every server the operation made runs in a zone vnfm granted to one of its
+    addResources, each zone as many times as granted."""
+    check(bool(occ.get("grantId")), f"{what}: Tacker asked vnfm for a grant")
+    g = grant(base, occ["grantId"])
+    want = sorted(z for z in granted_zones(g).values() if z)
+    got = []
+    for sid in new_servers:
+        s = cloud.server(sid)
+        if s is None:
+            raise Fail(f"{what}: Nova does not know server {sid}")
+        got.append(s.get("OS-EXT-AZ:availability_zone"))
+    log(f"{what}: granted zones {want}, Nova zones of the new servers {sorted(got)}")
+    check(sorted(got) == want, f"{what}: every new server runs in the zone vnfm granted")
+    return g
+
+
+def scenario(cloud, base, tacker):
+    status, _, inst = tacker.call("POST", "/vnf_instances",
+                                  {"vnfdId": VNFD_ID, "vnfInstanceName": "real-tacker"})
+    if status != 201:
+        raise Fail(f"create: Tacker answered {status}: {inst}")
+    inst_id = inst["id"]
+    log(f"created VNF instance {inst_id} (Tacker read the package from vnfm)")
+    try:
+        occ = tacker.op(f"/vnf_instances/{inst_id}/instantiate", {
+            "flavourId": "simple",
+            "vimConnectionInfo": cloud.vim_connection_info(),
+            "additionalParams": USERDATA,
+        }, "instantiate")
+        servers = servers_of(tacker.instance(inst_id))
+        check(len(servers) == 2, f"instantiate: two VNFCs ({len(servers)})")
+        g = check_placement(cloud, base, occ, servers.values(), "instantiate")
+        zones = [z for z in granted_zones(g).values() if z]
+        check(len(set(zones)) == len(zones), "instantiate: the VNFCs are apart by zone (ANTI_AFFINITY ZONE)")
+
+        occ = tacker.op(f"/vnf_instances/{inst_id}/scale",
+                        {"type": "SCALE_OUT", "aspectId": "VDU1_scale", "numberOfSteps": 1,
+                         "additionalParams": USERDATA},
+                        "scale-out")
+        after = servers_of(tacker.instance(inst_id))
+        new = [s for s in after.values() if s not in servers.values()]
+        check(len(after) == 3 and len(new) == 1, "scale-out: one more VNFC")
+        check_placement(cloud, base, occ, new, "scale-out")
+        servers = after
+
+        # Heal one VNFC of a zone with room: Heat makes the new server before it deletes the
+        # old one, so a VNFC of a zone that holds one m1.tiny (VNFM_OS_TEST_SMALL_ZONES) cannot
+        # be healed there (Nova: No valid host), and Tacker heals in the VNFC's own zone.
+        small = set(os.environ.get("VNFM_OS_TEST_SMALL_ZONES", "").split())
+        inst = tacker.instance(inst_id)
+        zone_of = {v["id"]: cloud.server(v["computeResource"]["resourceId"])
+                   .get("OS-EXT-AZ:availability_zone")
+                   for v in inst["instantiatedVnfInfo"]["vnfcResourceInfo"]}
+        vnfc = next(v for v in inst["instantiatedVnfInfo"]["vnfcInfo"]
+                    if zone_of.get(v["vnfcResourceInfoId"]) not in small)
+        healed_zone = zone_of[vnfc["vnfcResourceInfoId"]]
+        occ = tacker.op(f"/vnf_instances/{inst_id}/heal",
+                        {"vnfcInstanceId": [vnfc["id"]], "additionalParams": USERDATA}, "heal")
+        after = servers_of(tacker.instance(inst_id))
+        new = [s for s in after.values() if s not in servers.values()]
+        check(len(after) == 3 and len(new) == 1, "heal: one VNFC made again")
+        check_placement(cloud, base, occ, new, "heal")
+        check(cloud.server(new[0]).get("OS-EXT-AZ:availability_zone") == healed_zone,
+              f"heal: the VNFC is made again in its zone ({healed_zone})")
+        servers = after
+
+        occ = tacker.op(f"/vnf_instances/{inst_id}/terminate",
+                        {"terminationType": "FORCEFUL", "additionalParams": USERDATA},
+                        "terminate")
+        check(bool(occ.get("grantId")), "terminate: Tacker asked vnfm for a grant")
+        g = grant(base, occ["grantId"])
+        check(len(g.get("removeResources", [])) >= 3 or g.get("operation") == "TERMINATE",
+              f"terminate: vnfm granted the removal ({len(g.get('removeResources', []))} resources)")
+        left = [s for s in servers.values() if cloud.server(s) is not None]
+        check(not left, f"terminate: no server of the VNF is left in Nova ({left})")
+    finally:
+        # a failure above leaves the VNF instantiated: terminate it (vnfm still runs) so that
+        # no server or stack outlives the run, then delete the instance
+        if tacker.instance(inst_id).get("instantiationState") == "INSTANTIATED":
+            try:
+                tacker.op(f"/vnf_instances/{inst_id}/terminate",
+                          {"terminationType": "FORCEFUL", "additionalParams": USERDATA},
+                          "clean-up terminate")
+            except Fail as e:
+                log(f"clean-up: {e}")
+        tacker.call("DELETE", f"/vnf_instances/{inst_id}")
+
+
+def main():
+    if os.environ.get("VNFM_TEST_TACKER", "") not in ("1", "true", "yes", "on"):
+        skip("set VNFM_TEST_TACKER=1 and the OS_* variables of scripts/openstack-dev.sh")
+    if not os.environ.get("OS_AUTH_URL"):
+        skip("no OS_AUTH_URL: eval \"$(scripts/openstack-dev.sh start)\" first")
+    cloud = Cloud()
+    work = tempfile.mkdtemp(prefix="vnfm-real-tacker.")
+    vnfm = None
+    keep = os.environ.get("VNFM_TACKER_KEEP") == "1"
+    t0 = time.time()
+    try:
+        vnfm, base = start_vnfm(work)
+        # fallbackBestEffort: the scale-out's third zone is a small one (az3, az4 hold one
+        # m1.tiny each); should a server another suite left fill both, vnfm relaxes the
+        # anti-affinity (and says so in the grant) rather than refuse the scale-out
+        env = dict(os.environ, VNFM_TACKER_NFVO=base, VNFM_TACKER_CLIENT_ID=CLIENT_ID,
+                   VNFM_TACKER_CLIENT_SECRET=CLIENT_SECRET,
+                   VNFM_TACKER_FALLBACK_BEST_EFFORT="1")
+        out = subprocess.run([os.path.join(ROOT, "scripts", "tacker-dev.sh"), "start"],
+                             env=env, stdout=subprocess.PIPE, text=True)
+        if out.returncode != 0:
+            raise Fail("scripts/tacker-dev.sh start failed (above)")
+        url = next(l.split("=", 1)[1] for l in out.stdout.splitlines()
+                   if l.startswith("export VNFM_TACKER_URL="))
+        scenario(cloud, base, Tacker(url))
+        log(f"passed in {time.time() - t0:.0f}s")
+        return 0
+    except Fail as e:
+        log(f"FAILED: {e} (vnfm log: {work}/vnfm-serve.log; Tacker logs: "
+            f"{os.environ.get('VNFM_TACKER_DIR', '~/.cache/vnfm-tacker')}/run)")
+        return 1
+    finally:
+        if vnfm is not None:
+            vnfm.send_signal(signal.SIGTERM)
+            try:
+                vnfm.wait(20)
+            except subprocess.TimeoutExpired:
+                vnfm.kill()
+        if not keep:
+            subprocess.run([os.path.join(ROOT, "scripts", "tacker-dev.sh"), "stop"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
