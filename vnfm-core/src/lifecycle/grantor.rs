@@ -223,13 +223,19 @@ pub fn res_mgmt_references(request: &GrantRequest) -> BTreeSet<String> {
         .collect()
 }
 
-/// Decides `request` (see the module docs).
+/// The checks of [`decide`] that need nothing but the request: [`check_limits`], then the
+/// request's own rules (`GrantRequest::validate`, a `vduId` on every `COMPUTE` resource to
+/// add). An NFVO that decides later (an asynchronous grant, [`super::approval`]) refuses a
+/// request that fails them at once rather than keeping it.
 ///
 /// # Errors
-/// A [`GrantRefusal`] naming the field at fault.
-pub fn decide(request: &GrantRequest, ctx: &GrantorContext<'_>) -> Result<Grant, GrantRefusal> {
+/// [`GrantRefusal::TooMany`] or [`GrantRefusal::Invalid`] naming the field.
+pub fn check_request(request: &GrantRequest) -> Result<(), GrantRefusal> {
     check_limits(request)?;
-    check_references(request, ctx)?;
+    check_rules(request)
+}
+
+fn check_rules(request: &GrantRequest) -> Result<(), GrantRefusal> {
     request.validate().map_err(invalid)?;
     for (i, r) in request.add_resources.iter().enumerate() {
         if r.type_ == ResourceType::Compute && r.vdu_id.is_none() {
@@ -242,6 +248,17 @@ pub fn decide(request: &GrantRequest, ctx: &GrantorContext<'_>) -> Result<Grant,
             });
         }
     }
+    Ok(())
+}
+
+/// Decides `request` (see the module docs).
+///
+/// # Errors
+/// A [`GrantRefusal`] naming the field at fault.
+pub fn decide(request: &GrantRequest, ctx: &GrantorContext<'_>) -> Result<Grant, GrantRefusal> {
+    check_limits(request)?;
+    check_references(request, ctx)?;
+    check_rules(request)?;
     let (placed_request, ignored) = placed_only(request);
     let instance = located_instance(request, ctx.located);
     let empty = Flavour::empty(request.flavour_id.clone().unwrap_or_default());
