@@ -700,6 +700,18 @@ FILE_VARIABLES = [
 # `vnfm serve` as the NFVO of the Grant interface (docs/grants.md, "vnfm answering a VNFM"),
 # with the expectations of tests/sol003/expected-granting.tsv; reported as `granting/<file>`.
 GRANTING_FILES = ["ApiVersion.robot", "Grants.robot", "IndividualGrant.robot"]
+# The Granting tests tagged `no-synchronous-mode` (SOL003 clause 9.4.3.3.2: a grant still being
+# decided, 202; a grant rejected after its POST, 403), each run on its own against a grant the
+# harness makes through an OAuth 2.0 client that accepts asynchronous answers (`asynchronous =
+# true`, `[server.grants] approve = ["INSTANTIATE"]`): `pending` is left waiting for an
+# operator, `rejected` is rejected through `/admin/grants/{id}/reject` (docs/grants.md,
+# "Asynchronous grants: operator approval").
+ASYNC_TESTS = [
+    ("IndividualGrant.robot", "GET an individual grant - Process ongoing", "pending"),
+    ("IndividualGrant.robot", "GET an individual grant - grant rejected", "rejected"),
+]
+ASYNC_CLIENT = ("sol003-async-nfvo-client", "sol003-async-nfvo-secret")
+ASYNC_SIGNING_KEY = "sol003-conformance-signing-key-0123456789"
 GRANTING_PATCHES = [
     (
         "Grants.robot",
@@ -718,6 +730,17 @@ GRANTING_PATCHES = [
         "`Location` of that 405 and fails on a missing key whatever the NFVO does. The harness "
         "reads an existing grant, `${grantId}`, instead (and RFC 9110 clause 5.1: the suite "
         "also looks `Location` up case-sensitively)",
+    ),
+    (
+        "IndividualGrant.robot",
+        "    Check HTTP Response Status Code Is    202\n"
+        "    Check HTTP Response Body Json Schema Is    grant\n",
+        "    Check HTTP Response Status Code Is    202\n"
+        "    Should Be Empty    ${response['body']}\n",
+        "SOL003 clause 9.4.3.3.2: a GET of an individual grant whose decision is still being made "
+        "answers 202 Accepted, and \"the response body shall be empty\"; the test "
+        "`GET an individual grant - Process ongoing` checks that body against the `grant` "
+        "schema, which an empty body can never satisfy. The harness checks it is empty instead",
     ),
 ]
 # The project's request bodies of the Granting files (tests/sol003/granting-jsons/): the one the
@@ -1050,6 +1073,18 @@ listen = "127.0.0.1:0"
 api_token = "{TOKEN}"
 {page_size}
 
+
+[server.oauth2]
+signing_key = "{ASYNC_SIGNING_KEY}"
+
+[[server.oauth2.clients]]
+id = "{ASYNC_CLIENT[0]}"
+secret = "{ASYNC_CLIENT[1]}"
+asynchronous = true
+
+[server.grants]
+approve = ["INSTANTIATE"]
+
 [packages]
 dir = "{packages}"
 
@@ -1084,9 +1119,9 @@ allow = ["127.0.0.0/8"]
     die("vnfm serve did not start within 30 s")
 
 
-def robot_run(python, copy, name, variables, out):
+def robot_run(python, copy, name, variables, out, extra=()):
     args = [python, "-m", "robot", "--output", out, "--log", "NONE", "--report", "NONE",
-            "--console", "dotted", "--loglevel", "INFO"]
+            "--console", "dotted", "--loglevel", "INFO", *extra]
     for k, v in variables.items():
         args += ["--variable", f"{k}:{v}"]
     args.append(name)
@@ -1129,16 +1164,58 @@ def run_granting(suite, work, api, host, port, wanted):
     })
     body = json.load(open(os.path.join(copy, "jsons", "grantRequest.json")))
     _, grant = api.must("POST", "/grant/v1/grants", body, 201)
+    grants = async_grants(api, body)
     rows = []
     for name in GRANTING_FILES:
         if wanted and f"granting/{name}" not in wanted:
             continue
         out = os.path.join(work, "granting-" + name.replace(".robot", ".xml"))
+        alone = [t for f, t, _ in ASYNC_TESTS if f == name]
+        extra = ["--exclude", "no-synchronous-mode"] if alone else []
         for test, status, msg in robot_run(
-            sys.executable, copy, name, {"grantId": grant["id"]}, out
+            sys.executable, copy, name, {"grantId": grant["id"]}, out, extra
         ):
             rows.append((f"granting/{name}", test, status, msg))
+        for i, (f, test, which) in enumerate(ASYNC_TESTS):
+            if f != name:
+                continue
+            out = os.path.join(work, f"granting-async-{i}.xml")
+            for t, status, msg in robot_run(
+                sys.executable, copy, name, {"grantId": grants[which]}, out, ["--test", test]
+            ):
+                rows.append((f"granting/{name}", t, status, msg))
     return rows
+
+
+def async_grants(api, body):
+    """The grants of ASYNC_TESTS: asked as the asynchronous client (a token of `POST /token`,
+    HTTP Basic), each answered 202 with its `Location`; `rejected` is then rejected by the
+    operator. Returns `{"pending": id, "rejected": id}`."""
+    import base64
+
+    basic = base64.b64encode(f"{ASYNC_CLIENT[0]}:{ASYNC_CLIENT[1]}".encode()).decode()
+    req = urllib.request.Request(api.base + "/token", data=b"grant_type=client_credentials",
+                                 method="POST")
+    req.add_header("Authorization", f"Basic {basic}")
+    req.add_header("Content-Type", "application/x-www-form-urlencoded")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            token = json.loads(r.read().decode())["access_token"]
+    except urllib.error.HTTPError as e:
+        die(f"fixture: POST /token answered {e.code}: {e.read().decode()}")
+    client = Api(api.base, token)
+    ids = {}
+    for which in ("pending", "rejected"):
+        headers, out = client.must("POST", "/grant/v1/grants", body, 202)
+        loc = {k.lower(): v for k, v in headers.items()}.get("location", "")
+        if not loc.startswith("/grant/v1/grants/"):
+            die(f"fixture: the asynchronous grant's 202 has no Location: {headers}")
+        ids[which] = loc.rsplit("/", 1)[-1]
+    api.must("POST", f"/admin/grants/{ids['rejected']}/reject",
+             {"by": "the conformance harness",
+              "reason": "rejected for ETSI test 7.3.2.2.4 (GET an individual grant - grant "
+                        "rejected)"}, 200)
+    return ids
 
 
 def read_expected(path):

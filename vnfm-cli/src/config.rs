@@ -670,6 +670,71 @@ pub struct ServerConfig {
     /// `[server.oauth2]`: the OAuth 2.0 token endpoint (`POST /token`) and its clients.
     #[serde(skip_serializing_if = "OAuth2Config::is_unset")]
     pub oauth2: OAuth2Config,
+    /// `[server.grants]`: the grants of the Grant API (NFVO side) that wait for an operator.
+    #[serde(skip_serializing_if = "ServerGrantsConfig::is_unset")]
+    pub grants: ServerGrantsConfig,
+}
+
+/// The bounds of `[server.grants] pending_lifetime`, in seconds (a minute to a week).
+pub const PENDING_LIFETIME_RANGE: std::ops::RangeInclusive<u64> = 60..=604_800;
+
+/// The bounds of `[server.grants] max_pending`.
+pub const MAX_PENDING_RANGE: std::ops::RangeInclusive<usize> = 1..=10_000;
+
+/// `[server.grants]`: asynchronous grants, as an NFVO has them (docs/grants.md, "Asynchronous
+/// grants: operator approval"). A grant request whose `operation` is in `approve`, from an
+/// OAuth 2.0 client marked `asynchronous = true`, is answered 202 and waits for an operator
+/// (`POST /admin/grants/{grantId}/approve` or `/reject`) at most `pending_lifetime` seconds;
+/// at most `max_pending` wait at once. Every other request is decided at once (201 or 403).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerGrantsConfig {
+    /// `approve`: the operations (SOL003 `GrantedLcmOperationType`: `INSTANTIATE`, `SCALE`,
+    /// `HEAL`, `TERMINATE`, ...) whose grants wait for an operator (default none).
+    pub approve: Vec<vnfm_core::grant::GrantedLcmOperationType>,
+    /// `pending_lifetime`: the seconds a grant waits for an operator before it is rejected
+    /// (default 3600; [`PENDING_LIFETIME_RANGE`]).
+    pub pending_lifetime: u64,
+    /// `max_pending`: the most grants waiting at once; beyond, a request that would wait is
+    /// answered 503 (default 100; [`MAX_PENDING_RANGE`]).
+    pub max_pending: usize,
+}
+
+impl Default for ServerGrantsConfig {
+    fn default() -> Self {
+        Self {
+            approve: Vec::new(),
+            pending_lifetime: 3600,
+            max_pending: 100,
+        }
+    }
+}
+
+impl ServerGrantsConfig {
+    /// Whether nothing is configured (the section is left out of `config show`).
+    pub fn is_unset(&self) -> bool {
+        *self == Self::default()
+    }
+
+    fn problem(&self) -> Option<String> {
+        if !PENDING_LIFETIME_RANGE.contains(&self.pending_lifetime) {
+            return Some(format!(
+                "[server.grants] pending_lifetime is {}; expected {} to {} seconds",
+                self.pending_lifetime,
+                PENDING_LIFETIME_RANGE.start(),
+                PENDING_LIFETIME_RANGE.end()
+            ));
+        }
+        if !MAX_PENDING_RANGE.contains(&self.max_pending) {
+            return Some(format!(
+                "[server.grants] max_pending is {}; expected {} to {}",
+                self.max_pending,
+                MAX_PENDING_RANGE.start(),
+                MAX_PENDING_RANGE.end()
+            ));
+        }
+        None
+    }
 }
 
 /// The bounds of `[server.oauth2] token_lifetime`, in seconds.
@@ -785,6 +850,11 @@ pub struct OAuth2Client {
     pub id: String,
     /// `secret`: the client's password (Tacker's `[v2_nfvo] client_password`).
     pub secret: Secret,
+    /// `asynchronous`: the client accepts a `202 Accepted` to its grant requests and polls
+    /// the grant (SOL003 clause 9.4.2.3.1), so its requests of the operations of
+    /// `[server.grants] approve` wait for an operator (default false: Tacker accepts only 201).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asynchronous: bool,
 }
 
 /// The file descriptors `vnfm serve` keeps for itself beside its connections (state file, on
@@ -948,7 +1018,7 @@ impl ServerConfig {
                 self.log_level
             ));
         }
-        self.oauth2.problem()
+        self.oauth2.problem().or_else(|| self.grants.problem())
     }
 
     /// The effective `max_connections` under an open-file limit of `open_files` (`None`:
@@ -1014,6 +1084,7 @@ impl Default for ServerConfig {
             log_level: "info".into(),
             replica_id: None,
             oauth2: OAuth2Config::default(),
+            grants: ServerGrantsConfig::default(),
         }
     }
 }
@@ -1584,6 +1655,48 @@ mod tests {
         let c =
             Config::from_toml(Path::new("v.toml"), "[server]\nalert_fsync = \"each\"\n").unwrap();
         assert_eq!(c.server.alert_fsync, AlertFsync::Each);
+    }
+
+    #[test]
+    fn server_grants_are_read_and_their_bounds_refused_naming_the_key() {
+        let text = "[server.grants]\napprove = [\"INSTANTIATE\", \"SCALE\"]\n\
+                    pending_lifetime = 600\nmax_pending = 5\n\
+                    [[server.oauth2.clients]]\nid = \"n\"\nsecret = \"s\"\nasynchronous = true\n";
+        let c = Config::from_toml(Path::new("v.toml"), text).unwrap();
+        let g = &c.server.grants;
+        assert_eq!(g.approve.len(), 2);
+        assert_eq!((g.pending_lifetime, g.max_pending), (600, 5));
+        assert!(c.server.oauth2.clients[0].asynchronous);
+        let shown = toml::to_string(&c).unwrap();
+        assert!(shown.contains("asynchronous = true"), "{shown}");
+        let shown = toml::to_string(&Config::default()).unwrap();
+        assert!(
+            !shown.contains("grants") && !shown.contains("asynchronous"),
+            "{shown}"
+        );
+        for (bad, says) in [
+            (
+                "[server.grants]\npending_lifetime = 0\n",
+                "[server.grants] pending_lifetime is 0; expected 60 to 604800 seconds",
+            ),
+            (
+                "[server.grants]\nmax_pending = 0\n",
+                "[server.grants] max_pending is 0; expected 1 to 10000",
+            ),
+            (
+                "[server.grants]\nmax_pending = 20000\n",
+                "max_pending is 20000",
+            ),
+            (
+                "[server.grants]\napprove = [\"INSTANTIATE\", \"MODIFY_INFO\"]\n",
+                "MODIFY_INFO",
+            ),
+        ] {
+            let e = Config::from_toml(Path::new("v.toml"), bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ fn client(id: &str, secret: &str) -> OAuth2Client {
     OAuth2Client {
         id: id.into(),
         secret: Secret::new(secret),
+        asynchronous: false,
     }
 }
 

@@ -111,6 +111,7 @@ async fn packages_are_served_as_tacker_reads_them_in_stable_zips() {
     c.server.oauth2.clients = vec![OAuth2Client {
         id: "tacker".into(),
         secret: Secret::new("tacker-secret"),
+        asynchronous: false,
     }];
     c.packages.dir = Some(pkgs.clone());
     let server = start(c).await;

@@ -42,6 +42,11 @@ impl Guard {
     }
 }
 
+/// The OAuth 2.0 client whose access token let a request through (a request extension;
+/// absent for `[server] api_token` or an open API).
+#[derive(Clone, Debug)]
+pub(crate) struct OAuthClient(pub(crate) String);
+
 /// The bearer token of `headers`, if any.
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
@@ -83,7 +88,11 @@ pub(crate) async fn require_api_token(
         );
     };
     match oauth.check(token, app.clock().now()) {
-        Ok(_client) => next.run(req).await,
+        Ok(client) => {
+            let mut req = req;
+            req.extensions_mut().insert(OAuthClient(client));
+            next.run(req).await
+        }
         Err(why) => challenge(
             problem_of(
                 401,

@@ -16,28 +16,49 @@
 //! - Other methods: 405 with `Allow`. With `[server] api_token`, both require
 //!   `Authorization: Bearer <token>`, as the LCM API does.
 //!
+//! # Asynchronous grants: operator approval
+//! A request whose `operation` is in `[server.grants] approve`, from an OAuth 2.0 client
+//! marked `asynchronous = true`, is answered `202 Accepted` with `Location` and an empty body
+//! (SOL003 9.4.2.3.1) once its limits and rules are checked, and is kept as a
+//! [`PendingGrant`] (the core's state: [`vnfm_core::lifecycle::approval`]). Its `GET` answers
+//! 202 with an empty body while it waits, 200 with the `Grant` once approved, 403 naming who
+//! rejected it and why (an operator, its expiry after `pending_lifetime`, or a placement that
+//! failed at approval) (9.4.3.3.2). The operator acts through [`admin_routes`] (behind
+//! `[server] api_token`): `GET /admin/grants` (the pending ones), `POST
+//! /admin/grants/{grantId}/approve` (the placement is decided then, by the same
+//! [`grantor::decide`]) and `POST /admin/grants/{grantId}/reject` (`{"reason": ...}`). At most
+//! `[server.grants] max_pending` wait at once: beyond, 503. Creating, approving and rejecting
+//! take turns ([`TURN`]) within the server.
+//!
 //! # Storage
 //! Every grant is the document `nfvo_grant:<n>` (`n` zero-padded, from the counter
 //! [`COUNTER`]) of the state file, so it survives a restart; its id is `nfvo-grant-<n>`. The
 //! write that stores a grant drops the ones more than [`KEPT_GRANTS`] older: the newest
-//! [`KEPT_GRANTS`] are kept, an older one answers 404.
+//! [`KEPT_GRANTS`] are kept, an older one answers 404. A grant that waits for an operator is
+//! the same document holding `{"asyncGrant": <PendingGrant>}`, beside a marker
+//! `nfvo_grant_pending:<n>` (its deadline) while it waits: the markers are what the bound on
+//! the waiting grants counts.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, TryStreamExt};
 use vnfm_core::driver::{DriverError, ListZones};
-use vnfm_core::grant::GrantRequest;
+use vnfm_core::grant::{Grant, GrantRequest};
 use vnfm_core::id::ServerId;
-use vnfm_core::lifecycle::grantor::{self, GrantorContext, Located};
+use vnfm_core::lifecycle::approval::{ApprovalError, GrantAnswer, PendingGrant};
+use vnfm_core::lifecycle::grantor::{self, GrantRefusal, GrantorContext, Located};
+use vnfm_core::package::VnfPackage;
+use vnfm_core::zone::ComputeZone;
 
-use super::guard::{require_api_token, Guard};
+use super::guard::{require_api_token, Guard, OAuthClient};
 use super::http::{json, problem_of, read_body, with_location};
 use super::oauth::Issuer;
 use super::state::App;
@@ -57,14 +78,42 @@ pub(crate) const KEPT_GRANTS: u64 = 10_000;
 /// The prefix of the grants' ids.
 const ID_PREFIX: &str = "nfvo-grant-";
 
+/// The prefix of the markers of the grants that wait for an operator (body: the deadline).
+const PENDING_PREFIX: &str = "nfvo_grant_pending:";
+
+/// The key of a stored grant that was (or is) asynchronous.
+const ASYNC_KEY: &str = "asyncGrant";
+
+/// Creating, approving and rejecting grants that wait take turns within the server: the count
+/// of the waiting grants and a decision are each read and written as one step.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 pub(crate) fn routes(app: Arc<App>, oauth: Option<Arc<Issuer>>) -> Router<Arc<App>> {
     Router::new()
         .route(&format!("{GRANT_URI_PREFIX}/grants"), post(create))
         .route(&format!("{GRANT_URI_PREFIX}/grants/{{id}}"), get(show))
         .route_layer(axum::middleware::from_fn_with_state(
-            Guard::new(app, "the Grant API requires").with_oauth(oauth),
+            Guard::new(app.clone(), "the Grant API requires").with_oauth(oauth),
             require_api_token,
         ))
+        .merge(admin_routes(app))
+}
+
+/// The operator's routes of the grants that wait (`/admin/grants...`), behind `[server]
+/// api_token` alone (as `/admin/packages`): an OAuth 2.0 client cannot approve its own grant.
+fn admin_routes(app: Arc<App>) -> Router<Arc<App>> {
+    Router::new()
+        .route("/admin/grants", get(list_pending))
+        .route("/admin/grants/{id}/approve", post(approve))
+        .route("/admin/grants/{id}/reject", post(reject))
+        .route_layer(axum::middleware::from_fn_with_state(
+            Guard::new(app, "approving or rejecting grants requires"),
+            require_api_token,
+        ))
+}
+
+fn pending_marker(n: u64) -> String {
+    format!("{PENDING_PREFIX}{n:020}")
 }
 
 fn document(n: u64) -> String {
@@ -154,22 +203,16 @@ async fn locate(app: &App, request: &GrantRequest) -> Result<BTreeMap<String, Lo
     }
 }
 
-async fn create(State(app): State<Arc<App>>, body: Body) -> Response {
-    let bytes = match read_body(body, app.config.server.body_limit, app.request_timeout()).await {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let request = match parse_request(&bytes) {
-        Ok(r) => r,
-        Err(r) => return r,
-    };
-    let refused = |e: grantor::GrantRefusal| {
-        problem_of(e.status(), format!("the grant request is refused: {e}"))
-    };
-    // The limits first: they bound what is asked of the VIM below.
-    if let Err(e) = grantor::check_limits(&request) {
-        return refused(e);
-    }
+/// What [`grantor::decide`] needs besides the request, gathered from the VIM and the
+/// packages.
+struct Inputs {
+    zones: Vec<ComputeZone>,
+    located: BTreeMap<String, Located>,
+    package: Option<Arc<VnfPackage>>,
+}
+
+/// Asks the VIM for the zones and where the `RES_MGMT` servers run, and finds the package.
+async fn gather(app: &App, request: &GrantRequest) -> Result<Inputs, Response> {
     let zones = match app
         .lcm
         .drivers()
@@ -178,81 +221,426 @@ async fn create(State(app): State<Arc<App>>, body: Body) -> Response {
         .await
     {
         Ok(z) => z,
-        Err(e) => return vim_unavailable("listing the zones", &e),
+        Err(e) => return Err(vim_unavailable("listing the zones", &e)),
     };
-    let located = match locate(&app, &request).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
+    let located = locate(app, request).await?;
     let package = app.packages.get(&request.vnfd_id).ok();
-    let flavour = package
+    Ok(Inputs {
+        zones,
+        located,
+        package,
+    })
+}
+
+/// The core's decision on `request` as grant `n`.
+fn decide_as(
+    app: &App,
+    request: &GrantRequest,
+    n: u64,
+    inputs: &Inputs,
+) -> Result<Grant, GrantRefusal> {
+    let id = format!("{ID_PREFIX}{n}");
+    let flavour = inputs
+        .package
         .as_deref()
         .zip(request.flavour_id.as_deref())
         .and_then(|(p, f)| p.flavour(f));
-    let n = match app.state.increment_counter(COUNTER).await {
-        Ok(n) => n,
-        Err(e) => return problem_of(500, format!("the state store failed: {e}")),
-    };
-    let id = format!("{ID_PREFIX}{n}");
     let config = app.lcm.config();
     let ctx = GrantorContext {
         grant_id: id.as_str().into(),
-        zones: &zones,
-        located: &located,
+        zones: &inputs.zones,
+        located: &inputs.located,
         flavour,
         selection: config.grant_selection,
         seed: config.seed ^ n,
         self_href: href(&id),
     };
-    let grant = match grantor::decide(&request, &ctx) {
+    grantor::decide(request, &ctx)
+}
+
+fn refused(e: &GrantRefusal) -> Response {
+    problem_of(e.status(), format!("the grant request is refused: {e}"))
+}
+
+fn store_failed(e: &DriverError) -> Response {
+    problem_of(500, format!("the state store failed: {e}"))
+}
+
+/// The prune of the grants more than [`KEPT_GRANTS`] older than `n`.
+fn prune_before(n: u64) -> Option<(String, String)> {
+    n.checked_sub(KEPT_GRANTS)
+        .map(|old| (PREFIX.to_owned(), document(old)))
+}
+
+/// Whether a grant request waits for an operator: its operation is gated and its client
+/// accepts a 202.
+fn waits(app: &App, request: &GrantRequest, client: Option<&OAuthClient>) -> bool {
+    let grants = &app.config.server.grants;
+    grants.approve.contains(&request.operation)
+        && client.is_some_and(|c| {
+            app.config
+                .server
+                .oauth2
+                .clients
+                .iter()
+                .any(|k| k.id == c.0 && k.asynchronous)
+        })
+}
+
+async fn create(
+    State(app): State<Arc<App>>,
+    client: Option<Extension<OAuthClient>>,
+    body: Body,
+) -> Response {
+    let bytes = match read_body(body, app.config.server.body_limit, app.request_timeout()).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let request = match parse_request(&bytes) {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    // The limits first: they bound what is asked of the VIM below.
+    if let Err(e) = grantor::check_limits(&request) {
+        return refused(&e);
+    }
+    let client = client.map(|Extension(c)| c);
+    if waits(&app, &request, client.as_ref()) {
+        return create_pending(&app, request, client).await;
+    }
+    let inputs = match gather(&app, &request).await {
+        Ok(i) => i,
+        Err(r) => return r,
+    };
+    let n = match app.state.increment_counter(COUNTER).await {
+        Ok(n) => n,
+        Err(e) => return store_failed(&e),
+    };
+    let grant = match decide_as(&app, &request, n, &inputs) {
         Ok(g) => g,
         Err(e) => {
             app.note(&format!(
                 "grant request for {} of {} refused: {e}",
                 request.vnf_lcm_op_occ_id, request.vnf_instance_id
             ));
-            return refused(e);
+            return refused(&e);
         }
     };
     let Ok(doc) = serde_json::to_string(&grant) else {
         return problem_of(500, "cannot encode the grant");
     };
-    let prune = n
-        .checked_sub(KEPT_GRANTS)
-        .map(|old| (PREFIX.to_owned(), document(old)));
     if let Err(e) = app
         .state
-        .write_documents(vec![(document(n), doc)], prune, Flush::Commit)
+        .write_documents(vec![(document(n), doc)], prune_before(n), Flush::Commit)
         .await
     {
-        return problem_of(500, format!("the state store failed: {e}"));
+        return store_failed(&e);
     }
-    with_location(json(StatusCode::CREATED, &grant), &href(&id))
+    with_location(
+        json(StatusCode::CREATED, &grant),
+        &href(&format!("{ID_PREFIX}{n}")),
+    )
+}
+
+/// The markers of the grants waiting at `now`; the markers of the expired ones are removed.
+async fn waiting(app: &App, now: DateTime<Utc>) -> Result<Vec<(u64, DateTime<Utc>)>, Response> {
+    let markers = app
+        .state
+        .documents_with_prefix(PENDING_PREFIX)
+        .await
+        .map_err(|e| store_failed(&e))?;
+    let mut live = Vec::new();
+    let mut gone = Vec::new();
+    for (name, body) in markers {
+        let n = name
+            .strip_prefix(PENDING_PREFIX)
+            .and_then(|d| d.parse::<u64>().ok());
+        let deadline = DateTime::parse_from_rfc3339(&body)
+            .ok()
+            .map(|d| d.with_timezone(&Utc));
+        match (n, deadline) {
+            (Some(n), Some(d)) if now < d => live.push((n, d)),
+            _ => gone.push(name),
+        }
+    }
+    if !gone.is_empty() {
+        app.state
+            .delete_documents(gone)
+            .await
+            .map_err(|e| store_failed(&e))?;
+    }
+    Ok(live)
+}
+
+/// A request that waits for an operator: checked, counted against `max_pending`, stored,
+/// answered 202 with `Location` and an empty body.
+async fn create_pending(app: &App, request: GrantRequest, client: Option<OAuthClient>) -> Response {
+    if let Err(e) = grantor::check_request(&request) {
+        return refused(&e);
+    }
+    let settings = &app.config.server.grants;
+    let _turn = TURN.lock().await;
+    let now = app.clock().now();
+    let live = match waiting(app, now).await {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    if live.len() >= settings.max_pending {
+        return problem_of(
+            503,
+            format!(
+                "cannot take the grant request: {} grants already wait for an operator, the most [server.grants] max_pending = {} allows; nothing was stored: approve or reject some (POST /admin/grants/{{grantId}}/approve or /reject), or ask again later",
+                live.len(),
+                settings.max_pending
+            ),
+        );
+    }
+    let n = match app.state.increment_counter(COUNTER).await {
+        Ok(n) => n,
+        Err(e) => return store_failed(&e),
+    };
+    let id = format!("{ID_PREFIX}{n}");
+    let lifetime = std::time::Duration::from_secs(settings.pending_lifetime);
+    let pending = PendingGrant::new(id.clone(), request, client.map(|c| c.0), now, lifetime);
+    let doc = serde_json::json!({ ASYNC_KEY: &pending }).to_string();
+    let marker = pending.deadline.to_rfc3339();
+    if let Err(e) = app
+        .state
+        .write_documents(
+            vec![(document(n), doc), (pending_marker(n), marker)],
+            prune_before(n),
+            Flush::Commit,
+        )
+        .await
+    {
+        return store_failed(&e);
+    }
+    app.note(&format!(
+        "grant {id} for {} of {} waits for an operator until {}",
+        pending.request.vnf_lcm_op_occ_id, pending.request.vnf_instance_id, pending.deadline
+    ));
+    with_location(StatusCode::ACCEPTED.into_response(), &href(&id))
+}
+
+/// What a stored grant is.
+enum Stored {
+    /// Decided at once: the `Grant` as it was answered.
+    Decided(serde_json::Value),
+    /// Waited (or waits) for an operator.
+    Async(Box<PendingGrant>),
+}
+
+/// The number of a grant id (`nfvo-grant-<n>`, no leading zero).
+fn number_of(id: &str) -> Option<u64> {
+    id.strip_prefix(ID_PREFIX)
+        .filter(|d| !d.starts_with('0') && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse::<u64>().ok())
+}
+
+fn not_found(id: &str) -> Response {
+    problem_of(
+        404,
+        format!(
+            "no grant {id:?}: this NFVO keeps its newest {KEPT_GRANTS} grants, with ids {ID_PREFIX}<n>"
+        ),
+    )
+}
+
+/// The grant `id` as stored, or the answer when there is none.
+async fn read(app: &App, id: &str) -> Result<(u64, Stored), Response> {
+    let Some(n) = number_of(id) else {
+        return Err(not_found(id));
+    };
+    let doc = match app.state.document(&document(n)).await {
+        Ok(Some(doc)) => doc,
+        Ok(None) => return Err(not_found(id)),
+        Err(e) => return Err(store_failed(&e)),
+    };
+    let unreadable = |e: serde_json::Error| {
+        problem_of(500, format!("the stored grant {id} cannot be read: {e}"))
+    };
+    let mut v = serde_json::from_str::<serde_json::Value>(&doc).map_err(unreadable)?;
+    match v.as_object_mut().and_then(|o| o.remove(ASYNC_KEY)) {
+        Some(p) => Ok((
+            n,
+            Stored::Async(Box::new(serde_json::from_value(p).map_err(unreadable)?)),
+        )),
+        None => Ok((n, Stored::Decided(v))),
+    }
 }
 
 async fn show(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
-    let not_found = || {
-        problem_of(
-            404,
-            format!(
-                "no grant {id:?}: this NFVO keeps its newest {KEPT_GRANTS} grants, with ids \
-                 {ID_PREFIX}<n>"
-            ),
-        )
-    };
-    let Some(n) = id
-        .strip_prefix(ID_PREFIX)
-        .filter(|d| !d.starts_with('0') && d.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|d| d.parse::<u64>().ok())
-    else {
-        return not_found();
-    };
-    match app.state.document(&document(n)).await {
-        Ok(Some(doc)) => match serde_json::from_str::<serde_json::Value>(&doc) {
-            Ok(v) => json(StatusCode::OK, &v),
-            Err(e) => problem_of(500, format!("the stored grant {id} cannot be read: {e}")),
+    match read(&app, &id).await {
+        Ok((_, Stored::Decided(v))) => json(StatusCode::OK, &v),
+        Ok((_, Stored::Async(p))) => match p.answer(app.clock().now()) {
+            // SOL003 9.4.3.3.2: 202, the body empty, while the decision is not made.
+            GrantAnswer::Processing => StatusCode::ACCEPTED.into_response(),
+            GrantAnswer::Granted(g) => json(StatusCode::OK, g),
+            GrantAnswer::Rejected(why) => problem_of(403, why),
         },
-        Ok(None) => not_found(),
-        Err(e) => problem_of(500, format!("the state store failed: {e}")),
+        Err(r) => r,
     }
+}
+
+/// One grant that waits, as `GET /admin/grants` lists it.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Waiting<'a> {
+    id: &'a str,
+    operation: vnfm_core::grant::GrantedLcmOperationType,
+    vnf_instance_id: &'a str,
+    vnf_lcm_op_occ_id: &'a str,
+    vnfd_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client: Option<&'a str>,
+    created: DateTime<Utc>,
+    deadline: DateTime<Utc>,
+}
+
+/// `GET /admin/grants`: the grants that wait for an operator (at most `[server.grants]
+/// max_pending`), oldest first.
+async fn list_pending(State(app): State<Arc<App>>) -> Response {
+    let now = app.clock().now();
+    let live = match waiting(&app, now).await {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    let mut found = Vec::new();
+    for (n, _) in live {
+        if let Ok((_, Stored::Async(p))) = read(&app, &format!("{ID_PREFIX}{n}")).await {
+            if p.is_pending(now) {
+                found.push(p);
+            }
+        }
+    }
+    let out: Vec<Waiting<'_>> = found
+        .iter()
+        .map(|p| Waiting {
+            id: &p.id,
+            operation: p.request.operation,
+            vnf_instance_id: p.request.vnf_instance_id.as_str(),
+            vnf_lcm_op_occ_id: p.request.vnf_lcm_op_occ_id.as_str(),
+            vnfd_id: &p.request.vnfd_id,
+            client: p.client.as_deref(),
+            created: p.created,
+            deadline: p.deadline,
+        })
+        .collect();
+    json(StatusCode::OK, &out)
+}
+
+/// The body of `POST /admin/grants/{id}/approve` (optional) and `/reject`.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Verdict {
+    /// Who decides (default: `the operator`).
+    #[serde(default)]
+    by: Option<String>,
+    /// Why (required to reject).
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+const DEFAULT_ACTOR: &str = "the operator";
+
+async fn verdict(app: &App, body: Body) -> Result<Verdict, Response> {
+    let bytes = read_body(body, app.config.server.body_limit, app.request_timeout()).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Verdict::default());
+    }
+    super::http::parse::<Verdict>(&bytes, "verdict ({\"by\": ..., \"reason\": ...})")
+}
+
+fn approval_refused(e: &ApprovalError) -> Response {
+    match e {
+        ApprovalError::NotPending { .. } => problem_of(409, e.to_string()),
+        _ => problem_of(422, e.to_string()),
+    }
+}
+
+/// The pending grant `id` (the answer when it is none, or not one that waited).
+async fn read_async(app: &App, id: &str) -> Result<(u64, PendingGrant), Response> {
+    match read(app, id).await? {
+        (n, Stored::Async(p)) => Ok((n, *p)),
+        (_, Stored::Decided(_)) => Err(problem_of(
+            409,
+            format!("grant {id} was decided when it was requested (201); nothing waits to approve"),
+        )),
+    }
+}
+
+/// Stores the decided `p` (grant `n`) and drops its marker; answers 200 with it.
+async fn store_decided(app: &App, n: u64, p: &PendingGrant) -> Response {
+    let doc = serde_json::json!({ ASYNC_KEY: p }).to_string();
+    let marker = pending_marker(n);
+    if let Err(e) = app
+        .state
+        .write_documents(
+            vec![(document(n), doc)],
+            Some((marker.clone(), marker)),
+            Flush::Commit,
+        )
+        .await
+    {
+        return store_failed(&e);
+    }
+    app.note(&format!("grant {} is {}", p.id, p.state.name()));
+    json(StatusCode::OK, p)
+}
+
+/// `POST /admin/grants/{id}/approve`: the placement is decided now; the grant ends approved
+/// (200 with it), or rejected when the decision refuses (the reason says why).
+async fn approve(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Response {
+    let v = match verdict(&app, body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let by = v.by.as_deref().unwrap_or(DEFAULT_ACTOR);
+    let _turn = TURN.lock().await;
+    let (n, mut p) = match read_async(&app, &id).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    if let Err(e) = p.check_approve(by, app.clock().now()) {
+        if p.handle_timeout(app.clock().now()) {
+            let _ = store_decided(&app, n, &p).await;
+        }
+        return approval_refused(&e);
+    }
+    // The VIM failing leaves the grant waiting: approve again.
+    let inputs = match gather(&app, &p.request).await {
+        Ok(i) => i,
+        Err(r) => return r,
+    };
+    let decision = decide_as(&app, &p.request, n, &inputs);
+    if let Err(e) = p.handle_approve(by, app.clock().now(), decision) {
+        if p.handle_timeout(app.clock().now()) {
+            let _ = store_decided(&app, n, &p).await;
+        }
+        return approval_refused(&e);
+    }
+    store_decided(&app, n, &p).await
+}
+
+/// `POST /admin/grants/{id}/reject` (`{"reason": ..., "by": ...}`): 200 with the grant, now
+/// rejected; its `GET` answers 403 naming who and why.
+async fn reject(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body) -> Response {
+    let v = match verdict(&app, body).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let by = v.by.as_deref().unwrap_or(DEFAULT_ACTOR);
+    let _turn = TURN.lock().await;
+    let (n, mut p) = match read_async(&app, &id).await {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let now = app.clock().now();
+    if let Err(e) = p.handle_reject(by, v.reason.as_deref().unwrap_or(""), now) {
+        if p.handle_timeout(now) {
+            let _ = store_decided(&app, n, &p).await;
+        }
+        return approval_refused(&e);
+    }
+    store_decided(&app, n, &p).await
 }

@@ -376,6 +376,7 @@ mod tests {
             clients: vec![OAuth2Client {
                 id: "tacker".into(),
                 secret: Secret::new("s+cret"),
+                asynchronous: false,
             }],
             token_lifetime: 60,
             signing_key: key.map(Secret::new),

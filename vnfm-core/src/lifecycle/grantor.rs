@@ -225,6 +225,22 @@ pub fn res_mgmt_references(request: &GrantRequest) -> BTreeSet<String> {
         .collect()
 }
 
+/// The checks of [`decide`] that need nothing but the request: [`check_limits`], then the
+/// request's own rules (`GrantRequest::validate`; a `COMPUTE` resource without `vduId` is
+/// the VDU its `resourceTemplateId` names, checked against the flavour by [`decide`]). An NFVO that decides later (an asynchronous grant, [`super::approval`]) refuses a
+/// request that fails them at once rather than keeping it.
+///
+/// # Errors
+/// [`GrantRefusal::TooMany`] or [`GrantRefusal::Invalid`] naming the field.
+pub fn check_request(request: &GrantRequest) -> Result<(), GrantRefusal> {
+    check_limits(request)?;
+    check_rules(request)
+}
+
+fn check_rules(request: &GrantRequest) -> Result<(), GrantRefusal> {
+    request.validate().map_err(invalid)
+}
+
 /// Decides `request` (see the module docs).
 ///
 /// # Errors
@@ -232,7 +248,7 @@ pub fn res_mgmt_references(request: &GrantRequest) -> BTreeSet<String> {
 pub fn decide(request: &GrantRequest, ctx: &GrantorContext<'_>) -> Result<Grant, GrantRefusal> {
     check_limits(request)?;
     check_references(request, ctx)?;
-    request.validate().map_err(invalid)?;
+    check_rules(request)?;
     let request = &with_vdu_ids(request, ctx.flavour)?;
     let (placed_request, ignored) = placed_only(request);
     let instance = located_instance(request, ctx.located);

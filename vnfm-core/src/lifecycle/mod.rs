@@ -3,6 +3,8 @@
 //! [`crate::placement`] and [`crate::reselect`].
 //!
 //! - [`grant`]: the SOL003 grant request of an operation, from the package and the instance.
+//! - [`approval`]: an asynchronous grant of vnfm as an NFVO, waiting for an operator
+//!   (pending, approved, rejected, expired), sans-IO.
 //! - [`granter`]: the local granter (zones for the new VNFCs, by the placement solver).
 //! - [`userdata`]: the Heat template and `nfv` parameter (Tacker's StandardUserData layout).
 //! - [`operation`]: [`Operation`], one operation as a sans-IO machine (events and `now` in,
@@ -34,6 +36,7 @@
 //! - [`task`]: which task (retry, rollback, fail, cancel) an occurrence takes in which state.
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
+pub mod approval;
 pub mod change_ext_conn;
 pub mod change_flavour;
 pub mod cnf;
