@@ -54,6 +54,11 @@
 //! page_size = 100                # resources per page of a SOL003 list (Link rel="next" beyond)
 //! filter_work_limit = 20000000   # work units one SOL013 filter may take per request (400 beyond)
 //!
+//! [server.tls]                   # HTTPS only on `listen` (rustls); unset = plain HTTP
+//! cert = "server.crt"            # PEM: the server's certificate chain (both cert and key, or neither)
+//! key = "server.key"             # PEM: its private key
+//! client_ca = "clients-ca.pem"   # PEM bundle: mutual TLS, clients must present a certificate it signed
+//!
 //! [cluster]                      # hardware-aware affinity (`vnfm cluster`, the label hook)
 //! kubeconfig = "kubeconfig"      # the Kubernetes cluster (token, client certificate, CA); unset with
 //!                                # kind = "sim": the simulated cloud's cluster
@@ -652,6 +657,57 @@ pub struct ServerConfig {
     /// `[server.oauth2]`: the OAuth 2.0 token endpoint (`POST /token`) and its clients.
     #[serde(skip_serializing_if = "OAuth2Config::is_unset")]
     pub oauth2: OAuth2Config,
+    /// `[server.tls]`: HTTPS (and mutual TLS) on `listen`.
+    #[serde(skip_serializing_if = "TlsConfig::is_unset")]
+    pub tls: TlsConfig,
+}
+
+/// `[server.tls]`: with `cert` and `key`, `vnfm serve` speaks only HTTPS (rustls) on `listen`;
+/// with `client_ca` too, every connection must present a client certificate signed by one of
+/// its certificates (mutual TLS), else the TLS handshake is refused. The files are read at
+/// start and again when they change (docs/serve.md, "HTTPS and mutual TLS").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// `cert`: a PEM file of the server's certificate chain, its own certificate first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cert: Option<PathBuf>,
+    /// `key`: a PEM file of the private key of `cert` (PKCS#8, PKCS#1 or SEC1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<PathBuf>,
+    /// `client_ca`: a PEM bundle of the certificates that sign the clients' certificates; set,
+    /// a client without such a certificate is refused at the TLS handshake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_ca: Option<PathBuf>,
+}
+
+impl TlsConfig {
+    /// Whether nothing is configured (plain HTTP; the section is left out of `config show`).
+    pub fn is_unset(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// What is wrong with the section's keys (the files themselves are read by `vnfm serve`).
+    fn problem(&self) -> Option<String> {
+        match (&self.cert, &self.key) {
+            (Some(_), None) => Some(
+                "[server.tls] has cert but no key; expected both (the PEM files of the \
+                 certificate and of its private key) or neither"
+                    .into(),
+            ),
+            (None, Some(_)) => Some(
+                "[server.tls] has key but no cert; expected both (the PEM files of the \
+                 certificate and of its private key) or neither"
+                    .into(),
+            ),
+            (None, None) if self.client_ca.is_some() => Some(
+                "[server.tls] has client_ca but no cert and key; mutual TLS needs the server's \
+                 own certificate and key too"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// The bounds of `[server.oauth2] token_lifetime`, in seconds.
@@ -875,7 +931,7 @@ impl ServerConfig {
                     .into(),
             );
         }
-        self.oauth2.problem()
+        self.oauth2.problem().or_else(|| self.tls.problem())
     }
 
     /// The effective `max_connections` under an open-file limit of `open_files` (`None`:
@@ -938,6 +994,7 @@ impl Default for ServerConfig {
             page_size: 100,
             filter_work_limit: DEFAULT_FILTER_WORK_LIMIT,
             oauth2: OAuth2Config::default(),
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -1572,6 +1629,39 @@ mod tests {
         );
         assert_eq!(c.packages.rescan_interval, 0);
         assert_eq!(Config::default().packages.rescan_interval, 10);
+    }
+
+    #[test]
+    fn server_tls_needs_both_cert_and_key() {
+        for (text, want) in [
+            (
+                "[server.tls]\ncert = \"s.crt\"\n",
+                "configuration v.toml: [server.tls] has cert but no key; expected both",
+            ),
+            (
+                "[server.tls]\nkey = \"s.key\"\n",
+                "[server.tls] has key but no cert; expected both",
+            ),
+            (
+                "[server.tls]\nclient_ca = \"ca.pem\"\n",
+                "[server.tls] has client_ca but no cert and key",
+            ),
+            ("[server.tls]\ncrt = \"s.crt\"\n", "unknown field `crt`"),
+        ] {
+            let e = Config::from_toml(Path::new("v.toml"), text)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+        let c = Config::from_toml(
+            Path::new("v.toml"),
+            "[server.tls]\ncert = \"s.crt\"\nkey = \"s.key\"\nclient_ca = \"ca.pem\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.server.tls.cert, Some(PathBuf::from("s.crt")));
+        assert_eq!(c.server.tls.key, Some(PathBuf::from("s.key")));
+        assert_eq!(c.server.tls.client_ca, Some(PathBuf::from("ca.pem")));
+        assert!(Config::default().server.tls.is_unset());
     }
 
     #[test]

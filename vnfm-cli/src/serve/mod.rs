@@ -103,6 +103,7 @@ mod state;
 mod subscriptions;
 mod sweep;
 mod tasks;
+mod tls;
 mod versions;
 mod vnf_ops;
 mod vnfpkgm;
@@ -323,6 +324,7 @@ impl Server {
     ) -> Result<Server, CliError> {
         crate::app::check_vim(&config)?;
         config.server.validate()?;
+        let tls = tls::Tls::open(&config.server.tls, quiet)?;
         config.notifications.policy()?;
         let max_connections = config
             .server
@@ -467,11 +469,14 @@ impl Server {
             clock.clone(),
         )
         .await?;
-        let connections = Arc::new(conn::Connections::new(conn::Limits {
-            header: Duration::from_secs(config.server.header_timeout),
-            idle: Duration::from_secs(config.server.idle_timeout),
-            max: max_connections,
-        }));
+        let connections = Arc::new(conn::Connections::new(
+            conn::Limits {
+                header: Duration::from_secs(config.server.header_timeout),
+                idle: Duration::from_secs(config.server.idle_timeout),
+                max: max_connections,
+            },
+            tls,
+        ));
         let journal = journal::Journal::open(
             journal_dir.clone(),
             config.server.alert_fsync == AlertFsync::Each,
@@ -540,6 +545,19 @@ impl Server {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Whether the server speaks HTTPS (`[server.tls]`).
+    pub fn is_https(&self) -> bool {
+        self.app.connections.tls().is_some()
+    }
+
+    /// Reads the files of `[server.tls]` again, whatever their stamps, as SIGHUP does (a set
+    /// that cannot be used is logged, and the one in use kept). Nothing without `[server.tls]`.
+    pub fn reload_tls(&self) {
+        if let Some(tls) = self.app.connections.tls() {
+            tls.reload();
+        }
     }
 
     /// Reads every package of `[packages] dir` again (as `POST /admin/packages/reload`).
@@ -657,7 +675,15 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
         let server = Server::start(config, quiet).await?;
         let reloads = reload_on_hangup(server.app.clone());
         if !quiet {
-            eprintln!("vnfm serve: listening on http://{}", server.local_addr());
+            let scheme = if server.app.connections.tls().is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            eprintln!(
+                "vnfm serve: listening on {scheme}://{}",
+                server.local_addr()
+            );
             if open_alerts {
                 eprintln!(
                     "vnfm serve: the alert endpoints take webhooks without credentials; set \
@@ -686,7 +712,7 @@ fn open_file_limit() -> Option<u64> {
         .ok()
 }
 
-/// Reads the packages again at every SIGHUP.
+/// Reads the packages, and the files of `[server.tls]`, again at every SIGHUP.
 #[cfg(unix)]
 fn reload_on_hangup(app: Arc<App>) -> tokio::task::JoinHandle<()> {
     use tokio::signal::unix::{signal, SignalKind};
@@ -699,6 +725,11 @@ fn reload_on_hangup(app: Arc<App>) -> tokio::task::JoinHandle<()> {
             app.note("SIGHUP: reading the packages again");
             // A folder that cannot be read is logged, and the packages read before stay.
             let _ = app.packages.reload().await;
+            if let Some(tls) = app.connections.tls() {
+                app.note("SIGHUP: reading the [server.tls] files again");
+                // A set that cannot be used is logged, and the one in use kept.
+                tls.reload();
+            }
         }
     })
 }
