@@ -480,6 +480,18 @@ pub struct NotificationsConfig {
     /// grants; default 8). Taken from the open-file limit beside `[server]
     /// max_connections`.
     pub max_connections: usize,
+    /// `client_cert`: a PEM file of the client certificate chain presented to the subscribers
+    /// whose `authType` is `TLS_CERT` (with `client_key`; both or neither). Without it, such a
+    /// subscription is refused (422).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<PathBuf>,
+    /// `client_key`: a PEM file of the private key of `client_cert`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<PathBuf>,
+    /// `server_ca`: a PEM bundle of CA certificates trusted for the subscribers' HTTPS
+    /// servers beside the built-in roots (a private PKI).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_ca: Option<PathBuf>,
 }
 
 impl Default for NotificationsConfig {
@@ -498,6 +510,9 @@ impl Default for NotificationsConfig {
             max_outbox_bytes: 4 * 1024 * 1024,
             allow: Vec::new(),
             max_connections: crate::outgoing::DEFAULT_MAX_CONNECTIONS,
+            client_cert: None,
+            client_key: None,
+            server_ca: None,
         }
     }
 }
@@ -527,6 +542,13 @@ impl NotificationsConfig {
                     "[notifications] {key} = 0; expected at least 1"
                 )));
             }
+        }
+        if self.client_cert.is_some() != self.client_key.is_some() {
+            return Err(CliError::Usage(
+                "[notifications] has one of client_cert and client_key; expected both (the PEM \
+                 files of the client certificate and of its private key) or neither"
+                    .into(),
+            ));
         }
         Ok(vnfm_core::lcm_notify::RetryPolicy {
             initial: std::time::Duration::from_millis(self.retry_initial_ms),

@@ -450,3 +450,190 @@ async fn bad_tls_files_stop_the_server_with_an_error_naming_the_file() {
         .to_string();
     assert!(e.contains("[server.tls] has cert but no key"), "{e}");
 }
+
+/// What an HTTPS sink that requires client certificates received: (the client's certificate,
+/// the method, the body).
+type Got = std::sync::Arc<std::sync::Mutex<Vec<(Vec<u8>, String, Vec<u8>)>>>;
+
+/// An HTTPS subscriber on loopback that requires a client certificate `clients` signed:
+/// answers 204 to everything, and keeps what came.
+async fn https_sink(server: &Leaf, clients: &CertifiedIssuer<'_, KeyPair>) -> (SocketAddr, Got) {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(clients.der().clone()).unwrap();
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        std::sync::Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![CertificateDer::from(server.der.clone())],
+            PrivateKeyDer::from_pem_slice(server.key.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let got: Got = Default::default();
+    let kept = got.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = l.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let got = kept.clone();
+            tokio::spawn(async move {
+                // A client without an accepted certificate ends here.
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let peer = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first())
+                    .map(|c| c.to_vec())
+                    .unwrap_or_default();
+                let svc = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let got = got.clone();
+                        let peer = peer.clone();
+                        async move {
+                            let method = req.method().to_string();
+                            let body = axum::body::to_bytes(
+                                axum::body::Body::new(req.into_body()),
+                                1 << 20,
+                            )
+                            .await
+                            .unwrap_or_default();
+                            got.lock().unwrap().push((peer, method, body.to_vec()));
+                            Ok::<_, std::convert::Infallible>(
+                                hyper::Response::builder()
+                                    .status(204)
+                                    .body(axum::body::Body::empty())
+                                    .unwrap(),
+                            )
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    (addr, got)
+}
+
+#[tokio::test]
+async fn a_tls_cert_subscription_is_delivered_presenting_the_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sink_ca = ca("subscriber's server CA");
+    let vnfm_clients_ca = ca("CA of the VNFMs' client certificates");
+    let vnfm_identity = client_leaf(&vnfm_clients_ca);
+    let (sink, got) = https_sink(&server_leaf(&sink_ca), &vnfm_clients_ca).await;
+    let cert = d.join("vnfm-client.crt");
+    let key = d.join("vnfm-client.key");
+    let roots = d.join("subscribers-ca.pem");
+    std::fs::write(&cert, &vnfm_identity.cert).unwrap();
+    std::fs::write(&key, &vnfm_identity.key).unwrap();
+    std::fs::write(&roots, sink_ca.pem()).unwrap();
+    let subscription = serde_json::json!({
+        "callbackUri": format!("https://{sink}/cb"),
+        "authentication": {"authType": ["TLS_CERT"]},
+    });
+
+    // Without a client certificate configured: 422 naming what is missing.
+    let mut c = serve_common::config(d, 1);
+    c.notifications.server_ca = Some(roots.clone());
+    let server = start(c).await;
+    let r = serve_common::post_json(
+        server.local_addr(),
+        "/vnflcm/v2/subscriptions",
+        &subscription,
+    )
+    .await;
+    let p = r.problem(422);
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("[notifications] client_cert"),
+        "{p}"
+    );
+    server.shutdown().await.unwrap();
+    assert!(got.lock().unwrap().is_empty(), "nothing was sent");
+
+    let mut c = serve_common::config(d, 1);
+    c.notifications.client_cert = Some(cert.clone());
+    c.notifications.client_key = Some(key.clone());
+    c.notifications.server_ca = Some(roots.clone());
+    let server = start(c).await;
+    let addr = server.local_addr();
+    // TLS_CERT with an http:// callback: 422 (no handshake to present a certificate in).
+    let r = serve_common::post_json(
+        addr,
+        "/vnflcm/v2/subscriptions",
+        &serde_json::json!({
+            "callbackUri": format!("http://{sink}/cb"),
+            "authentication": {"authType": ["TLS_CERT"]},
+        }),
+    )
+    .await;
+    r.problem(422);
+    // The callback test (GET) and then the notifications come over mutual TLS.
+    let r = serve_common::post_json(addr, "/vnflcm/v2/subscriptions", &subscription).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let r = serve_common::post_json(
+        addr,
+        "/vnflcm/v2/vnf_instances",
+        &serde_json::json!({"vnfdId": serve_common::DEMO_VNFD}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let posts = serve_common::eventually(30, "the notification", || async {
+        let g = got.lock().unwrap().clone();
+        let posts: Vec<_> = g.into_iter().filter(|(_, m, _)| m == "POST").collect();
+        (!posts.is_empty()).then_some(posts)
+    })
+    .await;
+    let all = got.lock().unwrap().clone();
+    assert!(
+        all.iter().any(|(_, m, _)| m == "GET"),
+        "the callback test came"
+    );
+    for (peer, _, _) in &all {
+        assert_eq!(
+            peer, &vnfm_identity.der,
+            "every request presented vnfm's certificate"
+        );
+    }
+    let n: serde_json::Value = serde_json::from_slice(&posts[0].2).unwrap();
+    assert_eq!(
+        n["notificationType"], "VnfIdentifierCreationNotification",
+        "{n}"
+    );
+    server.shutdown().await.unwrap();
+
+    // A bad client key stops the server at start, naming it.
+    let mut c = serve_common::config(d, 1);
+    c.notifications.client_cert = Some(cert.clone());
+    c.notifications.client_key = Some(cert.clone());
+    let e = Server::start(c, true).await.unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "[notifications] client_key {}: no private key",
+            cert.display()
+        )),
+        "{e}"
+    );
+}

@@ -326,6 +326,8 @@ impl Server {
         config.server.validate()?;
         let tls = tls::Tls::open(&config.server.tls, quiet)?;
         config.notifications.policy()?;
+        let (client_identity, server_roots) = tls::notification_tls(&config.notifications)?;
+        config.notifications.policy()?;
         let max_connections = config
             .server
             .connection_cap_beside(open_file_limit(), config.notifications.max_connections)?;
@@ -334,6 +336,7 @@ impl Server {
                 .and_then(|p| {
                     crate::outgoing::Outgoing::new(p, config.notifications.max_connections)
                 })
+                .and_then(|o| o.with_tls(client_identity, server_roots))
                 .map_err(CliError::Usage)?,
         );
         config.prometheus_plugin.plugin.validate()?;

@@ -203,9 +203,10 @@ impl Tls {
     }
 }
 
-/// Reads `path` (at most [`MAX_PEM_BYTES`], a regular file).
+/// Reads `path` (at most [`MAX_PEM_BYTES`], a regular file); `key` names it in errors
+/// (`[server.tls] cert`).
 fn read_file(key: &str, path: &Path) -> Result<Vec<u8>, String> {
-    let what = |m: String| format!("[server.tls] {key} {}: {m}", path.display());
+    let what = |m: String| format!("{key} {}: {m}", path.display());
     let meta = std::fs::metadata(path).map_err(|e| what(format!("cannot be read ({e})")))?;
     if !meta.is_file() {
         return Err(what("is not a regular file; expected a PEM file".into()));
@@ -226,13 +227,13 @@ fn certificates(key: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, 
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| {
             format!(
-                "[server.tls] {key} {}: not PEM ({e}); expected PEM certificates",
+                "{key} {}: not PEM ({e}); expected PEM certificates",
                 path.display()
             )
         })?;
     if certs.is_empty() {
         return Err(format!(
-            "[server.tls] {key} {}: no certificate; expected a PEM file with at least one \
+            "{key} {}: no certificate; expected a PEM file with at least one \
              \"-----BEGIN CERTIFICATE-----\" block",
             path.display()
         ));
@@ -241,51 +242,113 @@ fn certificates(key: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, 
 }
 
 /// The private key of a PEM file (its first).
-fn private_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
-    let bytes = read_file("key", path)?;
+fn private_key(key: &str, path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+    let bytes = read_file(key, path)?;
     PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| match e {
         pem::Error::NoItemsFound => format!(
-            "[server.tls] key {}: no private key; expected a PEM file with a \"-----BEGIN \
+            "{key} {}: no private key; expected a PEM file with a \"-----BEGIN \
              PRIVATE KEY-----\" (PKCS#8), \"RSA PRIVATE KEY\" or \"EC PRIVATE KEY\" block",
             path.display()
         ),
         e => format!(
-            "[server.tls] key {}: not PEM ({e}); expected a PEM private key",
+            "{key} {}: not PEM ({e}); expected a PEM private key",
             path.display()
         ),
     })
 }
 
-/// The server configuration of `files`.
-fn load(files: &Files, provider: &Arc<CryptoProvider>) -> Result<Arc<ServerConfig>, String> {
-    let chain = certificates("cert", &files.cert)?;
-    let key = private_key(&files.key)?;
-    let signer = provider.key_provider.load_private_key(key).map_err(|e| {
+/// The certificate chain of `cert` with the private key of `key`, checked to match; `section`
+/// names them in errors (`[server.tls]`).
+fn certified_key(
+    section: &str,
+    (cert_key, cert): (&str, &Path),
+    (key_key, key): (&str, &Path),
+    provider: &CryptoProvider,
+) -> Result<CertifiedKey, String> {
+    let chain = certificates(&format!("{section} {cert_key}"), cert)?;
+    let der = private_key(&format!("{section} {key_key}"), key)?;
+    let signer = provider.key_provider.load_private_key(der).map_err(|e| {
         format!(
-            "[server.tls] key {}: cannot be used ({e}); expected a private key of a kind \
+            "{section} {key_key} {}: cannot be used ({e}); expected a private key of a kind \
              rustls signs with (RSA, ECDSA P-256/P-384, Ed25519)",
-            files.key.display()
+            key.display()
         )
     })?;
     let certified = CertifiedKey::new(chain, signer);
     match certified.keys_match() {
-        Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => {}
-        Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
-            return Err(format!(
-                "[server.tls] key {} does not match the certificate of cert {} (its public \
-                 key is another); expected the private key of that certificate",
-                files.key.display(),
-                files.cert.display()
-            ))
+        Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => Ok(certified),
+        Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => Err(format!(
+            "{section} {key_key} {} does not match the certificate of {cert_key} {} (its \
+             public key is another); expected the private key of that certificate",
+            key.display(),
+            cert.display()
+        )),
+        Err(e) => Err(format!(
+            "{section} {cert_key} {}: its first certificate cannot be read ({e}); expected \
+             an X.509 certificate first",
+            cert.display()
+        )),
+    }
+}
+
+/// `[notifications] client_cert` / `client_key` (the identity presented to `TLS_CERT`
+/// subscribers) and `server_ca` (trusted beside the built-in roots), read and checked as
+/// `[server.tls]`'s files.
+///
+/// # Errors
+/// [`CliError::Usage`] naming the key, the file and what is wrong with it.
+pub(crate) fn notification_tls(
+    config: &crate::config::NotificationsConfig,
+) -> Result<(Option<reqwest::Identity>, Vec<reqwest::Certificate>), CliError> {
+    const SECTION: &str = "[notifications]";
+    let provider = rustls::crypto::ring::default_provider();
+    let identity = match (&config.client_cert, &config.client_key) {
+        (Some(cert), Some(key)) => {
+            certified_key(
+                SECTION,
+                ("client_cert", cert),
+                ("client_key", key),
+                &provider,
+            )
+            .map_err(CliError::Usage)?;
+            // Both files were just read and checked; reqwest takes them as one PEM.
+            let mut pem =
+                read_file("[notifications] client_cert", cert).map_err(CliError::Usage)?;
+            pem.push(b'\n');
+            pem.extend(read_file("[notifications] client_key", key).map_err(CliError::Usage)?);
+            Some(reqwest::Identity::from_pem(&pem).map_err(|e| {
+                CliError::Usage(format!(
+                    "{SECTION} client_cert {} and client_key {}: cannot be used as a client \
+                     identity ({e})",
+                    cert.display(),
+                    key.display()
+                ))
+            })?)
         }
-        Err(e) => {
-            return Err(format!(
-                "[server.tls] cert {}: its first certificate cannot be read ({e}); expected \
-                 the server's X.509 certificate first",
-                files.cert.display()
-            ))
+        _ => None,
+    };
+    let mut roots = Vec::new();
+    if let Some(path) = &config.server_ca {
+        for c in certificates("[notifications] server_ca", path).map_err(CliError::Usage)? {
+            roots.push(reqwest::Certificate::from_der(&c).map_err(|e| {
+                CliError::Usage(format!(
+                    "{SECTION} server_ca {}: a certificate cannot be used ({e})",
+                    path.display()
+                ))
+            })?);
         }
     }
+    Ok((identity, roots))
+}
+
+/// The server configuration of `files`.
+fn load(files: &Files, provider: &Arc<CryptoProvider>) -> Result<Arc<ServerConfig>, String> {
+    let certified = certified_key(
+        "[server.tls]",
+        ("cert", &files.cert),
+        ("key", &files.key),
+        provider,
+    )?;
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("[server.tls]: no TLS version available ({e})"))?;
@@ -293,7 +356,10 @@ fn load(files: &Files, provider: &Arc<CryptoProvider>) -> Result<Arc<ServerConfi
         None => builder.with_no_client_auth(),
         Some(path) => {
             let mut roots = RootCertStore::empty();
-            for (i, c) in certificates("client_ca", path)?.into_iter().enumerate() {
+            for (i, c) in certificates("[server.tls] client_ca", path)?
+                .into_iter()
+                .enumerate()
+            {
                 roots.add(c).map_err(|e| {
                     format!(
                         "[server.tls] client_ca {}: certificate {} is not a usable CA \
