@@ -60,6 +60,11 @@
 //! replica_id = "vnfm-0"          # VNFM_REPLICA_ID: on every log line and /metrics series;
 //!                                # default: the hostname, else a random id made at start
 //!
+//! [server.tls]                   # HTTPS only on `listen` (rustls); unset = plain HTTP
+//! cert = "server.crt"            # PEM: the server's certificate chain (both cert and key, or neither)
+//! key = "server.key"             # PEM: its private key
+//! client_ca = "clients-ca.pem"   # PEM bundle: mutual TLS, clients must present a certificate it signed
+//!
 //! [cluster]                      # hardware-aware affinity (`vnfm cluster`, the label hook)
 //! kubeconfig = "kubeconfig"      # the Kubernetes cluster (token, client certificate, CA); unset with
 //!                                # kind = "sim": the simulated cloud's cluster
@@ -481,6 +486,18 @@ pub struct NotificationsConfig {
     /// grants; default 8). Taken from the open-file limit beside `[server]
     /// max_connections`.
     pub max_connections: usize,
+    /// `client_cert`: a PEM file of the client certificate chain presented to the subscribers
+    /// whose `authType` is `TLS_CERT` (with `client_key`; both or neither). Without it, such a
+    /// subscription is refused (422).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<PathBuf>,
+    /// `client_key`: a PEM file of the private key of `client_cert`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<PathBuf>,
+    /// `server_ca`: a PEM bundle of CA certificates trusted for the subscribers' HTTPS
+    /// servers beside the built-in roots (a private PKI).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_ca: Option<PathBuf>,
 }
 
 impl Default for NotificationsConfig {
@@ -499,6 +516,9 @@ impl Default for NotificationsConfig {
             max_outbox_bytes: 4 * 1024 * 1024,
             allow: Vec::new(),
             max_connections: crate::outgoing::DEFAULT_MAX_CONNECTIONS,
+            client_cert: None,
+            client_key: None,
+            server_ca: None,
         }
     }
 }
@@ -528,6 +548,13 @@ impl NotificationsConfig {
                     "[notifications] {key} = 0; expected at least 1"
                 )));
             }
+        }
+        if self.client_cert.is_some() != self.client_key.is_some() {
+            return Err(CliError::Usage(
+                "[notifications] has one of client_cert and client_key; expected both (the PEM \
+                 files of the client certificate and of its private key) or neither"
+                    .into(),
+            ));
         }
         Ok(vnfm_core::lcm_notify::RetryPolicy {
             initial: std::time::Duration::from_millis(self.retry_initial_ms),
@@ -673,6 +700,9 @@ pub struct ServerConfig {
     /// `[server.grants]`: the grants of the Grant API (NFVO side) that wait for an operator.
     #[serde(skip_serializing_if = "ServerGrantsConfig::is_unset")]
     pub grants: ServerGrantsConfig,
+    /// `[server.tls]`: HTTPS (and mutual TLS) on `listen`.
+    #[serde(skip_serializing_if = "TlsConfig::is_unset")]
+    pub tls: TlsConfig,
 }
 
 /// The bounds of `[server.grants] pending_lifetime`, in seconds (a minute to a week).
@@ -734,6 +764,54 @@ impl ServerGrantsConfig {
             ));
         }
         None
+    }
+}
+
+/// `[server.tls]`: with `cert` and `key`, `vnfm serve` speaks only HTTPS (rustls) on `listen`;
+/// with `client_ca` too, every connection must present a client certificate signed by one of
+/// its certificates (mutual TLS), else the TLS handshake is refused. The files are read at
+/// start and again when they change (docs/serve.md, "HTTPS and mutual TLS").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// `cert`: a PEM file of the server's certificate chain, its own certificate first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cert: Option<PathBuf>,
+    /// `key`: a PEM file of the private key of `cert` (PKCS#8, PKCS#1 or SEC1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<PathBuf>,
+    /// `client_ca`: a PEM bundle of the certificates that sign the clients' certificates; set,
+    /// a client without such a certificate is refused at the TLS handshake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_ca: Option<PathBuf>,
+}
+
+impl TlsConfig {
+    /// Whether nothing is configured (plain HTTP; the section is left out of `config show`).
+    pub fn is_unset(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// What is wrong with the section's keys (the files themselves are read by `vnfm serve`).
+    fn problem(&self) -> Option<String> {
+        match (&self.cert, &self.key) {
+            (Some(_), None) => Some(
+                "[server.tls] has cert but no key; expected both (the PEM files of the \
+                 certificate and of its private key) or neither"
+                    .into(),
+            ),
+            (None, Some(_)) => Some(
+                "[server.tls] has key but no cert; expected both (the PEM files of the \
+                 certificate and of its private key) or neither"
+                    .into(),
+            ),
+            (None, None) if self.client_ca.is_some() => Some(
+                "[server.tls] has client_ca but no cert and key; mutual TLS needs the server's \
+                 own certificate and key too"
+                    .into(),
+            ),
+            _ => None,
+        }
     }
 }
 
@@ -1018,7 +1096,10 @@ impl ServerConfig {
                 self.log_level
             ));
         }
-        self.oauth2.problem().or_else(|| self.grants.problem())
+        self.oauth2
+            .problem()
+            .or_else(|| self.grants.problem())
+            .or_else(|| self.tls.problem())
     }
 
     /// The effective `max_connections` under an open-file limit of `open_files` (`None`:
@@ -1085,6 +1166,7 @@ impl Default for ServerConfig {
             replica_id: None,
             oauth2: OAuth2Config::default(),
             grants: ServerGrantsConfig::default(),
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -1802,6 +1884,39 @@ mod tests {
         );
         assert_eq!(c.packages.rescan_interval, 0);
         assert_eq!(Config::default().packages.rescan_interval, 10);
+    }
+
+    #[test]
+    fn server_tls_needs_both_cert_and_key() {
+        for (text, want) in [
+            (
+                "[server.tls]\ncert = \"s.crt\"\n",
+                "configuration v.toml: [server.tls] has cert but no key; expected both",
+            ),
+            (
+                "[server.tls]\nkey = \"s.key\"\n",
+                "[server.tls] has key but no cert; expected both",
+            ),
+            (
+                "[server.tls]\nclient_ca = \"ca.pem\"\n",
+                "[server.tls] has client_ca but no cert and key",
+            ),
+            ("[server.tls]\ncrt = \"s.crt\"\n", "unknown field `crt`"),
+        ] {
+            let e = Config::from_toml(Path::new("v.toml"), text)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+        let c = Config::from_toml(
+            Path::new("v.toml"),
+            "[server.tls]\ncert = \"s.crt\"\nkey = \"s.key\"\nclient_ca = \"ca.pem\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.server.tls.cert, Some(PathBuf::from("s.crt")));
+        assert_eq!(c.server.tls.key, Some(PathBuf::from("s.key")));
+        assert_eq!(c.server.tls.client_ca, Some(PathBuf::from("ca.pem")));
+        assert!(Config::default().server.tls.is_unset());
     }
 
     #[test]

@@ -66,6 +66,9 @@ const METADATA: [IpAddr; 3] = [
 pub enum Destination {
     /// A URL a client gave: the [`Policy`] applies.
     Client,
+    /// A URL a client gave whose subscription asked for `TLS_CERT`: as [`Destination::Client`],
+    /// over HTTPS only, presenting the client certificate of [`Outgoing::with_tls`].
+    ClientCertificate,
     /// A URL of the configuration (`[grant] nfvo`): no policy, the same limits.
     Operator,
 }
@@ -387,6 +390,10 @@ pub struct Outgoing {
     policy: RwLock<Policy>,
     /// The client of operator destinations (no policy, no idle pool).
     operator: reqwest::Client,
+    /// `[notifications] client_cert` / `client_key`: presented to [`Destination::ClientCertificate`].
+    identity: Option<reqwest::Identity>,
+    /// `[notifications] server_ca`: trusted beside the built-in roots, by every client.
+    roots: Vec<reqwest::Certificate>,
 }
 
 /// A client builder with the rules every request follows (no proxy, no redirects, no idle
@@ -436,7 +443,37 @@ impl Outgoing {
             max,
             policy: RwLock::new(policy),
             operator: build(builder())?,
+            identity: None,
+            roots: Vec::new(),
         })
+    }
+
+    /// The client certificate presented to [`Destination::ClientCertificate`] (`None`: such a
+    /// request fails), and CA certificates trusted beside the built-in roots.
+    ///
+    /// # Errors
+    /// The HTTP client cannot be built with them.
+    pub fn with_tls(
+        mut self,
+        identity: Option<reqwest::Identity>,
+        roots: Vec<reqwest::Certificate>,
+    ) -> Result<Outgoing, String> {
+        self.identity = identity;
+        self.roots = roots;
+        self.operator = build(self.with_roots(builder()))?;
+        Ok(self)
+    }
+
+    /// Whether a client certificate is configured (`TLS_CERT` subscriptions can be served).
+    pub fn has_client_certificate(&self) -> bool {
+        self.identity.is_some()
+    }
+
+    fn with_roots(&self, mut b: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+        for c in &self.roots {
+            b = b.add_root_certificate(c.clone());
+        }
+        b
     }
 
     /// The most connections open at once.
@@ -497,7 +534,9 @@ impl Outgoing {
         build_request: impl FnOnce(&reqwest::Client, Url) -> reqwest::RequestBuilder,
     ) -> Result<Answer, Failure> {
         let u = Url::parse(url).map_err(|e| match to {
-            Destination::Client => Failure::Refused(format!("not a URL: {e}")),
+            Destination::Client | Destination::ClientCertificate => {
+                Failure::Refused(format!("not a URL: {e}"))
+            }
             Destination::Operator => Failure::Failed(format!("not a URL: {e}")),
         })?;
         // The permit is held until the answer is read (or dropped): the connection's life.
@@ -509,9 +548,19 @@ impl Outgoing {
             .map_err(|_| Failure::Failed("the outgoing connections are closed".into()))?;
         let client = match to {
             Destination::Operator => self.operator.clone(),
-            Destination::Client => {
+            Destination::Client | Destination::ClientCertificate => {
                 let addrs = self.policy().check(&u).await?;
-                let mut b = builder();
+                let mut b = self.with_roots(builder());
+                if to == Destination::ClientCertificate {
+                    let id = self.identity.clone().ok_or_else(|| {
+                        Failure::Failed(
+                            "no client certificate ([notifications] client_cert and client_key) \
+                             for a TLS_CERT subscriber"
+                                .into(),
+                        )
+                    })?;
+                    b = b.identity(id).https_only(true);
+                }
                 if let (Ok(None), Some(name)) = (literal(&u), u.host_str()) {
                     // Exactly the addresses checked: no second resolution.
                     b = b.resolve_to_addrs(name, &addrs);

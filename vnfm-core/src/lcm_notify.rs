@@ -128,7 +128,8 @@ pub enum AuthType {
     /// An OAuth 2.0 token from the subscriber's token endpoint (client credentials grant).
     #[serde(rename = "OAUTH2_CLIENT_CREDENTIALS")]
     Oauth2ClientCredentials,
-    /// Mutual TLS (not supported by vnfm: refused with 422).
+    /// Mutual TLS: the notifications go over HTTPS presenting the VNFM's client certificate
+    /// (`callbackUri` must be `https://`).
     TlsCert,
 }
 
@@ -194,6 +195,9 @@ pub enum Delivery {
         /// The token endpoint.
         token_endpoint: String,
     },
+    /// No `Authorization` header: HTTPS, presenting the VNFM's client certificate (`TLS_CERT`
+    /// alone). Whether the VNFM has one is the server's to say.
+    TlsCert,
 }
 
 /// SOL003 `verbosity` (only `FULL` is sent; `SHORT` is accepted and sends the same).
@@ -266,7 +270,7 @@ impl LccnSubscriptionRequest {
     /// [`SubscriptionRefusal::Bad`] for a malformed URI, an `authType` without its parameters,
     /// `operationTypes` / `operationStates` with `notificationTypes` that exclude occurrence
     /// notifications (SOL003 5.5.3.12: "shall be absent"); [`SubscriptionRefusal::Unsupported`]
-    /// for `TLS_CERT`.
+    /// for `TLS_CERT` alone with a `callbackUri` that is not `https://`.
     pub fn validate(&self) -> Result<Delivery, SubscriptionRefusal> {
         check_uri("callbackUri", &self.callback_uri).map_err(SubscriptionRefusal::Bad)?;
         if let Some(f) = &self.filter {
@@ -310,10 +314,15 @@ impl LccnSubscriptionRequest {
             )));
         }
         if a.auth_type.contains(&AuthType::TlsCert) && a.auth_type.len() == 1 {
-            return Err(SubscriptionRefusal::Unsupported(bad(
-                "authentication.authType",
-                "TLS_CERT is not supported by vnfm; use BASIC or OAUTH2_CLIENT_CREDENTIALS",
-            )));
+            if !self.callback_uri.starts_with("https://") {
+                return Err(SubscriptionRefusal::Unsupported(bad(
+                    "callbackUri",
+                    "not https:// while authType is TLS_CERT alone (the client certificate is \
+                     presented in a TLS handshake); expected an https:// URI, or BASIC or \
+                     OAUTH2_CLIENT_CREDENTIALS",
+                )));
+            }
+            return Ok(Delivery::TlsCert);
         }
         // OAuth2 first when both are offered (SOL013 recommends it over Basic).
         if a.auth_type.contains(&AuthType::Oauth2ClientCredentials) {
@@ -1136,6 +1145,13 @@ mod tests {
                 .validate(),
             Err(SubscriptionRefusal::Unsupported(_))
         ));
+        assert_eq!(
+            req(json!({"callbackUri": "https://a", "authentication": {"authType": ["TLS_CERT"]}}))
+                .unwrap()
+                .validate()
+                .unwrap(),
+            Delivery::TlsCert
+        );
         assert_eq!(
             req(
                 json!({"callbackUri": "http://a", "authentication": {"authType": ["BASIC"],

@@ -21,6 +21,11 @@
 //!
 //! So connections that send nothing, or their headers a byte at a time, hold a connection for
 //! at most `header_timeout`, and never keep a request that arrives whole from being served.
+//!
+//! With `[server.tls]`, a connection is a TLS connection (`super::tls`): its handshake is part
+//! of the head of its first request (within `header_timeout` of its opening, closed at the cap
+//! as a slow head while the handshake waits for the client), and hyper reads the decrypted
+//! stream. A handshake that fails closes the connection before any HTTP.
 
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
@@ -43,8 +48,11 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
 
 use super::http::problem_of;
+use super::tls::Tls;
 use super::wire::ProblemIo;
 
 /// The limits of the connections (from `[server]`).
@@ -167,6 +175,15 @@ impl Slot {
         }
     }
 
+    /// The TLS handshake is over: the head of the first request starts, as on a connection
+    /// that has sent nothing yet (its deadline still counts from the opening).
+    fn handshaken(&self) {
+        let mut p = self.lock();
+        if let Phase::Head { since, .. } = *p {
+            *p = Phase::head(since, false);
+        }
+    }
+
     /// A request's head is complete: busy, unless the connection was closed.
     fn start_request(&self) -> bool {
         let mut p = self.lock();
@@ -277,10 +294,12 @@ pub(crate) struct Connections {
     closed: Mutex<BTreeMap<Closed, u64>>,
     accept_errors: AtomicU64,
     accepted: AtomicUsize,
+    /// `[server.tls]`: HTTPS only, with this acceptor.
+    tls: Option<Arc<Tls>>,
 }
 
 impl Connections {
-    pub(crate) fn new(limits: Limits) -> Self {
+    pub(crate) fn new(limits: Limits, tls: Option<Arc<Tls>>) -> Self {
         Self {
             limits,
             slots: Mutex::new(HashMap::new()),
@@ -289,7 +308,13 @@ impl Connections {
             closed: Mutex::new(BTreeMap::new()),
             accept_errors: AtomicU64::new(0),
             accepted: AtomicUsize::new(0),
+            tls,
         }
+    }
+
+    /// The TLS side, with `[server.tls]`.
+    pub(crate) fn tls(&self) -> Option<&Arc<Tls>> {
+        self.tls.as_ref()
     }
 
     fn slots(&self) -> MutexGuard<'_, HashMap<u64, Arc<Slot>>> {
@@ -374,6 +399,10 @@ impl Connections {
                 why.label(),
                 closed.get(&why).copied().unwrap_or(0)
             );
+        }
+        drop(closed);
+        if let Some(tls) = &self.tls {
+            tls.render_metrics(s);
         }
     }
 }
@@ -508,8 +537,11 @@ pub(crate) async fn serve(
             evictable: conns.evictable.clone(),
         });
         conns.slots().insert(id, slot.clone());
+        // The files of [server.tls] are looked at (and read again when they changed) here.
+        let acceptor = conns.tls.as_ref().map(|t| t.acceptor());
         tasks.spawn(connection(
             stream,
+            acceptor,
             router.clone(),
             slot,
             id,
@@ -559,10 +591,13 @@ fn is_connection_error(e: &io::Error) -> bool {
     )
 }
 
-/// Serves one connection until it ends, its phase's deadline passes, it is closed to make
-/// room, or the server stops (then a request in progress finishes first).
+/// Serves one connection (after its TLS handshake with `acceptor`) until it ends, its
+/// phase's deadline passes, it is closed to make room, or the server stops (then a request in
+/// progress finishes first).
+#[allow(clippy::too_many_arguments)]
 async fn connection(
     stream: TcpStream,
+    acceptor: Option<TlsAcceptor>,
     router: Router,
     slot: Arc<Slot>,
     id: u64,
@@ -570,11 +605,102 @@ async fn connection(
     mut stop: watch::Receiver<bool>,
     permit: OwnedSemaphorePermit,
 ) {
-    let limits = conns.limits;
-    let io = TokioIo::new(ProblemIo::new(Watched {
+    let watched = Watched {
         inner: stream,
         slot: slot.clone(),
-    }));
+    };
+    match acceptor {
+        None => serve_http(watched, router, &slot, &conns, &mut stop).await,
+        Some(acceptor) => {
+            if let Some(tls) = handshake(acceptor, watched, &slot, &conns, &mut stop).await {
+                serve_http(tls, router, &slot, &conns, &mut stop).await;
+            }
+        }
+    }
+    conns.slots().remove(&id);
+    drop(permit);
+}
+
+/// The TLS handshake of a new connection, within the deadline of its first head: the stream,
+/// or `None` when it failed, timed out, or the connection was closed meanwhile.
+async fn handshake(
+    acceptor: TlsAcceptor,
+    watched: Watched,
+    slot: &Slot,
+    conns: &Connections,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<TlsStream<Watched>> {
+    let limits = conns.limits;
+    let accept = acceptor.accept(watched);
+    tokio::pin!(accept);
+    loop {
+        let changed = slot.changed.notified();
+        let deadline = slot.deadline(&limits);
+        let expiry = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        // A handshake waiting for the client after every byte it sent was read is slow.
+        let shaken = std::future::poll_fn(|cx| {
+            let r = accept.as_mut().poll(cx);
+            if r.is_pending() {
+                slot.settled();
+            }
+            r
+        });
+        tokio::select! {
+            biased;
+            () = changed => {
+                if slot.closed().is_some() {
+                    return None;
+                }
+            }
+            () = expiry => {
+                match slot.expire(&limits, Instant::now()) {
+                    Some(Closed::Evicted | Closed::Shutdown) => return None,
+                    Some(why) => {
+                        conns.count(why);
+                        return None;
+                    }
+                    None => {}
+                }
+            }
+            _ = stop.wait_for(|s| *s) => {
+                slot.close(Closed::Shutdown);
+                return None;
+            }
+            r = shaken => {
+                return match r {
+                    Ok(s) => {
+                        slot.handshaken();
+                        Some(s)
+                    }
+                    Err(_) => {
+                        if let Some(tls) = &conns.tls {
+                            tls.handshake_failed();
+                        }
+                        None
+                    }
+                };
+            }
+        }
+    }
+}
+
+/// Serves HTTP/1.1 on `stream` (see [`connection`]).
+async fn serve_http<S>(
+    stream: S,
+    router: Router,
+    slot: &Arc<Slot>,
+    conns: &Connections,
+    stop: &mut watch::Receiver<bool>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let limits = conns.limits;
+    let io = TokioIo::new(ProblemIo::new(stream));
     let svc = TowerToHyperService::new(router);
     let svc_slot = slot.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -642,6 +768,4 @@ async fn connection(
             _ = served => break,
         }
     }
-    conns.slots().remove(&id);
-    drop(permit);
 }

@@ -115,6 +115,7 @@ mod state;
 mod subscriptions;
 mod sweep;
 mod tasks;
+mod tls;
 mod versions;
 mod vnf_ops;
 mod vnfpkgm;
@@ -386,6 +387,9 @@ impl Server {
     ) -> Result<Server, CliError> {
         crate::app::check_vim(&config)?;
         config.server.validate()?;
+        let tls = tls::Tls::open(&config.server.tls, quiet)?;
+        config.notifications.policy()?;
+        let (client_identity, server_roots) = tls::notification_tls(&config.notifications)?;
         config.notifications.policy()?;
         let max_connections = config
             .server
@@ -395,6 +399,7 @@ impl Server {
                 .and_then(|p| {
                     crate::outgoing::Outgoing::new(p, config.notifications.max_connections)
                 })
+                .and_then(|o| o.with_tls(client_identity, server_roots))
                 .map_err(CliError::Usage)?,
         );
         config.prometheus_plugin.plugin.validate()?;
@@ -517,11 +522,14 @@ impl Server {
             clock.clone(),
         )
         .await?;
-        let connections = Arc::new(conn::Connections::new(conn::Limits {
-            header: Duration::from_secs(config.server.header_timeout),
-            idle: Duration::from_secs(config.server.idle_timeout),
-            max: max_connections,
-        }));
+        let connections = Arc::new(conn::Connections::new(
+            conn::Limits {
+                header: Duration::from_secs(config.server.header_timeout),
+                idle: Duration::from_secs(config.server.idle_timeout),
+                max: max_connections,
+            },
+            tls,
+        ));
         let journal = match journal_dir {
             Some(dir) => Some(
                 journal::Journal::open(dir.clone(), config.server.alert_fsync == AlertFsync::Each)
@@ -597,6 +605,19 @@ impl Server {
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Whether the server speaks HTTPS (`[server.tls]`).
+    pub fn is_https(&self) -> bool {
+        self.app.connections.tls().is_some()
+    }
+
+    /// Reads the files of `[server.tls]` again, whatever their stamps, as SIGHUP does (a set
+    /// that cannot be used is logged, and the one in use kept). Nothing without `[server.tls]`.
+    pub fn reload_tls(&self) {
+        if let Some(tls) = self.app.connections.tls() {
+            tls.reload();
+        }
     }
 
     /// Reads every package of `[packages] dir` again (as `POST /admin/packages/reload`).
@@ -718,7 +739,12 @@ pub fn run(config: Config, quiet: bool) -> Result<(), CliError> {
         let server = Server::start(config, quiet).await?;
         let reloads = reload_on_hangup(server.app.clone());
         if !quiet {
-            tracing::info!("listening on http://{}", server.local_addr());
+            let scheme = if server.app.connections.tls().is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            tracing::info!("listening on {scheme}://{}", server.local_addr());
             if open_alerts {
                 tracing::warn!(
                     "the alert endpoints take webhooks without credentials; set \
@@ -747,7 +773,7 @@ fn open_file_limit() -> Option<u64> {
         .ok()
 }
 
-/// Reads the packages again at every SIGHUP.
+/// Reads the packages, and the files of `[server.tls]`, again at every SIGHUP.
 #[cfg(unix)]
 fn reload_on_hangup(app: Arc<App>) -> tokio::task::JoinHandle<()> {
     use tokio::signal::unix::{signal, SignalKind};
@@ -760,6 +786,11 @@ fn reload_on_hangup(app: Arc<App>) -> tokio::task::JoinHandle<()> {
             app.note("SIGHUP: reading the packages again");
             // A folder that cannot be read is logged, and the packages read before stay.
             let _ = app.packages.reload().await;
+            if let Some(tls) = app.connections.tls() {
+                app.note("SIGHUP: reading the [server.tls] files again");
+                // A set that cannot be used is logged, and the one in use kept.
+                tls.reload();
+            }
         }
     })
 }

@@ -135,7 +135,8 @@ enum Auth {
 impl Auth {
     async fn of(app: &App, token: &mut Token, delivery: &Delivery) -> Result<Auth, Failure> {
         Ok(match delivery {
-            Delivery::Plain => Auth::None,
+            // The client certificate authenticates (`destination`).
+            Delivery::Plain | Delivery::TlsCert => Auth::None,
             Delivery::Basic { user, password } => Auth::Basic(user.clone(), password.clone()),
             Delivery::OAuth2 {
                 client_id,
@@ -155,6 +156,15 @@ impl Auth {
             Auth::Basic(u, p) => rb.basic_auth(u, Some(p)),
             Auth::Bearer(t) => rb.bearer_auth(t),
         }
+    }
+}
+
+/// Where the notifications of `delivery` go: presenting the client certificate for
+/// `TLS_CERT`.
+fn destination(delivery: &Delivery) -> Destination {
+    match delivery {
+        Delivery::TlsCert => Destination::ClientCertificate,
+        _ => Destination::Client,
     }
 }
 
@@ -204,9 +214,12 @@ pub(crate) async fn test_callback(
         })?;
     let a = app
         .outgoing
-        .send(Destination::Client, uri, limits(app, Body::Skip), |c, u| {
-            auth.apply(c.get(u))
-        })
+        .send(
+            destination(delivery),
+            uri,
+            limits(app, Body::Skip),
+            |c, u| auth.apply(c.get(u)),
+        )
         .await?;
     match a.status.as_u16() {
         204 => Ok(()),
@@ -240,14 +253,19 @@ async fn attempt(
         .map_err(|f| unreachable(format!("{}: the token request: {f}", shown(uri))))?;
     let a = app
         .outgoing
-        .send(Destination::Client, uri, limits(app, Body::Skip), |c, u| {
-            auth.apply(
-                c.post(u)
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .header(header::ACCEPT, "*/*")
-                    .body(body.to_vec()),
-            )
-        })
+        .send(
+            destination(&sub.delivery),
+            uri,
+            limits(app, Body::Skip),
+            |c, u| {
+                auth.apply(
+                    c.post(u)
+                        .header(header::CONTENT_TYPE, "application/json")
+                        .header(header::ACCEPT, "*/*")
+                        .body(body.to_vec()),
+                )
+            },
+        )
         .await
         .map_err(|f| unreachable(format!("{}: {f}", shown(uri))))?;
     let s = a.status.as_u16();

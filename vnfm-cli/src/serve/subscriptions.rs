@@ -3,7 +3,8 @@
 //!
 //! # Routes
 //! - `POST /vnflcm/v2/subscriptions` (`LccnSubscriptionRequest`): 400 naming an unknown member
-//!   or a bad value; 422 for `TLS_CERT`, a `callbackUri` or `tokenEndpoint` the destination
+//!   or a bad value; 422 for `TLS_CERT` without `[notifications] client_cert` (or with a
+//!   `callbackUri` that is not `https://`), a `callbackUri` or `tokenEndpoint` the destination
 //!   policy refuses (`crate::outgoing`), or a callback that does not answer the test `GET`
 //!   with 204 (the ProblemDetails says which of the two, never what the target answered:
 //!   the log does); 303 See Other with the
@@ -31,7 +32,7 @@ use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use vnfm_core::lcm_notify::{subscription_body, subscription_href, SubscriptionRefusal};
+use vnfm_core::lcm_notify::{subscription_body, subscription_href, Delivery, SubscriptionRefusal};
 
 use super::guard::{require_api_token, Guard};
 use super::http::{json, problem_of, read_body, with_location};
@@ -157,6 +158,14 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
     };
     if let Err(r) = within_limits(&app, &req) {
         return r;
+    }
+    if delivery == Delivery::TlsCert && !app.outgoing.has_client_certificate() {
+        return problem_of(
+            422,
+            "authentication.authType: TLS_CERT needs a client certificate on this VNFM \
+             ([notifications] client_cert and client_key), and none is configured; use BASIC \
+             or OAUTH2_CLIENT_CREDENTIALS",
+        );
     }
     let outbox = &app.shared.outbox;
     if let Some(same) = outbox
