@@ -195,12 +195,16 @@ async fn post_answers_202_for_a_gated_grant_of_an_asynchronous_client_and_201_fo
         assert_eq!(r.json()["addResources"].as_array().unwrap().len(), 1);
     }
 
-    // A request that breaks SOL003's rules is refused at once, not kept waiting.
+    // A request that breaks SOL003's rules is refused at once, not kept waiting: a COMPUTE
+    // resource without vduId whose resourceTemplateId is no VDU of the package's flavour (a
+    // missing vduId alone is Tacker's way: the resourceTemplateId is the VDU).
     let mut bad = grant_request("INSTANTIATE", 1, false);
     bad["addResources"][0]
         .as_object_mut()
         .unwrap()
         .remove("vduId");
+    bad["vnfdId"] = json!(serve_common::DEMO_VNFD);
+    bad["addResources"][0]["resourceTemplateId"] = json!("NO-SUCH-VDU");
     let p = post_grant(addr, &async_token, &bad).await.problem(422);
     assert!(
         p["detail"]

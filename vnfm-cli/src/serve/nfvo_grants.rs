@@ -375,7 +375,12 @@ async fn waiting(app: &App, now: DateTime<Utc>) -> Result<Vec<(u64, DateTime<Utc
 /// A request that waits for an operator: checked, counted against `max_pending`, stored,
 /// answered 202 with `Location` and an empty body.
 async fn create_pending(app: &App, request: GrantRequest, client: Option<OAuthClient>) -> Response {
-    if let Err(e) = grantor::check_request(&request) {
+    let package = app.packages.get(&request.vnfd_id).ok();
+    let flavour = package
+        .as_deref()
+        .zip(request.flavour_id.as_deref())
+        .and_then(|(p, f)| p.flavour(f));
+    if let Err(e) = grantor::check_request(&request, flavour) {
         return refused(&e);
     }
     let settings = &app.config.server.grants;

@@ -225,16 +225,21 @@ pub fn res_mgmt_references(request: &GrantRequest) -> BTreeSet<String> {
         .collect()
 }
 
-/// The checks of [`decide`] that need nothing but the request: [`check_limits`], then the
-/// request's own rules (`GrantRequest::validate`; a `COMPUTE` resource without `vduId` is
-/// the VDU its `resourceTemplateId` names, checked against the flavour by [`decide`]). An NFVO that decides later (an asynchronous grant, [`super::approval`]) refuses a
-/// request that fails them at once rather than keeping it.
+/// The checks of [`decide`] that need no VIM: [`check_limits`], the request's own rules
+/// (`GrantRequest::validate`), and the VDU of every `COMPUTE` resource to add (its `vduId`,
+/// else the VDU its `resourceTemplateId` names, which must be one of `flavour` when the
+/// package is known). An NFVO that decides later (an asynchronous grant,
+/// [`super::approval`]) refuses a request that fails them at once rather than keeping it.
 ///
 /// # Errors
 /// [`GrantRefusal::TooMany`] or [`GrantRefusal::Invalid`] naming the field.
-pub fn check_request(request: &GrantRequest) -> Result<(), GrantRefusal> {
+pub fn check_request(
+    request: &GrantRequest,
+    flavour: Option<&Flavour>,
+) -> Result<(), GrantRefusal> {
     check_limits(request)?;
-    check_rules(request)
+    check_rules(request)?;
+    with_vdu_ids(request, flavour).map(|_| ())
 }
 
 fn check_rules(request: &GrantRequest) -> Result<(), GrantRefusal> {
