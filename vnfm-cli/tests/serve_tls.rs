@@ -135,7 +135,7 @@ async fn metrics(c: &reqwest::Client, addr: SocketAddr) -> String {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    r.text().await.unwrap()
+    serve_common::without_replica(&r.text().await.unwrap())
 }
 
 /// The whole chain of an error, `Debug` included (rustls's alert is in its source).
