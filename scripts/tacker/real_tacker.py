@@ -153,7 +153,8 @@ class Cloud:
 # ---------------------------------------------------------------------------- vnfm serve
 def start_vnfm(work):
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    binary = os.environ.get("VNFM_BIN", os.path.join(target, "debug", "vnfm"))
+    # Absolute: vnfm serve runs in the work folder, where a relative path means nothing.
+    binary = os.path.abspath(os.environ.get("VNFM_BIN", os.path.join(target, "debug", "vnfm")))
     if not os.access(binary, os.X_OK):
         raise Fail(f"no vnfm binary at {binary} (build it: cargo build -p vnfm-cli, or set VNFM_BIN)")
     port = free_port()
