@@ -7,6 +7,7 @@
 #
 #   scripts/k8s-dev.sh start [BIN_DIR]   install etcd if missing, start what is not running,
 #                                        wait for health, print the exports below
+#   scripts/k8s-dev.sh install           install etcd (and curl, openssl, xz) if missing, start nothing
 #   scripts/k8s-dev.sh env               print the exports (the control plane must be running)
 #   scripts/k8s-dev.sh status            say which component runs
 #   scripts/k8s-dev.sh stop              stop the processes this script started
@@ -311,10 +312,11 @@ case "${1:-}" in
     start)
         if [ -n "${2:-}" ]; then BIN_DIR=$2; fi
         start ;;
+    install) install ;;
     stop) stop ;;
     env)
         running kube-apiserver || die "the control plane is not running (scripts/k8s-dev.sh start)"
         print_env ;;
     status) status ;;
-    *) echo "usage: $0 start [BIN_DIR] | env | status | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 start [BIN_DIR] | install | env | status | stop" >&2; exit 2 ;;
 esac

@@ -9,6 +9,9 @@
 #
 #   scripts/openstack-dev.sh start   install what is missing, start what is not running,
 #                                    seed flavors/image/zones, print the OS_* exports
+#   scripts/openstack-dev.sh install install what is missing (Debian packages, the venv) and
+#                                    start nothing (the test command runs it in the background
+#                                    while the workspace builds)
 #   scripts/openstack-dev.sh env     print the OS_* exports (services must be running)
 #   scripts/openstack-dev.sh status  list the services and whether they run
 #   scripts/openstack-dev.sh stop    stop every process this script started
@@ -828,10 +831,11 @@ revive_service() {
 
 case "${1:-}" in
     start) start ;;
+    install) mkdir -p "$RUN"; install ;;
     stop) stop ;;
     env) env_exports ;;
     status) status ;;
     kill) kill_service "${2:-}" ;;
     revive) revive_service "${2:-}" ;;
-    *) echo "usage: $0 start|stop|env|status|kill SERVICE|revive SERVICE" >&2; exit 2 ;;
+    *) echo "usage: $0 start|install|stop|env|status|kill SERVICE|revive SERVICE" >&2; exit 2 ;;
 esac

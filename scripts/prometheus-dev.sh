@@ -3,6 +3,7 @@
 # suite (vnfm-cli/tests/serve_prometheus.rs). Everything listens on 127.0.0.1 only.
 #
 #   scripts/prometheus-dev.sh start    install (apt-get, only if missing), render configs, start
+#   scripts/prometheus-dev.sh install  install them (apt-get, only if missing), start nothing
 #   scripts/prometheus-dev.sh stop     stop both (SIGTERM, then SIGKILL after 10 s)
 #   scripts/prometheus-dev.sh reload   POST /-/reload to Prometheus (after rewriting rules.yml)
 #   scripts/prometheus-dev.sh env      print the settings as VAR=value lines
@@ -49,11 +50,7 @@ wait_ready() { # URL NAME
   return 1
 }
 
-start() {
-  case "$BASE" in
-    http://127.0.0.1:*|http://localhost:*|http://\[::1\]:*) ;;
-    *) log "VNFM_WEBHOOK_BASE=$BASE is not a loopback URL; refusing"; exit 2 ;;
-  esac
+install() {
   if ! command -v prometheus >/dev/null || ! command -v prometheus-alertmanager >/dev/null \
      || ! command -v curl >/dev/null; then
     log "installing prometheus, prometheus-alertmanager and curl with apt-get"
@@ -61,6 +58,14 @@ start() {
     apt-get update -qq >/dev/null
     apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager curl >/dev/null
   fi
+}
+
+start() {
+  case "$BASE" in
+    http://127.0.0.1:*|http://localhost:*|http://\[::1\]:*) ;;
+    *) log "VNFM_WEBHOOK_BASE=$BASE is not a loopback URL; refusing"; exit 2 ;;
+  esac
+  install
   if [ -f "$DIR/prometheus.pid" ] || [ -f "$DIR/alertmanager.pid" ]; then
     log "already started in $DIR (run stop first)"; exit 2
   fi
@@ -162,10 +167,11 @@ stop() {
 
 case "${1:-}" in
   start) start ;;
+  install) install ;;
   stop) stop ;;
   reload) curl -fsS -X POST "http://127.0.0.1:$PROM_PORT/-/reload" ;;
   env)
     printf 'VNFM_PROM_DIR=%s\nVNFM_PROM_PORT=%s\nVNFM_AM_PORT=%s\nVNFM_WEBHOOK_BASE=%s\n' \
       "$DIR" "$PROM_PORT" "$AM_PORT" "$BASE" ;;
-  *) echo "usage: $0 start|stop|reload|env" >&2; exit 2 ;;
+  *) echo "usage: $0 start|install|stop|reload|env" >&2; exit 2 ;;
 esac

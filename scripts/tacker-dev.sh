@@ -8,6 +8,7 @@
 #                                 not running (restart both when tacker.conf changed), wait
 #                                 until the API answers and the conductor listens, print the
 #                                 exports
+#   scripts/tacker-dev.sh install install Tacker's venv when missing and start nothing
 #   scripts/tacker-dev.sh env     print the exports (Tacker must be running)
 #   scripts/tacker-dev.sh status  whether tacker-server and tacker-conductor run
 #   scripts/tacker-dev.sh stop    stop both (the conductor ignores SIGTERM: SIGKILL)
@@ -260,8 +261,9 @@ status() {
 
 case "${1:-}" in
     start) start ;;
+    install) mkdir -p "$RUN"; [ -f "$CONSTRAINTS" ] || die "no constraints file $CONSTRAINTS"; install ;;
     stop) stop ;;
     env) env_exports ;;
     status) status ;;
-    *) echo "usage: $0 start|stop|env|status" >&2; exit 2 ;;
+    *) echo "usage: $0 start|install|stop|env|status" >&2; exit 2 ;;
 esac

@@ -102,6 +102,33 @@ if [ "$(suite_on VNFM_TEST_POSTGRES)" = "1" ]; then
   export VNFM_TEST_POSTGRES_URL
 fi
 
+# The software of the OpenStack and Tacker suites (Debian packages, two venvs from PyPI: ~3-5 min
+# on a fresh machine) is installed in the background while the workspace tests build and run;
+# the OpenStack suites wait for it (scripts/openstack-dev.sh start and scripts/tacker-dev.sh
+# start find it installed, or install it themselves and say why it failed). After PostgreSQL's
+# start, so that two apt-get never run at once.
+prefetch_pid=""
+prefetch_log=$work/prefetch.log
+if [ "$(suite_on VNFM_TEST_OPENSTACK)" = "1" ] || [ "$(suite_on VNFM_TEST_HW_AFFINITY)" = "1" ]; then
+  step "installing the OpenStack and Tacker suites' software in the background (log: $prefetch_log)"
+  tacker_too=$(suite_on VNFM_TEST_TACKER)
+  ( scripts/openstack-dev.sh install
+    if [ "$tacker_too" = "1" ]; then scripts/tacker-dev.sh install; fi ) > "$prefetch_log" 2>&1 &
+  prefetch_pid=$!
+fi
+# Waits for the background install (once); its failure is reported, and left to the suite's own
+# start to repeat and explain.
+wait_prefetch() {
+  [ -n "$prefetch_pid" ] || return 0
+  local rc=0
+  wait "$prefetch_pid" || rc=$?
+  prefetch_pid=""
+  if [ "$rc" != 0 ]; then
+    echo "test.sh: the background install failed (exit $rc); the suites' start will try again:" >&2
+    tail -20 "$prefetch_log" >&2
+  fi
+}
+
 step "cargo test (workspace, all features, incl. doctests)"
 # Without the services: the real-service suites skip here (deferred: they run below once their
 # services are up, and the summary checks that they did).
@@ -154,41 +181,18 @@ if [ "$ex_failed" -gt 0 ]; then
   exit 1
 fi
 
-# ETSI's SOL003 VNF LCM conformance suite (NFV-TST010, ../shared/etsi-nfv-api-tests) against
-# `vnfm serve` on the simulated cloud, with the binary the workspace tests built: every test's
-# outcome must be the one tests/sol003/expected.tsv lists (docs/serve.md#etsi-conformance).
-# ~5 min, plus ~1.5 min the first time for the venv (PyPI). Without ../shared it skips (a
-# failure under --strict, as every skip).
-step "ETSI SOL003 VNF LCM conformance (scripts/sol003-conformance.sh)"
-skips_before=$(wc -l < "$VNFM_SKIP_LOG")
-if VNFM_BIN="${CARGO_TARGET_DIR:-target}/debug/vnfm" scripts/sol003-conformance.sh; then
-  if [ "$(wc -l < "$VNFM_SKIP_LOG")" = "$skips_before" ]; then
-    echo "sol003-conformance 1 0 0" >> "$results"
-  fi
-else
-  echo "sol003-conformance 0 1 0" >> "$results"
-  echo "test.sh: the SOL003 conformance run differs from tests/sol003/expected.tsv (above)" >&2
-  exit 1
-fi
-
 # The real-service suites run on CI and when asked with VNFM_TEST_PROMETHEUS=1 /
 # VNFM_TEST_K8S=1 / VNFM_TEST_OPENSTACK=1; set one to 0 to skip that suite (a failure under
 # --strict). Each service script installs what is missing (apt, pip), binds 127.0.0.1 only, and
-# stops what it started when its suite ends, even when the suite fails. The suites reuse the workspace build
-# above (`--workspace`).
-
+# stops what it started when its suite ends, even when the suite fails. The suites reuse the
+# workspace build above (`--workspace`).
+#
 # Real Prometheus 2.42 + Alertmanager 0.25 (Debian): vnfm-cli/tests/serve_prometheus.rs.
-if [ "$(suite_on VNFM_TEST_PROMETHEUS)" = "1" ]; then
-  step "real Prometheus + Alertmanager suite"
+prometheus_suite() {
   scripts/prometheus-dev.sh start
-  trap 'scripts/prometheus-dev.sh stop' EXIT
   VNFM_TEST_PROMETHEUS=1 run_tests real-prometheus \
     cargo test --workspace --all-features --locked --no-fail-fast --test serve_prometheus
-  scripts/prometheus-dev.sh stop
-  trap - EXIT
-  ran_suites="$ran_suites real-prometheus"
-fi
-
+}
 # A real Kubernetes control plane: kube-apiserver, kube-scheduler and kube-controller-manager
 # 1.36.2 (the binaries of ../shared/k8s, or of VNFM_K8S_BIN_DIR) on Debian's etcd (installed by
 # the script when missing), no kubelet; healthy ~4-8 s after start, the suites ~15 s: the
@@ -197,18 +201,83 @@ fi
 # against nodes the tests create as kubelets would, and the manifests of deploy/kubernetes/ sent
 # to the apiserver with server-side dry run (vnfm-cli/tests/k8s_manifests.rs). Every start begins
 # with an empty etcd.
-if [ "$(suite_on VNFM_TEST_K8S)" = "1" ]; then
-  step "real Kubernetes control plane suite (etcd, kube-apiserver, scheduler, controller-manager on 127.0.0.1)"
-  trap 'scripts/k8s-dev.sh stop' EXIT
+k8s_suite() {
+  local k8s_env
   k8s_env=$(scripts/k8s-dev.sh start)
   eval "$k8s_env"
   VNFM_TEST_K8S=1 run_tests real-k8s cargo test --workspace --all-features --locked \
     --no-fail-fast --test real_cluster --test serve_k8s --test k8s_manifests -- --nocapture
-  scripts/k8s-dev.sh stop
-  trap - EXIT
-  ran_suites="$ran_suites real-k8s"
+}
+# These two share nothing with each other nor with the SOL003 run (their own services, ports
+# and processes; cargo builds nothing again), so they run side by side with it, each in the
+# background with its output in a log printed when it ends. Their Debian packages are installed
+# one after the other (apt-get takes one lock) before anything starts.
+bg_pids=""
+bg_names=""
+start_bg() { # name function: runs the suite in the background, output to $work/bg-<name>.out
+  local name=$1 fn=$2
+  ( set -e; "$fn" ) > "$work/bg-$name.out" 2>&1 &
+  bg_pids="$bg_pids $!"
+  bg_names="$bg_names $name"
+}
+stop_bg_services() {
+  for pid in $bg_pids; do kill "$pid" 2>/dev/null || :; done
+  scripts/prometheus-dev.sh stop >/dev/null 2>&1 || :
+  scripts/k8s-dev.sh stop >/dev/null 2>&1 || :
+}
+wait_prefetch   # its apt-get first
+trap stop_bg_services EXIT
+if [ "$(suite_on VNFM_TEST_PROMETHEUS)" = "1" ]; then
+  step "real Prometheus + Alertmanager suite (in the background, beside the SOL003 run)"
+  scripts/prometheus-dev.sh install
+  start_bg real-prometheus prometheus_suite
+fi
+if [ "$(suite_on VNFM_TEST_K8S)" = "1" ]; then
+  step "real Kubernetes control plane suite (etcd, kube-apiserver, scheduler, controller-manager on 127.0.0.1; in the background, beside the SOL003 run)"
+  scripts/k8s-dev.sh install
+  start_bg real-k8s k8s_suite
 fi
 
+# ETSI's SOL003 VNF LCM conformance suite (NFV-TST010, ../shared/etsi-nfv-api-tests) against
+# `vnfm serve` on the simulated cloud, with the binary the workspace tests built: every test's
+# outcome must be the one tests/sol003/expected.tsv lists (docs/serve.md#etsi-conformance).
+# ~5 min, plus ~1.5 min the first time for the venv (PyPI). Without ../shared it skips (a
+# failure under --strict, as every skip).
+step "ETSI SOL003 VNF LCM conformance (scripts/sol003-conformance.sh)"
+skips_before=$(wc -l < "$VNFM_SKIP_LOG")
+sol003_rc=0
+VNFM_BIN="${CARGO_TARGET_DIR:-target}/debug/vnfm" scripts/sol003-conformance.sh || sol003_rc=$?
+if [ "$sol003_rc" = 0 ]; then
+  if [ "$(wc -l < "$VNFM_SKIP_LOG")" = "$skips_before" ]; then
+    echo "sol003-conformance 1 0 0" >> "$results"
+  fi
+else
+  echo "sol003-conformance 0 1 0" >> "$results"
+  echo "test.sh: the SOL003 conformance run differs from tests/sol003/expected.tsv (above)" >&2
+fi
+
+# The background suites: each one's output, then its outcome.
+bg_failed=""
+set -- $bg_names
+for pid in $bg_pids; do
+  name=$1; shift
+  rc=0
+  wait "$pid" || rc=$?
+  step "$name (ran in the background; its output follows)"
+  cat "$work/bg-$name.out"
+  if [ "$rc" = 0 ]; then
+    ran_suites="$ran_suites $name"
+  else
+    bg_failed="$bg_failed $name"
+    echo "test.sh: the $name suite failed (exit $rc, above)" >&2
+  fi
+done
+bg_pids=""
+stop_bg_services
+trap - EXIT
+if [ "$sol003_rc" != 0 ] || [ -n "$bg_failed" ]; then
+  exit 1
+fi
 # Real Keystone, Nova (fake virt driver), Placement, Glance and Heat on MariaDB and RabbitMQ
 # (PyPI + Debian; first run ~3 min and 1.4 GB, then ~1 min): the conformance suite
 # (vnfm-openstack/tests/real_openstack.rs), the LCM scenarios (real_scenarios.rs) and
