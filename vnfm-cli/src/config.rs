@@ -111,6 +111,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use vnfm_core::alert::PrometheusPluginConfig;
 
+use crate::dn::DistinguishedName;
 use crate::error::CliError;
 
 /// The kind of VIM the drivers talk to.
@@ -901,12 +902,36 @@ impl OAuth2Config {
                     c.id
                 ));
             }
-            if c.secret.expose().trim().is_empty() {
+            if c.secret
+                .as_ref()
+                .is_some_and(|s| s.expose().trim().is_empty())
+            {
                 return Some(format!(
                     "[server.oauth2] clients[{i}] (id {:?}) has an empty secret; expected a \
                      non-empty one",
                     c.id
                 ));
+            }
+            match &c.tls_client_auth_subject_dn {
+                None if c.secret.is_none() => {
+                    return Some(format!(
+                        "[server.oauth2] clients[{i}] (id {:?}) has neither secret nor \
+                         tls_client_auth_subject_dn; expected one of them (or both): how the \
+                         client authenticates at POST /token",
+                        c.id
+                    ));
+                }
+                None => {}
+                Some(dn) => {
+                    if let Err(e) = DistinguishedName::parse(dn) {
+                        return Some(format!(
+                            "[server.oauth2] clients[{i}] (id {:?}) tls_client_auth_subject_dn \
+                             {dn:?}: {e}; expected an RFC 4514 distinguished name such as \
+                             \"CN=tacker,O=example\"",
+                            c.id
+                        ));
+                    }
+                }
             }
             if !seen.insert(c.id.as_str()) {
                 return Some(format!(
@@ -926,8 +951,19 @@ impl OAuth2Config {
 pub struct OAuth2Client {
     /// `id`: the `client_id` (Tacker's `[v2_nfvo] client_id`).
     pub id: String,
-    /// `secret`: the client's password (Tacker's `[v2_nfvo] client_password`).
-    pub secret: Secret,
+    /// `secret`: the client's password (Tacker's `[v2_nfvo] client_password`), for HTTP Basic
+    /// client authentication (`client_secret_basic`). Unset: the client authenticates with its
+    /// certificate only (`tls_client_auth_subject_dn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<Secret>,
+    /// `tls_client_auth_subject_dn`: the subject distinguished name (RFC 4514, e.g.
+    /// `"CN=tacker,O=example"`) of the client certificate this client authenticates with at the
+    /// token endpoint (RFC 8705 `tls_client_auth`: Tacker's `[v2_nfvo]
+    /// use_client_secret_basic = False`). Needs `[server.tls] client_ca`, which verifies the
+    /// certificate; the tokens issued this way are bound to that certificate (RFC 8705 section
+    /// 3) and accepted only on connections that present it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_client_auth_subject_dn: Option<String>,
     /// `asynchronous`: the client accepts a `202 Accepted` to its grant requests and polls
     /// the grant (SOL003 clause 9.4.2.3.1), so its requests of the operations of
     /// `[server.grants] approve` wait for an operator (default false: Tacker accepts only 201).
@@ -1100,6 +1136,26 @@ impl ServerConfig {
             .problem()
             .or_else(|| self.grants.problem())
             .or_else(|| self.tls.problem())
+            .or_else(|| self.certificate_clients_problem())
+    }
+
+    /// A client that authenticates with its certificate on a server that verifies none.
+    fn certificate_clients_problem(&self) -> Option<String> {
+        if self.tls.client_ca.is_some() {
+            return None;
+        }
+        let (i, c) = self
+            .oauth2
+            .clients
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.tls_client_auth_subject_dn.is_some())?;
+        Some(format!(
+            "[server.oauth2] clients[{i}] (id {:?}) has tls_client_auth_subject_dn, but [server.tls] \
+             has no client_ca; expected [server.tls] cert, key and client_ca (the server must \
+             verify the client certificates it authenticates)",
+            c.id
+        ))
     }
 
     /// The effective `max_connections` under an open-file limit of `open_files` (`None`:
@@ -1788,7 +1844,13 @@ mod tests {
         let c = Config::from_toml(Path::new("v.toml"), text).unwrap();
         assert_eq!(c.server.oauth2.token_lifetime, 600);
         assert_eq!(c.server.oauth2.clients[0].id, "tacker");
-        assert_eq!(c.server.oauth2.clients[0].secret.expose(), "s3cret");
+        assert_eq!(
+            c.server.oauth2.clients[0]
+                .secret
+                .as_ref()
+                .map(Secret::expose),
+            Some("s3cret")
+        );
         let shown = toml::to_string(&c).unwrap();
         assert!(
             !shown.contains("s3cret") && shown.contains("tacker"),
@@ -1818,6 +1880,18 @@ mod tests {
                 "[[server.oauth2.clients]]\nid = \"a\"\nsecret = \"x\"\n\
                  [[server.oauth2.clients]]\nid = \"a\"\nsecret = \"y\"\n",
                 "given twice",
+            ),
+            (
+                "[[server.oauth2.clients]]\nid = \"a\"\n",
+                "has neither secret nor tls_client_auth_subject_dn",
+            ),
+            (
+                "[[server.oauth2.clients]]\nid = \"a\"\ntls_client_auth_subject_dn = \"tacker\"\n",
+                "tls_client_auth_subject_dn \"tacker\": \"tacker\" has no '='",
+            ),
+            (
+                "[[server.oauth2.clients]]\nid = \"a\"\ntls_client_auth_subject_dn = \"CN=t\"\n",
+                "has tls_client_auth_subject_dn, but [server.tls] has no client_ca",
             ),
         ] {
             let e = Config::from_toml(Path::new("v.toml"), bad)

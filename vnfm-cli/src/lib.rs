@@ -50,6 +50,7 @@ pub(crate) mod cli;
 pub(crate) mod commands;
 pub mod config;
 pub(crate) mod display;
+pub mod dn;
 mod error;
 pub mod exit;
 pub mod heap;

@@ -29,12 +29,14 @@ fn config(dir: &std::path::Path, max_pending: usize) -> Config {
     c.server.oauth2.clients = vec![
         OAuth2Client {
             id: "nfvo-async".into(),
-            secret: Secret::new("async-secret"),
+            secret: Some(Secret::new("async-secret")),
+            tls_client_auth_subject_dn: None,
             asynchronous: true,
         },
         OAuth2Client {
             id: "tacker".into(),
-            secret: Secret::new("tacker-secret"),
+            secret: Some(Secret::new("tacker-secret")),
+            tls_client_auth_subject_dn: None,
             asynchronous: false,
         },
     ];

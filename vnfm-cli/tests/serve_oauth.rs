@@ -23,7 +23,8 @@ const KEY: &str = "a-signing-key-shared-by-replicas-0123456789";
 fn client(id: &str, secret: &str) -> OAuth2Client {
     OAuth2Client {
         id: id.into(),
-        secret: Secret::new(secret),
+        secret: Some(Secret::new(secret)),
+        tls_client_auth_subject_dn: None,
         asynchronous: false,
     }
 }

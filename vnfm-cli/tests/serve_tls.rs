@@ -637,3 +637,116 @@ async fn a_tls_cert_subscription_is_delivered_presenting_the_client_certificate(
         "{e}"
     );
 }
+
+/// `POST https://addr/token` with the form `body` (no HTTP Basic): status and JSON.
+async fn token_by_certificate(
+    c: &reqwest::Client,
+    addr: SocketAddr,
+    body: &str,
+) -> (u16, serde_json::Value) {
+    let r = c
+        .post(format!("https://{addr}/token"))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or_default())
+}
+
+/// `GET https://addr/grant/v1/grants/grant-none` with `token`: the status and the body (a
+/// 404 says the token was accepted, there being no such grant).
+async fn grant_lookup(c: &reqwest::Client, addr: SocketAddr, token: &str) -> (u16, String) {
+    let r = c
+        .get(format!("https://{addr}/grant/v1/grants/grant-none"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+/// Tacker's other NFVO mode (`[v2_nfvo] use_client_secret_basic = False`): the token request
+/// carries only `client_id`, the client certificate authenticates it (RFC 8705
+/// `tls_client_auth`), and the token is bound to that certificate.
+#[tokio::test]
+async fn a_client_certificate_obtains_a_token_bound_to_it_as_tackers_mtls_mode() {
+    use vnfm_cli::config::OAuth2Client;
+    let dir = tempfile::tempdir().unwrap();
+    let server_ca = ca("vnfm test server CA");
+    let clients_ca = ca("vnfm test client CA");
+    let files = write_files(dir.path(), &server_leaf(&server_ca), &clients_ca.pem());
+    let mut c = config(dir.path(), &files, true);
+    c.server.oauth2.clients = vec![OAuth2Client {
+        id: "tacker-mtls".into(),
+        secret: None,
+        tls_client_auth_subject_dn: Some("cn=Tacker.Example".into()),
+        asynchronous: false,
+    }];
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let tacker = client(&server_ca, Some(&client_leaf(&clients_ca)));
+
+    let (status, body) = token_by_certificate(
+        &tacker,
+        addr,
+        "grant_type=client_credentials&client_id=tacker-mtls",
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["token_type"], "Bearer");
+    let token = body["access_token"].as_str().unwrap().to_owned();
+    // Accepted on the Grant API over a connection with the same certificate (a new one:
+    // the client keeps no connection alive).
+    assert_eq!(grant_lookup(&tacker, addr, &token).await.0, 404);
+
+    // Another certificate of the same CA (another subject): the TLS layer lets it in, the
+    // token bound to Tacker's certificate is refused on it, and it obtains no token for
+    // Tacker's client.
+    let intruder = client(
+        &server_ca,
+        Some(&leaf(
+            &clients_ca,
+            "intruder.example",
+            ExtendedKeyUsagePurpose::ClientAuth,
+        )),
+    );
+    let (status, text) = grant_lookup(&intruder, addr, &token).await;
+    assert_eq!(status, 401, "{text}");
+    assert!(text.contains("bound to a client certificate"), "{text}");
+    let (status, body) = token_by_certificate(
+        &intruder,
+        addr,
+        "grant_type=client_credentials&client_id=tacker-mtls",
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (401, Some("invalid_client"))
+    );
+
+    // Tacker's certificate with an unknown client, or without client_id: invalid_client.
+    for form in [
+        "grant_type=client_credentials&client_id=someone",
+        "grant_type=client_credentials",
+    ] {
+        let (status, body) = token_by_certificate(&tacker, addr, form).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (401, Some("invalid_client")),
+            "{form}"
+        );
+    }
+    // A client of certificates has no secret: HTTP Basic with any secret is refused.
+    let r = tacker
+        .post(format!("https://{addr}/token"))
+        .basic_auth("tacker-mtls", Some(""))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body("grant_type=client_credentials")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    server.shutdown().await.unwrap();
+}

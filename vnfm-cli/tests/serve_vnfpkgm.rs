@@ -110,7 +110,8 @@ async fn packages_are_served_as_tacker_reads_them_in_stable_zips() {
     c.server.api_token = Some(Secret::new(BEARER));
     c.server.oauth2.clients = vec![OAuth2Client {
         id: "tacker".into(),
-        secret: Secret::new("tacker-secret"),
+        secret: Some(Secret::new("tacker-secret")),
+        tls_client_auth_subject_dn: None,
         asynchronous: false,
     }];
     c.packages.dir = Some(pkgs.clone());

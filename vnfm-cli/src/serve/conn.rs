@@ -52,6 +52,7 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
 use super::http::problem_of;
+use super::peer::PeerCertificate;
 use super::tls::Tls;
 use super::wire::ProblemIo;
 
@@ -610,10 +611,18 @@ async fn connection(
         slot: slot.clone(),
     };
     match acceptor {
-        None => serve_http(watched, router, &slot, &conns, &mut stop).await,
+        None => serve_http(watched, router, None, &slot, &conns, &mut stop).await,
         Some(acceptor) => {
             if let Some(tls) = handshake(acceptor, watched, &slot, &conns, &mut stop).await {
-                serve_http(tls, router, &slot, &conns, &mut stop).await;
+                // The client certificate rustls verified (mutual TLS), for every request.
+                let peer = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|chain| chain.first())
+                    .and_then(|c| PeerCertificate::from_der(c.as_ref()))
+                    .map(Arc::new);
+                serve_http(tls, router, peer, &slot, &conns, &mut stop).await;
             }
         }
     }
@@ -693,6 +702,7 @@ async fn handshake(
 async fn serve_http<S>(
     stream: S,
     router: Router,
+    peer: Option<Arc<PeerCertificate>>,
     slot: &Arc<Slot>,
     conns: &Connections,
     stop: &mut watch::Receiver<bool>,
@@ -703,9 +713,12 @@ async fn serve_http<S>(
     let io = TokioIo::new(ProblemIo::new(stream));
     let svc = TowerToHyperService::new(router);
     let svc_slot = slot.clone();
-    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         let slot = svc_slot.clone();
         let svc = svc.clone();
+        if let Some(p) = &peer {
+            req.extensions_mut().insert(p.clone());
+        }
         async move {
             if !slot.start_request() {
                 return Ok::<_, Infallible>(closing());

@@ -13,6 +13,7 @@ use axum::response::Response;
 
 use super::http::problem_of;
 use super::oauth::Issuer;
+use super::peer::PeerCertificate;
 use super::state::App;
 
 /// What [`require_api_token`] guards: the server, the start of the 401's text (`the LCM API
@@ -87,7 +88,8 @@ pub(crate) async fn require_api_token(
             "Bearer realm=\"vnfm\"",
         );
     };
-    match oauth.check(token, app.clock().now()) {
+    let peer = req.extensions().get::<Arc<PeerCertificate>>().cloned();
+    match oauth.check(token, app.clock().now(), peer.as_deref()) {
         Ok(client) => {
             let mut req = req;
             req.extensions_mut().insert(OAuthClient(client));

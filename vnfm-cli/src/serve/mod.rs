@@ -109,6 +109,7 @@ mod oauth;
 mod observe;
 mod outbox;
 mod packages;
+mod peer;
 pub mod promise;
 mod query;
 mod state;
@@ -317,15 +318,18 @@ async fn not_found(req: Request) -> Response {
 fn router(app: Arc<App>, issuer: Option<Arc<oauth::Issuer>>) -> Router {
     let token = match issuer.clone() {
         Some(issuer) => post(
-            move |State(app): State<Arc<App>>, headers: axum::http::HeaderMap, body: Body| {
-                oauth::token(app, issuer.clone(), headers, body)
+            move |State(app): State<Arc<App>>,
+                  headers: axum::http::HeaderMap,
+                  peer: Option<axum::Extension<Arc<peer::PeerCertificate>>>,
+                  body: Body| {
+                oauth::token(app, issuer.clone(), headers, peer.map(|e| e.0), body)
             },
         ),
         None => post(|| async {
             http::problem_of(
                 404,
                 "no token endpoint: [server.oauth2] has no clients ([[server.oauth2.clients]] \
-                 id and secret)",
+                 id and secret or tls_client_auth_subject_dn)",
             )
         }),
     };

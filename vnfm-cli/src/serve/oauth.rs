@@ -4,9 +4,12 @@
 //!
 //! # The endpoint
 //! The body is a form (`application/x-www-form-urlencoded`) with `grant_type=client_credentials`
-//! (a `scope` is accepted and ignored); the client authenticates with HTTP Basic
-//! (`client_secret_basic`, RFC 6749 section 2.3.1) as one of `[[server.oauth2.clients]]`. The
-//! answer (200, `Cache-Control: no-store`) is `{"access_token", "token_type": "Bearer",
+//! (a `scope` is accepted and ignored); the client authenticates as one of
+//! `[[server.oauth2.clients]]`, either with HTTP Basic (`client_secret_basic`, RFC 6749 section
+//! 2.3.1: its `secret`), or, on a mutual-TLS connection (`[server.tls] client_ca`), with its
+//! certificate (RFC 8705 section 2.1 `tls_client_auth`: the form's `client_id` names a client
+//! whose `tls_client_auth_subject_dn` is the subject of the certificate the connection
+//! presented; Tacker's `[v2_nfvo] use_client_secret_basic = False`). The answer (200, `Cache-Control: no-store`) is `{"access_token", "token_type": "Bearer",
 //! "expires_in"}`. Errors are RFC 6749 section 5.2's: `invalid_client` (401 with
 //! `WWW-Authenticate: Basic`: no Basic, an unknown client or a wrong secret, the same answer
 //! for both), `invalid_request` (a body that is not a form, a parameter given twice, no
@@ -14,7 +17,9 @@
 //!
 //! # The tokens
 //! `vnfm1.<payload>.<tag>`: the payload is base64url JSON `{"cid": <client id>, "exp": <unix
-//! seconds>}`, the tag base64url HMAC-SHA256 over `vnfm1.<payload>` with the signing key
+//! seconds>}` (and `"x5t"`, the base64url SHA-256 of the client certificate, for a token issued
+//! to a certificate: RFC 8705 section 3's certificate-bound token, accepted only on a
+//! connection presenting that certificate), the tag base64url HMAC-SHA256 over `vnfm1.<payload>` with the signing key
 //! (`[server.oauth2] signing_key`, else 32 random bytes made at start). Nothing is kept per
 //! token: a check verifies the tag in constant time, then the expiry on the server's clock
 //! (the app's `Clock`), then that the client is still configured. Neither a secret nor a token
@@ -34,8 +39,10 @@ use ring::rand::{SecureRandom, SystemRandom};
 use subtle::ConstantTimeEq;
 
 use super::http::read_body;
+use super::peer::PeerCertificate;
 use super::state::App;
 use crate::config::OAuth2Config;
+use crate::dn::DistinguishedName;
 use crate::error::CliError;
 
 /// The path of the token endpoint.
@@ -52,8 +59,8 @@ const MAX_TOKEN_BYTES: usize = 2048;
 
 /// The token endpoint's clients and key (see the module docs).
 pub(crate) struct Issuer {
-    /// Client id → secret.
-    clients: BTreeMap<String, Vec<u8>>,
+    /// Client id → how it authenticates.
+    clients: BTreeMap<String, ClientAuth>,
     key: hmac::Key,
     lifetime: u64,
     /// Compared against when the client is unknown, so that an unknown client takes the time
@@ -70,6 +77,14 @@ impl std::fmt::Debug for Issuer {
     }
 }
 
+/// How one client authenticates at the token endpoint.
+struct ClientAuth {
+    /// Its secret (HTTP Basic), if any.
+    secret: Option<Vec<u8>>,
+    /// The subject of its certificate (mutual TLS), if any.
+    subject: Option<DistinguishedName>,
+}
+
 /// Why a bearer token is not accepted (the text names the cause, never the token).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Invalid {
@@ -81,6 +96,8 @@ pub(crate) enum Invalid {
     Expired,
     /// Its client is no longer among `[[server.oauth2.clients]]`.
     UnknownClient,
+    /// Bound to a client certificate that the connection did not present.
+    OtherCertificate,
 }
 
 impl std::fmt::Display for Invalid {
@@ -98,6 +115,10 @@ impl std::fmt::Display for Invalid {
             Invalid::UnknownClient => {
                 "the access token's client is no longer one of [[server.oauth2.clients]]"
             }
+            Invalid::OtherCertificate => {
+                "the access token is bound to a client certificate (RFC 8705) that this \
+                 connection did not present; send it on a connection with that certificate"
+            }
         })
     }
 }
@@ -106,6 +127,9 @@ impl std::fmt::Display for Invalid {
 struct Payload {
     cid: String,
     exp: i64,
+    /// base64url SHA-256 of the client certificate the token is bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    x5t: Option<String>,
 }
 
 impl Issuer {
@@ -138,7 +162,17 @@ impl Issuer {
             clients: c
                 .clients
                 .iter()
-                .map(|cl| (cl.id.clone(), cl.secret.expose().as_bytes().to_vec()))
+                .map(|cl| {
+                    let auth = ClientAuth {
+                        secret: cl.secret.as_ref().map(|s| s.expose().as_bytes().to_vec()),
+                        // Checked when the configuration was read.
+                        subject: cl
+                            .tls_client_auth_subject_dn
+                            .as_deref()
+                            .and_then(|dn| DistinguishedName::parse(dn).ok()),
+                    };
+                    (cl.id.clone(), auth)
+                })
                 .collect(),
             key: hmac::Key::new(hmac::HMAC_SHA256, &key_bytes),
             lifetime: c.token_lifetime,
@@ -152,14 +186,16 @@ impl Issuer {
         token.starts_with(TOKEN_PREFIX)
     }
 
-    /// A token for `client`, valid until `now` + the lifetime; with the lifetime.
-    fn issue(&self, client: &str, now: DateTime<Utc>) -> (String, u64) {
+    /// A token for `client`, valid until `now` + the lifetime, bound to the certificate of
+    /// thumbprint `bound` if any; with the lifetime.
+    fn issue(&self, client: &str, bound: Option<&[u8]>, now: DateTime<Utc>) -> (String, u64) {
         let exp = now
             .timestamp()
             .saturating_add(i64::try_from(self.lifetime).unwrap_or(i64::MAX));
         let payload = serde_json::to_vec(&Payload {
             cid: client.to_owned(),
             exp,
+            x5t: bound.map(|t| URL_SAFE_NO_PAD.encode(t)),
         })
         .unwrap_or_default();
         let mut signed = String::from(TOKEN_PREFIX);
@@ -170,11 +206,16 @@ impl Issuer {
         (signed, self.lifetime)
     }
 
-    /// The client of `token` when it is valid at `now`.
+    /// The client of `token` when it is valid at `now` on a connection that presented `peer`.
     ///
     /// # Errors
     /// Why it is not.
-    pub(crate) fn check(&self, token: &str, now: DateTime<Utc>) -> Result<String, Invalid> {
+    pub(crate) fn check(
+        &self,
+        token: &str,
+        now: DateTime<Utc>,
+        peer: Option<&PeerCertificate>,
+    ) -> Result<String, Invalid> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(Invalid::Malformed);
         }
@@ -198,7 +239,31 @@ impl Issuer {
         if !self.clients.contains_key(&payload.cid) {
             return Err(Invalid::UnknownClient);
         }
+        if let Some(x5t) = &payload.x5t {
+            let bound = URL_SAFE_NO_PAD
+                .decode(x5t)
+                .map_err(|_| Invalid::Malformed)?;
+            if !peer.is_some_and(|p| p.has_thumbprint(&bound)) {
+                return Err(Invalid::OtherCertificate);
+            }
+        }
         Ok(payload.cid)
+    }
+
+    /// The client `client_id` when the connection's certificate `peer` authenticates it
+    /// (`tls_client_auth`: the client has a subject and it is the certificate's).
+    fn authenticate_certificate(
+        &self,
+        client_id: &str,
+        peer: &PeerCertificate,
+    ) -> Result<String, CertificateRefusal> {
+        let Some(subject) = self.clients.get(client_id).and_then(|c| c.subject.as_ref()) else {
+            return Err(CertificateRefusal::NoSuchClient);
+        };
+        if *subject != peer.subject {
+            return Err(CertificateRefusal::OtherSubject);
+        }
+        Ok(client_id.to_owned())
     }
 
     /// The client that `headers` authenticate with HTTP Basic, compared in constant time.
@@ -219,7 +284,7 @@ impl Issuer {
         ];
         let mut found = None;
         for (id, secret) in forms {
-            let (want, known) = match self.clients.get(&id) {
+            let (want, known) = match self.clients.get(&id).and_then(|c| c.secret.as_ref()) {
                 Some(s) => (s.as_slice(), true),
                 None => (self.decoy.as_slice(), false),
             };
@@ -230,6 +295,16 @@ impl Issuer {
         }
         found
     }
+}
+
+/// Why a certificate does not authenticate a client (logged, not answered: the answer is the
+/// same `invalid_client` for every cause).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CertificateRefusal {
+    /// No client of that id authenticates with a certificate.
+    NoSuchClient,
+    /// The client's configured subject is not the certificate's.
+    OtherSubject,
 }
 
 /// `s` with `+` as a space and `%XX` decoded (form encoding); `s` itself when that is not
@@ -276,20 +351,28 @@ fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
     r
 }
 
-/// `POST /token` (see the module docs).
+/// `POST /token` (see the module docs). `peer` is the connection's verified client
+/// certificate (mutual TLS), if any.
 pub(crate) async fn token(
     app: Arc<App>,
     issuer: Arc<Issuer>,
     headers: HeaderMap,
+    peer: Option<Arc<PeerCertificate>>,
     body: Body,
 ) -> Response {
-    let Some(client) = issuer.authenticate(&headers) else {
-        return oauth_error(
-            StatusCode::UNAUTHORIZED,
-            "invalid_client",
-            "client authentication failed: expected HTTP Basic (client_secret_basic) with the \
-             client_id and secret of one of [[server.oauth2.clients]]",
-        );
+    // HTTP Basic when the request has an Authorization header (checked before the body is
+    // read); else the client certificate, once the form names the client.
+    let basic = headers.contains_key(header::AUTHORIZATION);
+    let by_secret = if basic {
+        match issuer.authenticate(&headers) {
+            Some(client) => Some(client),
+            None => return invalid_client(),
+        }
+    } else if peer.is_none() {
+        // Neither a secret nor a certificate: refused before the body is read.
+        return invalid_client();
+    } else {
+        None
     };
     let bytes = match read_body(body, TOKEN_BODY_LIMIT, app.request_timeout()).await {
         Ok(b) => b,
@@ -321,6 +404,7 @@ pub(crate) async fn token(
         );
     }
     let mut grant_type = None;
+    let mut client_id = None;
     let mut seen = std::collections::BTreeSet::new();
     for (name, value) in form_urlencoded::parse(&bytes) {
         if !seen.insert(name.clone().into_owned()) {
@@ -333,10 +417,48 @@ pub(crate) async fn token(
                 ),
             );
         }
-        if name == "grant_type" {
-            grant_type = Some(value.into_owned());
+        match name.as_ref() {
+            "grant_type" => grant_type = Some(value.into_owned()),
+            "client_id" => client_id = Some(value.into_owned()),
+            _ => {}
         }
     }
+    let by_certificate = by_secret.is_none();
+    let client = match by_secret {
+        Some(client) => {
+            // RFC 6749 section 2.3.1: a client_id in the form must be the authenticated one.
+            if client_id.as_deref().is_some_and(|id| id != client) {
+                return invalid_client();
+            }
+            client
+        }
+        None => {
+            let (Some(id), Some(peer)) = (client_id.as_deref(), peer.as_deref()) else {
+                return invalid_client();
+            };
+            match issuer.authenticate_certificate(id, peer) {
+                Ok(client) => client,
+                Err(why) => {
+                    app.note(&format!(
+                        "token request refused: the client certificate (subject {}) does not \
+                         authenticate client_id {:?}: {}",
+                        peer.subject,
+                        id.chars().take(64).collect::<String>(),
+                        match why {
+                            CertificateRefusal::NoSuchClient => {
+                                "no [[server.oauth2.clients]] of that id has \
+                                 tls_client_auth_subject_dn"
+                            }
+                            CertificateRefusal::OtherSubject => {
+                                "its tls_client_auth_subject_dn is another subject"
+                            }
+                        }
+                    ));
+                    return invalid_client();
+                }
+            }
+        }
+    };
     match grant_type.as_deref() {
         Some("client_credentials") => {}
         Some(other) => {
@@ -357,13 +479,31 @@ pub(crate) async fn token(
             )
         }
     }
-    let (access_token, expires_in) = issuer.issue(&client, app.clock().now());
+    // A token issued to a certificate is bound to it (RFC 8705 section 3).
+    let bound = peer
+        .as_deref()
+        .filter(|_| by_certificate)
+        .map(|p| p.thumbprint.as_slice());
+    let (access_token, expires_in) = issuer.issue(&client, bound, app.clock().now());
     let body = serde_json::json!({
         "access_token": access_token,
         "token_type": "Bearer",
         "expires_in": expires_in,
     });
     no_store_json(StatusCode::OK, &body)
+}
+
+/// The answer to a client that did not authenticate (RFC 6749 section 5.2), the same for
+/// every cause.
+fn invalid_client() -> Response {
+    oauth_error(
+        StatusCode::UNAUTHORIZED,
+        "invalid_client",
+        "client authentication failed: expected HTTP Basic (client_secret_basic) with the \
+         client_id and secret of one of [[server.oauth2.clients]], or, on a mutual-TLS \
+         connection, the form's client_id of a client whose tls_client_auth_subject_dn is the \
+         subject of the certificate presented (tls_client_auth)",
+    )
 }
 
 #[cfg(test)]
@@ -375,7 +515,8 @@ mod tests {
         Issuer::from_config(&OAuth2Config {
             clients: vec![OAuth2Client {
                 id: "tacker".into(),
-                secret: Secret::new("s+cret"),
+                secret: Some(Secret::new("s+cret")),
+                tls_client_auth_subject_dn: None,
                 asynchronous: false,
             }],
             token_lifetime: 60,
@@ -396,30 +537,33 @@ mod tests {
     fn tokens_are_checked_by_signature_expiry_and_client() {
         let i = issuer(None);
         let t0 = DateTime::<Utc>::from_timestamp(1_800_000_000, 0).unwrap();
-        let (tok, ttl) = i.issue("tacker", t0);
+        let (tok, ttl) = i.issue("tacker", None, t0);
         assert_eq!(ttl, 60);
         assert!(Issuer::is_ours(&tok));
-        assert_eq!(i.check(&tok, t0).unwrap(), "tacker");
+        assert_eq!(i.check(&tok, t0, None).unwrap(), "tacker");
         let later = t0 + chrono::Duration::seconds(60);
-        assert_eq!(i.check(&tok, later), Err(Invalid::Expired));
+        assert_eq!(i.check(&tok, later, None), Err(Invalid::Expired));
         // Another server's key (a replica without the shared key): forged.
-        assert_eq!(issuer(None).check(&tok, t0), Err(Invalid::Forged));
+        assert_eq!(issuer(None).check(&tok, t0, None), Err(Invalid::Forged));
         // Altered payload: forged.
-        let (other, _) = i.issue("someone", t0);
+        let (other, _) = i.issue("someone", None, t0);
         let forged = format!(
             "{}.{}",
             other.rsplit_once('.').unwrap().0,
             tok.rsplit_once('.').unwrap().1
         );
-        assert_eq!(i.check(&forged, t0), Err(Invalid::Forged));
+        assert_eq!(i.check(&forged, t0, None), Err(Invalid::Forged));
         // Signed, but its client is not configured.
-        assert_eq!(i.check(&other, t0), Err(Invalid::UnknownClient));
-        assert_eq!(i.check("vnfm1.x", t0), Err(Invalid::Malformed));
-        assert_eq!(i.check("vnfm1.!!.!!", t0), Err(Invalid::Malformed));
+        assert_eq!(i.check(&other, t0, None), Err(Invalid::UnknownClient));
+        assert_eq!(i.check("vnfm1.x", t0, None), Err(Invalid::Malformed));
+        assert_eq!(i.check("vnfm1.!!.!!", t0, None), Err(Invalid::Malformed));
         // A shared key: replicas accept each other's tokens.
         let key = "k".repeat(32);
-        let (shared, _) = issuer(Some(&key)).issue("tacker", t0);
-        assert_eq!(issuer(Some(&key)).check(&shared, t0).unwrap(), "tacker");
+        let (shared, _) = issuer(Some(&key)).issue("tacker", None, t0);
+        assert_eq!(
+            issuer(Some(&key)).check(&shared, t0, None).unwrap(),
+            "tacker"
+        );
         assert!(!format!("{i:?}").contains("s+cret"));
     }
 
