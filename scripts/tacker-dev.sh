@@ -26,6 +26,11 @@
 #                       the OAuth 2.0 client of vnfm serve's [[server.oauth2.clients]] that
 #                       Tacker authenticates as (default: tacker / tacker-secret)
 #   VNFM_TACKER_FALLBACK_BEST_EFFORT  [v2_vnfm] placement_fallback_best_effort (default: False)
+#   VNFM_TACKER_MTLS_CA, VNFM_TACKER_MTLS_CLIENT_CERT
+#                       both set: Tacker's OAuth 2.0 over mutual TLS towards the NFVO
+#                       ([v2_nfvo] use_client_secret_basic = False, mtls_ca_cert_file = the CA
+#                       of vnfm serve's certificate, mtls_client_cert_file = Tacker's
+#                       certificate and key in one PEM file; VNFM_TACKER_NFVO is then https://)
 #   VNFM_TACKER_AMQP    transport_url (default: the RabbitMQ of scripts/openstack-dev.sh,
 #                       rabbit://guest:guest@127.0.0.1:5672/)
 #   VNFM_TACKER_FRESH   1: stop Tacker and start from an empty database (the venv is kept)
@@ -52,6 +57,8 @@ NFVO=${VNFM_TACKER_NFVO:-http://127.0.0.1:19890}
 NFVO=${NFVO%/}
 CLIENT_ID=${VNFM_TACKER_CLIENT_ID:-tacker}
 CLIENT_SECRET=${VNFM_TACKER_CLIENT_SECRET:-tacker-secret}
+MTLS_CA=${VNFM_TACKER_MTLS_CA:-}
+MTLS_CLIENT_CERT=${VNFM_TACKER_MTLS_CLIENT_CERT:-}
 AMQP=${VNFM_TACKER_AMQP:-rabbit://guest:guest@127.0.0.1:5672/}
 IP=127.0.0.1
 VENV=$DIR/venv
@@ -141,12 +148,22 @@ use_external_nfvo = True
 endpoint = $NFVO
 token_endpoint = $NFVO/token
 client_id = $CLIENT_ID
-client_password = $CLIENT_SECRET
-use_client_secret_basic = True
+$(nfvo_auth)
 grant_api_version = 1.4.0
 vnfpkgm_api_version = 2.1.0
 vnf_package_cache_dir = $DATA/vnf_package_cache
 EOF
+}
+
+# How Tacker authenticates to the NFVO's token endpoint: HTTP Basic with the secret, or its
+# client certificate (OAuth 2.0 mutual TLS, RFC 8705) when both mTLS files are given.
+nfvo_auth() {
+    if [ -n "$MTLS_CA" ] && [ -n "$MTLS_CLIENT_CERT" ]; then
+        printf 'use_client_secret_basic = False\nmtls_ca_cert_file = %s\nmtls_client_cert_file = %s\n' \
+            "$MTLS_CA" "$MTLS_CLIENT_CERT"
+    else
+        printf 'client_password = %s\nuse_client_secret_basic = True\n' "$CLIENT_SECRET"
+    fi
 }
 
 create_db() {
@@ -207,6 +224,9 @@ start() {
         rm -f "$DB" "$DB-wal" "$DB-shm"
     fi
     install
+    if [ -n "$MTLS_CA$MTLS_CLIENT_CERT" ] && { [ -z "$MTLS_CA" ] || [ -z "$MTLS_CLIENT_CERT" ]; }; then
+        die "set both VNFM_TACKER_MTLS_CA and VNFM_TACKER_MTLS_CLIENT_CERT, or neither"
+    fi
     local port; port=$(pick_port)
     cp "$VENV/etc/tacker/api-paste.ini" "$CONF/api-paste.ini"
     write_config "$port" "$CONF/tacker.conf.new"

@@ -9,6 +9,12 @@ Not part of the test command (it needs a Tacker venv). By hand:
   vnfm --config vnfm.toml serve   # [server] listen = "127.0.0.1:19890", a
                                   # [[server.oauth2.clients]] id = "tacker"
   /tmp/tk-venv/bin/python scripts/tacker/nfvo_client_check.py <client secret> [base URL]
+
+Tacker's mutual-TLS mode (use_client_secret_basic = False; OAuth2MtlsAuthHandle: POST /token
+with client_id only, over a connection presenting Tacker's certificate), against a vnfm serve
+with [server.tls] cert, key and client_ca and a client of tls_client_auth_subject_dn:
+  /tmp/tk-venv/bin/python scripts/tacker/nfvo_client_check.py --mtls <CA PEM> \
+      <Tacker's certificate and key, one PEM> <client id> https://127.0.0.1:19890
 """
 import sys
 import tempfile
@@ -21,10 +27,16 @@ CACHE = tempfile.mkdtemp()
 CONF = config.CONF
 CONF([], project='tacker')
 objects.register_all()
-base = sys.argv[2] if len(sys.argv) > 2 else "http://127.0.0.1:19890"
+if sys.argv[1] == "--mtls":
+    ca, client_pem, client_id, base = sys.argv[2:6]
+    auth = [("client_id", client_id), ("use_client_secret_basic", False),
+            ("mtls_ca_cert_file", ca), ("mtls_client_cert_file", client_pem)]
+else:
+    base = sys.argv[2] if len(sys.argv) > 2 else "http://127.0.0.1:19890"
+    auth = [("client_id", "tacker"), ("client_password", sys.argv[1]),
+            ("use_client_secret_basic", True)]
 for k, v in [("use_external_nfvo", True), ("endpoint", base),
-             ("token_endpoint", base + "/token"), ("client_id", "tacker"),
-             ("client_password", sys.argv[1]), ("use_client_secret_basic", True),
+             ("token_endpoint", base + "/token"), *auth,
              ("grant_api_version", "1.4.0"), ("vnfpkgm_api_version", "2.1.0"),
              ("vnf_package_cache_dir", CACHE)]:
     CONF.set_override(k, v, group="v2_nfvo")

@@ -11,6 +11,13 @@ Tacker keeps in the occurrence) and checks with Nova that every server the opera
 runs in the zone vnfm granted it (`OS-EXT-AZ:availability_zone`), and after the terminate that
 no server of the VNF is left.
 
+Then the same Tacker in its other NFVO mode, OAuth 2.0 over mutual TLS (`[v2_nfvo]
+use_client_secret_basic = False`): a CA, a server certificate and client certificates made with
+`openssl` for the run, a second `vnfm serve` on HTTPS that requires a client certificate (a
+client without one is refused at the TLS layer) and authenticates Tacker at `POST /token` by
+its certificate's subject (RFC 8705 `tls_client_auth`), Tacker restarted towards it, and a
+second VNF instantiated (checked with Nova as above) and terminated.
+
 Run (a shell with the OpenStack's exports; nothing else needed):
     eval "$(scripts/openstack-dev.sh start)"
     VNFM_TEST_TACKER=1 python3 scripts/tacker/real_tacker.py
@@ -27,6 +34,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -73,16 +81,19 @@ def check(cond, what):
     log(f"ok: {what}")
 
 
-def http(method, url, body=None, headers=None, timeout=60):
-    """(status, headers, parsed JSON or raw bytes)."""
+def http(method, url, body=None, headers=None, timeout=60, ctx=None):
+    """(status, headers, parsed JSON or raw bytes); `ctx`: the SSL context of an https URL
+    (default: the one of the suite's mutual-TLS phase, when it runs)."""
     data = None
     hdrs = dict(headers or {})
     if body is not None:
         data = json.dumps(body).encode()
         hdrs.setdefault("Content-Type", "application/json")
     req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+    if ctx is None and url.startswith("https:"):
+        ctx = SUITE_TLS
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
             status, rh, raw = r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         status, rh, raw = e.code, e.headers, e.read()
@@ -91,6 +102,16 @@ def http(method, url, body=None, headers=None, timeout=60):
     except ValueError:
         parsed = raw
     return status, rh, parsed
+
+
+# The SSL context of the suite's own requests to the HTTPS vnfm serve of the mutual-TLS phase
+# (it trusts the suite's CA and presents the suite's client certificate); set by that phase.
+SUITE_TLS = None
+MTLS_CLIENT_ID = "tacker-mtls"
+# The subject of Tacker's certificate (openssl's -subj order), and as RFC 4514 writes it (in
+# vnfm's [[server.oauth2.clients]] tls_client_auth_subject_dn).
+MTLS_SUBJECT = "/O=vnfm real-tacker suite/CN=tacker-mtls"
+MTLS_SUBJECT_DN = "CN=tacker-mtls,O=vnfm real-tacker suite"
 
 
 def free_port():
@@ -151,7 +172,63 @@ class Cloud:
 
 
 # ---------------------------------------------------------------------------- vnfm serve
-def start_vnfm(work):
+class Certs:
+    """A CA made for the run, the server certificate of 127.0.0.1 it signed, Tacker's client
+    certificate (MTLS_SUBJECT) and the suite's own, each client's certificate and key in one
+    PEM file (as Tacker's mtls_client_cert_file wants it)."""
+
+    def __init__(self, work):
+        d = os.path.join(work, "tls")
+        os.makedirs(d, exist_ok=True)
+        self.ca = os.path.join(d, "ca.pem")
+        ca_key = os.path.join(d, "ca.key")
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+        def openssl(*args):
+            r = subprocess.run(["openssl", *args], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise Fail(f"openssl {' '.join(args[:2])}: {r.stderr.strip()}")
+
+        openssl("req", "-x509", *ec, "-keyout", ca_key, "-out", self.ca, "-days", "2",
+                "-subj", "/CN=vnfm real-tacker suite CA",
+                "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+
+        def leaf(name, subject, ext):
+            key, csr, crt = (os.path.join(d, f"{name}.{x}") for x in ("key", "csr", "crt"))
+            extfile = os.path.join(d, f"{name}.ext")
+            with open(extfile, "w") as f:
+                f.write(ext)
+            openssl("req", *ec, "-keyout", key, "-out", csr, "-subj", subject)
+            openssl("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", ca_key,
+                    "-CAcreateserial", "-out", crt, "-days", "2", "-extfile", extfile)
+            return crt, key
+
+        self.server_cert, self.server_key = leaf(
+            "server", "/CN=127.0.0.1",
+            "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"
+            "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n")
+        client_ext = ("extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n"
+                      "keyUsage=critical,digitalSignature\n")
+        self.tacker = self.joined(d, "tacker", *leaf("tacker", MTLS_SUBJECT, client_ext))
+        suite_crt, suite_key = leaf("suite", "/CN=real-tacker suite", client_ext)
+        self.suite_crt, self.suite_key = suite_crt, suite_key
+
+    @staticmethod
+    def joined(d, name, crt, key):
+        path = os.path.join(d, f"{name}.pem")
+        with open(path, "w") as f:
+            f.write(open(crt).read() + open(key).read())
+        return path
+
+    def context(self, with_certificate=True):
+        ctx = ssl.create_default_context(cafile=self.ca)
+        if with_certificate:
+            ctx.load_cert_chain(self.suite_crt, self.suite_key)
+        return ctx
+
+
+def start_vnfm(work, certs=None):
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     # Absolute: vnfm serve runs in the work folder, where a relative path means nothing.
     binary = os.path.abspath(os.environ.get("VNFM_BIN", os.path.join(target, "debug", "vnfm")))
@@ -180,11 +257,24 @@ token_lifetime = 600
 id = "{CLIENT_ID}"
 secret = "{CLIENT_SECRET}"
 """)
+        if certs is not None:
+            # HTTPS only, every connection with a certificate of the suite's CA, and Tacker's
+            # client authenticated by its certificate at POST /token (RFC 8705)
+            f.write(f"""
+[server.tls]
+cert = "{certs.server_cert}"
+key = "{certs.server_key}"
+client_ca = "{certs.ca}"
+
+[[server.oauth2.clients]]
+id = "{MTLS_CLIENT_ID}"
+tls_client_auth_subject_dn = "{MTLS_SUBJECT_DN}"
+""")
     env = {k: v for k, v in os.environ.items() if not k.startswith("VNFM_")}
     logf = open(os.path.join(work, "vnfm-serve.log"), "w")
     proc = subprocess.Popen([binary, "--config", cfg, "serve"], stdout=logf,
                             stderr=subprocess.STDOUT, env=env, cwd=work)
-    base = f"http://127.0.0.1:{port}"
+    base = f"{'https' if certs else 'http'}://127.0.0.1:{port}"
     end = time.time() + 60
     while True:
         try:
@@ -348,6 +438,85 @@ def scenario(cloud, base, tacker):
         tacker.call("DELETE", f"/vnf_instances/{inst_id}")
 
 
+def start_tacker(env_extra):
+    """scripts/tacker-dev.sh start (a restart when tacker.conf changed): Tacker's API URL."""
+    env = dict(os.environ, **env_extra)
+    out = subprocess.run([os.path.join(ROOT, "scripts", "tacker-dev.sh"), "start"],
+                         env=env, stdout=subprocess.PIPE, text=True)
+    if out.returncode != 0:
+        raise Fail("scripts/tacker-dev.sh start failed (above)")
+    return next(l.split("=", 1)[1] for l in out.stdout.splitlines()
+                if l.startswith("export VNFM_TACKER_URL="))
+
+
+def refused_without_certificate(base, certs):
+    """Whether the HTTPS vnfm serve refuses a client without a certificate at the TLS layer
+    (TLS 1.3: the alert arrives with the first read); the error text."""
+    try:
+        status, _, _ = http("GET", base + "/grant/v1/api_versions", timeout=10,
+                            ctx=certs.context(with_certificate=False))
+        return False, f"answered {status}"
+    except (ssl.SSLError, urllib.error.URLError, ConnectionError) as e:
+        return True, str(getattr(e, "reason", e))
+
+
+def mtls_scenario(cloud, work):
+    """Tacker in its mutual-TLS mode ([v2_nfvo] use_client_secret_basic = False): a second
+    vnfm serve on HTTPS with client certificates, Tacker restarted towards it, and a second VNF
+    instantiated (its grant obtained with Tacker's certificate) and terminated."""
+    global SUITE_TLS
+    mwork = os.path.join(work, "mtls")
+    os.makedirs(mwork, exist_ok=True)
+    certs = Certs(mwork)
+    SUITE_TLS = certs.context()
+    vnfm, base = start_vnfm(mwork, certs)
+    try:
+        refused, why = refused_without_certificate(base, certs)
+        check(refused, f"mTLS: a client without a certificate is refused at the TLS layer ({why})")
+        url = start_tacker({"VNFM_TACKER_NFVO": base, "VNFM_TACKER_CLIENT_ID": MTLS_CLIENT_ID,
+                            "VNFM_TACKER_MTLS_CA": certs.ca,
+                            "VNFM_TACKER_MTLS_CLIENT_CERT": certs.tacker,
+                            "VNFM_TACKER_FALLBACK_BEST_EFFORT": "1"})
+        log(f"Tacker restarted in its mutual-TLS mode towards {base}")
+        tacker = Tacker(url)
+        status, _, inst = tacker.call("POST", "/vnf_instances",
+                                      {"vnfdId": VNFD_ID, "vnfInstanceName": "real-tacker-mtls"})
+        if status != 201:
+            raise Fail(f"mTLS create: Tacker answered {status}: {inst}")
+        inst_id = inst["id"]
+        log(f"mTLS: created VNF instance {inst_id} (the package read over mutual TLS)")
+        try:
+            occ = tacker.op(f"/vnf_instances/{inst_id}/instantiate", {
+                "flavourId": "simple",
+                "vimConnectionInfo": cloud.vim_connection_info(),
+                "additionalParams": USERDATA,
+            }, "mTLS instantiate")
+            servers = servers_of(tacker.instance(inst_id))
+            check(len(servers) == 2, f"mTLS instantiate: two VNFCs ({len(servers)})")
+            check_placement(cloud, base, occ, servers.values(), "mTLS instantiate")
+            occ = tacker.op(f"/vnf_instances/{inst_id}/terminate",
+                            {"terminationType": "FORCEFUL", "additionalParams": USERDATA},
+                            "mTLS terminate")
+            check(bool(occ.get("grantId")), "mTLS terminate: Tacker asked vnfm for a grant")
+            left = [x for x in servers.values() if cloud.server(x) is not None]
+            check(not left, f"mTLS terminate: no server of the VNF is left in Nova ({left})")
+        finally:
+            if tacker.instance(inst_id).get("instantiationState") == "INSTANTIATED":
+                try:
+                    tacker.op(f"/vnf_instances/{inst_id}/terminate",
+                              {"terminationType": "FORCEFUL", "additionalParams": USERDATA},
+                              "mTLS clean-up terminate")
+                except Fail as e:
+                    log(f"mTLS clean-up: {e}")
+            tacker.call("DELETE", f"/vnf_instances/{inst_id}")
+    finally:
+        vnfm.send_signal(signal.SIGTERM)
+        try:
+            vnfm.wait(20)
+        except subprocess.TimeoutExpired:
+            vnfm.kill()
+
+
 def main():
     if os.environ.get("VNFM_TEST_TACKER", "") not in ("1", "true", "yes", "on"):
         skip("set VNFM_TEST_TACKER=1 and the OS_* variables of scripts/openstack-dev.sh")
@@ -363,16 +532,13 @@ def main():
         # fallbackBestEffort: the scale-out's third zone is a small one (az3, az4 hold one
         # m1.tiny each); should a server another suite left fill both, vnfm relaxes the
         # anti-affinity (and says so in the grant) rather than refuse the scale-out
-        env = dict(os.environ, VNFM_TACKER_NFVO=base, VNFM_TACKER_CLIENT_ID=CLIENT_ID,
-                   VNFM_TACKER_CLIENT_SECRET=CLIENT_SECRET,
-                   VNFM_TACKER_FALLBACK_BEST_EFFORT="1")
-        out = subprocess.run([os.path.join(ROOT, "scripts", "tacker-dev.sh"), "start"],
-                             env=env, stdout=subprocess.PIPE, text=True)
-        if out.returncode != 0:
-            raise Fail("scripts/tacker-dev.sh start failed (above)")
-        url = next(l.split("=", 1)[1] for l in out.stdout.splitlines()
-                   if l.startswith("export VNFM_TACKER_URL="))
+        url = start_tacker({"VNFM_TACKER_NFVO": base, "VNFM_TACKER_CLIENT_ID": CLIENT_ID,
+                            "VNFM_TACKER_CLIENT_SECRET": CLIENT_SECRET,
+                            "VNFM_TACKER_FALLBACK_BEST_EFFORT": "1"})
         scenario(cloud, base, Tacker(url))
+        # The same Tacker in its other NFVO mode: OAuth 2.0 over mutual TLS (issue 29,
+        # acceptance 4), against a second vnfm serve on HTTPS.
+        mtls_scenario(cloud, work)
         log(f"passed in {time.time() - t0:.0f}s")
         return 0
     except Fail as e:

@@ -65,6 +65,11 @@
 //! key = "server.key"             # PEM: its private key
 //! client_ca = "clients-ca.pem"   # PEM bundle: mutual TLS, clients must present a certificate it signed
 //!
+//! [[server.oauth2.clients]]      # a client of POST /token (Tacker's [v2_nfvo])
+//! id = "tacker"
+//! secret = "tacker-password"     # HTTP Basic; and/or, with client_ca, the certificate's subject:
+//! tls_client_auth_subject_dn = "CN=tacker.example,O=Example"
+//!
 //! [cluster]                      # hardware-aware affinity (`vnfm cluster`, the label hook)
 //! kubeconfig = "kubeconfig"      # the Kubernetes cluster (token, client certificate, CA); unset with
 //!                                # kind = "sim": the simulated cloud's cluster
