@@ -614,6 +614,32 @@ async fn unknown_packages_flavours_and_instances_are_refused_naming_the_field() 
         .problem(422);
     let r = post_grant(addr, &grant_of("i-1", "op-6", "INSTANTIATE", 1, json!([]))).await;
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let last: u64 = r.json()["id"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("nfvo-grant-")
+        .parse()
+        .unwrap();
+
+    // A constraint naming a resource that is not there: refused naming it, no grant stored
+    // (its number is skipped: GET answers 404), the instance as it was, the server answers.
+    let unknown = json!([{"affinityOrAntiAffinity": "ANTI_AFFINITY", "scope": "ZONE",
+        "resource": [{"idType": "GRANT", "resourceId": "c0"},
+                     {"idType": "RES_MGMT", "resourceId": "no-such-server"}]}]);
+    let p = post_grant(addr, &grant_of("i-1", "op-7", "SCALE", 1, unknown))
+        .await
+        .problem(403);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("placementConstraints[0].resource[1].resourceId")
+            && d.contains("no-such-server"),
+        "{p}"
+    );
+    get_authed(addr, &format!("{GRANTS}/nfvo-grant-{}", last + 1))
+        .await
+        .problem(404);
+    let r = post_grant(addr, &grant_of("i-1", "op-8", "SCALE", 1, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     server.shutdown().await.unwrap();
 }
 

@@ -7,6 +7,8 @@
 //! stores what [`after_grant`] says the registry becomes.
 //!
 //! # The rules ([`admit`])
+//! - `vnfInstanceId`, `vnfLcmOpOccId` and every `addResources[].id` are at most
+//!   [`MAX_ID_BYTES`] long (the registry records them), else 422 naming the field.
 //! - `vnfdId` must be the VNFD of an onboarded package, else [`GrantRefusal::Invalid`] (422)
 //!   naming `vnfdId` and the value (as SOL003's `CreateVnfRequest` answers 422 for an unknown
 //!   `vnfdId`). A `CHANGE_VNFPKG` must also name an onboarded `dstVnfdId`.
@@ -61,6 +63,10 @@ pub const MAX_NFVO_INSTANCES: usize = 10_000;
 /// The most draws recorded for one instance (its VNFCs in the reservation's zone); a grant
 /// that would record more is refused.
 pub const MAX_INSTANCE_DRAWS: usize = 10_000;
+
+/// The longest `vnfInstanceId`, `vnfLcmOpOccId` and `addResources[].id` the registry records,
+/// in bytes (Tacker's are 36-character UUIDs); longer is refused naming the field.
+pub const MAX_ID_BYTES: usize = 256;
 
 /// The key of a `GrantRequest`'s `additionalParams` naming the reservation its new VNFCs draw
 /// from (SOL003's `GrantInfo.reservationId`).
@@ -154,6 +160,7 @@ fn unknown_vnfd(field: &str, id: &str) -> GrantRefusal {
 /// [`GrantRefusal::Invalid`] (422) or [`GrantRefusal::Rejected`] (403) naming the field and
 /// the value.
 pub fn admit<'a>(request: &GrantRequest, a: &Admission<'a>) -> Result<Admitted<'a>, GrantRefusal> {
+    check_id_lengths(request)?;
     let Some(package) = a.package else {
         return Err(unknown_vnfd("vnfdId", &request.vnfd_id));
     };
@@ -218,6 +225,36 @@ pub fn admit<'a>(request: &GrantRequest, a: &Admission<'a>) -> Result<Admitted<'
         }
     }
     Ok(Admitted { flavour })
+}
+
+fn check_id_lengths(request: &GrantRequest) -> Result<(), GrantRefusal> {
+    let ids = [
+        ("vnfInstanceId".to_owned(), request.vnf_instance_id.as_str()),
+        (
+            "vnfLcmOpOccId".to_owned(),
+            request.vnf_lcm_op_occ_id.as_str(),
+        ),
+    ]
+    .into_iter()
+    .chain(
+        request
+            .add_resources
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("addResources[{i}].id"), r.id.as_str())),
+    );
+    for (field, id) in ids {
+        if id.len() > MAX_ID_BYTES {
+            return Err(invalid(
+                &field,
+                format!(
+                    "has {} bytes; this NFVO records ids of at most {MAX_ID_BYTES}",
+                    id.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The rules of [`admit`] on the instance: registered or not, instantiated, its VNFD.

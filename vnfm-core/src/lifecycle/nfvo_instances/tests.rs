@@ -98,6 +98,15 @@ fn an_unknown_vnfd_or_flavour_is_refused_naming_the_field_and_the_value() {
     r.flavour_id = Some("default".into());
     let a = admit(&r, &admission(None, Some(&pkg))).unwrap();
     assert_eq!(a.flavour.id, "default");
+
+    // Ids the registry records are bounded.
+    r.add_resources[0].id = "x".repeat(MAX_ID_BYTES + 1);
+    let (status, field, text) = refusal(admit(&r, &admission(None, Some(&pkg))));
+    assert_eq!((status, field.as_str()), (422, "addResources[0].id"));
+    assert!(text.contains("257 bytes"), "{text}");
+    r.vnf_instance_id = "i".repeat(MAX_ID_BYTES + 1).as_str().into();
+    let (_, field, _) = refusal(admit(&r, &admission(None, Some(&pkg))));
+    assert_eq!(field, "vnfInstanceId");
 }
 
 #[test]
