@@ -512,20 +512,8 @@ pub fn settle_reservation(
         }
     }
     if let Some(res) = reservation {
-        let zone = trial.reservation(res).map(|r| r.zone);
-        let in_zone = zone.as_ref().is_some_and(|z| {
-            let ids: BTreeSet<&str> = grant
-                .zones
-                .iter()
-                .filter(|i| i.zone_id == *z)
-                .map(|i| i.id.as_str())
-                .collect();
-            grant
-                .add_resources
-                .iter()
-                .any(|g| g.zone_id.as_deref().is_some_and(|i| ids.contains(i)))
-        });
-        if zone.is_none() || in_zone {
+        // An unknown reservation is drawn from, so that the ledger says why it is refused.
+        if places_in_zone(&trial, grant, res).unwrap_or(true) {
             out.drawn = draw(
                 &mut trial,
                 &mut trial_ids,
@@ -565,6 +553,24 @@ pub fn settle_reservation(
         }
     }
     Ok(out)
+}
+
+/// Whether `grant` places a resource in the zone of `reservation`; `None` when the ledger has
+/// no such reservation.
+fn places_in_zone(ledger: &Ledger, grant: &Grant, reservation: &ReservationId) -> Option<bool> {
+    let zone = ledger.reservation(reservation)?.zone;
+    let ids: BTreeSet<&str> = grant
+        .zones
+        .iter()
+        .filter(|i| i.zone_id == zone)
+        .map(|i| i.id.as_str())
+        .collect();
+    Some(
+        grant
+            .add_resources
+            .iter()
+            .any(|g| g.zone_id.as_deref().is_some_and(|i| ids.contains(i))),
+    )
 }
 
 /// Draws the `COMPUTE` resources of `grant` in the reservation's zone; the allocations'

@@ -301,6 +301,18 @@ fn settle(
     )
 }
 
+/// A scale-in grant request removing `(resource id, server)`s of VDU1, as Tacker names them.
+fn scale_in(removed: &[(&str, &str)]) -> GrantRequest {
+    let mut r = request(GrantedLcmOperationType::Scale, "op-3", 0);
+    for (rid, server) in removed {
+        r.remove_resources.push(
+            ResourceDefinition::new(*rid, crate::grant::ResourceType::Compute, "VDU1")
+                .with_resource(ResourceHandle::new(*server)),
+        );
+    }
+    r
+}
+
 #[test]
 fn grants_draw_scale_in_gives_back_by_vdu_and_zone_and_terminate_gives_back_everything() {
     let (mut l, mut ids) = ledger();
@@ -333,13 +345,7 @@ fn grants_draw_scale_in_gives_back_by_vdu_and_zone_and_terminate_gives_back_ever
 
     // A scale-in of two servers, ids of Tacker's own (new UUIDs): one in AZ-1 (drew), one in
     // AZ-2 (drew nothing). One allocation goes back.
-    let mut scale_in = request(GrantedLcmOperationType::Scale, "op-3", 0);
-    for (rid, server) in [("u-1", "srv-a"), ("u-2", "srv-b")] {
-        scale_in.remove_resources.push(
-            ResourceDefinition::new(rid, crate::grant::ResourceType::Compute, "VDU1")
-                .with_resource(ResourceHandle::new(server)),
-        );
-    }
+    let scale_in = scale_in(&[("u-1", "srv-a"), ("u-2", "srv-b")]);
     assert_eq!(scaled_in_references(&scale_in, Some(&reg)).len(), 2);
     assert!(
         scaled_in_references(&scale_in, Some(&registered(0))).is_empty(),
