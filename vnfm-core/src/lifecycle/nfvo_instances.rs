@@ -477,7 +477,9 @@ impl Settlement {
 /// `reservation`, draws every `COMPUTE` resource of `grant` placed in its zone (`request` with
 /// a `vduId` on each, `flavour` their VDUs), tagging them with `reservationId` in the grant.
 /// All or nothing: a refusal leaves the ledger and the grant as they were. A reservation in a
-/// zone the grant places nothing in draws nothing.
+/// zone the grant places nothing in draws nothing, and a grant that adds no `COMPUTE`
+/// resource does not look at the reservation (a terminate gives back even when the
+/// reservation is gone).
 ///
 /// # Errors
 /// [`GrantRefusal::Rejected`] (403) naming `additionalParams.reservationId` when the
@@ -511,7 +513,13 @@ pub fn settle_reservation(
             out.released.insert(a.clone());
         }
     }
-    if let Some(res) = reservation {
+    let adds = request
+        .add_resources
+        .iter()
+        .any(|r| r.type_ == ResourceType::Compute);
+    // A grant that adds no VNFC (a scale-in, a terminate) draws nothing, whatever the
+    // reservation's state.
+    if let Some(res) = reservation.filter(|_| adds) {
         // An unknown reservation is drawn from, so that the ledger says why it is refused.
         if places_in_zone(&trial, grant, res).unwrap_or(true) {
             out.drawn = draw(

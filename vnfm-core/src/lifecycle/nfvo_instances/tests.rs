@@ -286,8 +286,23 @@ fn settle(
     release: &BTreeSet<AllocationId>,
     at: i64,
 ) -> Result<Settlement, GrantRefusal> {
+    settle_in("r-1", l, ids, g, r, reg, release, at)
+}
+
+/// [`settle_reservation`] under reservation `res` at `t(at)`.
+#[allow(clippy::too_many_arguments)]
+fn settle_in(
+    res: &str,
+    l: &mut Ledger,
+    ids: &mut IdGen,
+    g: &mut Grant,
+    r: &GrantRequest,
+    reg: Option<&NfvoInstance>,
+    release: &BTreeSet<AllocationId>,
+    at: i64,
+) -> Result<Settlement, GrantRefusal> {
     let pkg = demo();
-    let res = ReservationId::new("r-1");
+    let res = ReservationId::new(res);
     settle_reservation(
         l,
         ids,
@@ -332,17 +347,6 @@ fn grants_draw_scale_in_gives_back_by_vdu_and_zone_and_terminate_gives_back_ever
         panic!()
     };
 
-    // A scale-out placed elsewhere draws nothing and keeps no reservationId.
-    let out = request(GrantedLcmOperationType::Scale, "op-2", 1);
-    let mut g = granted(&out, true);
-    let s = settle(&mut l, &mut ids, &mut g, &out, Some(&reg), &none, 2).unwrap();
-    assert!(!s.changed());
-    assert!(g.add_resources[0].reservation_id.is_none());
-    let RegistryChange::Put(reg) = after_grant(&out, Some(&reg), "default", s.drawn, &s.released)
-    else {
-        panic!()
-    };
-
     // A scale-in of two servers, ids of Tacker's own (new UUIDs): one in AZ-1 (drew), one in
     // AZ-2 (drew nothing). One allocation goes back.
     let scale_in = scale_in(&[("u-1", "srv-a"), ("u-2", "srv-b")]);
@@ -381,11 +385,22 @@ fn grants_draw_scale_in_gives_back_by_vdu_and_zone_and_terminate_gives_back_ever
     };
     assert_eq!(reg.draws.len(), 1);
 
-    // Terminate: everything back, the reservation as it started.
+    // Terminate: everything back, the reservation as it started; it adds nothing, so a
+    // reservation the ledger does not have does not stop it.
     let term = request(GrantedLcmOperationType::Terminate, "op-4", 0);
     let release = released_by(&term, Some(&reg), &BTreeMap::new());
     let mut g = granted(&term, false);
-    let s = settle(&mut l, &mut ids, &mut g, &term, Some(&reg), &release, 4).unwrap();
+    let s = settle_in(
+        "gone",
+        &mut l,
+        &mut ids,
+        &mut g,
+        &term,
+        Some(&reg),
+        &release,
+        4,
+    )
+    .unwrap();
     assert_eq!(s.released.len(), 1);
     assert!(l.reservation(&"r-1".into()).unwrap().allocated.is_zero());
 }
@@ -465,4 +480,17 @@ fn the_reservation_comes_from_the_request_else_the_setting() {
         (e.status(), e.field()),
         (422, "additionalParams.reservationId")
     );
+}
+
+#[test]
+fn a_grant_placed_outside_the_reservations_zone_draws_nothing() {
+    let (mut l, mut ids) = ledger();
+    let none = BTreeSet::new();
+    let reg = registered(0);
+    let out = request(GrantedLcmOperationType::Scale, "op-2", 1);
+    let mut g = granted(&out, true);
+    let s = settle(&mut l, &mut ids, &mut g, &out, Some(&reg), &none, 2).unwrap();
+    assert!(!s.changed());
+    assert!(g.add_resources[0].reservation_id.is_none());
+    assert_eq!(reserved_instances(&l), 0);
 }
