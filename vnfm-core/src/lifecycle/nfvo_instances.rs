@@ -35,9 +35,11 @@
 //!
 //! # The reservation ([`settle_reservation`])
 //! A grant answered under a reservation of the Promise ledger draws from it: every `COMPUTE`
-//! resource of `addResources` granted into the reservation's zone draws its VDU's virtual
-//! compute ([`granter::draw_reservation`], all or nothing), recorded per instance as an
-//! [`InstanceDraw`]. A scale-in gives back the draws of the VNFCs it removes: Tacker (16.0.0,
+//! resource of the `addResources` of an `INSTANTIATE`, a `SCALE` or a `SCALE_TO_LEVEL`
+//! ([`draws_for`]) granted into the reservation's zone draws its VDU's virtual compute
+//! ([`granter::draw_reservation`], all or nothing), recorded per instance as an
+//! [`InstanceDraw`]; a heal (or a change of package, of external connectivity) makes VNFCs
+//! again in place of those it removes, which keep their draws. A scale-in gives back the draws of the VNFCs it removes: Tacker (16.0.0,
 //! `_make_res_def_for_remove_vnfcs`) names each removed VNFC with a new `id` of its own and
 //! the server as `resource.resourceId`, never the `id` of the earlier grant's `addResources`,
 //! so a removal is matched by its VDU and the zone its server runs in ([`released_by`]). A
@@ -363,16 +365,14 @@ pub fn after_grant(
     }
 }
 
-/// The servers a `SCALE` request removes (`resource.resourceId` of each `COMPUTE` entry of
+/// The servers a `SCALE` (or `SCALE_TO_LEVEL`) request removes (`resource.resourceId` of each `COMPUTE` entry of
 /// `removeResources`, at most `grantor::MAX_GRANT_RESOURCES`), when `registered` holds draws
 /// to give back: the caller locates them in its VIM into the `located` of [`released_by`].
 pub fn scaled_in_references(
     request: &GrantRequest,
     registered: Option<&NfvoInstance>,
 ) -> BTreeSet<String> {
-    if request.operation != GrantedLcmOperationType::Scale
-        || registered.is_none_or(|r| r.draws.is_empty())
-    {
+    if !gives_back_for(request.operation) || registered.is_none_or(|r| r.draws.is_empty()) {
         return BTreeSet::new();
     }
     request
@@ -385,7 +385,8 @@ pub fn scaled_in_references(
 }
 
 /// The draws of `registered` a granted `request` gives back: all of them for a `TERMINATE`
-/// and for an `INSTANTIATE` that replaces an earlier one; for a `SCALE`, one per `COMPUTE`
+/// and for an `INSTANTIATE` that replaces an earlier one; for a `SCALE` or a
+/// `SCALE_TO_LEVEL`, one per `COMPUTE`
 /// entry of `removeResources`, matched by VDU (`vduId`, else `resourceTemplateId`) and the
 /// zone its server runs in (`located`, by `resource.resourceId`), the newest draw first; a
 /// server not located is matched by VDU alone, and a removal with no draw of its VDU in its
@@ -403,7 +404,7 @@ pub fn released_by(
         GrantedLcmOperationType::Terminate | GrantedLcmOperationType::Instantiate => {
             r.draws.iter().map(|d| d.allocation.clone()).collect()
         }
-        GrantedLcmOperationType::Scale => {
+        op if gives_back_for(op) => {
             let mut out = BTreeSet::new();
             for rm in request
                 .remove_resources
@@ -513,12 +514,13 @@ pub fn settle_reservation(
             out.released.insert(a.clone());
         }
     }
-    let adds = request
-        .add_resources
-        .iter()
-        .any(|r| r.type_ == ResourceType::Compute);
-    // A grant that adds no VNFC (a scale-in, a terminate) draws nothing, whatever the
-    // reservation's state.
+    let adds = draws_for(request.operation)
+        && request
+            .add_resources
+            .iter()
+            .any(|r| r.type_ == ResourceType::Compute);
+    // A grant that adds no VNFC (a scale-in, a terminate) or re-creates them (a heal) draws
+    // nothing, whatever the reservation's state.
     if let Some(res) = reservation.filter(|_| adds) {
         // An unknown reservation is drawn from, so that the ledger says why it is refused.
         if places_in_zone(&trial, grant, res).unwrap_or(true) {
@@ -561,6 +563,27 @@ pub fn settle_reservation(
         }
     }
     Ok(out)
+}
+
+/// Whether the new VNFCs of `operation` draw from a reservation: those of an `INSTANTIATE`, a
+/// `SCALE` or a `SCALE_TO_LEVEL`. A `HEAL`, a `CHANGE_VNFPKG` or a `CHANGE_EXT_CONN` makes
+/// VNFCs again in place of those it removes, which keep their draws.
+pub fn draws_for(operation: GrantedLcmOperationType) -> bool {
+    matches!(
+        operation,
+        GrantedLcmOperationType::Instantiate
+            | GrantedLcmOperationType::Scale
+            | GrantedLcmOperationType::ScaleToLevel
+    )
+}
+
+/// Whether the removals of `operation` give back draws: those of a `SCALE` or a
+/// `SCALE_TO_LEVEL` (a scale-in).
+fn gives_back_for(operation: GrantedLcmOperationType) -> bool {
+    matches!(
+        operation,
+        GrantedLcmOperationType::Scale | GrantedLcmOperationType::ScaleToLevel
+    )
 }
 
 /// Whether `grant` places a resource in the zone of `reservation`; `None` when the ledger has

@@ -494,3 +494,28 @@ fn a_grant_placed_outside_the_reservations_zone_draws_nothing() {
     assert!(g.add_resources[0].reservation_id.is_none());
     assert_eq!(reserved_instances(&l), 0);
 }
+
+#[test]
+fn a_heal_draws_nothing_and_keeps_the_draws() {
+    let (mut l, mut ids) = ledger();
+    let none = BTreeSet::new();
+    let inst = request(GrantedLcmOperationType::Instantiate, "op-1", 1);
+    let mut g = granted(&inst, false);
+    let s = settle(&mut l, &mut ids, &mut g, &inst, None, &none, 1).unwrap();
+    let RegistryChange::Put(reg) = after_grant(&inst, None, "default", s.drawn, &s.released) else {
+        panic!()
+    };
+    // Tacker's heal: the VNFC removed and made again (a new COMPUTE resource of its VDU).
+    let mut heal = scale_in(&[("u-1", "srv-a")]);
+    heal.operation = GrantedLcmOperationType::Heal;
+    heal.add_resources = request(GrantedLcmOperationType::Heal, "op-2", 1).add_resources;
+    assert!(scaled_in_references(&heal, Some(&reg)).is_empty());
+    let release = released_by(&heal, Some(&reg), &BTreeMap::new());
+    assert!(release.is_empty());
+    let mut g = granted(&heal, false);
+    let s = settle(&mut l, &mut ids, &mut g, &heal, Some(&reg), &release, 2).unwrap();
+    assert!(!s.changed());
+    assert_eq!(reserved_instances(&l), 1);
+    assert!(!draws_for(GrantedLcmOperationType::Heal));
+    assert!(draws_for(GrantedLcmOperationType::ScaleToLevel));
+}
