@@ -746,7 +746,8 @@ GRANTING_PATCHES = [
 # The project's request bodies of the Granting files (tests/sol003/granting-jsons/): the one the
 # suite expects to be rejected (7.3.2.1.3) asks for five VNFCs apart by zone, with no fallback,
 # which the four zones of the demo cloud cannot hold; the suite's own body is an ordinary request
-# that an NFVO has no reason to refuse.
+# that an NFVO has no reason to refuse. Both name the demo package's vnfdId and flavour: the
+# suite's "myVnF" / "string" are no onboarded package, which vnfm refuses (422 naming vnfdId).
 
 
 def die(msg):

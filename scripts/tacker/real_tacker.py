@@ -18,6 +18,13 @@ client without one is refused at the TLS layer) and authenticates Tacker at `POS
 its certificate's subject (RFC 8705 `tls_client_auth`), Tacker restarted towards it, and a
 second VNF instantiated (checked with Nova as above) and terminated.
 
+The grants draw from a reservation of vnfm's Promise ledger (`[server.grants] reservation`):
+before Tacker starts, the suite gives the ledger capacity in one big zone (POST
+/promise/v1/pools) and reserves part of it (POST /promise/v1/reservations); after every
+operation it checks the reservation's allocated instances: one per VNFC vnfm granted into its
+zone (instantiate, scale-out), unchanged by the heal, and back to zero (the start) after the
+terminate.
+
 Run (a shell with the OpenStack's exports; nothing else needed):
     eval "$(scripts/openstack-dev.sh start)"
     VNFM_TEST_TACKER=1 python3 scripts/tacker/real_tacker.py
@@ -48,6 +55,7 @@ VNFD_ID = "5c0f7a3e-8d2b-4e61-9a4f-2b7d9e1c6a55"
 CLIENT_ID = "tacker"
 CLIENT_SECRET = "tacker-suite-secret"
 API_TOKEN = "real-tacker-suite-token"
+RESERVATION = "tacker-grants"
 OP_TIMEOUT = 300  # seconds an LCM operation of Tacker may take
 # Tacker reads the user data script of every operation from that operation's request: without
 # it a scale or a heal runs Tacker's DefaultUserData, which knows nothing of the per-VNFC
@@ -159,6 +167,15 @@ class Cloud:
                                         "X-OpenStack-Nova-API-Version": "2.79"})
         return body["server"] if status == 200 else None
 
+    def zones(self):
+        """The available compute zones (Nova's os-availability-zone)."""
+        status, _, body = http("GET", f"{self.nova}/os-availability-zone",
+                               headers={"X-Auth-Token": self.token})
+        if status != 200:
+            raise Fail(f"Nova's zones: {status} {body}")
+        return sorted(z["zoneName"] for z in body.get("availabilityZoneInfo", [])
+                      if z.get("zoneState", {}).get("available"))
+
     def vim_connection_info(self):
         a = self.auth
         return {"vim1": {
@@ -236,6 +253,9 @@ def start_vnfm(work, certs=None):
         raise Fail(f"no vnfm binary at {binary} (build it: cargo build -p vnfm-cli, or set VNFM_BIN)")
     port = free_port()
     cfg = os.path.join(work, "vnfm.toml")
+    # The first server's grants draw from the suite's reservation; the mutual-TLS phase's
+    # server has no ledger of its own (its grants draw nothing).
+    grants = "" if certs is not None else f'[server.grants]\nreservation = "{RESERVATION}"\n'
     with open(cfg, "w") as f:
         f.write(f"""[vim]
 kind = "openstack"
@@ -253,6 +273,7 @@ api_token = "{API_TOKEN}"
 [server.oauth2]
 token_lifetime = 600
 
+{grants}
 [[server.oauth2.clients]]
 id = "{CLIENT_ID}"
 secret = "{CLIENT_SECRET}"
@@ -287,6 +308,55 @@ tls_client_auth_subject_dn = "{MTLS_SUBJECT_DN}"
         time.sleep(0.2)
     log(f"vnfm serve on {base} (log: {work}/vnfm-serve.log)")
     return proc, base
+
+
+def vnfm_call(base, method, path, body=None):
+    return http(method, base + path, body, {"Authorization": f"Bearer {API_TOKEN}"})
+
+
+def make_reservation(cloud, base):
+    """Capacity in one big zone of the cloud (not in VNFM_OS_TEST_SMALL_ZONES) and the
+    reservation RESERVATION of part of it, from now; returns the zone."""
+    small = set(os.environ.get("VNFM_OS_TEST_SMALL_ZONES", "").split())
+    big = [z for z in cloud.zones() if z not in small]
+    if not big:
+        raise Fail(f"no zone outside VNFM_OS_TEST_SMALL_ZONES ({sorted(small)}) for the reservation")
+    zone = big[0]
+    status, _, body = vnfm_call(base, "POST", "/promise/v1/pools", {
+        "zone": zone, "capacity": {"cores": 64, "ram": 131072, "instances": 20, "size": 1000}})
+    check(status == 201, f"vnfm's ledger has capacity in {zone} (POST /promise/v1/pools: {status} {body})")
+    # The package's VDU: 1 vCPU, 512 MiB, 1 GiB; room for five of its VNFCs.
+    status, _, body = vnfm_call(base, "POST", "/promise/v1/reservations", {
+        "id": RESERVATION, "zone": zone,
+        "capacity": {"cores": 5, "ram": 2560, "instances": 5, "size": 5}})
+    check(status == 201 and body.get("status") == "active",
+          f"reservation {RESERVATION} in {zone} is active ({status} {body})")
+    check(reserved(base) == 0, f"reservation {RESERVATION}: nothing allocated at the start")
+    return zone
+
+
+def reserved(base):
+    """The reservation's allocated instances (its live draws)."""
+    status, _, body = vnfm_call(base, "GET", f"/promise/v1/reservations/{RESERVATION}")
+    if status != 200:
+        raise Fail(f"GET /promise/v1/reservations/{RESERVATION}: {status} {body}")
+    return (body.get("allocated") or {}).get("instances", 0)
+
+
+def check_draws(base, g, zone, before, what):
+    """The grant drew one allocation per COMPUTE resource it granted into the reservation's
+    zone, each tagged with the reservation; returns the reservation's allocated instances."""
+    in_zone = [r for r, z in granted_zones(g).items() if z == zone]
+    tagged = [a["resourceDefinitionId"] for a in g.get("addResources", [])
+              if a.get("reservationId") == RESERVATION]
+    now = reserved(base)
+    log(f"{what}: {len(in_zone)} resources granted into {zone}, reservation {RESERVATION} "
+        f"allocates {before} -> {now} instances")
+    check(sorted(tagged) == sorted(in_zone),
+          f"{what}: the resources granted into {zone} carry reservationId {RESERVATION}")
+    check(now == before + len(in_zone),
+          f"{what}: the reservation's usage grew by the VNFCs granted into {zone}")
+    return now
 
 
 def grant(base, grant_id):
@@ -366,7 +436,7 @@ def check_placement(cloud, base, occ, new_servers, what):
     return g
 
 
-def scenario(cloud, base, tacker):
+def scenario(cloud, base, tacker, zone):
     status, _, inst = tacker.call("POST", "/vnf_instances",
                                   {"vnfdId": VNFD_ID, "vnfInstanceName": "real-tacker"})
     if status != 201:
@@ -384,6 +454,8 @@ def scenario(cloud, base, tacker):
         g = check_placement(cloud, base, occ, servers.values(), "instantiate")
         zones = [z for z in granted_zones(g).values() if z]
         check(len(set(zones)) == len(zones), "instantiate: the VNFCs are apart by zone (ANTI_AFFINITY ZONE)")
+        used = check_draws(base, g, zone, 0, "instantiate")
+        check(used >= 1, f"instantiate: a VNFC drew from the reservation in {zone}")
 
         occ = tacker.op(f"/vnf_instances/{inst_id}/scale",
                         {"type": "SCALE_OUT", "aspectId": "VDU1_scale", "numberOfSteps": 1,
@@ -392,7 +464,8 @@ def scenario(cloud, base, tacker):
         after = servers_of(tacker.instance(inst_id))
         new = [s for s in after.values() if s not in servers.values()]
         check(len(after) == 3 and len(new) == 1, "scale-out: one more VNFC")
-        check_placement(cloud, base, occ, new, "scale-out")
+        g = check_placement(cloud, base, occ, new, "scale-out")
+        used = check_draws(base, g, zone, used, "scale-out")
         servers = after
 
         # Heal one VNFC of a zone with room: Heat makes the new server before it deletes the
@@ -414,6 +487,7 @@ def scenario(cloud, base, tacker):
         check_placement(cloud, base, occ, new, "heal")
         check(cloud.server(new[0]).get("OS-EXT-AZ:availability_zone") == healed_zone,
               f"heal: the VNFC is made again in its zone ({healed_zone})")
+        check(reserved(base) == used, f"heal: the reservation's usage is unchanged ({used})")
         servers = after
 
         occ = tacker.op(f"/vnf_instances/{inst_id}/terminate",
@@ -425,6 +499,9 @@ def scenario(cloud, base, tacker):
               f"terminate: vnfm granted the removal ({len(g.get('removeResources', []))} resources)")
         left = [s for s in servers.values() if cloud.server(s) is not None]
         check(not left, f"terminate: no server of the VNF is left in Nova ({left})")
+        check(reserved(base) == 0,
+              f"terminate: the reservation is back to its start (0 instances allocated, "
+              f"was {used})")
     finally:
         # a failure above leaves the VNF instantiated: terminate it (vnfm still runs) so that
         # no server or stack outlives the run, then delete the instance
@@ -529,13 +606,14 @@ def main():
     t0 = time.time()
     try:
         vnfm, base = start_vnfm(work)
+        zone = make_reservation(cloud, base)
         # fallbackBestEffort: the scale-out's third zone is a small one (az3, az4 hold one
         # m1.tiny each); should a server another suite left fill both, vnfm relaxes the
         # anti-affinity (and says so in the grant) rather than refuse the scale-out
         url = start_tacker({"VNFM_TACKER_NFVO": base, "VNFM_TACKER_CLIENT_ID": CLIENT_ID,
                             "VNFM_TACKER_CLIENT_SECRET": CLIENT_SECRET,
                             "VNFM_TACKER_FALLBACK_BEST_EFFORT": "1"})
-        scenario(cloud, base, Tacker(url))
+        scenario(cloud, base, Tacker(url), zone)
         # The same Tacker in its other NFVO mode: OAuth 2.0 over mutual TLS (issue 29,
         # acceptance 4), against a second vnfm serve on HTTPS.
         mtls_scenario(cloud, work)

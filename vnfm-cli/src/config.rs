@@ -734,6 +734,11 @@ pub struct ServerGrantsConfig {
     /// `max_pending`: the most grants waiting at once; beyond, a request that would wait is
     /// answered 503 (default 100; [`MAX_PENDING_RANGE`]).
     pub max_pending: usize,
+    /// `reservation`: the reservation of the Promise ledger the grants draw from (every
+    /// `COMPUTE` resource granted into its zone) when a request names none in
+    /// `additionalParams.reservationId` (default none: no draw).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<String>,
 }
 
 impl Default for ServerGrantsConfig {
@@ -742,6 +747,7 @@ impl Default for ServerGrantsConfig {
             approve: Vec::new(),
             pending_lifetime: 3600,
             max_pending: 100,
+            reservation: None,
         }
     }
 }
@@ -768,6 +774,14 @@ impl ServerGrantsConfig {
                 MAX_PENDING_RANGE.start(),
                 MAX_PENDING_RANGE.end()
             ));
+        }
+        if let Some(r) = &self.reservation {
+            if r.trim().is_empty() || r.len() > 256 || r.chars().any(char::is_control) {
+                return Some(format!(
+                    "[server.grants] reservation is {r:?}; expected the id of a reservation of \
+                     the Promise ledger (one line, 1 to 256 bytes)"
+                ));
+            }
         }
         None
     }
@@ -1803,12 +1817,13 @@ mod tests {
     #[test]
     fn server_grants_are_read_and_their_bounds_refused_naming_the_key() {
         let text = "[server.grants]\napprove = [\"INSTANTIATE\", \"SCALE\"]\n\
-                    pending_lifetime = 600\nmax_pending = 5\n\
+                    pending_lifetime = 600\nmax_pending = 5\nreservation = \"rollout\"\n\
                     [[server.oauth2.clients]]\nid = \"n\"\nsecret = \"s\"\nasynchronous = true\n";
         let c = Config::from_toml(Path::new("v.toml"), text).unwrap();
         let g = &c.server.grants;
         assert_eq!(g.approve.len(), 2);
         assert_eq!((g.pending_lifetime, g.max_pending), (600, 5));
+        assert_eq!(g.reservation.as_deref(), Some("rollout"));
         assert!(c.server.oauth2.clients[0].asynchronous);
         let shown = toml::to_string(&c).unwrap();
         assert!(shown.contains("asynchronous = true"), "{shown}");
@@ -1829,6 +1844,10 @@ mod tests {
             (
                 "[server.grants]\nmax_pending = 20000\n",
                 "max_pending is 20000",
+            ),
+            (
+                "[server.grants]\nreservation = \" \"\n",
+                "[server.grants] reservation is \" \"",
             ),
             (
                 "[server.grants]\napprove = [\"INSTANTIATE\", \"MODIFY_INFO\"]\n",

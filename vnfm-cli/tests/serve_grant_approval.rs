@@ -102,7 +102,7 @@ fn grant_request(operation: &str, n: usize, apart: bool) -> Value {
     json!({
         "vnfInstanceId": "other-vnfm-instance-1",
         "vnfLcmOpOccId": "other-vnfm-op-1",
-        "vnfdId": "any-vnfd",
+        "vnfdId": DEMO_VNFD,
         "flavourId": "default",
         "operation": operation,
         "isAutomaticInvocation": false,
@@ -186,11 +186,12 @@ async fn post_answers_202_for_a_gated_grant_of_an_asynchronous_client_and_201_fo
     // Any client of the Grant API reads it the same way.
     assert_processing(addr, &api_token(), &location).await;
 
-    // Not gated (SCALE), a synchronous client (Tacker accepts only 201), the api_token: 201.
+    // A synchronous client (Tacker accepts only 201), the api_token, not gated (SCALE, of the
+    // instance instantiated): 201.
     for (auth, op) in [
-        (&async_token, "SCALE"),
         (&sync_token, "INSTANTIATE"),
         (&api_token(), "INSTANTIATE"),
+        (&async_token, "SCALE"),
     ] {
         let r = post_grant(addr, auth, &grant_request(op, 1, false)).await;
         assert_eq!(r.status, 201, "{op}: {}", String::from_utf8_lossy(&r.body));
@@ -205,7 +206,7 @@ async fn post_answers_202_for_a_gated_grant_of_an_asynchronous_client_and_201_fo
         .as_object_mut()
         .unwrap()
         .remove("vduId");
-    bad["vnfdId"] = json!(serve_common::DEMO_VNFD);
+    bad["vnfInstanceId"] = json!("other-vnfm-instance-2");
     bad["addResources"][0]["resourceTemplateId"] = json!("NO-SUCH-VDU");
     let p = post_grant(addr, &async_token, &bad).await.problem(422);
     assert!(
@@ -289,6 +290,45 @@ async fn approve_places_the_grant_then_get_answers_200_with_it() {
     admin(addr, "nfvo-grant-9999", "approve", &json!({}))
         .await
         .problem(404);
+    server.shutdown().await.unwrap();
+}
+
+/// Issue 29 (acceptance 6): the instance and the package are checked when a grant that waits
+/// is requested (an unknown vnfdId: 422, nothing kept) and again when it is approved (the
+/// instance was instantiated meanwhile: the approval ends it rejected, naming vnfInstanceId).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_grant_is_checked_when_requested_and_again_when_approved() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let server = start_on(config(dir.path(), 10), &clock).await;
+    let addr = server.local_addr();
+    let token = token_of(addr, "nfvo-async", "async-secret").await;
+    let mut unknown = grant_request("INSTANTIATE", 1, false);
+    unknown["vnfdId"] = json!("myVnF");
+    let p = post_grant(addr, &token, &unknown).await.problem(422);
+    let d = p["detail"].as_str().unwrap();
+    assert!(d.contains("vnfdId") && d.contains("\"myVnF\""), "{p}");
+    let a = api_token();
+    let r = request(addr, "GET", "/admin/grants", &[("Authorization", &a)], b"").await;
+    assert_eq!(r.json(), json!([]), "nothing kept");
+
+    let (id, location) = accepted(addr, &token, &grant_request("INSTANTIATE", 1, false)).await;
+    // Meanwhile the instance is instantiated and scaled (granted at once).
+    let r = post_grant(addr, &api_token(), &grant_request("INSTANTIATE", 1, false)).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let mut scale = grant_request("SCALE", 1, false);
+    scale["vnfLcmOpOccId"] = json!("other-vnfm-op-2");
+    let r = post_grant(addr, &api_token(), &scale).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let r = admin(addr, &id, "approve", &json!({"by": "alice"})).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["state"], "REJECTED");
+    let p = get_grant(addr, &token, &location).await.problem(403);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("vnfInstanceId") && detail.contains("already instantiated"),
+        "{detail}"
+    );
     server.shutdown().await.unwrap();
 }
 

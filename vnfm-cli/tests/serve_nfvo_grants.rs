@@ -103,7 +103,7 @@ async fn a_grant_is_decided_stored_read_back_and_survives_a_restart() {
     let addr = server.local_addr();
 
     // ETSI's own request (no resources): granted, with the request's links.
-    let body = grant_request("any-vnfd", 0, json!([]));
+    let body = grant_request(DEMO_VNFD, 0, json!([]));
     let r = post_json(addr, GRANTS, &body).await;
     let p = r.problem(401);
     assert!(p["detail"].as_str().unwrap().contains("Grant API"), "{p}");
@@ -224,14 +224,6 @@ async fn zones_come_from_the_catalogue_under_the_requests_constraints() {
     .await;
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     assert!(r.json()["additionalParams"]["relaxedPlacementConstraints"].is_array());
-    // An unknown VNFD counts every VNFC as zero: AZ-1 is a zone like the others.
-    let r = post_grant(
-        addr,
-        &grant_request("unknown-vnfd", 4, zone_anti_affinity(4, false)),
-    )
-    .await;
-    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
-    assert_eq!(granted_zones(&r.json()).len(), 4);
 
     // Removals are acknowledged.
     let mut body = grant_request(DEMO_VNFD, 0, json!([]));
@@ -355,6 +347,9 @@ async fn tackers_scale_out_grant_request() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(config(dir.path())).await;
     let addr = server.local_addr();
+    // The instance is one this NFVO granted an INSTANTIATE to.
+    let r = post_grant(addr, &grant_request(DEMO_VNFD, 0, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     let p = post_grant(addr, &body).await.problem(403);
     let d = p["detail"].as_str().unwrap();
     assert!(
@@ -481,7 +476,7 @@ async fn res_mgmt_references_are_capped_over_all_constraints() {
         "{p}"
     );
     // Nothing stored: the counter did not move (the next grant is the first).
-    let r = post_grant(addr, &grant_request("any-vnfd", 0, json!([]))).await;
+    let r = post_grant(addr, &grant_request(DEMO_VNFD, 0, json!([]))).await;
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["id"], "nfvo-grant-1");
     // The same references repeated in both constraints count once: within the cap, looked up,
@@ -492,5 +487,264 @@ async fn res_mgmt_references_are_capped_over_all_constraints() {
         p["detail"].as_str().unwrap().contains("RES_MGMT reference"),
         "{p}"
     );
+    server.shutdown().await.unwrap();
+}
+
+async fn post_authed(addr: SocketAddr, path: &str, body: &Value) -> Reply {
+    let a = auth();
+    request(
+        addr,
+        "POST",
+        path,
+        &[("Content-Type", "application/json"), ("Authorization", &a)],
+        &serde_json::to_vec(body).unwrap(),
+    )
+    .await
+}
+
+/// `grant_request` of `operation` for instance `inst` in occurrence `op`.
+fn grant_of(inst: &str, op: &str, operation: &str, n: usize, constraints: Value) -> Value {
+    let mut body = grant_request(DEMO_VNFD, n, constraints);
+    body["vnfInstanceId"] = json!(inst);
+    body["vnfLcmOpOccId"] = json!(op);
+    body["operation"] = json!(operation);
+    if operation != "INSTANTIATE" {
+        body.as_object_mut().unwrap().remove("flavourId");
+    }
+    for (i, a) in body["addResources"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        a["id"] = json!(format!("{op}-c{i}"));
+    }
+    if let Some(c) = body["placementConstraints"].as_array_mut() {
+        for c in c {
+            for r in c["resource"].as_array_mut().unwrap() {
+                let id = r["resourceId"].as_str().unwrap().to_owned();
+                r["resourceId"] = json!(format!("{op}-{id}"));
+            }
+        }
+    }
+    body
+}
+
+/// Issue 29, acceptance 6: a GrantRequest naming an unknown vnfdId, flavourId or
+/// vnfInstanceId is refused with a ProblemDetails naming the field and the value, nothing is
+/// stored, and the server answers afterwards; the registry of instances follows the grants
+/// (INSTANTIATE registers, TERMINATE forgets, an INSTANTIATE of an instance that was scaled
+/// is refused) and survives a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_packages_flavours_and_instances_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(config(dir.path())).await;
+    let addr = server.local_addr();
+
+    let mut body = grant_of("i-1", "op-1", "INSTANTIATE", 1, json!([]));
+    body["vnfdId"] = json!("myVnF");
+    let p = post_grant(addr, &body).await.problem(422);
+    let d = p["detail"].as_str().unwrap();
+    assert!(d.contains("vnfdId: \"myVnF\""), "{p}");
+
+    let mut body = grant_of("i-1", "op-1", "INSTANTIATE", 1, json!([]));
+    body["flavourId"] = json!("string");
+    let p = post_grant(addr, &body).await.problem(422);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("flavourId: \"string\"") && d.contains("default"),
+        "{p}"
+    );
+
+    let p = post_grant(addr, &grant_of("i-1", "op-2", "SCALE", 1, json!([])))
+        .await
+        .problem(422);
+    let d = p["detail"].as_str().unwrap();
+    assert!(d.contains("vnfInstanceId: \"i-1\""), "{p}");
+    let p = post_grant(addr, &grant_of("i-1", "op-2", "TERMINATE", 0, json!([])))
+        .await
+        .problem(422);
+    assert!(
+        p["detail"].as_str().unwrap().contains("vnfInstanceId"),
+        "{p}"
+    );
+
+    // A 10 MB body: 413 ([server] body_limit, 2 MiB here), nothing read further.
+    let big = vec![b' '; 10 * 1024 * 1024];
+    post_raw(addr, &big).await.problem(413);
+
+    // Nothing was stored: the first grant is nfvo-grant-1.
+    let r = post_grant(addr, &grant_of("i-1", "op-1", "INSTANTIATE", 1, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["id"], "nfvo-grant-1");
+    // Instantiated again before anything else (Tacker after a failed instantiate): taken.
+    let r = post_grant(addr, &grant_of("i-1", "op-1b", "INSTANTIATE", 1, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    // Another VNFD than the instance's.
+    let mut body = grant_of("i-1", "op-2", "SCALE", 1, json!([]));
+    body["vnfdId"] = json!("another-vnfd");
+    let p = post_grant(addr, &body).await.problem(422);
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("vnfdId: \"another-vnfd\""),
+        "{p}"
+    );
+    let r = post_grant(addr, &grant_of("i-1", "op-2", "SCALE", 1, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+
+    // The registry survives a restart: instantiated, so not again.
+    server.shutdown().await.unwrap();
+    let server = start(config(dir.path())).await;
+    let addr = server.local_addr();
+    let p = post_grant(addr, &grant_of("i-1", "op-3", "INSTANTIATE", 1, json!([])))
+        .await
+        .problem(403);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("vnfInstanceId") && d.contains("already instantiated"),
+        "{p}"
+    );
+    let r = post_grant(addr, &grant_of("i-1", "op-4", "TERMINATE", 0, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    // Terminated: forgotten.
+    post_grant(addr, &grant_of("i-1", "op-5", "SCALE", 1, json!([])))
+        .await
+        .problem(422);
+    let r = post_grant(addr, &grant_of("i-1", "op-6", "INSTANTIATE", 1, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let last: u64 = r.json()["id"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("nfvo-grant-")
+        .parse()
+        .unwrap();
+
+    // A constraint naming a resource that is not there: refused naming it, no grant stored
+    // (its number is skipped: GET answers 404), the instance as it was, the server answers.
+    let unknown = json!([{"affinityOrAntiAffinity": "ANTI_AFFINITY", "scope": "ZONE",
+        "resource": [{"idType": "GRANT", "resourceId": "c0"},
+                     {"idType": "RES_MGMT", "resourceId": "no-such-server"}]}]);
+    let p = post_grant(addr, &grant_of("i-1", "op-7", "SCALE", 1, unknown))
+        .await
+        .problem(403);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("placementConstraints[0].resource[1].resourceId")
+            && d.contains("no-such-server"),
+        "{p}"
+    );
+    get_authed(addr, &format!("{GRANTS}/nfvo-grant-{}", last + 1))
+        .await
+        .problem(404);
+    let r = post_grant(addr, &grant_of("i-1", "op-8", "SCALE", 1, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    server.shutdown().await.unwrap();
+}
+
+/// The reservation's allocated instances, from `GET /promise/v1/reservations/{id}`.
+async fn reserved(addr: SocketAddr, id: &str) -> u64 {
+    let r = get_authed(addr, &format!("/promise/v1/reservations/{id}")).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    r.json()["allocated"]["instances"].as_u64().unwrap_or(0)
+}
+
+/// The resources of a grant tagged with the reservation.
+fn drawn_in(g: &Value) -> usize {
+    g["addResources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["reservationId"] == "nfvo-res")
+        .count()
+}
+
+/// Issue 29, acceptance 1: the grants answered to another VNFM draw from the reservation of
+/// `[server.grants] reservation` (the COMPUTE resources granted into its zone), a draw that
+/// does not fit is refused with nothing stored, a scale-in's removeResources (Tacker's own
+/// ids, a server this VIM does not show) give back the instance's newest draw of their VDU,
+/// and a terminate gives back the rest: the ledger is back to its start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_draw_from_the_reservation_and_give_back_on_scale_in_and_terminate() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.server.grants.reservation = Some("nfvo-res".into());
+    let server = start(c).await;
+    let addr = server.local_addr();
+    // AZ-3 has the most free capacity of the demo cloud: capacity-aware grants go there.
+    let zone = "AZ-3";
+
+    // The reservation does not exist yet: refused naming it, nothing stored.
+    let p = post_grant(addr, &grant_of("i-1", "op-1", "INSTANTIATE", 2, json!([])))
+        .await
+        .problem(403);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("additionalParams.reservationId") && d.contains("nfvo-res"),
+        "{p}"
+    );
+    let r = post_authed(
+        addr,
+        "/promise/v1/pools",
+        &json!({"zone": zone, "capacity": {"cores": 64, "ram": 262144, "instances": 100,
+                "size": 10000}}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    // Room for two VNFCs of VDU1 (one instance each).
+    let r = post_authed(
+        addr,
+        "/promise/v1/reservations",
+        &json!({"id": "nfvo-res", "zone": zone, "capacity": {"cores": 16, "ram": 65536,
+                "instances": 2, "size": 1000}}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(reserved(addr, "nfvo-res").await, 0);
+
+    // Instantiate: both VNFCs, granted into the reservation's zone, draw.
+    let r = post_grant(addr, &grant_of("i-1", "op-1", "INSTANTIATE", 2, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let g = r.json();
+    assert_eq!(granted_zones(&g), [zone, zone]);
+    assert_eq!(drawn_in(&g), 2, "{g}");
+    assert_eq!(reserved(addr, "nfvo-res").await, 2);
+    let first = g["id"].as_str().unwrap().to_owned();
+
+    // A scale-out into the full reservation: refused, nothing drawn or stored.
+    let p = post_grant(addr, &grant_of("i-1", "op-2", "SCALE", 1, json!([])))
+        .await
+        .problem(403);
+    let d = p["detail"].as_str().unwrap();
+    assert!(
+        d.contains("additionalParams.reservationId") && d.contains("nothing was drawn"),
+        "{p}"
+    );
+    assert_eq!(reserved(addr, "nfvo-res").await, 2);
+
+    // A scale-in of one VNFC (Tacker's removeResources: a new id, the server by its VIM id,
+    // which this VIM does not show): the newest draw of VDU1 goes back.
+    let mut scale_in = grant_of("i-1", "op-3", "SCALE", 0, json!([]));
+    scale_in["removeResources"] = json!([{"id": "9b1e0d2c-tacker-uuid", "type": "COMPUTE",
+        "resourceTemplateId": "VDU1", "resource": {"resourceId": "server-of-another-vim"}}]);
+    let r = post_grant(addr, &scale_in).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(reserved(addr, "nfvo-res").await, 1);
+    // Room again: the scale-out draws.
+    let r = post_grant(addr, &grant_of("i-1", "op-4", "SCALE", 1, json!([]))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(drawn_in(&r.json()), 1);
+    assert_eq!(reserved(addr, "nfvo-res").await, 2);
+
+    // The terminate gives back the rest: the ledger as it started.
+    let mut term = grant_of("i-1", "op-5", "TERMINATE", 0, json!([]));
+    term["removeResources"] = json!([{"id": "another-uuid", "type": "COMPUTE",
+        "resourceTemplateId": "VDU1", "resource": {"resourceId": "server-2"}}]);
+    let r = post_grant(addr, &term).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(reserved(addr, "nfvo-res").await, 0);
+    let r = get_authed(addr, &format!("{GRANTS}/{first}")).await;
+    assert_eq!(drawn_in(&r.json()), 2, "the grant as it was answered");
     server.shutdown().await.unwrap();
 }

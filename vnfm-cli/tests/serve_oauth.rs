@@ -99,7 +99,7 @@ fn oauth_error(r: &Reply, status: u16, error: &str) -> Value {
 fn grant_request() -> Value {
     json!({
         "vnfInstanceId": "tacker-instance-1", "vnfLcmOpOccId": "tacker-op-1",
-        "vnfdId": "any-vnfd", "flavourId": "simple", "operation": "INSTANTIATE",
+        "vnfdId": DEMO_VNFD, "flavourId": "default", "operation": "INSTANTIATE",
         "isAutomaticInvocation": false,
         "_links": {"vnfLcmOpOcc": {"href": "http://tacker/op"},
                    "vnfInstance": {"href": "http://tacker/inst"}}
@@ -186,14 +186,12 @@ async fn a_token_is_issued_to_a_client_and_accepted_on_the_grant_api_until_it_ex
     clock.advance(Duration::from_secs(1));
     let p = post_grant(addr, Some(&bearer)).await.problem(401);
     assert!(p["detail"].as_str().unwrap().contains("expired"), "{p}");
-    // A new token works again.
+    // A new token works again; the refused requests (missing, forged, expired) stored no
+    // grant: this is the fourth.
     let fresh = token_of(addr, "tacker", "tacker-secret").await;
-    assert_eq!(
-        post_grant(addr, Some(&format!("Bearer {fresh}")))
-            .await
-            .status,
-        201
-    );
+    let r = post_grant(addr, Some(&format!("Bearer {fresh}"))).await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["id"], "nfvo-grant-4");
 
     // A token signed with the shared key for a client this server does not have (a replica
     // with one more client issued it): refused, naming the cause.

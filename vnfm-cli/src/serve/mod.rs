@@ -575,6 +575,7 @@ impl Server {
             promise,
             cancels: state::Cancels::default(),
             outgoing,
+            grant_turn: tokio::sync::Mutex::new(()),
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));

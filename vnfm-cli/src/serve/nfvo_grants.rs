@@ -27,8 +27,21 @@
 //! `[server] api_token`): `GET /admin/grants` (the pending ones), `POST
 //! /admin/grants/{grantId}/approve` (the placement is decided then, by the same
 //! [`grantor::decide`]) and `POST /admin/grants/{grantId}/reject` (`{"reason": ...}`). At most
-//! `[server.grants] max_pending` wait at once: beyond, 503. Creating, approving and rejecting
-//! take turns ([`TURN`]) within the server.
+//! `[server.grants] max_pending` wait at once: beyond, 503. Every decision (a grant decided at
+//! once, a grant that starts waiting, an approval, a rejection) takes its turn (`App::
+//! grant_turn`) within the server.
+//!
+//! # The instances and the reservation
+//! Before a decision, the request's instance and package are checked by the core
+//! ([`nfvo_instances::admit`]): an unknown `vnfdId` or `flavourId` (422), an operation on an
+//! instance this NFVO did not grant an `INSTANTIATE` to (422), an `INSTANTIATE` of one
+//! instantiated (403), and so on; a grant that waits is checked when it is requested and
+//! again when it is approved. A grant answered draws from the Promise ledger's reservation
+//! (`additionalParams.reservationId`, else `[server.grants] reservation`) and gives back what
+//! a scale-in or a terminate removes ([`nfvo_instances::settle_reservation`], under
+//! [`super::ledger::Promise::apply`]); the registry's entry (`nfvo_instance:<vnfInstanceId>`,
+//! counted in `nfvo_instance_count`) is written with the grant. A grant that cannot be stored
+//! gives its draws back.
 //!
 //! # Storage
 //! Every grant is the document `nfvo_grant:<n>` (`n` zero-padded, from the counter
@@ -39,7 +52,7 @@
 //! `nfvo_grant_pending:<n>` (its deadline) while it waits: the markers are what the bound on
 //! the waiting grants counts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -51,15 +64,21 @@ use axum::Router;
 use chrono::{DateTime, Utc};
 use futures_util::{StreamExt, TryStreamExt};
 use vnfm_core::driver::{DriverError, ListZones};
+use vnfm_core::grant::GrantedLcmOperationType;
 use vnfm_core::grant::{Grant, GrantRequest};
 use vnfm_core::id::ServerId;
-use vnfm_core::lifecycle::approval::{ApprovalError, GrantAnswer, PendingGrant};
+use vnfm_core::lifecycle::approval::{self, ApprovalError, GrantAnswer, PendingGrant};
 use vnfm_core::lifecycle::grantor::{self, GrantRefusal, GrantorContext, Located};
-use vnfm_core::package::VnfPackage;
+use vnfm_core::lifecycle::nfvo_instances::{
+    self, Admission, NfvoInstance, RegistryChange, Settlement,
+};
+use vnfm_core::package::{Flavour, VnfPackage};
+use vnfm_core::reservation::{AllocationId, ReservationId};
 use vnfm_core::zone::ComputeZone;
 
 use super::guard::{require_api_token, Guard, OAuthClient};
 use super::http::{json, problem_of, read_body, with_location};
+use super::ledger::Applied;
 use super::oauth::Issuer;
 use super::state::App;
 use super::versions::GRANT_URI_PREFIX;
@@ -84,9 +103,12 @@ const PENDING_PREFIX: &str = "nfvo_grant_pending:";
 /// The key of a stored grant that was (or is) asynchronous.
 const ASYNC_KEY: &str = "asyncGrant";
 
-/// Creating, approving and rejecting grants that wait take turns within the server: the count
-/// of the waiting grants and a decision are each read and written as one step.
-static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// The prefix of the registry's entries of the instances (`nfvo_instance:<vnfInstanceId>`,
+/// an [`NfvoInstance`]).
+const INSTANCE_PREFIX: &str = "nfvo_instance:";
+
+/// The document counting the registry's entries.
+const INSTANCE_COUNT: &str = "nfvo_instance_count";
 
 pub(crate) fn routes(app: Arc<App>, oauth: Option<Arc<Issuer>>) -> Router<Arc<App>> {
     Router::new()
@@ -157,21 +179,28 @@ fn vim_unavailable(what: &str, e: &DriverError) -> Response {
 /// How many servers [`locate`] asks the VIM about at once.
 const LOOKUPS_IN_FLIGHT: usize = 8;
 
-/// Where each server that a `RES_MGMT` reference names runs, and each server a `HEAL`
-/// replaces ([`grantor::healed_references`]: the healed VNFC is granted its zone), as the VIM
-/// shows it (one it does not know, or that has no zone, is left out: the core rejects a
-/// `RES_MGMT` reference to it, and places a replacement as any new VNFC).
+/// Where each server that a `RES_MGMT` reference names runs, each server a `HEAL` replaces
+/// ([`grantor::healed_references`]: the healed VNFC is granted its zone), and each server of
+/// `also` (the servers a scale-in removes, [`nfvo_instances::scaled_in_references`]: its
+/// draws are given back by zone), as the VIM shows it (one it does not know, or that has no
+/// zone, is left out: the core rejects a `RES_MGMT` reference to it, and places a
+/// replacement as any new VNFC).
 ///
 /// Bounded three ways: the references are at most
-/// [`grantor::MAX_RES_MGMT_REFERENCES`] plus the `removeResources` of a heal (at most
-/// [`grantor::MAX_GRANT_RESOURCES`]; both checked by [`grantor::check_limits`] before), at
-/// most [`LOOKUPS_IN_FLIGHT`] lookups run at once (`buffer_unordered`), and all of them
+/// [`grantor::MAX_RES_MGMT_REFERENCES`] plus the `removeResources` of a heal or a scale (at
+/// most [`grantor::MAX_GRANT_RESOURCES`]; both checked by [`grantor::check_limits`] before),
+/// at most [`LOOKUPS_IN_FLIGHT`] lookups run at once (`buffer_unordered`), and all of them
 /// together must end within `[server] request_timeout`: beyond, 503 naming the VIM's compute
 /// service (Nova), nothing granted. The first lookup that fails answers 503 too.
-async fn locate(app: &App, request: &GrantRequest) -> Result<BTreeMap<String, Located>, Response> {
+async fn locate(
+    app: &App,
+    request: &GrantRequest,
+    also: BTreeSet<String>,
+) -> Result<BTreeMap<String, Located>, Response> {
     let compute = &app.lcm.drivers().compute;
     let mut ids = grantor::res_mgmt_references(request);
     ids.extend(grantor::healed_references(request));
+    ids.extend(also);
     let count = ids.len();
     let lookups = futures_util::stream::iter(ids)
         .map(|id| async move {
@@ -195,24 +224,136 @@ async fn locate(app: &App, request: &GrantRequest) -> Result<BTreeMap<String, Lo
             503,
             format!(
                 "cannot decide the grant: the VIM's compute service (Nova) did not show the \
-                 {count} servers that placementConstraints name (RES_MGMT) within {} s \
-                 ([server] request_timeout); nothing was granted, ask again",
+                 {count} servers that the request names (placementConstraints RES_MGMT, \
+                 removeResources) within {} s ([server] request_timeout); nothing was granted, \
+                 ask again",
                 within.as_secs()
             ),
         )),
     }
 }
 
-/// What [`grantor::decide`] needs besides the request, gathered from the VIM and the
-/// packages.
+/// Why a decision did not end in a grant.
+enum Failure {
+    /// The core refused the request: a refusal of the request (or, at approval, the end of
+    /// the waiting grant).
+    Refused(GrantRefusal),
+    /// The decision could not be made (the VIM, the state store): this answer, nothing
+    /// changed.
+    Answer(Response),
+}
+
+/// The registry as a decision reads it: the entry of the request's instance and how many
+/// there are.
+struct Registry {
+    registered: Option<NfvoInstance>,
+    count: usize,
+}
+
+fn instance_document(id: &str) -> String {
+    format!("{INSTANCE_PREFIX}{id}")
+}
+
+async fn read_registry(app: &App, id: &str) -> Result<Registry, Response> {
+    let unreadable = |what: &str, e: &dyn std::fmt::Display| {
+        problem_of(
+            500,
+            format!("the registry of the NFVO's instances ({what}) cannot be read: {e}"),
+        )
+    };
+    let registered = match app.state.document(&instance_document(id)).await {
+        Ok(Some(doc)) => Some(
+            serde_json::from_str::<NfvoInstance>(&doc)
+                .map_err(|e| unreadable(&instance_document(id), &e))?,
+        ),
+        Ok(None) => None,
+        Err(e) => return Err(store_failed(&e)),
+    };
+    let count = match app.state.document(INSTANCE_COUNT).await {
+        Ok(Some(doc)) => doc
+            .trim()
+            .parse::<usize>()
+            .map_err(|e| unreadable(INSTANCE_COUNT, &e))?,
+        Ok(None) => 0,
+        Err(e) => return Err(store_failed(&e)),
+    };
+    Ok(Registry { registered, count })
+}
+
+/// What a request was admitted with ([`nfvo_instances::admit`]).
+struct Admitted {
+    registry: Registry,
+    /// The package whose flavour the added VNFCs are of (the `dstVnfdId`'s for a
+    /// `CHANGE_VNFPKG`).
+    package: Arc<VnfPackage>,
+    flavour_id: String,
+    reservation: Option<ReservationId>,
+}
+
+impl Admitted {
+    fn flavour(&self) -> Result<&Flavour, Failure> {
+        self.package.flavour(&self.flavour_id).ok_or_else(|| {
+            Failure::Answer(problem_of(
+                500,
+                format!("flavour {} of the package vanished", self.flavour_id),
+            ))
+        })
+    }
+}
+
+/// Reads the registry and the packages and asks the core whether the request is taken.
+async fn admit(app: &App, request: &GrantRequest) -> Result<Admitted, Failure> {
+    let registry = read_registry(app, request.vnf_instance_id.as_str())
+        .await
+        .map_err(Failure::Answer)?;
+    let package = app.packages.get(&request.vnfd_id).ok();
+    let dst = request
+        .dst_vnfd_id
+        .as_deref()
+        .and_then(|d| app.packages.get(d).ok());
+    let admission = Admission {
+        registered: registry.registered.as_ref(),
+        registered_count: registry.count,
+        package: package.as_deref(),
+        dst_package: dst.as_deref(),
+    };
+    let flavour_id = nfvo_instances::admit(request, &admission)
+        .map_err(Failure::Refused)?
+        .flavour
+        .id
+        .clone();
+    let reservation = nfvo_instances::requested_reservation(
+        request,
+        app.config.server.grants.reservation.as_deref(),
+    )
+    .map_err(Failure::Refused)?;
+    let target = if request.operation == GrantedLcmOperationType::ChangeVnfpkg {
+        dst
+    } else {
+        package
+    };
+    let package =
+        target.ok_or_else(|| Failure::Answer(problem_of(500, "the admitted package vanished")))?;
+    Ok(Admitted {
+        registry,
+        package,
+        flavour_id,
+        reservation,
+    })
+}
+
+/// What [`grantor::decide`] needs besides the request, gathered from the VIM.
 struct Inputs {
     zones: Vec<ComputeZone>,
     located: BTreeMap<String, Located>,
-    package: Option<Arc<VnfPackage>>,
 }
 
-/// Asks the VIM for the zones and where the `RES_MGMT` servers run, and finds the package.
-async fn gather(app: &App, request: &GrantRequest) -> Result<Inputs, Response> {
+/// Asks the VIM for the zones and where the servers the request names run.
+async fn gather(
+    app: &App,
+    request: &GrantRequest,
+    admitted: &Admitted,
+) -> Result<Inputs, Response> {
     let zones = match app
         .lcm
         .drivers()
@@ -223,39 +364,148 @@ async fn gather(app: &App, request: &GrantRequest) -> Result<Inputs, Response> {
         Ok(z) => z,
         Err(e) => return Err(vim_unavailable("listing the zones", &e)),
     };
-    let located = locate(app, request).await?;
-    let package = app.packages.get(&request.vnfd_id).ok();
-    Ok(Inputs {
-        zones,
-        located,
-        package,
-    })
+    let also = nfvo_instances::scaled_in_references(request, admitted.registry.registered.as_ref());
+    let located = locate(app, request, also).await?;
+    Ok(Inputs { zones, located })
 }
 
-/// The core's decision on `request` as grant `n`.
-fn decide_as(
+/// A grant decided, the ledger settled, what the registry becomes: not yet stored.
+struct Decision {
+    grant: Grant,
+    /// The documents to put (the registry's entry, its count).
+    put: Vec<(String, String)>,
+    /// The registry's entry to remove (a `TERMINATE`).
+    remove: Option<String>,
+    /// What the ledger drew (given back when the grant cannot be stored).
+    drawn: Vec<AllocationId>,
+}
+
+/// The whole decision on `request` as grant `n`: admitted ([`admit`]), placed by the core on
+/// the VIM's zones, drawn from (and given back to) the Promise ledger, the registry's change.
+async fn decide_now(
     app: &App,
     request: &GrantRequest,
     n: u64,
-    inputs: &Inputs,
-) -> Result<Grant, GrantRefusal> {
+    admitted: &Admitted,
+) -> Result<Decision, Failure> {
+    let inputs = gather(app, request, admitted)
+        .await
+        .map_err(Failure::Answer)?;
+    let flavour = admitted.flavour()?;
     let id = format!("{ID_PREFIX}{n}");
-    let flavour = inputs
-        .package
-        .as_deref()
-        .zip(request.flavour_id.as_deref())
-        .and_then(|(p, f)| p.flavour(f));
     let config = app.lcm.config();
     let ctx = GrantorContext {
         grant_id: id.as_str().into(),
         zones: &inputs.zones,
         located: &inputs.located,
-        flavour,
+        flavour: Some(flavour),
         selection: config.grant_selection,
         seed: config.seed ^ n,
         self_href: href(&id),
     };
-    grantor::decide(request, &ctx)
+    let mut grant = grantor::decide(request, &ctx).map_err(Failure::Refused)?;
+    let registered = admitted.registry.registered.as_ref();
+    let release = nfvo_instances::released_by(request, registered, &inputs.located);
+    let settlement = if release.is_empty() && admitted.reservation.is_none() {
+        Settlement::default()
+    } else {
+        let resolved = grantor::with_vdu_ids(request, Some(flavour)).map_err(Failure::Refused)?;
+        let applied = app
+            .promise
+            .apply(&app.state, |ledger, ids, now| {
+                let out = nfvo_instances::settle_reservation(
+                    ledger,
+                    ids,
+                    &mut grant,
+                    &resolved,
+                    flavour,
+                    admitted.reservation.as_ref(),
+                    registered,
+                    &release,
+                    now,
+                );
+                let changed = out.as_ref().is_ok_and(Settlement::changed);
+                Ok((out, changed))
+            })
+            .await;
+        match applied {
+            Ok(out) => out.map_err(Failure::Refused)?,
+            Err(Applied::State(m)) => return Err(Failure::Answer(problem_of(500, m))),
+            Err(Applied::Ledger(e)) => return Err(Failure::Answer(problem_of(500, e.to_string()))),
+        }
+    };
+    let drawn = settlement
+        .drawn
+        .iter()
+        .map(|d| d.allocation.clone())
+        .collect();
+    let change = nfvo_instances::after_grant(
+        request,
+        registered,
+        &admitted.flavour_id,
+        settlement.drawn,
+        &settlement.released,
+    );
+    let name = instance_document(request.vnf_instance_id.as_str());
+    let count = admitted.registry.count;
+    let (put, remove) = match change {
+        RegistryChange::Put(entry) => {
+            let Ok(doc) = serde_json::to_string(&entry) else {
+                return Err(Failure::Answer(problem_of(
+                    500,
+                    "cannot encode the instance",
+                )));
+            };
+            let mut put = vec![(name, doc)];
+            if registered.is_none() {
+                put.push((INSTANCE_COUNT.to_owned(), (count + 1).to_string()));
+            }
+            (put, None)
+        }
+        RegistryChange::Remove => (
+            registered
+                .map(|_| {
+                    (
+                        INSTANCE_COUNT.to_owned(),
+                        count.saturating_sub(1).to_string(),
+                    )
+                })
+                .into_iter()
+                .collect(),
+            registered.map(|_| name),
+        ),
+    };
+    Ok(Decision {
+        grant,
+        put,
+        remove,
+        drawn,
+    })
+}
+
+/// Gives back what a decision drew when it cannot be stored (logged when that fails too).
+async fn undraw(app: &App, drawn: &[AllocationId]) {
+    if drawn.is_empty() {
+        return;
+    }
+    let undone = app
+        .promise
+        .apply(&app.state, |ledger, _, now| {
+            for a in drawn {
+                if ledger.allocation(a).is_some_and(|x| x.is_live()) {
+                    ledger.destroy_instance(a, now)?;
+                }
+            }
+            Ok(((), true))
+        })
+        .await;
+    if undone.is_err() {
+        tracing::warn!(
+            "a grant that could not be stored drew {} allocations from the Promise ledger, and \
+             they could not be given back: destroy them (DELETE /promise/v1/allocations/{{id}})",
+            drawn.len()
+        );
+    }
 }
 
 fn refused(e: &GrantRefusal) -> Response {
@@ -272,19 +522,26 @@ fn prune_before(n: u64) -> Option<(String, String)> {
         .map(|old| (PREFIX.to_owned(), document(old)))
 }
 
-/// Whether a grant request waits for an operator: its operation is gated and its client
-/// accepts a 202.
-fn waits(app: &App, request: &GrantRequest, client: Option<&OAuthClient>) -> bool {
-    let grants = &app.config.server.grants;
-    grants.approve.contains(&request.operation)
-        && client.is_some_and(|c| {
-            app.config
-                .server
-                .oauth2
-                .clients
-                .iter()
-                .any(|k| k.id == c.0 && k.asynchronous)
-        })
+/// The prune of a write that stores a decision: the registry's entry it removes (the name
+/// alone: nothing else starts with it and sorts before it), else the old grants (a write
+/// that removes an entry leaves them to the next write, whose prune covers them too).
+fn prune_of(decision: &Decision, n: u64) -> Option<(String, String)> {
+    match &decision.remove {
+        Some(name) => Some((name.clone(), name.clone())),
+        None => prune_before(n),
+    }
+}
+
+/// Whether the request's OAuth 2.0 client accepts an asynchronous answer.
+fn is_asynchronous(app: &App, client: Option<&OAuthClient>) -> bool {
+    client.is_some_and(|c| {
+        app.config
+            .server
+            .oauth2
+            .clients
+            .iter()
+            .any(|k| k.id == c.0 && k.asynchronous)
+    })
 }
 
 async fn create(
@@ -305,39 +562,52 @@ async fn create(
         return refused(&e);
     }
     let client = client.map(|Extension(c)| c);
-    if waits(&app, &request, client.as_ref()) {
+    let asynchronous = is_asynchronous(&app, client.as_ref());
+    if approval::waits(
+        request.operation,
+        &app.config.server.grants.approve,
+        asynchronous,
+    ) {
         return create_pending(&app, request, client).await;
     }
-    let inputs = match gather(&app, &request).await {
-        Ok(i) => i,
-        Err(r) => return r,
+    let _turn = app.grant_turn.lock().await;
+    let note_refused = |e: &GrantRefusal| {
+        app.note(&format!(
+            "grant request for {} of {} refused: {e}",
+            request.vnf_lcm_op_occ_id, request.vnf_instance_id
+        ));
+        refused(e)
+    };
+    let admitted = match admit(&app, &request).await {
+        Ok(a) => a,
+        Err(Failure::Refused(e)) => return note_refused(&e),
+        Err(Failure::Answer(r)) => return r,
     };
     let n = match app.state.increment_counter(COUNTER).await {
         Ok(n) => n,
         Err(e) => return store_failed(&e),
     };
-    let grant = match decide_as(&app, &request, n, &inputs) {
-        Ok(g) => g,
-        Err(e) => {
-            app.note(&format!(
-                "grant request for {} of {} refused: {e}",
-                request.vnf_lcm_op_occ_id, request.vnf_instance_id
-            ));
-            return refused(&e);
-        }
+    let decision = match decide_now(&app, &request, n, &admitted).await {
+        Ok(d) => d,
+        Err(Failure::Refused(e)) => return note_refused(&e),
+        Err(Failure::Answer(r)) => return r,
     };
-    let Ok(doc) = serde_json::to_string(&grant) else {
+    let Ok(doc) = serde_json::to_string(&decision.grant) else {
+        undraw(&app, &decision.drawn).await;
         return problem_of(500, "cannot encode the grant");
     };
+    let mut put = vec![(document(n), doc)];
+    put.extend(decision.put.iter().cloned());
     if let Err(e) = app
         .state
-        .write_documents(vec![(document(n), doc)], prune_before(n), Flush::Commit)
+        .write_documents(put, prune_of(&decision, n), Flush::Commit)
         .await
     {
+        undraw(&app, &decision.drawn).await;
         return store_failed(&e);
     }
     with_location(
-        json(StatusCode::CREATED, &grant),
+        json(StatusCode::CREATED, &decision.grant),
         &href(&format!("{ID_PREFIX}{n}")),
     )
 }
@@ -375,16 +645,22 @@ async fn waiting(app: &App, now: DateTime<Utc>) -> Result<Vec<(u64, DateTime<Utc
 /// A request that waits for an operator: checked, counted against `max_pending`, stored,
 /// answered 202 with `Location` and an empty body.
 async fn create_pending(app: &App, request: GrantRequest, client: Option<OAuthClient>) -> Response {
-    let package = app.packages.get(&request.vnfd_id).ok();
-    let flavour = package
-        .as_deref()
-        .zip(request.flavour_id.as_deref())
-        .and_then(|(p, f)| p.flavour(f));
-    if let Err(e) = grantor::check_request(&request, flavour) {
+    let _turn = app.grant_turn.lock().await;
+    // The instance and the package are checked now (and again at approval).
+    let admitted = match admit(app, &request).await {
+        Ok(a) => a,
+        Err(Failure::Refused(e)) => return refused(&e),
+        Err(Failure::Answer(r)) => return r,
+    };
+    let flavour = match admitted.flavour() {
+        Ok(f) => f,
+        Err(Failure::Refused(e)) => return refused(&e),
+        Err(Failure::Answer(r)) => return r,
+    };
+    if let Err(e) = grantor::check_request(&request, Some(flavour)) {
         return refused(&e);
     }
     let settings = &app.config.server.grants;
-    let _turn = TURN.lock().await;
     let now = app.clock().now();
     let live = match waiting(app, now).await {
         Ok(l) => l,
@@ -601,7 +877,7 @@ async fn approve(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body
         Err(r) => return r,
     };
     let by = v.by.as_deref().unwrap_or(DEFAULT_ACTOR);
-    let _turn = TURN.lock().await;
+    let _turn = app.grant_turn.lock().await;
     let (n, mut p) = match read_async(&app, &id).await {
         Ok(x) => x,
         Err(r) => return r,
@@ -612,18 +888,48 @@ async fn approve(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body
         }
         return approval_refused(&e);
     }
-    // The VIM failing leaves the grant waiting: approve again.
-    let inputs = match gather(&app, &p.request).await {
-        Ok(i) => i,
-        Err(r) => return r,
+    // The instance, the package, the placement and the ledger are decided now. The VIM or
+    // the state store failing leaves the grant waiting: approve again.
+    let decision = match admit(&app, &p.request).await {
+        Ok(admitted) => decide_now(&app, &p.request, n, &admitted).await,
+        Err(e) => Err(e),
     };
-    let decision = decide_as(&app, &p.request, n, &inputs);
-    if let Err(e) = p.handle_approve(by, app.clock().now(), decision) {
+    let decision = match decision {
+        Ok(d) => Ok(d),
+        Err(Failure::Refused(e)) => Err(e),
+        Err(Failure::Answer(r)) => return r,
+    };
+    let drawn = decision
+        .as_ref()
+        .map(|d| d.drawn.clone())
+        .unwrap_or_default();
+    let mut next = p.clone();
+    let outcome = decision
+        .as_ref()
+        .map(|d| d.grant.clone())
+        .map_err(Clone::clone);
+    if let Err(e) = next.handle_approve(by, app.clock().now(), outcome) {
+        undraw(&app, &drawn).await;
         if p.handle_timeout(app.clock().now()) {
             let _ = store_decided(&app, n, &p).await;
         }
         return approval_refused(&e);
     }
+    // Approved: the registry changes before the grant is stored as approved.
+    if let Ok(d) = &decision {
+        if !d.put.is_empty() || d.remove.is_some() {
+            let prune = d.remove.as_ref().map(|name| (name.clone(), name.clone()));
+            if let Err(e) = app
+                .state
+                .write_documents(d.put.clone(), prune, Flush::Commit)
+                .await
+            {
+                undraw(&app, &drawn).await;
+                return store_failed(&e);
+            }
+        }
+    }
+    let p = next;
     store_decided(&app, n, &p).await
 }
 
@@ -635,7 +941,7 @@ async fn reject(State(app): State<Arc<App>>, Path(id): Path<String>, body: Body)
         Err(r) => return r,
     };
     let by = v.by.as_deref().unwrap_or(DEFAULT_ACTOR);
-    let _turn = TURN.lock().await;
+    let _turn = app.grant_turn.lock().await;
     let (n, mut p) = match read_async(&app, &id).await {
         Ok(x) => x,
         Err(r) => return r,

@@ -267,6 +267,10 @@ pub(crate) struct App {
     pub(super) cancels: Cancels,
     /// The one client of every outgoing request (`crate::outgoing`).
     pub(super) outgoing: Arc<crate::outgoing::Outgoing>,
+    /// The turns of the Grant API's decisions (`nfvo_grants`): each decision reads and
+    /// writes the registry of the instances, the count of the grants that wait and the ledger
+    /// as one step within the server.
+    pub(super) grant_turn: tokio::sync::Mutex<()>,
 }
 
 impl App {

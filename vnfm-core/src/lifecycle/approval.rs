@@ -27,7 +27,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::grant::{Grant, GrantRequest};
+use crate::grant::{Grant, GrantRequest, GrantedLcmOperationType};
 
 use super::grantor::GrantRefusal;
 
@@ -35,6 +35,18 @@ use super::grantor::GrantRefusal;
 pub const MAX_REASON_BYTES: usize = 1024;
 /// The longest name of who approves or rejects, in bytes.
 pub const MAX_ACTOR_BYTES: usize = 256;
+
+/// Whether a grant request waits for an operator: its `operation` is one the operator gates
+/// (`approve`, `[server.grants] approve`) **and** its client accepts an asynchronous answer
+/// (`client_is_asynchronous`: an OAuth 2.0 client marked `asynchronous`; false for a request
+/// without such a client). Every other request is decided at once.
+pub fn waits(
+    operation: GrantedLcmOperationType,
+    approve: &[GrantedLcmOperationType],
+    client_is_asynchronous: bool,
+) -> bool {
+    client_is_asynchronous && approve.contains(&operation)
+}
 
 /// A grant request that waits for an operator's decision.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -345,6 +357,17 @@ mod tests {
             t(0),
             std::time::Duration::from_secs(60),
         )
+    }
+
+    #[test]
+    fn a_request_waits_only_for_a_gated_operation_of_an_asynchronous_client() {
+        use GrantedLcmOperationType::{Instantiate, Scale, Terminate};
+        let gated = [Instantiate, Scale];
+        assert!(waits(Instantiate, &gated, true));
+        assert!(waits(Scale, &gated, true));
+        assert!(!waits(Terminate, &gated, true), "not gated");
+        assert!(!waits(Instantiate, &gated, false), "a synchronous client");
+        assert!(!waits(Instantiate, &[], true), "nothing gated");
     }
 
     #[test]

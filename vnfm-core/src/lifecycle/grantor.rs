@@ -37,7 +37,8 @@
 //!    (`vduDemand`), `_links.self` [`GrantorContext::self_href`] with the request's
 //!    `vnfLcmOpOcc` and `vnfInstance`.
 //!
-//! The `vnfInstanceId` is not checked: the NFVO does not know another VNFM's instances.
+//! The `vnfInstanceId`, the `vnfdId` and the `flavourId` are checked before, by
+//! [`super::nfvo_instances::admit`] (the instances the NFVO learnt from its grants).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -304,7 +305,10 @@ pub fn decide(request: &GrantRequest, ctx: &GrantorContext<'_>) -> Result<Grant,
 /// its VDU's id; Tacker (16.0.0) sends its COMPUTE resources that way, `resourceTemplateId`
 /// alone. When the package of the request is known (`flavour`), the VDU must be one of the
 /// flavour's, else [`GrantRefusal::Invalid`] naming `addResources[i].vduId`.
-fn with_vdu_ids(
+///
+/// # Errors
+/// That [`GrantRefusal::Invalid`].
+pub fn with_vdu_ids(
     request: &GrantRequest,
     flavour: Option<&Flavour>,
 ) -> Result<GrantRequest, GrantRefusal> {

@@ -50,6 +50,7 @@ mod groups;
 pub mod hook;
 mod keep;
 pub mod modify;
+pub mod nfvo_instances;
 pub mod occupancy;
 pub mod operate;
 pub mod operation;
