@@ -31,6 +31,10 @@
 #                       ([v2_nfvo] use_client_secret_basic = False, mtls_ca_cert_file = the CA
 #                       of vnfm serve's certificate, mtls_client_cert_file = Tacker's
 #                       certificate and key in one PEM file; VNFM_TACKER_NFVO is then https://)
+#   VNFM_TACKER_LOCAL_ZONES  set (e.g. "az3"): Tacker alone, no external NFVO ([v2_nfvo]
+#                       use_external_nfvo = False): its built-in grant puts every VNFC in the
+#                       first zone of this list (test_grant_zone_list), and the packages come
+#                       from Tacker's own package API (scripts/tacker/crowded.py)
 #   VNFM_TACKER_AMQP    transport_url (default: the RabbitMQ of scripts/openstack-dev.sh,
 #                       rabbit://guest:guest@127.0.0.1:5672/)
 #   VNFM_TACKER_FRESH   1: stop Tacker and start from an empty database (the venv is kept)
@@ -58,6 +62,7 @@ NFVO=${NFVO%/}
 CLIENT_ID=${VNFM_TACKER_CLIENT_ID:-tacker}
 CLIENT_SECRET=${VNFM_TACKER_CLIENT_SECRET:-tacker-secret}
 MTLS_CA=${VNFM_TACKER_MTLS_CA:-}
+LOCAL_ZONES=${VNFM_TACKER_LOCAL_ZONES:-}
 MTLS_CLIENT_CERT=${VNFM_TACKER_MTLS_CLIENT_CERT:-}
 AMQP=${VNFM_TACKER_AMQP:-rabbit://guest:guest@127.0.0.1:5672/}
 IP=127.0.0.1
@@ -144,15 +149,21 @@ endpoint = http://$IP:$port
 placement_fallback_best_effort = $FALLBACK
 openstack_vim_stack_create_timeout = 5
 [v2_nfvo]
-use_external_nfvo = True
-endpoint = $NFVO
-token_endpoint = $NFVO/token
-client_id = $CLIENT_ID
-$(nfvo_auth)
-grant_api_version = 1.4.0
-vnfpkgm_api_version = 2.1.0
-vnf_package_cache_dir = $DATA/vnf_package_cache
+$(nfvo_section)
 EOF
+}
+
+# [v2_nfvo]: vnfm serve as the external NFVO, or Tacker's built-in grant (VNFM_TACKER_LOCAL_ZONES).
+nfvo_section() {
+    if [ -n "$LOCAL_ZONES" ]; then
+        printf 'use_external_nfvo = False\ntest_grant_zone_list = %s\n' "$LOCAL_ZONES"
+        return
+    fi
+    printf 'use_external_nfvo = True\nendpoint = %s\ntoken_endpoint = %s/token\nclient_id = %s\n' \
+        "$NFVO" "$NFVO" "$CLIENT_ID"
+    nfvo_auth
+    printf 'grant_api_version = 1.4.0\nvnfpkgm_api_version = 2.1.0\nvnf_package_cache_dir = %s\n' \
+        "$DATA/vnf_package_cache"
 }
 
 # How Tacker authenticates to the NFVO's token endpoint: HTTP Basic with the secret, or its
@@ -164,6 +175,28 @@ nfvo_auth() {
     else
         printf 'client_password = %s\nuse_client_secret_basic = True\n' "$CLIENT_SECRET"
     fi
+}
+
+# Tacker alone onboards packages through its own v1 package API, which under noauth has no
+# request context (a KeyError 'tacker.context': Tacker's v2 API makes its own, v1 does not): a
+# paste filter of a few lines gives v1 requests the admin context, as v2's noauth does.
+local_package_api() {
+    local site; site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    cat > "$site/vnfm_tacker_noauth.py" <<'PY'
+"""vnfm's test shim (scripts/tacker-dev.sh): the admin context for Tacker's v1 API under noauth."""
+from tacker import context
+
+
+def factory(global_conf, **local_conf):
+    def filter_(app):
+        def wrapped(environ, start_response):
+            environ.setdefault("tacker.context", context.get_admin_context())
+            return app(environ, start_response)
+        return wrapped
+    return filter_
+PY
+    sed -i 's/^noauth = request_id catch_errors vnfpkgmapp_v1$/noauth = request_id catch_errors vnfmnoauth vnfpkgmapp_v1/' "$CONF/api-paste.ini"
+    printf '\n[filter:vnfmnoauth]\npaste.filter_factory = vnfm_tacker_noauth:factory\n' >> "$CONF/api-paste.ini"
 }
 
 create_db() {
@@ -229,6 +262,7 @@ start() {
     fi
     local port; port=$(pick_port)
     cp "$VENV/etc/tacker/api-paste.ini" "$CONF/api-paste.ini"
+    if [ -n "$LOCAL_ZONES" ]; then local_package_api; fi
     write_config "$port" "$CONF/tacker.conf.new"
     if ! cmp -s "$CONF/tacker.conf.new" "$CONF/tacker.conf" 2>/dev/null; then
         if is_running tacker-server || is_running tacker-conductor; then

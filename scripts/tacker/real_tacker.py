@@ -245,7 +245,7 @@ class Certs:
         return ctx
 
 
-def start_vnfm(work, certs=None):
+def start_vnfm(work, certs=None, ledger=True):
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     # Absolute: vnfm serve runs in the work folder, where a relative path means nothing.
     binary = os.path.abspath(os.environ.get("VNFM_BIN", os.path.join(target, "debug", "vnfm")))
@@ -255,7 +255,7 @@ def start_vnfm(work, certs=None):
     cfg = os.path.join(work, "vnfm.toml")
     # The first server's grants draw from the suite's reservation; the mutual-TLS phase's
     # server has no ledger of its own (its grants draw nothing).
-    grants = "" if certs is not None else f'[server.grants]\nreservation = "{RESERVATION}"\n'
+    grants = f'[server.grants]\nreservation = "{RESERVATION}"\n' if ledger and certs is None else ""
     with open(cfg, "w") as f:
         f.write(f"""[vim]
 kind = "openstack"
