@@ -268,6 +268,52 @@ async fn api_token_guards_the_lcm_api_only() {
     server.shutdown().await.unwrap();
 }
 
+/// python-tackerclient (through keystoneauth's `admin_token` plugin: `openstack --os-auth-type
+/// admin_token --os-endpoint URL --os-token TOKEN vnflcm list`) sends the token as
+/// `X-Auth-Token`, with its `Version: 2.0.0` and `Accept: application/json`: that request, as
+/// scripts/tackerclient.sh's suite sends it, is admitted; a wrong token is 401 naming both
+/// headers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_token_is_accepted_as_x_auth_token_as_openstack_clients_send_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 1);
+    c.server.api_token = Some(vnfm_cli::config::Secret::new("api-token"));
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let tackerclient = |token: &'static str| {
+        [
+            ("Accept", "application/json"),
+            ("User-Agent", "python-tackerclient"),
+            ("Version", "2.0.0"),
+            ("X-Auth-Token", token),
+        ]
+    };
+    let r = request(
+        addr,
+        "GET",
+        "/vnflcm/v2/vnf_instances",
+        &tackerclient("api-token"),
+        b"",
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let p = request(
+        addr,
+        "GET",
+        "/vnflcm/v2/vnf_instances",
+        &tackerclient("wrong"),
+        b"",
+    )
+    .await
+    .problem(401);
+    assert_eq!(
+        p["detail"],
+        "the LCM API requires Authorization: Bearer <[server] api_token> \
+         (or X-Auth-Token: <[server] api_token>)"
+    );
+    server.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heal_alerts_in_one_window_become_one_heal_in_both_label_spellings() {
     let dir = tempfile::tempdir().unwrap();

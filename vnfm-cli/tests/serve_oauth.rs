@@ -312,7 +312,8 @@ async fn token_requests_that_fail_are_rfc_6749_errors() {
     let p = post_grant(addr, None).await.problem(401);
     assert_eq!(
         p["detail"],
-        "the Grant API requires Authorization: Bearer <[server] api_token>"
+        "the Grant API requires Authorization: Bearer <[server] api_token> \
+         (or X-Auth-Token: <[server] api_token>)"
     );
     server.shutdown().await.unwrap();
 }

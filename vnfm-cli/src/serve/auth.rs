@@ -1,4 +1,9 @@
 //! Credentials of the alert endpoints and the LCM API, compared in constant time.
+//!
+//! `[server] api_token` is accepted as `Authorization: Bearer <token>` and, for OpenStack
+//! clients (python-tackerclient through keystoneauth's `admin_token` plugin, `openstack
+//! --os-auth-type admin_token --os-endpoint URL --os-token TOKEN`), as `X-Auth-Token: <token>`,
+//! the header they send every token in. The alert endpoints take `Authorization` only.
 
 use axum::http::HeaderMap;
 use subtle::ConstantTimeEq;
@@ -12,6 +17,8 @@ pub(crate) struct Credentials {
     bearer: Option<Vec<u8>>,
     /// `Basic <base64(user:password)>`
     basic: Option<Vec<u8>>,
+    /// Whether `X-Auth-Token: <token>` is accepted as well as `Bearer <token>` (the API token).
+    x_auth_token: bool,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -36,14 +43,16 @@ impl Credentials {
                 .as_ref()
                 .map(|t| t.expose().as_bytes().to_vec()),
             basic: basic.map(String::into_bytes),
+            x_auth_token: false,
         }
     }
 
-    /// A bearer token only.
-    pub(crate) fn bearer(token: Option<&Secret>) -> Self {
+    /// `[server] api_token`: `Authorization: Bearer <token>` or `X-Auth-Token: <token>`.
+    pub(crate) fn api_token(token: Option<&Secret>) -> Self {
         Self {
             bearer: token.map(|t| t.expose().as_bytes().to_vec()),
             basic: None,
+            x_auth_token: true,
         }
     }
 
@@ -52,11 +61,27 @@ impl Credentials {
         self.bearer.is_some() || self.basic.is_some()
     }
 
-    /// Whether `headers` carry an accepted `Authorization` (always, when none is required).
+    /// Whether `headers` carry an accepted `Authorization` (or, for the API token, an accepted
+    /// `X-Auth-Token`); always, when none is required.
     pub(crate) fn admits(&self, headers: &HeaderMap) -> bool {
         if !self.is_required() {
             return true;
         }
+        self.admits_authorization(headers) || self.admits_x_auth_token(headers)
+    }
+
+    /// Whether `X-Auth-Token` carries the bearer token (when it is accepted).
+    fn admits_x_auth_token(&self, headers: &HeaderMap) -> bool {
+        let Some(want) = self.bearer.as_ref().filter(|_| self.x_auth_token) else {
+            return false;
+        };
+        headers
+            .get("x-auth-token")
+            .is_some_and(|v| bool::from(want.as_slice().ct_eq(v.as_bytes())))
+    }
+
+    /// Whether `Authorization` carries an accepted credential.
+    fn admits_authorization(&self, headers: &HeaderMap) -> bool {
         let Some(value) = headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -158,8 +183,34 @@ mod tests {
         assert!(!format!("{c:?}").contains("tok"));
         let open = Credentials::default();
         assert!(open.admits(&HeaderMap::new()));
-        let bearer_only = Credentials::bearer(Some(&Secret::new("t")));
+        let bearer_only = Credentials::api_token(Some(&Secret::new("t")));
         assert!(!bearer_only.admits(&headers("Basic dDp0")));
         assert_eq!(bearer_only.challenge(), "Bearer realm=\"vnfm\"");
+        // Alertmanager sends Authorization only: X-Auth-Token opens no alert endpoint.
+        let mut x = HeaderMap::new();
+        x.insert("x-auth-token", HeaderValue::from_static("tok"));
+        assert!(!c.admits(&x));
+    }
+
+    #[test]
+    fn the_api_token_is_admitted_as_x_auth_token_too() {
+        let c = Credentials::api_token(Some(&Secret::new("tok")));
+        let x = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert("x-auth-token", HeaderValue::from_static(v));
+            h
+        };
+        assert!(c.admits(&headers("Bearer tok")));
+        assert!(c.admits(&x("tok")));
+        assert!(!c.admits(&x("to")));
+        assert!(!c.admits(&x("tokk")));
+        assert!(!c.admits(&x("Bearer tok")));
+        assert!(!c.admits(&x("")));
+        // Either header with the token is enough; a wrong one beside it changes nothing.
+        let mut both = x("tok");
+        both.insert("authorization", HeaderValue::from_static("Bearer wrong"));
+        assert!(c.admits(&both));
+        // Without an api_token the API is open, whatever the headers.
+        assert!(Credentials::api_token(None).admits(&x("anything")));
     }
 }

@@ -79,7 +79,8 @@ pub(crate) async fn require_api_token(
     }
     let Some(token) = bearer(req.headers()).filter(|t| Issuer::is_ours(t)) else {
         let accepted = if app.api_auth.is_required() {
-            "Authorization: Bearer <[server] api_token> or Bearer <an access token of POST /token>"
+            "Authorization: Bearer <[server] api_token> (or X-Auth-Token: <[server] api_token>) \
+             or Bearer <an access token of POST /token>"
         } else {
             "Authorization: Bearer <an access token of POST /token>"
         };
@@ -112,12 +113,16 @@ fn challenge(mut r: Response, value: &'static str) -> Response {
 }
 
 /// The 401 of a request to the API that `requires` names without the accepted credentials:
-/// `{requires} Authorization: Bearer <[server] api_token>`, with the challenge.
+/// `{requires} Authorization: Bearer <[server] api_token> (or X-Auth-Token: <[server]
+/// api_token>)`, with the challenge.
 pub(crate) fn unauthorized(app: &App, requires: &str) -> Response {
     challenge(
         problem_of(
             401,
-            format!("{requires} Authorization: Bearer <[server] api_token>"),
+            format!(
+                "{requires} Authorization: Bearer <[server] api_token> \
+                 (or X-Auth-Token: <[server] api_token>)"
+            ),
         ),
         app.api_auth.challenge(),
     )

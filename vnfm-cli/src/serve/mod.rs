@@ -552,7 +552,7 @@ impl Server {
             replica,
             request_ids: log::RequestIds::new(),
             alert_auth: Credentials::alerts(&config.prometheus_plugin),
-            api_auth: Credentials::bearer(config.server.api_token.as_ref()),
+            api_auth: Credentials::api_token(config.server.api_token.as_ref()),
             config,
             quiet,
             state,
