@@ -190,7 +190,9 @@ from tacker import context
 def factory(global_conf, **local_conf):
     def filter_(app):
         def wrapped(environ, start_response):
-            environ.setdefault("tacker.context", context.get_admin_context())
+            environ.setdefault("tacker.context", context.Context(
+                user_id="vnfm-suite", tenant_id="6a1c0b2e-0f5d-4c3b-9a8e-7d6c5b4a3f21",
+                is_admin=True, roles=["admin"]))
             return app(environ, start_response)
         return wrapped
     return filter_
