@@ -37,7 +37,7 @@
 //! A grant answered under a reservation of the Promise ledger draws from it: every `COMPUTE`
 //! resource of the `addResources` of an `INSTANTIATE`, a `SCALE` or a `SCALE_TO_LEVEL`
 //! ([`draws_for`]) granted into the reservation's zone draws its VDU's virtual compute
-//! ([`granter::draw_reservation`], all or nothing), recorded per instance as an
+//! ([`super::granter::draw_reservation`], all or nothing), recorded per instance as an
 //! [`InstanceDraw`]; a heal (or a change of package, of external connectivity) makes VNFCs
 //! again in place of those it removes, which keep their draws. A scale-in gives back the draws of the VNFCs it removes: Tacker (16.0.0,
 //! `_make_res_def_for_remove_vnfcs`) names each removed VNFC with a new `id` of its own and
