@@ -39,7 +39,8 @@
 //! ([`draws_for`]) granted into the reservation's zone draws its VDU's virtual compute
 //! ([`super::granter::draw_reservation`], all or nothing), recorded per instance as an
 //! [`InstanceDraw`]; a heal (or a change of package, of external connectivity) makes VNFCs
-//! again in place of those it removes, which keep their draws. A scale-in gives back the draws of the VNFCs it removes: Tacker (16.0.0,
+//! again in place of those it removes, which keep their draws. A scale-in gives back the
+//! draws of the VNFCs it removes: Tacker (16.0.0,
 //! `_make_res_def_for_remove_vnfcs`) names each removed VNFC with a new `id` of its own and
 //! the server as `resource.resourceId`, never the `id` of the earlier grant's `addResources`,
 //! so a removal is matched by its VDU and the zone its server runs in ([`released_by`]). A
