@@ -10,7 +10,8 @@
 //! certificate (RFC 8705 section 2.1 `tls_client_auth`: the form's `client_id` names a client
 //! whose `tls_client_auth_subject_dn` is the subject of the certificate the connection
 //! presented; Tacker's `[v2_nfvo] use_client_secret_basic = False`). The answer (200,
-//! `Cache-Control: no-store`) is `{"access_token", "token_type": "Bearer", "expires_in"}`. Errors are RFC 6749 section 5.2's: `invalid_client` (401 with
+//! `Cache-Control: no-store`) is `{"access_token", "token_type": "Bearer", "expires_in"}`.
+//! Errors are RFC 6749 section 5.2's: `invalid_client` (401 with
 //! `WWW-Authenticate: Basic`: no Basic, an unknown client or a wrong secret, the same answer
 //! for both), `invalid_request` (a body that is not a form, a parameter given twice, no
 //! `grant_type`), `unsupported_grant_type` (400).
@@ -20,7 +21,8 @@
 //! seconds>}` (and `"x5t"`, the base64url SHA-256 of the client certificate, for a token issued
 //! to a certificate: RFC 8705 section 3's certificate-bound token, accepted only on a
 //! connection presenting that certificate), the tag base64url HMAC-SHA256 over
-//! `vnfm1.<payload>` with the signing key (`[server.oauth2] signing_key`, else 32 random bytes made at start). Nothing is kept per
+//! `vnfm1.<payload>` with the signing key (`[server.oauth2] signing_key`, else 32 random
+//! bytes made at start). Nothing is kept per
 //! token: a check verifies the tag in constant time, then the expiry on the server's clock
 //! (the app's `Clock`), then that the client is still configured. Neither a secret nor a token
 //! is ever written to a log or an error text.
