@@ -221,10 +221,10 @@ start_bg() { # name function: runs the suite in the background, output to $work/
   bg_pids="$bg_pids $!"
   bg_names="$bg_names $name"
 }
-stop_bg_services() {
+stop_bg_services() { # the services of the suites started here, and only those
   for pid in $bg_pids; do kill "$pid" 2>/dev/null || :; done
-  scripts/prometheus-dev.sh stop >/dev/null 2>&1 || :
-  scripts/k8s-dev.sh stop >/dev/null 2>&1 || :
+  case " $bg_names " in *" real-prometheus "*) scripts/prometheus-dev.sh stop >/dev/null 2>&1 || : ;; esac
+  case " $bg_names " in *" real-k8s "*) scripts/k8s-dev.sh stop >/dev/null 2>&1 || : ;; esac
 }
 wait_prefetch   # its apt-get first
 trap stop_bg_services EXIT
