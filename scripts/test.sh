@@ -77,6 +77,25 @@ run_tests() {
   return "$rc"
 }
 
+# Runs a suite script ($3...) with the binary the workspace tests built and records its outcome
+# under the suite name $1: passed when it exits 0 having recorded no skip, failed (saying $2)
+# when it does not. Returns the script's exit code.
+run_script() {
+  local suite=$1 failure=$2 before rc=0
+  shift 2
+  before=$(wc -l < "$VNFM_SKIP_LOG")
+  VNFM_BIN="${CARGO_TARGET_DIR:-target}/debug/vnfm" "$@" || rc=$?
+  if [ "$rc" = 0 ]; then
+    if [ "$(wc -l < "$VNFM_SKIP_LOG")" = "$before" ]; then
+      echo "$suite 1 0 0" >> "$results"
+    fi
+  else
+    echo "$suite 0 1 0" >> "$results"
+    echo "test.sh: $failure (above)" >&2
+  fi
+  return "$rc"
+}
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -245,34 +264,19 @@ fi
 # ~5 min, plus ~1.5 min the first time for the venv (PyPI). Without ../shared it skips (a
 # failure under --strict, as every skip).
 step "ETSI SOL003 VNF LCM conformance (scripts/sol003-conformance.sh)"
-skips_before=$(wc -l < "$VNFM_SKIP_LOG")
 sol003_rc=0
-VNFM_BIN="${CARGO_TARGET_DIR:-target}/debug/vnfm" scripts/sol003-conformance.sh || sol003_rc=$?
-if [ "$sol003_rc" = 0 ]; then
-  if [ "$(wc -l < "$VNFM_SKIP_LOG")" = "$skips_before" ]; then
-    echo "sol003-conformance 1 0 0" >> "$results"
-  fi
-else
-  echo "sol003-conformance 0 1 0" >> "$results"
-  echo "test.sh: the SOL003 conformance run differs from tests/sol003/expected.tsv (above)" >&2
-fi
+run_script sol003-conformance \
+  "the SOL003 conformance run differs from tests/sol003/expected.tsv" \
+  scripts/sol003-conformance.sh || sol003_rc=$?
 
 # The `openstack vnflcm` suite: the real python-tackerclient 2.6.0 (python-openstackclient
 # 10.5.0) through a whole lifecycle against `vnfm serve` on the simulated cloud
 # (docs/serve.md#openstack-vnflcm-python-tackerclient). ~1 min, plus ~1 min the first time for
 # its venv (PyPI). Without PyPI and without the venv it skips (a failure under --strict).
 step "openstack vnflcm (python-tackerclient) against vnfm serve (scripts/tackerclient.sh)"
-skips_before=$(wc -l < "$VNFM_SKIP_LOG")
 tackerclient_rc=0
-VNFM_BIN="${CARGO_TARGET_DIR:-target}/debug/vnfm" scripts/tackerclient.sh || tackerclient_rc=$?
-if [ "$tackerclient_rc" = 0 ]; then
-  if [ "$(wc -l < "$VNFM_SKIP_LOG")" = "$skips_before" ]; then
-    echo "tackerclient 1 0 0" >> "$results"
-  fi
-else
-  echo "tackerclient 0 1 0" >> "$results"
-  echo "test.sh: the openstack vnflcm (python-tackerclient) suite failed (above)" >&2
-fi
+run_script tackerclient "the openstack vnflcm (python-tackerclient) suite failed" \
+  scripts/tackerclient.sh || tackerclient_rc=$?
 
 # The background suites: each one's output, then its outcome.
 bg_failed=""

@@ -340,6 +340,12 @@ pub fn healed_references(request: &GrantRequest) -> BTreeSet<String> {
     if request.operation != GrantedLcmOperationType::Heal {
         return BTreeSet::new();
     }
+    removed_servers(request)
+}
+
+/// The VIM resource ids (`resource.resourceId`) of the `COMPUTE` entries of `removeResources`
+/// (at most [`MAX_GRANT_RESOURCES`]): the servers a heal replaces or a scale-in removes.
+pub fn removed_servers(request: &GrantRequest) -> BTreeSet<String> {
     request
         .remove_resources
         .iter()

@@ -376,13 +376,7 @@ pub fn scaled_in_references(
     if !gives_back_for(request.operation) || registered.is_none_or(|r| r.draws.is_empty()) {
         return BTreeSet::new();
     }
-    request
-        .remove_resources
-        .iter()
-        .filter(|r| r.type_ == ResourceType::Compute)
-        .filter_map(|r| r.resource.as_ref())
-        .map(|h| h.resource_id.clone())
-        .collect()
+    super::grantor::removed_servers(request)
 }
 
 /// The draws of `registered` a granted `request` gives back: all of them for a `TERMINATE`
