@@ -77,6 +77,9 @@ use vnfm_core::store::unknown_instance_message;
 
 use crate::store::Flush;
 
+mod cas;
+pub use cas::Expect;
+
 const DRIVER: &str = "postgres";
 
 /// The most connections one [`PgStore`] keeps open.
@@ -1199,7 +1202,7 @@ fn redact(url: &str) -> String {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     use vnfm_core::store::conformance;
@@ -1251,14 +1254,14 @@ mod tests {
     /// A database of one test, created from `template0` (ICU `en-US` collation when the server
     /// has ICU) on the server of [`URL_VAR`] and
     /// dropped (its connections closed) when this is dropped, also when the test fails.
-    struct TestDb {
+    pub(crate) struct TestDb {
         admin: String,
         name: String,
         url: String,
     }
 
     impl TestDb {
-        async fn create(test: &str) -> Option<Self> {
+        pub(crate) async fn create(test: &str) -> Option<Self> {
             static SEQ: AtomicU32 = AtomicU32::new(0);
             let admin = server_url(&format!("store_postgres::tests, database {test}"))?;
             let name = format!(
@@ -1282,7 +1285,7 @@ mod tests {
             Some(Self { admin, name, url })
         }
 
-        async fn store(&self) -> PgStore {
+        pub(crate) async fn store(&self) -> PgStore {
             PgStore::open(&self.url)
                 .await
                 .unwrap_or_else(|e| panic!("opening {}: {}", self.url, chain(&e)))
