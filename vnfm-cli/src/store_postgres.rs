@@ -77,8 +77,7 @@ use vnfm_core::store::unknown_instance_message;
 
 use crate::store::Flush;
 
-mod cas;
-pub use cas::Expect;
+pub mod cas;
 
 const DRIVER: &str = "postgres";
 

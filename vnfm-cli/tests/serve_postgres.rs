@@ -467,3 +467,72 @@ async fn saved_now(
         .unwrap()
         .snapshot()
 }
+
+/// Two replicas on one database share the heal windows (issue 27): alerts for the VNFCs of one
+/// instance, spread over both replicas, open one window between them, and it heals once, with
+/// every VNFC alerted, whichever replica received which alert. (With a window in each
+/// replica's memory, each replica ran a heal of its own.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_heal_one_window_between_them() {
+    let Some(db) = TestDb::create("replica_heal").await else {
+        return;
+    };
+    let dir_a = tempfile::tempdir().unwrap();
+    let dir_b = tempfile::tempdir().unwrap();
+    let a = start(pg_config(dir_a.path(), &db.url, 2)).await;
+    let id = instantiated(a.local_addr()).await;
+    // Started after the instantiate: its instance cache has the instance.
+    let b = start(pg_config(dir_b.path(), &db.url, 2)).await;
+    let replicas = [a.local_addr(), b.local_addr()];
+    let vnfcs: Vec<String> = servers(replicas[0], &id).await.into_keys().collect();
+    assert!(
+        vnfcs.len() >= 2,
+        "the demo instance has two VNFCs: {vnfcs:?}"
+    );
+    let posts: Vec<_> = (0..8)
+        .map(|i| {
+            // Replica A gets the alerts of the first VNFC, B those of the second.
+            let vnfc = &vnfcs[i % 2];
+            let body = webhook(&[heal_alert(&id, vnfc, &format!("fp-{i}"), "firing", false)]);
+            let to = replicas[i % 2];
+            tokio::spawn(async move {
+                post_alert(to, "auto_healing", Some(BASIC_HEADER), &body)
+                    .await
+                    .status
+            })
+        })
+        .collect();
+    for p in posts {
+        assert_eq!(p.await.unwrap(), 204);
+    }
+    let heal = eventually(30, "the window's heal", || async {
+        let heals = ops(replicas[1], &id, "HEAL").await;
+        heals
+            .iter()
+            .find(|h| h["operationState"] == "COMPLETED")
+            .cloned()
+    })
+    .await;
+    // Two more windows' time: a second window, had one replica kept its own, would have run.
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    for r in replicas {
+        let heals = ops(r, &id, "HEAL").await;
+        assert_eq!(heals.len(), 1, "one heal between the replicas: {heals:?}");
+    }
+    let mut healed: Vec<String> = heal["operationParams"]["vnfcInstanceId"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a heal of VNFCs: {heal}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    healed.sort();
+    let mut want = vnfcs[..2].to_vec();
+    want.sort();
+    assert_eq!(
+        healed, want,
+        "every alerted VNFC, from both replicas, in the one heal"
+    );
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    db.drop_now().await;
+}

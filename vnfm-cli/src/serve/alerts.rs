@@ -125,6 +125,9 @@ async fn judge_and_journal(
     let metrics = &app.shared.metrics;
     metrics.received(endpoint, webhook.alerts.len());
     let now = app.clock().now();
+    if let Some(pg) = app.shared_alert_store() {
+        return judge_shared(app, pg, endpoint, &webhook, now).await;
+    }
     let (outcomes, generation, entries, slot) = {
         let mut h = app.lock_alerts();
         let outcomes = {
@@ -150,6 +153,34 @@ async fn judge_and_journal(
         Some(slot) => app.journal_write(slot, generation, &entries),
         None => Journaled::NotEncoded,
     };
+    let (accepted, scales) = account(app, endpoint, outcomes);
+    if !accepted {
+        // Only the de-duplication memory changed (when an alert was last seen, a resolved
+        // alert forgotten): the dispatcher saves it within a second, together with whatever
+        // else changed meanwhile, and the answer does not wait for it.
+        return Judged::Answer(StatusCode::NO_CONTENT.into_response());
+    }
+    // Heal alerts only, their journal records written above and `alert_fsync = "periodic"`:
+    // saved (the records are in the OS), nothing to wait for.
+    if scales.is_empty() && matches!(journaled, Journaled::Written) && !app.journal_syncs() {
+        return Judged::Answer(StatusCode::NO_CONTENT.into_response());
+    }
+    Judged::Settle(Settle {
+        generation,
+        journaled,
+        entries,
+        scales,
+    })
+}
+
+/// Counts and logs the outcomes of a webhook's alerts: whether one was accepted, and the
+/// scales to run.
+fn account(
+    app: &App,
+    endpoint: Endpoint,
+    outcomes: Vec<vnfm_core::alert::AlertOutcome>,
+) -> (bool, Vec<vnfm_core::alert::ScaleJob>) {
+    let metrics = &app.shared.metrics;
     let mut accepted = false;
     let mut scales = Vec::new();
     let mut logged = 0;
@@ -191,21 +222,58 @@ async fn judge_and_journal(
             logged - LOGGED_PER_REQUEST
         ));
     }
-    if !accepted {
-        // Only the de-duplication memory changed (when an alert was last seen, a resolved
-        // alert forgotten): the dispatcher saves it within a second, together with whatever
-        // else changed meanwhile, and the answer does not wait for it.
-        return Judged::Answer(StatusCode::NO_CONTENT.into_response());
-    }
-    // Heal alerts only, their journal records written above and `alert_fsync = "periodic"`:
-    // saved (the records are in the OS), nothing to wait for.
-    if scales.is_empty() && matches!(journaled, Journaled::Written) && !app.journal_syncs() {
+    (accepted, scales)
+}
+
+/// [`judge_and_journal`] on PostgreSQL: the webhook is judged as one change of the alert state
+/// shared by the replicas (`shared_alerts`), written before the answer.
+async fn judge_shared(
+    app: &Arc<App>,
+    pg: &crate::store_postgres::PgStore,
+    endpoint: Endpoint,
+    webhook: &Webhook,
+    now: DateTime<Utc>,
+) -> Judged {
+    let changed = app
+        .alert_change(
+            pg,
+            |h| {
+                let cache = app
+                    .shared
+                    .cache
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner);
+                h.handle_alerts(endpoint, webhook, &*cache, now)
+            },
+            |h, outcomes| {
+                // A scale admitted on the discarded state marked its instance busy.
+                for o in outcomes {
+                    if let Action::Scale(job) = o.action {
+                        h.mark_idle(&job.instance);
+                    }
+                }
+            },
+        )
+        .await;
+    let outcomes = match changed {
+        Ok(o) => o,
+        Err(e) => {
+            tracing::warn!("cannot save the alert state: {e}");
+            return Judged::Answer(problem_of(
+                503,
+                "the alerts could not be saved in the state database (see the server's log); \
+                 retry",
+            ));
+        }
+    };
+    let (accepted, scales) = account(app, endpoint, outcomes);
+    if !accepted || scales.is_empty() {
         return Judged::Answer(StatusCode::NO_CONTENT.into_response());
     }
     Judged::Settle(Settle {
-        generation,
-        journaled,
-        entries,
+        generation: 0,
+        journaled: Journaled::Shared,
+        entries: Vec::new(),
         scales,
     })
 }
@@ -241,6 +309,7 @@ impl Settle {
         // fsynced by one fdatasync shared by the requests waiting together); a scale changed the
         // cooldowns, saved with the whole state, and so is a heal entry that could not be encoded.
         let saved = match journaled {
+            Journaled::Shared => true,
             _ if !scales.is_empty() => app.persist(generation).await,
             Journaled::Written => app.flush_journal(generation).await,
             Journaled::Failed => false,
@@ -268,7 +337,18 @@ impl Settle {
                 if let Ok(Err(_)) = started.await {
                     // Refused before it started (logged by `spawn_op`, which also marked the
                     // instance idle): the handler ends the cooldown it started for it.
-                    {
+                    if let Some(pg) = app.shared_alert_store() {
+                        let ended = app
+                            .alert_change(
+                                pg,
+                                |h| h.scale_not_started(&job.instance, &aspect),
+                                |_, _| {},
+                            )
+                            .await;
+                        if let Err(e) = ended {
+                            tracing::warn!("cannot save the alert state: {e}");
+                        }
+                    } else {
                         let mut h = app.lock_alerts();
                         h.scale_not_started(&job.instance, &aspect);
                         app.changed_locked(&h);
@@ -357,10 +437,29 @@ fn start_heal(app: &Arc<App>, mut job: HealJob) {
 /// due again `timer_interval` from now.
 async fn heal_failed(app: &Arc<App>, job: HealJob) {
     let instance = job.instance.clone();
-    let (due, generation) = {
-        let mut h = app.lock_alerts();
-        let due = h.heal_failed(job, app.clock().now());
-        (due, app.changed_locked(&h))
+    let now = app.clock().now();
+    let (due, generation) = match app.shared_alert_store() {
+        Some(pg) => {
+            match app
+                .alert_change(pg, |h| h.heal_failed(job.clone(), now), |_, _| {})
+                .await
+            {
+                Ok(due) => (due, None),
+                Err(e) => {
+                    // The window is not put back in the shared state: kept in this replica's
+                    // (the handler read again drops it only when another replica wrote).
+                    tracing::warn!("cannot save the alert state: {e}");
+                    let mut h = app.lock_alerts();
+                    let due = h.heal_failed(job, now);
+                    (due, Some(app.changed_locked(&h)))
+                }
+            }
+        }
+        None => {
+            let mut h = app.lock_alerts();
+            let due = h.heal_failed(job, now);
+            (due, Some(app.changed_locked(&h)))
+        }
     };
     app.note_op(
         instance.as_str(),
@@ -372,7 +471,9 @@ async fn heal_failed(app: &Arc<App>, job: HealJob) {
         ),
     );
     // Saved when the store takes writes again (the dispatcher retries every second).
-    app.persist(generation).await;
+    if let Some(generation) = generation {
+        app.persist(generation).await;
+    }
     app.shared.metrics.not_started(Endpoint::AutoHealing);
 }
 
@@ -384,10 +485,35 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
         .ok()
         .and_then(|ops| ops.into_iter().find(|o| !o.is_terminal()));
     let instance = job.instance.clone();
-    let (waits, generation) = {
-        let mut h = app.lock_alerts();
-        let waits = h.heal_not_started(job, holder.is_some());
-        (waits, app.changed_locked(&h))
+    let held = holder.is_some();
+    let (waits, generation) = match app.shared_alert_store() {
+        Some(pg) => {
+            let changed = app
+                .alert_change(
+                    pg,
+                    |h| h.heal_not_started(job.clone(), held),
+                    |h, waits| {
+                        if waits {
+                            h.mark_idle(&instance);
+                        }
+                    },
+                )
+                .await;
+            match changed {
+                Ok(waits) => (waits, None),
+                Err(e) => {
+                    tracing::warn!("cannot save the alert state: {e}");
+                    let mut h = app.lock_alerts();
+                    let waits = h.heal_not_started(job, held);
+                    (waits, Some(app.changed_locked(&h)))
+                }
+            }
+        }
+        None => {
+            let mut h = app.lock_alerts();
+            let waits = h.heal_not_started(job, held);
+            (waits, Some(app.changed_locked(&h)))
+        }
     };
     if let Some(op) = holder.filter(|_| waits) {
         app.shared.hold(&instance, &op);
@@ -401,7 +527,9 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
             ),
         );
         // Back in the saved state before anything else happens to it.
-        app.persist(generation).await;
+        if let Some(generation) = generation {
+            app.persist(generation).await;
+        }
     }
     // Last: a test that waits for this count sees the refusal fully handled.
     app.shared.metrics.not_started(Endpoint::AutoHealing);
@@ -438,10 +566,43 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
         if *stop.borrow() {
             return;
         }
+        if let Some(pg) = app.shared_alert_store() {
+            // The windows closed here are taken as one decision among the replicas: of two
+            // that see a window close, one takes it.
+            let now = app.clock().now();
+            let due = app.lock_alerts().poll_timeout().is_some_and(|t| t <= now);
+            if due {
+                let taken = app
+                    .alert_change(
+                        pg,
+                        |h| h.poll_due(now),
+                        |h, jobs| {
+                            for j in jobs {
+                                h.mark_idle(&j.instance);
+                            }
+                        },
+                    )
+                    .await;
+                match taken {
+                    Ok(jobs) if !jobs.is_empty() => {
+                        for job in jobs {
+                            start_heal(&app, job);
+                        }
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("cannot take the closed heal windows: {e}"),
+                }
+            }
+        }
         let (jobs, next, generation) = {
             let mut h = app.lock_alerts();
             let now = app.clock().now();
-            let jobs = h.poll_due(now);
+            // On PostgreSQL only the shared decision above takes windows.
+            let jobs = match app.shared_alert_store() {
+                Some(_) => Vec::new(),
+                None => h.poll_due(now),
+            };
             // What this look left: closed windows whose instance is held.
             app.shared
                 .metrics

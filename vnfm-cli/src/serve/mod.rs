@@ -112,6 +112,7 @@ mod packages;
 mod peer;
 pub mod promise;
 mod query;
+mod shared_alerts;
 mod state;
 mod subscriptions;
 mod sweep;
@@ -432,20 +433,23 @@ impl Server {
                 .await
                 .map_err(state_msg)?;
         // Fold the journal into the snapshot; this process counts generations on from the
-        // last one saved.
+        // last one saved. On PostgreSQL there is no journal, and the other replicas may be
+        // changing the state: nothing to fold, nothing written (`shared_alerts`).
         let folded = serde_json::to_string(&handler.snapshot())
             .map_err(|e| state_msg(format!("cannot encode the alert state: {e}")))?;
-        state
-            .write_documents(
-                vec![
-                    (ALERT_DOCUMENT.to_owned(), folded),
-                    (ALERT_GENERATION_DOCUMENT.to_owned(), generation.to_string()),
-                ],
-                Some(journal_through(u64::MAX)),
-                Flush::Commit,
-            )
-            .await
-            .map_err(|e| state_err("cannot save the alert state", e))?;
+        if matches!(state, crate::state_store::StateStore::Sqlite(_)) {
+            state
+                .write_documents(
+                    vec![
+                        (ALERT_DOCUMENT.to_owned(), folded),
+                        (ALERT_GENERATION_DOCUMENT.to_owned(), generation.to_string()),
+                    ],
+                    Some(journal_through(u64::MAX)),
+                    Flush::Commit,
+                )
+                .await
+                .map_err(|e| state_err("cannot save the alert state", e))?;
+        }
         // The alert journal is a folder beside the state file; on PostgreSQL there is none
         // (every accepted alert is saved in the database).
         let journal_dir = state.path().map(journal::dir_of);
@@ -576,6 +580,7 @@ impl Server {
             cancels: state::Cancels::default(),
             outgoing,
             grant_turn: tokio::sync::Mutex::new(()),
+            alert_sync: tokio::sync::Mutex::default(),
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));

@@ -206,6 +206,19 @@ pub(super) enum Journaled {
     /// Not in a journal: an entry could not be encoded (logged), the request has no heal
     /// entry, or there is no journal (PostgreSQL). The whole state is to be saved instead.
     NotEncoded,
+    /// Written to the alert state the replicas share (PostgreSQL) as it was decided.
+    Shared,
+}
+
+/// What this replica knows of the shared document.
+#[derive(Debug, Default)]
+pub(crate) struct AlertSync {
+    /// The stamp of the document the handler was last restored from or wrote (`None`: not
+    /// known, read it before the next change).
+    pub(super) known: Option<crate::store_postgres::cas::Expect>,
+    /// The handler's generation (`App::generation`) when it was last in step with the
+    /// database: a later one has changes not written yet.
+    pub(super) synced_generation: u64,
 }
 
 /// How long a stop waits for running operations.
@@ -271,6 +284,8 @@ pub(crate) struct App {
     /// writes the registry of the instances, the count of the grants that wait and the ledger
     /// as one step within the server.
     pub(super) grant_turn: tokio::sync::Mutex<()>,
+    /// On PostgreSQL, what this replica knows of the shared alert state (`shared_alerts`).
+    pub(super) alert_sync: tokio::sync::Mutex<AlertSync>,
 }
 
 impl App {
@@ -356,6 +371,11 @@ impl App {
     ///
     /// Returns whether the state up to `generation` is saved.
     pub(super) async fn persist(&self, generation: u64) -> bool {
+        if let Some(pg) = self.shared_alert_store() {
+            // Shared by the replicas: every decision was written when it was made; what is
+            // left (remembered alerts refreshed) is written unless another replica wrote.
+            return self.alert_sync(pg).await;
+        }
         let mut last = self.persisted.lock().await;
         if *last >= generation {
             return true;
