@@ -65,6 +65,7 @@ pub mod promise;
 pub(crate) mod render;
 pub(crate) mod report;
 pub mod serve;
+pub mod shared_sim;
 pub mod state_store;
 pub mod store;
 pub mod store_postgres;

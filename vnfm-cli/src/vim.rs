@@ -17,6 +17,7 @@ use vnfm_core::sim::SimCloud;
 use crate::config::{Config, VimKind};
 use crate::error::CliError;
 use crate::inputs::load_cloud;
+use crate::shared_sim::SharedSim;
 use crate::state_store::Documents;
 
 /// The state-file document holding the simulated cloud.
@@ -107,6 +108,21 @@ impl Vim {
             #[cfg(feature = "openstack")]
             openstack: None,
         }
+    }
+
+    /// The simulated cloud's drivers made to share its state with the other processes on the
+    /// PostgreSQL database `store` (replicas of `vnfm serve`, see [`SharedSim`]); a real
+    /// cloud is left as it is. The cloud is then saved by every call that changes it, so the
+    /// caller must not save it whole ([`save_sim`]) any more.
+    pub fn shared_on(mut self, store: crate::store_postgres::PgStore) -> Self {
+        if let Some(sim) = &self.sim {
+            let shared = Arc::new(SharedSim::new(sim.clone(), store, SIM_DOCUMENT));
+            self.stacks = shared.clone();
+            self.zones = shared.clone();
+            self.compute = shared.clone();
+            self.cluster = Some(shared);
+        }
+        self
     }
 
     /// The drivers of a real OpenStack session.

@@ -536,3 +536,56 @@ async fn two_replicas_heal_one_window_between_them() {
     b.shutdown().await.unwrap();
     db.drop_now().await;
 }
+
+/// Two replicas on one database see one simulated cloud (issue 27), as they would one
+/// OpenStack: of two instances instantiated through one replica, one is terminated through the
+/// other replica and then the other through the first, and the cloud is empty again. (With a
+/// copy of the cloud in each replica's memory, the second replica found no stack to delete and
+/// the first wrote back the first instance's servers.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_share_one_simulated_cloud() {
+    let Some(db) = TestDb::create("replica_sim").await else {
+        return;
+    };
+    let dir_a = tempfile::tempdir().unwrap();
+    let dir_b = tempfile::tempdir().unwrap();
+    let a = start(pg_config(dir_a.path(), &db.url, 3600)).await;
+    let b = start(pg_config(dir_b.path(), &db.url, 3600)).await;
+    let (a_addr, b_addr) = (a.local_addr(), b.local_addr());
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (id, op) = create_and_instantiate(a_addr, DEMO_VNFD, "default").await;
+        assert_eq!(op["operationState"], "COMPLETED", "{op}");
+        ids.push(id);
+    }
+    for (id, to) in ids.iter().zip([b_addr, a_addr]) {
+        let r = post_json(
+            to,
+            &format!("/vnflcm/v2/vnf_instances/{id}/terminate"),
+            &json!({"terminationType": "FORCEFUL"}),
+        )
+        .await;
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        let op = wait_op(to, r.header("location").unwrap()).await;
+        assert_eq!(op["operationState"], "COMPLETED", "{op}");
+    }
+    let store = vnfm_cli::store_postgres::PgStore::open(&db.url)
+        .await
+        .unwrap();
+    let sim: Value = serde_json::from_str(&store.document("sim").await.unwrap().unwrap()).unwrap();
+    assert_eq!(
+        sim["servers"].as_object().unwrap().len(),
+        0,
+        "no server left in the one cloud: {}",
+        sim["servers"]
+    );
+    assert_eq!(
+        sim["stacks"].as_object().unwrap().len(),
+        0,
+        "{}",
+        sim["stacks"]
+    );
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    db.drop_now().await;
+}

@@ -422,9 +422,11 @@ impl Server {
         }
         let lcm_cfg = crate::app::lcm_config(&config, &PlacementArgs::default())?;
         let state = crate::app::open_state(&config).await?;
-        let vim =
-            crate::app::open_cluster(crate::vim::Vim::open(&state, None, &config).await?, &config)
-                .await?;
+        let vim = crate::app::open_cluster(
+            shared_vim(crate::vim::Vim::open(&state, None, &config).await?, &state),
+            &config,
+        )
+        .await?;
         let location = state.location();
         let state_err = |message: &str, e| location.error(message, Some(e));
         let state_msg = |message: String| location.error(message, None);
@@ -508,7 +510,12 @@ impl Server {
             &config,
             Some(outgoing.clone()),
         )?;
-        let sim = vim.sim;
+        // On PostgreSQL the simulated cloud is saved by every call that changes it (shared by
+        // the replicas): nothing to save whole.
+        let sim = match state {
+            crate::state_store::StateStore::Sqlite(_) => vim.sim,
+            crate::state_store::StateStore::Postgres(_) => None,
+        };
         interrupt_unfinished(&store, &shared, &lcm).await?;
         let listener = tokio::net::TcpListener::bind(config.server.listen)
             .await
@@ -842,5 +849,14 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     async {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The VIM of a server: on PostgreSQL, the simulated cloud shared with the other replicas
+/// ([`crate::shared_sim::SharedSim`]).
+fn shared_vim(vim: crate::vim::Vim, state: &crate::state_store::StateStore) -> crate::vim::Vim {
+    match state {
+        crate::state_store::StateStore::Postgres(pg) => vim.shared_on(pg.clone()),
+        crate::state_store::StateStore::Sqlite(_) => vim,
     }
 }

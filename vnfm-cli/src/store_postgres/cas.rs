@@ -97,6 +97,82 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    /// Runs `f` while holding the lock of document `name` (a transaction-level advisory lock
+    /// keyed by the name: of the processes on the database, one at a time), for a document too
+    /// large or too often changed for [`PgStore::write_document_if`]'s retries (the simulated
+    /// cloud shared by replicas). `f` is given the document when its stamp is not `known` (the
+    /// one the caller last saw: `None` for none), `None` when the caller's copy is current or
+    /// there is no document; it returns its result and the body to store (`None`: unchanged).
+    /// Returns the result and the document's stamp after (`None`: there is none).
+    ///
+    /// # Errors
+    /// `f`'s error (nothing is written), or as [`PgStore::document`].
+    pub async fn with_locked_document<T, F, Fut>(
+        &self,
+        name: &str,
+        known: Option<i64>,
+        f: F,
+    ) -> Result<(T, Option<i64>), DriverError>
+    where
+        F: FnOnce(Option<String>) -> Fut + Send,
+        Fut: std::future::Future<Output = Result<(T, Option<String>), DriverError>> + Send,
+        T: Send,
+    {
+        let doing = format!("changing document {name} under its lock");
+        let mut client = self.client(&doing).await?;
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| self.pg_error(&doing, e))?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 27))",
+            &[&name],
+        )
+        .await
+        .map_err(|e| self.pg_error(&doing, e))?;
+        let row = tx
+            .query_opt("SELECT stamp FROM documents WHERE name = $1", &[&name])
+            .await
+            .map_err(|e| self.pg_error(&doing, e))?;
+        let stamp: Option<i64> = match row {
+            Some(r) => Some(r.try_get(0).map_err(|e| self.pg_error(&doing, e))?),
+            None => None,
+        };
+        let current = match stamp {
+            Some(s) if Some(s) != known => {
+                let row = tx
+                    .query_one("SELECT body FROM documents WHERE name = $1", &[&name])
+                    .await
+                    .map_err(|e| self.pg_error(&doing, e))?;
+                Some(
+                    row.try_get::<_, String>(0)
+                        .map_err(|e| self.pg_error(&doing, e))?,
+                )
+            }
+            _ => None,
+        };
+        let (out, write) = f(current).await?;
+        let after = match write {
+            Some(body) => {
+                let row = tx
+                    .query_one(
+                        "INSERT INTO documents (name, body) VALUES ($1, $2)
+                         ON CONFLICT (name) DO UPDATE SET body = excluded.body
+                         RETURNING stamp",
+                        &[&name, &body],
+                    )
+                    .await
+                    .map_err(|e| self.pg_error(&doing, e))?;
+                Some(row.try_get(0).map_err(|e| self.pg_error(&doing, e))?)
+            }
+            None => stamp,
+        };
+        tx.commit().await.map_err(|e| self.pg_error(&doing, e))?;
+        Ok((out, after))
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
@@ -187,5 +263,58 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(n, "40");
+    }
+
+    #[tokio::test]
+    async fn changes_under_the_lock_are_one_at_a_time_and_see_the_last() {
+        let Some(db) = TestDb::create("locked").await else {
+            return;
+        };
+        let mut tasks = Vec::new();
+        for _ in 0..3 {
+            let s = db.store().await;
+            tasks.push(tokio::spawn(async move {
+                // Each keeps its own copy and its stamp, as a replica keeps its simulator.
+                let mut mine = 0u32;
+                let mut known = None;
+                for _ in 0..10 {
+                    let (n, stamp) = s
+                        .with_locked_document("n", known, |current| async move {
+                            let n = current.map_or(mine, |b| b.parse::<u32>().unwrap()) + 1;
+                            // Time for another process to come in, were it not locked out.
+                            tokio::task::yield_now().await;
+                            Ok((n, Some(n.to_string())))
+                        })
+                        .await
+                        .unwrap();
+                    mine = n;
+                    known = stamp;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let s = db.store().await;
+        assert_eq!(s.document("n").await.unwrap().as_deref(), Some("30"));
+        // Unchanged: nothing written, the stamp stays; a known stamp gives no body.
+        let stamp = s.document_stamp("n").await.unwrap();
+        let (seen, after) = s
+            .with_locked_document("n", stamp, |current| async move { Ok((current, None)) })
+            .await
+            .unwrap();
+        assert_eq!((seen, after), (None, stamp));
+        let e = s
+            .with_locked_document("n", None, |_| async move {
+                Err::<((), Option<String>), _>(DriverError::Other {
+                    driver: "test",
+                    message: "refused".into(),
+                    source: None,
+                })
+            })
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("refused"), "{e}");
+        assert_eq!(s.document("n").await.unwrap().as_deref(), Some("30"));
     }
 }

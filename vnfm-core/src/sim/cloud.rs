@@ -94,6 +94,24 @@ impl SimCloud {
         })
     }
 
+    /// Replaces the state of this cloud (and of its clones) with a [`SimCloud::snapshot`]'s,
+    /// keeping its clock: a process that shares the saved cloud with others (replicas of
+    /// `vnfm serve`) takes up what another one saved.
+    ///
+    /// # Errors
+    /// [`DriverError::Invalid`] naming what does not decode; the state is left as it was.
+    pub fn load(&self, snapshot: &str) -> Result<(), DriverError> {
+        let mut state: State =
+            serde_json::from_str(snapshot).map_err(|e| DriverError::Invalid {
+                driver: DRIVER,
+                message: format!("the saved simulator state does not decode: {e}"),
+            })?;
+        let mut st = self.lock();
+        state.time = st.time.take();
+        *st = state;
+        Ok(())
+    }
+
     /// Gives the simulator its time: what takes time in it (an `OS::Heat::TestResource`'s
     /// `wait_secs`) is measured on `clock`, normally the lifecycle's ([`Clock::now`] only; the
     /// simulator never sleeps). Without a clock time stands still. Clones share it; a
@@ -405,6 +423,33 @@ mod tests {
     use super::*;
     use crate::driver::ServerFault;
     use crate::sim::nova::tests::{boot, cloud, TWO_ZONES};
+
+    #[tokio::test]
+    async fn load_replaces_the_state_of_every_clone_and_keeps_the_clock() {
+        let a = SimCloud::new(cloud(TWO_ZONES), 7);
+        a.set_clock(Arc::new(crate::driver::VirtualClock::new(
+            chrono::Utc::now(),
+        )));
+        let clone = a.clone();
+        let other = SimCloud::new(cloud(TWO_ZONES), 7);
+        boot(&mut other.lock(), "a", "m1.small", Some("AZ-1"), None);
+        let saved = other.snapshot().unwrap();
+        assert_ne!(a.snapshot().unwrap(), saved);
+        a.load(&saved).unwrap();
+        assert_eq!(
+            clone.snapshot().unwrap(),
+            saved,
+            "clones share the loaded state"
+        );
+        let e = a.load("{").unwrap_err();
+        assert!(e.to_string().contains("does not decode"), "{e}");
+        assert_eq!(
+            a.snapshot().unwrap(),
+            saved,
+            "a bad snapshot changes nothing"
+        );
+        assert!(a.lock().time.is_some(), "the clock is kept");
+    }
 
     #[tokio::test]
     async fn zones_report_free_capacity_and_null_hosts() {
