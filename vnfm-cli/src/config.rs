@@ -480,6 +480,16 @@ pub struct NotificationsConfig {
     /// `max_outbox_bytes`: bytes of undelivered notifications kept at most per subscription
     /// (default 4 MiB); beyond, the oldest are dropped and counted.
     pub max_outbox_bytes: usize,
+    /// `poll_interval_ms`: on PostgreSQL, how often (milliseconds, default 1000) a replica
+    /// reads the outbox for notifications other replicas wrote (it is not woken by their
+    /// commits) and the subscriptions for changes other replicas made (docs/replicas.md).
+    /// Unused on SQLite.
+    pub poll_interval_ms: u64,
+    /// `claim_seconds`: on PostgreSQL, how long a replica's claim on a subscription's delivery
+    /// lasts without renewal (default 60; at least twice `timeout` and one second): a replica
+    /// that dies leaves its subscriptions' notifications to the others this long after its
+    /// last renewal (docs/replicas.md). Unused on SQLite.
+    pub claim_seconds: u64,
     /// `allow`: the destinations a client-given URL (`callbackUri`, `tokenEndpoint`, Promise
     /// `callbackUri`) may have beside the default ones: CIDRs (`10.0.0.0/8`, `::1/128`),
     /// addresses and host names (default none). Loopback, link-local, cloud metadata,
@@ -520,6 +530,8 @@ impl Default for NotificationsConfig {
             max_subscription_bytes: 32 * 1024,
             max_outbox_entries: 1000,
             max_outbox_bytes: 4 * 1024 * 1024,
+            poll_interval_ms: 1000,
+            claim_seconds: 60,
             allow: Vec::new(),
             max_connections: crate::outgoing::DEFAULT_MAX_CONNECTIONS,
             client_cert: None,
@@ -548,6 +560,8 @@ impl NotificationsConfig {
             ("max_outbox_entries", self.max_outbox_entries as u64),
             ("max_outbox_bytes", self.max_outbox_bytes as u64),
             ("max_connections", self.max_connections as u64),
+            ("poll_interval_ms", self.poll_interval_ms),
+            ("claim_seconds", self.claim_seconds),
         ] {
             if v == 0 {
                 return Err(CliError::Usage(format!(
@@ -570,6 +584,21 @@ impl NotificationsConfig {
             max_attempts: self.max_attempts,
             max_age: std::time::Duration::from_secs(self.max_age),
         })
+    }
+
+    /// How long a delivery claim lasts (`claim_seconds`, raised to twice `timeout` and one
+    /// second when below: a claim outlives one attempt, a token request and the notification
+    /// each up to `timeout`, since the holder renews it before each attempt).
+    pub fn claim_ttl(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(
+            self.claim_seconds
+                .max(self.timeout.saturating_mul(2).saturating_add(1)),
+        )
+    }
+
+    /// How often a replica polls the outbox and the subscriptions (`poll_interval_ms`).
+    pub fn poll_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.poll_interval_ms.max(1))
     }
 
     /// The size bounds of one subscription.

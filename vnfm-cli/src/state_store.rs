@@ -239,6 +239,59 @@ impl StateStore {
         }
     }
 
+    /// Whether several servers may share this store (PostgreSQL): `vnfm serve` then numbers
+    /// its outbox entries from the database, claims a subscription before delivering its
+    /// outbox, and reads the subscriptions again when another replica changed them
+    /// (docs/replicas.md). A SQLite file has one server.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, StateStore::Postgres(_))
+    }
+
+    /// `n` outbox numbers no other replica gets ([`PgStore::outbox_sequences`]); `None` on
+    /// SQLite, where the server numbers its entries itself.
+    ///
+    /// # Errors
+    /// The store cannot be read.
+    pub async fn outbox_sequences(&self, n: usize) -> Result<Option<Vec<u64>>, DriverError> {
+        match self {
+            StateStore::Sqlite(_) => Ok(None),
+            StateStore::Postgres(s) => s.outbox_sequences(n).await.map(Some),
+        }
+    }
+
+    /// Claims or renews the delivery of `subscription`'s outbox for `holder` for `ttl`
+    /// ([`PgStore::claim_delivery`]); always `true` on SQLite (one server).
+    ///
+    /// # Errors
+    /// The store cannot be written.
+    pub async fn claim_delivery(
+        &self,
+        subscription: &str,
+        holder: &str,
+        ttl: std::time::Duration,
+    ) -> Result<bool, DriverError> {
+        match self {
+            StateStore::Sqlite(_) => Ok(true),
+            StateStore::Postgres(s) => s.claim_delivery(subscription, holder, ttl).await,
+        }
+    }
+
+    /// Gives up the claim of `holder` (of anyone with `None`) on `subscription`'s outbox
+    /// ([`PgStore::release_delivery`]); nothing on SQLite.
+    ///
+    /// # Errors
+    /// The store cannot be written.
+    pub async fn release_delivery(
+        &self,
+        subscription: &str,
+        holder: Option<&str>,
+    ) -> Result<(), DriverError> {
+        match self {
+            StateStore::Sqlite(_) => Ok(()),
+            StateStore::Postgres(s) => s.release_delivery(subscription, holder).await,
+        }
+    }
+
     /// Deletes the documents `names` in one transaction (as
     /// [`SqliteStore::delete_documents`]).
     ///

@@ -78,6 +78,7 @@ use vnfm_core::store::unknown_instance_message;
 use crate::store::Flush;
 
 pub mod cas;
+mod delivery;
 
 const DRIVER: &str = "postgres";
 
@@ -132,6 +133,17 @@ const MIGRATIONS: &[&str] = &[
     $$;
     CREATE TRIGGER documents_stamp BEFORE UPDATE ON documents
         FOR EACH ROW EXECUTE FUNCTION vnfm_documents_stamp();"#,
+    // 3: the outbox of several replicas (`delivery`): its entries numbered from one sequence
+    // (starting above the entries already there), and one delivery claim per subscription.
+    r#"CREATE SEQUENCE lcm_outbox_seq;
+    SELECT setval('lcm_outbox_seq', COALESCE((
+        SELECT max(substring(name FROM '([0-9]{1,18})$')::BIGINT) FROM documents
+        WHERE name >= 'lcm_outbox:' AND left(name, 11) = 'lcm_outbox:'), 0) + 1, false);
+    CREATE TABLE lcm_delivery_claims (
+        subscription TEXT COLLATE "C" PRIMARY KEY,
+        holder       TEXT NOT NULL,
+        until        TIMESTAMPTZ NOT NULL
+    );"#,
 ];
 
 /// The schema version this build creates and understands (the row of `vnfm_schema`).

@@ -503,7 +503,7 @@ impl Server {
             crate::app::with_cluster_hook(
                 Lifecycle::new(drivers, lcm_cfg)
                     .with_id_salt(salt)
-                    .with_observer(Arc::new(ServerObserver::new(shared.clone()))),
+                    .with_observer(Arc::new(ServerObserver::new(shared.clone(), &state))),
                 &config,
                 &vim,
             )?,

@@ -41,12 +41,17 @@ use std::time::{Duration, Instant};
 
 use axum::http::header;
 use tokio::sync::{mpsc, oneshot, watch};
+use vnfm_core::driver::DriverError;
 use vnfm_core::lcm_notify::{Delivery, Retry, RetryPolicy};
 
-use super::outbox::{outbox_prefix, Dropped, Queued, Sub};
+use super::outbox::{
+    all_of, outbox_prefix, sequence_of, subscription_of, Dropped, Queued, Sub, OUTBOX_PREFIX,
+    SUBSCRIPTION_PREFIX,
+};
 use super::state::App;
 use crate::outgoing::{shown, Body, Destination, Failure, Limits};
 use crate::state_store::{Documents, StateStore};
+use crate::store::Flush;
 
 /// The largest answer read from a token endpoint (16 KiB: a token answer is a small JSON
 /// object); a longer one fails the token request.
@@ -299,9 +304,22 @@ enum Pass {
     Unreachable(Duration),
     /// The server stops or the subscription is gone.
     Over,
+    /// Another replica delivers this subscription now (its claim).
+    Lost,
 }
 
-/// A worker's state: the token, the notifications set aside.
+/// A replica's claim on the delivery of one subscription's outbox (PostgreSQL: several
+/// replicas share the outbox, and one at a time delivers a subscription's, in order).
+struct Claim {
+    /// This replica's name in the claims (unique per process: `replica/pid-n`).
+    holder: Arc<str>,
+    /// How long a claim lasts unrenewed (`[notifications] claim_seconds`).
+    ttl: Duration,
+    /// When it was last taken or renewed (`None`: not held).
+    renewed: Option<Instant>,
+}
+
+/// A worker's state: the token, the notifications set aside, the claim.
 struct Worker {
     app: Arc<App>,
     id: String,
@@ -309,9 +327,72 @@ struct Worker {
     token: Token,
     later: BTreeMap<String, Later>,
     remover: Remover,
+    /// `None` on SQLite (one server delivers everything).
+    claim: Option<Claim>,
 }
 
 impl Worker {
+    /// Whether this replica holds the subscription's delivery: on PostgreSQL, taken or renewed
+    /// in the database once a third of its time has passed since the last renewal (so the
+    /// claim outlives an attempt: `[notifications] claim_seconds` is at least twice
+    /// `timeout`); always on SQLite.
+    async fn hold(&mut self) -> bool {
+        let Some(claim) = &mut self.claim else {
+            return true;
+        };
+        if claim.renewed.is_some_and(|at| at.elapsed() < claim.ttl / 3) {
+            return true;
+        }
+        match self
+            .app
+            .delivery
+            .claim_delivery(&self.id, &claim.holder, claim.ttl)
+            .await
+        {
+            Ok(true) => {
+                if claim.renewed.is_none() {
+                    tracing::debug!("delivering the notifications of subscription {}", self.id);
+                }
+                claim.renewed = Some(Instant::now());
+                true
+            }
+            Ok(false) => {
+                claim.renewed = None;
+                false
+            }
+            Err(e) => {
+                claim.renewed = None;
+                self.app.note(&format!(
+                    "cannot claim the delivery of subscription {}: {e}",
+                    self.id
+                ));
+                false
+            }
+        }
+    }
+
+    /// Gives the claim back (a stop, the subscription gone): another replica takes it at once.
+    async fn release(&mut self) {
+        let Some(claim) = &mut self.claim else {
+            return;
+        };
+        if claim.renewed.take().is_none() {
+            return;
+        }
+        if let Err(e) = self
+            .app
+            .delivery
+            .release_delivery(&self.id, Some(&claim.holder))
+            .await
+        {
+            tracing::warn!(
+                "cannot give back the delivery of subscription {} (another replica takes it \
+                 when it expires): {e}",
+                self.id
+            );
+        }
+    }
+
     /// One pass over the outbox in commit order, [`BATCH`] entries at a time: each entry not
     /// set aside (or due again) is attempted once.
     async fn pass(&mut self, sub: &Sub, stopped: &watch::Receiver<bool>) -> Pass {
@@ -352,6 +433,9 @@ impl Worker {
                     Some(l) => l.attempts,
                     None => 0,
                 };
+                if !self.hold().await {
+                    return Pass::Lost;
+                }
                 if let Some(wait) = self.one(sub, name, &body, attempts).await {
                     return Pass::Unreachable(wait);
                 }
@@ -452,8 +536,16 @@ async fn pause(app: &App, id: &str, d: Duration, stopped: &mut watch::Receiver<b
     app.shared.outbox.get(id).is_some() && !*stopped.borrow()
 }
 
-/// Delivers subscription `id`'s outbox until it is deleted or the server stops.
-async fn worker(app: Arc<App>, id: String, remover: Remover, mut stopped: watch::Receiver<bool>) {
+/// Delivers subscription `id`'s outbox until it is deleted or the server stops; on
+/// PostgreSQL, while this replica holds its claim (`holder`: this replica's name in the
+/// claims), given back at the end.
+async fn worker(
+    app: Arc<App>,
+    id: String,
+    remover: Remover,
+    holder: Option<Arc<str>>,
+    stopped: watch::Receiver<bool>,
+) {
     let policy: RetryPolicy = match app.config.notifications.policy() {
         Ok(p) => p,
         Err(e) => {
@@ -463,12 +555,25 @@ async fn worker(app: Arc<App>, id: String, remover: Remover, mut stopped: watch:
     };
     let mut w = Worker {
         app: app.clone(),
-        id: id.clone(),
+        id,
         policy,
         token: Token::default(),
         later: BTreeMap::new(),
         remover,
+        claim: holder.map(|holder| Claim {
+            holder,
+            ttl: app.config.notifications.claim_ttl(),
+            renewed: None,
+        }),
     };
+    deliver(&mut w, stopped).await;
+    w.release().await;
+}
+
+/// The loop of [`worker`].
+async fn deliver(w: &mut Worker, mut stopped: watch::Receiver<bool>) {
+    let app = w.app.clone();
+    let id = w.id.clone();
     loop {
         let Some(sub) = app.shared.outbox.get(&id) else {
             return;
@@ -477,7 +582,22 @@ async fn worker(app: Arc<App>, id: String, remover: Remover, mut stopped: watch:
             return;
         }
         let woken = sub.wake.notified();
-        match w.pass(&sub, &stopped).await {
+        // On PostgreSQL, claimed only when there is something to deliver; not held (another
+        // replica delivers it): woken again by a commit here or the next poll.
+        let held = w.claim.is_none() || (sub.has_queued() && w.hold().await);
+        let pass = if held {
+            w.pass(&sub, &stopped).await
+        } else {
+            Pass::Lost
+        };
+        match pass {
+            Pass::Lost => {
+                tokio::select! {
+                    () = woken => {},
+                    _ = stopped.wait_for(|s| *s) => return,
+                }
+                continue;
+            }
             Pass::Over => return,
             Pass::Unreachable(d) => {
                 if !pause(&app, &id, d, &mut stopped).await {
@@ -561,6 +681,10 @@ async fn removals(store: StateStore, mut asked: mpsc::UnboundedReceiver<Removal>
 pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
     let mut workers: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
     let (remover, removing) = Remover::start(app.delivery.clone());
+    let holder: Option<Arc<str>> = app.state.is_shared().then(|| holder(&app.replica).into());
+    let poller = holder
+        .is_some()
+        .then(|| tokio::spawn(poll(app.clone(), stopped.clone())));
     loop {
         let changed = app.shared.outbox.changed.notified();
         let subs: BTreeSet<String> = app
@@ -584,6 +708,7 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
                     app.clone(),
                     id,
                     remover.clone(),
+                    holder.clone(),
                     stopped.clone(),
                 )));
             }
@@ -596,7 +721,94 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
     for (_, h) in workers {
         let _ = h.await;
     }
+    if let Some(p) = poller {
+        let _ = p.await;
+    }
     // The workers' last removals are done once the remover's task ends.
     drop(remover);
     let _ = removing.await;
+}
+
+/// This process's name in the delivery claims: the replica id, the process id and a number
+/// of this process (two servers of one process, as in tests, or two processes with one
+/// replica id by mistake, never share a claim).
+fn holder(replica: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    format!(
+        "{replica}/{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// On PostgreSQL, every `[notifications] poll_interval_ms` until `stopped`: the subscriptions
+/// read again when another replica changed them, and the outbox looked at ([`look`]): a
+/// replica is not woken by the other replicas' commits.
+async fn poll(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
+    let every = app.config.notifications.poll_interval();
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {},
+            _ = stopped.wait_for(|s| *s) => return,
+        }
+        super::subscriptions::refresh(&app).await;
+        match look(&app).await {
+            Ok(()) => failing = false,
+            // Logged once until it works again: the database may be down for a while.
+            Err(e) if !failing => {
+                failing = true;
+                app.note(&format!("cannot read the notification outbox: {e}"));
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Reads the names and sizes of the outbox's entries: each subscription's count and bytes
+/// (what `[notifications] max_outbox_entries` and `max_outbox_bytes` bound) become what the
+/// database holds, whichever replica wrote or delivered them, and the worker of each
+/// subscription with entries is woken (it delivers them if it holds the claim or can take
+/// it). The entries of a subscription no longer stored (deleted through another replica while
+/// this one wrote for it) are deleted.
+async fn look(app: &App) -> Result<(), DriverError> {
+    let mut by_sub: BTreeMap<String, BTreeMap<u64, usize>> = BTreeMap::new();
+    {
+        // No commit of this replica between its staging and its end: the entries it is
+        // writing are in the database or not yet in its count.
+        let _gate = app.shared.gate.read().await;
+        for (name, size) in app
+            .delivery
+            .document_sizes_with_prefix(OUTBOX_PREFIX)
+            .await?
+        {
+            by_sub
+                .entry(subscription_of(&name).to_owned())
+                .or_default()
+                .insert(sequence_of(&name).unwrap_or(0), size);
+        }
+        for sub in app.shared.outbox.subscriptions() {
+            let entries = by_sub.remove(&sub.stored.id).unwrap_or_default();
+            let any = !entries.is_empty();
+            sub.resync(entries);
+            if any {
+                sub.wake.notify_one();
+            }
+        }
+    }
+    // A subscription's document is written before any entry for it: an entry without one
+    // belongs to a deleted subscription.
+    for id in by_sub.keys() {
+        if app
+            .delivery
+            .document(&format!("{SUBSCRIPTION_PREFIX}{id}"))
+            .await?
+            .is_none()
+        {
+            app.delivery
+                .write_documents(Vec::new(), Some(all_of(&outbox_prefix(id))), Flush::Commit)
+                .await?;
+        }
+    }
+    Ok(())
 }

@@ -20,6 +20,7 @@ use vnfm_core::problem::ProblemDetails;
 
 use super::metrics::Metrics;
 use crate::render::lcm::sol;
+use crate::state_store::StateStore;
 
 /// Where the id of a started occurrence (or the reason it did not start) goes.
 pub(crate) type Started = Arc<Mutex<Option<oneshot::Sender<Result<OpOccId, ProblemDetails>>>>>;
@@ -165,6 +166,10 @@ pub(crate) fn send_started(started: &Started, value: Result<OpOccId, ProblemDeta
 #[derive(Debug, Clone)]
 pub(crate) struct ServerObserver {
     shared: Arc<Shared>,
+    /// The store several replicas share (PostgreSQL): each commit's outbox entries are
+    /// numbered from it, and the subscriptions read again first when another replica changed
+    /// them. `None` on SQLite (one server).
+    replicated: Option<StateStore>,
 }
 
 /// What [`ServerObserver::prepare`] keeps until its batch's event: the gate, held across the
@@ -175,8 +180,52 @@ struct Prepared {
 }
 
 impl ServerObserver {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Self { shared }
+    pub(crate) fn new(shared: Arc<Shared>, state: &StateStore) -> Self {
+        Self {
+            shared,
+            replicated: state.is_shared().then(|| state.clone()),
+        }
+    }
+
+    /// The outbox entries of `batch` (under the gate): on a shared store, the subscriptions
+    /// are read again first when another replica changed them, and the entries numbered from
+    /// the database; a commit whose notifications cannot be numbered (the database did not
+    /// answer, and the commit will most likely fail too) writes none, logged and counted as
+    /// failed.
+    async fn stage(&self, batch: &StoreBatch) -> super::outbox::Staged {
+        let outbox = &self.shared.outbox;
+        let Some(state) = &self.replicated else {
+            let planned = outbox.plan(batch, &self.shared.cache);
+            return outbox.stage_planned(planned, None);
+        };
+        match outbox.stale(state).await {
+            Ok(Some(stamp)) => {
+                if let Err(e) = outbox.reload(state, stamp).await {
+                    tracing::warn!("cannot read the subscriptions again: {e}");
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("cannot read the subscriptions' stamp: {e}"),
+        }
+        let planned = outbox.plan(batch, &self.shared.cache);
+        if planned.is_empty() {
+            return super::outbox::Staged::default();
+        }
+        match state.outbox_sequences(planned.len()).await {
+            Ok(numbers) => outbox.stage_planned(planned, numbers),
+            Err(e) => {
+                let n = planned.len() as u64;
+                outbox
+                    .counters
+                    .failed
+                    .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                tracing::warn!(
+                    "{n} notification(s) of a commit not written to the outbox: cannot number \
+                     them: {e}"
+                );
+                super::outbox::Staged::default()
+            }
+        }
     }
 
     /// `changed`: the indices of `ops` that changed state (what the operations metric counts;
@@ -273,7 +322,7 @@ impl LifecycleObserver for ServerObserver {
     async fn prepare(&self, batch: &mut StoreBatch) -> CommitTicket {
         let gate = self.shared.gate.clone().write_owned().await;
         // The notifications of the commit are written in its transaction (the outbox).
-        let mut staged = self.shared.outbox.stage(batch, &self.shared.cache);
+        let mut staged = self.stage(batch).await;
         batch.documents.append(&mut staged.docs);
         batch.prune_documents.append(&mut staged.prune);
         CommitTicket::new(Prepared {

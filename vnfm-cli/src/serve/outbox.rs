@@ -23,6 +23,10 @@ pub const SUBSCRIPTION_PREFIX: &str = "lcm_subscription:";
 pub const OUTBOX_PREFIX: &str = "lcm_outbox:";
 /// The counter of subscription ids.
 pub(crate) const COUNTER: &str = "lcm_subscription_counter";
+/// The document every creation and deletion of a subscription writes (in the same
+/// transaction): its stamp tells a replica on PostgreSQL that another one changed the
+/// subscriptions (docs/replicas.md, "Notifications and the ledger across replicas").
+pub(crate) const SUBSCRIPTIONS_CHANGED: &str = "lcm_subscriptions_changed";
 
 /// A subscription as stored (with its credentials, which are never answered).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -55,6 +59,19 @@ impl Sub {
 
     fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Its undelivered notifications are `entries` (sequence and size), as the store holds
+    /// them now (on PostgreSQL other replicas add and deliver some).
+    pub(crate) fn resync(&self, entries: BTreeMap<u64, usize>) {
+        let mut q = self.queue();
+        q.bytes = entries.values().fold(0, |a, n| a.saturating_add(*n));
+        q.entries = entries;
+    }
+
+    /// Whether it has undelivered notifications.
+    pub(crate) fn has_queued(&self) -> bool {
+        !self.queue().entries.is_empty()
     }
 
     /// Outbox entry `name` of this subscription is gone (delivered or dropped).
@@ -194,6 +211,9 @@ pub(crate) struct Outbox {
     /// may be tens of KiB, [notifications] max_subscription_bytes).
     subs: RwLock<BTreeMap<String, Arc<Sub>>>,
     seq: AtomicU64,
+    /// The stamp of [`SUBSCRIPTIONS_CHANGED`] when the subscriptions were last read (on a
+    /// shared store).
+    subs_stamp: Mutex<Option<i64>>,
     clock: Mutex<Option<Arc<dyn Clock>>>,
     bounds: Mutex<OutboxBounds>,
     pub counters: Counters,
@@ -213,6 +233,25 @@ pub(crate) struct Staged {
 
 /// A notification staged for a subscription: sequence, document name, body.
 type NewEntry = (u64, String, String);
+
+/// The notifications a commit causes, not yet numbered: each subscription's and its body, in
+/// the order of the state changes ([`Outbox::plan`]).
+#[derive(Debug, Default)]
+pub(crate) struct Planned {
+    entries: Vec<(Arc<Sub>, String)>,
+}
+
+impl Planned {
+    /// How many notifications.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
 
 /// One subscription's part of a [`Staged`] commit.
 #[derive(Debug)]
@@ -240,7 +279,7 @@ pub(crate) fn sequence_of(name: &str) -> Option<u64> {
 }
 
 /// The subscription of outbox entry `name`.
-fn subscription_of(name: &str) -> &str {
+pub(crate) fn subscription_of(name: &str) -> &str {
     name.strip_prefix(OUTBOX_PREFIX)
         .and_then(|r| r.split(':').next())
         .unwrap_or("")
@@ -264,19 +303,25 @@ impl Outbox {
         bounds: OutboxBounds,
     ) -> Result<(), String> {
         let read = |what: &str, e: DriverError| format!("cannot read {what}: {e}");
+        // Read before the subscriptions: a change after it is seen by the next look.
+        let stamp = if state.is_shared() {
+            Some(
+                state
+                    .change_stamp(SUBSCRIPTIONS_CHANGED)
+                    .await
+                    .map_err(|e| read("the subscriptions' stamp", e))?,
+            )
+        } else {
+            None
+        };
         let mut subs = BTreeMap::new();
         for (name, body) in state
             .documents_with_prefix(SUBSCRIPTION_PREFIX)
             .await
             .map_err(|e| read("the subscriptions", e))?
         {
-            let stored: Stored = serde_json::from_str(&body)
-                .map_err(|e| format!("subscription document {name} is unreadable: {e}"))?;
-            let delivery = stored
-                .request
-                .validate()
-                .map_err(|e| format!("subscription document {name}: {e:?}"))?;
-            subs.insert(stored.id.clone(), Arc::new(Sub::new(stored, delivery)));
+            let sub = parse_sub(&name, &body)?;
+            subs.insert(sub.stored.id.clone(), Arc::new(sub));
         }
         let mut last = 0;
         let mut orphans = Vec::new();
@@ -330,6 +375,10 @@ impl Outbox {
             }
         }
         *self.subs.write().unwrap_or_else(PoisonError::into_inner) = subs;
+        *self
+            .subs_stamp
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = stamp;
         *self.tracker.lock().unwrap_or_else(PoisonError::into_inner) = Tracker::new(ops);
         self.seq.store(last + 1, Ordering::SeqCst);
         *self.clock.lock().unwrap_or_else(PoisonError::into_inner) = Some(clock);
@@ -348,19 +397,17 @@ impl Outbox {
         }
     }
 
-    /// The outbox documents of committing `batch` (call it under the store's gate, before the
-    /// commit; `cache` holds the instances as stored): the notifications of each subscription
-    /// whose filter passes, and the oldest ones a full outbox drops for them
-    /// ([`OutboxBounds`]). The work is one notification per (state change, matching
-    /// subscription), nothing per subscription beyond its filter.
-    pub(crate) fn stage(
+    /// The notifications of committing `batch` (call it under the store's gate, before the
+    /// commit; `cache` holds the instances as stored): one per (state change, subscription
+    /// whose filter passes), nothing per subscription beyond its filter.
+    pub(crate) fn plan(
         &self,
         batch: &StoreBatch,
         cache: &RwLock<BTreeMap<VnfInstanceId, VnfInstance>>,
-    ) -> Staged {
+    ) -> Planned {
         let subs = self.subs.read().unwrap_or_else(PoisonError::into_inner);
         if subs.is_empty() {
-            return Staged::default();
+            return Planned::default();
         }
         let now = self.now();
         let events = {
@@ -371,11 +418,7 @@ impl Outbox {
                 .unwrap_or_else(PoisonError::into_inner)
                 .events(batch, &known, now)
         };
-        if events.is_empty() {
-            return Staged::default();
-        }
-        // Each subscription's new entries, in the order of the events.
-        let mut new: BTreeMap<&str, (&Arc<Sub>, Vec<NewEntry>)> = BTreeMap::new();
+        let mut planned = Planned::default();
         for e in &events {
             for sub in subs.values() {
                 let passes = sub
@@ -391,15 +434,34 @@ impl Outbox {
                     queued_at: now,
                     notification: notification(&sub.stored.id, e, now),
                 };
-                let Ok(body) = serde_json::to_string(&q) else {
-                    continue;
-                };
-                let seq = self.seq.fetch_add(1, Ordering::SeqCst);
-                new.entry(sub.stored.id.as_str())
-                    .or_insert_with(|| (sub, Vec::new()))
-                    .1
-                    .push((seq, outbox_name(&sub.stored.id, seq), body));
+                if let Ok(body) = serde_json::to_string(&q) {
+                    planned.entries.push((Arc::clone(sub), body));
+                }
             }
+        }
+        planned
+    }
+
+    /// The outbox documents of `planned` (under the same gate as [`Outbox::plan`]), and the
+    /// oldest ones a full outbox drops for them ([`OutboxBounds`]). Each is numbered by
+    /// `numbers` in order (PostgreSQL: drawn from the database, unique across replicas), or
+    /// by the outbox's own counter when `None` (or short).
+    pub(crate) fn stage_planned(&self, planned: Planned, numbers: Option<Vec<u64>>) -> Staged {
+        if planned.entries.is_empty() {
+            return Staged::default();
+        }
+        let mut numbers = numbers.unwrap_or_default().into_iter();
+        // Each subscription's new entries, in the order of the events.
+        let mut new: BTreeMap<String, (Arc<Sub>, Vec<NewEntry>)> = BTreeMap::new();
+        for (sub, body) in planned.entries {
+            let seq = numbers
+                .next()
+                .unwrap_or_else(|| self.seq.fetch_add(1, Ordering::SeqCst));
+            let name = outbox_name(&sub.stored.id, seq);
+            new.entry(sub.stored.id.clone())
+                .or_insert_with(|| (Arc::clone(&sub), Vec::new()))
+                .1
+                .push((seq, name, body));
         }
         let bounds = *self.bounds.lock().unwrap_or_else(PoisonError::into_inner);
         let mut staged = Staged::default();
@@ -409,7 +471,7 @@ impl Outbox {
             if let Some(upto) = evict_upto {
                 staged
                     .prune
-                    .push((outbox_prefix(id), outbox_name(id, upto)));
+                    .push((outbox_prefix(&id), outbox_name(&id, upto)));
             }
             // Still beyond: the commit's own oldest go too.
             let mut added = Vec::new();
@@ -433,7 +495,7 @@ impl Outbox {
                 }
             }
             staged.subs.push(StagedSub {
-                sub: Arc::clone(sub),
+                sub: Arc::clone(&sub),
                 evict_upto,
                 added,
                 dropped_new,
@@ -502,6 +564,58 @@ impl Outbox {
                 q.remove(*seq);
             }
         }
+    }
+
+    /// On a shared store: the stamp of [`SUBSCRIPTIONS_CHANGED`] when it is not the one seen
+    /// when the subscriptions were last read (another replica created or deleted one since);
+    /// `None` when they are as read. One small query.
+    pub(crate) async fn stale(&self, state: &StateStore) -> Result<Option<i64>, DriverError> {
+        let stamp = state.change_stamp(SUBSCRIPTIONS_CHANGED).await?;
+        let known = *self
+            .subs_stamp
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok((known != Some(stamp)).then_some(stamp))
+    }
+
+    /// Reads the subscriptions again (call it under the store's gate; `stamp` from
+    /// [`Outbox::stale`], read before): the ones still stored are kept as they are (a
+    /// subscription never changes), new ones added, gone ones removed. A stored subscription
+    /// that cannot be read is left out and logged (another replica wrote it: not this one's
+    /// to refuse to start over).
+    pub(crate) async fn reload(&self, state: &StateStore, stamp: i64) -> Result<(), DriverError> {
+        let docs = state.documents_with_prefix(SUBSCRIPTION_PREFIX).await?;
+        let mut next = BTreeMap::new();
+        {
+            let old = self.subs.read().unwrap_or_else(PoisonError::into_inner);
+            for (name, body) in docs {
+                let id = name.strip_prefix(SUBSCRIPTION_PREFIX).unwrap_or(&name);
+                if let Some(s) = old.get(id) {
+                    next.insert(id.to_owned(), Arc::clone(s));
+                    continue;
+                }
+                match parse_sub(&name, &body) {
+                    Ok(sub) => {
+                        tracing::info!(
+                            "subscription {} (made through another replica) found",
+                            sub.stored.id
+                        );
+                        next.insert(sub.stored.id.clone(), Arc::new(sub));
+                    }
+                    Err(e) => tracing::warn!("{e}: left out"),
+                }
+            }
+            for id in old.keys().filter(|id| !next.contains_key(*id)) {
+                tracing::info!("subscription {id} (deleted through another replica) gone");
+            }
+        }
+        *self.subs.write().unwrap_or_else(PoisonError::into_inner) = next;
+        *self
+            .subs_stamp
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(stamp);
+        self.changed.notify_one();
+        Ok(())
     }
 
     /// How many subscriptions there are.
@@ -613,6 +727,17 @@ impl Outbox {
              # TYPE vnfm_lcm_subscriptions gauge\nvnfm_lcm_subscriptions {n}"
         );
     }
+}
+
+/// The subscription of document `name` with its `body`.
+fn parse_sub(name: &str, body: &str) -> Result<Sub, String> {
+    let stored: Stored = serde_json::from_str(body)
+        .map_err(|e| format!("subscription document {name} is unreadable: {e}"))?;
+    let delivery = stored
+        .request
+        .validate()
+        .map_err(|e| format!("subscription document {name}: {e:?}"))?;
+    Ok(Sub::new(stored, delivery))
 }
 
 /// What a subscription's outbox `q` keeps of its entries when `n` new ones of `bytes` bytes

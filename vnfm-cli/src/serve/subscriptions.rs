@@ -37,7 +37,9 @@ use vnfm_core::lcm_notify::{subscription_body, subscription_href, Delivery, Subs
 use super::guard::{require_api_token, Guard};
 use super::http::{json, problem_of, read_body, with_location};
 use super::notify::Refusal;
-use super::outbox::{all_of, outbox_prefix, Stored, Sub, COUNTER, SUBSCRIPTION_PREFIX};
+use super::outbox::{
+    all_of, outbox_prefix, Stored, Sub, COUNTER, SUBSCRIPTIONS_CHANGED, SUBSCRIPTION_PREFIX,
+};
 use super::state::App;
 use crate::state_store::Documents;
 use crate::store::Flush;
@@ -142,6 +144,30 @@ fn callback_refused(app: &App, uri: &str, why: &Refusal) -> Response {
     problem_of(422, detail)
 }
 
+/// On a shared store (PostgreSQL), reads the subscriptions again when another replica
+/// created or deleted one since they were last read (the stamp of
+/// [`SUBSCRIPTIONS_CHANGED`]: one small query when nothing changed). A store that cannot be
+/// read is logged and the subscriptions known are used.
+pub(crate) async fn refresh(app: &App) {
+    if !app.state.is_shared() {
+        return;
+    }
+    let outbox = &app.shared.outbox;
+    let stamp = match outbox.stale(&app.state).await {
+        Ok(Some(stamp)) => stamp,
+        Ok(None) => return,
+        Err(e) => {
+            app.note(&format!("cannot read the subscriptions' stamp: {e}"));
+            return;
+        }
+    };
+    // Under the gate: no commit stages notifications while the set changes.
+    let _gate = app.shared.gate.write().await;
+    if let Err(e) = outbox.reload(&app.state, stamp).await {
+        app.note(&format!("cannot read the subscriptions again: {e}"));
+    }
+}
+
 async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
     let bytes = match read_body(body, app.config.server.body_limit, app.request_timeout()).await {
         Ok(b) => b,
@@ -167,6 +193,7 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
              or OAUTH2_CLIENT_CREDENTIALS",
         );
     }
+    refresh(&app).await;
     let outbox = &app.shared.outbox;
     if let Some(same) = outbox
         .subscriptions()
@@ -207,7 +234,10 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Response {
         if let Err(e) = app
             .state
             .write_documents(
-                vec![(format!("{SUBSCRIPTION_PREFIX}{id}"), doc)],
+                vec![
+                    (format!("{SUBSCRIPTION_PREFIX}{id}"), doc),
+                    (SUBSCRIPTIONS_CHANGED.to_owned(), id.clone()),
+                ],
                 None,
                 Flush::Commit,
             )
@@ -242,6 +272,7 @@ async fn list_subscriptions(State(app): State<Arc<App>>, uri: Uri) -> Response {
         Ok(q) => q,
         Err(r) => return r,
     };
+    refresh(&app).await;
     let subs = app.shared.outbox.subscriptions();
     let s = &app.config.server;
     super::query::page_off_workers(&uri, q, s.page_size, s.filter_work_limit, move || {
@@ -257,6 +288,7 @@ fn not_found(id: &str) -> Response {
 }
 
 async fn show_subscription(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    refresh(&app).await;
     match app.shared.outbox.get(&id) {
         Some(s) => json(
             StatusCode::OK,
@@ -267,6 +299,7 @@ async fn show_subscription(State(app): State<Arc<App>>, Path(id): Path<String>) 
 }
 
 async fn unsubscribe(State(app): State<Arc<App>>, Path(id): Path<String>) -> Response {
+    refresh(&app).await;
     let outbox = &app.shared.outbox;
     if outbox.get(&id).is_none() {
         return not_found(&id);
@@ -276,7 +309,11 @@ async fn unsubscribe(State(app): State<Arc<App>>, Path(id): Path<String>) -> Res
         let name = format!("{SUBSCRIPTION_PREFIX}{id}");
         let gone = app
             .state
-            .write_documents(Vec::new(), Some((name.clone(), name)), Flush::Commit)
+            .write_documents(
+                vec![(SUBSCRIPTIONS_CHANGED.to_owned(), id.clone())],
+                Some((name.clone(), name)),
+                Flush::Commit,
+            )
             .await
             .and(
                 app.state
@@ -289,6 +326,13 @@ async fn unsubscribe(State(app): State<Arc<App>>, Path(id): Path<String>) -> Res
         outbox.remove(&id);
     }
     outbox.changed.notify_one();
+    // Its delivery claim goes with it (a claim row never outlives its subscription for long:
+    // a failure here leaves one small row, freed when it expires and unused).
+    if let Err(e) = app.state.release_delivery(&id, None).await {
+        app.note(&format!(
+            "cannot drop the delivery claim of deleted subscription {id}: {e}"
+        ));
+    }
     app.note(&format!("subscription {id} deleted"));
     StatusCode::NO_CONTENT.into_response()
 }
