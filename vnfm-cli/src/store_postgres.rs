@@ -79,6 +79,7 @@ use crate::store::Flush;
 
 pub mod cas;
 mod delivery;
+mod locked;
 
 const DRIVER: &str = "postgres";
 

@@ -339,3 +339,49 @@ async fn a_claim_left_by_a_dead_replica_passes_to_a_live_one_once_it_expires() {
     assert_eq!(db.holder(&sub).await, None);
     db.drop_now().await;
 }
+
+/// Promise ledger changes made at once through two replicas (subscriptions of the Promise API)
+/// all land: each change runs on the ledger as stored, with its row locked, instead of on a
+/// replica's copy written whole over the other's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promise_changes_through_two_replicas_at_once_all_land() {
+    let Some(db) = TestDb::create("two_replicas_ledger").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let r1 = start(replica_config(dir.path(), &db.url, "r1")).await;
+    let r2 = start(replica_config(dir.path(), &db.url, "r2")).await;
+    let mut tasks = Vec::new();
+    for (r, addr) in [(1, r1.local_addr()), (2, r2.local_addr())] {
+        tasks.push(tokio::spawn(async move {
+            for i in 0..10 {
+                let r = post_json(
+                    addr,
+                    "/promise/v1/subscriptions",
+                    &json!({"callbackUri": format!("http://127.0.0.1:9/r{r}/{i}"),
+                            "filter": {"type": "reservation"}}),
+                )
+                .await;
+                assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    for addr in [r1.local_addr(), r2.local_addr()] {
+        let all = get(addr, "/promise/v1/subscriptions").await.json();
+        let mut ids: Vec<&str> = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 20, "{all:#}");
+    }
+    r1.shutdown().await.unwrap();
+    r2.shutdown().await.unwrap();
+    db.drop_now().await;
+}

@@ -19,6 +19,8 @@ use vnfm_core::reservation::{Ledger, LedgerError, Notification, Outcome, Rejecti
 
 use crate::state_store::{Documents, StateStore};
 
+mod shared;
+
 /// How often the ledger is advanced to the current time.
 pub const TICK: Duration = Duration::from_millis(500);
 
@@ -196,6 +198,19 @@ impl Promise {
         state: &StateStore,
         f: impl FnOnce(&mut Ledger, &mut IdGen, DateTime<Utc>) -> Result<(T, bool), LedgerError>,
     ) -> Result<T, Applied> {
+        if let StateStore::Postgres(pg) = state {
+            // Several replicas: `f` runs on the ledger as stored, its row locked.
+            return self
+                .update_locked(pg, |book, now| {
+                    let PromiseBook { ledger, ids } = book;
+                    let r = f(ledger, ids, now);
+                    let changed = !matches!(r, Ok((_, false)));
+                    (r.map(|(v, _)| v), changed, Vec::new())
+                })
+                .await
+                .map_err(Applied::State)?
+                .map_err(Applied::Ledger);
+        }
         self.refresh(state).await.map_err(Applied::State)?;
         let (out, saved) = {
             let mut g = self.lock();
@@ -312,6 +327,24 @@ impl Promise {
     /// `vnfm_promise_ticks_total` at the end: a tick counted after some moment started after
     /// it, when the count has gone up by two since.
     pub(crate) async fn tick(&self, state: &StateStore) {
+        if let StateStore::Postgres(pg) = state {
+            // Several replicas: advanced as stored, its row locked (the body read only when
+            // another process wrote it); written when something happened.
+            let r = self
+                .update_locked(pg, |book, now| match book.ledger.advance_to(now) {
+                    Err(e) => {
+                        tracing::warn!("cannot advance the Promise ledger: {e}");
+                        ((), false, Vec::new())
+                    }
+                    Ok(out) => ((), !out.events.is_empty(), out.notifications),
+                })
+                .await;
+            if let Err(e) = r {
+                tracing::warn!("{e}");
+            }
+            self.ticks.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         if let Err(e) = self.refresh(state).await {
             tracing::warn!("{e}");
         }
@@ -336,8 +369,12 @@ impl Promise {
         self.ticks.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Saves the ledger now.
+    /// Saves the ledger now (on PostgreSQL every change is written as it is made: nothing to
+    /// save, and a whole write could go over another replica's change).
     pub(crate) async fn persist_now(&self, state: &StateStore) {
+        if state.is_shared() {
+            return;
+        }
         let saved = snapshot_locked(&mut self.lock());
         if let Err(e) = self.persist(state, saved).await {
             tracing::warn!("{e}");

@@ -72,6 +72,7 @@ pub use super::ledger::{ATTEMPTS, TICK};
 use super::state::App;
 use crate::outgoing::{Destination, Failure, Limits, MAX_URL_BYTES};
 use crate::promise::PromiseBook;
+use crate::state_store::StateStore;
 
 /// How long one delivery attempt may take.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -147,6 +148,23 @@ async fn changed<T: Serialize>(
     status: StatusCode,
     f: impl FnOnce(&mut Ledger, &mut IdGen, DateTime<Utc>) -> Result<Outcome<T>, LedgerError>,
 ) -> Result<(T, Response), Response> {
+    if let StateStore::Postgres(pg) = &app.state {
+        // Several replicas: on the ledger as stored, its row locked, written with it.
+        let value = app
+            .promise
+            .update_locked(pg, |book, now| {
+                let PromiseBook { ledger, ids } = book;
+                match f(ledger, ids, now) {
+                    Ok(out) => (Ok(out.value), true, out.notifications),
+                    Err(e) => (Err(e), false, Vec::new()),
+                }
+            })
+            .await
+            .map_err(|e| problem_of(500, e))?
+            .map_err(|e| ledger_problem(&e))?;
+        let r = json(status, &value);
+        return Ok((value, r));
+    }
     let (value, saved) = app.promise.change(f).map_err(|e| ledger_problem(&e))?;
     app.promise
         .persist(&app.state, saved)
@@ -601,17 +619,42 @@ async fn subscribe(State(app): State<Arc<App>>, body: Body) -> Result<Response, 
         ));
     }
     let cap = app.config.notifications.max_subscriptions;
+    let full = |n: usize| {
+        problem_of(
+            409,
+            format!(
+                "there are {n} Promise subscriptions, the most this server keeps \
+                 ([notifications] max_subscriptions = {cap}): delete one first"
+            ),
+        )
+    };
+    if let StateStore::Postgres(pg) = &app.state {
+        // Several replicas: on the ledger as stored, its row locked, written with it.
+        let s = app
+            .promise
+            .update_locked(pg, |book, _| {
+                let n = book.ledger.subscriptions().len();
+                if u64::try_from(n).unwrap_or(u64::MAX) >= cap {
+                    return (Err(full(n)), false, Vec::new());
+                }
+                let PromiseBook { ledger, ids } = book;
+                match ledger.subscribe(Some(uri), req.filter, ids) {
+                    Ok(out) => (Ok(out.value), true, out.notifications),
+                    Err(e) => (Err(ledger_problem(&e)), false, Vec::new()),
+                }
+            })
+            .await
+            .map_err(|e| problem_of(500, e))??;
+        return Ok(with_location(
+            json(StatusCode::CREATED, &s),
+            &format!("{BASE}/subscriptions/{}", s.id),
+        ));
+    }
     let (s, saved) = {
         let mut g = app.promise.lock();
         let n = g.book.ledger.subscriptions().len();
         if u64::try_from(n).unwrap_or(u64::MAX) >= cap {
-            return Err(problem_of(
-                409,
-                format!(
-                    "there are {n} Promise subscriptions, the most this server keeps \
-                     ([notifications] max_subscriptions = {cap}): delete one first"
-                ),
-            ));
+            return Err(full(n));
         }
         let PromiseBook { ledger, ids } = &mut g.book;
         let out = ledger
@@ -654,6 +697,20 @@ async fn unsubscribe(
     Path(id): Path<String>,
 ) -> Result<Response, Response> {
     let id = SubscriptionId(id);
+    if let StateStore::Postgres(pg) = &app.state {
+        app.promise
+            .update_locked(pg, |book, _| match book.ledger.unsubscribe(&id) {
+                Ok(_) => (Ok(()), true, Vec::new()),
+                Err(_) => (
+                    Err(not_found("subscription", id.as_str())),
+                    false,
+                    Vec::new(),
+                ),
+            })
+            .await
+            .map_err(|e| problem_of(500, e))??;
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
     let removed = {
         let mut g = app.promise.lock();
         match g.book.ledger.unsubscribe(&id) {
@@ -686,6 +743,16 @@ async fn set_policy(State(app): State<Arc<App>>, body: Body) -> Result<Response,
     }
     let policy: Policy = serde_json::from_value(v)
         .map_err(|e| problem_of(400, format!("the request body is not a valid Policy: {e}")))?;
+    if let StateStore::Postgres(pg) = &app.state {
+        app.promise
+            .update_locked(pg, |book, _| {
+                book.ledger.set_policy(policy.clone());
+                ((), true, Vec::new())
+            })
+            .await
+            .map_err(|e| problem_of(500, e))?;
+        return Ok(json(StatusCode::OK, &policy));
+    }
     let saved = {
         let mut g = app.promise.lock();
         g.book.ledger.set_policy(policy.clone());
