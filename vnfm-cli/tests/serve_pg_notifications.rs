@@ -385,3 +385,87 @@ async fn promise_changes_through_two_replicas_at_once_all_land() {
     r2.shutdown().await.unwrap();
     db.drop_now().await;
 }
+
+/// The Promise notifications are written with the ledger change that made them (a durable
+/// queue) and delivered by the replica that claims the queue: reservations created through
+/// replica 2 and cancelled through replica 1 (a subscription made through replica 1) give one
+/// `reservationCancelled` each, once, and the queue is emptied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promise_notifications_are_queued_with_their_change_and_delivered_once() {
+    let Some(db) = TestDb::create("two_replicas_promise_notify").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (n, cb) = nfvo().await;
+    let r1 = start(replica_config(dir.path(), &db.url, "r1")).await;
+    let r2 = start(replica_config(dir.path(), &db.url, "r2")).await;
+    let (a1, a2) = (r1.local_addr(), r2.local_addr());
+    let r = post_json(
+        a1,
+        "/promise/v1/pools",
+        &json!({"zone": "AZ-P", "capacity": {"cores": 16, "ram": 65536, "instances": 8}}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let r = post_json(
+        a1,
+        "/promise/v1/subscriptions",
+        &json!({"callbackUri": format!("http://{cb}/cb"),
+                "filter": {"type": "reservation", "events": ["cancelled"]}}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let start_at = chrono::Utc::now() + chrono::Duration::hours(1);
+    let ts =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let r = post_json(
+            a2,
+            "/promise/v1/reservations",
+            &json!({"zone": "AZ-P", "capacity": {"cores": 2},
+                    "start": ts(start_at), "end": ts(start_at + chrono::Duration::hours(1))}),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        ids.push(r.json()["id"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        let r = request(
+            a1,
+            "DELETE",
+            &format!("/promise/v1/reservations/{id}"),
+            &[],
+            b"",
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    }
+    let got = eventually(30, "three cancellations", || async {
+        let got = n.got.lock().unwrap().clone();
+        (got.len() >= 3).then_some(got)
+    })
+    .await;
+    let mut cancelled: Vec<&str> = got
+        .iter()
+        .map(|v| {
+            assert_eq!(v["event"]["event"], "reservationCancelled", "{v}");
+            v["event"]["reservationId"].as_str().unwrap()
+        })
+        .collect();
+    cancelled.sort_unstable();
+    let mut want: Vec<&str> = ids.iter().map(String::as_str).collect();
+    want.sort_unstable();
+    assert_eq!(cancelled, want, "each once: {got:#?}");
+    eventually(30, "an empty Promise queue", || async {
+        let left = db
+            .count("SELECT count(*) FROM documents WHERE name LIKE 'promise\\_outbox:%'")
+            .await;
+        (left == 0).then_some(())
+    })
+    .await;
+    r1.shutdown().await.unwrap();
+    r2.shutdown().await.unwrap();
+    assert_eq!(n.got.lock().unwrap().len(), 3, "nothing more arrived");
+    db.drop_now().await;
+}

@@ -20,6 +20,7 @@ use vnfm_core::reservation::{Ledger, LedgerError, Notification, Outcome, Rejecti
 use crate::state_store::{Documents, StateStore};
 
 mod shared;
+pub(crate) use shared::PROMISE_OUTBOX;
 
 /// How often the ledger is advanced to the current time.
 pub const TICK: Duration = Duration::from_millis(500);
@@ -51,6 +52,8 @@ pub(crate) struct Promise {
     dropped: AtomicU64,
     /// The server's clock.
     clock: Arc<dyn Clock>,
+    /// Wakes the delivery of the durable queue (PostgreSQL) when a change queued to it.
+    pub(crate) wake: tokio::sync::Notify,
 }
 
 #[derive(Debug)]
@@ -111,6 +114,7 @@ impl Promise {
                 ticks: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 clock,
+                wake: tokio::sync::Notify::new(),
             },
             rx,
         ))

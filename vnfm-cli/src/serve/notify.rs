@@ -732,7 +732,7 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
 /// This process's name in the delivery claims: the replica id, the process id and a number
 /// of this process (two servers of one process, as in tests, or two processes with one
 /// replica id by mistake, never share a claim).
-fn holder(replica: &str) -> String {
+pub(crate) fn holder(replica: &str) -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     format!(
         "{replica}/{}-{}",

@@ -42,6 +42,11 @@
 //! bounded in number (`[notifications] max_subscriptions`) and size
 //! ([`MAX_SUBSCRIPTION_BYTES`]), the queue of notifications by
 //! `ledger::MAX_QUEUED` (beyond it a notification is dropped, counted as failed and logged).
+//!
+//! On PostgreSQL (several replicas, docs/replicas.md) every change runs on the ledger as
+//! stored with its row locked and is written in the same transaction
+//! (`ledger::Promise::update_locked`), with its notifications in a durable queue delivered by
+//! the replica that claims it (`durable`); nothing is written whole from memory.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -65,6 +70,8 @@ use vnfm_core::reservation::{
     Outcome, Policy, PoolRequest, QueryWindow, ReservationId, ReservationQuery, ReservationRequest,
     ReservationUpdate, ResourceLine, Scope, SubscriptionFilter, SubscriptionId, Window,
 };
+
+mod durable;
 
 use super::http::{json, parse, problem, problem_of, read_body, with_location};
 use super::ledger::{ledger_problem_details, snapshot_locked};
@@ -960,6 +967,12 @@ pub(crate) async fn run(
             }
         })
     };
+    if app.state.is_shared() {
+        // Several replicas: the durable queue, delivered by the replica that claims it.
+        durable::run(app.clone(), stopped).await;
+        let _ = ticker.await;
+        return;
+    }
     let mut lanes = Lanes::default();
     let mut tasks: tokio::task::JoinSet<String> = tokio::task::JoinSet::new();
     let start = |n: Notification, tasks: &mut tokio::task::JoinSet<String>| {

@@ -1,7 +1,9 @@
 //! A document changed under a lock of the database: what several replicas share and change
 //! with a decision that must run once (the Promise ledger: the core's
 //! `ReservationBook::apply` runs its change once, on the ledger as it is now) is read with
-//! its row locked (`SELECT … FOR UPDATE`), changed and written in one short transaction.
+//! its name locked (a transaction-level advisory lock, which also covers a document not
+//! written yet) and its row locked (`SELECT … FOR UPDATE`), changed and written in one short
+//! transaction.
 //! Another writer of the row waits for it, and a compare-and-swap writer
 //! ([`PgStore::write_document_if`]) that read it before finds its stamp moved: no change is
 //! lost, whichever way the others write.
@@ -18,21 +20,54 @@ impl PgStore {
     /// `f` runs once, while the transaction is open: it must not wait for anything.
     ///
     /// # Errors
-    /// [`DriverError::Conflict`] when the document was absent and another writer created it
-    /// meanwhile (nothing written; run it again); otherwise as [`PgStore::document`], nothing
-    /// written.
+    /// [`DriverError::Conflict`] when the document was absent and a writer that does not take
+    /// the lock (a plain write) created it meanwhile (nothing written; run it again);
+    /// otherwise as [`PgStore::document`], nothing written.
     pub async fn update_document_locked<R>(
         &self,
         name: &str,
         known: Option<i64>,
         f: impl FnOnce(Option<(i64, Option<&str>)>) -> (Option<String>, R),
     ) -> Result<(R, Option<i64>), DriverError> {
+        self.update_document_locked_queueing(name, known, None, |cur| {
+            let (body, out) = f(cur);
+            (body, Vec::new(), out)
+        })
+        .await
+        .map(|(out, stamp, _)| (out, stamp))
+    }
+
+    /// [`PgStore::update_document_locked`] that also queues, in the same transaction, the
+    /// documents `f` returns beside the body (when a body is written): each named `prefix`
+    /// and a number of the outbox's sequence (20 digits, ascending in `f`'s order; numbers
+    /// drawn under the row lock, so in the order of the changes of `name`), while fewer than
+    /// `max` documents have that prefix. Also returns how many were queued (the rest are not
+    /// written: the queue is full).
+    ///
+    /// # Errors
+    /// As [`PgStore::update_document_locked`].
+    pub async fn update_document_locked_queueing<R>(
+        &self,
+        name: &str,
+        known: Option<i64>,
+        queue: Option<(&str, usize)>,
+        f: impl FnOnce(Option<(i64, Option<&str>)>) -> (Option<String>, Vec<String>, R),
+    ) -> Result<(R, Option<i64>, usize), DriverError> {
         let doing = format!("changing document {name}");
         let mut client = self.client(&doing).await?;
         let tx = client
             .transaction()
             .await
             .map_err(|e| self.pg_error(&doing, e))?;
+        // The lock of the name, also when there is no row yet to lock: two first writers
+        // take turns (the second finds the first's row), released at the end of the
+        // transaction (or with its connection).
+        tx.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+            &[&name],
+        )
+        .await
+        .map_err(|e| self.pg_error(&doing, e))?;
         let row = tx
             .query_opt(
                 "SELECT stamp, CASE WHEN stamp IS DISTINCT FROM $2 THEN body END
@@ -50,10 +85,10 @@ impl PgStore {
             )),
             None => None,
         };
-        let (body, out) = f(current.as_ref().map(|(s, b)| (*s, b.as_deref())));
+        let (body, queued, out) = f(current.as_ref().map(|(s, b)| (*s, b.as_deref())));
         let Some(body) = body else {
             // Nothing to write: the transaction only read.
-            return Ok((out, None));
+            return Ok((out, None, 0));
         };
         let written = if current.is_some() {
             tx.query_opt(
@@ -81,8 +116,24 @@ impl PgStore {
             });
         };
         let stamp: i64 = row.try_get(0).map_err(|e| self.pg_error(&doing, e))?;
+        let mut n = 0;
+        if let Some((prefix, max)) = queue {
+            let max = i64::try_from(max).unwrap_or(i64::MAX);
+            for entry in &queued {
+                n += tx
+                    .execute(
+                        "INSERT INTO documents (name, body)
+                         SELECT $1 || lpad(nextval('lcm_outbox_seq')::TEXT, 20, '0'), $2
+                         WHERE (SELECT count(*) FROM documents
+                                WHERE name >= $1 AND left(name, length($1)) = $1) < $3",
+                        &[&prefix, entry, &max],
+                    )
+                    .await
+                    .map_err(|e| self.pg_error(format!("{doing}: queueing in {prefix}*"), e))?;
+            }
+        }
         tx.commit().await.map_err(|e| self.pg_error(&doing, e))?;
-        Ok((out, Some(stamp)))
+        Ok((out, Some(stamp), usize::try_from(n).unwrap_or(usize::MAX)))
     }
 }
 
@@ -102,21 +153,14 @@ mod tests {
         for _ in 0..3 {
             let s = db.store().await;
             tasks.push(tokio::spawn(async move {
+                // The first writers too take turns: none meets a conflict.
                 for _ in 0..10 {
-                    loop {
-                        let r = s
-                            .update_document_locked("n", None, |cur| {
-                                let n = cur.map_or(0, |(_, b)| b.unwrap().parse::<u32>().unwrap());
-                                (Some((n + 1).to_string()), ())
-                            })
-                            .await;
-                        match r {
-                            Ok(_) => break,
-                            // Two first writers: one creates it, the other runs again.
-                            Err(DriverError::Conflict { .. }) => continue,
-                            Err(e) => panic!("{e}"),
-                        }
-                    }
+                    s.update_document_locked("n", None, |cur| {
+                        let n = cur.map_or(0, |(_, b)| b.unwrap().parse::<u32>().unwrap());
+                        (Some((n + 1).to_string()), ())
+                    })
+                    .await
+                    .unwrap();
                 }
             }));
         }
@@ -148,5 +192,42 @@ mod tests {
             .unwrap();
         assert_eq!((v, none), (7, None));
         assert_eq!(s.document("n").await.unwrap().as_deref(), Some("x"));
+    }
+
+    #[tokio::test]
+    async fn queued_documents_are_written_with_the_change_numbered_in_order_and_bounded() {
+        let Some(db) = TestDb::create("locked_queue").await else {
+            return;
+        };
+        let s = db.store().await;
+        let (_, stamp, n) = s
+            .update_document_locked_queueing("doc", None, Some(("q:", 3)), |_| {
+                (Some("1".to_owned()), vec!["a".into(), "b".into()], ())
+            })
+            .await
+            .unwrap();
+        assert!(stamp.is_some());
+        assert_eq!(n, 2);
+        // Nothing written, nothing queued.
+        let (_, _, n) = s
+            .update_document_locked_queueing("doc", None, Some(("q:", 3)), |_| {
+                (None, vec!["lost".into()], ())
+            })
+            .await
+            .unwrap();
+        assert_eq!(n, 0);
+        // Beyond the bound: not written.
+        let (_, _, n) = s
+            .update_document_locked_queueing("doc", None, Some(("q:", 3)), |_| {
+                (Some("2".to_owned()), vec!["c".into(), "d".into()], ())
+            })
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+        let q = s.documents_with_prefix("q:").await.unwrap();
+        let bodies: Vec<&str> = q.iter().map(|(_, b)| b.as_str()).collect();
+        assert_eq!(bodies, ["a", "b", "c"]);
+        assert!(q.iter().all(|(n, _)| n.len() == "q:".len() + 20), "{q:?}");
+        assert_eq!(s.document("doc").await.unwrap().as_deref(), Some("2"));
     }
 }

@@ -4,29 +4,37 @@
 //! land (the second runs on what the first wrote), and a replica's in-memory ledger is never
 //! written over another's change (docs/replicas.md). A change runs once, as the core's
 //! `ReservationBook` contract says (its changes are `FnOnce`: a compare-and-swap that runs
-//! them again after a lost race is not possible for them).
+//! them again after a lost race is not possible for them). The notifications a change makes
+//! are written to a durable queue in the same transaction ([`PROMISE_OUTBOX`]).
+
+use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, Utc};
-use vnfm_core::driver::DriverError;
 use vnfm_core::reservation::Notification;
 
-use super::{hash_of, Promise};
+use super::{hash_of, Promise, MAX_QUEUED};
 use crate::promise::{PromiseBook, PROMISE_DOCUMENT};
 use crate::store_postgres::PgStore;
 
-/// How many times a change runs again when the ledger did not exist and another writer
-/// created it meanwhile.
-const CREATE_ATTEMPTS: u32 = 3;
+/// Prefix of the durable queue of the Promise notifications on PostgreSQL:
+/// `promise_outbox:<number, 20 digits>`, the JSON of a `Notification`, written with the
+/// ledger change that made it and deleted once delivered or given up (`serve::promise`).
+pub(crate) const PROMISE_OUTBOX: &str = "promise_outbox:";
+
+/// [`MAX_QUEUED`] as a count of documents.
+const MAX_QUEUED_DOCS: usize = MAX_QUEUED as usize;
 
 impl Promise {
     /// Runs `f` on the ledger as stored in `pg` (the server's ledger is brought to it first),
     /// with its row locked, at the current time; `f` returns its value, whether it changed
     /// the ledger (then written in the same transaction) and the notifications it made
-    /// (queued once written). The server's ledger is then what is stored.
+    /// (written to the durable queue [`PROMISE_OUTBOX`] in that transaction, delivered by the
+    /// replica that claims the queue). The server's ledger is then what is stored.
     ///
     /// # Errors
-    /// The message of a database that cannot be used or a stored ledger that cannot be read;
-    /// nothing was written, and the server's ledger is read again at the next change.
+    /// The message of a database that cannot be used, a stored ledger that cannot be read,
+    /// or a first ledger that another replica created while this change ran; nothing was
+    /// written, and the server's ledger is read again at the next change.
     pub(crate) async fn update_locked<T>(
         &self,
         pg: &PgStore,
@@ -34,13 +42,16 @@ impl Promise {
     ) -> Result<T, String> {
         // This replica's changes one at a time: the others wait on the row lock.
         let mut guard = self.persisted.lock().await;
-        let mut f = Some(f);
-        for _ in 0..CREATE_ATTEMPTS {
-            let p = &mut *guard;
-            let mut written: Option<(String, Vec<Notification>, u64)> = None;
-            let known = p.version;
-            let r = pg
-                .update_document_locked(PROMISE_DOCUMENT, known, |current| {
+        let p = &mut *guard;
+        let mut written: Option<(String, u64)> = None;
+        let mut wanted = 0;
+        let known = p.version;
+        let r = pg
+            .update_document_locked_queueing(
+                PROMISE_DOCUMENT,
+                known,
+                Some((PROMISE_OUTBOX, MAX_QUEUED_DOCS)),
+                |current| {
                     let mut g = self.lock();
                     if let Some((stamp, Some(body))) = current {
                         if p.version != Some(stamp) {
@@ -52,57 +63,85 @@ impl Promise {
                                     p.version = Some(stamp);
                                     p.hash = hash_of(body);
                                 }
-                                Err(e) => return (None, Err(e)),
+                                Err(e) => return (None, Vec::new(), Err(e)),
                             }
                         }
                     }
-                    let Some(f) = f.take() else {
-                        return (None, Err("the ledger change ran already".to_owned()));
-                    };
                     let now = self.now(&g.book.ledger);
                     let (out, changed, notifications) = f(&mut g.book, now);
                     if !changed {
-                        return (None, Ok(out));
+                        return (None, Vec::new(), Ok(out));
                     }
                     g.generation += 1;
                     match g.book.encode() {
                         Ok(body) => {
-                            written = Some((body.clone(), notifications, g.generation));
-                            (Some(body), Ok(out))
+                            let queued = queue_entries(&notifications);
+                            wanted = queued.len();
+                            written = Some((body.clone(), g.generation));
+                            (Some(body), queued, Ok(out))
                         }
-                        Err(e) => (None, Err(e)),
+                        Err(e) => (None, Vec::new(), Err(e)),
                     }
-                })
-                .await;
-            match r {
-                Ok((out, stamp)) => {
-                    if let (Some(stamp), Some((body, notifications, generation))) = (stamp, written)
-                    {
-                        p.version = Some(stamp);
-                        p.hash = hash_of(&body);
-                        p.generation = generation;
-                        self.enqueue(notifications);
-                    }
-                    if out.is_err() {
-                        // The in-memory ledger may hold a change that was not written.
-                        p.version = None;
-                    }
-                    return out;
+                },
+            )
+            .await;
+        match r {
+            Ok((out, stamp, queued)) => {
+                if let (Some(stamp), Some((body, generation))) = (stamp, written) {
+                    p.version = Some(stamp);
+                    p.hash = hash_of(&body);
+                    p.generation = generation;
+                    self.queued_durably(wanted, queued);
                 }
-                // The ledger was absent and another writer created it: the change did not
-                // run (`f` is still there) unless the creation raced its write.
-                Err(DriverError::Conflict { .. }) if f.is_some() => p.version = None,
-                Err(e) => {
+                if out.is_err() {
+                    // The in-memory ledger may hold a change that was not written.
                     p.version = None;
-                    return Err(format!("cannot change the Promise ledger: {e}"));
                 }
+                out
+            }
+            Err(e) => {
+                p.version = None;
+                Err(format!("cannot change the Promise ledger: {e}"))
             }
         }
-        Err(format!(
-            "cannot change the Promise ledger: other writers created it {CREATE_ATTEMPTS} times \
-             while this change ran; retry"
-        ))
     }
+
+    /// `queued` of the `wanted` notifications of a change were written to the durable queue
+    /// (the rest found it full: dropped, counted as failed, logged as [`Promise::enqueue`]
+    /// does); the delivery is woken.
+    fn queued_durably(&self, wanted: usize, queued: usize) {
+        let dropped = wanted.saturating_sub(queued) as u64;
+        if dropped > 0 {
+            let failed = self.failed.fetch_add(dropped, Ordering::Relaxed);
+            let before = self.dropped.fetch_add(dropped, Ordering::Relaxed);
+            if before / 1000 != (before + dropped) / 1000 || before == 0 {
+                tracing::warn!(
+                    "{MAX_QUEUED} Promise notifications wait for delivery: {dropped} more \
+                     dropped ({} dropped so far, {} failed in all)",
+                    before + dropped,
+                    failed + dropped
+                );
+            }
+        }
+        if queued > 0 {
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// The bodies of the durable queue of `notifications`: those with a callback, as JSON.
+fn queue_entries(notifications: &[Notification]) -> Vec<String> {
+    notifications
+        .iter()
+        .filter(|n| n.callback_uri.is_some())
+        .filter_map(|n| match serde_json::to_string(n) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                tracing::warn!("cannot encode a Promise notification: {e}");
+                None
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
