@@ -292,6 +292,18 @@ impl StateStore {
         }
     }
 
+    /// Deletes the expired delivery claims ([`PgStore::drop_expired_claims`]); nothing on
+    /// SQLite.
+    ///
+    /// # Errors
+    /// The store cannot be written.
+    pub async fn drop_expired_claims(&self) -> Result<(), DriverError> {
+        match self {
+            StateStore::Sqlite(_) => Ok(()),
+            StateStore::Postgres(s) => s.drop_expired_claims().await,
+        }
+    }
+
     /// Deletes the documents `names` in one transaction (as
     /// [`SqliteStore::delete_documents`]).
     ///

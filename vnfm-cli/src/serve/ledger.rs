@@ -19,8 +19,7 @@ use vnfm_core::reservation::{Ledger, LedgerError, Notification, Outcome, Rejecti
 
 use crate::state_store::{Documents, StateStore};
 
-mod shared;
-pub(crate) use shared::PROMISE_OUTBOX;
+pub(crate) mod shared;
 
 /// How often the ledger is advanced to the current time.
 pub const TICK: Duration = Duration::from_millis(500);

@@ -591,7 +591,18 @@ impl Server {
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));
-        let promise = tokio::spawn(promise::run(app.clone(), notifications, stopped.clone()));
+        let promise = tokio::spawn({
+            let (app, stopped) = (app.clone(), stopped.clone());
+            async move {
+                let ledger = promise::run(app.clone(), notifications, stopped.clone());
+                if app.state.is_shared() {
+                    // The durable queue of the Promise notifications (docs/replicas.md).
+                    tokio::join!(ledger, promise::durable::run(app, stopped));
+                } else {
+                    ledger.await;
+                }
+            }
+        });
         let watcher = tokio::spawn(admin::watch(app.clone(), stopped.clone()));
         let sweeper = tokio::spawn(sweep::run(app.clone(), stopped.clone()));
         let notifier = tokio::spawn(notify::run(app.clone(), stopped.clone()));

@@ -752,7 +752,16 @@ async fn poll(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
             () = tokio::time::sleep(every) => {},
             _ = stopped.wait_for(|s| *s) => return,
         }
-        super::subscriptions::refresh(&app).await;
+        if let Err(e) = app
+            .shared
+            .outbox
+            .refresh(&app.state, &app.shared.gate)
+            .await
+        {
+            if !failing {
+                app.note(&format!("cannot read the subscriptions again: {e}"));
+            }
+        }
         match look(&app).await {
             Ok(()) => failing = false,
             // Logged once until it works again: the database may be down for a while.
@@ -769,8 +778,8 @@ async fn poll(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
 /// (what `[notifications] max_outbox_entries` and `max_outbox_bytes` bound) become what the
 /// database holds, whichever replica wrote or delivered them, and the worker of each
 /// subscription with entries is woken (it delivers them if it holds the claim or can take
-/// it). The entries of a subscription no longer stored (deleted through another replica while
-/// this one wrote for it) are deleted.
+/// it). Expired claims are dropped, and the entries of a subscription no longer stored
+/// (deleted through another replica while this one wrote for it) are deleted.
 async fn look(app: &App) -> Result<(), DriverError> {
     let mut by_sub: BTreeMap<String, BTreeMap<u64, usize>> = BTreeMap::new();
     {
@@ -796,6 +805,7 @@ async fn look(app: &App) -> Result<(), DriverError> {
             }
         }
     }
+    app.delivery.drop_expired_claims().await?;
     // A subscription's document is written before any entry for it: an entry without one
     // belongs to a deleted subscription.
     for id in by_sub.keys() {

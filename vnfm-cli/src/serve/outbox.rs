@@ -618,6 +618,29 @@ impl Outbox {
         Ok(())
     }
 
+    /// On a shared store (PostgreSQL), reads the subscriptions again when another replica
+    /// created or deleted one since they were last read (the stamp of
+    /// [`SUBSCRIPTIONS_CHANGED`]: one small query when nothing changed), under `gate` (the
+    /// store's gate: no commit stages notifications while the set changes). Nothing on
+    /// SQLite (one server).
+    ///
+    /// # Errors
+    /// The store cannot be read; the subscriptions known are kept.
+    pub(crate) async fn refresh(
+        &self,
+        state: &StateStore,
+        gate: &tokio::sync::RwLock<()>,
+    ) -> Result<(), DriverError> {
+        if !state.is_shared() {
+            return Ok(());
+        }
+        let Some(stamp) = self.stale(state).await? else {
+            return Ok(());
+        };
+        let _gate = gate.write().await;
+        self.reload(state, stamp).await
+    }
+
     /// How many subscriptions there are.
     pub(crate) fn len(&self) -> usize {
         self.subs

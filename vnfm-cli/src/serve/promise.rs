@@ -71,7 +71,7 @@ use vnfm_core::reservation::{
     ReservationUpdate, ResourceLine, Scope, SubscriptionFilter, SubscriptionId, Window,
 };
 
-mod durable;
+pub(crate) mod durable;
 
 use super::http::{json, parse, problem, problem_of, read_body, with_location};
 use super::ledger::{ledger_problem_details, snapshot_locked};
@@ -968,8 +968,8 @@ pub(crate) async fn run(
         })
     };
     if app.state.is_shared() {
-        // Several replicas: the durable queue, delivered by the replica that claims it.
-        durable::run(app.clone(), stopped).await;
+        // Several replicas: nothing is queued here; the durable queue is delivered by
+        // `durable::run`, started beside this.
         let _ = ticker.await;
         return;
     }

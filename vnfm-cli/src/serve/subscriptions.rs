@@ -145,25 +145,15 @@ fn callback_refused(app: &App, uri: &str, why: &Refusal) -> Response {
 }
 
 /// On a shared store (PostgreSQL), reads the subscriptions again when another replica
-/// created or deleted one since they were last read (the stamp of
-/// [`SUBSCRIPTIONS_CHANGED`]: one small query when nothing changed). A store that cannot be
-/// read is logged and the subscriptions known are used.
-pub(crate) async fn refresh(app: &App) {
-    if !app.state.is_shared() {
-        return;
-    }
-    let outbox = &app.shared.outbox;
-    let stamp = match outbox.stale(&app.state).await {
-        Ok(Some(stamp)) => stamp,
-        Ok(None) => return,
-        Err(e) => {
-            app.note(&format!("cannot read the subscriptions' stamp: {e}"));
-            return;
-        }
-    };
-    // Under the gate: no commit stages notifications while the set changes.
-    let _gate = app.shared.gate.write().await;
-    if let Err(e) = outbox.reload(&app.state, stamp).await {
+/// created or deleted one ([`super::outbox::Outbox::refresh`]); a store that cannot be read
+/// is logged and the subscriptions known are used.
+async fn refresh(app: &App) {
+    if let Err(e) = app
+        .shared
+        .outbox
+        .refresh(&app.state, &app.shared.gate)
+        .await
+    {
         app.note(&format!("cannot read the subscriptions again: {e}"));
     }
 }

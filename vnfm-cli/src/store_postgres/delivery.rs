@@ -102,6 +102,24 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    /// Deletes the claims that expired (whoever held them): a claim row left by a replica
+    /// that died, or renewed for a subscription just deleted, does not stay; a claim that is
+    /// still wanted is taken again by its next claim.
+    ///
+    /// # Errors
+    /// As [`PgStore::document`].
+    pub async fn drop_expired_claims(&self) -> Result<(), DriverError> {
+        self.rows(
+            "dropping expired delivery claims",
+            "DELETE FROM lcm_delivery_claims WHERE until < clock_timestamp()",
+            &[],
+        )
+        .await
+        .map(drop)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
@@ -162,6 +180,22 @@ mod tests {
         // A deleted subscription's claim goes whoever holds it.
         b.release_delivery("lccn-1", None).await.unwrap();
         assert!(b.claim_delivery("lccn-1", "b", long).await.unwrap());
+        // Expired rows are dropped; running ones stay.
+        assert!(a
+            .claim_delivery("lccn-3", "a", Duration::from_millis(1))
+            .await
+            .unwrap());
+        let count = || async {
+            let rows = admin
+                .rows("counting", "SELECT count(*) FROM lcm_delivery_claims", &[])
+                .await
+                .unwrap();
+            rows[0].get::<_, i64>(0)
+        };
+        assert_eq!(count().await, 3);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        a.drop_expired_claims().await.unwrap();
+        assert_eq!(count().await, 2);
     }
 
     #[tokio::test]

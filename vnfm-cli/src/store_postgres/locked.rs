@@ -61,9 +61,10 @@ impl PgStore {
             .map_err(|e| self.pg_error(&doing, e))?;
         // The lock of the name, also when there is no row yet to lock: two first writers
         // take turns (the second finds the first's row), released at the end of the
-        // transaction (or with its connection).
+        // transaction (or with its connection). The key is that of every lock of a document's
+        // name (`PgStore::with_locked_document` uses the same seed).
         tx.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 27))",
             &[&name],
         )
         .await

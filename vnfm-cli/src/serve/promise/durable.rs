@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use vnfm_core::driver::DriverError;
 use vnfm_core::reservation::Notification;
 
-use super::super::ledger::PROMISE_OUTBOX;
+use super::super::ledger::shared::PROMISE_OUTBOX;
 use super::super::state::App;
 use super::{attempt_all, stopped_signal, ATTEMPTS, DELIVERY_TIMEOUT};
 use crate::state_store::Documents;
@@ -36,8 +36,9 @@ fn ttl(app: &App) -> Duration {
     app.config.notifications.claim_ttl().max(one * 2)
 }
 
-/// Delivers the durable queue until `stopped`; gives the claim back at the end.
-pub(super) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
+/// Delivers the durable queue until `stopped`; gives the claim back at the end (started
+/// beside [`super::run`] on a shared store).
+pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
     let holder = super::super::notify::holder(&app.replica);
     let every = app.config.notifications.poll_interval();
     let mut failing = false;
