@@ -141,8 +141,8 @@ impl PgStore {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
+    use super::super::cas::Expect;
     use super::super::tests::TestDb;
-    use super::super::Expect;
     use super::*;
 
     #[tokio::test]
