@@ -42,12 +42,12 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 use vnfm_cli::config::{AlertFsync, Config, Secret};
 use vnfm_cli::serve::Server;
+
+mod loopback;
+use loopback::{instantiated, webhook, Conn};
 
 /// jemalloc, as the default `vnfm` binary (the default feature `jemalloc`: background threads
 /// on, its counters built in); without its counters with `--no-default-features --features
@@ -63,196 +63,12 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const DEMO_VNFD: &str = "7d1f2c0a-3b5e-4f6a-9c8d-0e1f2a3b4c5d";
 const TOKEN: &str = "vnfm-bench-token";
 const INSTANCES: usize = 10;
 /// In the `vnfm_storm` workload, one request in this many brings a new occurrence.
 const STORM_REPEATS: u64 = 33;
 /// Concurrent keep-alive connections of the client.
 const CONNECTIONS: usize = 8;
-
-/// A keep-alive HTTP/1.1 connection.
-struct Conn {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Conn {
-    async fn open(addr: SocketAddr) -> Self {
-        let stream = TcpStream::connect(addr).await.expect("connect");
-        stream.set_nodelay(true).expect("nodelay");
-        Self {
-            stream,
-            buf: Vec::with_capacity(4096),
-        }
-    }
-
-    /// Sends one request, returns (status, body).
-    async fn send(
-        &mut self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: &[u8],
-    ) -> (u16, Vec<u8>) {
-        let mut req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: bench\r\nContent-Length: {}\r\n",
-            body.len()
-        );
-        for (n, v) in headers {
-            req.push_str(&format!("{n}: {v}\r\n"));
-        }
-        req.push_str("\r\n");
-        let mut bytes = req.into_bytes();
-        bytes.extend_from_slice(body);
-        self.stream.write_all(&bytes).await.expect("write");
-        self.read_reply().await
-    }
-
-    async fn read_reply(&mut self) -> (u16, Vec<u8>) {
-        loop {
-            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&self.buf[..end]).to_string();
-                let status: u16 = head
-                    .split(' ')
-                    .nth(1)
-                    .and_then(|s| s.parse().ok())
-                    .expect("status");
-                let len: usize = head
-                    .lines()
-                    .filter_map(|l| l.split_once(':'))
-                    .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-                    .map_or(0, |(_, v)| v.trim().parse().expect("content-length"));
-                assert!(
-                    !head
-                        .to_ascii_lowercase()
-                        .contains("transfer-encoding: chunked"),
-                    "chunked replies are not expected here: {head}"
-                );
-                while self.buf.len() < end + 4 + len {
-                    self.fill().await;
-                }
-                let body = self.buf[end + 4..end + 4 + len].to_vec();
-                self.buf.drain(..end + 4 + len);
-                return (status, body);
-            }
-            self.fill().await;
-        }
-    }
-
-    async fn fill(&mut self) {
-        let mut chunk = [0u8; 4096];
-        let n = self.stream.read(&mut chunk).await.expect("read");
-        assert!(n > 0, "connection closed by the server");
-        self.buf.extend_from_slice(&chunk[..n]);
-    }
-}
-
-/// One short-lived request (setup only).
-async fn call(addr: SocketAddr, method: &str, path: &str, body: &Value) -> (u16, Value) {
-    let mut c = Conn::open(addr).await;
-    let (status, body) = c
-        .send(
-            method,
-            path,
-            &[("Content-Type", "application/json")],
-            &serde_json::to_vec(body).unwrap(),
-        )
-        .await;
-    let v = if body.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_slice(&body).unwrap()
-    };
-    (status, v)
-}
-
-async fn wait_op(addr: SocketAddr, op: &str) -> Value {
-    let end = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (_, v) = call(
-            addr,
-            "GET",
-            &format!("/vnflcm/v2/vnf_lcm_op_occs/{op}"),
-            &Value::Null,
-        )
-        .await;
-        let s = v["operationState"].as_str().unwrap_or("");
-        if !["STARTING", "PROCESSING", "ROLLING_BACK"].contains(&s) {
-            return v;
-        }
-        assert!(Instant::now() < end, "operation {op} did not end");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Creates and instantiates a demo VNF with auto-heal on; returns its id and VNFC ids.
-async fn instantiated(addr: SocketAddr) -> (String, Vec<String>) {
-    let (s, v) = call(
-        addr,
-        "POST",
-        "/vnflcm/v2/vnf_instances",
-        &json!({"vnfdId": DEMO_VNFD}),
-    )
-    .await;
-    assert_eq!(s, 201, "{v}");
-    let id = v["id"].as_str().unwrap().to_owned();
-    let (s, v) = call(
-        addr,
-        "POST",
-        &format!("/vnflcm/v2/vnf_instances/{id}/instantiate"),
-        &json!({"flavourId": "default", "vnfConfigurableProperties": {"isAutohealEnabled": true}}),
-    )
-    .await;
-    assert_eq!(s, 202, "{v}");
-    let ops = call(addr, "GET", "/vnflcm/v2/vnf_lcm_op_occs", &Value::Null)
-        .await
-        .1;
-    let op = ops
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["vnfInstanceId"] == id.as_str() && o["operation"] == "INSTANTIATE")
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let op = wait_op(addr, &op).await;
-    assert_eq!(op["operationState"], "COMPLETED", "{op}");
-    let (_, inst) = call(
-        addr,
-        "GET",
-        &format!("/vnflcm/v2/vnf_instances/{id}"),
-        &Value::Null,
-    )
-    .await;
-    assert_eq!(
-        inst["vnfConfigurableProperties"]["isAutohealEnabled"], true,
-        "{inst}"
-    );
-    let vnfcs = inst["instantiatedVnfInfo"]["vnfcInfo"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["id"].as_str().unwrap().to_owned())
-        .collect();
-    (id, vnfcs)
-}
-
-fn webhook(instance: &str, vnfc: &str, fingerprint: &str, starts_at: &str) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "version": "4", "groupKey": "{}:{function_type=\"auto_heal\"}", "truncatedAlerts": 0,
-        "status": "firing", "receiver": "vnfm-auto-heal",
-        "groupLabels": {"function_type": "auto_heal"}, "commonLabels": {"function_type": "auto_heal"},
-        "commonAnnotations": {}, "externalURL": "http://127.0.0.1:9093",
-        "alerts": [{"status": "firing", "labels": {"alertname": "VnfcDown", "receiver_type": "tacker",
-            "function_type": "auto_heal", "vnf_instance_id": instance, "vnfc_info_id": vnfc},
-            "annotations": {"summary": "VNFC down"}, "startsAt": starts_at,
-            "endsAt": "0001-01-01T00:00:00Z", "generatorURL": "http://127.0.0.1:9090/graph",
-            "fingerprint": fingerprint}]
-    }))
-    .unwrap()
-}
 
 /// Sends `iters` requests over `CONNECTIONS` keep-alive connections, body `i` from `body(i)`;
 /// every answer must be 204. Returns the wall time.
@@ -349,23 +165,7 @@ fn setup() -> Bench {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cloud = dir.path().join("big.yaml");
-    let zones: String = (1..=4)
-        .map(|z| {
-            format!("  AZ-{z}:\n    hosts:\n      host-{z}: {{vcpus: 4096, memory_mb: 8388608, disk_gb: 81920}}\n")
-        })
-        .collect();
-    std::fs::write(
-        &cloud,
-        format!(
-            "zones:\n{zones}flavors:\n  m1.tiny: {{vcpus: 1, memory_mb: 512, disk_gb: 1}}\n  \
-             m1.small: {{vcpus: 1, memory_mb: 2048, disk_gb: 20}}\n  \
-             m1.medium: {{vcpus: 2, memory_mb: 4096, disk_gb: 40}}\n  \
-             m1.large: {{vcpus: 4, memory_mb: 8192, disk_gb: 80}}\n\
-             images: [cirros, demo-frontend-image, demo-backend-image]\n"
-        ),
-    )
-    .unwrap();
+    let cloud = loopback::big_cloud(dir.path());
     let (servers, vnfm, vnfm_each, bare, targets, targets_each) = rt.block_on(async {
         let (server, vnfm, targets) = serve(dir.path(), &cloud, AlertFsync::Periodic).await;
         let (server_each, vnfm_each, targets_each) =
