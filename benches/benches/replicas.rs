@@ -49,6 +49,10 @@ const REPLICAS: usize = 3;
 /// One request of a workload: method, path, body; and the status it must get.
 type Request = Arc<dyn Fn(u64) -> (&'static str, String, Vec<u8>) + Send + Sync>;
 
+/// A workload: its name, the status each request must get, and its requests over the
+/// (instance, VNFC) pairs made.
+type Workload = (&'static str, u16, fn(&[(String, String)]) -> Request);
+
 /// Sends `iters` requests over `CONNECTIONS` connections spread over `addrs`; returns the wall
 /// time and how many answers were not `want` (counted, not fatal: a replica that keeps losing
 /// the alert state's race answers 503 after its attempts, and the figure says so).
@@ -251,7 +255,7 @@ fn replicas(c: &mut Criterion) {
     g.sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    let workloads: [(&str, u16, fn(&[(String, String)]) -> Request); 3] = [
+    let workloads: [Workload; 3] = [
         ("new_alerts", 204, new_alerts),
         ("get_instance", 200, get_instance),
         ("create_instance", 201, |_| create_instance()),
