@@ -561,12 +561,27 @@ impl Nfvo {
     /// lost request was accepted after all: a new occurrence of `operation` on the instance).
     /// Returns the occurrence once it ended, or None when the request was refused.
     async fn lcm(&self, instance: &str, operation: &str, path: &str, body: Value) -> Option<Value> {
+        self.lcm_with("POST", "application/json", instance, operation, path, body)
+            .await
+    }
+
+    /// [`Nfvo::lcm`] with another method and content type (a PATCH).
+    async fn lcm_with(
+        &self,
+        method: &str,
+        content_type: &str,
+        instance: &str,
+        operation: &str,
+        path: &str,
+        body: Value,
+    ) -> Option<Value> {
         let end = tokio::time::Instant::now() + Duration::from_secs(STEP_SECS);
         let body = serde_json::to_vec(&body).unwrap();
+        let mut last = String::new();
         loop {
             if tokio::time::Instant::now() > end {
                 self.seen.lock().unwrap().gave_up.push(format!(
-                    "{operation} of {instance}: not accepted within {STEP_SECS} s"
+                    "{operation} of {instance}: not accepted within {STEP_SECS} s (last: {last})"
                 ));
                 return None;
             }
@@ -577,14 +592,7 @@ impl Nfvo {
                 .map(|o| o["id"].as_str().unwrap().to_owned())
                 .collect();
             let (replica, addr) = self.pick().await;
-            let r = send(
-                addr,
-                "POST",
-                path,
-                &[("Content-Type", "application/json")],
-                &body,
-            )
-            .await;
+            let r = send(addr, method, path, &[("Content-Type", content_type)], &body).await;
             let r = match r {
                 Ok(r) => r,
                 Err(_) => {
@@ -602,7 +610,10 @@ impl Nfvo {
                     continue;
                 }
             };
-            self.note(&format!("POST {path}"), &r);
+            self.note(&format!("{method} {path}"), &r);
+            if r.status != 202 {
+                last = format!("{} {}", r.status, String::from_utf8_lossy(&r.body));
+            }
             match r.status {
                 202 => {
                     let loc = r.header("location").unwrap().to_owned();
@@ -786,28 +797,15 @@ impl Nfvo {
 
     /// PATCH isAutohealEnabled (a MODIFY_INFO), as the NFVO enables auto-heal.
     async fn enable_autoheal(&self, id: &str) {
-        let path = format!("/vnflcm/v2/vnf_instances/{id}");
-        let body =
-            serde_json::to_vec(&json!({"vnfConfigurableProperties": {"isAutohealEnabled": true}}))
-                .unwrap();
-        let end = tokio::time::Instant::now() + Duration::from_secs(STEP_SECS);
-        while tokio::time::Instant::now() < end {
-            let (_, addr) = self.pick().await;
-            let hdr = [("Content-Type", "application/merge-patch+json")];
-            if let Ok(r) = send(addr, "PATCH", &path, &hdr, &body).await {
-                self.note(&format!("PATCH {path}"), &r);
-                if r.status == 202 {
-                    self.wait_op(r.header("location").unwrap()).await;
-                    return;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(300)).await;
-        }
-        self.seen
-            .lock()
-            .unwrap()
-            .gave_up
-            .push(format!("PATCH {path}: not accepted within {STEP_SECS} s"));
+        self.lcm_with(
+            "PATCH",
+            "application/merge-patch+json",
+            id,
+            "MODIFY_INFO",
+            &format!("/vnflcm/v2/vnf_instances/{id}"),
+            json!({"vnfConfigurableProperties": {"isAutohealEnabled": true}}),
+        )
+        .await;
     }
 
     /// The instance's heal alerts (one per VNFC, one webhook) sent to every live replica at
@@ -956,7 +954,17 @@ impl Report {
             }
         }
         eprintln!("{text}");
-        assert!(self.checks.iter().all(|(_, v)| v.is_empty()), "{text}");
+        let failed: Vec<&str> = self
+            .checks
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(name, _)| *name)
+            .collect();
+        assert!(
+            failed.is_empty(),
+            "replicas {test}: failed {failed:?} (the report above; logs: {})",
+            logs.display()
+        );
     }
 }
 
@@ -1381,7 +1389,11 @@ async fn a_replica_killed_in_the_middle_loses_nothing() {
     // The first instantiate replica 2 accepts once a few instances have started: kill it
     // while that runs (the slow stack create keeps it running for a poll of 2 s).
     let killed_op = 'found: loop {
-        let loc = rx.recv().await.expect("replica 2 accepted an instantiate");
+        let loc = tokio::time::timeout(Duration::from_secs(STEP_SECS), rx.recv())
+            .await
+            .ok()
+            .flatten()
+            .expect("replica 2 accepts an instantiate once 5 instances started");
         if nfvo.started.load(Ordering::SeqCst) < AT_ONCE {
             continue;
         }
