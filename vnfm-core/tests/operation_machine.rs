@@ -905,3 +905,142 @@ fn a_grant_for_another_occurrence_or_an_unknown_zone_is_refused() {
     );
     assert!(w.sim.server_ids().is_empty(), "no stack was created");
 }
+
+fn unavailable() -> DriverError {
+    DriverError::Unavailable {
+        driver: "postgres",
+        message: "cannot reach the PostgreSQL server (restarting)".into(),
+    }
+}
+
+#[test]
+fn a_commit_the_store_cannot_take_is_sent_again_until_it_is_stored() {
+    let w = world(false);
+    let mut m = w.instantiate(&[], Vec::new());
+    let a = m.poll_action().unwrap();
+    let ev = w.perform(a);
+    m.handle_event(ev, t0());
+    let Some(OpAction::Commit(processing)) = m.poll_action() else {
+        panic!("expected the PROCESSING commit");
+    };
+    // The database restarts: the commit fails, and fails again a moment later.
+    m.handle_event(OpEvent::Committed(Err(unavailable())), t0());
+    assert!(m.poll_action().is_none(), "nothing else happens meanwhile");
+    assert!(m.poll_end().is_none(), "the operation is not given up");
+    let first = m.poll_timeout().expect("a retry is timed");
+    assert_eq!(first, t0() + TimeDelta::milliseconds(250));
+    m.handle_timeout(first);
+    let Some(OpAction::Commit(again)) = m.poll_action() else {
+        panic!("expected the same commit again");
+    };
+    m.handle_event(OpEvent::Committed(Err(unavailable())), first);
+    let second = m.poll_timeout().expect("a retry is timed");
+    assert_eq!(
+        second,
+        first + TimeDelta::milliseconds(500),
+        "the wait grows"
+    );
+    m.handle_timeout(second);
+    let Some(OpAction::Commit(last)) = m.poll_action() else {
+        panic!("expected the same commit again");
+    };
+    for b in [&again, &last] {
+        assert_eq!(
+            b.put_op_occs[0].operation_state,
+            LcmOperationStateType::Processing
+        );
+        assert_eq!(
+            b.preconditions, processing.preconditions,
+            "the same condition"
+        );
+    }
+    assert_eq!(
+        last.put_op_occs[0].lease.as_ref().unwrap().expires,
+        second + secs(30),
+        "the lease in it runs from the new try"
+    );
+    // The database is back: the commit is stored and the operation goes on.
+    m.handle_event(OpEvent::Committed(ready(w.store.commit(last))), second);
+    assert!(matches!(m.poll_action(), Some(OpAction::ListZones)));
+    let stored = ready(w.store.op_occ(&"op-1".into())).unwrap();
+    assert_eq!(stored.operation_state, LcmOperationStateType::Processing);
+}
+
+#[test]
+fn commits_failing_for_ten_minutes_give_the_operation_up() {
+    let w = world(false);
+    let mut m = w.instantiate(&[], Vec::new());
+    let a = m.poll_action().unwrap();
+    let ev = w.perform(a);
+    m.handle_event(ev, t0());
+    let mut now = t0();
+    let mut tries = 0;
+    loop {
+        match m.poll_action() {
+            Some(OpAction::Commit(_)) => {
+                tries += 1;
+                m.handle_event(OpEvent::Committed(Err(unavailable())), now);
+            }
+            Some(other) => panic!("unexpected {other:?}"),
+            None => match m.poll_timeout() {
+                Some(t) => {
+                    now = t;
+                    m.handle_timeout(now);
+                }
+                None => break,
+            },
+        }
+    }
+    assert!(
+        now - t0() >= TimeDelta::minutes(10),
+        "tried for ten minutes ({now})"
+    );
+    assert!(
+        tries > 500 && tries < 700,
+        "about one try a second: {tries}"
+    );
+    match m.poll_end() {
+        Some(Err(LcmError::Store(e))) => assert!(e.to_string().contains("restarting"), "{e}"),
+        other => panic!("expected the store's error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_lease_renewal_the_store_cannot_take_is_tried_again() {
+    let w = world(false);
+    let mut m = w.instantiate(&[], Vec::new());
+    for _ in 0..4 {
+        let a = m.poll_action().unwrap();
+        let ev = w.perform(a);
+        m.handle_event(ev, t0());
+    }
+    // The checkpoint after the stack create is a renewal: it fails, and is tried again.
+    let Some(OpAction::Commit(checkpoint)) = m.poll_action() else {
+        panic!("expected the checkpoint");
+    };
+    let stack = checkpoint.put_op_occs[0].progress.as_ref().unwrap()["stackId"].clone();
+    assert!(stack.is_string(), "{stack}");
+    m.handle_event(OpEvent::Committed(Err(unavailable())), t0());
+    assert!(m.poll_end().is_none(), "not lost");
+    // It goes on, and ends as if the renewal had been stored.
+    let mut now = t0();
+    loop {
+        match m.poll_action() {
+            Some(a) => {
+                let ev = w.perform(a);
+                m.handle_event(ev, now);
+            }
+            None => match m.poll_timeout() {
+                Some(t) => {
+                    now = t;
+                    m.handle_timeout(now);
+                }
+                None => break,
+            },
+        }
+    }
+    let r = ended(&mut m);
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::Completed);
+    let stored = ready(w.store.op_occ(&"op-1".into())).unwrap();
+    assert_eq!(stored.operation_state, LcmOperationStateType::Completed);
+}

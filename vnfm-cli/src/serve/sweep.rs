@@ -15,12 +15,26 @@ use super::state::App;
 /// Sweeps every `[state] lease_seconds` until the server stops. The pace is real time (a
 /// timer of the runtime), while expiry is judged on the server's clock: sleeping on the
 /// lifecycle's clock would move a test's virtual clock forward by itself.
+///
+/// After a sweep that could not read the store (the database down), the next one is skipped:
+/// while the database was down no owner could renew its lease, and an owner that is alive
+/// renews it within a second of the database's return (the core tries its failed commits
+/// again), so it is given a whole lease time before its occurrences count as abandoned.
 pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
     let every = app.lcm.config().lease_time;
+    let mut store_failed = false;
     loop {
         tokio::select! {
             _ = stopped.wait_for(|s| *s) => return,
             () = tokio::time::sleep(every) => {}
+        }
+        if std::mem::take(&mut store_failed) {
+            // Still down? (A missing instance is the answer of a store that works.)
+            let probe = vnfm_core::id::VnfInstanceId::from("vnfm-sweep-probe");
+            if let Err(e) = app.lcm.drivers().store.instance(&probe).await {
+                store_failed = e.is_retryable();
+            }
+            continue;
         }
         match app.lcm.take_over_expired().await {
             Ok(ids) => {
@@ -34,7 +48,10 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
                     }
                 }
             }
-            Err(e) => tracing::warn!("cannot sweep for operations whose owner went away: {e}"),
+            Err(e) => {
+                store_failed = true;
+                tracing::warn!("cannot sweep for operations whose owner went away: {e}");
+            }
         }
     }
 }

@@ -128,6 +128,13 @@ pub struct Operation {
     /// known to a rollback even if the process dies now).
     pub(super) checkpoint: bool,
     pub(super) end: Option<Result<OperationReport, LcmError>>,
+    /// The main commit out, kept until it is answered: sent again if the store could not take
+    /// it (`retry`).
+    pub(super) commit_out: Option<StoreBatch>,
+    /// A main commit waiting to be sent again (`retry`).
+    pub(super) commit_retry: Option<super::backoff::PendingCommit>,
+    /// Lease renewals failing in a row (`retry`).
+    pub(super) renewal_retry: Option<super::backoff::Backoff>,
 }
 
 impl Operation {
@@ -167,6 +174,9 @@ impl Operation {
             interrupt: None,
             checkpoint: false,
             end: None,
+            commit_out: None,
+            commit_retry: None,
+            renewal_retry: None,
         };
         m.begin();
         m
@@ -193,6 +203,10 @@ impl Operation {
         }
         let a = self.next.take()?;
         self.inflight = Some(Inflight::Main);
+        self.commit_out = match &a {
+            OpAction::Commit(b) => Some(b.clone()),
+            _ => None,
+        };
         Some(a)
     }
 
@@ -200,6 +214,10 @@ impl Operation {
     pub fn poll_timeout(&self) -> Option<DateTime<Utc>> {
         if self.inflight.is_some() || self.next.is_some() || self.end.is_some() {
             return None;
+        }
+        if self.commit_retry.is_some() {
+            // Nothing else happens until the commit is stored.
+            return self.timers.get(Timer::CommitRetry);
         }
         self.timers.next_timeout()
     }
@@ -221,6 +239,12 @@ impl Operation {
         if self.inflight.is_some() || self.next.is_some() {
             return;
         }
+        if self.commit_retry.is_some() {
+            if let Some(batch) = self.retry_due() {
+                self.next = Some(OpAction::Commit(batch));
+            }
+            return;
+        }
         if self.timers.is_expired(Timer::Step, now) {
             self.timers.stop(Timer::Step);
             self.fire_timer();
@@ -238,6 +262,9 @@ impl Operation {
         }
         self.interrupt = Some(reason.to_owned());
         if self.inflight.is_none() {
+            // A commit waiting to be tried again is replaced by the interrupted one.
+            self.commit_retry = None;
+            self.timers.stop(Timer::CommitRetry);
             self.stop_for_interrupt();
         }
     }
@@ -323,7 +350,8 @@ impl Operation {
     }
 
     pub(super) fn renewal_due(&self) -> bool {
-        self.occ_version.is_some()
+        self.commit_retry.is_none()
+            && self.occ_version.is_some()
             && !matches!(self.step, Step::Start | Step::Final | Step::Done)
             && (self.checkpoint || self.timers.is_expired(Timer::LeaseRenewal, self.now))
     }
@@ -337,8 +365,13 @@ impl Operation {
         match event {
             OpEvent::Committed(Ok(())) => {
                 self.occ_version = self.occ_version.map(Version::next);
+                self.renewal_retry = None;
             }
-            OpEvent::Committed(Err(e)) => self.lost(e),
+            OpEvent::Committed(Err(e)) => {
+                if !self.retry_renewal(&e) {
+                    self.lost(e);
+                }
+            }
             _ => self.internal("a lease renewal was answered by another event"),
         }
         if self.interrupt.is_some() && self.end.is_none() {
@@ -350,11 +383,13 @@ impl Operation {
         if let Err(e) = r {
             if matches!(self.step, Step::Start) && self.unstarted {
                 self.stop(Err(LcmError::from_start(e)));
-            } else {
+            } else if !self.retry_commit(&e) {
                 self.lost(e);
             }
             return;
         }
+        self.commit_out = None;
+        self.commit_retry = None;
         self.occ_version = Some(self.occ_version.map_or(Version(1), Version::next));
         match self.step {
             // Cancelled while the STARTING commit was out: `stop_for_interrupt` ends it.

@@ -70,6 +70,7 @@
 //! [`Reselection`]: crate::reselect::Reselection
 
 mod actions;
+mod backoff;
 mod cnf_run;
 mod collect;
 mod delete;
@@ -80,6 +81,7 @@ mod nfvo_grant;
 mod plans;
 mod power;
 mod progress;
+mod retry;
 mod stack_apply;
 mod stack_run;
 mod timers;

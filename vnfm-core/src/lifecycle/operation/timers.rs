@@ -12,15 +12,18 @@ pub(super) enum Timer {
     Step,
     /// The next lease renewal commit of the occurrence.
     LeaseRenewal,
+    /// The next try of a commit the store could not take (`retry`).
+    CommitRetry,
 }
 
 impl Timer {
-    const ALL: [Self; 2] = [Self::Step, Self::LeaseRenewal];
+    const ALL: [Self; 3] = [Self::Step, Self::LeaseRenewal, Self::CommitRetry];
 
     fn index(self) -> usize {
         match self {
             Self::Step => 0,
             Self::LeaseRenewal => 1,
+            Self::CommitRetry => 2,
         }
     }
 }
@@ -55,6 +58,11 @@ impl TimerTable {
     /// Whether `timer` runs and has expired at `now`.
     pub(super) fn is_expired(&self, timer: Timer, now: DateTime<Utc>) -> bool {
         self.at[timer.index()].is_some_and(|t| t <= now)
+    }
+
+    /// When `timer` expires, if it runs.
+    pub(super) fn get(&self, timer: Timer) -> Option<DateTime<Utc>> {
+        self.at[timer.index()]
     }
 
     /// The earliest expiry of a running timer.
