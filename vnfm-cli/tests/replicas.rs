@@ -256,7 +256,7 @@ fn write_config(dir: &Path, lease: u64) -> PathBuf {
              [placement]\nreselect_zones = true\nfallback_best_effort = true\n\n\
              [server]\nlisten = \"127.0.0.1:0\"\npage_size = 1000\n\n\
              [notifications]\nallow = [\"127.0.0.0/8\"]\nretry_initial_ms = 200\n\
-             retry_max_delay_ms = 1000\n\n\
+             retry_max_delay_ms = 1000\ntimeout = 2\nclaim_seconds = 5\npoll_interval_ms = 200\n\n\
              [prometheus_plugin]\nauto_healing = true\nauto_scaling = true\n\
              timer_interval = {WINDOW}\nscale_cooldown = 1\nbasic_auth_user = \"vnfm\"\n\
              basic_auth_password = \"vnfm-secret\"\n",
