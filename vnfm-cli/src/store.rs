@@ -9,7 +9,8 @@
 //!
 //! ```text
 //! vnf_instances(id TEXT PRIMARY KEY, body TEXT NOT NULL,
-//!               version INTEGER NOT NULL)      -- +1 per put: conditional commits
+//!               version INTEGER NOT NULL,      -- +1 per put: conditional commits
+//!               name TEXT)                     -- vnfInstanceName, indexed with id
 //! vnf_lcm_op_occs(id TEXT PRIMARY KEY,
 //!                 vnf_instance_id TEXT NOT NULL REFERENCES vnf_instances ON DELETE CASCADE,
 //!                 start_time TEXT NOT NULL,   -- RFC 3339, UTC, nanoseconds: sorts as text
@@ -45,7 +46,7 @@ use async_trait::async_trait;
 use chrono::SecondsFormat;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use vnfm_core::driver::{
-    DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
+    DriverError, InstanceQuery, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
 };
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
@@ -83,6 +84,11 @@ const MIGRATIONS: &[&str] = &[
     // 3: versions for conditional commits (one LCM operation per instance across processes).
     "ALTER TABLE vnf_instances ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
     ALTER TABLE vnf_lcm_op_occs ADD COLUMN version INTEGER NOT NULL DEFAULT 1;",
+    // 4: the instance's `vnfInstanceName`, indexed: `filter=(eq,vnfInstanceName,…)` answered
+    // from the index (`Store::instance_page`).
+    "ALTER TABLE vnf_instances ADD COLUMN name TEXT;
+    UPDATE vnf_instances SET name = json_extract(body, '$.vnfInstanceName');
+    CREATE INDEX vnf_instances_by_name ON vnf_instances (name, id);",
 ];
 
 /// The schema version this build creates and understands (`PRAGMA user_version`).
@@ -674,6 +680,17 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn instance_page(&self, query: &InstanceQuery) -> Result<Vec<VnfInstance>, DriverError> {
+        let Some((sql, args)) = instance_page_sql(query) else {
+            return Ok(Vec::new());
+        };
+        self.with_conn(Access::Read, move |conn, file| {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            query_bodies(conn, file, &INSTANCES, &sql, &args)
+        })
+        .await
+    }
+
     async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
         self.op_occ_entry(id).await.map(|e| e.value)
     }
@@ -731,6 +748,47 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
+
+/// The keyset query of [`Store::instance_page`] and its arguments, `None` when it selects
+/// nothing (an empty list of names or ids). The id's primary key serves the pages, the index
+/// `vnf_instances_by_name` a name; the limit is written in the text (a number).
+fn instance_page_sql(query: &InstanceQuery) -> Option<(String, Vec<String>)> {
+    let mut conds = Vec::new();
+    let mut args = Vec::new();
+    if let Some(after) = &query.after {
+        args.push(after.as_str().to_owned());
+        conds.push(format!("id > ?{}", args.len()));
+    }
+    let mut one_of = |column: &str, values: Vec<String>| {
+        let first = args.len() + 1;
+        let n = values.len();
+        args.extend(values);
+        let marks: Vec<String> = (first..first + n).map(|i| format!("?{i}")).collect();
+        conds.push(format!("{column} IN ({})", marks.join(", ")));
+    };
+    if let Some(names) = &query.names {
+        if names.is_empty() {
+            return None;
+        }
+        one_of("name", names.clone());
+    }
+    if let Some(ids) = &query.ids {
+        if ids.is_empty() {
+            return None;
+        }
+        one_of("id", ids.iter().map(|i| i.as_str().to_owned()).collect());
+    }
+    let filter = if conds.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", conds.join(" AND "))
+    };
+    let sql = format!(
+        "SELECT id, body FROM vnf_instances{filter} ORDER BY id LIMIT {}",
+        query.limit.min(i64::MAX as usize)
+    );
+    Some((sql, args))
 }
 
 /// A table and the SOL003 type its bodies hold, for messages.
@@ -857,14 +915,19 @@ fn commit(
         }
         let mut put_instance = tx
             .prepare_cached(
-                "INSERT INTO vnf_instances (id, body, version) VALUES (?1, ?2, 1) \
-                 ON CONFLICT (id) DO UPDATE SET body = excluded.body, version = version + 1",
+                "INSERT INTO vnf_instances (id, body, version, name) VALUES (?1, ?2, 1, ?3) \
+                 ON CONFLICT (id) DO UPDATE SET body = excluded.body, \
+                 name = excluded.name, version = version + 1",
             )
             .map_err(|e| sql_error(file, "cannot prepare the instance upsert", e))?;
         for inst in &batch.put_instances {
             let body = encode(file, &INSTANCES, inst.id.as_str(), inst)?;
             put_instance
-                .execute(params![inst.id.as_str(), body])
+                .execute(params![
+                    inst.id.as_str(),
+                    body,
+                    inst.vnf_instance_name.as_deref()
+                ])
                 .map_err(|e| sql_error(file, format!("cannot put VNF instance {}", inst.id), e))?;
         }
         let mut put_op = tx
@@ -1195,6 +1258,13 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn conformance_instance_pages() {
+        conformance::instance_pages(&SqliteStore::open_in_memory().unwrap()).await;
+        let dir = tempfile::tempdir().unwrap();
+        conformance::instance_pages(&file_store(&dir).1).await;
+    }
+
+    #[tokio::test]
     async fn conformance_not_found() {
         conformance::not_found(&SqliteStore::open_in_memory().unwrap()).await;
         let dir = tempfile::tempdir().unwrap();
@@ -1417,6 +1487,7 @@ mod tests {
             [
                 "documents",
                 "vnf_instances",
+                "vnf_instances_by_name",
                 "vnf_lcm_op_occs",
                 "vnf_lcm_op_occs_by_instance",
                 "vnf_lcm_op_occs_by_start_time"
@@ -1433,6 +1504,33 @@ mod tests {
         // Reopening a current file migrates nothing and keeps the data.
         let store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.schema_version(), SCHEMA_VERSION);
+    }
+
+    #[tokio::test]
+    async fn the_name_column_is_filled_from_the_instances_of_an_older_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v3.db");
+        let file = path.display().to_string();
+        let mut conn = raw(&path);
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        assert_eq!(migrate(&mut conn, &file, &MIGRATIONS[..3]).unwrap(), 3);
+        for id in ["a", "b"] {
+            let body = serde_json::to_string(&conformance::instance(id, "v")).unwrap();
+            conn.execute(
+                "INSERT INTO vnf_instances (id, body) VALUES (?1, ?2)",
+                params![id, body],
+            )
+            .unwrap();
+        }
+        drop(conn);
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.schema_version(), SCHEMA_VERSION);
+        let page = store
+            .instance_page(&InstanceQuery::first(10).named(vec!["vnf-b".into()]))
+            .await
+            .unwrap();
+        assert_eq!(page, vec![conformance::instance("b", "v")]);
     }
 
     #[test]
