@@ -69,7 +69,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 use vnfm_core::driver::{
-    DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
+    DriverError, InstanceQuery, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
 };
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
@@ -130,6 +130,16 @@ const MIGRATIONS: &[&str] = &[
     $$;
     CREATE TRIGGER documents_stamp BEFORE UPDATE ON documents
         FOR EACH ROW EXECUTE FUNCTION vnfm_documents_stamp();"#,
+    // 3: the instance's `vnfInstanceName`, indexed: `filter=(eq,vnfInstanceName,…)` answered
+    // from the index (`Store::instance_page`). The column holds the name as a JSON string
+    // (`name_key`), as the body has it: a text column cannot hold a NUL character, which a
+    // name may have. The bodies this store wrote begin `{"id":"…","vnfInstanceName":"…"` (the
+    // order of `VnfInstance`'s fields) when the instance has a name; the name is taken from
+    // there (`->>` cannot convert a `\u0000` to text).
+    r#"ALTER TABLE vnf_instances ADD COLUMN name TEXT COLLATE "C";
+    UPDATE vnf_instances SET name = substring(body from
+        '^\{"id":"(?:[^"\\]|\\.)*","vnfInstanceName":("(?:[^"\\]|\\.)*")');
+    CREATE INDEX vnf_instances_by_name ON vnf_instances (name, id);"#,
 ];
 
 /// The schema version this build creates and understands (the row of `vnfm_schema`).
@@ -469,7 +479,8 @@ impl PgStore {
                 what: format!("VNF instance {}", inst.id),
                 unknown_parent: None,
             };
-            self.put_row(&tx, &mut seen, &row, &[&body]).await?;
+            let name = inst.vnf_instance_name.as_deref().map(name_key);
+            self.put_row(&tx, &mut seen, &row, &[&body, &name]).await?;
         }
         for op in &batch.put_op_occs {
             let body = self.encode(&OP_OCCS, op.id.as_str(), op)?;
@@ -1030,6 +1041,48 @@ impl Store for PgStore {
         .await
     }
 
+    async fn instance_page(&self, query: &InstanceQuery) -> Result<Vec<VnfInstance>, DriverError> {
+        // One statement per combination of conditions (each prepared once per connection),
+        // so that the planner sees the ones present: the primary key serves the pages, the
+        // index `vnf_instances_by_name` a name.
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let after = query.after.as_ref().map(|a| a.as_str().to_owned());
+        let ids: Option<Vec<String>> = query
+            .ids
+            .as_ref()
+            .map(|ids| ids.iter().map(|i| i.as_str().to_owned()).collect());
+        if query.names.as_ref().is_some_and(Vec::is_empty)
+            || ids.as_ref().is_some_and(Vec::is_empty)
+        {
+            return Ok(Vec::new());
+        }
+        let mut conds = Vec::new();
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&limit];
+        if let Some(after) = &after {
+            params.push(after);
+            conds.push(format!("id > ${}", params.len()));
+        }
+        let names: Option<Vec<String>> = query
+            .names
+            .as_ref()
+            .map(|n| n.iter().map(|n| name_key(n)).collect());
+        if let Some(names) = &names {
+            params.push(names);
+            conds.push(format!("name = ANY(${})", params.len()));
+        }
+        if let Some(ids) = &ids {
+            params.push(ids);
+            conds.push(format!("id = ANY(${})", params.len()));
+        }
+        let filter = if conds.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conds.join(" AND "))
+        };
+        let sql = format!("SELECT id, body FROM vnf_instances{filter} ORDER BY id LIMIT $1");
+        self.bodies(&INSTANCES, &sql, &params).await
+    }
+
     async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
         self.op_occ_entry(id).await.map(|e| e.value)
     }
@@ -1055,6 +1108,12 @@ impl Store for PgStore {
             }
         }
     }
+}
+
+/// What the `name` column of `vnf_instances` holds for a `vnfInstanceName`: its JSON string
+/// (quoted, escaped as in the body), which has no NUL character whatever the name has.
+fn name_key(name: &str) -> String {
+    serde_json::Value::String(name.to_owned()).to_string()
 }
 
 /// The versions a batch's transaction saw, by table name and id (`None`: no such row), from its
@@ -1091,9 +1150,10 @@ const INSTANCES: Table = Table {
     kind: "VnfInstance",
     select: "SELECT body, version FROM vnf_instances WHERE id = $1",
     lock: "SELECT version FROM vnf_instances WHERE id = $1 FOR UPDATE",
-    insert: "INSERT INTO vnf_instances (id, body, version) VALUES ($1, $2, $3) \
+    insert: "INSERT INTO vnf_instances (id, body, name, version) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (id) DO NOTHING",
-    update: "UPDATE vnf_instances SET body = $2, version = $3 WHERE id = $1 AND version = $4",
+    update: "UPDATE vnf_instances SET body = $2, name = $3, version = $4 \
+             WHERE id = $1 AND version = $5",
 };
 
 const OP_OCCS: Table = Table {
@@ -1327,6 +1387,14 @@ mod tests {
             return;
         };
         conformance::list_ordering(&db.store().await).await;
+    }
+
+    #[tokio::test]
+    async fn conformance_instance_pages() {
+        let Some(db) = TestDb::create("instance_pages").await else {
+            return;
+        };
+        conformance::instance_pages(&db.store().await).await;
     }
 
     #[tokio::test]
@@ -1698,6 +1766,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(store.instance(&inst.id).await.unwrap(), inst);
+        let named = InstanceQuery::first(5).named(vec![inst.vnf_instance_name.clone().unwrap()]);
+        assert_eq!(
+            store.instance_page(&named).await.unwrap(),
+            vec![inst.clone()]
+        );
         let raw = admin_client(&db.url).await;
         let row = raw
             .query_one("SELECT body FROM vnf_instances WHERE id = 'nul'", &[])
@@ -1946,6 +2019,46 @@ mod tests {
             watcher.document_stamp("d").await.unwrap(),
             "deleted and written again",
         );
+    }
+
+    /// The instances of a database made before the name column get their names from their
+    /// bodies when it is migrated.
+    #[tokio::test]
+    async fn the_name_column_is_filled_from_the_instances_of_an_older_database() {
+        let Some(db) = TestDb::create("name_migration").await else {
+            return;
+        };
+        let old = PgStore::open_with(&db.url, &MIGRATIONS[..2]).await.unwrap();
+        assert_eq!(old.schema_version(), 2);
+        let client = admin_client(&db.url).await;
+        for id in ["a", "b"] {
+            let mut inst = conformance::instance(id, "v");
+            if id == "b" {
+                inst.vnf_instance_name = Some("a\u{0}b \"q\" \\".into());
+            }
+            let body = serde_json::to_string(&inst).unwrap();
+            client
+                .execute(
+                    "INSERT INTO vnf_instances (id, body, version) VALUES ($1, $2, 1)",
+                    &[&id, &body],
+                )
+                .await
+                .unwrap();
+        }
+        drop(old);
+        let store = db.store().await;
+        assert_eq!(store.schema_version(), SCHEMA_VERSION);
+        let page = store
+            .instance_page(&InstanceQuery::first(10).named(vec!["a\u{0}b \"q\" \\".into()]))
+            .await
+            .unwrap();
+        let ids: Vec<&str> = page.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(ids, ["b"], "a name with a NUL, quotes and a backslash");
+        let page = store
+            .instance_page(&InstanceQuery::first(10).named(vec!["vnf-a".into()]))
+            .await
+            .unwrap();
+        assert_eq!(page, vec![conformance::instance("a", "v")]);
     }
 
     /// A database made by the first schema (documents without stamps) is migrated with its

@@ -806,6 +806,19 @@ pub mod conformance {
             page(InstanceQuery::first(10).named(vec!["core".into()])).await,
             ["a", "b"]
         );
+        // Any text is a name: a NUL, quotes, a backslash (a PostgreSQL text cannot hold a NUL).
+        let odd = "n\u{0}l \"q\" \\ é";
+        store
+            .commit(StoreBatch::new().with_instance(named("e", Some(odd))))
+            .await
+            .unwrap();
+        assert_eq!(
+            page(InstanceQuery::first(10).named(vec![odd.into()])).await,
+            ["e"]
+        );
+        assert!(page(InstanceQuery::first(10).named(vec!["n".into()]))
+            .await
+            .is_empty());
         assert_eq!(
             store
                 .instance_page(&InstanceQuery::first(1).after(id("a")))
