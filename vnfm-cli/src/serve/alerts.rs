@@ -2,7 +2,7 @@
 //! the heal windows when they close. Every decision comes from
 //! [`vnfm_core::alert::AlertHandler`]; this module only feeds it and carries out its jobs.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -124,17 +124,17 @@ async fn judge_and_journal(
     };
     let metrics = &app.shared.metrics;
     metrics.received(endpoint, webhook.alerts.len());
+    // The instances the alerts name, read before the lock is taken (from the bounded cache,
+    // the others from the store): the alert handler looks them up synchronously.
+    let named = webhook
+        .alerts
+        .iter()
+        .filter_map(vnfm_core::alert::named_instance);
+    let instances = app.shared.cache.load_or_cached(named).await;
     let now = app.clock().now();
     let (outcomes, generation, entries, slot) = {
         let mut h = app.lock_alerts();
-        let outcomes = {
-            let cache = app
-                .shared
-                .cache
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
-            h.handle_alerts(endpoint, &webhook, &*cache, now)
-        };
+        let outcomes = h.handle_alerts(endpoint, &webhook, &instances, now);
         let generation = app.changed_locked(&h);
         let entries = AlertHandler::heal_entries(&webhook, &outcomes, now);
         // The journal's next place, taken under the lock (records in generation order)...
@@ -292,14 +292,13 @@ impl Settle {
 }
 
 /// Starts one closed heal window (its instance is marked busy by `poll_due`).
-fn start_heal(app: &Arc<App>, mut job: HealJob) {
+async fn start_heal(app: &Arc<App>, mut job: HealJob) {
     let instance = app
         .shared
         .cache
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&job.instance)
-        .cloned();
+        .load_or_cached([job.instance.clone()])
+        .await
+        .remove(&job.instance);
     let Some(instance) = instance else {
         app.note_op(
             job.instance.as_str(),
@@ -453,7 +452,7 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
             // Saved before the heals start: a restart does not run them again.
             app.persist(g).await;
             for job in jobs {
-                start_heal(&app, job);
+                start_heal(&app, job).await;
             }
             continue;
         }
