@@ -183,7 +183,10 @@ mod tests {
         let cache = InstanceCache::new(Arc::new(store.clone()), 2);
         cache.put(instance("a", "v"));
         cache.put(instance("b", "v"));
-        assert!(cache.cached(&id("a")).is_some(), "a used: b is the oldest now");
+        assert!(
+            cache.cached(&id("a")).is_some(),
+            "a used: b is the oldest now"
+        );
         cache.put(instance("c", "v"));
         assert_eq!(cache.len(), 2);
         assert!(cache.cached(&id("b")).is_none(), "b evicted");
@@ -208,12 +211,18 @@ mod tests {
             .load([id("i1"), id("i3"), id("nope"), id("i3")])
             .await
             .unwrap();
-        assert_eq!(got.keys().cloned().collect::<Vec<_>>(), [id("i1"), id("i3")]);
+        assert_eq!(
+            got.keys().cloned().collect::<Vec<_>>(),
+            [id("i1"), id("i3")]
+        );
         assert_eq!(got[&id("i1")], mine);
         assert_eq!(got[&id("i3")], instance("i3", "v"));
         assert_eq!(cache.len(), 2, "the miss is cached, the absent one is not");
         // More than the capacity at once: all are returned, the cache stays bounded.
-        let all = cache.load((0..5).map(|i| id(&format!("i{i}")))).await.unwrap();
+        let all = cache
+            .load((0..5).map(|i| id(&format!("i{i}"))))
+            .await
+            .unwrap();
         assert_eq!(all.len(), 5);
         assert_eq!(cache.len(), 3);
     }

@@ -745,7 +745,10 @@ mod tests {
             id(&[("vnf_instance_id", "i3"), ("vnfInstanceId", "i3")]),
             Some("i3".into())
         );
-        assert_eq!(id(&[("vnf_instance_id", "a"), ("vnfInstanceId", "b")]), None);
+        assert_eq!(
+            id(&[("vnf_instance_id", "a"), ("vnfInstanceId", "b")]),
+            None
+        );
         assert_eq!(id(&[("receiver_type", "tacker")]), None);
     }
 
