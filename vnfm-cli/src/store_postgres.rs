@@ -1046,11 +1046,18 @@ impl Store for PgStore {
         // so that the planner sees the ones present: the primary key serves the pages, the
         // index `vnf_instances_by_name` a name.
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
-        let after = query.after.as_ref().map(|a| a.as_str().to_owned());
-        let ids: Option<Vec<String>> = query
-            .ids
+        // A text holds no NUL, so no stored id has one: the ids after `p\0…` are those after
+        // `p`, and an id with a NUL is none of them (a client's marker may be anything).
+        let after = query
+            .after
             .as_ref()
-            .map(|ids| ids.iter().map(|i| i.as_str().to_owned()).collect());
+            .map(|a| a.as_str().split('\0').next().unwrap_or("").to_owned());
+        let ids: Option<Vec<String>> = query.ids.as_ref().map(|ids| {
+            ids.iter()
+                .filter(|i| !i.as_str().contains('\0'))
+                .map(|i| i.as_str().to_owned())
+                .collect()
+        });
         if query.names.as_ref().is_some_and(Vec::is_empty)
             || ids.as_ref().is_some_and(Vec::is_empty)
         {

@@ -789,6 +789,15 @@ pub mod conformance {
         assert!(page(InstanceQuery::first(10).with_ids(vec![]))
             .await
             .is_empty());
+        // A marker or an id may be any text (a client's): a NUL included.
+        assert_eq!(
+            page(InstanceQuery::first(10).after(id("a\u{0}x"))).await,
+            ["b", "c", "d"]
+        );
+        assert_eq!(
+            page(InstanceQuery::first(10).with_ids(ids(&["a\u{0}", "b"]))).await,
+            ["b"]
+        );
 
         // A rename and a delete are followed.
         store
