@@ -681,12 +681,33 @@ impl Store for SqliteStore {
     }
 
     async fn instance_page(&self, query: &InstanceQuery) -> Result<Vec<VnfInstance>, DriverError> {
-        let Some((sql, args)) = instance_page_sql(query) else {
+        if query.ids.as_ref().is_some_and(Vec::is_empty) {
             return Ok(Vec::new());
-        };
+        }
+        // One query per name (a range of the index `(name, id)`, in id order: a page of a name
+        // that many instances have costs a page too), merged by id.
+        let names: Option<Vec<String>> = query.names.as_ref().map(|names| {
+            let set: std::collections::BTreeSet<&String> = names.iter().collect();
+            set.into_iter().cloned().collect()
+        });
+        let limit = query.limit;
+        let query = query.clone();
         self.with_conn(Access::Read, move |conn, file| {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            query_bodies(conn, file, &INSTANCES, &sql, &args)
+            let run = |name: Option<&str>| {
+                let (sql, args) = instance_page_sql(&query, name);
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                query_bodies::<VnfInstance>(conn, file, &INSTANCES, &sql, &args)
+            };
+            let Some(names) = names else {
+                return run(None);
+            };
+            let mut out = Vec::new();
+            for name in &names {
+                out.extend(run(Some(name))?);
+            }
+            out.sort_by(|a, b| a.id.cmp(&b.id));
+            out.truncate(limit);
+            Ok(out)
         })
         .await
     }
@@ -750,45 +771,38 @@ impl Store for SqliteStore {
     }
 }
 
-/// The keyset query of [`Store::instance_page`] and its arguments, `None` when it selects
-/// nothing (an empty list of names or ids). The id's primary key serves the pages, the index
-/// `vnf_instances_by_name` a name; the limit is written in the text (a number).
-fn instance_page_sql(query: &InstanceQuery) -> Option<(String, Vec<String>)> {
+/// The keyset query of [`Store::instance_page`] and its arguments, for the instances named
+/// `name` when it is given (the query's own `names` are the caller's: one query per name).
+/// The id's primary key serves the pages, the index `vnf_instances_by_name` a name; the limit
+/// is written in the text (a number).
+fn instance_page_sql(query: &InstanceQuery, name: Option<&str>) -> (String, Vec<String>) {
     let mut conds = Vec::new();
     let mut args = Vec::new();
+    if let Some(name) = name {
+        args.push(name.to_owned());
+        conds.push("name = ?1".to_owned());
+    }
     if let Some(after) = &query.after {
         args.push(after.as_str().to_owned());
         conds.push(format!("id > ?{}", args.len()));
     }
-    let mut one_of = |column: &str, values: Vec<String>| {
-        let first = args.len() + 1;
-        let n = values.len();
-        args.extend(values);
-        let marks: Vec<String> = (first..first + n).map(|i| format!("?{i}")).collect();
-        conds.push(format!("{column} IN ({})", marks.join(", ")));
-    };
-    if let Some(names) = &query.names {
-        if names.is_empty() {
-            return None;
-        }
-        one_of("name", names.clone());
-    }
     if let Some(ids) = &query.ids {
-        if ids.is_empty() {
-            return None;
-        }
-        one_of("id", ids.iter().map(|i| i.as_str().to_owned()).collect());
+        let first = args.len() + 1;
+        args.extend(ids.iter().map(|i| i.as_str().to_owned()));
+        let marks: Vec<String> = (first..=args.len()).map(|i| format!("?{i}")).collect();
+        conds.push(format!("id IN ({})", marks.join(", ")));
     }
     let filter = if conds.is_empty() {
         String::new()
     } else {
         format!(" WHERE {}", conds.join(" AND "))
     };
+    let order = if name.is_some() { "name, id" } else { "id" };
     let sql = format!(
-        "SELECT id, body FROM vnf_instances{filter} ORDER BY id LIMIT {}",
+        "SELECT id, body FROM vnf_instances{filter} ORDER BY {order} LIMIT {}",
         query.limit.min(i64::MAX as usize)
     );
-    Some((sql, args))
+    (sql, args)
 }
 
 /// A table and the SOL003 type its bodies hold, for messages.

@@ -1042,10 +1042,6 @@ impl Store for PgStore {
     }
 
     async fn instance_page(&self, query: &InstanceQuery) -> Result<Vec<VnfInstance>, DriverError> {
-        // One statement per combination of conditions (each prepared once per connection),
-        // so that the planner sees the ones present: the primary key serves the pages, the
-        // index `vnf_instances_by_name` a name.
-        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
         // A text holds no NUL, so no stored id has one: the ids after `p\0…` are those after
         // `p`, and an id with a NUL is none of them (a client's marker may be anything).
         let after = query
@@ -1058,36 +1054,29 @@ impl Store for PgStore {
                 .map(|i| i.as_str().to_owned())
                 .collect()
         });
-        if query.names.as_ref().is_some_and(Vec::is_empty)
-            || ids.as_ref().is_some_and(Vec::is_empty)
-        {
+        if ids.as_ref().is_some_and(Vec::is_empty) {
             return Ok(Vec::new());
         }
-        let mut conds = Vec::new();
-        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&limit];
-        if let Some(after) = &after {
-            params.push(after);
-            conds.push(format!("id > ${}", params.len()));
-        }
-        let names: Option<Vec<String>> = query
-            .names
-            .as_ref()
-            .map(|n| n.iter().map(|n| name_key(n)).collect());
-        if let Some(names) = &names {
-            params.push(names);
-            conds.push(format!("name = ANY(${})", params.len()));
-        }
-        if let Some(ids) = &ids {
-            params.push(ids);
-            conds.push(format!("id = ANY(${})", params.len()));
-        }
-        let filter = if conds.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", conds.join(" AND "))
+        let Some(names) = &query.names else {
+            return self
+                .instance_range(None, after.as_ref(), ids.as_ref(), query.limit)
+                .await;
         };
-        let sql = format!("SELECT id, body FROM vnf_instances{filter} ORDER BY id LIMIT $1");
-        self.bodies(&INSTANCES, &sql, &params).await
+        // One query per name, merged by id: `name = $n ORDER BY name, id` is a range of the
+        // index `(name, id)` whatever the planner's statistics say (with `name = ANY(…) ORDER
+        // BY id`, a table without statistics yet is read in id order and filtered), and a
+        // page of a name that many instances have costs a page too.
+        let names: std::collections::BTreeSet<String> = names.iter().map(|n| name_key(n)).collect();
+        let mut out = Vec::new();
+        for name in &names {
+            out.extend(
+                self.instance_range(Some(name), after.as_ref(), ids.as_ref(), query.limit)
+                    .await?,
+            );
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        out.truncate(query.limit);
+        Ok(out)
     }
 
     async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
@@ -1114,6 +1103,45 @@ impl Store for PgStore {
                 .await
             }
         }
+    }
+}
+
+impl PgStore {
+    /// The instances after `after`, at most `limit`, by id: those named `name` (its
+    /// [`name_key`]) when it is given, those among `ids` when they are. One statement per
+    /// combination of conditions (each prepared once per connection), so that the planner sees
+    /// the ones present: the primary key serves the pages, the index `vnf_instances_by_name`
+    /// a name.
+    async fn instance_range(
+        &self,
+        name: Option<&String>,
+        after: Option<&String>,
+        ids: Option<&Vec<String>>,
+        limit: usize,
+    ) -> Result<Vec<VnfInstance>, DriverError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut conds = Vec::new();
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&limit];
+        if let Some(name) = name {
+            params.push(name);
+            conds.push(format!("name = ${}", params.len()));
+        }
+        if let Some(after) = after {
+            params.push(after);
+            conds.push(format!("id > ${}", params.len()));
+        }
+        if let Some(ids) = ids {
+            params.push(ids);
+            conds.push(format!("id = ANY(${})", params.len()));
+        }
+        let filter = if conds.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conds.join(" AND "))
+        };
+        let order = if name.is_some() { "name, id" } else { "id" };
+        let sql = format!("SELECT id, body FROM vnf_instances{filter} ORDER BY {order} LIMIT $1");
+        self.bodies(&INSTANCES, &sql, &params).await
     }
 }
 
