@@ -925,7 +925,11 @@ impl Scan {
     /// What to read next: the resources whose id sorts after the first (none: from the first),
     /// at most the second, ordered by id.
     pub fn next_read(&self) -> (Option<&str>, usize) {
-        let want = self.page_size + 1 - self.matched.len().min(self.page_size);
+        let want = self
+            .page_size
+            .saturating_add(1)
+            .saturating_sub(self.matched.len())
+            .max(1);
         let left = self.scan_limit.saturating_sub(self.scanned).max(1);
         (self.cursor.as_deref(), want.min(left))
     }
