@@ -53,6 +53,8 @@
 //!                                # "each" (fsynced before its answer); see AlertFsync
 //! page_size = 100                # resources per page of a SOL003 list (Link rel="next" beyond)
 //! filter_work_limit = 20000000   # work units one SOL013 filter may take per request (400 beyond)
+//! list_scan_limit = 10000        # instances one GET /vnf_instances reads at most (a short page
+//!                                # with a next marker beyond)
 //! log_format = "text"            # "text" (one line per event, for people) or "json" (one object
 //!                                # per line); see LogFormat
 //! log_level = "info"             # an EnvFilter directive ("debug", "warn,vnfm_cli=debug");
@@ -717,6 +719,11 @@ pub struct ServerConfig {
     /// (a value visited, a byte compared: [`vnfm_core::query::Budget`]); a filter that needs
     /// more is refused with a 400 (default 20,000,000; at least 1).
     pub filter_work_limit: u64,
+    /// `list_scan_limit`: the most instances one `GET /vnf_instances` reads from the store
+    /// (or `page_size + 1` when that is more); a filter that matches fewer than a page among
+    /// them is answered with a short page and a next marker at the last instance read
+    /// (`vnfm_core::query::Scan`; default 10,000, at least 1).
+    pub list_scan_limit: usize,
     /// `log_format`: how `vnfm serve` writes its log on stderr (default `text`).
     pub log_format: LogFormat,
     /// `log_level`: which events `vnfm serve` logs, as a `tracing` `EnvFilter` directive
@@ -1137,6 +1144,13 @@ impl ServerConfig {
                     .into(),
             );
         }
+        if self.list_scan_limit == 0 {
+            return Some(
+                "[server] list_scan_limit is 0; expected at least 1 instance read per list \
+                 request"
+                    .into(),
+            );
+        }
         if self.page_size == 0 {
             return Some(
                 "[server] page_size is 0; expected at least 1 resource per page of a list".into(),
@@ -1265,6 +1279,7 @@ impl Default for ServerConfig {
             alert_fsync: AlertFsync::Periodic,
             page_size: 100,
             filter_work_limit: DEFAULT_FILTER_WORK_LIMIT,
+            list_scan_limit: 10_000,
             log_format: LogFormat::Text,
             log_level: "info".into(),
             replica_id: None,

@@ -375,6 +375,12 @@ impl Store for StateStore {
     async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError> {
         self.store().instances().await
     }
+    async fn instance_page(
+        &self,
+        query: &vnfm_core::driver::InstanceQuery,
+    ) -> Result<Vec<VnfInstance>, DriverError> {
+        self.store().instance_page(query).await
+    }
     async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
         self.store().op_occ(id).await
     }

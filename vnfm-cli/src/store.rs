@@ -9,7 +9,8 @@
 //!
 //! ```text
 //! vnf_instances(id TEXT PRIMARY KEY, body TEXT NOT NULL,
-//!               version INTEGER NOT NULL)      -- +1 per put: conditional commits
+//!               version INTEGER NOT NULL,      -- +1 per put: conditional commits
+//!               name TEXT)                     -- vnfInstanceName, indexed with id
 //! vnf_lcm_op_occs(id TEXT PRIMARY KEY,
 //!                 vnf_instance_id TEXT NOT NULL REFERENCES vnf_instances ON DELETE CASCADE,
 //!                 start_time TEXT NOT NULL,   -- RFC 3339, UTC, nanoseconds: sorts as text
@@ -45,7 +46,7 @@ use async_trait::async_trait;
 use chrono::SecondsFormat;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
 use vnfm_core::driver::{
-    DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
+    DriverError, InstanceQuery, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
 };
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
@@ -83,6 +84,11 @@ const MIGRATIONS: &[&str] = &[
     // 3: versions for conditional commits (one LCM operation per instance across processes).
     "ALTER TABLE vnf_instances ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
     ALTER TABLE vnf_lcm_op_occs ADD COLUMN version INTEGER NOT NULL DEFAULT 1;",
+    // 4: the instance's `vnfInstanceName`, indexed: `filter=(eq,vnfInstanceName,…)` answered
+    // from the index (`Store::instance_page`).
+    "ALTER TABLE vnf_instances ADD COLUMN name TEXT;
+    UPDATE vnf_instances SET name = json_extract(body, '$.vnfInstanceName');
+    CREATE INDEX vnf_instances_by_name ON vnf_instances (name, id);",
 ];
 
 /// The schema version this build creates and understands (`PRAGMA user_version`).
@@ -674,6 +680,38 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn instance_page(&self, query: &InstanceQuery) -> Result<Vec<VnfInstance>, DriverError> {
+        if query.ids.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(Vec::new());
+        }
+        // One query per name (a range of the index `(name, id)`, in id order: a page of a name
+        // that many instances have costs a page too), merged by id.
+        let names: Option<Vec<String>> = query.names.as_ref().map(|names| {
+            let set: std::collections::BTreeSet<&String> = names.iter().collect();
+            set.into_iter().cloned().collect()
+        });
+        let limit = query.limit;
+        let query = query.clone();
+        self.with_conn(Access::Read, move |conn, file| {
+            let run = |name: Option<&str>| {
+                let (sql, args) = instance_page_sql(&query, name);
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                query_bodies::<VnfInstance>(conn, file, &INSTANCES, &sql, &args)
+            };
+            let Some(names) = names else {
+                return run(None);
+            };
+            let mut out = Vec::new();
+            for name in &names {
+                out.extend(run(Some(name))?);
+            }
+            out.sort_by(|a, b| a.id.cmp(&b.id));
+            out.truncate(limit);
+            Ok(out)
+        })
+        .await
+    }
+
     async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
         self.op_occ_entry(id).await.map(|e| e.value)
     }
@@ -731,6 +769,40 @@ impl Store for SqliteStore {
         })
         .await
     }
+}
+
+/// The keyset query of [`Store::instance_page`] and its arguments, for the instances named
+/// `name` when it is given (the query's own `names` are the caller's: one query per name).
+/// The id's primary key serves the pages, the index `vnf_instances_by_name` a name; the limit
+/// is written in the text (a number).
+fn instance_page_sql(query: &InstanceQuery, name: Option<&str>) -> (String, Vec<String>) {
+    let mut conds = Vec::new();
+    let mut args = Vec::new();
+    if let Some(name) = name {
+        args.push(name.to_owned());
+        conds.push("name = ?1".to_owned());
+    }
+    if let Some(after) = &query.after {
+        args.push(after.as_str().to_owned());
+        conds.push(format!("id > ?{}", args.len()));
+    }
+    if let Some(ids) = &query.ids {
+        let first = args.len() + 1;
+        args.extend(ids.iter().map(|i| i.as_str().to_owned()));
+        let marks: Vec<String> = (first..=args.len()).map(|i| format!("?{i}")).collect();
+        conds.push(format!("id IN ({})", marks.join(", ")));
+    }
+    let filter = if conds.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", conds.join(" AND "))
+    };
+    let order = if name.is_some() { "name, id" } else { "id" };
+    let sql = format!(
+        "SELECT id, body FROM vnf_instances{filter} ORDER BY {order} LIMIT {}",
+        query.limit.min(i64::MAX as usize)
+    );
+    (sql, args)
 }
 
 /// A table and the SOL003 type its bodies hold, for messages.
@@ -857,14 +929,19 @@ fn commit(
         }
         let mut put_instance = tx
             .prepare_cached(
-                "INSERT INTO vnf_instances (id, body, version) VALUES (?1, ?2, 1) \
-                 ON CONFLICT (id) DO UPDATE SET body = excluded.body, version = version + 1",
+                "INSERT INTO vnf_instances (id, body, version, name) VALUES (?1, ?2, 1, ?3) \
+                 ON CONFLICT (id) DO UPDATE SET body = excluded.body, \
+                 name = excluded.name, version = version + 1",
             )
             .map_err(|e| sql_error(file, "cannot prepare the instance upsert", e))?;
         for inst in &batch.put_instances {
             let body = encode(file, &INSTANCES, inst.id.as_str(), inst)?;
             put_instance
-                .execute(params![inst.id.as_str(), body])
+                .execute(params![
+                    inst.id.as_str(),
+                    body,
+                    inst.vnf_instance_name.as_deref()
+                ])
                 .map_err(|e| sql_error(file, format!("cannot put VNF instance {}", inst.id), e))?;
         }
         let mut put_op = tx
@@ -1195,6 +1272,13 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn conformance_instance_pages() {
+        conformance::instance_pages(&SqliteStore::open_in_memory().unwrap()).await;
+        let dir = tempfile::tempdir().unwrap();
+        conformance::instance_pages(&file_store(&dir).1).await;
+    }
+
+    #[tokio::test]
     async fn conformance_not_found() {
         conformance::not_found(&SqliteStore::open_in_memory().unwrap()).await;
         let dir = tempfile::tempdir().unwrap();
@@ -1417,6 +1501,7 @@ mod tests {
             [
                 "documents",
                 "vnf_instances",
+                "vnf_instances_by_name",
                 "vnf_lcm_op_occs",
                 "vnf_lcm_op_occs_by_instance",
                 "vnf_lcm_op_occs_by_start_time"
@@ -1433,6 +1518,33 @@ mod tests {
         // Reopening a current file migrates nothing and keeps the data.
         let store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.schema_version(), SCHEMA_VERSION);
+    }
+
+    #[tokio::test]
+    async fn the_name_column_is_filled_from_the_instances_of_an_older_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v3.db");
+        let file = path.display().to_string();
+        let mut conn = raw(&path);
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        assert_eq!(migrate(&mut conn, &file, &MIGRATIONS[..3]).unwrap(), 3);
+        for id in ["a", "b"] {
+            let body = serde_json::to_string(&conformance::instance(id, "v")).unwrap();
+            conn.execute(
+                "INSERT INTO vnf_instances (id, body) VALUES (?1, ?2)",
+                params![id, body],
+            )
+            .unwrap();
+        }
+        drop(conn);
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.schema_version(), SCHEMA_VERSION);
+        let page = store
+            .instance_page(&InstanceQuery::first(10).named(vec!["vnf-b".into()]))
+            .await
+            .unwrap();
+        assert_eq!(page, vec![conformance::instance("b", "v")]);
     }
 
     #[test]

@@ -69,7 +69,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 use vnfm_core::driver::{
-    DriverError, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
+    DriverError, InstanceQuery, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
 };
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{VnfInstance, VnfLcmOpOcc};
@@ -145,6 +145,16 @@ const MIGRATIONS: &[&str] = &[
         holder       TEXT NOT NULL,
         until        TIMESTAMPTZ NOT NULL
     );"#,
+    // 4: the instance's `vnfInstanceName`, indexed: `filter=(eq,vnfInstanceName,…)` answered
+    // from the index (`Store::instance_page`). The column holds the name as a JSON string
+    // (`name_key`), as the body has it: a text column cannot hold a NUL character, which a
+    // name may have. The bodies this store wrote begin `{"id":"…","vnfInstanceName":"…"` (the
+    // order of `VnfInstance`'s fields) when the instance has a name; the name is taken from
+    // there (`->>` cannot convert a `\u0000` to text).
+    r#"ALTER TABLE vnf_instances ADD COLUMN name TEXT COLLATE "C";
+    UPDATE vnf_instances SET name = substring(body from
+        '^\{"id":"(?:[^"\\]|\\.)*","vnfInstanceName":("(?:[^"\\]|\\.)*")');
+    CREATE INDEX vnf_instances_by_name ON vnf_instances (name, id);"#,
 ];
 
 /// The schema version this build creates and understands (the row of `vnfm_schema`).
@@ -484,7 +494,8 @@ impl PgStore {
                 what: format!("VNF instance {}", inst.id),
                 unknown_parent: None,
             };
-            self.put_row(&tx, &mut seen, &row, &[&body]).await?;
+            let name = inst.vnf_instance_name.as_deref().map(name_key);
+            self.put_row(&tx, &mut seen, &row, &[&body, &name]).await?;
         }
         for op in &batch.put_op_occs {
             let body = self.encode(&OP_OCCS, op.id.as_str(), op)?;
@@ -1045,6 +1056,44 @@ impl Store for PgStore {
         .await
     }
 
+    async fn instance_page(&self, query: &InstanceQuery) -> Result<Vec<VnfInstance>, DriverError> {
+        // A text holds no NUL, so no stored id has one: the ids after `p\0…` are those after
+        // `p`, and an id with a NUL is none of them (a client's marker may be anything).
+        let after = query
+            .after
+            .as_ref()
+            .map(|a| a.as_str().split('\0').next().unwrap_or("").to_owned());
+        let ids: Option<Vec<String>> = query.ids.as_ref().map(|ids| {
+            ids.iter()
+                .filter(|i| !i.as_str().contains('\0'))
+                .map(|i| i.as_str().to_owned())
+                .collect()
+        });
+        if ids.as_ref().is_some_and(Vec::is_empty) {
+            return Ok(Vec::new());
+        }
+        let Some(names) = &query.names else {
+            return self
+                .instance_range(None, after.as_ref(), ids.as_ref(), query.limit)
+                .await;
+        };
+        // One query per name, merged by id: `name = $n ORDER BY name, id` is a range of the
+        // index `(name, id)` whatever the planner's statistics say (with `name = ANY(…) ORDER
+        // BY id`, a table without statistics yet is read in id order and filtered), and a
+        // page of a name that many instances have costs a page too.
+        let names: std::collections::BTreeSet<String> = names.iter().map(|n| name_key(n)).collect();
+        let mut out = Vec::new();
+        for name in &names {
+            out.extend(
+                self.instance_range(Some(name), after.as_ref(), ids.as_ref(), query.limit)
+                    .await?,
+            );
+        }
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        out.truncate(query.limit);
+        Ok(out)
+    }
+
     async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
         self.op_occ_entry(id).await.map(|e| e.value)
     }
@@ -1070,6 +1119,51 @@ impl Store for PgStore {
             }
         }
     }
+}
+
+impl PgStore {
+    /// The instances after `after`, at most `limit`, by id: those named `name` (its
+    /// [`name_key`]) when it is given, those among `ids` when they are. One statement per
+    /// combination of conditions (each prepared once per connection), so that the planner sees
+    /// the ones present: the primary key serves the pages, the index `vnf_instances_by_name`
+    /// a name.
+    async fn instance_range(
+        &self,
+        name: Option<&String>,
+        after: Option<&String>,
+        ids: Option<&Vec<String>>,
+        limit: usize,
+    ) -> Result<Vec<VnfInstance>, DriverError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut conds = Vec::new();
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&limit];
+        if let Some(name) = name {
+            params.push(name);
+            conds.push(format!("name = ${}", params.len()));
+        }
+        if let Some(after) = after {
+            params.push(after);
+            conds.push(format!("id > ${}", params.len()));
+        }
+        if let Some(ids) = ids {
+            params.push(ids);
+            conds.push(format!("id = ANY(${})", params.len()));
+        }
+        let filter = if conds.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conds.join(" AND "))
+        };
+        let order = if name.is_some() { "name, id" } else { "id" };
+        let sql = format!("SELECT id, body FROM vnf_instances{filter} ORDER BY {order} LIMIT $1");
+        self.bodies(&INSTANCES, &sql, &params).await
+    }
+}
+
+/// What the `name` column of `vnf_instances` holds for a `vnfInstanceName`: its JSON string
+/// (quoted, escaped as in the body), which has no NUL character whatever the name has.
+fn name_key(name: &str) -> String {
+    serde_json::Value::String(name.to_owned()).to_string()
 }
 
 /// The versions a batch's transaction saw, by table name and id (`None`: no such row), from its
@@ -1106,9 +1200,10 @@ const INSTANCES: Table = Table {
     kind: "VnfInstance",
     select: "SELECT body, version FROM vnf_instances WHERE id = $1",
     lock: "SELECT version FROM vnf_instances WHERE id = $1 FOR UPDATE",
-    insert: "INSERT INTO vnf_instances (id, body, version) VALUES ($1, $2, $3) \
+    insert: "INSERT INTO vnf_instances (id, body, name, version) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (id) DO NOTHING",
-    update: "UPDATE vnf_instances SET body = $2, version = $3 WHERE id = $1 AND version = $4",
+    update: "UPDATE vnf_instances SET body = $2, name = $3, version = $4 \
+             WHERE id = $1 AND version = $5",
 };
 
 const OP_OCCS: Table = Table {
@@ -1342,6 +1437,14 @@ pub(crate) mod tests {
             return;
         };
         conformance::list_ordering(&db.store().await).await;
+    }
+
+    #[tokio::test]
+    async fn conformance_instance_pages() {
+        let Some(db) = TestDb::create("instance_pages").await else {
+            return;
+        };
+        conformance::instance_pages(&db.store().await).await;
     }
 
     #[tokio::test]
@@ -1713,6 +1816,11 @@ pub(crate) mod tests {
             .await
             .unwrap();
         assert_eq!(store.instance(&inst.id).await.unwrap(), inst);
+        let named = InstanceQuery::first(5).named(vec![inst.vnf_instance_name.clone().unwrap()]);
+        assert_eq!(
+            store.instance_page(&named).await.unwrap(),
+            vec![inst.clone()]
+        );
         let raw = admin_client(&db.url).await;
         let row = raw
             .query_one("SELECT body FROM vnf_instances WHERE id = 'nul'", &[])
@@ -1961,6 +2069,46 @@ pub(crate) mod tests {
             watcher.document_stamp("d").await.unwrap(),
             "deleted and written again",
         );
+    }
+
+    /// The instances of a database made before the name column get their names from their
+    /// bodies when it is migrated.
+    #[tokio::test]
+    async fn the_name_column_is_filled_from_the_instances_of_an_older_database() {
+        let Some(db) = TestDb::create("name_migration").await else {
+            return;
+        };
+        let old = PgStore::open_with(&db.url, &MIGRATIONS[..2]).await.unwrap();
+        assert_eq!(old.schema_version(), 2);
+        let client = admin_client(&db.url).await;
+        for id in ["a", "b"] {
+            let mut inst = conformance::instance(id, "v");
+            if id == "b" {
+                inst.vnf_instance_name = Some("a\u{0}b \"q\" \\".into());
+            }
+            let body = serde_json::to_string(&inst).unwrap();
+            client
+                .execute(
+                    "INSERT INTO vnf_instances (id, body, version) VALUES ($1, $2, 1)",
+                    &[&id, &body],
+                )
+                .await
+                .unwrap();
+        }
+        drop(old);
+        let store = db.store().await;
+        assert_eq!(store.schema_version(), SCHEMA_VERSION);
+        let page = store
+            .instance_page(&InstanceQuery::first(10).named(vec!["a\u{0}b \"q\" \\".into()]))
+            .await
+            .unwrap();
+        let ids: Vec<&str> = page.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(ids, ["b"], "a name with a NUL, quotes and a backslash");
+        let page = store
+            .instance_page(&InstanceQuery::first(10).named(vec!["vnf-a".into()]))
+            .await
+            .unwrap();
+        assert_eq!(page, vec![conformance::instance("a", "v")]);
     }
 
     /// A database made by the first schema (documents without stamps) is migrated with its

@@ -19,7 +19,9 @@ use crate::id::{FlavorId, HostId, NodeName, ServerId, StackId, ZoneId};
 use crate::zone::ComputeZone;
 
 pub use crate::error::DriverError;
-pub use crate::store::{OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned};
+pub use crate::store::{
+    InstanceQuery, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Stacks

@@ -864,6 +864,150 @@ impl ListQuery {
     }
 }
 
+impl Filter {
+    /// The values of the first `eq` term on the top-level attribute `attr` (`(eq,attr,v1,v2)`:
+    /// `[v1, v2]`), if the filter has one: every resource the filter matches has `attr` equal to
+    /// one of them (a text attribute: the comparison is exact), so a store may select on them
+    /// first and the whole filter then be evaluated on what it returns.
+    pub fn eq_values(&self, attr: &str) -> Option<&[String]> {
+        self.terms
+            .iter()
+            .find(|t| t.op == Op::Eq && t.path.len() == 1 && t.path[0] == attr)
+            .map(|t| t.values.as_slice())
+    }
+}
+
+/// A page of a list read from a store in chunks ordered by id (keyset paging), decided here
+/// and read by the caller: [`Scan::next_read`] says which ids to read next (the ones after a
+/// marker, at most so many), [`Scan::feed`] takes what was read and answers the page once it
+/// is known. The filter is evaluated on each chunk within one [`Budget`] for the whole request.
+///
+/// At most `scan_limit` resources are read for one page: when that many were read and fewer
+/// than a page matched, the page is answered **short**, with what matched and a
+/// [`Page::next_marker`] at the last resource read (possibly an empty page with a marker), so
+/// that one request never reads more than `scan_limit` rows however selective its filter; the
+/// client follows the marker as for any page.
+#[derive(Clone, Debug)]
+pub struct Scan {
+    query: ListQuery,
+    page_size: usize,
+    scan_limit: usize,
+    scanned: usize,
+    work_limit: u64,
+    work_left: u64,
+    cursor: Option<String>,
+    matched: Vec<Value>,
+}
+
+impl Scan {
+    /// The scan of one page of `query` (from its `nextpage_opaque_marker`): at most
+    /// `page_size` resources (at least 1), at most `scan_limit` read (at least 1), the filter's
+    /// work at most `work_limit` units.
+    pub fn new(query: ListQuery, page_size: usize, scan_limit: usize, work_limit: u64) -> Self {
+        let cursor = query.after.clone();
+        Self {
+            query,
+            page_size: page_size.max(1),
+            scan_limit: scan_limit.max(1),
+            scanned: 0,
+            work_limit,
+            work_left: work_limit,
+            cursor,
+            matched: Vec::new(),
+        }
+    }
+
+    /// The query.
+    pub fn query(&self) -> &ListQuery {
+        &self.query
+    }
+
+    /// What to read next: the resources whose id sorts after the first (none: from the first),
+    /// at most the second, ordered by id.
+    pub fn next_read(&self) -> (Option<&str>, usize) {
+        let want = self
+            .page_size
+            .saturating_add(1)
+            .saturating_sub(self.matched.len())
+            .max(1);
+        let left = self.scan_limit.saturating_sub(self.scanned).max(1);
+        (self.cursor.as_deref(), want.min(left))
+    }
+
+    /// Takes `chunk`, what was read for [`Scan::next_read`] (whole representations, ordered by
+    /// id; fewer than asked: the end of the list): the page when it is known, `None` when more
+    /// must be read.
+    ///
+    /// # Errors
+    /// [`ApplyError`] when the filter's work runs out or `cancel` is set.
+    pub fn feed(
+        &mut self,
+        chunk: Vec<Value>,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Option<Page>, ApplyError> {
+        let (_, asked) = self.next_read();
+        let end = chunk.len() < asked;
+        let mut budget = Budget::new(self.work_left);
+        if let Some(flag) = cancel {
+            budget = budget.with_cancel(flag);
+        }
+        let limit = self.work_limit;
+        let exhausted = |e| match e {
+            ApplyError::Exhausted { .. } => ApplyError::Exhausted { limit },
+            other => other,
+        };
+        for v in chunk {
+            self.scanned += 1;
+            self.cursor = Some(page_id(&v).to_owned());
+            let keep = match &self.query.filter {
+                Some(f) => f.matches_within(&v, &mut budget).map_err(exhausted)?,
+                None => true,
+            };
+            if keep {
+                self.matched.push(v);
+                if self.matched.len() > self.page_size {
+                    let marker = page_id(&self.matched[self.page_size - 1]).to_owned();
+                    return Ok(Some(self.page(Some(marker))));
+                }
+            }
+        }
+        self.work_left = self.work_left.saturating_sub(budget.spent());
+        if end {
+            return Ok(Some(self.page(None)));
+        }
+        if self.scanned >= self.scan_limit {
+            let marker = self.cursor.clone();
+            return Ok(Some(self.page(marker)));
+        }
+        Ok(None)
+    }
+
+    /// The rows read so far.
+    pub fn scanned(&self) -> usize {
+        self.scanned
+    }
+
+    fn page(&mut self, next_marker: Option<String>) -> Page {
+        let mut items = std::mem::take(&mut self.matched);
+        items.truncate(self.page_size);
+        let items = items
+            .into_iter()
+            .map(|v| {
+                select(
+                    v,
+                    &self.query.selector,
+                    self.query.resource.default_excluded,
+                )
+            })
+            .collect();
+        Page { items, next_marker }
+    }
+}
+
+fn page_id(v: &Value) -> &str {
+    v.get("id").and_then(Value::as_str).unwrap_or("")
+}
+
 /// `v` as `selector` shows it.
 pub fn select(v: Value, selector: &Selector, default_excluded: &[&str]) -> Value {
     match selector {
@@ -971,6 +1115,130 @@ mod tests {
 
     fn ids(p: &Page) -> Vec<&str> {
         p.items.iter().map(|v| v["id"].as_str().unwrap()).collect()
+    }
+
+    /// Walks every page of `raw` over `all` (sorted by id) as a server reads a store: each
+    /// page's ids, its marker and the rows it read.
+    fn scan_all(
+        raw: &str,
+        all: &[Value],
+        page_size: usize,
+        scan_limit: usize,
+    ) -> Vec<(Vec<String>, Option<String>, usize)> {
+        let mut out = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let raw = match &marker {
+                Some(m) => format!("{raw}&nextpage_opaque_marker={m}"),
+                None => raw.to_owned(),
+            };
+            let mut scan = Scan::new(q(&raw).unwrap(), page_size, scan_limit, u64::MAX);
+            let page = loop {
+                let (after, n) = scan.next_read();
+                let chunk: Vec<Value> = all
+                    .iter()
+                    .filter(|v| after.is_none_or(|a| v["id"].as_str().unwrap() > a))
+                    .take(n)
+                    .cloned()
+                    .collect();
+                if let Some(p) = scan.feed(chunk, None).unwrap() {
+                    break p;
+                }
+            };
+            let ids = page
+                .items
+                .iter()
+                .map(|v| v["id"].as_str().unwrap().to_owned());
+            out.push((ids.collect(), page.next_marker.clone(), scan.scanned()));
+            marker = page.next_marker;
+            if marker.is_none() || out.len() > 100 {
+                return out;
+            }
+        }
+    }
+
+    fn numbered(n: usize) -> Vec<Value> {
+        (0..n)
+            .map(|i| {
+                inst(
+                    &format!("{i:02}"),
+                    if i % 4 == 0 { "edge" } else { "core" },
+                    "X",
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_scan_pages_by_id_reading_one_more_than_a_page() {
+        let pages = scan_all("exclude_default", &numbered(5), 2, 1000);
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            pages,
+            vec![
+                (s(&["00", "01"]), Some("01".into()), 3),
+                (s(&["02", "03"]), Some("03".into()), 3),
+                (s(&["04"]), None, 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_scan_stops_at_its_limit_with_a_short_page_and_a_marker() {
+        // 12 instances, every fourth named edge (00, 04, 08); at most 3 rows read a page.
+        let pages = scan_all("filter=(eq,vnfInstanceName,edge)", &numbered(12), 2, 3);
+        for (_, _, read) in &pages {
+            assert!(
+                *read <= 3,
+                "a page read {read} rows, more than the limit of 3"
+            );
+        }
+        let seen: Vec<String> = pages.iter().flat_map(|p| p.0.clone()).collect();
+        assert_eq!(seen, ["00", "04", "08"], "every match once, in order");
+        assert_eq!(pages[0], (vec!["00".to_owned()], Some("02".into()), 3));
+        assert!(pages.iter().all(|p| p.0.len() <= 2));
+        assert_eq!(pages.last().unwrap().1, None);
+        // Without a limit that bites, the pages are full.
+        let pages = scan_all("filter=(eq,vnfInstanceName,edge)", &numbered(12), 2, 1000);
+        assert_eq!(pages[0].0, ["00", "04"]);
+        assert_eq!(pages[1].0, ["08"]);
+        assert_eq!(pages.len(), 2);
+    }
+
+    #[test]
+    fn a_scan_counts_the_filter_work_of_the_whole_request() {
+        let mut scan = Scan::new(q("filter=(cont,vnfInstanceName,zzz)").unwrap(), 2, 1000, 40);
+        let e = loop {
+            let (_, n) = scan.next_read();
+            match scan.feed(numbered(n), None) {
+                Ok(None) => continue,
+                Ok(Some(p)) => panic!("a page within the budget: {p:?}"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(
+            e,
+            ApplyError::Exhausted { limit: 40 },
+            "the request's whole limit"
+        );
+    }
+
+    #[test]
+    fn eq_values_are_those_of_the_first_eq_term_on_the_attribute() {
+        let f = q("filter=(neq,id,x);(eq,vnfInstanceName,a,b);(eq,vnfInstanceName,c)")
+            .unwrap()
+            .filter
+            .unwrap();
+        assert_eq!(f.eq_values("vnfInstanceName").unwrap(), ["a", "b"]);
+        assert!(f.eq_values("id").is_none(), "neq selects nothing");
+        let f = q("filter=(eq,metadata/vnfInstanceName,a)")
+            .unwrap()
+            .filter
+            .unwrap();
+        assert!(
+            f.eq_values("vnfInstanceName").is_none(),
+            "a deeper path is not the attribute"
+        );
     }
 
     fn list() -> Vec<Value> {

@@ -180,6 +180,61 @@ impl OpOccFilter {
     }
 }
 
+/// One page of instances to read with [`Store::instance_page`]: the instances whose id sorts
+/// after `after` (keyset paging), at most `limit` of them, ordered by id (byte order),
+/// optionally only those whose `vnfInstanceName` is one of `names` and whose id is one of
+/// `ids`. A store answers it in SQL from an index, so a page costs O(page + log N) however
+/// many instances are stored.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct InstanceQuery {
+    /// Only the instances whose id sorts after this one (none: from the first).
+    pub after: Option<VnfInstanceId>,
+    /// The most instances returned.
+    pub limit: usize,
+    /// Only the instances whose `vnfInstanceName` is one of these (an empty list: none; an
+    /// instance without a name never matches).
+    pub names: Option<Vec<String>>,
+    /// Only the instances whose id is one of these (an empty list: none).
+    pub ids: Option<Vec<VnfInstanceId>>,
+}
+
+impl InstanceQuery {
+    /// The first `limit` instances.
+    pub fn first(limit: usize) -> Self {
+        Self {
+            limit,
+            ..Self::default()
+        }
+    }
+    /// Only the instances whose id sorts after `after`.
+    pub fn after(mut self, after: Option<VnfInstanceId>) -> Self {
+        self.after = after;
+        self
+    }
+    /// Only the instances named one of `names`.
+    pub fn named(mut self, names: Vec<String>) -> Self {
+        self.names = Some(names);
+        self
+    }
+    /// Only the instances whose id is one of `ids`.
+    pub fn with_ids(mut self, ids: Vec<VnfInstanceId>) -> Self {
+        self.ids = Some(ids);
+        self
+    }
+    /// Whether `inst` is one of the instances the query selects (its `after`, `names` and
+    /// `ids`; not its `limit`).
+    pub fn admits(&self, inst: &VnfInstance) -> bool {
+        self.after.as_ref().is_none_or(|a| inst.id > *a)
+            && self.names.as_ref().is_none_or(|names| {
+                inst.vnf_instance_name
+                    .as_ref()
+                    .is_some_and(|n| names.iter().any(|x| x == n))
+            })
+            && self.ids.as_ref().is_none_or(|ids| ids.contains(&inst.id))
+    }
+}
+
 /// Persists VNF instances and LCM operation occurrences.
 ///
 /// # Contract
@@ -209,6 +264,19 @@ pub trait Store: Send + Sync + Debug + 'static {
     async fn op_occ_entry(&self, id: &OpOccId) -> Result<Versioned<VnfLcmOpOcc>, DriverError>;
     /// Lists every instance.
     async fn instances(&self) -> Result<Vec<VnfInstance>, DriverError>;
+    /// Reads one page of instances ([`InstanceQuery`]), ordered by id. The default reads every
+    /// instance ([`Store::instances`]) and keeps the page: right for a store in memory; a
+    /// store in a database answers it with one keyset query (`WHERE id > $after … ORDER BY id
+    /// LIMIT $n`).
+    async fn instance_page(&self, query: &InstanceQuery) -> Result<Vec<VnfInstance>, DriverError> {
+        Ok(self
+            .instances()
+            .await?
+            .into_iter()
+            .filter(|i| query.admits(i))
+            .take(query.limit)
+            .collect())
+    }
     /// Loads one operation occurrence.
     async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError>;
     /// Lists operation occurrences.
@@ -374,6 +442,23 @@ impl Store for MemoryStore {
             .collect())
     }
 
+    async fn instance_page(&self, query: &InstanceQuery) -> Result<Vec<VnfInstance>, DriverError> {
+        use std::ops::Bound;
+        let state = self.lock();
+        let from = query
+            .after
+            .as_ref()
+            .map_or(Bound::Unbounded, Bound::Excluded);
+        Ok(state
+            .instances
+            .range::<VnfInstanceId, _>((from, Bound::Unbounded))
+            .map(|(_, (i, _))| i)
+            .filter(|i| query.admits(i))
+            .take(query.limit)
+            .cloned()
+            .collect())
+    }
+
     async fn op_occ(&self, id: &OpOccId) -> Result<VnfLcmOpOcc, DriverError> {
         self.op_occ_entry(id).await.map(|e| e.value)
     }
@@ -440,7 +525,7 @@ pub fn unknown_instance_message(op: &OpOccId, instance: &VnfInstanceId) -> Strin
 pub mod conformance {
     use serde_json::json;
 
-    use super::{OpOccFilter, Precondition, Store, StoreBatch, Version};
+    use super::{InstanceQuery, OpOccFilter, Precondition, Store, StoreBatch, Version};
     use crate::error::DriverError;
     use crate::id::{OpOccId, VnfInstanceId};
     use crate::lcm::{VnfInstance, VnfLcmOpOcc};
@@ -618,6 +703,139 @@ pub mod conformance {
             .await
             .unwrap()
             .is_empty());
+    }
+
+    /// [`Store::instance_page`]: pages ordered by id after a marker (one that names no
+    /// instance too), at most `limit`; the name and id restrictions, which follow a rename and
+    /// a delete.
+    pub async fn instance_pages(store: &dyn Store) {
+        assert_empty(store).await;
+        let named = |id: &str, name: Option<&str>| {
+            let mut i = instance(id, "vnfd");
+            i.vnf_instance_name = name.map(str::to_owned);
+            i
+        };
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(named("c", Some("edge")))
+                    .with_instance(named("B", Some("vnf-B")))
+                    .with_instance(named("d", None))
+                    .with_instance(named("a", Some("edge")))
+                    .with_instance(named("b", Some("core"))),
+            )
+            .await
+            .unwrap();
+        let page = |q: InstanceQuery| async move {
+            inst_ids(&store.instance_page(&q).await.unwrap())
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<String>>()
+        };
+        let id = |s: &str| Some(VnfInstanceId::new(s));
+        assert_eq!(
+            page(InstanceQuery::first(2)).await,
+            ["B", "a"],
+            "the first page, by id"
+        );
+        assert_eq!(
+            page(InstanceQuery::first(2).after(id("a"))).await,
+            ["b", "c"]
+        );
+        assert_eq!(page(InstanceQuery::first(2).after(id("c"))).await, ["d"]);
+        assert!(page(InstanceQuery::first(2).after(id("d")))
+            .await
+            .is_empty());
+        assert_eq!(
+            page(InstanceQuery::first(10).after(id("a0"))).await,
+            ["b", "c", "d"],
+            "a marker that names no instance: the ids after it"
+        );
+        assert!(page(InstanceQuery::first(0)).await.is_empty(), "limit 0");
+        let edge = || vec!["edge".to_owned()];
+        assert_eq!(
+            page(InstanceQuery::first(10).named(edge())).await,
+            ["a", "c"]
+        );
+        assert_eq!(page(InstanceQuery::first(1).named(edge())).await, ["a"]);
+        assert_eq!(
+            page(InstanceQuery::first(10).named(edge()).after(id("a"))).await,
+            ["c"]
+        );
+        assert_eq!(
+            page(InstanceQuery::first(10).named(vec!["edge".into(), "vnf-B".into()])).await,
+            ["B", "a", "c"]
+        );
+        assert!(page(InstanceQuery::first(10).named(vec![]))
+            .await
+            .is_empty());
+        assert!(page(InstanceQuery::first(10).named(vec!["nope".into()]))
+            .await
+            .is_empty());
+        let ids = |v: &[&str]| v.iter().map(|s| VnfInstanceId::new(*s)).collect::<Vec<_>>();
+        assert_eq!(
+            page(InstanceQuery::first(10).with_ids(ids(&["c", "B", "zz"]))).await,
+            ["B", "c"]
+        );
+        assert_eq!(
+            page(
+                InstanceQuery::first(10)
+                    .with_ids(ids(&["c", "B"]))
+                    .named(edge())
+            )
+            .await,
+            ["c"]
+        );
+        assert!(page(InstanceQuery::first(10).with_ids(vec![]))
+            .await
+            .is_empty());
+        // A marker or an id may be any text (a client's): a NUL included.
+        assert_eq!(
+            page(InstanceQuery::first(10).after(id("a\u{0}x"))).await,
+            ["b", "c", "d"]
+        );
+        assert_eq!(
+            page(InstanceQuery::first(10).with_ids(ids(&["a\u{0}", "b"]))).await,
+            ["b"]
+        );
+
+        // A rename and a delete are followed.
+        store
+            .commit(
+                StoreBatch::new()
+                    .with_instance(named("a", Some("core")))
+                    .with_deleted_instance(VnfInstanceId::new("c")),
+            )
+            .await
+            .unwrap();
+        assert!(page(InstanceQuery::first(10).named(edge()))
+            .await
+            .is_empty());
+        assert_eq!(
+            page(InstanceQuery::first(10).named(vec!["core".into()])).await,
+            ["a", "b"]
+        );
+        // Any text is a name: a NUL, quotes, a backslash (a PostgreSQL text cannot hold a NUL).
+        let odd = "n\u{0}l \"q\" \\ é";
+        store
+            .commit(StoreBatch::new().with_instance(named("e", Some(odd))))
+            .await
+            .unwrap();
+        assert_eq!(
+            page(InstanceQuery::first(10).named(vec![odd.into()])).await,
+            ["e"]
+        );
+        assert!(page(InstanceQuery::first(10).named(vec!["n".into()]))
+            .await
+            .is_empty());
+        assert_eq!(
+            store
+                .instance_page(&InstanceQuery::first(1).after(id("a")))
+                .await
+                .unwrap(),
+            vec![named("b", Some("core"))],
+            "a page holds the instances as written"
+        );
     }
 
     /// Unknown ids fail with `NotFound`; listing the occurrences of an unknown instance is an
@@ -943,6 +1161,11 @@ mod tests {
     #[tokio::test]
     async fn memory_list_ordering() {
         conformance::list_ordering(&MemoryStore::new()).await;
+    }
+
+    #[tokio::test]
+    async fn memory_instance_pages() {
+        conformance::instance_pages(&MemoryStore::new()).await;
     }
 
     #[tokio::test]

@@ -2,7 +2,8 @@
 //! the heal windows when they close. Every decision comes from
 //! [`vnfm_core::alert::AlertHandler`]; this module only feeds it and carries out its jobs.
 
-use std::sync::{Arc, PoisonError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -16,6 +17,8 @@ use tokio::sync::watch;
 use vnfm_core::alert::judge::Shown;
 use vnfm_core::alert::{bad_request, Action, AlertHandler, Endpoint, HealJob, Webhook};
 use vnfm_core::driver::{OpOccFilter, Store};
+use vnfm_core::id::VnfInstanceId;
+use vnfm_core::lcm::VnfInstance;
 
 use super::http::{problem, problem_of, read_body};
 use super::metrics::endpoint_label;
@@ -124,20 +127,20 @@ async fn judge_and_journal(
     };
     let metrics = &app.shared.metrics;
     metrics.received(endpoint, webhook.alerts.len());
+    // The instances the alerts name, read before the lock is taken (from the bounded cache,
+    // the others from the store): the alert handler looks them up synchronously.
+    let named = webhook
+        .alerts
+        .iter()
+        .filter_map(vnfm_core::alert::named_instance);
+    let instances = app.shared.cache.load_or_cached(named).await;
     let now = app.clock().now();
     if let Some(pg) = app.shared_alert_store() {
-        return judge_shared(app, pg, endpoint, &webhook, now).await;
+        return judge_shared(app, pg, endpoint, &webhook, &instances, now).await;
     }
     let (outcomes, generation, entries, slot) = {
         let mut h = app.lock_alerts();
-        let outcomes = {
-            let cache = app
-                .shared
-                .cache
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
-            h.handle_alerts(endpoint, &webhook, &*cache, now)
-        };
+        let outcomes = h.handle_alerts(endpoint, &webhook, &instances, now);
         let generation = app.changed_locked(&h);
         let entries = AlertHandler::heal_entries(&webhook, &outcomes, now);
         // The journal's next place, taken under the lock (records in generation order)...
@@ -232,19 +235,13 @@ async fn judge_shared(
     pg: &crate::store_postgres::PgStore,
     endpoint: Endpoint,
     webhook: &Webhook,
+    instances: &BTreeMap<VnfInstanceId, VnfInstance>,
     now: DateTime<Utc>,
 ) -> Judged {
     let changed = app
         .alert_change(
             pg,
-            |h| {
-                let cache = app
-                    .shared
-                    .cache
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner);
-                h.handle_alerts(endpoint, webhook, &*cache, now)
-            },
+            |h| h.handle_alerts(endpoint, webhook, instances, now),
             |h, outcomes| {
                 // A scale admitted on the discarded state marked its instance busy.
                 for o in outcomes {
@@ -372,14 +369,13 @@ impl Settle {
 }
 
 /// Starts one closed heal window (its instance is marked busy by `poll_due`).
-fn start_heal(app: &Arc<App>, mut job: HealJob) {
+async fn start_heal(app: &Arc<App>, mut job: HealJob) {
     let instance = app
         .shared
         .cache
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&job.instance)
-        .cloned();
+        .load_or_cached([job.instance.clone()])
+        .await
+        .remove(&job.instance);
     let Some(instance) = instance else {
         app.note_op(
             job.instance.as_str(),
@@ -586,7 +582,7 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
                 match taken {
                     Ok(jobs) if !jobs.is_empty() => {
                         for job in jobs {
-                            start_heal(&app, job);
+                            start_heal(&app, job).await;
                         }
                         continue;
                     }
@@ -614,7 +610,7 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
             // Saved before the heals start: a restart does not run them again.
             app.persist(g).await;
             for job in jobs {
-                start_heal(&app, job);
+                start_heal(&app, job).await;
             }
             continue;
         }

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{Map, Value};
-use vnfm_core::driver::{OpOccFilter, Store};
+use vnfm_core::driver::{InstanceQuery, OpOccFilter, Store};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{
     CreateVnfRequest, HealVnfRequest, InstantiateVnfRequest, InstantiationState, ScaleVnfRequest,
@@ -312,27 +312,51 @@ async fn create_instance(State(app): State<Arc<App>>, body: Body) -> Response {
     }
 }
 
-/// `GET /vnf_instances`: filters, attribute selectors and paging (SOL013 5.2-5.4, `query`).
+/// `GET /vnf_instances`: filters, attribute selectors and paging (SOL013 5.2-5.4, `query`),
+/// read from the store a chunk at a time (`Store::instance_page`: a keyset query on the id), so
+/// that a page costs what it reads, not the number of instances. An `eq` term on
+/// `vnfInstanceName` or `id` is handed to the store (an index answers it); the whole filter is
+/// then evaluated on what the store returns. One request reads at most
+/// `[server] list_scan_limit` instances (`query::scan_limit`): a filter that matches fewer than a page among them is
+/// answered with a short page and a next marker (`vnfm_core::query::Scan`).
 async fn list_instances(State(app): State<Arc<App>>, uri: Uri) -> Response {
     let q = match query::parse(&uri, vnfm_core::query::VNF_INSTANCES) {
         Ok(q) => q,
         Err(r) => return r,
     };
-    // A snapshot under the gate; the gate is released before the filter runs.
-    let list = {
-        let _gate = app.shared.gate.read().await;
-        app.store.instances().await
+    let pushed = |attr: &str| {
+        q.filter
+            .as_ref()
+            .and_then(|f| f.eq_values(attr))
+            .map(<[String]>::to_vec)
     };
-    match list {
-        Ok(list) => {
-            let s = &app.config.server;
-            query::page_off_workers(&uri, q, s.page_size, s.filter_work_limit, move || {
-                list.into_iter().map(instance_links).collect()
-            })
-            .await
+    let (names, ids) = (pushed("vnfInstanceName"), pushed("id"));
+    let s = &app.config.server;
+    let scan = vnfm_core::query::Scan::new(
+        q,
+        s.page_size,
+        query::scan_limit(s.list_scan_limit, s.page_size),
+        s.filter_work_limit,
+    );
+    let read = |after: Option<String>, limit: usize| {
+        let app = app.clone();
+        let mut page = InstanceQuery::first(limit).after(after.map(VnfInstanceId::from));
+        if let Some(names) = &names {
+            page = page.named(names.clone());
         }
-        Err(e) => store_problem(&e),
-    }
+        if let Some(ids) = &ids {
+            page = page.with_ids(ids.iter().cloned().map(VnfInstanceId::from).collect());
+        }
+        async move {
+            // Under the gate for the read only; released before the filter runs.
+            let _gate = app.shared.gate.read().await;
+            app.store
+                .instance_page(&page)
+                .await
+                .map_err(|e| store_problem(&e))
+        }
+    };
+    query::scan_off_workers(&uri, scan, read, instance_links).await
 }
 
 async fn load(app: &App, id: &VnfInstanceId) -> Result<VnfInstance, Response> {

@@ -98,6 +98,7 @@ mod conn;
 mod guard;
 mod health;
 mod http;
+mod instance_cache;
 mod journal;
 mod lcm_api;
 mod ledger;
@@ -125,7 +126,7 @@ mod wire;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -464,14 +465,18 @@ impl Server {
                 ))
             })?;
         }
-        let shared = Arc::new(Shared::new(handler));
         let store = state.clone();
-        let instances = store
-            .instances()
-            .await
-            .map_err(|e| state_err("cannot read the VNF instances", e))?;
-        *shared.cache.write().unwrap_or_else(PoisonError::into_inner) =
-            instances.into_iter().map(|i| (i.id.clone(), i)).collect();
+        // No instance is read at start: the cache fills as instances are used.
+        let cache = instance_cache::InstanceCache::new(
+            Arc::new(store.clone()),
+            instance_cache::INSTANCE_CACHE_CAPACITY,
+        );
+        // On PostgreSQL other replicas change the instances: read them, never a cached copy.
+        let cache = match &store {
+            crate::state_store::StateStore::Postgres(_) => cache.shared(),
+            crate::state_store::StateStore::Sqlite(_) => cache,
+        };
+        let shared = Arc::new(Shared::new(handler, cache));
         let ops = store
             .op_occs(OpOccFilter::all())
             .await

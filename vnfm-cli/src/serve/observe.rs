@@ -1,12 +1,12 @@
 //! What the server learns from its lifecycle's events ([`ServerObserver`]): every commit also
 //! writes the outbox entries of the SOL003 notifications it causes (added to the batch before
-//! it, so in the same transaction), updates the in-memory instance cache (read by the alert
+//! it, so in the same transaction), updates the bounded instance cache (read by the alert
 //! endpoints), the operation metrics and the [`Occupancy`] of the instances (whose events free
 //! or hold them for the alert handler), and tells the request that launched an operation the id
 //! of its occurrence as soon as it is stored.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{oneshot, Notify};
 use vnfm_core::alert::AlertHandler;
@@ -35,8 +35,8 @@ pub(crate) struct Shared {
     /// Held (write) across a commit and its bookkeeping; API reads hold it (read) so that a
     /// client never sees an occurrence's end before the instance is free for the next one.
     pub gate: Arc<tokio::sync::RwLock<()>>,
-    /// Every VNF instance, as last committed.
-    pub cache: RwLock<BTreeMap<VnfInstanceId, VnfInstance>>,
+    /// Recently used VNF instances, as last committed or read (bounded: `instance_cache`).
+    pub cache: super::instance_cache::InstanceCache,
     /// The counters.
     pub metrics: Metrics,
     /// Requests waiting for the occurrence of the operation they launched, by instance.
@@ -50,12 +50,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(alerts: AlertHandler) -> Self {
+    pub(crate) fn new(alerts: AlertHandler, cache: super::instance_cache::InstanceCache) -> Self {
         Self {
             alerts: Mutex::new(alerts),
             wake: Notify::new(),
             gate: Arc::new(tokio::sync::RwLock::new(())),
-            cache: RwLock::default(),
+            cache,
             metrics: Metrics::default(),
             started: Mutex::default(),
             outbox: super::outbox::Outbox::default(),
@@ -173,10 +173,12 @@ pub(crate) struct ServerObserver {
 }
 
 /// What [`ServerObserver::prepare`] keeps until its batch's event: the gate, held across the
-/// commit, and the notifications staged for it.
+/// commit, the notifications staged for it, and the instances the batch names as they were
+/// before it (read under the gate: what the outbox decides from).
 struct Prepared {
     _gate: tokio::sync::OwnedRwLockWriteGuard<()>,
     staged: super::outbox::Staged,
+    before: BTreeMap<VnfInstanceId, VnfInstance>,
 }
 
 impl ServerObserver {
@@ -192,10 +194,14 @@ impl ServerObserver {
     /// the database; a commit whose notifications cannot be numbered (the database did not
     /// answer, and the commit will most likely fail too) writes none, logged and counted as
     /// failed.
-    async fn stage(&self, batch: &StoreBatch) -> super::outbox::Staged {
+    async fn stage(
+        &self,
+        batch: &StoreBatch,
+        before: &BTreeMap<VnfInstanceId, VnfInstance>,
+    ) -> super::outbox::Staged {
         let outbox = &self.shared.outbox;
         let Some(state) = &self.replicated else {
-            let planned = outbox.plan(batch, &self.shared.cache);
+            let planned = outbox.plan(batch, before);
             return outbox.stage_planned(planned, None);
         };
         match outbox.stale(state).await {
@@ -207,7 +213,7 @@ impl ServerObserver {
             Ok(None) => {}
             Err(e) => tracing::warn!("cannot read the subscriptions' stamp: {e}"),
         }
-        let planned = outbox.plan(batch, &self.shared.cache);
+        let planned = outbox.plan(batch, before);
         if planned.is_empty() {
             return super::outbox::Staged::default();
         }
@@ -237,18 +243,11 @@ impl ServerObserver {
         put: &[VnfInstance],
         deleted: &[VnfInstanceId],
     ) {
-        {
-            let mut cache = self
-                .shared
-                .cache
-                .write()
-                .unwrap_or_else(PoisonError::into_inner);
-            for i in put {
-                cache.insert(i.id.clone(), i.clone());
-            }
-            for id in deleted {
-                cache.remove(id);
-            }
+        for i in put {
+            self.shared.cache.put(i.clone());
+        }
+        for id in deleted {
+            self.shared.cache.remove(id);
         }
         for (n, op) in ops.iter().enumerate() {
             let m = &self.shared.metrics;
@@ -321,13 +320,23 @@ fn log_state(op: &VnfLcmOpOcc) {
 impl LifecycleObserver for ServerObserver {
     async fn prepare(&self, batch: &mut StoreBatch) -> CommitTicket {
         let gate = self.shared.gate.clone().write_owned().await;
+        // The instances the batch names, as stored before it (the cache holds a bounded few).
+        let ids = batch
+            .put_instances
+            .iter()
+            .map(|i| &i.id)
+            .chain(&batch.delete_instances)
+            .chain(batch.put_op_occs.iter().map(|o| &o.vnf_instance_id))
+            .cloned();
+        let before = self.shared.cache.load_or_cached(ids).await;
         // The notifications of the commit are written in its transaction (the outbox).
-        let mut staged = self.stage(batch).await;
+        let mut staged = self.stage(batch, &before).await;
         batch.documents.append(&mut staged.docs);
         batch.prune_documents.append(&mut staged.prune);
         CommitTicket::new(Prepared {
             _gate: gate,
             staged,
+            before,
         })
     }
 
@@ -347,7 +356,7 @@ impl LifecycleObserver for ServerObserver {
                 let changed = self
                     .shared
                     .outbox
-                    .record(&done, prepared.staged, &self.shared.cache);
+                    .record(&done, prepared.staged, &prepared.before);
                 self.observe(
                     &batch.put_op_occs,
                     &changed,

@@ -398,12 +398,12 @@ impl Outbox {
     }
 
     /// The notifications of committing `batch` (call it under the store's gate, before the
-    /// commit; `cache` holds the instances as stored): one per (state change, subscription
-    /// whose filter passes), nothing per subscription beyond its filter.
+    /// commit; `before` holds the instances the batch names as stored): one per (state
+    /// change, subscription whose filter passes), nothing per subscription beyond its filter.
     pub(crate) fn plan(
         &self,
         batch: &StoreBatch,
-        cache: &RwLock<BTreeMap<VnfInstanceId, VnfInstance>>,
+        before: &BTreeMap<VnfInstanceId, VnfInstance>,
     ) -> Planned {
         let subs = self.subs.read().unwrap_or_else(PoisonError::into_inner);
         if subs.is_empty() {
@@ -411,8 +411,7 @@ impl Outbox {
         }
         let now = self.now();
         let events = {
-            let cache = cache.read().unwrap_or_else(PoisonError::into_inner);
-            let known = |id: &VnfInstanceId| cache.get(id).cloned();
+            let known = |id: &VnfInstanceId| before.get(id).cloned();
             self.tracker
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -507,16 +506,15 @@ impl Outbox {
     /// Records a committed batch (its occurrences' and deletions' part) and wakes the workers
     /// of the notifications it queued. Returns the indices of the batch's occurrences that
     /// changed state ([`Tracker::record`]).
-    /// `cache` still holds the instances as they were before the batch.
+    /// `before` holds the instances the batch names as they were before it.
     pub(crate) fn record(
         &self,
         batch: &StoreBatch,
         staged: Staged,
-        cache: &RwLock<BTreeMap<VnfInstanceId, VnfInstance>>,
+        before: &BTreeMap<VnfInstanceId, VnfInstance>,
     ) -> Vec<usize> {
         let changed = {
-            let cache = cache.read().unwrap_or_else(PoisonError::into_inner);
-            let known = |id: &VnfInstanceId| cache.get(id).cloned();
+            let known = |id: &VnfInstanceId| before.get(id).cloned();
             self.tracker
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)

@@ -4,7 +4,9 @@
 //! `Link: <path?query&nextpage_opaque_marker=...>; rel="next"` (a relative reference, RFC 8288,
 //! as `Location` is a path).
 //!
-//! A list is answered off the async workers: the handler reads its resources (under the store's
+//! `GET /vnf_instances` reads its store a chunk at a time ([`scan_off_workers`]: keyset
+//! queries, at most `[server] list_scan_limit` instances per request); the other lists read theirs
+//! whole. A list is answered off the async workers: the handler reads its resources (under the store's
 //! gate, which it releases then) and [`page_off_workers`] builds, filters and pages them on the
 //! blocking pool, the filter's work bounded by `[server] filter_work_limit` (a 400 beyond) and
 //! stopped when the request gives up (`[server] request_timeout`: the middleware answers 503
@@ -17,7 +19,7 @@ use std::sync::Arc;
 use axum::http::{header, HeaderValue, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::Value;
-use vnfm_core::query::{ApplyError, Budget, ListQuery, Page, Resource, NEXTPAGE_MARKER};
+use vnfm_core::query::{ApplyError, Budget, ListQuery, Page, Resource, Scan, NEXTPAGE_MARKER};
 
 use super::http::{json, problem_of};
 
@@ -75,12 +77,67 @@ where
     drop(guard);
     match r {
         Ok(Ok(answer)) => answer,
-        Ok(Err(e @ ApplyError::Exhausted { .. })) => problem_of(
+        Ok(Err(e)) => apply_problem(e),
+        Err(e) => problem_of(500, format!("the list's task failed: {e}")),
+    }
+}
+
+/// The most instances one `GET /vnf_instances` reads from the store: `[server]
+/// list_scan_limit`, or `page_size + 1` when that is more (a full page and the one that says
+/// more follow).
+pub(crate) fn scan_limit(list_scan_limit: usize, page_size: usize) -> usize {
+    list_scan_limit.max(page_size.saturating_add(1))
+}
+
+/// The answer of a list read from its store in chunks ordered by id (`scan` decides which:
+/// `read(after, limit)` reads them, under the gate, and answers a ProblemDetails when it
+/// cannot). Each chunk is turned into its representations (`to_json`) and filtered on the
+/// blocking pool within the scan's budget (a 400 naming `[server] filter_work_limit` beyond),
+/// and the evaluation stops when the caller's future is dropped, as [`page_off_workers`].
+pub(crate) async fn scan_off_workers<T, R, Fut>(
+    uri: &Uri,
+    mut scan: Scan,
+    mut read: R,
+    to_json: fn(T) -> Value,
+) -> Response
+where
+    T: Send + 'static,
+    R: FnMut(Option<String>, usize) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<T>, Response>>,
+{
+    let flag = Arc::new(AtomicBool::new(false));
+    let _guard = CancelOnDrop(flag.clone());
+    loop {
+        let (after, limit) = scan.next_read();
+        let chunk = match read(after.map(str::to_owned), limit).await {
+            Ok(chunk) => chunk,
+            Err(r) => return r,
+        };
+        let (flag, uri) = (flag.clone(), uri.clone());
+        let task = tokio::task::spawn_blocking(move || {
+            let values = chunk.into_iter().map(to_json).collect();
+            let r = scan
+                .feed(values, Some(&flag))
+                .map(|page| page.map(|page| answer(&uri, page)));
+            (scan, r)
+        });
+        match task.await {
+            Ok((_, Ok(Some(answer)))) => return answer,
+            Ok((next, Ok(None))) => scan = next,
+            Ok((_, Err(e))) => return apply_problem(e),
+            Err(e) => return problem_of(500, format!("the list's task failed: {e}")),
+        }
+    }
+}
+
+/// The ProblemDetails of a filter that stopped.
+fn apply_problem(e: ApplyError) -> Response {
+    match e {
+        e @ ApplyError::Exhausted { .. } => problem_of(
             400,
             format!("query parameter filter: {e} ([server] filter_work_limit)"),
         ),
-        Ok(Err(ApplyError::Cancelled)) => problem_of(503, "the list request was cancelled"),
-        Err(e) => problem_of(500, format!("the list's task failed: {e}")),
+        ApplyError::Cancelled => problem_of(503, "the list request was cancelled"),
     }
 }
 

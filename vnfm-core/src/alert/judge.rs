@@ -445,6 +445,15 @@ fn id_label(alert: &Alert, snake: &'static str) -> Result<String, IgnoreReason> 
     }
 }
 
+/// The VNF instance `alert` names (its label `vnf_instance_id` or `vnfInstanceId`, the two
+/// equal when both are given), if any: the instance [`judge`] looks up, so that a caller with a
+/// cache can load it first.
+pub fn named_instance(alert: &Alert) -> Option<VnfInstanceId> {
+    id_label(alert, "vnf_instance_id")
+        .ok()
+        .map(VnfInstanceId::new)
+}
+
 /// Judges one alert posted to `endpoint`; see the module docs for the steps.
 pub fn judge(
     alert: &Alert,
@@ -725,6 +734,22 @@ mod tests {
             ),
             d
         );
+    }
+
+    #[test]
+    fn the_named_instance_is_read_from_either_spelling() {
+        let id = |labels: &[(&str, &str)]| named_instance(&alert(labels));
+        assert_eq!(id(&[("vnf_instance_id", "i1")]), Some("i1".into()));
+        assert_eq!(id(&[("vnfInstanceId", "i2")]), Some("i2".into()));
+        assert_eq!(
+            id(&[("vnf_instance_id", "i3"), ("vnfInstanceId", "i3")]),
+            Some("i3".into())
+        );
+        assert_eq!(
+            id(&[("vnf_instance_id", "a"), ("vnfInstanceId", "b")]),
+            None
+        );
+        assert_eq!(id(&[("receiver_type", "tacker")]), None);
     }
 
     #[test]

@@ -93,7 +93,7 @@ use serde::{Deserialize, Serialize};
 
 pub use config::{Endpoint, PrometheusPluginConfig};
 pub use heal::{HealBatcher, HealBatcherState, HealJob, HealOutcome};
-pub use judge::{judge, Decision, IgnoreReason, InstanceLookup};
+pub use judge::{judge, named_instance, Decision, IgnoreReason, InstanceLookup};
 pub use scale::{ScaleCooldown, ScaleCooldownState, ScaleJob};
 pub use webhook::{Alert, AlertKey, AlertStatus, Webhook};
 
