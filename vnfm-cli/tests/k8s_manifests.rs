@@ -144,11 +144,10 @@ fn manifests_parse_and_fit_together() {
 
     let deploy = one(&docs, "Deployment");
     let spec = &deploy["spec"];
-    // One server on the database, never two at once (a rolling update would run the new
-    // pod beside the old one while it drains): several replicas are not safe yet
-    // (docs/replicas.md).
-    assert_eq!(spec["replicas"], 1);
-    assert_eq!(spec["strategy"]["type"], "Recreate");
+    // Three replicas on the database, rolled one pod at a time (docs/replicas.md).
+    assert_eq!(spec["replicas"], 3);
+    assert_eq!(spec["strategy"]["type"], "RollingUpdate");
+    assert_eq!(spec["strategy"]["rollingUpdate"]["maxUnavailable"], 1);
     let selector = &spec["selector"]["matchLabels"];
     let pod = &spec["template"];
     for (k, v) in selector.as_object().expect("matchLabels") {
