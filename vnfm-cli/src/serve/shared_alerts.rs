@@ -1,16 +1,18 @@
 //! The alert state shared by the replicas on PostgreSQL: heal windows, remembered alerts and
-//! scale cooldowns are one document ([`ALERT_DOCUMENT`]) that every replica changes by
-//! compare-and-swap on its stamp (`PgStore::write_document_if`).
+//! scale cooldowns are one document ([`ALERT_DOCUMENT`]) that the replicas change one at a
+//! time, under the document's lock (`PgStore::with_locked_document`).
 //!
 //! A change that decides ([`App::alert_change`]: a webhook judged, the dispatcher taking the
-//! windows that closed, a heal that did not start put back, a scale's cooldown ended) runs on
-//! the replica's handler as it was last synchronised with the database and is written on the
-//! stamp read then. When another replica wrote in between, the write is refused: the change is
-//! undone (its busy marks), the handler is restored from the database, and the change runs
-//! again on what the others decided (a window another replica took is no longer there; an alert
-//! another replica accepted is a duplicate; a cooldown another replica started refuses the
-//! scale). So of two replicas, exactly one takes a closed window, and an alert accepted by any
-//! replica joins the one window of its instance. The handler's decisions stay in the core
+//! windows that closed, a heal that did not start put back, a scale's cooldown ended) takes the
+//! lock, brings the replica's handler up to date first when another replica wrote the document
+//! since this one last read or wrote it (its stamp moved), runs on it, and writes it back in the
+//! same transaction. So every change runs on what the others decided (a window another replica
+//! took is no longer there; an alert another replica accepted is a duplicate; a cooldown
+//! another replica started refuses the scale): of two replicas, exactly one takes a closed
+//! window, and an alert accepted by any replica joins the one window of its instance. The
+//! replicas wait for each other instead of trying again (an earlier version changed the
+//! document by compare-and-swap and tried again on a conflict: with three replicas under an
+//! alert storm most tries were lost). The handler's decisions stay in the core
 //! (`AlertHandler`); this module only keeps its copy in step with the database.
 //!
 //! What is not written at once (when an ignored alert was last seen, a resolved alert
@@ -24,8 +26,6 @@
 //! on gets a conflict when the heal starts, and the window waits for that operation (the path
 //! of an operation started by another program).
 
-use std::time::Duration;
-
 use vnfm_core::alert::{AlertHandler, AlertState};
 use vnfm_core::driver::DriverError;
 
@@ -34,9 +34,6 @@ use crate::state_store::StateStore;
 use crate::store_postgres::cas::Expect;
 use crate::store_postgres::PgStore;
 
-/// How many times a change is tried against other replicas' writes before it is given up
-/// (an answer 503, the dispatcher trying again a second later).
-const ATTEMPTS: u32 = 32;
 
 impl App {
     /// The PostgreSQL store when the alert state is shared by replicas (`None` on SQLite,
@@ -48,77 +45,81 @@ impl App {
         }
     }
 
-    /// Runs `change` on the alert handler and writes the result to the shared document, as
-    /// one decision among the replicas (see the module docs); its result once written. When
-    /// another replica wrote first, `undo` takes back what the discarded result did outside
-    /// the document (its busy marks) and `change` runs again on the state read back.
+    /// Runs `change` on the alert handler, brought up to date under the shared document's lock,
+    /// and writes the result in the same transaction, as one decision among the replicas (see
+    /// the module docs); its result once written. When the write fails, `undo` takes back what
+    /// the result did outside the document (its busy marks).
     ///
     /// # Errors
-    /// The database failed, or other replicas kept writing first `ATTEMPTS` times: nothing
-    /// of the change is kept (the handler is read again before the next change).
-    pub(super) async fn alert_change<R>(
+    /// The database failed: nothing of the change is kept (the handler is read again before
+    /// the next change).
+    pub(super) async fn alert_change<R: Send>(
         &self,
         pg: &PgStore,
-        mut change: impl FnMut(&mut AlertHandler) -> R,
+        mut change: impl FnMut(&mut AlertHandler) -> R + Send,
         mut undo: impl FnMut(&mut AlertHandler, R),
     ) -> Result<R, DriverError> {
         let mut sync = self.alert_sync.lock().await;
-        let mut last = None;
-        for attempt in 0..ATTEMPTS {
-            if attempt > 0 {
-                // Another replica writes at the same moment: a short, growing, spread wait.
-                let jitter = u64::from(
-                    std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.subsec_nanos())
-                        % 8,
-                );
-                let ms = (1u64 << attempt.min(5)) + jitter;
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+        let known = match sync.known {
+            Some(Expect::Stamp(s)) => Some(s),
+            _ => None,
+        };
+        // The change's result and generation, kept here so that a failed commit can undo it.
+        let mut made: Option<(R, u64)> = None;
+        let (slot, change) = (&mut made, &mut change);
+        let written = pg
+            .with_locked_document(ALERT_DOCUMENT, known, |current| async move {
+                if let Some(body) = current {
+                    let state = self.decode_alert_state(pg, &body)?;
+                    self.lock_alerts().restore(state);
+                }
+                let (result, body, generation) = {
+                    let mut h = self.lock_alerts();
+                    let result = change(&mut h);
+                    let generation = self.changed_locked(&h);
+                    (result, serde_json::to_string(&h.snapshot()), generation)
+                };
+                *slot = Some((result, generation));
+                let body = body.map_err(|e| DriverError::Other {
+                    driver: "postgres",
+                    message: format!("cannot encode the alert state: {e}"),
+                    source: None,
+                })?;
+                Ok(((), Some(body)))
+            })
+            .await;
+        match (written, made) {
+            (Ok(((), stamp)), Some((result, generation))) => {
+                sync.known = Some(stamp.map_or(Expect::Absent, Expect::Stamp));
+                sync.synced_generation = generation;
+                Ok(result)
             }
-            let expect = match sync.known {
-                Some(e) => e,
-                None => self.alert_reload(pg, &mut sync).await?,
-            };
-            let (result, body, generation) = {
-                let mut h = self.lock_alerts();
-                let result = change(&mut h);
-                let generation = self.changed_locked(&h);
-                let body = serde_json::to_string(&h.snapshot());
-                (result, body, generation)
-            };
-            let body = match body {
-                Ok(b) => b,
-                Err(e) => {
+            (Ok(_), None) => Err(DriverError::Other {
+                driver: "postgres",
+                message: "the alert state's change did not run".into(),
+                source: None,
+            }),
+            (Err(e), made) => {
+                if let Some((result, _)) = made {
                     undo(&mut self.lock_alerts(), result);
-                    sync.known = None;
-                    return Err(DriverError::Other {
-                        driver: "postgres",
-                        message: format!("cannot encode the alert state: {e}"),
-                        source: None,
-                    });
                 }
-            };
-            match pg.write_document_if(ALERT_DOCUMENT, &body, expect).await {
-                Ok(stamp) => {
-                    sync.known = Some(Expect::Stamp(stamp));
-                    sync.synced_generation = generation;
-                    return Ok(result);
-                }
-                Err(e) => {
-                    undo(&mut self.lock_alerts(), result);
-                    sync.known = None;
-                    if !matches!(e, DriverError::Conflict { .. }) {
-                        return Err(e);
-                    }
-                    last = Some(e);
-                }
+                // Read again before the next change: nothing of this one is kept.
+                sync.known = None;
+                Err(e)
             }
         }
-        Err(last.unwrap_or_else(|| DriverError::Conflict {
+    }
+
+    /// The alert state of the shared document `body`.
+    fn decode_alert_state(&self, pg: &PgStore, body: &str) -> Result<AlertState, DriverError> {
+        serde_json::from_str(body).map_err(|e| DriverError::Other {
             driver: "postgres",
-            message: "the alert state kept changing under this replica".into(),
-        }))
+            message: format!(
+                "{}: the shared alert state (document {ALERT_DOCUMENT}) is unreadable: {e}",
+                pg.target()
+            ),
+            source: None,
+        })
     }
 
     /// Brings the handler in step with the database (the dispatcher, every second): writes
@@ -165,16 +166,7 @@ impl App {
         let read = pg.document_with_stamp(ALERT_DOCUMENT).await?;
         let (state, expect) = match read {
             Some((body, stamp)) => {
-                let state: AlertState =
-                    serde_json::from_str(&body).map_err(|e| DriverError::Other {
-                        driver: "postgres",
-                        message: format!(
-                            "{}: the shared alert state (document {ALERT_DOCUMENT}) is \
-                             unreadable: {e}",
-                            pg.target()
-                        ),
-                        source: None,
-                    })?;
+                let state = self.decode_alert_state(pg, &body)?;
                 (state, Expect::Stamp(stamp))
             }
             None => (AlertState::default(), Expect::Absent),
