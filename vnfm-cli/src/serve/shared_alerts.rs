@@ -34,7 +34,6 @@ use crate::state_store::StateStore;
 use crate::store_postgres::cas::Expect;
 use crate::store_postgres::PgStore;
 
-
 impl App {
     /// The PostgreSQL store when the alert state is shared by replicas (`None` on SQLite,
     /// where the server alone writes it, through the journal and snapshots).
