@@ -66,9 +66,13 @@ impl SharedSim {
         let mut seen = self.seen.lock().await;
         let sim = self.sim.clone();
         let last = seen.body.clone();
+        // Taken: set again only once the call's changes are written, so that a call whose
+        // changes were not (the database failed, or this future was dropped midway) reads the
+        // document again next time instead of writing them later as if they had been.
+        let known = seen.stamp.take();
         let ((out, now), stamp) = self
             .store
-            .with_locked_document(self.document, seen.stamp, |current| async move {
+            .with_locked_document(self.document, known, |current| async move {
                 let mut base = last;
                 if let Some(body) = current {
                     sim.load(&body)?;

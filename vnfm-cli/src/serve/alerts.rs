@@ -135,8 +135,20 @@ async fn judge_and_journal(
         .filter_map(vnfm_core::alert::named_instance);
     let instances = app.shared.cache.load_or_cached(named).await;
     let now = app.clock().now();
-    if let Some(pg) = app.shared_alert_store() {
-        return judge_shared(app, pg, endpoint, &webhook, &instances, now).await;
+    if app.shared_alert_store().is_some() {
+        // On a task of its own: a client going away must not cancel the change midway (the
+        // shared state's lock and transaction, then the handler's busy marks).
+        let app = app.clone();
+        let task = tokio::spawn(async move {
+            match app.shared_alert_store() {
+                Some(pg) => judge_shared(&app, pg, endpoint, &webhook, &instances, now).await,
+                None => Judged::Answer(problem_of(500, "the alert state is not shared")),
+            }
+        });
+        return match task.await {
+            Ok(judged) => judged,
+            Err(e) => Judged::Answer(problem_of(500, format!("the request's task failed: {e}"))),
+        };
     }
     let (outcomes, generation, entries, slot) = {
         let mut h = app.lock_alerts();
@@ -437,14 +449,13 @@ async fn heal_failed(app: &Arc<App>, job: HealJob) {
     let (due, generation) = match app.shared_alert_store() {
         Some(pg) => {
             match app
-                .alert_change(pg, |h| h.heal_failed(job.clone(), now), |_, _| {})
+                .alert_change_until_saved(pg, |h| h.heal_failed(job.clone(), now), |_, _| {})
                 .await
             {
-                Ok(due) => (due, None),
-                Err(e) => {
-                    // The window is not put back in the shared state: kept in this replica's
-                    // (the handler read again drops it only when another replica wrote).
-                    tracing::warn!("cannot save the alert state: {e}");
+                Some(due) => (due, None),
+                None => {
+                    // Given up after minutes of a failing database: kept in this replica's
+                    // memory only, until the handler is read again.
                     let mut h = app.lock_alerts();
                     let due = h.heal_failed(job, now);
                     (due, Some(app.changed_locked(&h)))
@@ -485,7 +496,7 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
     let (waits, generation) = match app.shared_alert_store() {
         Some(pg) => {
             let changed = app
-                .alert_change(
+                .alert_change_until_saved(
                     pg,
                     |h| h.heal_not_started(job.clone(), held),
                     |h, waits| {
@@ -496,9 +507,8 @@ async fn heal_not_started(app: &Arc<App>, job: HealJob) {
                 )
                 .await;
             match changed {
-                Ok(waits) => (waits, None),
-                Err(e) => {
-                    tracing::warn!("cannot save the alert state: {e}");
+                Some(waits) => (waits, None),
+                None => {
                     let mut h = app.lock_alerts();
                     let waits = h.heal_not_started(job, held);
                     (waits, Some(app.changed_locked(&h)))
@@ -587,7 +597,15 @@ pub(crate) async fn dispatch(app: Arc<App>, mut stop: watch::Receiver<bool>) {
                         continue;
                     }
                     Ok(_) => {}
-                    Err(e) => tracing::warn!("cannot take the closed heal windows: {e}"),
+                    Err(e) => {
+                        tracing::warn!("cannot take the closed heal windows: {e}");
+                        // Not at once again: the database is failing.
+                        tokio::select! {
+                            () = tokio::time::sleep(SAVE_EVERY) => {}
+                            _ = stop.changed() => {}
+                        }
+                        continue;
+                    }
                 }
             }
         }

@@ -59,7 +59,10 @@ impl App {
         mut undo: impl FnMut(&mut AlertHandler, R),
     ) -> Result<R, DriverError> {
         let mut sync = self.alert_sync.lock().await;
-        let known = match sync.known {
+        // Taken: put back only once the change is written, so that a change that is not (the
+        // database failed, or this future was dropped midway) is never written later as if it
+        // had been: the next change reads the document again.
+        let known = match sync.known.take() {
             Some(Expect::Stamp(s)) => Some(s),
             _ => None,
         };
@@ -107,6 +110,38 @@ impl App {
                 Err(e)
             }
         }
+    }
+
+    /// [`App::alert_change`] tried again every second while the database fails, for up to ten
+    /// minutes (a heal window put back after its heal could not start, usually because the
+    /// database is down: it must reach the shared state, or it is lost at the next reload).
+    /// `None` when it was given up (logged).
+    pub(super) async fn alert_change_until_saved<R: Send>(
+        &self,
+        pg: &PgStore,
+        mut change: impl FnMut(&mut AlertHandler) -> R + Send,
+        mut undo: impl FnMut(&mut AlertHandler, R),
+    ) -> Option<R> {
+        const TRIES: u32 = 600;
+        for attempt in 1..=TRIES {
+            match self.alert_change(pg, &mut change, &mut undo).await {
+                Ok(r) => return Some(r),
+                Err(e) if attempt == TRIES => {
+                    tracing::warn!(
+                        "cannot save the alert state, given up after {TRIES} tries: {e}"
+                    );
+                }
+                Err(e) => {
+                    if attempt == 1 {
+                        tracing::warn!(
+                            "cannot save the alert state (tried again every second): {e}"
+                        );
+                    }
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+        }
+        None
     }
 
     /// The alert state of the shared document `body`.

@@ -1,8 +1,9 @@
-//! Documents changed by compare-and-swap on their stamp: what several replicas share and each
-//! changes in memory (the alert state, the Promise ledger) is read with its stamp
-//! ([`PgStore::document_with_stamp`]) and written only if no one wrote it since
-//! ([`PgStore::write_document_if`]); a replica that lost the race reads it again, applies its
-//! change to what it read, and tries again. No transaction stays open while a replica decides.
+//! Documents that several processes (replicas) share and each changes in its own memory: read
+//! with their stamp ([`PgStore::document_with_stamp`]), written by compare-and-swap on it
+//! ([`PgStore::write_document_if`]: a writer that lost the race reads again and tries again,
+//! no transaction open while it decides), or changed under the document's lock
+//! ([`PgStore::with_locked_document`]: one process at a time, the change made inside the
+//! transaction; the alert state and the simulated cloud of `vnfm serve`'s replicas).
 
 use vnfm_core::driver::DriverError;
 

@@ -20,6 +20,11 @@ use super::engine::Lifecycle;
 use super::failure::FailureKind;
 use super::types::{LcmError, OperationOptions, OperationReport};
 
+/// How long after a lease's expiry a running server's sweep waits before it takes the
+/// occurrence over ([`Lifecycle::take_over_expired`]): longer than the owner needs to renew once
+/// the store answers again (its failed commits are tried again at most a second apart).
+pub const TAKEOVER_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
+
 impl Lifecycle {
     /// The occurrence `op_id` if it takes `task` ([`super::task::check`]): for retry,
     /// rollback and fail, `FAILED_TEMP`, or running with an expired (or no) lease.
@@ -94,6 +99,15 @@ impl Lifecycle {
     /// not those whose lease names this lifecycle's owner.
     async fn recover(&self, skip_own: bool) -> Result<Vec<OpOccId>, LcmError> {
         let now = self.drivers.clock.now();
+        // While another process runs (the sweep of a server), a lease counts as expired only
+        // `TAKEOVER_GRACE` after its expiry: after the store was unreachable for everyone, an
+        // owner that is alive renews within a second or so of its return (its commits are
+        // tried again), before its occurrences are taken from it.
+        let seen_at = if skip_own {
+            now.checked_sub_signed(TAKEOVER_GRACE).unwrap_or(now)
+        } else {
+            now
+        };
         let ops = self
             .drivers
             .store
@@ -105,7 +119,7 @@ impl Lifecycle {
             |o: &&VnfLcmOpOcc| skip_own && o.lease.as_ref().is_some_and(|l| l.owner == self.owner);
         for op in ops
             .iter()
-            .filter(|o| o.is_running() && !o.is_alive(now))
+            .filter(|o| o.is_running() && !o.is_alive(seen_at))
             .filter(|o| !own(o))
         {
             let entry = match self.drivers.store.op_occ_entry(&op.id).await {

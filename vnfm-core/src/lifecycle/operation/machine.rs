@@ -390,6 +390,8 @@ impl Operation {
         }
         self.commit_out = None;
         self.commit_retry = None;
+        // The store takes writes: a later failed renewal starts its own count.
+        self.renewal_retry = None;
         self.occ_version = Some(self.occ_version.map_or(Version(1), Version::next));
         match self.step {
             // Cancelled while the STARTING commit was out: `stop_for_interrupt` ends it.
