@@ -466,7 +466,10 @@ impl Server {
             })?;
         }
         let store = state.clone();
-        // No instance is read at start: the cache fills as instances are used.
+        check_instances(&store)
+            .await
+            .map_err(|e| state_err("cannot read the VNF instances", e))?;
+        // No instance is kept from that reading: the cache fills as instances are used.
         let cache = instance_cache::InstanceCache::new(
             Arc::new(store.clone()),
             instance_cache::INSTANCE_CACHE_CAPACITY,
@@ -874,5 +877,21 @@ fn shared_vim(vim: crate::vim::Vim, state: &crate::state_store::StateStore) -> c
     match state {
         crate::state_store::StateStore::Postgres(pg) => vim.shared_on(pg.clone()),
         crate::state_store::StateStore::Sqlite(_) => vim,
+    }
+}
+
+/// Reads every stored instance once, a page at a time, keeping none (the memory stays bounded
+/// whatever the fleet): a row that does not decode stops the server at start, naming it, rather
+/// than failing the first request that meets it.
+async fn check_instances(store: &crate::state_store::StateStore) -> Result<(), DriverError> {
+    const PAGE: usize = 1000;
+    let mut after = None;
+    loop {
+        let query = vnfm_core::driver::InstanceQuery::first(PAGE).after(after);
+        let page = store.instance_page(&query).await?;
+        if page.len() < PAGE {
+            return Ok(());
+        }
+        after = page.last().map(|i| i.id.clone());
     }
 }
