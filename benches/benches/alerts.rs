@@ -221,31 +221,7 @@ fn alerts(c: &mut Criterion) {
         dup_body.clone(),
     ));
     // New occurrences: a fresh startsAt per request (the dedupe key is fingerprint + startsAt).
-    let seq = Arc::new(AtomicU64::new(0));
-    let new_body = |t: &[(String, String)]| -> Arc<dyn Fn(u64) -> Vec<u8> + Send + Sync> {
-        const AT: &str = "2099-12-31T23:59:59.000Z";
-        let halves: Vec<(Vec<u8>, Vec<u8>)> = t
-            .iter()
-            .map(|(id, v)| {
-                let body = String::from_utf8(webhook(id, v, &format!("{id}/{v}"), AT)).unwrap();
-                let (head, tail) = body.split_once(AT).unwrap();
-                (head.as_bytes().to_vec(), tail.as_bytes().to_vec())
-            })
-            .collect();
-        let seq = seq.clone();
-        Arc::new(move |i| {
-            let (head, tail) = &halves[(i as usize) % halves.len()];
-            let n = seq.fetch_add(1, Ordering::Relaxed);
-            let at = chrono::DateTime::from_timestamp(1_800_000_000 + i64::try_from(n).unwrap(), 0)
-                .unwrap()
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-            let mut body = Vec::with_capacity(head.len() + at.len() + tail.len());
-            body.extend_from_slice(head);
-            body.extend_from_slice(at.as_bytes());
-            body.extend_from_slice(tail);
-            body
-        })
-    };
+    let new_body = loopback::new_occurrences;
 
     let mut g = c.benchmark_group("alert_endpoint");
     g.throughput(Throughput::Elements(1));

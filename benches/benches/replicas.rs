@@ -39,7 +39,7 @@ use vnfm_cli::config::{Config, Secret};
 use vnfm_cli::serve::Server;
 
 mod loopback;
-use loopback::{instantiated, webhook, Conn, DEMO_VNFD};
+use loopback::{instantiated, Conn, DEMO_VNFD};
 
 const TOKEN: &str = "vnfm-bench-token";
 const INSTANCES: usize = 10;
@@ -209,30 +209,11 @@ fn setup() -> Setup {
     }
 }
 
-/// New auto-heal occurrences of the (instance, VNFC) pairs of `targets`.
+/// New auto-heal occurrences of the (instance, VNFC) pairs of `targets`, never one sent before
+/// in the run (the runs of 1, 2 and 3 replicas share the targets).
 fn new_alerts(targets: &[(String, String)]) -> Request {
-    const AT: &str = "2099-12-31T23:59:59.000Z";
-    let halves: Vec<(Vec<u8>, Vec<u8>)> = targets
-        .iter()
-        .map(|(id, v)| {
-            let body = String::from_utf8(webhook(id, v, &format!("{id}/{v}"), AT)).unwrap();
-            let (head, tail) = body.split_once(AT).unwrap();
-            (head.as_bytes().to_vec(), tail.as_bytes().to_vec())
-        })
-        .collect();
-    let seq = Arc::new(AtomicU64::new(0));
-    Arc::new(move |i| {
-        let (head, tail) = &halves[(i as usize) % halves.len()];
-        let n = seq.fetch_add(1, Ordering::Relaxed);
-        let at = chrono::DateTime::from_timestamp(1_800_000_000 + i64::try_from(n).unwrap(), 0)
-            .unwrap()
-            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        let mut body = Vec::with_capacity(head.len() + at.len() + tail.len());
-        body.extend_from_slice(head);
-        body.extend_from_slice(at.as_bytes());
-        body.extend_from_slice(tail);
-        ("POST", "/alert/auto_healing".to_owned(), body)
-    })
+    let body = loopback::new_occurrences(targets);
+    Arc::new(move |i| ("POST", "/alert/auto_healing".to_owned(), body(i)))
 }
 
 fn get_instance(targets: &[(String, String)]) -> Request {

@@ -6,6 +6,8 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -219,4 +221,35 @@ pub fn big_cloud(dir: &std::path::Path) -> std::path::PathBuf {
     )
     .unwrap();
     cloud
+}
+
+/// The occurrences handed out so far, across every generator of [`new_occurrences`] of the
+/// process: no two requests of a bench run carry the same `startsAt`.
+static OCCURRENCES: AtomicU64 = AtomicU64::new(0);
+
+/// Request bodies of new auto-heal occurrences of the (instance, VNFC) pairs of `targets`,
+/// round-robin: each a fresh `startsAt` (the de-duplication key is fingerprint + `startsAt`), so
+/// every one is accepted. The bodies are made up front; a request only splices its time in.
+pub fn new_occurrences(targets: &[(String, String)]) -> Arc<dyn Fn(u64) -> Vec<u8> + Send + Sync> {
+    const AT: &str = "2099-12-31T23:59:59.000Z";
+    let halves: Vec<(Vec<u8>, Vec<u8>)> = targets
+        .iter()
+        .map(|(id, v)| {
+            let body = String::from_utf8(webhook(id, v, &format!("{id}/{v}"), AT)).unwrap();
+            let (head, tail) = body.split_once(AT).unwrap();
+            (head.as_bytes().to_vec(), tail.as_bytes().to_vec())
+        })
+        .collect();
+    Arc::new(move |i| {
+        let (head, tail) = &halves[(i as usize) % halves.len()];
+        let n = OCCURRENCES.fetch_add(1, Ordering::Relaxed);
+        let at = chrono::DateTime::from_timestamp(1_800_000_000 + i64::try_from(n).unwrap(), 0)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut body = Vec::with_capacity(head.len() + at.len() + tail.len());
+        body.extend_from_slice(head);
+        body.extend_from_slice(at.as_bytes());
+        body.extend_from_slice(tail);
+        body
+    })
 }
