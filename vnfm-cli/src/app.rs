@@ -11,7 +11,9 @@ use vnfm_core::cluster::{
     HostLabelHook, LabelConfig, LabelSelector, DEFAULT_HOST_LABEL, ZONE_LABEL,
 };
 use vnfm_core::driver::{Clock, DriverError};
-use vnfm_core::lifecycle::{CommitTicket, LcmConfig, Lifecycle, LifecycleEvent, LifecycleObserver};
+use vnfm_core::lifecycle::{
+    CommitTicket, LcmConfig, Lifecycle, LifecycleEvent, LifecycleObserver, Takeover,
+};
 use vnfm_core::placement::Selection;
 use vnfm_core::reselect::InsufficientResourcePattern;
 use vnfm_core::sim::SimCloud;
@@ -245,8 +247,29 @@ pub fn lcm_config(config: &Config, args: &PlacementArgs) -> Result<LcmConfig, Cl
         Some(n) => c.lease_time = std::time::Duration::from_secs(n),
         None => {}
     }
+    c.takeover = takeover(&config.state)?;
     Ok(c)
 }
+/// `[state] takeover` and `resume_limit` as the core's policy.
+fn takeover(state: &crate::config::StateConfig) -> Result<Takeover, CliError> {
+    use crate::config::TakeoverKind;
+    let limit = match state.resume_limit {
+        Some(0) => {
+            return Err(CliError::Usage(
+                "[state] resume_limit = 0: expected at least 1 (use takeover = \"interrupt\" \
+                 to resume nothing)"
+                    .into(),
+            ))
+        }
+        Some(n) => n,
+        None => vnfm_core::lifecycle::takeover::DEFAULT_RESUME_LIMIT,
+    };
+    Ok(match state.takeover.unwrap_or_default() {
+        TakeoverKind::Interrupt => Takeover::Interrupt,
+        TakeoverKind::Resume => Takeover::Resume { limit },
+    })
+}
+
 /// The drivers of one command over the state file.
 pub struct Env {
     /// The state file.

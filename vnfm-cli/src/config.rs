@@ -199,6 +199,28 @@ pub struct StateConfig {
     /// passed. Default 60; at least 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_seconds: Option<u64>,
+    /// `takeover`: what `vnfm serve` does with a running operation whose owner went away (its
+    /// lease expired: a killed command, a replica that died): `interrupt` (the default:
+    /// `FAILED_TEMP`, `failureKind: INTERRUPTED`, for the NFVO to retry, roll back or fail) or
+    /// `resume` (run on where its saved progress says, as a retry would).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub takeover: Option<TakeoverKind>,
+    /// `resume_limit`: under `takeover = "resume"`, how many times one operation is resumed at
+    /// most (then interrupted: an operation that kills whoever runs it does not go round the
+    /// replicas for ever). Default 3; at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_limit: Option<u32>,
+}
+
+/// `[state] takeover`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TakeoverKind {
+    /// `FAILED_TEMP`, `failureKind: INTERRUPTED`.
+    #[default]
+    Interrupt,
+    /// Run on where its progress says.
+    Resume,
 }
 
 /// How a zone is chosen among the compliant ones.

@@ -82,3 +82,84 @@ async fn an_operation_whose_owner_went_away_is_declared_interrupted_while_the_se
     assert_eq!(healed["operationState"], "COMPLETED", "{healed}");
     server.shutdown().await.unwrap();
 }
+
+/// `[state] takeover = "resume"`: a terminate whose owner died just after storing it
+/// `PROCESSING` is run on by the server's sweep where its progress says (the stack deleted, the
+/// instance `NOT_INSTANTIATED`, the occurrence `COMPLETED`), not declared interrupted; one
+/// already taken over as often as `resume_limit` allows is interrupted instead, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_takeover_resume_an_operation_whose_owner_went_away_is_run_on() {
+    use vnfm_cli::config::TakeoverKind;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), 60);
+    c.state.lease_seconds = Some(1);
+    c.state.takeover = Some(TakeoverKind::Resume);
+    c.state.resume_limit = Some(2);
+    let state = c.state_path();
+    let server = start(c).await;
+    let addr = server.local_addr();
+    let (id, done) = create_and_instantiate(addr, DEMO_VNFD, "default").await;
+    assert_eq!(done["operationState"], "COMPLETED", "{done}");
+    let (other, _) = create_and_instantiate(addr, DEMO_VNFD, "default").await;
+
+    // A `vnfm terminate` killed right after it stored its occurrence, on each instance: the
+    // second one already resumed twice (the limit) by replicas that died too.
+    let store = SqliteStore::open(&state).unwrap();
+    for (inst, op_id, takeovers) in [(&id, "gone-terminate", 0), (&other, "gone-again", 2)] {
+        let instance = VnfInstanceId::from(inst.as_str());
+        let mut op = store
+            .op_occs(OpOccFilter::instance(instance))
+            .await
+            .unwrap()
+            .pop()
+            .unwrap();
+        op.id = OpOccId::from(op_id);
+        op.operation = LcmOperationType::Terminate;
+        op.operation_state = LcmOperationStateType::Processing;
+        op.operation_params = Some(json!({"terminationType": "FORCEFUL"}));
+        op.start_time = Utc::now() - Duration::minutes(11);
+        op.state_entered_time = op.start_time;
+        op.lease = Some(Lease {
+            owner: "vnfm:elsewhere:4242".into(),
+            expires: Utc::now() - Duration::minutes(10),
+        });
+        op.error = None;
+        op.progress = Some(json!({"plan": {"kind": "terminate"}, "takeovers": takeovers}));
+        store
+            .commit(StoreBatch::new().with_op_occ(op))
+            .await
+            .unwrap();
+    }
+
+    let path = "/vnflcm/v2/vnf_lcm_op_occs/gone-terminate";
+    let ended = eventually(30, "the sweep to resume the terminate", || async {
+        let op = get(addr, path).await.json();
+        let s = op["operationState"].as_str().unwrap_or_default().to_owned();
+        (s != "PROCESSING").then_some(op)
+    })
+    .await;
+    assert_eq!(ended["operationState"], "COMPLETED", "{ended}");
+    let inst = get(addr, &format!("/vnflcm/v2/vnf_instances/{id}"))
+        .await
+        .json();
+    assert_eq!(inst["instantiationState"], "NOT_INSTANTIATED", "{inst}");
+
+    let path = "/vnflcm/v2/vnf_lcm_op_occs/gone-again";
+    let taken = eventually(
+        30,
+        "the sweep to interrupt the one at its limit",
+        || async {
+            let op = get(addr, path).await.json();
+            (op["operationState"] == "FAILED_TEMP").then_some(op)
+        },
+    )
+    .await;
+    assert_eq!(taken["error"]["failureKind"], "INTERRUPTED", "{taken}");
+    let detail = taken["error"]["detail"].as_str().unwrap();
+    assert!(detail.contains("taken over 2 times"), "{detail}");
+    let inst = get(addr, &format!("/vnflcm/v2/vnf_instances/{other}"))
+        .await
+        .json();
+    assert_eq!(inst["instantiationState"], "INSTANTIATED", "{inst}");
+    server.shutdown().await.unwrap();
+}

@@ -1073,8 +1073,9 @@ async fn recover_interrupted_takes_only_expired_leases() {
     }
     store.commit(batch).await.unwrap();
     let taken = lcm.recover_interrupted().await.unwrap();
+    assert!(taken.resumable.is_empty(), "interrupt is the default");
     assert_eq!(
-        taken,
+        taken.interrupted,
         ids[..2].to_vec(),
         "the expired and the lease-less one"
     );
@@ -1093,7 +1094,7 @@ async fn recover_interrupted_takes_only_expired_leases() {
         }
     }
     // Nothing more to take the second time.
-    assert!(lcm.recover_interrupted().await.unwrap().is_empty());
+    assert_eq!(lcm.recover_interrupted().await.unwrap(), Default::default());
 
     // One stored STARTING only (its owner died waiting for an NFVO's grant): nothing was sent
     // to the VIM, so it ends ROLLED_BACK, not run (SOL003 5.4.17.3.1), not FAILED_TEMP.
@@ -1114,12 +1115,110 @@ async fn recover_interrupted_takes_only_expired_leases() {
         .await
         .unwrap();
     let taken = lcm.recover_interrupted().await.unwrap();
-    assert_eq!(taken, vec![vnfm_core::id::OpOccId::from("op-starting")]);
+    assert_eq!(
+        taken.interrupted,
+        vec![vnfm_core::id::OpOccId::from("op-starting")]
+    );
     let op = store.op_occ(&"op-starting".into()).await.unwrap();
     assert_eq!(op.operation_state, LcmOperationStateType::RolledBack);
     assert!(op.lease.is_none() && op.progress.is_none(), "{op:?}");
     let err = op.error.unwrap();
     assert!(err.detail.contains("was STARTING"), "{}", err.detail);
+}
+
+/// `[state] takeover = "resume"` (issue 27): a terminate whose owner died after it was stored
+/// `PROCESSING` is left by the sweep for the caller to resume (nothing written), then run on
+/// from its saved progress by whichever lifecycle resumes it first (the other gets a conflict):
+/// it completes, its take-over counted; past the limit the next one is interrupted instead.
+#[tokio::test]
+async fn an_operation_whose_owner_went_away_is_resumed_under_the_resume_policy() {
+    use vnfm_core::driver::StoreBatch;
+    use vnfm_core::lcm::{LcmOperationType, Lease, VnfLcmOpOcc};
+    use vnfm_core::lifecycle::{LcmError, Progress, Takeover};
+    let sim = SimCloud::new(
+        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
+        1,
+    );
+    let resume = |c: &mut LcmConfig| c.takeover = Takeover::Resume { limit: 1 };
+    let (lcm, pkg, store, clock) = setup_over(&sim, Arc::new(sim.clone()), false, resume);
+    let inst = created(&lcm, &pkg).await;
+    let done = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(done.is_completed(), "{:?}", done.op_occ.error);
+    assert!(!sim.server_ids().is_empty());
+
+    // A terminate stored PROCESSING by an owner that died at once: its progress is the plan
+    // only, as a terminate saves it when it starts.
+    let now = lcm.drivers().clock.now();
+    let dead = |id: &str, takeovers: u32| {
+        let mut op = VnfLcmOpOcc::new(id, inst.id.clone(), LcmOperationType::Terminate, now);
+        op.enter(LcmOperationStateType::Processing, now);
+        op.operation_params = Some(serde_json::json!({"terminationType": "FORCEFUL"}));
+        let mut p = Progress::new(vnfm_core::lifecycle::Plan::Terminate);
+        p.takeovers = takeovers;
+        op.progress = Some(serde_json::to_value(p).unwrap());
+        op.lease = Some(Lease {
+            owner: "vnfm:died:1".into(),
+            expires: now - chrono::TimeDelta::seconds(60),
+        });
+        op
+    };
+    store
+        .commit(StoreBatch::new().with_op_occ(dead("op-dead", 0)))
+        .await
+        .unwrap();
+    let sweep = lcm.take_over_expired().await.unwrap();
+    assert!(sweep.interrupted.is_empty(), "{sweep:?}");
+    assert_eq!(sweep.resumable.len(), 1, "{sweep:?}");
+    assert_eq!(sweep.resumable[0].instance, inst.id);
+    let id = sweep.resumable[0].op.clone();
+    let untouched = store.op_occ(&id).await.unwrap();
+    assert_eq!(untouched.operation_state, LcmOperationStateType::Processing);
+
+    // Two lifecycles (two replicas) resume it at once: one runs it, the other is refused.
+    let other = Lifecycle::new(lcm.drivers().clone(), lcm.config().clone()).with_owner("vnfm:b:2");
+    let opts = OperationOptions::default();
+    let (a, b) = tokio::join!(
+        lcm.resume_expired(&id, &pkg, &opts),
+        other.resume_expired(&id, &pkg, &opts)
+    );
+    let (won, lost) = match (a, b) {
+        (Ok(r), Err(e)) | (Err(e), Ok(r)) => (r, e),
+        (a, b) => panic!("not exactly one resumed: {a:?} / {b:?}"),
+    };
+    assert!(matches!(lost, LcmError::Conflict(_)), "{lost}");
+    assert!(won.is_completed(), "{:?}", won.op_occ.error);
+    assert!(sim.server_ids().is_empty(), "the stack is deleted");
+    assert!(!store.instance(&inst.id).await.unwrap().is_instantiated());
+    let op = store.op_occ(&id).await.unwrap();
+    assert_eq!(op.operation_state, LcmOperationStateType::Completed);
+    assert!(op.lease.is_none() && op.error.is_none(), "{op:?}");
+
+    // Resumed once already (the limit): interrupted, saying why.
+    store
+        .commit(StoreBatch::new().with_op_occ(dead("op-dead-again", 1)))
+        .await
+        .unwrap();
+    clock.advance(std::time::Duration::from_secs(1));
+    let sweep = lcm.take_over_expired().await.unwrap();
+    assert!(sweep.resumable.is_empty(), "{sweep:?}");
+    assert_eq!(sweep.interrupted, vec!["op-dead-again".into()]);
+    let op = store.op_occ(&"op-dead-again".into()).await.unwrap();
+    assert_eq!(op.operation_state, LcmOperationStateType::FailedTemp);
+    let detail = op.error.unwrap().detail;
+    assert!(detail.contains("taken over 1 times"), "{detail}");
+    let refused = lcm
+        .resume_expired(&"op-dead-again".into(), &pkg, &opts)
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, LcmError::Conflict(_)), "{refused}");
 }
 
 /// `instantiationLevelId` (issue 14 row 6): an unknown level starts nothing; a level of the

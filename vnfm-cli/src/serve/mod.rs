@@ -524,7 +524,7 @@ impl Server {
             crate::state_store::StateStore::Sqlite(_) => vim.sim,
             crate::state_store::StateStore::Postgres(_) => None,
         };
-        interrupt_unfinished(&store, &shared, &lcm).await?;
+        let resumable = interrupt_unfinished(&store, &shared, &lcm).await?;
         let listener = tokio::net::TcpListener::bind(config.server.listen)
             .await
             .map_err(|e| {
@@ -612,7 +612,7 @@ impl Server {
             }
         });
         let watcher = tokio::spawn(admin::watch(app.clone(), stopped.clone()));
-        let sweeper = tokio::spawn(sweep::run(app.clone(), stopped.clone()));
+        let sweeper = tokio::spawn(sweep::run(app.clone(), stopped.clone(), resumable));
         let notifier = tokio::spawn(notify::run(app.clone(), stopped.clone()));
         let service = router(app.clone(), issuer);
         let task = tokio::spawn(conn::serve(listener, service, connections, stopped));
@@ -712,15 +712,16 @@ impl Server {
 
 /// Declares interrupted the occurrences whose owner went away (the core's
 /// [`Lifecycle::recover_interrupted`]: lease expired, or none), then keeps every instance
-/// whose last operation is not over busy, as while an operation runs.
+/// whose last operation is not over busy, as while an operation runs. Returns those to resume
+/// instead (`[state] takeover = "resume"`): the sweep starts them once the server serves.
 async fn interrupt_unfinished(
     store: &crate::state_store::StateStore,
     shared: &Shared,
     lcm: &Lifecycle,
-) -> Result<(), CliError> {
+) -> Result<Vec<vnfm_core::lifecycle::Resumable>, CliError> {
     let location = store.location();
     let state_err = |message: &str, e: DriverError| location.error(message, Some(e));
-    lcm.recover_interrupted().await.map_err(|e| match e {
+    let sweep = lcm.recover_interrupted().await.map_err(|e| match e {
         LcmError::Store(e) => state_err("cannot record interrupted operations", e),
         e => CliError::Usage(e.to_string()),
     })?;
@@ -731,7 +732,7 @@ async fn interrupt_unfinished(
     for op in ops.iter().filter(|o| !o.is_terminal()) {
         shared.hold(&op.vnf_instance_id, op);
     }
-    Ok(())
+    Ok(sweep.resumable)
 }
 
 /// Threads of the runtime's blocking pool at most (tokio's default is 512). The state file's

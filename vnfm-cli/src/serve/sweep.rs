@@ -1,16 +1,26 @@
 //! Leases watched while the server runs: every lease time, the occurrences whose owner went
-//! away (their lease expired: a killed command, another server stopped) are declared
-//! interrupted by the core ([`vnfm_core::lifecycle::Lifecycle::take_over_expired`]:
-//! `FAILED_TEMP` with `failureKind: INTERRUPTED`, or `ROLLED_BACK` from `STARTING`), one
-//! conditional commit each, so two servers never take the same one. Their instances stay busy
-//! until an operator retries, rolls back or fails them, and their subscribers are notified, as
-//! for any commit of this server.
+//! away (their lease expired: a killed command, another server stopped) are taken over as the
+//! core decides ([`vnfm_core::lifecycle::Lifecycle::take_over_expired`], `[state] takeover`):
+//! - `interrupt` (the default): declared interrupted (`FAILED_TEMP` with `failureKind:
+//!   INTERRUPTED`, or `ROLLED_BACK` from `STARTING`), one conditional commit each, so two
+//!   servers never take the same one. Their instances stay busy until an operator retries,
+//!   rolls back or fails them, and their subscribers are notified, as for any commit of this
+//!   server.
+//! - `resume`: run on by this server where their progress says
+//!   ([`vnfm_core::lifecycle::Lifecycle::resume_expired`], started as a retry is: cancellable,
+//!   awaited at shutdown); the first commit is conditioned on the version read, so of two
+//!   servers one runs it. One that cannot be started for a reason that will not pass (its
+//!   package is gone) is declared interrupted, so that nothing is left running with nobody
+//!   behind it.
 
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use vnfm_core::lifecycle::{Resumable, Sweep};
+
 use super::state::App;
+use super::tasks::{self, Run};
 
 /// Sweeps every `[state] lease_seconds` until the server stops. The pace is real time (a
 /// timer of the runtime), while expiry is judged on the server's clock: sleeping on the
@@ -20,7 +30,10 @@ use super::state::App;
 /// while the database was down no owner could renew its lease, and an owner that is alive
 /// renews it within a second of the database's return (the core tries its failed commits
 /// again), so it is given a whole lease time before its occurrences count as abandoned.
-pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
+///
+/// `first` are the occurrences the start-up recovery left to resume: they are started at once.
+pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>, first: Vec<Resumable>) {
+    resume_all(&app, first).await;
     let every = app.lcm.config().lease_time;
     let mut store_failed = false;
     loop {
@@ -37,20 +50,70 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>) {
             continue;
         }
         match app.lcm.take_over_expired().await {
-            Ok(ids) => {
-                for id in ids {
-                    // The commit's own line (`observe`) carries the instance id too.
-                    if !app.quiet {
-                        tracing::info!(
-                            operation_id = id.as_str(),
-                            "operation {id} declared interrupted: its owner's lease expired"
-                        );
-                    }
-                }
-            }
+            Ok(sweep) => taken(&app, sweep).await,
             Err(e) => {
                 store_failed = true;
                 tracing::warn!("cannot sweep for operations whose owner went away: {e}");
+            }
+        }
+    }
+}
+
+/// Says what a sweep declared interrupted and resumes what it left to resume.
+async fn taken(app: &Arc<App>, sweep: Sweep) {
+    for id in sweep.interrupted {
+        // The commit's own line (`observe`) carries the instance id too.
+        if !app.quiet {
+            tracing::info!(
+                operation_id = id.as_str(),
+                "operation {id} declared interrupted: its owner's lease expired"
+            );
+        }
+    }
+    resume_all(app, sweep.resumable).await;
+}
+
+/// Starts the take-over of each of `ops` (`[state] takeover = "resume"`). One another server
+/// took first, or whose owner renewed its lease after all, is left to them (409); one the
+/// store could not start now is tried by the next sweep; any other refusal (its package or
+/// instance is gone, the limit of take-overs) would refuse it at every sweep, so it is declared
+/// interrupted with the reason.
+async fn resume_all(app: &Arc<App>, ops: Vec<Resumable>) {
+    for r in ops {
+        let id = r.op.clone();
+        match tasks::start(app.clone(), r.op, Run::TakeOver).await {
+            Ok(_) => {
+                if !app.quiet {
+                    tracing::info!(
+                        operation_id = id.as_str(),
+                        vnf_instance_id = r.instance.as_str(),
+                        "operation {id} resumed: its owner's lease expired"
+                    );
+                }
+            }
+            Err(p) if p.status == 409 => {
+                tracing::debug!(operation_id = id.as_str(), "not resumed: {}", p.detail);
+            }
+            Err(p) if p.status >= 500 => {
+                tracing::warn!(
+                    operation_id = id.as_str(),
+                    "cannot resume operation {id} now: {}",
+                    p.detail
+                );
+            }
+            Err(p) => {
+                let why = format!("it could not be started: {}", p.detail);
+                match app.lcm.interrupt_expired(&id, &why).await {
+                    Ok(true) => tracing::warn!(
+                        operation_id = id.as_str(),
+                        "operation {id} declared interrupted: {why}"
+                    ),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(
+                        operation_id = id.as_str(),
+                        "cannot declare operation {id} interrupted: {e}"
+                    ),
+                }
             }
         }
     }

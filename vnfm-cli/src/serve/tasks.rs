@@ -84,21 +84,55 @@ pub(crate) async fn rollback(State(app): State<Arc<App>>, Path(id): Path<String>
     resume(app, OpOccId::from(id), OpTask::Rollback).await
 }
 
+/// What runs an occurrence on in the background: a SOL003 task, or the take-over of one
+/// whose owner went away (`[state] takeover = "resume"`, [`super::sweep`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Run {
+    /// `retry` or `rollback`.
+    Task(OpTask),
+    /// [`vnfm_core::lifecycle::Lifecycle::resume_expired`].
+    TakeOver,
+}
+
+impl Run {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Task(t) => t.name(),
+            Self::TakeOver => "take-over",
+        }
+    }
+}
+
 /// Retry or rollback: checked by the core, then run in the background; 202 once the
 /// occurrence is stored running again, or the ProblemDetails of why it did not start.
 async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
-    let op = match occurrence(&app, &id).await {
-        Ok(op) => op,
-        Err(r) => return r,
+    if let Err(r) = occurrence(&app, &id).await {
+        return r;
+    }
+    match start(app, id, Run::Task(task)).await {
+        Ok(op_id) => accepted(&op_id),
+        Err(p) => problem(p),
+    }
+}
+
+/// Starts `run` on the occurrence `id` in the background, as this server runs its operations
+/// (an interrupt registered for a cancel, counted as running); the occurrence's id once it is
+/// stored running again under this server's lease, or the ProblemDetails of why it did not
+/// start (then nothing was written).
+pub(super) async fn start(app: Arc<App>, id: OpOccId, run: Run) -> Result<OpOccId, ProblemDetails> {
+    let op = app.store.op_occ(&id).await.map_err(|e| {
+        let status = if e.is_not_found() { 404 } else { 500 };
+        ProblemDetails::new(status, format!("VNF LCM operation occurrence {id}: {e}"))
+    })?;
+    let check = match run {
+        Run::Task(t) => t,
+        Run::TakeOver => OpTask::Retry,
     };
-    if let Err(e) = app.lcm.check_task(&id, task).await {
-        return task_problem(&e);
+    if let Err(e) = app.lcm.check_task(&id, check).await {
+        return Err(lcm_problem(&e));
     }
     let instance = op.vnf_instance_id.clone();
-    let pkg = match app.instance_and_package(&instance).await {
-        Ok((_, pkg)) => pkg,
-        Err(p) => return problem(p),
-    };
+    let (_, pkg) = app.instance_and_package(&instance).await?;
     let (tx, rx) = oneshot::channel();
     let started: Started = Arc::new(Mutex::new(Some(tx)));
     app.shared
@@ -113,13 +147,14 @@ async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
     };
     app.running.fetch_add(1, Ordering::SeqCst);
     let bg = app.clone();
-    // In the span of the request that launched it (none for an alert's): the operation's
+    // In the span of the request that launched it (none for a sweep's): the operation's
     // lines carry that request's id.
-    let run = async move {
+    let task = async move {
         let app = bg;
-        let r = match task {
-            OpTask::Retry => app.lcm.retry(&id, &pkg, &opts).await,
-            _ => app.lcm.rollback_with(&id, &pkg, &opts).await,
+        let r = match run {
+            Run::Task(OpTask::Retry) => app.lcm.retry(&id, &pkg, &opts).await,
+            Run::Task(_) => app.lcm.rollback_with(&id, &pkg, &opts).await,
+            Run::TakeOver => app.lcm.resume_expired(&id, &pkg, &opts).await,
         };
         {
             let mut s = app
@@ -132,8 +167,8 @@ async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
             }
         }
         app.cancels.unregister(&instance, token);
-        // A task that did not start leaves the occurrence as it was (FAILED_TEMP: the
-        // instance stays taken by it).
+        // A task that did not start leaves the occurrence as it was (FAILED_TEMP, or running
+        // without a live lease: the instance stays taken by it).
         match r {
             Err(e) => send_started(&started, Err(lcm_problem(&e))),
             Ok(report) => {
@@ -142,7 +177,7 @@ async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
                     Some(id.as_str()),
                     &format!(
                         "{} of operation {id} on VNF instance {instance}: {}{}",
-                        task.name(),
+                        run.name(),
                         crate::render::lcm::sol(&report.op_occ.operation_state),
                         report
                             .op_occ
@@ -159,15 +194,14 @@ async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
             app.idle.notify_waiters();
         }
     };
-    tokio::spawn(run.in_current_span());
+    tokio::spawn(task.in_current_span());
     match rx.await {
-        Ok(Ok(op_id)) => accepted(&op_id),
-        Ok(Err(p)) => problem(p),
-        Err(_) => problem(ProblemDetails::new(
+        Ok(r) => r,
+        Err(_) => Err(ProblemDetails::new(
             500,
             format!(
                 "the {} of operation {} ended before it was recorded",
-                task.name(),
+                run.name(),
                 op.id
             ),
         )),

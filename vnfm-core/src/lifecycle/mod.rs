@@ -33,6 +33,8 @@
 //! - [`start`]: [`Lifecycle::start`], the one way to start an operation ([`OpRequest`]),
 //!   with the reservation flow (draw, run pinned, settle, give back) through a
 //!   [`ReservationBook`](crate::reservation::book::ReservationBook).
+//! - [`takeover`]: what is done with an operation whose owner went away (interrupted, or
+//!   resumed where its progress says: `[state] takeover`).
 //! - [`task`]: which task (retry, rollback, fail, cancel) an occurrence takes in which state.
 //! - [`modify`]: `MODIFY_INFO` (`PATCH /vnf_instances/{id}`), validated, merged and recorded.
 
@@ -59,6 +61,7 @@ mod recovery;
 mod run;
 mod stack;
 pub mod start;
+pub mod takeover;
 pub mod task;
 pub mod to_level;
 mod types;
@@ -71,6 +74,7 @@ pub use hook::{HookCall, HookPoint, HookSpec, Interrupt, OperationHook};
 pub use occupancy::{Occupancy, OperationEvent};
 pub use operation::{OpAction, OpEvent, Operation, OperationStart, Plan, Progress};
 pub use start::{OpRequest, StartError, StartOptions, Started};
+pub use takeover::{Resumable, Sweep, Takeover};
 pub use task::{OpTask, TaskRefused};
 pub use types::{
     Drivers, GrantOnly, LcmConfig, LcmError, NfvoGrants, OperationOptions, OperationReport,

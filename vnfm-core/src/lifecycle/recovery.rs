@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::operation::{Operation, OperationStart, Plan, Progress};
 use super::plan::{self};
+use super::takeover::{self, saved_progress, Decision, Resumable, Sweep};
 use super::task::OpTask;
 use crate::driver::{DriverError, Precondition, StoreBatch, Versioned};
 use crate::error::{Error, Location};
@@ -77,27 +78,32 @@ impl Lifecycle {
     /// waiting for an NFVO's grant, or had just been stored) ends `ROLLED_BACK` instead, not
     /// run. One whose lease is alive is left alone, whoever runs
     /// it; each is taken by a commit conditioned on its version, so when another process
-    /// recovers one first, theirs stands. Returns the occurrences declared interrupted.
+    /// recovers one first, theirs stands. Under [`super::Takeover::Resume`] (`config().takeover`)
+    /// those that can be resumed are not written but returned in [`Sweep::resumable`], for the
+    /// caller to run ([`Lifecycle::resume_expired`]) once it is ready to (a server, once it
+    /// serves).
     ///
     /// # Errors
     /// [`LcmError::Store`] when the store cannot be read or written.
-    pub async fn recover_interrupted(&self) -> Result<Vec<OpOccId>, LcmError> {
+    pub async fn recover_interrupted(&self) -> Result<Sweep, LcmError> {
         self.recover(false).await
     }
 
     /// [`Lifecycle::recover_interrupted`] for a program that keeps running (a server's
     /// periodic sweep): the occurrences whose lease this lifecycle holds are left alone (it
-    /// runs them and renews their leases), also when a lease lapsed while a call hung.
+    /// runs them and renews their leases), also when a lease lapsed while a call hung; another
+    /// owner's lease counts as expired only [`TAKEOVER_GRACE`] after its expiry.
     ///
     /// # Errors
     /// As [`Lifecycle::recover_interrupted`].
-    pub async fn take_over_expired(&self) -> Result<Vec<OpOccId>, LcmError> {
+    pub async fn take_over_expired(&self) -> Result<Sweep, LcmError> {
         self.recover(true).await
     }
 
-    /// Declares interrupted the running occurrences without a live lease; with `skip_own`,
-    /// not those whose lease names this lifecycle's owner.
-    async fn recover(&self, skip_own: bool) -> Result<Vec<OpOccId>, LcmError> {
+    /// The running occurrences without a live lease, each decided by [`takeover::decide`]
+    /// under the configured policy; with `skip_own`, not those whose lease names this
+    /// lifecycle's owner.
+    async fn recover(&self, skip_own: bool) -> Result<Sweep, LcmError> {
         let now = self.drivers.clock.now();
         // While another process runs (the sweep of a server), a lease counts as expired only
         // `TAKEOVER_GRACE` after its expiry: after the store was unreachable for everyone, an
@@ -114,7 +120,7 @@ impl Lifecycle {
             .op_occs(crate::driver::OpOccFilter::all())
             .await
             .map_err(LcmError::Store)?;
-        let mut out = Vec::new();
+        let mut out = Sweep::default();
         let own =
             |o: &&VnfLcmOpOcc| skip_own && o.lease.as_ref().is_some_and(|l| l.owner == self.owner);
         for op in ops
@@ -127,33 +133,120 @@ impl Lifecycle {
                 Err(e) if e.is_not_found() => continue,
                 Err(e) => return Err(LcmError::Store(e)),
             };
-            let mut op = entry.value;
-            op.error = Some(interrupted_problem(&op));
-            // Stored STARTING only (e.g. waiting for an NFVO's grant): nothing was sent to the
-            // VIM, so it ends as a cancel in STARTING does (SOL003 5.4.17.3.1), not run.
-            let state = if op.operation_state == LcmOperationStateType::Starting {
-                op.progress = None;
-                LcmOperationStateType::RolledBack
-            } else {
-                LcmOperationStateType::FailedTemp
-            };
-            op.enter(state, now);
-            op.lease = None;
-            let id = op.id.clone();
-            let batch =
-                StoreBatch::new()
-                    .with_op_occ(op)
-                    .with_precondition(Precondition::OpOccAt {
-                        id: id.clone(),
-                        version: entry.version,
+            let why = match takeover::decide(&entry.value, self.config.takeover) {
+                Decision::Resume { .. } => {
+                    out.resumable.push(Resumable {
+                        op: entry.value.id.clone(),
+                        instance: entry.value.vnf_instance_id.clone(),
                     });
-            match self.commit(batch).await {
-                Ok(()) => out.push(id),
-                Err(DriverError::Conflict { .. }) => {}
-                Err(e) => return Err(LcmError::Store(e)),
+                    continue;
+                }
+                Decision::Interrupt { why } => why,
+                Decision::RollBack => None,
+            };
+            if let Some(id) = self.declare_interrupted(entry, why.as_deref()).await? {
+                out.interrupted.push(id);
             }
         }
         Ok(out)
+    }
+
+    /// Declares interrupted the occurrence `op_id` when it is running without a live lease
+    /// (its owner went away): `FAILED_TEMP`, `failureKind: INTERRUPTED` (`ROLLED_BACK`, not run,
+    /// from `STARTING`), by one commit conditioned on its version. What a server does with an
+    /// occurrence it was to resume but could not start (its package is gone). Returns whether
+    /// this call declared it (`false`: it is not running without a live lease, or another
+    /// process took it first).
+    ///
+    /// # Errors
+    /// [`LcmError::Store`] when the store cannot be read or written.
+    pub async fn interrupt_expired(&self, op_id: &OpOccId, why: &str) -> Result<bool, LcmError> {
+        let entry = match self.drivers.store.op_occ_entry(op_id).await {
+            Ok(e) => e,
+            Err(e) if e.is_not_found() => return Ok(false),
+            Err(e) => return Err(LcmError::Store(e)),
+        };
+        let now = self.drivers.clock.now();
+        if !entry.value.is_running() || entry.value.is_alive(now) {
+            return Ok(false);
+        }
+        Ok(self.declare_interrupted(entry, Some(why)).await?.is_some())
+    }
+
+    /// Ends `entry` (running, its owner gone) `FAILED_TEMP` interrupted, or `ROLLED_BACK` from
+    /// `STARTING`, conditioned on its version; `why` is added to its error's detail. `None`
+    /// when another process changed it first.
+    async fn declare_interrupted(
+        &self,
+        entry: Versioned<VnfLcmOpOcc>,
+        why: Option<&str>,
+    ) -> Result<Option<OpOccId>, LcmError> {
+        let now = self.drivers.clock.now();
+        let mut op = entry.value;
+        let mut problem = interrupted_problem(&op);
+        if let Some(why) = why {
+            problem.detail = format!("{}; not resumed: {why}", problem.detail);
+        }
+        op.error = Some(problem);
+        // Stored STARTING only (e.g. waiting for an NFVO's grant): nothing was sent to the
+        // VIM, so it ends as a cancel in STARTING does (SOL003 5.4.17.3.1), not run.
+        let state = if op.operation_state == LcmOperationStateType::Starting {
+            op.progress = None;
+            LcmOperationStateType::RolledBack
+        } else {
+            LcmOperationStateType::FailedTemp
+        };
+        op.enter(state, now);
+        op.lease = None;
+        let id = op.id.clone();
+        let batch = StoreBatch::new()
+            .with_op_occ(op)
+            .with_precondition(Precondition::OpOccAt {
+                id: id.clone(),
+                version: entry.version,
+            });
+        match self.commit(batch).await {
+            Ok(()) => Ok(Some(id)),
+            Err(DriverError::Conflict { .. }) => Ok(None),
+            Err(e) => Err(LcmError::Store(e)),
+        }
+    }
+
+    /// Resumes `op_id`, an occurrence running without a live lease (its owner went away) that
+    /// a sweep left to resume ([`Sweep::resumable`]): it runs on from its saved progress as a
+    /// retry does, staying `PROCESSING` (or `ROLLING_BACK`), its take-over counted in the
+    /// progress. Its first commit is conditioned on the version read, so of two processes
+    /// that resume it one runs it and the other gets a conflict; so does an owner that
+    /// renewed its lease after all.
+    ///
+    /// # Errors
+    /// [`LcmError::Conflict`] when it is no longer running without a live lease, another
+    /// process took it, or [`takeover::decide`] no longer resumes it (it is then left for
+    /// [`Lifecycle::interrupt_expired`]); the errors of a retry.
+    pub async fn resume_expired(
+        &self,
+        op_id: &OpOccId,
+        pkg: &VnfPackage,
+        opts: &OperationOptions,
+    ) -> Result<OperationReport, LcmError> {
+        let entry = self.recoverable(op_id, OpTask::Retry).await?;
+        if !entry.value.is_running() {
+            return Err(LcmError::Conflict(format!(
+                "operation {op_id} is {}: only a running operation whose owner went away is \
+                 resumed",
+                entry.value.operation_state
+            )));
+        }
+        match takeover::decide(&entry.value, self.config.takeover) {
+            Decision::Resume { progress } => self.resume(entry, *progress, Some(pkg), opts).await,
+            Decision::Interrupt { why } => Err(LcmError::Conflict(format!(
+                "operation {op_id} is not resumed: {}",
+                why.unwrap_or_else(|| "the take-over policy interrupts".to_owned())
+            ))),
+            Decision::RollBack => Err(LcmError::Conflict(format!(
+                "operation {op_id} is STARTING: it is rolled back, not resumed"
+            ))),
+        }
     }
 
     /// SOL003 "fail": an occurrence in `FAILED_TEMP` (or whose owner is gone) becomes
@@ -384,13 +477,6 @@ impl Lifecycle {
         let m = Operation::new(self.config.clone(), start, self.drivers.clock.now());
         self.drive(m, opts.interrupt.as_ref()).await
     }
-}
-
-/// The progress an occurrence saved, if any.
-pub(super) fn saved_progress(op: &VnfLcmOpOcc) -> Option<Progress> {
-    op.progress
-        .clone()
-        .and_then(|v| serde_json::from_value(v).ok())
 }
 
 /// The error of an occurrence whose owner went away without ending it.

@@ -286,6 +286,14 @@ pub struct Progress {
     /// (no group is added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_groups: Option<BTreeMap<String, GroupPolicy>>,
+    /// How many times the occurrence was taken over from an owner that went away and resumed
+    /// ([`crate::lifecycle::takeover::Takeover::Resume`]): counted against its limit.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub takeovers: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Progress {
@@ -307,6 +315,7 @@ impl Progress {
             deleted: false,
             cnf: None,
             server_groups: None,
+            takeovers: 0,
         }
     }
 }

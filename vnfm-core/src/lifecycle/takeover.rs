@@ -1,0 +1,200 @@
+//! What a process does with an operation occurrence whose owner went away (its lease expired:
+//! a killed command, a replica that died): the policy ([`Takeover`]) and the decision for one
+//! occurrence ([`decide`]). Pure: the occurrence and the policy in, a [`Decision`] out; the
+//! [`super::Lifecycle`] carries it out ([`super::Lifecycle::take_over_expired`],
+//! [`super::Lifecycle::resume_expired`]).
+//!
+//! - [`Takeover::Interrupt`] (the default, as SOL003 expects the NFVO to decide): the
+//!   occurrence ends `FAILED_TEMP` with `failureKind: INTERRUPTED`, for the NFVO or an operator
+//!   to retry, roll back or fail.
+//! - [`Takeover::Resume`]: the occurrence is run on where its saved progress says, as a retry
+//!   would (the grant it got is kept, a stack it created is updated or deleted rather than made
+//!   again), by the process that takes it. It stays `PROCESSING` (or `ROLLING_BACK`) and ends
+//!   as the operation ends. Each take-over is counted in the progress; past `limit` (an
+//!   operation that kills whoever runs it must not go round the replicas for ever), and for an
+//!   occurrence that saved no progress, it is interrupted instead.
+//!
+//! Either way an occurrence still stored `STARTING` (nothing was sent to the VIM: it waited
+//! for an NFVO's grant, or had just been stored) ends `ROLLED_BACK`, not run, as a cancel in
+//! `STARTING` does (SOL003 v3.3.1 5.4.17.3.1): the grant exchange belonged to the process that
+//! died, and the NFVO may ask again.
+
+use crate::id::{OpOccId, VnfInstanceId};
+use crate::lcm::{LcmOperationStateType, VnfLcmOpOcc};
+
+use super::operation::Progress;
+
+/// How many times an occurrence is resumed at most under [`Takeover::Resume`] by default.
+pub const DEFAULT_RESUME_LIMIT: u32 = 3;
+
+/// What is done with an occurrence whose owner went away (`[state] takeover`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Takeover {
+    /// `FAILED_TEMP` with `failureKind: INTERRUPTED` (the default).
+    #[default]
+    Interrupt,
+    /// Run on where its progress says, at most `limit` times per occurrence (then
+    /// interrupted).
+    Resume {
+        /// Take-overs per occurrence at most.
+        limit: u32,
+    },
+}
+
+/// The decision for one occurrence whose owner went away.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    /// It ends `FAILED_TEMP`, `failureKind: INTERRUPTED`; `why` is said in its error when it
+    /// was not the policy but the occurrence that ruled out a resume.
+    Interrupt {
+        /// Why it is not resumed under [`Takeover::Resume`] (`None` under
+        /// [`Takeover::Interrupt`]).
+        why: Option<String>,
+    },
+    /// Stored `STARTING` only: it ends `ROLLED_BACK`, not run.
+    RollBack,
+    /// Run on from `progress` (its take-overs already counted).
+    Resume {
+        /// The saved progress, with [`Progress::takeovers`] one more.
+        progress: Box<Progress>,
+    },
+}
+
+/// An occurrence a sweep left to be resumed ([`Decision::Resume`]): the caller runs
+/// [`super::Lifecycle::resume_expired`] on it (as a task of its own, since it runs as long as
+/// the operation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resumable {
+    /// The occurrence.
+    pub op: OpOccId,
+    /// Its instance.
+    pub instance: VnfInstanceId,
+}
+
+/// What a sweep over the occurrences whose owner went away did, or leaves to do.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sweep {
+    /// Declared interrupted (`FAILED_TEMP`), or `ROLLED_BACK` from `STARTING`, by this sweep.
+    pub interrupted: Vec<OpOccId>,
+    /// To be resumed by the caller ([`Takeover::Resume`]); nothing was written for them yet.
+    pub resumable: Vec<Resumable>,
+}
+
+/// The progress an occurrence saved, if any (and readable).
+pub(super) fn saved_progress(op: &VnfLcmOpOcc) -> Option<Progress> {
+    op.progress
+        .clone()
+        .and_then(|v| serde_json::from_value(v).ok())
+}
+
+/// What `policy` does with `op`, a running occurrence whose owner went away.
+pub fn decide(op: &VnfLcmOpOcc, policy: Takeover) -> Decision {
+    if op.operation_state == LcmOperationStateType::Starting {
+        return Decision::RollBack;
+    }
+    let Takeover::Resume { limit } = policy else {
+        return Decision::Interrupt { why: None };
+    };
+    let Some(mut progress) = saved_progress(op) else {
+        return Decision::Interrupt {
+            why: Some("it saved no progress to resume from (started by an older vnfm)".to_owned()),
+        };
+    };
+    if progress.takeovers >= limit {
+        return Decision::Interrupt {
+            why: Some(format!(
+                "it was taken over {} times already, the limit (`[state] resume_limit`)",
+                progress.takeovers
+            )),
+        };
+    }
+    progress.takeovers += 1;
+    Decision::Resume {
+        progress: Box::new(progress),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::lcm::LcmOperationType;
+    use crate::lifecycle::operation::Plan;
+    use chrono::TimeZone;
+
+    fn op(state: LcmOperationStateType, progress: Option<Progress>) -> VnfLcmOpOcc {
+        let t0 = chrono::Utc.timestamp_opt(1_800_000_000, 0).unwrap();
+        let mut o = VnfLcmOpOcc::new(
+            OpOccId::new("op-1"),
+            VnfInstanceId::new("i-1"),
+            LcmOperationType::Terminate,
+            t0,
+        );
+        o.operation_state = state;
+        o.progress = progress.map(|p| serde_json::to_value(p).unwrap());
+        o
+    }
+
+    const RESUME: Takeover = Takeover::Resume { limit: 2 };
+
+    #[test]
+    fn interrupt_is_the_default_and_never_resumes() {
+        assert_eq!(Takeover::default(), Takeover::Interrupt);
+        let o = op(
+            LcmOperationStateType::Processing,
+            Some(Progress::new(Plan::Terminate)),
+        );
+        assert_eq!(
+            decide(&o, Takeover::Interrupt),
+            Decision::Interrupt { why: None }
+        );
+    }
+
+    #[test]
+    fn starting_is_rolled_back_under_either_policy() {
+        let o = op(
+            LcmOperationStateType::Starting,
+            Some(Progress::new(Plan::Terminate)),
+        );
+        assert_eq!(decide(&o, Takeover::Interrupt), Decision::RollBack);
+        assert_eq!(decide(&o, RESUME), Decision::RollBack);
+    }
+
+    #[test]
+    fn resume_counts_each_takeover_and_stops_at_the_limit() {
+        let mut p = Progress::new(Plan::Terminate);
+        for n in 1..=2 {
+            let o = op(LcmOperationStateType::Processing, Some(p.clone()));
+            let Decision::Resume { progress } = decide(&o, RESUME) else {
+                panic!("take-over {n} not resumed");
+            };
+            assert_eq!(progress.takeovers, n);
+            assert_eq!(progress.plan, Plan::Terminate);
+            p = *progress;
+        }
+        let o = op(LcmOperationStateType::RollingBack, Some(p));
+        let Decision::Interrupt { why: Some(why) } = decide(&o, RESUME) else {
+            panic!("resumed past the limit");
+        };
+        assert!(
+            why.contains("2 times") && why.contains("resume_limit"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn no_readable_progress_is_interrupted_saying_so() {
+        let o = op(LcmOperationStateType::Processing, None);
+        let Decision::Interrupt { why: Some(why) } = decide(&o, RESUME) else {
+            panic!("resumed without progress");
+        };
+        assert!(why.contains("no progress"), "{why}");
+        let mut o = op(LcmOperationStateType::Processing, None);
+        o.progress = Some(serde_json::json!({"plan": "not a plan"}));
+        assert!(matches!(
+            decide(&o, RESUME),
+            Decision::Interrupt { why: Some(_) }
+        ));
+    }
+}
