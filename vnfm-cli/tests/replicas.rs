@@ -21,7 +21,8 @@
 //!
 //! The variants: one replica SIGKILLed while it runs an instantiate and started again later
 //! (its occurrence taken over as FAILED_TEMP / INTERRUPTED once its lease expired, nothing
-//! lost); the database stopped and started again with `pg_ctl` in the middle of the run (503
+//! lost), and the same under `[state] takeover = "resume"` (its instantiate run on by another
+//! replica to COMPLETED, never FAILED_TEMP); the database stopped and started again with `pg_ctl` in the middle of the run (503
 //! ProblemDetails while it is down, the replicas answer again without a restart).
 //!
 //! Needs `VNFM_TEST_POSTGRES_URL` (see serve_postgres.rs); without it each test records a skip
@@ -249,15 +250,16 @@ images: [cirros, demo-frontend-image, demo-backend-image]
 stack_create_shows: 1
 ";
 
-/// The replicas' `vnfm.toml` in `dir`, with `[state] lease_seconds = lease`.
-fn write_config(dir: &Path, lease: u64) -> PathBuf {
+/// The replicas' `vnfm.toml` in `dir`, with `[state] lease_seconds = lease` and `state`, more
+/// keys of `[state]` (one per line).
+fn write_config(dir: &Path, lease: u64, state: &str) -> PathBuf {
     let cloud = dir.join("cloud.yaml");
     std::fs::write(&cloud, CLOUD).unwrap();
     let config = dir.join("vnfm.toml");
     std::fs::write(
         &config,
         format!(
-            "[vim]\ncloud = \"{}\"\n\n[state]\nlease_seconds = {lease}\n\n\
+            "[vim]\ncloud = \"{}\"\n\n[state]\nlease_seconds = {lease}\n{state}\n\
              [placement]\nreselect_zones = true\nfallback_best_effort = true\n\n\
              [server]\nlisten = \"127.0.0.1:0\"\npage_size = 1000\n\n\
              [notifications]\nallow = [\"127.0.0.0/8\"]\nretry_initial_ms = 200\n\
@@ -285,9 +287,14 @@ struct Replicas {
 
 impl Replicas {
     fn start(url: &str, dir: &Path, lease: u64) -> Replicas {
+        Self::start_with(url, dir, lease, "")
+    }
+
+    /// [`Replicas::start`] with more keys of `[state]`.
+    fn start_with(url: &str, dir: &Path, lease: u64, state: &str) -> Replicas {
         let mut r = Replicas {
             url: url.to_owned(),
-            config: write_config(dir, lease),
+            config: write_config(dir, lease, state),
             home: dir.to_owned(),
             procs: (0..REPLICAS).map(|_| None).collect(),
             addrs: Arc::new(RwLock::new(vec![None; REPLICAS])),
@@ -1373,13 +1380,27 @@ async fn three_replicas_share_the_work_and_lose_nothing() {
 /// Acceptance 3: replica 2 SIGKILLed while it runs an instantiate, started again later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_replica_killed_in_the_middle_loses_nothing() {
+    killed_in_the_middle("replica_killed", false).await;
+}
+
+/// Acceptance 3 with `[state] takeover = "resume"`: the killed replica's instantiate is run
+/// on by another replica and completes, never `FAILED_TEMP`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_killed_in_the_middle_has_its_instantiate_resumed() {
+    killed_in_the_middle("replica_killed_resume", true).await;
+}
+
+/// Replica 2 SIGKILLed while it runs an instantiate, down for three leases, started again;
+/// its instantiate taken over as `FAILED_TEMP` `INTERRUPTED`, or with `resume`, completed.
+async fn killed_in_the_middle(test: &str, resume: bool) {
     let _one = ONE_AT_A_TIME.lock().await;
-    let Some(admin) = admin_url("replica_killed") else {
+    let Some(admin) = admin_url(test) else {
         return;
     };
-    let db = TestDb::create(&admin, "killed").await;
+    let db = TestDb::create(&admin, if resume { "resumed" } else { "killed" }).await;
     let dir = tempfile::tempdir().unwrap();
-    let mut replicas = Replicas::start(&db.url, dir.path(), LEASE);
+    let state = if resume { "takeover = \"resume\"" } else { "" };
+    let mut replicas = Replicas::start_with(&db.url, dir.path(), LEASE, state);
     let (sub, sub_addr) = subscriber().await;
     subscribe(&replicas, sub_addr).await;
     let nfvo = Arc::new(Nfvo::new(replicas.addrs.clone()));
@@ -1410,8 +1431,10 @@ async fn a_replica_killed_in_the_middle_loses_nothing() {
     };
     *nfvo.on_instantiate.lock().unwrap() = None;
     replicas.kill(1);
-    // Down for three leases (the sweep of the others takes its occurrences over), then back.
-    tokio::time::sleep(Duration::from_secs(3 * LEASE)).await;
+    // Down until the sweep of the others took its occurrences over (the lease expires, then
+    // the grace of a take-over, then a sweep every lease), then back.
+    let grace = vnfm_core::lifecycle::TAKEOVER_GRACE.num_seconds() as u64;
+    tokio::time::sleep(Duration::from_secs(3 * LEASE + grace + 1)).await;
     replicas.start_one(1);
     running.await.unwrap();
 
@@ -1423,22 +1446,73 @@ async fn a_replica_killed_in_the_middle_loses_nothing() {
         .failed_temp
         .get(&killed_op)
         .cloned();
-    let taken = match seen {
-        Some((_, ref kind, _)) if kind == "INTERRUPTED" => vec![],
-        Some((op, kind, detail)) => vec![format!(
-            "{killed_op} ({op}) was FAILED_TEMP with failureKind {kind}: {detail}"
-        )],
-        None => vec![format!(
-            "{killed_op}, running on the killed replica, was never seen FAILED_TEMP \
-             INTERRUPTED"
-        )],
+    let taken = if resume {
+        // Its end as notified (the NFVO deletes the instance, and its occurrences, at the end).
+        let ends: Vec<String> = sub
+            .got
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|n| n["vnfLcmOpOccId"] == killed_op.as_str())
+            .filter_map(|n| n["operationState"].as_str().map(str::to_owned))
+            .filter(|s| !["STARTING", "PROCESSING"].contains(&s.as_str()))
+            .collect();
+        let mut wrong = Vec::new();
+        if let Some((op, kind, detail)) = seen {
+            wrong.push(format!(
+                "{killed_op} ({op}) was seen FAILED_TEMP ({kind}: {detail}), not resumed"
+            ));
+        }
+        if ends != ["COMPLETED"] {
+            wrong.push(format!(
+                "{killed_op} notified ending {ends:?}, not COMPLETED once"
+            ));
+        }
+        wrong
+    } else {
+        match seen {
+            Some((_, ref kind, _)) if kind == "INTERRUPTED" => vec![],
+            Some((op, kind, detail)) => vec![format!(
+                "{killed_op} ({op}) was FAILED_TEMP with failureKind {kind}: {detail}"
+            )],
+            None => vec![format!(
+                "{killed_op}, running on the killed replica, was never seen FAILED_TEMP \
+                 INTERRUPTED"
+            )],
+        }
     };
     checks.push((
-        "the killed replica's instantiate taken over (FAILED_TEMP INTERRUPTED)",
+        if resume {
+            "the killed replica's instantiate resumed by another (COMPLETED)"
+        } else {
+            "the killed replica's instantiate taken over (FAILED_TEMP INTERRUPTED)"
+        },
         taken,
     ));
-    let logs = replicas.stop("replica_killed");
-    Report { checks }.print_and_assert("replica_killed", &logs);
+    let logs = replicas.stop(test);
+    // Taken over by another replica than the killed one, not by it once revived.
+    let said = if resume {
+        "resumed"
+    } else {
+        "declared interrupted"
+    };
+    let by: Vec<String> = (1..=REPLICAS)
+        .filter(|i| {
+            std::fs::read_to_string(logs.join(format!("replica-{i}.log")))
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.contains(&format!("operation {killed_op} {said}")))
+        })
+        .map(|i| format!("replica-{i}"))
+        .collect();
+    let mut wrong = Vec::new();
+    if by.len() != 1 || by.contains(&"replica-2".to_owned()) {
+        wrong.push(format!(
+            "{killed_op} {said} by {by:?}, expected one replica but replica-2"
+        ));
+    }
+    checks.push(("taken over by a replica that was not killed", wrong));
+    Report { checks }.print_and_assert(test, &logs);
     db.drop_now().await;
 }
 

@@ -641,6 +641,9 @@ struct Unsettled {
     sim: SimCloud,
     busy: Arc<std::sync::atomic::AtomicUsize>,
     listings: Arc<std::sync::atomic::AtomicUsize>,
+    /// The next stack create is made, but its answer lost (an error, as when the process
+    /// that sent it died).
+    lose_create: Arc<std::sync::atomic::AtomicBool>,
 }
 
 #[async_trait::async_trait]
@@ -649,7 +652,17 @@ impl vnfm_core::driver::StackDriver for Unsettled {
         &self,
         req: vnfm_core::driver::CreateStack,
     ) -> Result<vnfm_core::id::StackId, vnfm_core::driver::DriverError> {
-        self.sim.create_stack(req).await
+        let id = self.sim.create_stack(req).await?;
+        if self
+            .lose_create
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(vnfm_core::driver::DriverError::Unavailable {
+                driver: "test",
+                message: "the answer to the create was lost".into(),
+            });
+        }
+        Ok(id)
     }
     async fn update_stack(
         &self,
@@ -712,6 +725,7 @@ async fn reselection_waits_for_the_failed_stack_to_settle() {
         sim: sim.clone(),
         busy: Arc::new(AtomicUsize::new(3)),
         listings: Arc::new(AtomicUsize::new(0)),
+        lose_create: Arc::default(),
     };
     let (lcm, pkg, _, clock) = setup_over(&sim, Arc::new(stacks.clone()), true, |_| {});
     let poll = LcmConfig::standard().unwrap().poll_interval;
@@ -1219,6 +1233,59 @@ async fn an_operation_whose_owner_went_away_is_resumed_under_the_resume_policy()
         .await
         .unwrap_err();
     assert!(matches!(refused, LcmError::Conflict(_)), "{refused}");
+}
+
+/// An instantiate whose stack create was made but whose answer was lost (its process died
+/// before it saved the stack's id) is continued by a retry or a take-over with the stack it
+/// made, found by its name: not created again (Heat would refuse the name), updated.
+#[tokio::test]
+async fn a_resumed_instantiate_finds_the_stack_its_lost_create_made() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let sim = SimCloud::new(
+        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
+        1,
+    );
+    let stacks = Unsettled {
+        sim: sim.clone(),
+        busy: Arc::new(AtomicUsize::new(0)),
+        listings: Arc::new(AtomicUsize::new(0)),
+        lose_create: Arc::new(AtomicBool::new(true)),
+    };
+    let (lcm, pkg, store, _) = setup_over(&sim, Arc::new(stacks.clone()), false, |_| {});
+    let inst = created(&lcm, &pkg).await;
+    let r = lcm
+        .instantiate(
+            &inst.id,
+            &pkg,
+            &InstantiateVnfRequest::new("default"),
+            &OperationOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.op_occ.operation_state, LcmOperationStateType::FailedTemp);
+    assert!(
+        !stacks.lose_create.load(Ordering::SeqCst),
+        "the create was sent"
+    );
+    let servers = sim.server_ids();
+    assert!(!servers.is_empty(), "the lost create made its stack");
+    let saved = store.op_occ(&r.op_occ.id).await.unwrap();
+    let progress: vnfm_core::lifecycle::Progress =
+        serde_json::from_value(saved.progress.unwrap()).unwrap();
+    assert!(progress.stack_id.is_none(), "{progress:?}");
+
+    let done = lcm
+        .retry(&r.op_occ.id, &pkg, &OperationOptions::default())
+        .await
+        .unwrap();
+    assert!(done.is_completed(), "{:?}", done.op_occ.error);
+    assert_eq!(
+        sim.server_ids(),
+        servers,
+        "no second stack, the same servers"
+    );
+    let inst = store.instance(&inst.id).await.unwrap();
+    assert!(inst.is_instantiated());
 }
 
 /// `instantiationLevelId` (issue 14 row 6): an unknown level starts nothing; a level of the

@@ -1188,7 +1188,39 @@ async fn deletes_are_awaited(fx: &Fx) -> Res {
     }
     .await;
     let cleaned = clean(&lcm, fx, &inst.id).await;
-    first.and(outcome).and(cleaned)
+    let second = first.and(outcome).and(cleaned);
+
+    let inst = create(&lcm, fx, "rs-lost-create").await?;
+    let outcome = async {
+        let mut drivers = lcm.drivers().clone();
+        drivers.stacks = Arc::new(AfterCreate {
+            heat: Arc::new(cloud.heat()),
+            then: Box::new(|_| {}),
+            lose_answer: true,
+        });
+        let lost = Lifecycle::new(drivers, lcm.config().clone()).with_id_salt(0x1057 ^ salt());
+        let big = fx.big();
+        let r = lost
+            .instantiate(
+                &inst.id,
+                &fx.pkg,
+                &InstantiateVnfRequest::new("free"),
+                &pins(&[("VDU1", big[0]), ("VDU2", big[0])]),
+            )
+            .await
+            .map_err(|e| chain(&e))?;
+        ensure!(
+            r.op_occ.operation_state == LcmOperationStateType::FailedTemp,
+            "expected FAILED_TEMP after the lost answer: {}",
+            describe(&r)
+        );
+        let done = retry_completes(&lcm, fx, &r.op_occ.id, "retry after a lost create").await?;
+        check_servers(&cloud, fx, &done.instance).await?;
+        Ok(())
+    }
+    .await;
+    let cleaned = clean(&lcm, fx, &inst.id).await;
+    second.and(outcome).and(cleaned)
 }
 
 /// The calls made between two snapshots of the request counters.
@@ -1357,6 +1389,9 @@ async fn ha_intent_server_group_is_enforced(fx: &Fx) -> Res {
 struct AfterCreate {
     heat: Arc<dyn StackDriver>,
     then: Box<dyn Fn(&StackId) + Send + Sync>,
+    /// The create's answer is lost: an error is returned although Heat accepted it (the
+    /// process that sent it died before it saved the stack's id).
+    lose_answer: bool,
 }
 
 impl std::fmt::Debug for AfterCreate {
@@ -1373,6 +1408,12 @@ impl StackDriver for AfterCreate {
     ) -> Result<StackId, vnfm_core::driver::DriverError> {
         let id = self.heat.create_stack(req).await?;
         (self.then)(&id);
+        if self.lose_answer {
+            return Err(vnfm_core::driver::DriverError::Unavailable {
+                driver: "test",
+                message: format!("the answer to the create of stack {id} was lost"),
+            });
+        }
         Ok(id)
     }
     async fn update_stack(
@@ -1418,6 +1459,7 @@ async fn interrupted_instantiate(
     drivers.stacks = Arc::new(AfterCreate {
         heat: Arc::new(cloud.heat()),
         then: Box::new(move |_| cut_off.trigger("test: interrupted after the create")),
+        lose_answer: false,
     });
     let cut = Lifecycle::new(drivers, lcm.config().clone()).with_id_salt(0xc0ffee ^ salt());
     let big = fx.big();
@@ -1460,7 +1502,10 @@ async fn interrupted_instantiate(
 /// 10. An instantiate interrupted right after Heat accepted the create (the stack still
 ///     `CREATE_IN_PROGRESS`): `retry` waits for the stack to settle (Heat refuses an update of
 ///     a stack in progress with a 409), updates it and completes with the servers ACTIVE;
-///     another one interrupted the same way is rolled back with the stack gone.
+///     another one interrupted the same way is rolled back with the stack gone; a third whose
+///     create's answer was lost (no stack id saved) is retried: the stack Heat made is found
+///     by its name (Heat's `GET /stacks/{name}` answers 302 with the stack's address), not
+///     created again, and the instantiate completes with it.
 async fn interrupted_instantiate_retries_or_rolls_back(fx: &Fx) -> Res {
     let cloud = OpenStack::from_env().map_err(|e| chain(&e))?;
     let lcm = lifecycle(&cloud, 23);
@@ -1574,6 +1619,7 @@ fn killing(cloud: &OpenStack, lcm: &Lifecycle, service: &'static str) -> (Lifecy
     drivers.stacks = Arc::new(AfterCreate {
         heat: Arc::new(cloud.heat()),
         then: Box::new(move |id| killer.kill(id)),
+        lose_answer: false,
     });
     (
         Lifecycle::new(drivers, lcm.config().clone()).with_id_salt(0xfa17 ^ salt()),

@@ -73,6 +73,7 @@ pub use groups::SERVER_GROUPS_KEY;
 pub use hook::{HookCall, HookPoint, HookSpec, Interrupt, OperationHook};
 pub use occupancy::{Occupancy, OperationEvent};
 pub use operation::{OpAction, OpEvent, Operation, OperationStart, Plan, Progress};
+pub use recovery::TAKEOVER_GRACE;
 pub use start::{OpRequest, StartError, StartOptions, Started};
 pub use takeover::{Resumable, Sweep, Takeover};
 pub use task::{OpTask, TaskRefused};

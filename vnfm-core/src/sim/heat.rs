@@ -705,6 +705,7 @@ impl State {
     /// created on a cloud with `stack_create_shows: N` shows `CREATE_IN_PROGRESS` to its first
     /// N polls (until it is updated or deleted).
     pub(crate) fn show_stack_polled(&mut self, id: &StackId) -> Result<Stack, DriverError> {
+        let id = &self.named(id);
         if let Some(s) = self.stacks.get_mut(id).filter(|s| s.create_shows_left > 0) {
             s.create_shows_left -= 1;
             if s.status.action == StackAction::Create && s.deleting.is_none() {
@@ -849,7 +850,22 @@ impl State {
         })
     }
 
+    /// The id of the top-level stack `id` names: itself when it is an id, else the id of the
+    /// stack of that name (Heat finds a stack by its name as by its id, answering `302` with
+    /// its canonical address: `stack-find-response-302.json` of real Heat 27); unchanged when
+    /// neither exists.
+    pub(crate) fn named(&self, id: &StackId) -> StackId {
+        if self.stacks.contains_key(id) {
+            return id.clone();
+        }
+        self.stacks
+            .values()
+            .find(|s| s.parent.is_none() && s.name == id.as_str())
+            .map_or_else(|| id.clone(), |s| s.id.clone())
+    }
+
     pub(crate) fn show_stack(&self, id: &StackId) -> Result<Stack, DriverError> {
+        let id = &self.named(id);
         let s = self
             .stacks
             .get(id)

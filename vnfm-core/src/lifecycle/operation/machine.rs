@@ -298,7 +298,11 @@ impl Operation {
             self.op.error = None;
             LcmOperationStateType::Processing
         };
-        self.op.enter(state, self.now);
+        // A running occurrence taken over from an owner that went away stays in its state
+        // (`stateEnteredTime` kept): no state change, no second notification of it.
+        if state != self.op.operation_state || !self.resume {
+            self.op.enter(state, self.now);
+        }
         let mut batch = self.occ_batch().with_instance(self.before.clone());
         batch = batch.with_precondition(Precondition::InstanceAt {
             id: self.before.id.clone(),

@@ -38,6 +38,20 @@ impl Operation {
                 | Plan::ModifyInfo { .. }
                 | Plan::Operate { .. }
         );
+        let instantiate = matches!(self.progress.plan, Plan::Instantiate { .. });
+        if self.resume && instantiate && self.progress.stack_id.is_none() {
+            // Its owner may have died after it sent the create and before it saved the
+            // stack's id: a create now would be refused (the name is taken). The stack is
+            // looked up by its name first (Heat finds a stack by name as by id) and, when it
+            // exists, taken as this operation's: it is awaited and updated, not created.
+            self.step = Step::ResumeWait {
+                deadline: self.now + chrono_of(self.cfg.stack_timeout),
+            };
+            self.next = Some(OpAction::ShowStack(crate::id::StackId::new(
+                self.stack_name(),
+            )));
+            return;
+        }
         if let (true, true, Some(id)) = (self.resume, updates, self.progress.stack_id.clone()) {
             // The interrupted operation may have left the stack in progress: Heat refuses an
             // update then (409), so wait for it to settle first (seen against real Heat 27).
@@ -58,6 +72,13 @@ impl Operation {
         deadline: DateTime<Utc>,
         r: Result<Stack, DriverError>,
     ) {
+        if let Ok(s) = &r {
+            if self.progress.stack_id.is_none() {
+                // Found by its name (see `proceed`): this operation's, saved at once.
+                self.progress.stack_id = Some(s.id.clone());
+                self.checkpoint = true;
+            }
+        }
         match r {
             Ok(s) if s.stack_status.is_in_progress() && self.now < deadline => {
                 self.wait_until(deadline);
