@@ -1388,7 +1388,7 @@ pub(crate) mod tests {
         format!("{}/{db}{}", &url[..path], &url[query..])
     }
 
-    async fn admin_client(url: &str) -> tokio_postgres::Client {
+    pub(crate) async fn admin_client(url: &str) -> tokio_postgres::Client {
         let (client, conn) = tokio_postgres::connect(url, NoTls)
             .await
             .unwrap_or_else(|e| panic!("connecting to {URL_VAR} ({}): {}", redact(url), chain(&e)));
@@ -1428,6 +1428,16 @@ pub(crate) mod tests {
             }
             let url = with_database(&admin, &name);
             Some(Self { admin, name, url })
+        }
+
+        /// The URL of the database (plain: no TLS parameter).
+        pub(crate) fn url(&self) -> &str {
+            &self.url
+        }
+
+        /// The database's name.
+        pub(crate) fn name(&self) -> &str {
+            &self.name
         }
 
         pub(crate) async fn store(&self) -> PgStore {

@@ -630,3 +630,476 @@ fn end_point(cert: &CertificateDer<'_>) -> Option<Vec<u8>> {
     };
     Some(ring::digest::digest(algorithm, cert).as_ref().to_vec())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
+        IsCa, KeyPair, KeyUsagePurpose,
+    };
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use vnfm_core::driver::DriverError;
+
+    use super::*;
+    use crate::store_postgres::PgStore;
+
+    /// A CA made for the test, and its certificate's PEM.
+    fn ca(name: &str) -> (CertifiedIssuer<'static, KeyPair>, String) {
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(DnType::CommonName, name);
+        p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let issuer = CertifiedIssuer::self_signed(p, KeyPair::generate().unwrap()).unwrap();
+        let pem = issuer.pem();
+        (issuer, pem)
+    }
+
+    /// A server certificate of `ca` for `name`: its DER and its key's DER (PKCS#8).
+    fn server_cert(
+        ca: &CertifiedIssuer<'static, KeyPair>,
+        name: &str,
+    ) -> (CertificateDer<'static>, Vec<u8>) {
+        let mut p = CertificateParams::new(vec![name.to_owned()]).unwrap();
+        p.distinguished_name.push(DnType::CommonName, name);
+        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let key = KeyPair::generate().unwrap();
+        let cert = p.signed_by(&key, ca).unwrap();
+        (cert.der().clone(), key.serialize_der())
+    }
+
+    /// A server on 127.0.0.1 that answers each connection's SSLRequest: `N` without `tls`,
+    /// else `S` and a TLS handshake, then closes it.
+    async fn fake_server(tls: Option<(CertificateDer<'static>, Vec<u8>)>) -> u16 {
+        let config = tls.map(|(cert, key)| {
+            let key = rustls::pki_types::PrivatePkcs8KeyDer::from(key);
+            Arc::new(
+                rustls::ServerConfig::builder_with_provider(Arc::new(
+                    rustls::crypto::ring::default_provider(),
+                ))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(vec![cert], key.into())
+                .unwrap(),
+            )
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let config = config.clone();
+                tokio::spawn(async move {
+                    let mut request = [0u8; 8];
+                    if s.read_exact(&mut request).await.is_err() {
+                        return;
+                    }
+                    match config {
+                        None => drop(s.write_all(b"N").await),
+                        Some(c) => {
+                            if s.write_all(b"S").await.is_ok() {
+                                drop(tokio_rustls::TlsAcceptor::from(c).accept(s).await);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn params(url: &str) -> Params {
+        split(url).unwrap().1
+    }
+
+    #[test]
+    fn split_takes_the_tls_parameters_out_of_both_forms() {
+        let (rest, p) = split(
+            "postgres://u:pw@h:5432/db?sslmode=verify-full&application_name=x&sslrootcert=\
+             %2Ftmp%2Fca%20b.pem&sslcert=/c.pem&sslkey=/c.key&connect_timeout=3",
+        )
+        .unwrap();
+        assert_eq!(
+            rest,
+            "postgres://u:pw@h:5432/db?application_name=x&connect_timeout=3"
+        );
+        assert_eq!(p.mode, Some(Mode::VerifyFull));
+        assert_eq!(p.root_cert, Some(PathBuf::from("/tmp/ca b.pem")));
+        assert_eq!(p.cert, Some(PathBuf::from("/c.pem")));
+        assert_eq!(p.key, Some(PathBuf::from("/c.key")));
+        let (rest, p) = split("postgresql://h/db?sslmode=require").unwrap();
+        assert_eq!(rest, "postgresql://h/db");
+        assert_eq!(p.mode, Some(Mode::Require));
+        assert_eq!(split("postgres://h/db").unwrap().0, "postgres://h/db");
+
+        let (rest, p) = split(
+            "host=h  sslrootcert = '/a dir/ca\\'s.pem' user=v sslmode=verify-ca dbname='x y'",
+        )
+        .unwrap();
+        assert_eq!(rest, "host=h user=v dbname='x y'");
+        assert_eq!(p.root_cert, Some(PathBuf::from("/a dir/ca's.pem")));
+        assert_eq!(p.mode, Some(Mode::VerifyCa));
+        // Not key=value: left whole for tokio-postgres to name.
+        assert_eq!(split("host").unwrap().0, "host");
+
+        let e = split("postgres://h/db?sslmode=verify_full").unwrap_err();
+        assert!(
+            e.contains("sslmode=verify_full: unknown; expected disable"),
+            "{e}"
+        );
+        let e = split("postgres://h/db?sslrootcert=").unwrap_err();
+        assert!(e.contains("sslrootcert is empty"), "{e}");
+        // tokio-postgres takes what is left, and still names what it does not know.
+        let (rest, _) = split("postgres://h/db?sslmode=require&sslcrl=/x").unwrap();
+        assert!(rest.parse::<tokio_postgres::Config>().is_err());
+    }
+
+    #[test]
+    fn modes_map_onto_tokio_postgres_and_never_tls_without_a_ca() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca_file = write(dir.path(), "ca.pem", &ca("t").1);
+        let ca = ca_file.display();
+        let mode = |url: &str| MakeTls::new(&params(url)).map(|t| t.ssl_mode());
+        assert_eq!(mode("postgres://h/d").unwrap(), SslMode::Disable);
+        assert_eq!(
+            mode("postgres://h/d?sslmode=prefer").unwrap(),
+            SslMode::Disable
+        );
+        assert_eq!(
+            mode("postgres://h/d?sslmode=allow").unwrap(),
+            SslMode::Disable
+        );
+        let with_ca = |m: &str| mode(&format!("postgres://h/d?sslmode={m}&sslrootcert={ca}"));
+        assert_eq!(with_ca("disable").unwrap(), SslMode::Disable);
+        assert_eq!(with_ca("prefer").unwrap(), SslMode::Prefer);
+        for m in ["require", "verify-ca", "verify-full"] {
+            assert_eq!(with_ca(m).unwrap(), SslMode::Require, "{m}");
+            let e = mode(&format!("postgres://h/d?sslmode={m}")).unwrap_err();
+            assert!(
+                e.starts_with(&format!("sslmode={m} needs sslrootcert=PATH")),
+                "{m}: {e}"
+            );
+        }
+        let e = mode("postgres://h/d?sslcert=/c.pem&sslkey=/c.key").unwrap_err();
+        assert!(e.contains("sslcert and sslkey need sslrootcert"), "{e}");
+        let e = mode(&format!("postgres://h/d?sslrootcert={ca}&sslcert=/c.pem")).unwrap_err();
+        assert!(e.contains("sslcert is given without sslkey"), "{e}");
+    }
+
+    #[test]
+    fn files_that_cannot_be_used_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let new = |url: String| MakeTls::new(&params(&url)).unwrap_err();
+        let missing = dir.path().join("nope.pem");
+        let e = new(format!(
+            "postgres://h/d?sslmode=require&sslrootcert={}",
+            missing.display()
+        ));
+        assert!(
+            e.starts_with(&format!(
+                "sslrootcert {}: cannot be read (",
+                missing.display()
+            )),
+            "{e}"
+        );
+        let key_only = write(
+            dir.path(),
+            "key.pem",
+            &KeyPair::generate().unwrap().serialize_pem(),
+        );
+        let e = new(format!(
+            "postgres://h/d?sslmode=require&sslrootcert={}",
+            key_only.display()
+        ));
+        assert!(e.contains("no certificate; expected a PEM file"), "{e}");
+        let junk = write(dir.path(), "junk.pem", "-----BEGIN CERTIFICATE-----\n%%%\n");
+        let e = new(format!(
+            "postgres://h/d?sslmode=require&sslrootcert={}",
+            junk.display()
+        ));
+        assert!(
+            e.contains(&format!("sslrootcert {}: not PEM", junk.display())),
+            "{e}"
+        );
+        let ca = write(dir.path(), "ca.pem", &ca("t").1);
+        let e = new(format!(
+            "postgres://h/d?sslmode=require&sslrootcert={}&sslcert={}&sslkey={}",
+            ca.display(),
+            ca.display(),
+            ca.display()
+        ));
+        assert!(
+            e.contains(&format!("sslkey {}: no private key", ca.display())),
+            "{e}"
+        );
+    }
+
+    /// What opening a store on `url` fails with.
+    async fn open_error(url: &str) -> DriverError {
+        match PgStore::open(url).await {
+            Ok(_) => panic!("{url}: opened"),
+            Err(e) => e,
+        }
+    }
+
+    #[tokio::test]
+    async fn require_refuses_a_server_without_tls() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = write(dir.path(), "ca.pem", &ca("t").1);
+        let port = fake_server(None).await;
+        let e = open_error(&format!(
+            "postgres://u@127.0.0.1:{port}/d?sslmode=require&sslrootcert={}",
+            ca.display()
+        ))
+        .await;
+        let DriverError::Invalid { message, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            message.contains(
+                "the server does not speak TLS (its ssl is off), and sslmode=require needs it"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.starts_with(&format!("postgres://u@127.0.0.1:{port}/d: ")),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_certificate_that_does_not_verify_is_refused_naming_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let (server_ca, server_ca_pem) = ca("server CA");
+        let own = write(dir.path(), "own.pem", &server_ca_pem);
+        let other = write(dir.path(), "other.pem", &ca("another CA").1);
+
+        // Signed by another CA.
+        let port = fake_server(Some(server_cert(&server_ca, "127.0.0.1"))).await;
+        let e = open_error(&format!(
+            "postgres://u@127.0.0.1:{port}/d?sslmode=require&sslrootcert={}",
+            other.display()
+        ))
+        .await;
+        let DriverError::Unauthenticated { message, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            message.contains(&format!(
+                "the server's certificate does not verify against sslrootcert {}",
+                other.display()
+            )),
+            "{message}"
+        );
+
+        // The right CA, another host: refused by verify-full (and require), not verify-ca.
+        let port = fake_server(Some(server_cert(&server_ca, "db.example"))).await;
+        for mode in ["require", "verify-full"] {
+            let e = open_error(&format!(
+                "postgres://u@127.0.0.1:{port}/d?sslmode={mode}&sslrootcert={}",
+                own.display()
+            ))
+            .await;
+            let DriverError::Unauthenticated { message, .. } = &e else {
+                panic!("{mode}: {e:?}")
+            };
+            assert!(
+                message.contains("the server's certificate does not name the URL's host"),
+                "{mode}: {message}"
+            );
+        }
+        // verify-ca: the handshake passes (the fake server then closes the connection).
+        let e = open_error(&format!(
+            "postgres://u@127.0.0.1:{port}/d?sslmode=verify-ca&sslrootcert={}",
+            own.display()
+        ))
+        .await;
+        assert!(matches!(e, DriverError::Unavailable { .. }), "{e:?}");
+        assert!(!e.to_string().contains("certificate"), "{e}");
+    }
+
+    /// Against the PostgreSQL of `VNFM_TEST_POSTGRES_URL` started with TLS
+    /// (`scripts/postgres-dev.sh start DIR --tls`, which `scripts/test.sh` does).
+    mod pg {
+        use tokio_postgres::NoTls;
+        use vnfm_core::store::conformance;
+
+        use super::*;
+        use crate::store_postgres::tests::{admin_client, TestDb};
+
+        const TLS_VAR: &str = "VNFM_TEST_POSTGRES_TLS";
+
+        /// The test database and the directory of the cluster's certificates (`ca.pem`,
+        /// `client.pem`, `client.key`), or `None` after recording a skip.
+        async fn tls_db(test: &str) -> Option<(TestDb, PathBuf)> {
+            let db = TestDb::create(test).await?;
+            match std::env::var(TLS_VAR) {
+                Ok(dir) if !dir.trim().is_empty() => Some((db, PathBuf::from(dir))),
+                _ => {
+                    vnfm_core::vectors::skip(
+                        "postgres",
+                        &format!("store_postgres::tls::tests::pg, {test}"),
+                        &format!(
+                            "{TLS_VAR} is not set (the certificates of a PostgreSQL server \
+                             with TLS); scripts/test.sh starts one, or: eval \
+                             \"$(scripts/postgres-dev.sh start DIR --tls)\""
+                        ),
+                    );
+                    None
+                }
+            }
+        }
+
+        /// `url` with `params` added to its query.
+        fn with(url: &str, params: &str) -> String {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{sep}{params}")
+        }
+
+        async fn encrypted(store: &PgStore) -> bool {
+            let client = store.client("asking pg_stat_ssl").await.unwrap();
+            let row = client
+                .query_one(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .await
+                .unwrap();
+            row.get(0)
+        }
+
+        #[tokio::test]
+        async fn the_store_runs_over_verified_tls() {
+            let Some((db, tls)) = tls_db("tls_store").await else {
+                return;
+            };
+            let ca = tls.join("ca.pem");
+            for mode in ["require", "verify-full", "verify-ca", "prefer"] {
+                let url = with(
+                    db.url(),
+                    &format!("sslmode={mode}&sslrootcert={}", ca.display()),
+                );
+                let store = PgStore::open(&url)
+                    .await
+                    .unwrap_or_else(|e| panic!("{mode}: {e}"));
+                assert!(encrypted(&store).await, "{mode}: not encrypted");
+                if mode == "require" {
+                    conformance::round_trip(&store).await;
+                    assert!(encrypted(&store.reopen().unwrap()).await);
+                }
+            }
+            // Without a CA, prefer stays plain (as before), and so does disable.
+            for url in [db.url().to_owned(), with(db.url(), "sslmode=disable")] {
+                let store = PgStore::open(&url).await.unwrap();
+                assert!(!encrypted(&store).await, "{url}: encrypted");
+            }
+        }
+
+        #[tokio::test]
+        async fn another_ca_is_refused_by_the_real_server() {
+            let Some((db, _)) = tls_db("tls_wrong_ca").await else {
+                return;
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let other = write(dir.path(), "other.pem", &ca("another CA").1);
+            let url = with(
+                db.url(),
+                &format!("sslmode=require&sslrootcert={}", other.display()),
+            );
+            let e = open_error(&url).await;
+            let DriverError::Unauthenticated { message, .. } = &e else {
+                panic!("{e:?}")
+            };
+            assert!(
+                message.contains(&format!(
+                    "does not verify against sslrootcert {}",
+                    other.display()
+                )),
+                "{message}"
+            );
+        }
+
+        /// `url` as the user `user` (password `password` when given).
+        fn as_user(url: &str, user: &str, password: Option<&str>) -> String {
+            let rest = url.find("://").map_or(0, |i| i + 3);
+            let at = url[rest..].rfind('@').map_or(rest, |i| rest + i + 1);
+            let auth = password.map_or(user.to_owned(), |p| format!("{user}:{p}"));
+            format!("{}{auth}@{}", &url[..rest], &url[at..])
+        }
+
+        /// Creates `role` (once per cluster) and gives it the test's database.
+        async fn owner(db: &TestDb, role: &str, password: Option<&str>) {
+            let admin = admin_client(db.url()).await;
+            admin
+                .batch_execute(&format!(
+                    "DO $$ BEGIN CREATE ROLE {role} LOGIN; EXCEPTION WHEN duplicate_object \
+                     OR unique_violation THEN NULL; END $$"
+                ))
+                .await
+                .unwrap();
+            if let Some(p) = password {
+                admin
+                    .batch_execute(&format!("ALTER ROLE {role} PASSWORD '{p}'"))
+                    .await
+                    .unwrap();
+            }
+            admin
+                .batch_execute(&format!("ALTER DATABASE \"{}\" OWNER TO {role}", db.name()))
+                .await
+                .unwrap();
+        }
+
+        /// SCRAM-SHA-256-PLUS: the `tls-server-end-point` binding is the server's.
+        #[tokio::test]
+        async fn scram_with_channel_binding() {
+            let Some((db, tls)) = tls_db("tls_scram").await else {
+                return;
+            };
+            owner(&db, "vnfm_scram", Some("s3cret")).await;
+            let url = with(
+                &as_user(db.url(), "vnfm_scram", Some("s3cret")),
+                &format!(
+                    "sslmode=verify-full&sslrootcert={}&channel_binding=require",
+                    tls.join("ca.pem").display()
+                ),
+            );
+            let store = PgStore::open(&url).await.unwrap_or_else(|e| panic!("{e}"));
+            assert!(encrypted(&store).await);
+            // The role may not connect without TLS (pg_hba.conf of postgres-dev.sh --tls).
+            let plain = as_user(db.url(), "vnfm_scram", Some("s3cret"));
+            assert!(tokio_postgres::connect(&plain, NoTls).await.is_err());
+        }
+
+        /// PostgreSQL's `cert` authentication: the client certificate of `sslcert`/`sslkey`.
+        #[tokio::test]
+        async fn a_client_certificate_logs_in() {
+            let Some((db, tls)) = tls_db("tls_client_cert").await else {
+                return;
+            };
+            owner(&db, "vnfm_cert", None).await;
+            let base = with(
+                &as_user(db.url(), "vnfm_cert", None),
+                &format!(
+                    "sslmode=verify-full&sslrootcert={}",
+                    tls.join("ca.pem").display()
+                ),
+            );
+            let url = format!(
+                "{base}&sslcert={}&sslkey={}",
+                tls.join("client.pem").display(),
+                tls.join("client.key").display()
+            );
+            let store = PgStore::open(&url).await.unwrap_or_else(|e| panic!("{e}"));
+            assert!(encrypted(&store).await);
+            // Without the certificate the server refuses the role.
+            let e = open_error(&base).await;
+            assert!(matches!(e, DriverError::Unauthenticated { .. }), "{e:?}");
+        }
+    }
+}
