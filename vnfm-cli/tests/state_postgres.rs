@@ -227,3 +227,34 @@ fn a_state_database_that_cannot_be_used_is_named_without_its_password() {
     assert!(out.contains("url = \"<redacted>\""), "{out}");
     assert!(!out.contains("s3cr3t"), "{out}");
 }
+
+/// TLS parameters of the URL that cannot be used stop the command before any connection,
+/// named, exit 2 (docs/configuration.md, `[state]`).
+#[test]
+fn tls_parameters_that_cannot_be_used_are_named() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = home.path().join("no-ca.pem");
+    for (query, expected) in [
+        (
+            "sslmode=require".to_owned(),
+            "sslmode=require needs sslrootcert=PATH".to_owned(),
+        ),
+        (
+            format!("sslmode=verify-full&sslrootcert={}", missing.display()),
+            format!("sslrootcert {}: cannot be read", missing.display()),
+        ),
+        (
+            "sslmode=verify_full".to_owned(),
+            "sslmode=verify_full: unknown; expected disable, allow, prefer, require, verify-ca \
+             or verify-full"
+                .to_owned(),
+        ),
+    ] {
+        let url = format!("postgres://vnfm:s3cr3t@127.0.0.1:1/vnfm?{query}");
+        let o = vnfm(Some(&url), home.path(), &["instance", "list"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{query}: {err}");
+        assert!(err.contains(&expected), "{query}: {err}");
+        assert!(!err.contains("s3cr3t"), "{err}");
+    }
+}
