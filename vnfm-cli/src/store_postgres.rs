@@ -58,6 +58,10 @@
 //! precondition that does not hold or an occurrence of an unknown instance is
 //! [`DriverError::Conflict`] worded as the other stores word it; an unknown id is
 //! [`DriverError::NotFound`].
+//! TLS ([`tls`]): parameters or files that cannot be used are [`DriverError::Invalid`] at open,
+//! naming the parameter and the file; a server that does not speak TLS when the `sslmode`
+//! needs it is [`DriverError::Invalid`]; a server certificate that does not verify (another CA,
+//! another host) is [`DriverError::Unauthenticated`], saying which.
 
 use std::error::Error as StdError;
 use std::fmt;
