@@ -5,9 +5,12 @@
 # socket in DIR, trust authentication for loopback and the socket only, durability off (fsync,
 # full_page_writes: a crash loses the cluster, which is thrown away anyway).
 #
-#   scripts/postgres-dev.sh start DIR   install postgresql-15 if missing (apt-get), initdb in
+#   scripts/postgres-dev.sh start DIR [--tls]
+#                                       install postgresql-15 if missing (apt-get), initdb in
 #                                       DIR/data, start, wait until it accepts connections,
-#                                       write the URL to DIR/url and print it as an export
+#                                       write the URL to DIR/url and print it as an export;
+#                                       with --tls (or VNFM_PG_TLS=1) the cluster also speaks
+#                                       TLS (below)
 #   scripts/postgres-dev.sh env DIR     print the export again (the cluster must be running)
 #   scripts/postgres-dev.sh stop DIR    stop the cluster started in DIR (fast shutdown, then
 #                                       SIGKILL after VNFM_PG_TIMEOUT s); DIR itself is kept
@@ -19,12 +22,24 @@
 # Export printed by start and env:
 #   VNFM_TEST_POSTGRES_URL   postgres://postgres@127.0.0.1:PORT/postgres (no password: trust
 #                            on loopback); the tests create one database per test from it
+#   VNFM_TEST_POSTGRES_TLS   with --tls only: DIR/tls, where ca.pem is the CA that signed the
+#                            server's certificate (for `sslrootcert=DIR/tls/ca.pem`), and
+#                            client.pem / client.key a client certificate of the role vnfm_cert
+#
+# --tls: openssl makes a CA (DIR/tls/ca.pem, ECDSA P-256, 30 days), the server's certificate
+# (subjectAltName IP 127.0.0.1 and DNS localhost) and a client certificate (CN vnfm_cert);
+# the cluster gets ssl = on with them and ssl_ca_file = ca.pem (client certificates asked for,
+# not required). Authentication stays trust, plain or TLS, except two roles of the TLS tests
+# (vnfm-cli/src/store_postgres/tls.rs), which the tests create: vnfm_scram (scram-sha-256,
+# TLS only: channel binding) and vnfm_cert (its client certificate, TLS only). Plain
+# connections are served as without --tls.
 #
 # Environment (all optional):
 #   VNFM_PG_BIN      the PostgreSQL binaries (default: /usr/lib/postgresql/15/bin; when
 #                    initdb is not there, `apt-get install postgresql-15`)
 #   VNFM_PG_PORT     the port (default: a free port of 127.0.0.1, asked of the kernel)
 #   VNFM_PG_TIMEOUT  seconds to wait for start and stop (default: 60)
+#   VNFM_PG_TLS      1: as --tls
 #
 # DIR must be new or empty (start refuses a DIR with a cluster in it); as root it is handed to
 # the user postgres, so its parent must be searchable by that user (e.g. a `mktemp -d` in /tmp).
@@ -85,10 +100,38 @@ free_port() {
   fi
 }
 
+# The CA, server and client certificates of --tls, in DIR/tls (openssl, ECDSA P-256).
+make_certs() {
+  local tls=$1/tls
+  command -v openssl >/dev/null || die "--tls needs the openssl command (apt-get install openssl)"
+  mkdir -p "$tls"
+  (
+    cd "$tls"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+      -out ca.pem -days 30 -subj "/CN=vnfm test CA" 2>/dev/null
+    printf 'subjectAltName=IP:%s,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' \
+      "$IP" >server.ext
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' \
+      >client.ext
+    for who in server client; do
+      local cn=localhost
+      [ "$who" = client ] && cn=vnfm_cert
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$who.key" \
+        -out "$who.csr" -subj "/CN=$cn" 2>/dev/null
+      openssl x509 -req -in "$who.csr" -CA ca.pem -CAkey ca.key -CAcreateserial \
+        -out "$who.pem" -days 30 -extfile "$who.ext" 2>/dev/null
+    done
+    rm -f ./*.csr ./*.ext ca.srl
+    chmod 600 ./*.key
+  ) || die "openssl could not make the certificates in $tls"
+  [ "$(id -u)" = 0 ] && chown -R "$PG_USER:" "$tls"
+  return 0
+}
+
 url_of() { printf 'postgres://%s@%s:%s/postgres' "$PG_USER" "$IP" "$1"; }
 
 start() {
-  local dir=$1
+  local dir=$1 tls=$2
   install
   if [ "$(id -u)" = 0 ] && ! id -u "$PG_USER" >/dev/null 2>&1; then
     say "creating the system user $PG_USER (initdb refuses root)"
@@ -108,9 +151,18 @@ start() {
     --encoding=UTF8 --locale=C.UTF-8 --no-instructions >"$dir/initdb.log" 2>&1 ||
     die "initdb failed in $dir/data; see $dir/initdb.log: $(tail -n 3 "$dir/initdb.log")"
   # Loopback and the socket only (initdb's trust lines also allow ::1, which is not listened on).
+  local hba=""
+  if [ "$tls" = 1 ]; then
+    make_certs "$dir"
+    # The roles of the TLS tests: a password with channel binding, a client certificate.
+    hba="hostssl all vnfm_scram $IP/32 scram-sha-256
+hostssl all vnfm_cert $IP/32 cert
+host    all vnfm_scram,vnfm_cert $IP/32 reject
+"
+  fi
   cat >"$dir/data/pg_hba.conf" <<CONF
 local all all trust
-host  all all $IP/32 trust
+${hba}host  all all $IP/32 trust
 CONF
   cat >>"$dir/data/postgresql.conf" <<CONF
 
@@ -124,6 +176,14 @@ full_page_writes = off
 max_connections = 200
 log_min_messages = warning
 CONF
+  if [ "$tls" = 1 ]; then
+    cat >>"$dir/data/postgresql.conf" <<CONF
+ssl = on
+ssl_cert_file = '$dir/tls/server.pem'
+ssl_key_file = '$dir/tls/server.key'
+ssl_ca_file = '$dir/tls/ca.pem'
+CONF
+  fi
   if ! as_owner "$BIN/pg_ctl" --pgdata="$dir/data" --log="$dir/postgres.log" --wait \
     --timeout="$TIMEOUT" start >/dev/null; then
     die "PostgreSQL did not start on $IP:$port within $TIMEOUT s; see $dir/postgres.log: $(tail -n 3 "$dir/postgres.log" 2>/dev/null)"
@@ -132,13 +192,16 @@ CONF
     die "PostgreSQL started but does not answer on $IP:$port; see $dir/postgres.log"
   url_of "$port" >"$dir/url"
   say "PostgreSQL $("$BIN/postgres" --version | awk '{print $3}') on $IP:$port ($dir)"
-  printf 'export VNFM_TEST_POSTGRES_URL=%s\n' "$(cat "$dir/url")"
+  env_ "$dir"
 }
 
 env_() {
   local dir=$1
   [ -f "$dir/url" ] || die "no cluster started in $dir (no $dir/url)"
   printf 'export VNFM_TEST_POSTGRES_URL=%s\n' "$(cat "$dir/url")"
+  if grep -q '^ssl = on' "$dir/data/postgresql.conf" 2>/dev/null; then
+    printf 'export VNFM_TEST_POSTGRES_TLS=%s\n' "$dir/tls"
+  fi
 }
 
 stop() {
@@ -166,13 +229,19 @@ stop() {
 
 cmd=${1:-}
 dir=${2:-}
+tls=${VNFM_PG_TLS:-0}
+case "${3:-}" in
+  "") ;;
+  --tls) [ "$cmd" = start ] || die "--tls goes with start only"; tls=1 ;;
+  *) die "usage: $0 start DIR [--tls]" ;;
+esac
 case "$cmd" in
   start | env | stop) [ -n "$dir" ] || die "usage: $0 $cmd DIR" ;;
-  *) echo "usage: $0 start|env|stop DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 start DIR [--tls] | env DIR | stop DIR" >&2; exit 2 ;;
 esac
 case "$dir" in /*) ;; *) dir=$(pwd)/$dir ;; esac
 case "$cmd" in
-  start) start "$dir" ;;
+  start) start "$dir" "$tls" ;;
   env) env_ "$dir" ;;
   stop) stop "$dir" ;;
 esac

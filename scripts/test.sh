@@ -108,8 +108,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps --lock
 # A throw-away PostgreSQL 15 cluster (scripts/postgres-dev.sh: installs postgresql-15 when
 # missing, initdb as the user postgres, a free port of 127.0.0.1; ~2-8 s) for the PostgreSQL
 # store's tests (vnfm-cli/src/store_postgres.rs), which run in the workspace pass below, each on a
-# database of its own created from template0 and dropped after. Started once per run, on CI or
-# with VNFM_TEST_POSTGRES=1, and stopped after that pass (and at exit, when a step fails).
+# database of its own created from template0 and dropped after; it also speaks TLS (--tls: a CA
+# and certificates made by openssl, in VNFM_TEST_POSTGRES_TLS) for store_postgres/tls.rs's tests
+# (a VNFM_TEST_POSTGRES_URL of your own without VNFM_TEST_POSTGRES_TLS: they skip). Started once
+# per run, on CI or with VNFM_TEST_POSTGRES=1, and stopped after that pass (and at exit, when a
+# step fails).
 # Without it (and without a VNFM_TEST_POSTGRES_URL of your own) those tests record a skip of the
 # suite "postgres": a failure under --strict.
 pg_dir=""
@@ -117,9 +120,9 @@ if [ "$(suite_on VNFM_TEST_POSTGRES)" = "1" ]; then
   step "throw-away PostgreSQL 15 (scripts/postgres-dev.sh)"
   pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/vnfm-postgres.XXXXXX")
   trap 'scripts/postgres-dev.sh stop "$pg_dir"; rm -rf "$pg_dir"' EXIT
-  pg_env=$(scripts/postgres-dev.sh start "$pg_dir")
+  pg_env=$(scripts/postgres-dev.sh start "$pg_dir" --tls)
   eval "$pg_env"
-  export VNFM_TEST_POSTGRES_URL
+  export VNFM_TEST_POSTGRES_URL VNFM_TEST_POSTGRES_TLS
 fi
 
 # The software of the OpenStack and Tacker suites (Debian packages, two venvs from PyPI: ~3-5 min
@@ -162,8 +165,9 @@ VNFM_SKIP_DEFERRED=real-prometheus,real-k8s,real-openstack,real-hw-affinity \
 # suite "postgres" (moved out of the workspace counts, so that the totals stay the same); without
 # one, their skips are listed.
 if [ -n "${VNFM_TEST_POSTGRES_URL:-}" ]; then
-  pg_passed=$(grep -c '^test store_postgres::tests::.* ok$' "$work/workspace.log" || :)
-  pg_failed=$(grep -c '^test store_postgres::tests::.* FAILED$' "$work/workspace.log" || :)
+  pg_tests='^test store_postgres::(tests|tls::tests::pg)::'
+  pg_passed=$(grep -cE "$pg_tests.* ok\$" "$work/workspace.log" || :)
+  pg_failed=$(grep -cE "$pg_tests.* FAILED\$" "$work/workspace.log" || :)
   echo "postgres $pg_passed $pg_failed 0" >> "$results"
   echo "workspace -$pg_passed -$pg_failed 0" >> "$results"
 fi
@@ -171,7 +175,7 @@ if [ -n "$pg_dir" ]; then
   scripts/postgres-dev.sh stop "$pg_dir"
   rm -rf "$pg_dir"
   trap - EXIT
-  unset VNFM_TEST_POSTGRES_URL
+  unset VNFM_TEST_POSTGRES_URL VNFM_TEST_POSTGRES_TLS
 fi
 
 # Every example program (examples/examples/*.rs) runs to completion on the simulated cloud: the

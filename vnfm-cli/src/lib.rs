@@ -61,6 +61,7 @@ pub mod outgoing;
 pub(crate) mod output;
 pub(crate) mod package_dir;
 pub(crate) mod package_zip;
+pub(crate) mod pem;
 pub mod promise;
 pub(crate) mod render;
 pub(crate) mod report;

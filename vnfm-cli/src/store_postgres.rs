@@ -10,8 +10,10 @@
 //! ## Driver
 //! `tokio-postgres` (rust-postgres, the native async client: no libpq, no C) with the
 //! `deadpool-postgres` pool (cached statements per connection, connection checks on recycle):
-//! both mature, maintained, on tokio, the project's runtime. TLS is not wired yet (loopback and
-//! trusted networks only).
+//! both mature, maintained, on tokio, the project's runtime. TLS is rustls with ring through an
+//! adapter of our own ([`tls`]): libpq's `sslmode`, `sslrootcert`, `sslcert` and `sslkey` in
+//! the URL; vnfm never runs TLS without verifying the server's certificate against
+//! `sslrootcert`.
 //!
 //! ## Schema
 //! As SQLite's: each object is the serde JSON of its SOL003 form in a `text` column (`text`, not
@@ -56,6 +58,10 @@
 //! precondition that does not hold or an occurrence of an unknown instance is
 //! [`DriverError::Conflict`] worded as the other stores word it; an unknown id is
 //! [`DriverError::NotFound`].
+//! TLS ([`tls`]): parameters or files that cannot be used are [`DriverError::Invalid`] at open,
+//! naming the parameter and the file; a server that does not speak TLS when the `sslmode`
+//! needs it is [`DriverError::Invalid`]; a server certificate that does not verify (another CA,
+//! another host) is [`DriverError::Unauthenticated`], saying which.
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -67,7 +73,6 @@ use chrono::SecondsFormat;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use tokio_postgres::config::Host;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::NoTls;
 use vnfm_core::driver::{
     DriverError, InstanceQuery, OpOccFilter, Precondition, Store, StoreBatch, Version, Versioned,
 };
@@ -80,6 +85,7 @@ use crate::store::Flush;
 pub mod cas;
 mod delivery;
 mod locked;
+pub mod tls;
 
 const DRIVER: &str = "postgres";
 
@@ -185,6 +191,8 @@ pub struct PgStore {
     pool: Pool,
     /// The connection settings the pool was built from ([`PgStore::reopen`]).
     config: Arc<tokio_postgres::Config>,
+    /// The TLS of its connections (the URL's `sslmode`, `sslrootcert`, ...).
+    tls: tls::MakeTls,
     /// The server and database as shown in messages (no password).
     target: Arc<str>,
     schema_version: u32,
@@ -229,15 +237,20 @@ impl PgStore {
     }
 
     async fn open_with(url: &str, migrations: &[&str]) -> Result<Self, DriverError> {
-        let mut config: tokio_postgres::Config = url.parse().map_err(|e| DriverError::Invalid {
+        let (rest, params) = tls::split(url).map_err(|m| DriverError::Invalid {
             driver: DRIVER,
-            message: format!(
-                "{}: not a PostgreSQL URL ({}); expected \
-                     postgres://user[:password]@host[:port]/database",
-                redact(url),
-                chain(&e)
-            ),
+            message: format!("{}: {m}", redact(url)),
         })?;
+        let mut config: tokio_postgres::Config =
+            rest.parse().map_err(|e| DriverError::Invalid {
+                driver: DRIVER,
+                message: format!(
+                    "{}: not a PostgreSQL URL ({}); expected \
+                     postgres://user[:password]@host[:port]/database",
+                    redact(url),
+                    chain(&e)
+                ),
+            })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -245,9 +258,15 @@ impl PgStore {
             config.application_name("vnfm");
         }
         let target: Arc<str> = Arc::from(target_of(&config));
+        let tls = tls::MakeTls::new(&params).map_err(|m| DriverError::Invalid {
+            driver: DRIVER,
+            message: format!("{target}: {m}"),
+        })?;
+        config.ssl_mode(tls.ssl_mode());
         let mut store = Self {
-            pool: Self::pool(&config, &target)?,
+            pool: Self::pool(&config, &tls, &target)?,
             config: Arc::new(config),
+            tls,
             target,
             schema_version: 0,
         };
@@ -256,10 +275,14 @@ impl PgStore {
     }
 
     /// A pool of connections to the database of `config` (none opened yet).
-    fn pool(config: &tokio_postgres::Config, target: &str) -> Result<Pool, DriverError> {
+    fn pool(
+        config: &tokio_postgres::Config,
+        tls: &tls::MakeTls,
+        target: &str,
+    ) -> Result<Pool, DriverError> {
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 // Checked with an empty query before each use: a connection the server closed
                 // (a restart, a failover) is replaced instead of failing the call.
@@ -288,8 +311,9 @@ impl PgStore {
     /// [`DriverError::Other`] when the pool cannot be built.
     pub fn reopen(&self) -> Result<Self, DriverError> {
         Ok(Self {
-            pool: Self::pool(&self.config, &self.target)?,
+            pool: Self::pool(&self.config, &self.tls, &self.target)?,
             config: self.config.clone(),
+            tls: self.tls.clone(),
             target: self.target.clone(),
             schema_version: self.schema_version,
         })
@@ -390,6 +414,23 @@ impl PgStore {
     /// Maps a PostgreSQL error met while `doing` something to the shared vocabulary.
     fn pg_error(&self, doing: impl fmt::Display, e: tokio_postgres::Error) -> DriverError {
         let target = &self.target;
+        if let Some((failure, why)) = self.tls.failure(&e) {
+            let message = format!("{target}: {doing}: {why}");
+            return match failure {
+                tls::Failure::Refused => DriverError::Unauthenticated {
+                    driver: DRIVER,
+                    message,
+                },
+                tls::Failure::NoTls => DriverError::Invalid {
+                    driver: DRIVER,
+                    message,
+                },
+                tls::Failure::Other => DriverError::Unavailable {
+                    driver: DRIVER,
+                    message,
+                },
+            };
+        }
         let Some(db) = e.as_db_error() else {
             let unreachable = e.is_closed()
                 || e.source().is_some_and(|s| s.is::<std::io::Error>())
@@ -1312,6 +1353,7 @@ fn redact(url: &str) -> String {
 pub(crate) mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    use tokio_postgres::NoTls;
     use vnfm_core::store::conformance;
 
     use super::*;
@@ -1350,7 +1392,7 @@ pub(crate) mod tests {
         format!("{}/{db}{}", &url[..path], &url[query..])
     }
 
-    async fn admin_client(url: &str) -> tokio_postgres::Client {
+    pub(crate) async fn admin_client(url: &str) -> tokio_postgres::Client {
         let (client, conn) = tokio_postgres::connect(url, NoTls)
             .await
             .unwrap_or_else(|e| panic!("connecting to {URL_VAR} ({}): {}", redact(url), chain(&e)));
@@ -1390,6 +1432,16 @@ pub(crate) mod tests {
             }
             let url = with_database(&admin, &name);
             Some(Self { admin, name, url })
+        }
+
+        /// The URL of the database (plain: no TLS parameter).
+        pub(crate) fn url(&self) -> &str {
+            &self.url
+        }
+
+        /// The database's name.
+        pub(crate) fn name(&self) -> &str {
+            &self.name
         }
 
         pub(crate) async fn store(&self) -> PgStore {

@@ -31,12 +31,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod pg_common;
 mod serve_common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -45,12 +46,12 @@ use axum::http::StatusCode;
 use axum::routing::get as route_get;
 use axum::Router;
 use chrono::{DateTime, Utc};
+use pg_common::{admin_url, TestDb};
 use serde_json::{json, Value};
 use serve_common::{heal_alert, parse_reply, serve_command, webhook, Reply, ServeProcess};
 use serve_common::{BASIC_HEADER, DEMO_VNFD};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_postgres::NoTls;
 
 const REPLICAS: usize = 3;
 const INSTANCES: usize = 20;
@@ -73,75 +74,6 @@ const STEP_SECS: u64 = 90;
 
 // ---------------------------------------------------------------------------------------
 // The database
-
-/// A database of one test (see serve_postgres.rs).
-struct TestDb {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl TestDb {
-    async fn create(admin: &str, test: &str) -> TestDb {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "r_{}_{}_{test}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
-        client(admin)
-            .await
-            .batch_execute(&format!("CREATE DATABASE \"{name}\" TEMPLATE template0"))
-            .await
-            .unwrap();
-        let url = with_database(admin, &name);
-        TestDb {
-            admin: admin.to_owned(),
-            name,
-            url,
-        }
-    }
-
-    async fn drop_now(self) {
-        client(&self.admin)
-            .await
-            .batch_execute(&format!(
-                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-                self.name
-            ))
-            .await
-            .unwrap();
-    }
-}
-
-/// The server of `VNFM_TEST_POSTGRES_URL`, or None (a skip recorded).
-fn admin_url(test: &str) -> Option<String> {
-    let url = std::env::var("VNFM_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty());
-    if url.is_none() {
-        vnfm_core::vectors::skip(
-            "postgres",
-            &format!("replicas: {test}"),
-            "VNFM_TEST_POSTGRES_URL is not set (scripts/test.sh starts a server when CI or \
-             VNFM_TEST_POSTGRES=1 is set, or: eval \"$(scripts/postgres-dev.sh start DIR)\")",
-        );
-    }
-    url
-}
-
-fn with_database(url: &str, db: &str) -> String {
-    let rest = url.find("://").map_or(0, |i| i + 3);
-    let query = url[rest..].find('?').map_or(url.len(), |i| rest + i);
-    let path = url[rest..query].find('/').map_or(query, |i| rest + i);
-    format!("{}/{db}{}", &url[..path], &url[query..])
-}
-
-async fn client(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.unwrap();
-    tokio::spawn(conn);
-    client
-}
 
 /// A PostgreSQL cluster of one test (`scripts/postgres-dev.sh start`), to be stopped and
 /// started again under the replicas with `pg_ctl`; stopped when dropped.
@@ -1250,7 +1182,7 @@ async fn replicas_answer_503_while_the_database_is_down_and_recover() {
         return;
     }
     let cluster = OwnCluster::start();
-    let db = TestDb::create(&cluster.url, "down_503").await;
+    let db = TestDb::create_on(&cluster.url, "down_503").await;
     let dir = tempfile::tempdir().unwrap();
     let replicas = Replicas::start(&db.url, dir.path(), DB_LEASE);
     cluster.pg_ctl(&["--mode=fast", "stop"]);
@@ -1290,7 +1222,7 @@ async fn the_replicas_script_starts_kills_revives_and_stops_them() {
     let Some(admin) = admin_url("replicas_script") else {
         return;
     };
-    let db = TestDb::create(&admin, "script").await;
+    let db = TestDb::create_on(&admin, "script").await;
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
         let mut cmd = std::process::Command::new(script("replicas-dev.sh"));
@@ -1364,7 +1296,7 @@ async fn three_replicas_share_the_work_and_lose_nothing() {
     let Some(admin) = admin_url("three_replicas") else {
         return;
     };
-    let db = TestDb::create(&admin, "three").await;
+    let db = TestDb::create_on(&admin, "three").await;
     let dir = tempfile::tempdir().unwrap();
     let replicas = Replicas::start(&db.url, dir.path(), LEASE);
     let (sub, sub_addr) = subscriber().await;
@@ -1397,7 +1329,7 @@ async fn killed_in_the_middle(test: &str, resume: bool) {
     let Some(admin) = admin_url(test) else {
         return;
     };
-    let db = TestDb::create(&admin, if resume { "resumed" } else { "killed" }).await;
+    let db = TestDb::create_on(&admin, if resume { "resumed" } else { "killed" }).await;
     let dir = tempfile::tempdir().unwrap();
     let state = if resume { "takeover = \"resume\"" } else { "" };
     let mut replicas = Replicas::start_with(&db.url, dir.path(), LEASE, state);
@@ -1524,7 +1456,7 @@ async fn the_database_restarted_in_the_middle_loses_nothing() {
         return;
     }
     let cluster = OwnCluster::start();
-    let db = TestDb::create(&cluster.url, "restarted").await;
+    let db = TestDb::create_on(&cluster.url, "restarted").await;
     let dir = tempfile::tempdir().unwrap();
     // A lease longer than the outage: the replicas' running operations must survive it.
     let replicas = Replicas::start(&db.url, dir.path(), DB_LEASE);

@@ -8,14 +8,15 @@
 // a test crate: helpers outside `#[test]` fns fail by panicking too
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod pg_common;
 mod serve_common;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use pg_common::{admin_url, client, with_database};
 use serde_json::json;
 use serve_common::*;
-use tokio_postgres::NoTls;
 use vnfm_cli::config::{Config, Secret};
 
 /// Ten instances, four named `edge`; pages of 3, at most 4 instances read per request.
@@ -153,15 +154,7 @@ async fn lists_page_by_page_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_page_by_page_on_postgres() {
-    let Some(admin) = std::env::var("VNFM_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
-        vnfm_core::vectors::skip(
-            "postgres",
-            "serve_list_scale: lists_page_by_page_on_postgres",
-            "VNFM_TEST_POSTGRES_URL is not set (eval \"$(scripts/postgres-dev.sh start DIR)\")",
-        );
+    let Some(admin) = admin_url("lists_page_by_page_on_postgres") else {
         return;
     };
     static SEQ: AtomicU32 = AtomicU32::new(0);
@@ -184,18 +177,4 @@ async fn lists_page_by_page_on_postgres() {
         .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
         .await
         .unwrap();
-}
-
-/// `url` with its database replaced by `db`.
-fn with_database(url: &str, db: &str) -> String {
-    let rest = url.find("://").map_or(0, |i| i + 3);
-    let query = url[rest..].find('?').map_or(url.len(), |i| rest + i);
-    let path = url[rest..query].find('/').map_or(query, |i| rest + i);
-    format!("{}/{db}{}", &url[..path], &url[query..])
-}
-
-async fn client(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.unwrap();
-    tokio::spawn(conn);
-    client
 }

@@ -14,76 +14,25 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod pg_common;
 mod serve_common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get as route_get;
 use axum::Router;
+use pg_common::{client, TestDb};
 use serde_json::{json, Value};
 use serve_common::*;
-use tokio_postgres::NoTls;
 use vnfm_cli::config::{Config, Secret};
 
-/// A database of one test on the server of `VNFM_TEST_POSTGRES_URL`.
-struct TestDb {
-    admin: String,
-    name: String,
-    url: String,
-}
-
 impl TestDb {
-    async fn create(test: &str) -> Option<TestDb> {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let Some(admin) = std::env::var("VNFM_TEST_POSTGRES_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty())
-        else {
-            vnfm_core::vectors::skip(
-                "postgres",
-                &format!("serve_pg_notifications: {test}"),
-                "VNFM_TEST_POSTGRES_URL is not set (scripts/test.sh starts a server when CI or \
-                 VNFM_TEST_POSTGRES=1 is set, or: eval \"$(scripts/postgres-dev.sh start DIR)\")",
-            );
-            return None;
-        };
-        let name = format!(
-            "t_{}_{}_{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed),
-            test.chars().take(30).collect::<String>()
-        );
-        client(&admin)
-            .await
-            .batch_execute(&format!("CREATE DATABASE \"{name}\" TEMPLATE template0"))
-            .await
-            .unwrap();
-        let rest = admin.find("://").map_or(0, |i| i + 3);
-        let query = admin[rest..].find('?').map_or(admin.len(), |i| rest + i);
-        let path = admin[rest..query].find('/').map_or(query, |i| rest + i);
-        let url = format!("{}/{name}{}", &admin[..path], &admin[query..]);
-        Some(TestDb { admin, name, url })
-    }
-
-    async fn execute(&self, sql: &str) {
-        client(&self.url).await.batch_execute(sql).await.unwrap();
-    }
-
-    async fn count(&self, sql: &str) -> i64 {
-        client(&self.url)
-            .await
-            .query_one(sql, &[])
-            .await
-            .unwrap()
-            .get(0)
-    }
-
+    /// The replica holding the delivery claim of `sub`.
     async fn holder(&self, sub: &str) -> Option<String> {
         client(&self.url)
             .await
@@ -95,23 +44,6 @@ impl TestDb {
             .unwrap()
             .map(|r| r.get(0))
     }
-
-    async fn drop_now(self) {
-        client(&self.admin)
-            .await
-            .batch_execute(&format!(
-                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-                self.name
-            ))
-            .await
-            .unwrap();
-    }
-}
-
-async fn client(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.unwrap();
-    tokio::spawn(conn);
-    client
 }
 
 /// Replica `replica` on the database `url`, polling every 100 ms, claims of 5 s.

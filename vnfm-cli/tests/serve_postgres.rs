@@ -10,90 +10,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod pg_common;
 mod serve_common;
 
 use std::path::Path;
 use std::process::Output;
-use std::sync::atomic::{AtomicU32, Ordering};
 
+use pg_common::TestDb;
 use serde_json::{json, Value};
 use serve_common::*;
-use tokio_postgres::NoTls;
 use vnfm_cli::config::{Config, Secret};
-
-/// A database of one test on the server of `VNFM_TEST_POSTGRES_URL`, dropped by
-/// [`TestDb::drop_now`] (left to the throw-away cluster when a test fails).
-struct TestDb {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl TestDb {
-    async fn create(test: &str) -> Option<TestDb> {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let Some(admin) = std::env::var("VNFM_TEST_POSTGRES_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty())
-        else {
-            vnfm_core::vectors::skip(
-                "postgres",
-                &format!("serve_postgres: {test}"),
-                "VNFM_TEST_POSTGRES_URL is not set (scripts/test.sh starts a server when CI or \
-                 VNFM_TEST_POSTGRES=1 is set, or: eval \"$(scripts/postgres-dev.sh start DIR)\")",
-            );
-            return None;
-        };
-        let name = format!(
-            "t_{}_{}_{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed),
-            test.chars().take(30).collect::<String>()
-        );
-        client(&admin)
-            .await
-            .batch_execute(&format!("CREATE DATABASE \"{name}\" TEMPLATE template0"))
-            .await
-            .unwrap();
-        let url = with_database(&admin, &name);
-        Some(TestDb { admin, name, url })
-    }
-
-    /// `SELECT count(*)` of `sql`'s rows.
-    async fn count(&self, sql: &str) -> i64 {
-        client(&self.url)
-            .await
-            .query_one(sql, &[])
-            .await
-            .unwrap()
-            .get(0)
-    }
-
-    async fn drop_now(self) {
-        client(&self.admin)
-            .await
-            .batch_execute(&format!(
-                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
-                self.name
-            ))
-            .await
-            .unwrap();
-    }
-}
-
-/// `url` with its database replaced by `db`.
-fn with_database(url: &str, db: &str) -> String {
-    let rest = url.find("://").map_or(0, |i| i + 3);
-    let query = url[rest..].find('?').map_or(url.len(), |i| rest + i);
-    let path = url[rest..query].find('/').map_or(query, |i| rest + i);
-    format!("{}/{db}{}", &url[..path], &url[query..])
-}
-
-async fn client(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.unwrap();
-    tokio::spawn(conn);
-    client
-}
 
 /// The configuration of the in-process servers: `serve_common::config` with the state in
 /// the database `url` instead of a file.

@@ -9,11 +9,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod pg_common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
+use pg_common::{admin_url, client, with_database};
 use serde_json::Value;
-use tokio_postgres::NoTls;
 
 const VNFM_ENV: &[&str] = &[
     "VNFM_CONFIG",
@@ -57,32 +59,9 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// `url` with its database replaced by `db`.
-fn with_database(url: &str, db: &str) -> String {
-    let rest = url.find("://").map_or(0, |i| i + 3);
-    let query = url[rest..].find('?').map_or(url.len(), |i| rest + i);
-    let path = url[rest..query].find('/').map_or(query, |i| rest + i);
-    format!("{}/{db}{}", &url[..path], &url[query..])
-}
-
-async fn client(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls).await.unwrap();
-    tokio::spawn(conn);
-    client
-}
-
 #[tokio::test]
 async fn cli_commands_keep_their_state_in_postgres() {
-    let Some(admin) = std::env::var("VNFM_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-    else {
-        vnfm_core::vectors::skip(
-            "postgres",
-            "state_postgres: CLI commands on PostgreSQL",
-            "VNFM_TEST_POSTGRES_URL is not set (scripts/test.sh starts a server when CI or \
-             VNFM_TEST_POSTGRES=1 is set)",
-        );
+    let Some(admin) = admin_url("CLI commands on PostgreSQL") else {
         return;
     };
     let name = format!("t_{}_cli_state", std::process::id());
@@ -226,4 +205,35 @@ fn a_state_database_that_cannot_be_used_is_named_without_its_password() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(out.contains("url = \"<redacted>\""), "{out}");
     assert!(!out.contains("s3cr3t"), "{out}");
+}
+
+/// TLS parameters of the URL that cannot be used stop the command before any connection,
+/// named, exit 2 (docs/configuration.md, `[state]`).
+#[test]
+fn tls_parameters_that_cannot_be_used_are_named() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = home.path().join("no-ca.pem");
+    for (query, expected) in [
+        (
+            "sslmode=require".to_owned(),
+            "sslmode=require needs sslrootcert=PATH".to_owned(),
+        ),
+        (
+            format!("sslmode=verify-full&sslrootcert={}", missing.display()),
+            format!("sslrootcert {}: cannot be read", missing.display()),
+        ),
+        (
+            "sslmode=verify_full".to_owned(),
+            "sslmode=verify_full: unknown; expected disable, allow, prefer, require, verify-ca \
+             or verify-full"
+                .to_owned(),
+        ),
+    ] {
+        let url = format!("postgres://vnfm:s3cr3t@127.0.0.1:1/vnfm?{query}");
+        let o = vnfm(Some(&url), home.path(), &["instance", "list"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{query}: {err}");
+        assert!(err.contains(&expected), "{query}: {err}");
+        assert!(!err.contains("s3cr3t"), "{err}");
+    }
 }
