@@ -103,7 +103,12 @@ free_port() {
 # The CA, server and client certificates of --tls, in DIR/tls (openssl, ECDSA P-256).
 make_certs() {
   local tls=$1/tls
-  command -v openssl >/dev/null || die "--tls needs the openssl command (apt-get install openssl)"
+  if ! command -v openssl >/dev/null; then
+    [ "$(id -u)" = 0 ] || die "--tls needs the openssl command (apt-get install openssl, as root)"
+    say "installing openssl (apt)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null \
+      || die "--tls needs the openssl command and apt-get could not install it"
+  fi
   mkdir -p "$tls"
   (
     cd "$tls"
