@@ -274,7 +274,9 @@ fn takeover(state: &crate::config::StateConfig) -> Result<Takeover, CliError> {
 pub struct Env {
     /// The state file.
     pub store: StateStore,
-    /// The simulated cloud, saved after the operation; `None` for a real cloud.
+    /// The simulated cloud, saved after the operation; `None` for a real cloud, and on
+    /// PostgreSQL (where the simulated cloud saves itself at every call that changes it,
+    /// [`Vim::shared_on`]).
     pub sim: Option<SimCloud>,
     /// The lifecycle over the drivers.
     pub lcm: Lifecycle,
@@ -308,7 +310,16 @@ pub async fn env(
     let lcm_cfg = lcm_config(config, placement)?;
     let store = open_state(config).await?;
     let mut vim = open_cluster(Vim::open(&store, cloud_path, config).await?, config).await?;
-    let sim = vim.sim.take();
+    // On PostgreSQL the simulated cloud is shared with the replicas of `vnfm serve` and other
+    // commands: each call changes it under its lock and saves it, so it is not saved whole
+    // (which would put back what this command loaded over what the others did meanwhile).
+    let sim = match &store {
+        StateStore::Postgres(pg) => {
+            vim = vim.shared_on(pg.clone());
+            None
+        }
+        StateStore::Sqlite(_) => vim.sim.take(),
+    };
     // With the simulator, its state is saved with every commit of an operation: a command
     // killed mid-operation leaves the simulated cloud as a real one would be (stacks it
     // created are still there for a rollback to delete, or a retry to continue).
@@ -490,4 +501,71 @@ pub fn label_config(config: &Config) -> Result<LabelConfig, CliError> {
         );
     }
     Ok(cfg)
+}
+
+#[cfg(test)]
+mod shared_cloud_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::config::Secret;
+    use crate::store_postgres::tests::TestDb;
+    use crate::vim::{save_sim, SIM_DOCUMENT};
+    use vnfm_core::lcm::{CreateVnfRequest, InstantiateVnfRequest};
+    use vnfm_core::lifecycle::OperationOptions;
+
+    /// Instantiates a demo instance through `env` and saves the cloud as `vnfm instantiate`
+    /// does.
+    async fn instantiate(env: &Env) {
+        let pkg = crate::builtin::demo_package().unwrap();
+        let req: CreateVnfRequest =
+            serde_json::from_value(serde_json::json!({"vnfdId": pkg.descriptor_id})).unwrap();
+        let inst = env.lcm.create(&pkg, &req).await.unwrap();
+        let r = env
+            .lcm
+            .instantiate(
+                &inst.id,
+                &pkg,
+                &InstantiateVnfRequest::new("default"),
+                &OperationOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert!(r.is_completed(), "{:?}", r.op_occ.error);
+        save_sim(&env.store, &env.sim).await.unwrap();
+    }
+
+    /// Two commands on one PostgreSQL database, the first opened (its cloud loaded) before the
+    /// second instantiates: the first's instantiate does not put back the cloud it loaded
+    /// over the second's stack (before, the last writer won: one stack left, and the ids of
+    /// the second drawn again).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn commands_on_postgresql_share_the_simulated_cloud() {
+        let Some(db) = TestDb::create("cli_shared_sim").await else {
+            return;
+        };
+        let mut config = Config::default();
+        config.state.url = Some(Secret::new(db.url()));
+        config.placement.fallback_best_effort = true;
+        config.placement.reselect_zones = true;
+        let placement = PlacementArgs::default();
+        let first = env(&config, None, &placement).await.unwrap();
+        let second = env(&config, None, &placement).await.unwrap();
+        assert!(first.sim.is_none(), "saved by its calls, not whole");
+        instantiate(&second).await;
+        instantiate(&first).await;
+        let doc = first.store.document(SIM_DOCUMENT).await.unwrap().unwrap();
+        let sim: serde_json::Value = serde_json::from_str(&doc).unwrap();
+        let top: Vec<&str> = sim["stacks"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|s| s["parent"].is_null())
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            top.len(),
+            2,
+            "both commands' stacks in the one cloud: {top:?}"
+        );
+    }
 }
