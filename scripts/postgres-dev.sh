@@ -106,14 +106,22 @@ make_certs() {
   if ! command -v openssl >/dev/null; then
     [ "$(id -u)" = 0 ] || die "--tls needs the openssl command (apt-get install openssl, as root)"
     say "installing openssl (apt)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null \
+    { DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null \
+        && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null; } \
       || die "--tls needs the openssl command and apt-get could not install it"
   fi
   mkdir -p "$tls"
+  # Each step checked: the subshell runs with `set -e` outside any `||` or `if` (where errexit
+  # would be ignored); openssl's messages kept in DIR/tls/openssl.log, shown when a step fails.
+  local made=0
+  set +e
   (
+    set -e
     cd "$tls"
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
-      -out ca.pem -days 30 -subj "/CN=vnfm test CA" 2>/dev/null
+      -out ca.pem -days 30 -subj "/CN=vnfm test CA" \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+      2>>openssl.log
     printf 'subjectAltName=IP:%s,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' \
       "$IP" >server.ext
     printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' \
@@ -122,13 +130,19 @@ make_certs() {
       local cn=localhost
       [ "$who" = client ] && cn=vnfm_cert
       openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$who.key" \
-        -out "$who.csr" -subj "/CN=$cn" 2>/dev/null
+        -out "$who.csr" -subj "/CN=$cn" 2>>openssl.log
       openssl x509 -req -in "$who.csr" -CA ca.pem -CAkey ca.key -CAcreateserial \
-        -out "$who.pem" -days 30 -extfile "$who.ext" 2>/dev/null
+        -out "$who.pem" -days 30 -extfile "$who.ext" 2>>openssl.log
     done
     rm -f ./*.csr ./*.ext ca.srl
     chmod 600 ./*.key
-  ) || die "openssl could not make the certificates in $tls"
+  )
+  made=$?
+  set -e
+  if [ "$made" != 0 ]; then
+    cat "$tls/openssl.log" >&2 2>/dev/null
+    die "openssl could not make the certificates in $tls"
+  fi
   [ "$(id -u)" = 0 ] && chown -R "$PG_USER:" "$tls"
   return 0
 }

@@ -13,10 +13,12 @@
 //!   package is gone) is declared interrupted, so that nothing is left running with nobody
 //!   behind it.
 
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::watch;
 
+use vnfm_core::id::OpOccId;
 use vnfm_core::lifecycle::{Resumable, Sweep};
 
 use super::state::App;
@@ -33,7 +35,8 @@ use super::tasks::{self, Run};
 ///
 /// `first` are the occurrences the start-up recovery left to resume: they are started at once.
 pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>, first: Vec<Resumable>) {
-    resume_all(&app, first).await;
+    let resumer = Arc::new(Resumer::default());
+    resume_all(&app, &resumer, first);
     let every = app.lcm.config().lease_time;
     let mut store_failed = false;
     loop {
@@ -50,7 +53,7 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>, first
             continue;
         }
         match app.lcm.take_over_expired().await {
-            Ok(sweep) => taken(&app, sweep).await,
+            Ok(sweep) => taken(&app, &resumer, sweep),
             Err(e) => {
                 store_failed = true;
                 tracing::warn!("cannot sweep for operations whose owner went away: {e}");
@@ -60,7 +63,7 @@ pub(crate) async fn run(app: Arc<App>, mut stopped: watch::Receiver<bool>, first
 }
 
 /// Says what a sweep declared interrupted and resumes what it left to resume.
-async fn taken(app: &Arc<App>, sweep: Sweep) {
+fn taken(app: &Arc<App>, resumer: &Arc<Resumer>, sweep: Sweep) {
     for id in sweep.interrupted {
         // The commit's own line (`observe`) carries the instance id too.
         if !app.quiet {
@@ -70,51 +73,90 @@ async fn taken(app: &Arc<App>, sweep: Sweep) {
             );
         }
     }
-    resume_all(app, sweep.resumable).await;
+    resume_all(app, resumer, sweep.resumable);
 }
 
-/// Starts the take-over of each of `ops` (`[state] takeover = "resume"`). One another server
-/// took first, or whose owner renewed its lease after all, is left to them (409); one the
-/// store could not start now is tried by the next sweep; any other refusal (its package or
-/// instance is gone, the limit of take-overs) would refuse it at every sweep, so it is declared
-/// interrupted with the reason.
-async fn resume_all(app: &Arc<App>, ops: Vec<Resumable>) {
+/// How many times the start of one take-over may fail for want of the store or the VIM (a
+/// 5xx) before the occurrence is declared interrupted instead: so that one that can never be
+/// started (an instance that does not decode) is not left running with nobody behind it.
+const START_FAILURES: u32 = 3;
+
+/// The take-overs of this server: those being started (a sweep does not start one twice) and
+/// the failed starts of each.
+#[derive(Default)]
+struct Resumer {
+    starting: Mutex<HashSet<OpOccId>>,
+    failures: Mutex<HashMap<OpOccId, u32>>,
+}
+
+/// Starts the take-over of each of `ops` (`[state] takeover = "resume"`), each on a task of its
+/// own (a start waits for the occurrence's first commit; the sweep does not wait for it). One
+/// another server took first, or whose owner renewed its lease after all, is left to them
+/// (409); one the store or the VIM could not start now is tried by the next sweep, and
+/// declared interrupted after [`START_FAILURES`] failed starts; any other refusal (its package
+/// or instance is gone, the limit of take-overs) would refuse it at every sweep, so it is
+/// declared interrupted at once, with the reason.
+fn resume_all(app: &Arc<App>, resumer: &Arc<Resumer>, ops: Vec<Resumable>) {
     for r in ops {
-        let id = r.op.clone();
-        match tasks::start(app.clone(), r.op, Run::TakeOver).await {
-            Ok(_) => {
-                if !app.quiet {
-                    tracing::info!(
-                        operation_id = id.as_str(),
-                        vnf_instance_id = r.instance.as_str(),
-                        "operation {id} resumed: its owner's lease expired"
-                    );
-                }
-            }
-            Err(p) if p.status == 409 => {
-                tracing::debug!(operation_id = id.as_str(), "not resumed: {}", p.detail);
-            }
-            Err(p) if p.status >= 500 => {
-                tracing::warn!(
-                    operation_id = id.as_str(),
-                    "cannot resume operation {id} now: {}",
-                    p.detail
-                );
-            }
-            Err(p) => {
-                let why = format!("it could not be started: {}", p.detail);
-                match app.lcm.interrupt_expired(&id, &why).await {
-                    Ok(true) => tracing::warn!(
-                        operation_id = id.as_str(),
-                        "operation {id} declared interrupted: {why}"
-                    ),
-                    Ok(false) => {}
-                    Err(e) => tracing::warn!(
-                        operation_id = id.as_str(),
-                        "cannot declare operation {id} interrupted: {e}"
-                    ),
-                }
-            }
+        if !lock(&resumer.starting).insert(r.op.clone()) {
+            continue;
         }
+        let (app, resumer) = (app.clone(), resumer.clone());
+        tokio::spawn(async move {
+            let id = r.op.clone();
+            let started = tasks::start(app.clone(), r.op, Run::TakeOver).await;
+            lock(&resumer.starting).remove(&id);
+            let why = match started {
+                Ok(_) => {
+                    lock(&resumer.failures).remove(&id);
+                    if !app.quiet {
+                        tracing::info!(
+                            operation_id = id.as_str(),
+                            vnf_instance_id = r.instance.as_str(),
+                            "operation {id} resumed: its owner's lease expired"
+                        );
+                    }
+                    return;
+                }
+                Err(p) if p.status == 409 => {
+                    tracing::debug!(operation_id = id.as_str(), "not resumed: {}", p.detail);
+                    return;
+                }
+                Err(p) if p.status >= 500 => {
+                    let n = {
+                        let mut f = lock(&resumer.failures);
+                        let n = f.entry(id.clone()).or_insert(0);
+                        *n += 1;
+                        *n
+                    };
+                    tracing::warn!(
+                        operation_id = id.as_str(),
+                        "cannot resume operation {id} now (failed start {n} of {START_FAILURES}): {}",
+                        p.detail
+                    );
+                    if n < START_FAILURES {
+                        return;
+                    }
+                    lock(&resumer.failures).remove(&id);
+                    format!("its start failed {n} times: {}", p.detail)
+                }
+                Err(p) => format!("it could not be started: {}", p.detail),
+            };
+            match app.lcm.interrupt_expired(&id, &why).await {
+                Ok(true) => tracing::warn!(
+                    operation_id = id.as_str(),
+                    "operation {id} declared interrupted: {why}"
+                ),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(
+                    operation_id = id.as_str(),
+                    "cannot declare operation {id} interrupted: {e}"
+                ),
+            }
+        });
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -127,12 +127,13 @@ fn path(key: &str, value: &str) -> Result<PathBuf, String> {
 
 /// `url` without the parameters vnfm reads itself (`sslmode`, `sslrootcert`, `sslcert`,
 /// `sslkey`), for tokio-postgres, and those parameters; in the URL form (`postgres://…?k=v&…`,
-/// percent-encoded) or libpq's `key=value` form. A `key=value` string this cannot split is
-/// returned whole, for tokio-postgres to name what is wrong with it.
+/// percent-encoded) or libpq's `key=value` form. A string that is neither is refused rather
+/// than handed on whole: its `sslmode` (say `require`) would otherwise be lost, and the
+/// connection made without TLS.
 ///
 /// # Errors
 /// A parameter's value vnfm does not accept (an unknown `sslmode`, an empty path, a value
-/// that is not UTF-8 once decoded), named.
+/// that is not UTF-8 once decoded), named; a string that is neither form.
 pub(crate) fn split(url: &str) -> Result<(String, Params), String> {
     let mut params = Params::default();
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -143,7 +144,9 @@ pub(crate) fn split(url: &str) -> Result<(String, Params), String> {
         let mut kept = Vec::new();
         for pair in url[q + 1..].split('&') {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            if !params.take(&decode(key)?, &decode(value)?)? {
+            let key = decode(key)?;
+            let value = decode(value).map_err(|e| format!("{key}: {e}"))?;
+            if !params.take(&key, &value)? {
                 kept.push(pair);
             }
         }
@@ -155,7 +158,11 @@ pub(crate) fn split(url: &str) -> Result<(String, Params), String> {
         return Ok((out, params));
     }
     let Some(pairs) = key_values(url) else {
-        return Ok((url.to_owned(), params));
+        return Err(
+            "the state URL is neither a postgres:// URL nor libpq `key=value` pairs \
+                    (a value with spaces is quoted: key='a b')"
+                .to_owned(),
+        );
     };
     let mut kept = Vec::new();
     for (key, value, text) in pairs {
@@ -185,7 +192,8 @@ fn decode(s: &str) -> Result<String, String> {
             }
         }
     }
-    String::from_utf8(out).map_err(|_| format!("{s}: not UTF-8 once percent-decoded"))
+    // The value itself is not repeated: it may be a password.
+    String::from_utf8(out).map_err(|_| "not UTF-8 once percent-decoded".to_owned())
 }
 
 /// The pairs of a libpq `key=value` string: key, value (unquoted, unescaped) and the pair's
@@ -745,8 +753,13 @@ mod tests {
         assert_eq!(rest, "host=h user=v dbname='x y'");
         assert_eq!(p.root_cert, Some(PathBuf::from("/a dir/ca's.pem")));
         assert_eq!(p.mode, Some(Mode::VerifyCa));
-        // Not key=value: left whole for tokio-postgres to name.
-        assert_eq!(split("host").unwrap().0, "host");
+        // Neither form: refused, not handed on (its sslmode would be lost); a value that
+        // does not decode is named by its key, not repeated (it may be a password).
+        let e = split("host sslmode=require").unwrap_err();
+        assert!(e.contains("neither a postgres:// URL"), "{e}");
+        let e = split("postgres://h/db?password=%FF%FE").unwrap_err();
+        assert!(e.starts_with("password: not UTF-8"), "{e}");
+        assert!(!e.contains("%FF"), "{e}");
 
         let e = split("postgres://h/db?sslmode=verify_full").unwrap_err();
         assert!(

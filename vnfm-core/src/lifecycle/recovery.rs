@@ -133,7 +133,12 @@ impl Lifecycle {
                 Err(e) if e.is_not_found() => continue,
                 Err(e) => return Err(LcmError::Store(e)),
             };
+            let graced = now.checked_sub_signed(TAKEOVER_GRACE).unwrap_or(now);
             let why = match takeover::decide(&entry.value, self.config.takeover) {
+                // At start-up too, a resume waits for the grace (a server restarted while the
+                // database was down must not run what live owners are about to renew): the
+                // sweep takes it then.
+                Decision::Resume { .. } if entry.value.is_alive(graced) => continue,
                 Decision::Resume { .. } => {
                     out.resumable.push(Resumable {
                         op: entry.value.id.clone(),
