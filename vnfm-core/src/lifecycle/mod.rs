@@ -62,6 +62,7 @@ mod run;
 mod stack;
 pub mod start;
 pub mod takeover;
+mod takeover_policy;
 pub mod task;
 pub mod to_level;
 mod types;

@@ -76,8 +76,8 @@ pub struct LcmConfig {
     /// it). Another process may declare an operation whose lease expired interrupted.
     pub lease_time: Duration,
     /// What a running server does with an operation whose owner went away (its lease expired):
-    /// interrupt it (the default) or resume it ([`super::takeover`]).
-    pub takeover: super::takeover::Takeover,
+    /// interrupt it (the default) or resume it ([`crate::lifecycle::takeover`]).
+    pub takeover: super::takeover_policy::Takeover,
     /// The node label key naming a node's compute host: a CNF's required pod anti-affinity on
     /// it is checked against its distinct values (see [`super::cnf`]).
     pub host_label: String,
@@ -139,7 +139,7 @@ impl LcmConfig {
             poll_interval: Duration::from_secs(2),
             stack_timeout: Duration::from_secs(20 * 60),
             lease_time: Duration::from_secs(60),
-            takeover: super::takeover::Takeover::Interrupt,
+            takeover: super::takeover_policy::Takeover::Interrupt,
             host_label: crate::cluster::DEFAULT_HOST_LABEL.to_owned(),
             cnf_namespace: "default".to_owned(),
             nfvo_grants: None,
