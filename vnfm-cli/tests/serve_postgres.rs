@@ -207,9 +207,8 @@ async fn the_cli_and_the_server_share_one_database() {
         "FAILED",
         "the server reads the CLI's fail"
     );
-    // The instance takes an operation again. (The heal itself is not waited for: the
-    // server's simulated cloud is the one it loaded at start, without the CLI's stack, on
-    // SQLite as on PostgreSQL.)
+    // The instance takes an operation again, and the heal completes: on PostgreSQL the CLI's
+    // commands and the server share one simulated cloud (the CLI's stack is the server's).
     let location = eventually(
         20,
         "a heal accepted once the CLI failed the scale",
@@ -219,7 +218,8 @@ async fn the_cli_and_the_server_share_one_database() {
         },
     )
     .await;
-    wait_op(addr, &location).await;
+    let healed = wait_op(addr, &location).await;
+    assert_eq!(healed["operationState"], "COMPLETED", "{healed}");
 
     // The Promise ledger: the CLI registers the cloud and reserves while the server runs.
     let expiry = (chrono::Utc::now() + chrono::Duration::hours(2))
