@@ -549,7 +549,10 @@ mod tests {
         assert_eq!(saved(&out), [true]);
         let out = send(
             Endpoint::AutoHealing,
-            &[heal("VDU1-a", "f1", "firing"), heal("VDU2-b", "f2", "resolved")],
+            &[
+                heal("VDU1-a", "f1", "firing"),
+                heal("VDU2-b", "f2", "resolved"),
+            ],
             1,
         );
         assert_eq!(labels(&out), ["duplicate", "resolved"]);
