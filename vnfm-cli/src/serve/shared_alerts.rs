@@ -163,7 +163,7 @@ impl App {
         instances: BTreeMap<VnfInstanceId, VnfInstance>,
         now: DateTime<Utc>,
     ) -> Result<Vec<AlertOutcome>, DriverError> {
-        let (reply, answer) = oneshot::channel();
+        let (reply, mut answer) = oneshot::channel();
         self.lock_alert_queue().push(PendingWebhook {
             endpoint,
             webhook,
@@ -171,21 +171,32 @@ impl App {
             now,
             reply,
         });
-        {
-            let mut sync = self.alert_sync.lock().await;
-            // Empty when a change that took the turn before judged this webhook (it answered
-            // before giving the turn up).
-            let group = std::mem::take(&mut *self.lock_alert_queue());
-            if !group.is_empty() {
-                self.judge_group(&mut sync, pg, group).await;
+        // The answer, or the turn. A webhook that another change judged takes its answer at
+        // once rather than the turn: waiting for it too would hold its answer back behind every
+        // change queued before it, one webhook answered per change.
+        let answered = tokio::select! {
+            biased;
+            a = &mut answer => Some(a),
+            mut sync = self.alert_sync.lock() => {
+                // Empty when a change that took the turn before judged this webhook (it
+                // answered before giving the turn up).
+                let group = std::mem::take(&mut *self.lock_alert_queue());
+                if !group.is_empty() {
+                    self.judge_group(&mut sync, pg, group).await;
+                }
+                None
             }
-        }
+        };
         let failed = |message| DriverError::Other {
             driver: "postgres",
             message,
             source: None,
         };
-        match answer.await {
+        let answer = match answered {
+            Some(a) => a,
+            None => answer.await,
+        };
+        match answer {
             Ok(Ok(outcomes)) => Ok(outcomes),
             Ok(Err(message)) => Err(failed(message)),
             Err(_) => Err(failed("the alert state's change was dropped".into())),
