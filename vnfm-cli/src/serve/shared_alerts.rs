@@ -18,7 +18,8 @@
 //! A replica's webhooks take their turn as a group ([`App::judge_grouped`]): those that
 //! arrive while a change is in flight queue, and the first of them to get the turn judges them
 //! all, in order, as one change (one transaction, one write of the document), then answers
-//! each once it is committed. Judged in order on one handler, they decide as they would one
+//! each once it is committed (a webhook so judged takes its answer without waiting for the
+//! turn itself). Judged in order on one handler, they decide as they would one
 //! at a time (a duplicate within the group is a duplicate; each alert joins the window its
 //! predecessors opened), and a failed change fails them all (nothing of it kept). Under an
 //! alert storm a replica so writes the document once per round trip to the database rather
