@@ -141,7 +141,7 @@ async fn judge_and_journal(
         let app = app.clone();
         let task = tokio::spawn(async move {
             match app.shared_alert_store() {
-                Some(pg) => judge_shared(&app, pg, endpoint, &webhook, &instances, now).await,
+                Some(pg) => judge_shared(&app, pg, endpoint, webhook, instances, now).await,
                 None => Judged::Answer(problem_of(500, "the alert state is not shared")),
             }
         });
@@ -240,29 +240,19 @@ fn account(
     (accepted, scales)
 }
 
-/// [`judge_and_journal`] on PostgreSQL: the webhook is judged as one change of the alert state
-/// shared by the replicas (`shared_alerts`), written before the answer.
+/// [`judge_and_journal`] on PostgreSQL: the webhook is judged in a change of the alert state
+/// shared by the replicas, together with this replica's webhooks that waited with it
+/// (`shared_alerts`), written before the answer when one of its alerts was accepted.
 async fn judge_shared(
     app: &Arc<App>,
     pg: &crate::store_postgres::PgStore,
     endpoint: Endpoint,
-    webhook: &Webhook,
-    instances: &BTreeMap<VnfInstanceId, VnfInstance>,
+    webhook: Webhook,
+    instances: BTreeMap<VnfInstanceId, VnfInstance>,
     now: DateTime<Utc>,
 ) -> Judged {
     let changed = app
-        .alert_change(
-            pg,
-            |h| h.handle_alerts(endpoint, webhook, instances, now),
-            |h, outcomes| {
-                // A scale admitted on the discarded state marked its instance busy.
-                for o in outcomes {
-                    if let Action::Scale(job) = o.action {
-                        h.mark_idle(&job.instance);
-                    }
-                }
-            },
-        )
+        .judge_grouped(pg, endpoint, webhook, instances, now)
         .await;
     let outcomes = match changed {
         Ok(o) => o,

@@ -596,6 +596,7 @@ impl Server {
             outgoing,
             grant_turn: tokio::sync::Mutex::new(()),
             alert_sync: tokio::sync::Mutex::default(),
+            alert_queue: std::sync::Mutex::default(),
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = tokio::spawn(alerts::dispatch(app.clone(), stopped.clone()));

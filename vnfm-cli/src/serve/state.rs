@@ -221,6 +221,21 @@ pub(crate) struct AlertSync {
     pub(super) synced_generation: u64,
 }
 
+/// A webhook waiting for its turn to be judged on PostgreSQL (`shared_alerts`): the webhooks
+/// that arrive while a change of the shared alert state is in flight are judged together, in
+/// order, as the next change.
+#[derive(Debug)]
+pub(crate) struct PendingWebhook {
+    pub(super) endpoint: vnfm_core::alert::Endpoint,
+    pub(super) webhook: vnfm_core::alert::Webhook,
+    /// The instances its alerts name (read before it queued).
+    pub(super) instances: std::collections::BTreeMap<VnfInstanceId, VnfInstance>,
+    pub(super) now: chrono::DateTime<chrono::Utc>,
+    /// Its outcomes once the change that judged it is committed, or why it failed (nothing
+    /// of it kept).
+    pub(super) reply: oneshot::Sender<Result<Vec<vnfm_core::alert::AlertOutcome>, String>>,
+}
+
 /// How long a stop waits for running operations.
 pub(super) const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -286,6 +301,8 @@ pub(crate) struct App {
     pub(super) grant_turn: tokio::sync::Mutex<()>,
     /// On PostgreSQL, what this replica knows of the shared alert state (`shared_alerts`).
     pub(super) alert_sync: tokio::sync::Mutex<AlertSync>,
+    /// On PostgreSQL, the webhooks waiting to be judged together (`shared_alerts`).
+    pub(super) alert_queue: Mutex<Vec<PendingWebhook>>,
 }
 
 impl App {

@@ -128,6 +128,24 @@ pub struct AlertOutcome {
     pub action: Action,
 }
 
+impl AlertOutcome {
+    /// Whether the state change this alert made must be saved before the webhook is answered:
+    /// it was accepted (joined or opened a heal window, started a scale's cooldown), or it
+    /// named an instance that is gone or not instantiated (its heal window, if any, was
+    /// cancelled). What an ignored alert otherwise changes (when a duplicate was last seen, a
+    /// resolved alert forgotten) may be saved later: lost, a repeat of the alert is judged as
+    /// a new one. A webhook none of whose alerts must be saved needs no write before its answer.
+    pub fn must_be_saved(&self) -> bool {
+        match &self.action {
+            Action::HealQueued { .. } | Action::Scale(_) => true,
+            Action::Ignored(
+                IgnoreReason::NotInstantiated { .. } | IgnoreReason::InstanceNotFound { .. },
+            ) => true,
+            Action::Ignored(_) => false,
+        }
+    }
+}
+
 /// What [`AlertHandler`] did with one alert.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
@@ -511,6 +529,44 @@ mod tests {
                 Action::Ignored(r) => r.label().to_owned(),
             })
             .collect()
+    }
+
+    /// What must be written before a webhook's answer: accepted alerts and a cancelled
+    /// window; not a duplicate, a resolved alert or a refused scale (issue 27: the replicas on
+    /// PostgreSQL write nothing for a webhook of those only).
+    #[test]
+    fn only_accepted_alerts_and_cancelled_windows_must_be_saved_now() {
+        let store = BTreeMap::from([(VnfInstanceId::new("i"), inst("i", 1))]);
+        let mut h = AlertHandler::new(PrometheusPluginConfig::default().with_all_enabled());
+        let saved = |out: &[AlertOutcome]| -> Vec<bool> {
+            out.iter().map(AlertOutcome::must_be_saved).collect()
+        };
+        let mut send = |endpoint, alerts: &[serde_json::Value], at| {
+            h.handle_webhook(endpoint, &body(alerts), &store, t(at))
+                .unwrap()
+        };
+        let out = send(Endpoint::AutoHealing, &[heal("VDU1-a", "f1", "firing")], 0);
+        assert_eq!(saved(&out), [true]);
+        let out = send(
+            Endpoint::AutoHealing,
+            &[
+                heal("VDU1-a", "f1", "firing"),
+                heal("VDU2-b", "f2", "resolved"),
+            ],
+            1,
+        );
+        assert_eq!(labels(&out), ["duplicate", "resolved"]);
+        assert_eq!(saved(&out), [false, false]);
+        let out = send(Endpoint::AutoScaling, &[scale("SCALE_OUT")], 2);
+        assert_eq!(saved(&out), [true]);
+        let out = send(Endpoint::AutoScaling, &[scale("SCALE_OUT")], 3);
+        assert!(matches!(out[0].action, Action::Ignored(_)), "{out:?}");
+        assert_eq!(saved(&out), [false]);
+        let mut gone = heal("VDU1-a", "f3", "firing");
+        gone["labels"]["vnf_instance_id"] = json!("gone");
+        let out = send(Endpoint::AutoHealing, &[gone], 4);
+        assert_eq!(labels(&out), ["instance_not_found"]);
+        assert_eq!(saved(&out), [true]);
     }
 
     #[test]
