@@ -16,7 +16,7 @@ mod serve_common;
 use std::path::Path;
 use std::process::Output;
 
-use pg_common::TestDb;
+use pg_common::{client, TestDb};
 use serde_json::{json, Value};
 use serve_common::*;
 use vnfm_cli::config::{Config, Secret};
