@@ -159,8 +159,8 @@ pub(crate) fn split(url: &str) -> Result<(String, Params), String> {
     }
     let Some(pairs) = key_values(url) else {
         return Err(
-            "the state URL is neither a postgres:// URL nor libpq `key=value` pairs \
-                    (a value with spaces is quoted: key='a b')"
+            "not a PostgreSQL URL: expected postgres://user[:password]@host[:port]/database \
+             or libpq `key=value` pairs (a value with spaces quoted: key='a b')"
                 .to_owned(),
         );
     };
@@ -756,7 +756,7 @@ mod tests {
         // Neither form: refused, not handed on (its sslmode would be lost); a value that
         // does not decode is named by its key, not repeated (it may be a password).
         let e = split("host sslmode=require").unwrap_err();
-        assert!(e.contains("neither a postgres:// URL"), "{e}");
+        assert!(e.starts_with("not a PostgreSQL URL"), "{e}");
         let e = split("postgres://h/db?password=%FF%FE").unwrap_err();
         assert!(e.starts_with("password: not UTF-8"), "{e}");
         assert!(!e.contains("%FF"), "{e}");
