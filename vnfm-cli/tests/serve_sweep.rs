@@ -16,6 +16,37 @@ use vnfm_core::driver::{OpOccFilter, Store, StoreBatch};
 use vnfm_core::id::{OpOccId, VnfInstanceId};
 use vnfm_core::lcm::{LcmOperationStateType, LcmOperationType, Lease};
 
+/// Stores `op_id`, a copy of the last occurrence of `instance` as `shape` makes it, left
+/// `PROCESSING` by another program (a killed command, a replica that died) under a lease that
+/// expired ten minutes ago.
+async fn left_running(
+    store: &SqliteStore,
+    instance: &str,
+    op_id: &str,
+    shape: impl FnOnce(&mut vnfm_core::lcm::VnfLcmOpOcc),
+) {
+    let mut op = store
+        .op_occs(OpOccFilter::instance(VnfInstanceId::from(instance)))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    op.id = OpOccId::from(op_id);
+    op.operation_state = LcmOperationStateType::Processing;
+    op.start_time = Utc::now() - Duration::minutes(11);
+    op.state_entered_time = op.start_time;
+    op.lease = Some(Lease {
+        owner: "vnfm:elsewhere:4242".into(),
+        expires: Utc::now() - Duration::minutes(10),
+    });
+    op.error = None;
+    shape(&mut op);
+    store
+        .commit(StoreBatch::new().with_op_occ(op))
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operation_whose_owner_went_away_is_declared_interrupted_while_the_server_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -30,28 +61,11 @@ async fn an_operation_whose_owner_went_away_is_declared_interrupted_while_the_se
     // Another program (a killed `vnfm heal`, a replica that died) left a heal running on the
     // instance, under a lease that expired ten minutes ago.
     let other = SqliteStore::open(&state).unwrap();
-    let instance = VnfInstanceId::from(id.as_str());
-    let mut op = other
-        .op_occs(OpOccFilter::instance(instance.clone()))
-        .await
-        .unwrap()
-        .pop()
-        .unwrap();
-    op.id = OpOccId::from("gone-owner-heal");
-    op.operation = LcmOperationType::Heal;
-    op.operation_state = LcmOperationStateType::Processing;
-    op.start_time = Utc::now() - Duration::minutes(11);
-    op.state_entered_time = op.start_time;
-    op.lease = Some(Lease {
-        owner: "vnfm:elsewhere:4242".into(),
-        expires: Utc::now() - Duration::minutes(10),
-    });
-    op.error = None;
-    op.progress = None;
-    other
-        .commit(StoreBatch::new().with_op_occ(op))
-        .await
-        .unwrap();
+    left_running(&other, &id, "gone-owner-heal", |op| {
+        op.operation = LcmOperationType::Heal;
+        op.progress = None;
+    })
+    .await;
 
     // The sweep (every lease time, 1 s here) takes it over: FAILED_TEMP, INTERRUPTED.
     let path = "/vnflcm/v2/vnf_lcm_op_occs/gone-owner-heal";
@@ -106,29 +120,12 @@ async fn under_takeover_resume_an_operation_whose_owner_went_away_is_run_on() {
     // second one already resumed twice (the limit) by replicas that died too.
     let store = SqliteStore::open(&state).unwrap();
     for (inst, op_id, takeovers) in [(&id, "gone-terminate", 0), (&other, "gone-again", 2)] {
-        let instance = VnfInstanceId::from(inst.as_str());
-        let mut op = store
-            .op_occs(OpOccFilter::instance(instance))
-            .await
-            .unwrap()
-            .pop()
-            .unwrap();
-        op.id = OpOccId::from(op_id);
-        op.operation = LcmOperationType::Terminate;
-        op.operation_state = LcmOperationStateType::Processing;
-        op.operation_params = Some(json!({"terminationType": "FORCEFUL"}));
-        op.start_time = Utc::now() - Duration::minutes(11);
-        op.state_entered_time = op.start_time;
-        op.lease = Some(Lease {
-            owner: "vnfm:elsewhere:4242".into(),
-            expires: Utc::now() - Duration::minutes(10),
-        });
-        op.error = None;
-        op.progress = Some(json!({"plan": {"kind": "terminate"}, "takeovers": takeovers}));
-        store
-            .commit(StoreBatch::new().with_op_occ(op))
-            .await
-            .unwrap();
+        left_running(&store, inst, op_id, |op| {
+            op.operation = LcmOperationType::Terminate;
+            op.operation_params = Some(json!({"terminationType": "FORCEFUL"}));
+            op.progress = Some(json!({"plan": {"kind": "terminate"}, "takeovers": takeovers}));
+        })
+        .await;
     }
 
     let path = "/vnflcm/v2/vnf_lcm_op_occs/gone-terminate";

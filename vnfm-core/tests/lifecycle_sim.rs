@@ -25,6 +25,14 @@ fn examples() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples"))
 }
 
+/// The simulated demo cloud, seed 1.
+fn demo_sim() -> SimCloud {
+    SimCloud::new(
+        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
+        1,
+    )
+}
+
 fn setup(reselect: bool, selection: Selection) -> (Lifecycle, SimCloud, VnfPackage, MemoryStore) {
     setup_with(reselect, selection, false)
 }
@@ -34,10 +42,7 @@ fn setup_with(
     selection: Selection,
     best_effort: bool,
 ) -> (Lifecycle, SimCloud, VnfPackage, MemoryStore) {
-    let sim = SimCloud::new(
-        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
-        1,
-    );
+    let sim = demo_sim();
     let (lcm, pkg, store, _) = setup_over(&sim, Arc::new(sim.clone()), reselect, |c| {
         c.fallback_best_effort = best_effort;
         c.selection = selection;
@@ -717,10 +722,7 @@ impl vnfm_core::driver::StackDriver for Unsettled {
 #[tokio::test]
 async fn reselection_waits_for_the_failed_stack_to_settle() {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let sim = SimCloud::new(
-        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
-        1,
-    );
+    let sim = demo_sim();
     let stacks = Unsettled {
         sim: sim.clone(),
         busy: Arc::new(AtomicUsize::new(3)),
@@ -766,10 +768,7 @@ async fn stack_deletes_are_awaited_and_a_failed_delete_is_failed_temp() {
     use vnfm_core::driver::StackDriver;
     use vnfm_core::lifecycle::engine::STACK_ID_KEY;
     use vnfm_core::sim::{FaultySim, StackDeleteFault};
-    let sim = SimCloud::new(
-        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
-        1,
-    );
+    let sim = demo_sim();
     let faulty = FaultySim::new(sim.clone());
     let (lcm, pkg, _store, _clock) = setup_over(&sim, Arc::new(faulty.clone()), false, |_| {});
     let stack_of = |inst: &VnfInstance| -> vnfm_core::id::StackId {
@@ -929,10 +928,7 @@ async fn stack_deletes_are_awaited_and_a_failed_delete_is_failed_temp() {
 #[tokio::test]
 async fn a_refused_create_is_an_attempt_with_an_outcome() {
     use vnfm_core::sim::{FaultKind, FaultySim, Method};
-    let sim = SimCloud::new(
-        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
-        1,
-    );
+    let sim = demo_sim();
     let faulty = FaultySim::new(sim.clone());
     let (lcm, pkg, _store, _clock) = setup_over(&sim, Arc::new(faulty.clone()), true, |_| {});
     faulty.fail_next(Method::CreateStack, 1, FaultKind::Invalid);
@@ -1149,10 +1145,7 @@ async fn an_operation_whose_owner_went_away_is_resumed_under_the_resume_policy()
     use vnfm_core::driver::StoreBatch;
     use vnfm_core::lcm::{LcmOperationType, Lease, VnfLcmOpOcc};
     use vnfm_core::lifecycle::{LcmError, Progress, Takeover};
-    let sim = SimCloud::new(
-        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
-        1,
-    );
+    let sim = demo_sim();
     let resume = |c: &mut LcmConfig| c.takeover = Takeover::Resume { limit: 1 };
     let (lcm, pkg, store, clock) = setup_over(&sim, Arc::new(sim.clone()), false, resume);
     let inst = created(&lcm, &pkg).await;
@@ -1241,10 +1234,7 @@ async fn an_operation_whose_owner_went_away_is_resumed_under_the_resume_policy()
 #[tokio::test]
 async fn a_resumed_instantiate_finds_the_stack_its_lost_create_made() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let sim = SimCloud::new(
-        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
-        1,
-    );
+    let sim = demo_sim();
     let stacks = Unsettled {
         sim: sim.clone(),
         busy: Arc::new(AtomicUsize::new(0)),
@@ -1415,10 +1405,7 @@ async fn a_pinned_instantiate_lists_the_zones_once() {
     // The pins are checked against the catalogue before the operation starts; the operation
     // takes that listing instead of asking again (real Nova + Placement: one listing per
     // operation, checked by the real scenarios).
-    let sim = SimCloud::new(
-        CloudFile::load(examples().join("clouds/demo.yaml")).unwrap(),
-        1,
-    );
+    let sim = demo_sim();
     let zones = vnfm_core::sim::FaultySim::new(sim.clone());
     let store = MemoryStore::new();
     let drivers = Drivers {

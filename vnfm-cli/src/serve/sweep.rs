@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::watch;
 
 use vnfm_core::id::OpOccId;
+use vnfm_core::lifecycle::takeover::{self, FailedStart};
 use vnfm_core::lifecycle::{Resumable, Sweep};
 
 use super::state::App;
@@ -76,11 +77,6 @@ fn taken(app: &Arc<App>, resumer: &Arc<Resumer>, sweep: Sweep) {
     resume_all(app, resumer, sweep.resumable);
 }
 
-/// How many times the start of one take-over may fail for want of the store or the VIM (a
-/// 5xx) before the occurrence is declared interrupted instead: so that one that can never be
-/// started (an instance that does not decode) is not left running with nobody behind it.
-const START_FAILURES: u32 = 3;
-
 /// The take-overs of this server: those being started (a sweep does not start one twice) and
 /// the failed starts of each.
 #[derive(Default)]
@@ -90,12 +86,10 @@ struct Resumer {
 }
 
 /// Starts the take-over of each of `ops` (`[state] takeover = "resume"`), each on a task of its
-/// own (a start waits for the occurrence's first commit; the sweep does not wait for it). One
-/// another server took first, or whose owner renewed its lease after all, is left to them
-/// (409); one the store or the VIM could not start now is tried by the next sweep, and
-/// declared interrupted after [`START_FAILURES`] failed starts; any other refusal (its package
-/// or instance is gone, the limit of take-overs) would refuse it at every sweep, so it is
-/// declared interrupted at once, with the reason.
+/// own (a start waits for the occurrence's first commit; the sweep does not wait for it). What
+/// follows a start that failed is the core's decision
+/// ([`vnfm_core::lifecycle::takeover::after_failed_start`]: left to another server, tried by
+/// the next sweep, or declared interrupted with the reason).
 fn resume_all(app: &Arc<App>, resumer: &Arc<Resumer>, ops: Vec<Resumable>) {
     for r in ops {
         if !lock(&resumer.starting).insert(r.op.clone()) {
@@ -106,7 +100,7 @@ fn resume_all(app: &Arc<App>, resumer: &Arc<Resumer>, ops: Vec<Resumable>) {
             let id = r.op.clone();
             let started = tasks::start(app.clone(), r.op, Run::TakeOver).await;
             lock(&resumer.starting).remove(&id);
-            let why = match started {
+            let p = match started {
                 Ok(_) => {
                     lock(&resumer.failures).remove(&id);
                     if !app.quiet {
@@ -118,29 +112,29 @@ fn resume_all(app: &Arc<App>, resumer: &Arc<Resumer>, ops: Vec<Resumable>) {
                     }
                     return;
                 }
-                Err(p) if p.status == 409 => {
+                Err(p) => p,
+            };
+            let earlier = lock(&resumer.failures).get(&id).copied().unwrap_or(0);
+            let why = match takeover::after_failed_start(&p, earlier) {
+                FailedStart::LeftToOthers => {
+                    lock(&resumer.failures).remove(&id);
                     tracing::debug!(operation_id = id.as_str(), "not resumed: {}", p.detail);
                     return;
                 }
-                Err(p) if p.status >= 500 => {
-                    let n = {
-                        let mut f = lock(&resumer.failures);
-                        let n = f.entry(id.clone()).or_insert(0);
-                        *n += 1;
-                        *n
-                    };
+                FailedStart::TryAgain { failed } => {
+                    lock(&resumer.failures).insert(id.clone(), failed);
                     tracing::warn!(
                         operation_id = id.as_str(),
-                        "cannot resume operation {id} now (failed start {n} of {START_FAILURES}): {}",
+                        "cannot resume operation {id} now (failed start {failed} of {}): {}",
+                        takeover::START_FAILURES,
                         p.detail
                     );
-                    if n < START_FAILURES {
-                        return;
-                    }
-                    lock(&resumer.failures).remove(&id);
-                    format!("its start failed {n} times: {}", p.detail)
+                    return;
                 }
-                Err(p) => format!("it could not be started: {}", p.detail),
+                FailedStart::Interrupt(why) => {
+                    lock(&resumer.failures).remove(&id);
+                    why
+                }
             };
             match app.lcm.interrupt_expired(&id, &why).await {
                 Ok(true) => tracing::warn!(

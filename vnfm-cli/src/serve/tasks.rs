@@ -48,11 +48,16 @@ struct CancelMode {
 
 /// The occurrence `id`, or a 404 / 500 ProblemDetails.
 async fn occurrence(app: &App, id: &OpOccId) -> Result<VnfLcmOpOcc, Response> {
+    stored(app, id).await.map_err(problem)
+}
+
+/// The occurrence `id`, or the 404 / 500 ProblemDetails of why not.
+async fn stored(app: &App, id: &OpOccId) -> Result<VnfLcmOpOcc, ProblemDetails> {
     app.store.op_occ(id).await.map_err(|e| {
         if e.is_not_found() {
-            problem_of(404, format!("VNF LCM operation occurrence {id} not found"))
+            ProblemDetails::new(404, format!("VNF LCM operation occurrence {id} not found"))
         } else {
-            problem_of(500, format!("the state store failed: {e}"))
+            ProblemDetails::new(500, format!("the state store failed: {e}"))
         }
     })
 }
@@ -106,9 +111,6 @@ impl Run {
 /// Retry or rollback: checked by the core, then run in the background; 202 once the
 /// occurrence is stored running again, or the ProblemDetails of why it did not start.
 async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
-    if let Err(r) = occurrence(&app, &id).await {
-        return r;
-    }
     match start(app, id, Run::Task(task)).await {
         Ok(op_id) => accepted(&op_id),
         Err(p) => problem(p),
@@ -120,10 +122,7 @@ async fn resume(app: Arc<App>, id: OpOccId, task: OpTask) -> Response {
 /// stored running again under this server's lease, or the ProblemDetails of why it did not
 /// start (then nothing was written).
 pub(super) async fn start(app: Arc<App>, id: OpOccId, run: Run) -> Result<OpOccId, ProblemDetails> {
-    let op = app.store.op_occ(&id).await.map_err(|e| {
-        let status = if e.is_not_found() { 404 } else { 500 };
-        ProblemDetails::new(status, format!("VNF LCM operation occurrence {id}: {e}"))
-    })?;
+    let op = stored(&app, &id).await?;
     let check = match run {
         Run::Task(t) => t,
         Run::TakeOver => OpTask::Retry,

@@ -21,6 +21,7 @@
 
 use crate::id::{OpOccId, VnfInstanceId};
 use crate::lcm::{LcmOperationStateType, VnfLcmOpOcc};
+use crate::problem::ProblemDetails;
 
 use super::operation::Progress;
 
@@ -96,6 +97,49 @@ pub fn decide(op: &VnfLcmOpOcc, policy: Takeover) -> Decision {
     progress.takeovers += 1;
     Decision::Resume {
         progress: Box::new(progress),
+    }
+}
+
+/// How many starts of one take-over may fail for want of the store or the VIM (a 5xx) before
+/// the occurrence is interrupted instead ([`after_failed_start`]): so that one that can never
+/// be started (an instance that does not decode) is not left running with nobody behind it.
+pub const START_FAILURES: u32 = 3;
+
+/// What is done after the start of a take-over ([`super::Lifecycle::resume_expired`], and what
+/// the server does before it) was refused or failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FailedStart {
+    /// Another process took it first, or its owner renewed its lease after all (409): theirs.
+    LeftToOthers,
+    /// The store or the VIM failed (5xx): the next sweep tries again; `failed` starts of it
+    /// failed so far.
+    TryAgain {
+        /// Failed starts so far, this one included.
+        failed: u32,
+    },
+    /// Declare it interrupted ([`super::Lifecycle::interrupt_expired`]) with this reason: a
+    /// refusal that would come again at every sweep (its package or instance is gone, the
+    /// limit of take-overs), or [`START_FAILURES`] failed starts.
+    Interrupt(String),
+}
+
+/// What follows a start of a take-over answered `problem`, after `earlier` failed starts of it
+/// (5xx).
+pub fn after_failed_start(problem: &ProblemDetails, earlier: u32) -> FailedStart {
+    match problem.status {
+        409 => FailedStart::LeftToOthers,
+        s if s >= 500 => {
+            let failed = earlier.saturating_add(1);
+            if failed < START_FAILURES {
+                FailedStart::TryAgain { failed }
+            } else {
+                FailedStart::Interrupt(format!(
+                    "its start failed {failed} times: {}",
+                    problem.detail
+                ))
+            }
+        }
+        _ => FailedStart::Interrupt(format!("it could not be started: {}", problem.detail)),
     }
 }
 
@@ -180,5 +224,29 @@ mod tests {
             decide(&o, RESUME),
             Decision::Interrupt { why: Some(_) }
         ));
+    }
+
+    #[test]
+    fn a_failed_start_is_left_tried_again_or_interrupted() {
+        let p = |status| ProblemDetails::new(status, "why");
+        assert_eq!(after_failed_start(&p(409), 0), FailedStart::LeftToOthers);
+        assert_eq!(
+            after_failed_start(&p(503), 0),
+            FailedStart::TryAgain { failed: 1 }
+        );
+        assert_eq!(
+            after_failed_start(&p(500), START_FAILURES - 2),
+            FailedStart::TryAgain {
+                failed: START_FAILURES - 1
+            }
+        );
+        let FailedStart::Interrupt(why) = after_failed_start(&p(503), START_FAILURES - 1) else {
+            panic!("tried again past the limit");
+        };
+        assert!(why.contains("failed 3 times: why"), "{why}");
+        let FailedStart::Interrupt(why) = after_failed_start(&p(404), 0) else {
+            panic!("a refusal that comes again is tried again");
+        };
+        assert!(why.contains("could not be started: why"), "{why}");
     }
 }
